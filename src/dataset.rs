@@ -1,0 +1,402 @@
+//! `Dataset`: named LoD tensor columns sharing the row (sample) dimension, and their
+//! mapping to an Arrow `RecordBatch` with `lodtensor.*` metadata.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Field, Schema, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::format::{
+    FORMAT_VERSION, KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_FORMAT_VERSION, KEY_LEVEL_NAMES,
+    KEY_LOD_LEVELS,
+};
+use crate::tensor::LodTensor;
+
+/// One named tensor column.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    name: String,
+    level_names: Vec<String>,
+    tensor: LodTensor,
+}
+
+impl Column {
+    /// A column with unnamed levels.
+    pub fn new(name: impl Into<String>, tensor: LodTensor) -> Self {
+        Column {
+            name: name.into(),
+            level_names: Vec::new(),
+            tensor,
+        }
+    }
+
+    /// The same column with its levels named, outermost first (`["documents", "sentences"]`).
+    ///
+    /// # Errors
+    /// [`Error::Metadata`] when the number of names is not the number of levels.
+    pub fn with_level_names<S: Into<String>>(
+        mut self,
+        names: impl IntoIterator<Item = S>,
+    ) -> Result<Self> {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        if !names.is_empty() && names.len() != self.tensor.num_levels() {
+            return Err(Error::Metadata {
+                key: KEY_LEVEL_NAMES,
+                value: format!("{names:?}"),
+                reason: format!("the column has {} levels", self.tensor.num_levels()),
+            });
+        }
+        self.level_names = names;
+        Ok(self)
+    }
+
+    /// The column's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The level names, outermost first; empty when not given.
+    pub fn level_names(&self) -> &[String] {
+        &self.level_names
+    }
+
+    /// The tensor.
+    pub fn tensor(&self) -> &LodTensor {
+        &self.tensor
+    }
+
+    /// The Arrow field, with this column's `lodtensor.*` metadata.
+    pub fn arrow_field(&self) -> Field {
+        let field = self.tensor.arrow_field(&self.name);
+        let mut metadata = field.metadata().clone();
+        metadata.extend(column_metadata(self));
+        field.with_metadata(metadata)
+    }
+
+    /// The column an Arrow field and array hold, its metadata checked against its layout.
+    ///
+    /// # Errors
+    /// As [`LodTensor::try_from_arrow`]; [`Error::Metadata`] when a `lodtensor.*` key
+    /// contradicts the layout.
+    pub fn try_from_arrow(field: &Field, array: &dyn arrow_array::Array) -> Result<Self> {
+        let tensor = LodTensor::try_from_arrow(field, array)?;
+        let column = Column::new(field.name(), tensor);
+        let metadata = field.metadata();
+        let names = match metadata.get(KEY_LEVEL_NAMES) {
+            None => Vec::new(),
+            Some(raw) => serde_json::from_str::<Vec<String>>(raw).map_err(|e| Error::Metadata {
+                key: KEY_LEVEL_NAMES,
+                value: raw.clone(),
+                reason: e.to_string(),
+            })?,
+        };
+        let column = column.with_level_names(names)?;
+        for (key, expected) in column_metadata(&column) {
+            if let Some(found) = metadata.get(key)
+                && *found != expected
+                && key != KEY_LEVEL_NAMES
+            {
+                return Err(Error::Metadata {
+                    key,
+                    value: found.clone(),
+                    reason: format!("the column's Arrow type says {expected}"),
+                });
+            }
+        }
+        Ok(column)
+    }
+}
+
+/// The `lodtensor.*` field metadata of a column.
+fn column_metadata(column: &Column) -> Vec<(&'static str, String)> {
+    let t = &column.tensor;
+    let mut m = vec![
+        (KEY_LOD_LEVELS, t.num_levels().to_string()),
+        (KEY_DTYPE, t.dtype().name().to_owned()),
+        (
+            KEY_ELEMENT_SHAPE,
+            serde_json::to_string(t.element_shape()).expect("integers serialise"),
+        ),
+    ];
+    if !column.level_names.is_empty() {
+        m.push((
+            KEY_LEVEL_NAMES,
+            serde_json::to_string(&column.level_names).expect("strings serialise"),
+        ));
+    }
+    m
+}
+
+/// Named LoD tensor columns with one row count: one row is one sample.
+///
+/// # Example
+/// ```
+/// use lodtensor::{Column, Dataset, Lod, LodTensor, Values};
+/// use arrow_array::types::{Float32Type, Int64Type};
+/// let tokens = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], vec![0.5; 6 * 4], vec![4])?;
+/// let label = LodTensor::try_new(Lod::default(), Values::from_vec::<Int64Type>(vec![7, 9], vec![])?)?;
+/// let ds = Dataset::try_new(vec![
+///     Column::new("tokens", tokens).with_level_names(["documents", "sentences"])?,
+///     Column::new("label", label),
+/// ])?;
+/// let batch = ds.to_record_batch();
+/// assert_eq!(batch.num_rows(), 2);
+/// assert_eq!(Dataset::try_from_record_batch(&batch)?, ds);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dataset {
+    columns: Vec<Column>,
+    num_rows: usize,
+}
+
+impl Dataset {
+    /// A dataset from columns with one row count and distinct names.
+    ///
+    /// # Errors
+    /// [`Error::ColumnRows`], [`Error::DuplicateColumn`].
+    pub fn try_new(columns: Vec<Column>) -> Result<Self> {
+        let num_rows = columns.first().map_or(0, |c| c.tensor.num_rows());
+        for (i, c) in columns.iter().enumerate() {
+            if c.tensor.num_rows() != num_rows {
+                return Err(Error::ColumnRows {
+                    column: c.name.clone(),
+                    rows: c.tensor.num_rows(),
+                    expected: num_rows,
+                });
+            }
+            if columns[..i].iter().any(|other| other.name == c.name) {
+                return Err(Error::DuplicateColumn(c.name.clone()));
+            }
+        }
+        Ok(Dataset { columns, num_rows })
+    }
+
+    /// The number of rows (samples).
+    pub fn num_rows(&self) -> usize {
+        self.num_rows
+    }
+
+    /// The columns, in order.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// The tensor of the column named `name`.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`].
+    pub fn column(&self, name: &str) -> Result<&LodTensor> {
+        self.columns
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| &c.tensor)
+            .ok_or_else(|| Error::NoSuchColumn(name.to_owned()))
+    }
+
+    /// Rows `rows` of every column, as a view.
+    ///
+    /// # Errors
+    /// [`Error::RowsOutOfBounds`].
+    pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
+        if rows.start > rows.end || rows.end > self.num_rows {
+            return Err(Error::RowsOutOfBounds {
+                start: rows.start,
+                end: rows.end,
+                len: self.num_rows,
+            });
+        }
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| {
+                Ok(Column {
+                    tensor: c.tensor.slice_rows(rows.clone())?,
+                    ..c.clone()
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Dataset {
+            columns,
+            num_rows: rows.end - rows.start,
+        })
+    }
+
+    /// The Arrow schema, with the format version and every column's metadata.
+    pub fn schema(&self) -> SchemaRef {
+        let fields: Vec<Field> = self.columns.iter().map(Column::arrow_field).collect();
+        Arc::new(Schema::new(fields).with_metadata(HashMap::from([(
+            KEY_FORMAT_VERSION.to_owned(),
+            FORMAT_VERSION.to_owned(),
+        )])))
+    }
+
+    /// The dataset as one record batch, sharing every buffer.
+    pub fn to_record_batch(&self) -> RecordBatch {
+        self.to_record_batch_with_schema(self.schema())
+    }
+
+    /// Like [`Dataset::to_record_batch`], with a schema already made by [`Dataset::schema`].
+    pub(crate) fn to_record_batch_with_schema(&self, schema: SchemaRef) -> RecordBatch {
+        let arrays = self.columns.iter().map(|c| c.tensor.to_arrow()).collect();
+        RecordBatch::try_new_with_options(
+            schema,
+            arrays,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(self.num_rows)),
+        )
+        .expect("columns share the row count and match the schema built from them")
+    }
+
+    /// The dataset a record batch holds, sharing every buffer.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedVersion`] for a newer format; any column's error, wrapped in
+    /// [`Error::InColumn`] (batch 0).
+    pub fn try_from_record_batch(batch: &RecordBatch) -> Result<Self> {
+        check_version(batch.schema_ref())?;
+        let columns = batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, a)| {
+                Column::try_from_arrow(f, a.as_ref()).map_err(|e| e.in_column(f.name(), 0))
+            })
+            .collect::<Result<_>>()?;
+        let mut ds = Self::try_new(columns)?;
+        ds.num_rows = batch.num_rows();
+        Ok(ds)
+    }
+}
+
+/// Checks the schema's format version, when it has one.
+///
+/// # Errors
+/// [`Error::UnsupportedVersion`].
+pub fn check_version(schema: &Schema) -> Result<()> {
+    match schema.metadata().get(KEY_FORMAT_VERSION) {
+        Some(v) if v != FORMAT_VERSION => Err(Error::UnsupportedVersion {
+            found: v.clone(),
+            expected: FORMAT_VERSION,
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Lod, Values};
+    use arrow_array::types::{Float32Type, Int64Type};
+
+    fn dataset() -> Dataset {
+        let tokens = LodTensor::from_lengths::<Float32Type>(
+            &[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]],
+            (0..60).map(|i| i as f32).collect(),
+            vec![2, 2],
+        )
+        .unwrap();
+        let label = LodTensor::try_new(
+            Lod::default(),
+            Values::from_vec::<Int64Type>(vec![5, 6, 7], vec![]).unwrap(),
+        )
+        .unwrap();
+        Dataset::try_new(vec![
+            Column::new("tokens", tokens)
+                .with_level_names(["articles", "sentences"])
+                .unwrap(),
+            Column::new("label", label),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn schema_carries_the_metadata() {
+        let ds = dataset();
+        let schema = ds.schema();
+        assert_eq!(schema.metadata()[KEY_FORMAT_VERSION], "1");
+        let f = schema.field(0);
+        assert_eq!(f.metadata()[KEY_LOD_LEVELS], "2");
+        assert_eq!(f.metadata()[KEY_DTYPE], "float32");
+        assert_eq!(f.metadata()[KEY_ELEMENT_SHAPE], "[2,2]");
+        assert_eq!(f.metadata()[KEY_LEVEL_NAMES], r#"["articles","sentences"]"#);
+        let back = Dataset::try_from_record_batch(&ds.to_record_batch()).unwrap();
+        assert_eq!(back, ds);
+        assert_eq!(back.columns()[0].level_names(), &["articles", "sentences"]);
+    }
+
+    #[test]
+    fn rows_are_shared_and_sliced_together() {
+        let ds = dataset();
+        let s = ds.slice_rows(1..3).unwrap();
+        assert_eq!(s.num_rows(), 2);
+        assert_eq!(
+            s.column("label")
+                .unwrap()
+                .typed_values::<Int64Type>()
+                .unwrap(),
+            &[6, 7]
+        );
+        assert!(matches!(ds.column("nope"), Err(Error::NoSuchColumn(_))));
+        assert!(matches!(
+            ds.slice_rows(2..4),
+            Err(Error::RowsOutOfBounds { .. })
+        ));
+    }
+
+    #[test]
+    fn bad_datasets_are_errors() {
+        let ds = dataset();
+        let short = ds.columns()[1].tensor().slice_rows(0..2).unwrap();
+        assert!(matches!(
+            Dataset::try_new(vec![ds.columns()[0].clone(), Column::new("label", short)]),
+            Err(Error::ColumnRows {
+                rows: 2,
+                expected: 3,
+                ..
+            })
+        ));
+        assert!(matches!(
+            Dataset::try_new(vec![ds.columns()[1].clone(), ds.columns()[1].clone()]),
+            Err(Error::DuplicateColumn(_))
+        ));
+        assert!(matches!(
+            ds.columns()[1].clone().with_level_names(["x"]),
+            Err(Error::Metadata { .. })
+        ));
+        // Metadata that contradicts the layout.
+        let batch = ds.to_record_batch();
+        let mut fields: Vec<Field> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| (**f).clone())
+            .collect();
+        let mut m = fields[0].metadata().clone();
+        m.insert(KEY_DTYPE.to_owned(), "float64".to_owned());
+        fields[0] = fields[0].clone().with_metadata(m);
+        let lying =
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), batch.columns().to_vec()).unwrap();
+        let err = Dataset::try_from_record_batch(&lying).unwrap_err();
+        assert!(
+            matches!(err.root(), Error::Metadata { key: KEY_DTYPE, .. }),
+            "{err}"
+        );
+        // A newer format.
+        let newer =
+            RecordBatch::try_new(
+                Arc::new(Schema::new(batch.schema().fields().clone()).with_metadata(
+                    HashMap::from([(KEY_FORMAT_VERSION.to_owned(), "2".to_owned())]),
+                )),
+                batch.columns().to_vec(),
+            )
+            .unwrap();
+        assert!(matches!(
+            Dataset::try_from_record_batch(&newer),
+            Err(Error::UnsupportedVersion { .. })
+        ));
+    }
+}

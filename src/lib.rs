@@ -1,0 +1,28 @@
+//! Zero-copy storage and interchange of LoD (level-of-detail) tensors.
+//!
+//! A LoD tensor is a mini-batch of variable-length, recursively nested sequences
+//! (articles → sentences → words) stored as one dense tensor `[N, D1, D2, …]` plus a
+//! multi-level offset index, with no padding. This crate maps it exactly onto nested Arrow
+//! lists: a LoD of k levels is k nested `List`/`LargeList` types whose offsets are the LoD's
+//! offsets, over a `FixedSizeList` tagged `arrow.fixed_shape_tensor`; one top-level sequence
+//! is one Arrow row. See `format-spec.md` for the on-disk format.
+//!
+//! - [`Lod`]: the offset index, its rules, lengths ↔ offsets, slicing arithmetic.
+//! - [`LodTensor`]: a LoD over [`Values`]; views; Arrow conversion.
+//! - [`Dataset`]: named columns sharing rows; an Arrow `RecordBatch`.
+#![deny(missing_docs)]
+
+mod convert;
+mod dataset;
+mod error;
+pub mod extension;
+pub mod format;
+mod lod;
+mod tensor;
+mod values;
+
+pub use dataset::{Column, Dataset, check_version};
+pub use error::{Error, Result};
+pub use lod::{LevelOffsets, Lod, OffsetWidth};
+pub use tensor::LodTensor;
+pub use values::{DType, Values};

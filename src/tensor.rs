@@ -1,0 +1,368 @@
+//! `LodTensor`: a LoD index over values, and its views.
+//!
+//! Every slice is a view: it shares the offset and value buffers of its source and costs
+//! O(levels). Like a sliced Arrow list, a view's offsets may start past 0; the values it
+//! holds run from element 0 to the last element in view, and [`LodTensor::elements`] says
+//! which of them are in view.
+
+use std::ops::Range;
+
+use arrow_array::types::ArrowPrimitiveType;
+
+use crate::error::{Error, Result};
+use crate::lod::Lod;
+use crate::values::{DType, Values};
+
+/// A mini-batch of nested variable-length sequences: a [`Lod`] over [`Values`].
+///
+/// # Example
+/// The reference documents' 2-level example, each word a 1-element vector:
+/// ```
+/// use lodtensor::LodTensor;
+/// use arrow_array::types::Int64Type;
+/// let t = LodTensor::from_lengths::<Int64Type>(
+///     &[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]],
+///     (0..15).collect(),
+///     vec![1],
+/// )?;
+/// assert_eq!(t.shape(), vec![15, 1]);
+/// let article = t.branch(&[2])?;          // the <2>-slice
+/// assert_eq!(article.elements(), 10..15);
+/// assert_eq!(article.typed_values::<Int64Type>()?, &[10, 11, 12, 13, 14]);
+/// assert_eq!(t.sequence_values::<Int64Type>(1, 4)?, &[10, 11]); // the <2,0> sentence
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct LodTensor {
+    lod: Lod,
+    values: Values,
+}
+
+impl LodTensor {
+    /// A tensor from a LoD and the values its last level indexes.
+    ///
+    /// # Errors
+    /// [`Error::ElementCountMismatch`] when the last level's last offset is not the number
+    /// of elements of `values`.
+    pub fn try_new(lod: Lod, values: Values) -> Result<Self> {
+        if let Some(last) = lod.levels().last()
+            && last.last() != values.num_elements()
+        {
+            return Err(Error::ElementCountMismatch {
+                level: lod.num_levels() - 1,
+                last_offset: last.last() as i64,
+                elements: values.num_elements(),
+            });
+        }
+        Ok(LodTensor { lod, values })
+    }
+
+    /// Like [`LodTensor::try_new`], for literals.
+    ///
+    /// # Panics
+    /// When [`LodTensor::try_new`] fails.
+    pub fn new(lod: Lod, values: Values) -> Self {
+        Self::try_new(lod, values).expect("invalid LodTensor")
+    }
+
+    /// A tensor from lengths and native items, like Paddle's `create_lod_tensor`.
+    ///
+    /// # Errors
+    /// As [`Lod::try_from_lengths`], [`Values::from_vec`] and [`LodTensor::try_new`].
+    pub fn from_lengths<T: ArrowPrimitiveType>(
+        lengths: &[Vec<usize>],
+        items: Vec<T::Native>,
+        element_shape: Vec<usize>,
+    ) -> Result<Self> {
+        Self::try_new(
+            Lod::try_from_lengths(lengths)?,
+            Values::from_vec::<T>(items, element_shape)?,
+        )
+    }
+
+    /// The LoD index.
+    pub fn lod(&self) -> &Lod {
+        &self.lod
+    }
+
+    /// The values the last level indexes (elements before the view included).
+    pub fn values(&self) -> &Values {
+        &self.values
+    }
+
+    /// The LoD and the values.
+    pub fn into_parts(self) -> (Lod, Values) {
+        (self.lod, self.values)
+    }
+
+    /// The number of levels.
+    pub fn num_levels(&self) -> usize {
+        self.lod.num_levels()
+    }
+
+    /// The number of top-level sequences (samples, Arrow rows); the number of elements for a
+    /// 0-level tensor.
+    pub fn num_rows(&self) -> usize {
+        self.lod
+            .num_rows()
+            .unwrap_or_else(|| self.values.num_elements())
+    }
+
+    /// The item type.
+    pub fn dtype(&self) -> DType {
+        self.values.dtype()
+    }
+
+    /// The shape of one element.
+    pub fn element_shape(&self) -> &[usize] {
+        self.values.element_shape()
+    }
+
+    /// The elements in view.
+    pub fn elements(&self) -> Range<usize> {
+        if self.lod.num_levels() == 0 {
+            0..self.values.num_elements()
+        } else {
+            self.lod.elements()
+        }
+    }
+
+    /// The shape of the dense tensor in view, `[N, D1, D2, …]`.
+    pub fn shape(&self) -> Vec<usize> {
+        let elements = self.elements();
+        std::iter::once(elements.end - elements.start)
+            .chain(self.element_shape().iter().copied())
+            .collect()
+    }
+
+    /// The items of the elements in view, row-major, without a copy.
+    ///
+    /// # Errors
+    /// [`Error::DTypeMismatch`].
+    pub fn typed_values<T: ArrowPrimitiveType>(&self) -> Result<&[T::Native]> {
+        self.items_of::<T>(self.elements())
+    }
+
+    /// The items of sequence `index` at `level`, in O(levels), without a copy.
+    ///
+    /// # Errors
+    /// [`Error::LevelOutOfBounds`], [`Error::SequenceOutOfBounds`], [`Error::DTypeMismatch`].
+    #[inline]
+    pub fn sequence_values<T: ArrowPrimitiveType>(
+        &self,
+        level: usize,
+        index: usize,
+    ) -> Result<&[T::Native]> {
+        self.items_of::<T>(self.lod.sequence_elements(level, index)?)
+    }
+
+    #[inline]
+    fn items_of<T: ArrowPrimitiveType>(&self, elements: Range<usize>) -> Result<&[T::Native]> {
+        let size = self.values.element_size();
+        Ok(&self.values.typed::<T>()?[elements.start * size..elements.end * size])
+    }
+
+    /// Rows `rows` (top-level sequences, or elements of a 0-level tensor), as a view.
+    ///
+    /// # Errors
+    /// [`Error::RowsOutOfBounds`].
+    pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
+        if self.lod.num_levels() == 0 {
+            let len = self.values.num_elements();
+            if rows.start > rows.end || rows.end > len {
+                return Err(Error::RowsOutOfBounds {
+                    start: rows.start,
+                    end: rows.end,
+                    len,
+                });
+            }
+            return Ok(LodTensor {
+                lod: Lod::default(),
+                values: self.values.slice_elements(rows),
+            });
+        }
+        self.with_lod(self.lod.slice_rows(rows)?)
+    }
+
+    /// The `<level, index>`-slice: sequence `index` at `level` with the levels below it,
+    /// as a view.
+    ///
+    /// # Errors
+    /// [`Error::LevelOutOfBounds`], [`Error::SequenceOutOfBounds`].
+    pub fn slice_sequence(&self, level: usize, index: usize) -> Result<Self> {
+        self.with_lod(self.lod.slice_sequence(level, index)?)
+    }
+
+    /// The slice a branch names (`[2]`: article 2; `[2, 0]`: its first sentence).
+    ///
+    /// # Errors
+    /// As [`Lod::branch_position`].
+    pub fn branch(&self, branch: &[usize]) -> Result<Self> {
+        let (level, index) = self.lod.branch_position(branch)?;
+        self.slice_sequence(level, index)
+    }
+
+    /// The tensor without its `n` outermost levels (documents → sentences), as a view.
+    ///
+    /// # Errors
+    /// [`Error::LevelOutOfBounds`] when `n > num_levels()`.
+    pub fn drop_outer_levels(&self, n: usize) -> Result<Self> {
+        let lod = self.lod.drop_outer_levels(n)?;
+        if lod.num_levels() == 0 {
+            return Ok(LodTensor {
+                lod,
+                values: self.values.slice_elements(self.elements()),
+            });
+        }
+        self.with_lod(lod)
+    }
+
+    /// A copy of the LoD with offsets starting at 0 (as Paddle requires) over a view of
+    /// the values in view.
+    pub fn rebased(&self) -> Self {
+        if self.lod.is_zero_based() {
+            return self.clone();
+        }
+        let (lod, elements) = self.lod.rebased();
+        LodTensor {
+            lod,
+            values: self.values.slice_elements(elements),
+        }
+    }
+
+    /// This tensor's values under a view `lod` of its own LoD.
+    fn with_lod(&self, lod: Lod) -> Result<Self> {
+        let end = lod.elements().end;
+        Ok(LodTensor {
+            lod,
+            values: self.values.slice_elements(0..end),
+        })
+    }
+}
+
+/// Two tensors are equal when their LoDs are (lengths in view) and their elements in view
+/// are.
+impl PartialEq for LodTensor {
+    fn eq(&self, other: &Self) -> bool {
+        self.lod == other.lod
+            && self.element_shape() == other.element_shape()
+            && self.dtype() == other.dtype()
+            && {
+                let (a, b) = (self.elements(), other.elements());
+                let size = self.values.element_size();
+                let a = self
+                    .values
+                    .items()
+                    .slice(a.start * size, (a.end - a.start) * size);
+                let b = other
+                    .values
+                    .items()
+                    .slice(b.start * size, (b.end - b.start) * size);
+                a.to_data() == b.to_data()
+            }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::types::{Float32Type, Int64Type};
+
+    fn example() -> LodTensor {
+        LodTensor::from_lengths::<Int64Type>(
+            &[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]],
+            (0..15).collect(),
+            vec![1],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn slices_share_the_values() {
+        let t = example();
+        let base = t.values().as_ptr();
+        for s in [
+            t.slice_rows(1..3).unwrap(),
+            t.slice_sequence(1, 4).unwrap(),
+            t.branch(&[2, 0]).unwrap(),
+            t.drop_outer_levels(2).unwrap(),
+        ] {
+            let items = s.typed_values::<Int64Type>().unwrap();
+            let p = items.as_ptr() as usize;
+            assert!(
+                p >= base as usize && p + std::mem::size_of_val(items) <= base as usize + 15 * 8
+            );
+        }
+        assert_eq!(
+            t.branch(&[2, 0])
+                .unwrap()
+                .typed_values::<Int64Type>()
+                .unwrap(),
+            &[10, 11]
+        );
+        let sentences = t.drop_outer_levels(1).unwrap();
+        assert_eq!(sentences.num_rows(), 6);
+        assert_eq!(
+            sentences.sequence_values::<Int64Type>(0, 2).unwrap(),
+            &[5, 6, 7, 8]
+        );
+    }
+
+    #[test]
+    fn rebased_copies_offsets_only() {
+        let t = example().slice_rows(1..3).unwrap();
+        let r = t.rebased();
+        assert!(r.lod().is_zero_based());
+        assert_eq!(r.elements(), 0..6);
+        assert_eq!(r.values().num_elements(), 6);
+        assert_eq!(r, t);
+        assert_eq!(
+            r.typed_values::<Int64Type>().unwrap(),
+            &[9, 10, 11, 12, 13, 14]
+        );
+    }
+
+    #[test]
+    fn zero_level_tensor_is_a_plain_tensor() {
+        // Fixed-size images: 4 elements of 2x2, no LoD.
+        let t = LodTensor::try_new(
+            Lod::default(),
+            Values::from_vec::<Float32Type>((0..16).map(|i| i as f32).collect(), vec![2, 2])
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!((t.num_rows(), t.shape()), (4, vec![4, 2, 2]));
+        let s = t.slice_rows(1..3).unwrap();
+        assert_eq!(s.typed_values::<Float32Type>().unwrap()[0], 4.0);
+        assert_eq!(s.shape(), vec![2, 2, 2]);
+        assert!(matches!(
+            t.slice_rows(3..5),
+            Err(Error::RowsOutOfBounds {
+                start: 3,
+                end: 5,
+                len: 4
+            })
+        ));
+        assert!(matches!(
+            t.slice_sequence(0, 0),
+            Err(Error::LevelOutOfBounds {
+                level: 0,
+                levels: 0
+            })
+        ));
+    }
+
+    #[test]
+    fn element_count_must_match() {
+        let lod = Lod::try_from_lengths(&[vec![3, 1, 2]]).unwrap();
+        let values = Values::from_vec::<Int64Type>(vec![0; 5], vec![]).unwrap();
+        assert!(matches!(
+            LodTensor::try_new(lod, values),
+            Err(Error::ElementCountMismatch {
+                level: 0,
+                last_offset: 6,
+                elements: 5
+            })
+        ));
+    }
+}
