@@ -225,6 +225,29 @@ impl Dataset {
         })
     }
 
+    /// The same dataset with every level's offsets in `width` (copies the offsets that
+    /// change, never the values).
+    ///
+    /// # Errors
+    /// [`Error::OffsetOverflow`] when an offset does not fit `width`.
+    pub fn with_offset_width(&self, width: crate::OffsetWidth) -> Result<Self> {
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| {
+                let (lod, values) = c.tensor.clone().into_parts();
+                Ok(Column {
+                    tensor: LodTensor::try_new(lod.with_offset_width(width)?, values)?,
+                    ..c.clone()
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Dataset {
+            columns,
+            num_rows: self.num_rows,
+        })
+    }
+
     /// The Arrow schema, with the format version and every column's metadata.
     pub fn schema(&self) -> SchemaRef {
         let fields: Vec<Field> = self.columns.iter().map(Column::arrow_field).collect();
@@ -256,6 +279,11 @@ impl Dataset {
     /// [`Error::UnsupportedVersion`] for a newer format; any column's error, wrapped in
     /// [`Error::InColumn`] (batch 0).
     pub fn try_from_record_batch(batch: &RecordBatch) -> Result<Self> {
+        Self::try_from_record_batch_at(batch, 0)
+    }
+
+    /// Like [`Dataset::try_from_record_batch`], naming the batch `index` in errors.
+    pub(crate) fn try_from_record_batch_at(batch: &RecordBatch, index: usize) -> Result<Self> {
         check_version(batch.schema_ref())?;
         let columns = batch
             .schema_ref()
@@ -263,7 +291,7 @@ impl Dataset {
             .iter()
             .zip(batch.columns())
             .map(|(f, a)| {
-                Column::try_from_arrow(f, a.as_ref()).map_err(|e| e.in_column(f.name(), 0))
+                Column::try_from_arrow(f, a.as_ref()).map_err(|e| e.in_column(f.name(), index))
             })
             .collect::<Result<_>>()?;
         let mut ds = Self::try_new(columns)?;

@@ -229,6 +229,19 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// A dataset written after the first with other columns or types.
+    #[error("dataset does not match the file's schema: expected {expected}, found {found}")]
+    SchemaMismatch {
+        /// The schema of the file.
+        expected: String,
+        /// The schema of the dataset.
+        found: String,
+    },
+
+    /// A writer finished before any dataset told it the schema.
+    #[error("nothing was written, so the file has no schema")]
+    NothingWritten,
+
     /// A file that is not what its format says it must be.
     #[error("invalid file: {0}")]
     InvalidFile(String),

@@ -1,0 +1,101 @@
+//! Files that appear whole or not at all.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+use crate::error::{Error, Result};
+
+/// A file written under a temporary name in the target's directory, synced, then renamed
+/// over the target by [`AtomicFile::commit`].
+///
+/// Dropped without `commit` (an error, a panic), the temporary file is removed; a process
+/// killed at any moment leaves at most a hidden `.NAME.*.tmp` file beside the target. The
+/// target path only ever holds the previous complete file or the new complete file, and a
+/// file that a reader has mapped is never truncated or rewritten in place.
+#[derive(Debug)]
+pub struct AtomicFile {
+    temp: NamedTempFile,
+    target: PathBuf,
+}
+
+impl AtomicFile {
+    /// Starts writing `target`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (wrapped with the path) when the temporary file cannot be created.
+    pub fn create(target: impl AsRef<Path>) -> Result<Self> {
+        let target = target.as_ref().to_path_buf();
+        let dir = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .map_err(|e| Error::Io(e).in_file(&target))?;
+        Ok(AtomicFile { temp, target })
+    }
+
+    /// The file to write into.
+    pub fn file(&self) -> &File {
+        self.temp.as_file()
+    }
+
+    /// The target path.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Syncs the data, renames it over the target and syncs the directory.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (wrapped with the path); the target is untouched unless the rename
+    /// happened.
+    pub fn commit(self) -> Result<()> {
+        let target = self.target;
+        let fail = |e: io::Error| Error::Io(e).in_file(&target);
+        self.temp.as_file().sync_all().map_err(fail)?;
+        self.temp.persist(&target).map_err(|e| fail(e.error))?;
+        if let Some(dir) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            File::open(dir).and_then(|d| d.sync_all()).map_err(fail)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn commit_replaces_drop_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("x.bin");
+        std::fs::write(&target, b"old").unwrap();
+        {
+            let f = AtomicFile::create(&target).unwrap();
+            f.file().write_all(b"half").unwrap();
+        }
+        assert_eq!(std::fs::read(&target).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let f = AtomicFile::create(&target).unwrap();
+        f.file().write_all(b"new").unwrap();
+        f.commit().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert!(matches!(
+            AtomicFile::create(dir.path().join("missing/x.bin"))
+                .unwrap_err()
+                .root(),
+            Error::Io(_)
+        ));
+    }
+}

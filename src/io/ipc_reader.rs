@@ -1,0 +1,414 @@
+//! The memory-mapped, zero-copy, validating Arrow IPC file reader.
+//!
+//! Opening maps the file, reads the footer and schema, and decodes each record batch's
+//! metadata into views of the mapping: no value is read or copied. Every offset of every
+//! level is validated (Arrow's offset checks, then the LoD rules) before any access, so an
+//! untrusted file gives a typed error, never a panic or an out-of-bounds read.
+//!
+//! # The mapping and SIGBUS
+//! A mapped file that another process truncates or rewrites in place makes later reads of
+//! the vanished pages fault (`SIGBUS`) or see changed bytes. This crate's writers never do
+//! that: they write a temporary file and rename it over the target, so a reader keeps the
+//! old, complete file until it drops it. The reader also holds a shared advisory lock
+//! (`flock`) while open, so a cooperating tool that takes an exclusive lock before
+//! rewriting in place waits for readers; tools that ignore locks cannot be stopped, so do
+//! not edit dataset files in place.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_buffer::Buffer;
+use arrow_ipc::reader::FileDecoder;
+use arrow_ipc::{Block, MetadataVersion};
+use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
+
+use crate::dataset::{Dataset, check_version};
+use crate::error::{Error, Result};
+use crate::tensor::LodTensor;
+use crate::values::DType;
+
+/// `ARROW1`, at both ends of an IPC file.
+const MAGIC: &[u8; 6] = b"ARROW1";
+
+/// A dataset file, memory-mapped; every batch, sample and slice is a view into the mapping.
+///
+/// `MappedDataset` is `Send + Sync`: many threads can read one mapping.
+///
+/// # Example
+/// ```
+/// use lodtensor::{Column, Dataset, LodTensor};
+/// use lodtensor::io::ipc_reader::MappedDataset;
+/// use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+/// use arrow_array::types::Float32Type;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("tokens.arrow");
+/// let t = LodTensor::from_lengths::<Float32Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).map(|i| i as f32).collect(), vec![])?;
+/// let mut writer = DatasetWriter::create(&path, WriteOptions::default())?;
+/// writer.write(&Dataset::try_new(vec![Column::new("words", t)])?)?;
+/// writer.finish()?;
+///
+/// let file = MappedDataset::open(&path)?;
+/// assert_eq!(file.num_rows(), 3);
+/// let article = file.sample(2)?;
+/// assert_eq!(article.column("words")?.typed_values::<Float32Type>()?, &[10., 11., 12., 13., 14.]);
+/// let sentence = file.slice_sequence("words", 1, 4)?;   // sentence 4 of the file
+/// assert_eq!(sentence.typed_values::<Float32Type>()?, &[10., 11.]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct MappedDataset {
+    path: PathBuf,
+    mapping: Buffer,
+    schema: SchemaRef,
+    batches: Vec<Dataset>,
+    /// `row_starts[b]` is the first row of batch `b`; one more entry closes the last batch.
+    row_starts: Vec<usize>,
+    /// Held for the shared advisory lock.
+    _file: File,
+}
+
+impl MappedDataset {
+    /// Maps and validates the file at `path`.
+    ///
+    /// # Errors
+    /// Any fault in the file, wrapped in [`Error::InFile`]: [`Error::Io`], [`Error::InvalidFile`]
+    /// for a file that is not a valid uncompressed Arrow IPC file of LoD tensor columns,
+    /// and offset or LoD errors naming the batch, column, level and index.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_impl(path.as_ref(), true)
+    }
+
+    /// Maps the file at `path`, skipping Arrow's per-offset validation (the layout and
+    /// bounds of every buffer and the LoD rules between levels are still checked).
+    ///
+    /// # Safety
+    /// The file must be valid: written by this crate or another correct Arrow writer and not
+    /// modified since. Offsets out of order or out of bounds in an unchecked file are
+    /// undefined behaviour when read.
+    pub unsafe fn open_trusted(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_impl(path.as_ref(), false)
+    }
+
+    fn open_impl(path: &Path, validate: bool) -> Result<Self> {
+        let in_file = |e: Error| e.in_file(path);
+        let file = File::open(path).map_err(|e| in_file(e.into()))?;
+        match file.try_lock_shared() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(in_file(Error::InvalidFile(
+                    "another process holds an exclusive lock on the file".to_owned(),
+                )));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(in_file(e.into())),
+        }
+        let len = file.metadata().map_err(|e| in_file(e.into()))?.len();
+        if len < (2 * MAGIC.len() + 2 + 4) as u64 {
+            return Err(in_file(Error::InvalidFile(format!(
+                "{len} bytes is too short for an Arrow IPC file"
+            ))));
+        }
+        // SAFETY: the mapping is read-only and stays alive as long as any buffer made from
+        // it (Bytes::from_owner keeps it). The file may change underneath only if another
+        // process writes it in place, which this crate never does and which the shared lock
+        // taken above and the module docs guard against.
+        let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| in_file(e.into()))?;
+        let mapping = Buffer::from(bytes::Bytes::from_owner(mmap));
+        let (schema, batches) = decode(&mapping, validate).map_err(in_file)?;
+        let mut row_starts = Vec::with_capacity(batches.len() + 1);
+        row_starts.push(0);
+        for b in &batches {
+            row_starts.push(row_starts.last().expect("starts with 0") + b.num_rows());
+        }
+        Ok(MappedDataset {
+            path: path.to_path_buf(),
+            mapping,
+            schema,
+            batches,
+            row_starts,
+            _file: file,
+        })
+    }
+
+    /// The path the file was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The Arrow schema, with its metadata.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The whole mapped file.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.mapping.as_slice()
+    }
+
+    /// The number of rows (samples) over all batches.
+    pub fn num_rows(&self) -> usize {
+        *self.row_starts.last().expect("never empty")
+    }
+
+    /// The record batches, each a dataset of views into the mapping.
+    pub fn batches(&self) -> &[Dataset] {
+        &self.batches
+    }
+
+    /// The batch holding row `row` and the row's index inside it, in O(log batches).
+    ///
+    /// # Errors
+    /// [`Error::RowsOutOfBounds`].
+    pub fn locate_row(&self, row: usize) -> Result<(usize, usize)> {
+        if row >= self.num_rows() {
+            return Err(Error::RowsOutOfBounds {
+                start: row,
+                end: row + 1,
+                len: self.num_rows(),
+            });
+        }
+        let batch = self.row_starts.partition_point(|&start| start <= row) - 1;
+        Ok((batch, row - self.row_starts[batch]))
+    }
+
+    /// Sample `row` (one row of every column), as a view.
+    ///
+    /// # Errors
+    /// [`Error::RowsOutOfBounds`].
+    pub fn sample(&self, row: usize) -> Result<Dataset> {
+        let (batch, local) = self.locate_row(row)?;
+        self.batches[batch].slice_rows(local..local + 1)
+    }
+
+    /// Rows `rows`, as one view per batch they touch, in order.
+    ///
+    /// # Errors
+    /// [`Error::RowsOutOfBounds`].
+    pub fn rows(&self, rows: Range<usize>) -> Result<Vec<Dataset>> {
+        if rows.start > rows.end || rows.end > self.num_rows() {
+            return Err(Error::RowsOutOfBounds {
+                start: rows.start,
+                end: rows.end,
+                len: self.num_rows(),
+            });
+        }
+        let mut out = Vec::new();
+        for (b, batch) in self.batches.iter().enumerate() {
+            let (first, end) = (self.row_starts[b], self.row_starts[b + 1]);
+            let (lo, hi) = (rows.start.max(first), rows.end.min(end));
+            if lo < hi {
+                out.push(batch.slice_rows(lo - first..hi - first)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The `<level, index>`-slice of column `column`, `index` counting the sequences of
+    /// `level` over the whole file, as a view.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`], [`Error::LevelOutOfBounds`], [`Error::SequenceOutOfBounds`].
+    pub fn slice_sequence(&self, column: &str, level: usize, index: usize) -> Result<LodTensor> {
+        let mut remaining = index;
+        let mut total = 0;
+        for batch in &self.batches {
+            let tensor = batch.column(column)?;
+            let n = tensor.lod().num_sequences(level)?;
+            if remaining < n {
+                return tensor.slice_sequence(level, remaining);
+            }
+            remaining -= n;
+            total += n;
+        }
+        let schema_field = self
+            .schema
+            .field_with_name(column)
+            .map_err(|_| Error::NoSuchColumn(column.to_owned()))?;
+        let levels = nesting(schema_field.data_type());
+        if level >= levels {
+            return Err(Error::LevelOutOfBounds { level, levels });
+        }
+        Err(Error::SequenceOutOfBounds {
+            level,
+            index,
+            len: total,
+        })
+    }
+}
+
+/// The number of list levels of a column type.
+fn nesting(data_type: &DataType) -> usize {
+    match data_type {
+        DataType::List(f) | DataType::LargeList(f) => 1 + nesting(f.data_type()),
+        _ => 0,
+    }
+}
+
+/// Reads the footer, the schema and every record batch of a mapped IPC file.
+fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)> {
+    let bytes = mapping.as_slice();
+    let len = bytes.len();
+    if &bytes[..MAGIC.len()] != MAGIC {
+        return Err(Error::InvalidFile(format!(
+            "starts with {:?}, not the Arrow file magic \"ARROW1\"",
+            String::from_utf8_lossy(&bytes[..MAGIC.len()])
+        )));
+    }
+    let tail: [u8; 10] = bytes[len - 10..].try_into().expect("10 bytes");
+    let footer_len = arrow_ipc::reader::read_footer_length(tail)
+        .map_err(|e| Error::InvalidFile(format!("footer: {e}")))?;
+    let footer_start = (len - 10)
+        .checked_sub(footer_len)
+        .filter(|&s| s >= MAGIC.len() + 2)
+        .ok_or_else(|| {
+            Error::InvalidFile(format!(
+                "footer length {footer_len} does not fit in a file of {len} bytes"
+            ))
+        })?;
+    let footer = arrow_ipc::root_as_footer(&bytes[footer_start..len - 10])
+        .map_err(|e| Error::InvalidFile(format!("footer: {e}")))?;
+    let fb_schema = footer
+        .schema()
+        .ok_or_else(|| Error::InvalidFile("footer has no schema".to_owned()))?;
+    let schema: SchemaRef = Arc::new(arrow_ipc::convert::try_fb_to_schema(fb_schema)?);
+    check_version(&schema)?;
+    check_column_types(&schema)?;
+    if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
+        return Err(Error::InvalidFile(
+            "dictionary batches are not part of the format".to_owned(),
+        ));
+    }
+    let mut decoder =
+        FileDecoder::new(schema.clone(), footer.version()).with_require_alignment(true);
+    if !validate {
+        // SAFETY: the caller of MappedDataset::open_trusted promised a valid file.
+        decoder = unsafe { decoder.with_skip_validation(true) };
+    }
+    let blocks = footer
+        .recordBatches()
+        .map(|b| b.iter().collect::<Vec<_>>())
+        .unwrap_or_default();
+    let mut batches = Vec::with_capacity(blocks.len());
+    for (index, block) in blocks.iter().enumerate() {
+        let at_batch = |reason: String| Error::InvalidFile(format!("batch {index}: {reason}"));
+        let data = block_data(mapping, block, footer.version()).map_err(at_batch)?;
+        let batch = decoder
+            .read_record_batch(block, &data)
+            .map_err(|e| locate_arrow_error(&schema, footer.version(), block, &data, index, e))?
+            .ok_or_else(|| at_batch("the block holds no record batch".to_owned()))?;
+        batches.push(Dataset::try_from_record_batch_at(&batch, index)?);
+    }
+    Ok((schema, batches))
+}
+
+/// Checks that every column is nested lists over fixed-size lists or primitives of a
+/// supported dtype, before any batch is decoded.
+fn check_column_types(schema: &Schema) -> Result<()> {
+    fn check(data_type: &DataType) -> Result<()> {
+        match data_type {
+            DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+                check(f.data_type())
+            }
+            other => DType::try_from_arrow(other).map(|_| ()),
+        }
+    }
+    for field in schema.fields() {
+        check(field.data_type()).map_err(|e| e.in_column(field.name(), 0))?;
+    }
+    Ok(())
+}
+
+/// The bytes of one block, after checking that the block and every buffer its message
+/// declares lie inside the file, and that the body is not compressed.
+fn block_data(
+    mapping: &Buffer,
+    block: &Block,
+    version: MetadataVersion,
+) -> std::result::Result<Buffer, String> {
+    let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
+    let (Ok(offset), Ok(meta), Ok(body)) = (
+        usize::try_from(offset),
+        usize::try_from(meta),
+        usize::try_from(body),
+    ) else {
+        return Err(format!(
+            "block has a negative offset or length (offset {offset}, metadata {meta}, body {body})"
+        ));
+    };
+    let end = offset
+        .checked_add(meta)
+        .and_then(|e| e.checked_add(body))
+        .filter(|&e| e <= mapping.len())
+        .ok_or_else(|| {
+            format!(
+                "block at {offset} of {meta} + {body} bytes ends past the file's {} bytes",
+                mapping.len()
+            )
+        })?;
+    if meta < 8 {
+        return Err(format!("metadata of {meta} bytes is too short"));
+    }
+    let data = mapping.slice_with_length(offset, end - offset);
+    let bytes = data.as_slice();
+    let skip = if bytes[..4] == [0xff; 4] { 8 } else { 4 };
+    let message =
+        arrow_ipc::root_as_message(&bytes[skip..meta]).map_err(|e| format!("message: {e}"))?;
+    if version != MetadataVersion::V1 && message.version() != version {
+        return Err("message version differs from the footer's".to_owned());
+    }
+    let Some(batch) = message.header_as_record_batch() else {
+        return Err("block is not a record batch".to_owned());
+    };
+    if batch.compression().is_some() {
+        return Err(
+            "compressed bodies cannot be mapped without a copy; write the file uncompressed"
+                .to_owned(),
+        );
+    }
+    for (i, b) in batch.buffers().iter().flatten().enumerate() {
+        let fits = usize::try_from(b.offset())
+            .ok()
+            .zip(usize::try_from(b.length()).ok())
+            .and_then(|(o, l)| o.checked_add(l))
+            .is_some_and(|e| e <= body);
+        if !fits {
+            return Err(format!(
+                "buffer {i} at {} of {} bytes lies outside the body of {body} bytes",
+                b.offset(),
+                b.length()
+            ));
+        }
+    }
+    for (i, n) in batch.nodes().iter().flatten().enumerate() {
+        if n.length() < 0 || n.null_count() < 0 || n.null_count() > n.length() {
+            return Err(format!(
+                "node {i} has length {} and null count {}",
+                n.length(),
+                n.null_count()
+            ));
+        }
+    }
+    Ok(data)
+}
+
+/// Names the column of an Arrow decoding error by decoding the batch column by column
+/// (only on the error path).
+fn locate_arrow_error(
+    schema: &SchemaRef,
+    version: MetadataVersion,
+    block: &Block,
+    data: &Buffer,
+    batch: usize,
+    error: ArrowError,
+) -> Error {
+    for (c, field) in schema.fields().iter().enumerate() {
+        let decoder = FileDecoder::new(schema.clone(), version)
+            .with_require_alignment(true)
+            .with_projection(vec![c]);
+        if let Err(e) = decoder.read_record_batch(block, data) {
+            return Error::Arrow(e).in_column(field.name(), batch);
+        }
+    }
+    Error::InvalidFile(format!("batch {batch}: {error}"))
+}

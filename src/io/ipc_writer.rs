@@ -1,0 +1,245 @@
+//! The streaming, atomic Arrow IPC file writer.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use arrow_ipc::MetadataVersion;
+use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
+use arrow_schema::SchemaRef;
+
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::io::AtomicFile;
+use crate::lod::OffsetWidth;
+
+/// Buffer alignment in the file: every buffer can be mapped without a copy.
+const ALIGNMENT: usize = 64;
+
+/// Options of [`DatasetWriter`].
+#[derive(Clone, Debug)]
+pub struct WriteOptions {
+    batch_bytes: usize,
+    offset_width: OffsetWidth,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            batch_bytes: 64 << 20,
+            offset_width: OffsetWidth::I64,
+        }
+    }
+}
+
+impl WriteOptions {
+    /// Target size of one record batch, in bytes of values and offsets (default 64 MiB).
+    /// A batch holds at least one row, however large.
+    pub fn with_batch_bytes(mut self, bytes: usize) -> Self {
+        self.batch_bytes = bytes.max(1);
+        self
+    }
+
+    /// Offset width of every level (default `i64`, Arrow `LargeList`).
+    pub fn with_offset_width(mut self, width: OffsetWidth) -> Self {
+        self.offset_width = width;
+        self
+    }
+}
+
+/// What a finished write produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteSummary {
+    /// Rows written.
+    pub rows: usize,
+    /// Record batches written.
+    pub batches: usize,
+    /// Size of the file in bytes.
+    pub bytes: u64,
+}
+
+/// Writes datasets to an Arrow IPC file, streaming, atomically.
+///
+/// Datasets are appended row after row: small ones are gathered, large ones cut, into
+/// record batches of about [`WriteOptions::with_batch_bytes`] bytes, so a reader never has
+/// to re-assemble a batch. Nothing appears at the target path until [`DatasetWriter::finish`]
+/// renames the complete file over it (see [`AtomicFile`]).
+///
+/// # Example
+/// ```
+/// use lodtensor::{Column, Dataset, LodTensor};
+/// use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+/// use arrow_array::types::Float32Type;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("tokens.arrow");
+/// let mut writer = DatasetWriter::create(&path, WriteOptions::default())?;
+/// for doc in 0..3 {
+///     let t = LodTensor::from_lengths::<Float32Type>(&[vec![2], vec![1, 2]], vec![doc as f32; 3 * 4], vec![4])?;
+///     writer.write(&Dataset::try_new(vec![Column::new("tokens", t)])?)?;
+/// }
+/// let summary = writer.finish()?;
+/// assert_eq!((summary.rows, summary.batches), (3, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct DatasetWriter {
+    file: AtomicFile,
+    options: WriteOptions,
+    ipc: Option<(FileWriter<BufWriter<File>>, SchemaRef)>,
+    pending: Vec<Dataset>,
+    pending_bytes: usize,
+    rows: usize,
+    batches: usize,
+}
+
+impl DatasetWriter {
+    /// Starts writing `path` (under a temporary name until [`DatasetWriter::finish`]).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the directory cannot hold a new file.
+    pub fn create(path: impl AsRef<Path>, options: WriteOptions) -> Result<Self> {
+        Ok(DatasetWriter {
+            file: AtomicFile::create(path)?,
+            options,
+            ipc: None,
+            pending: Vec::new(),
+            pending_bytes: 0,
+            rows: 0,
+            batches: 0,
+        })
+    }
+
+    /// Appends the rows of `dataset`. The first dataset fixes the schema (columns, types,
+    /// level names); later ones must have the same.
+    ///
+    /// # Errors
+    /// [`Error::SchemaMismatch`]; [`Error::OffsetOverflow`] when an offset does not fit
+    /// the offset width; [`Error::Io`] or [`Error::Arrow`] when writing fails.
+    pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
+        let dataset = dataset.with_offset_width(self.options.offset_width)?;
+        self.check_schema(&dataset)?;
+        let target = self.options.batch_bytes;
+        let rows = dataset.num_rows();
+        let mut start = 0;
+        while start < rows {
+            let mut end = start;
+            let mut bytes = 0;
+            while end < rows {
+                let row = row_bytes(&dataset, end);
+                if end > start && self.pending_bytes + bytes + row > target {
+                    break;
+                }
+                bytes += row;
+                end += 1;
+            }
+            self.pending.push(dataset.slice_rows(start..end)?);
+            self.pending_bytes += bytes;
+            if end < rows || self.pending_bytes >= target {
+                self.flush()?;
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Writes what is pending, the footer, syncs and renames the file over the target.
+    ///
+    /// # Errors
+    /// [`Error::NothingWritten`] when no dataset was ever written (the schema is unknown);
+    /// [`Error::Io`] or [`Error::Arrow`] when writing fails (the target is then untouched).
+    pub fn finish(mut self) -> Result<WriteSummary> {
+        self.flush()?;
+        let path = self.file.target().to_path_buf();
+        let (mut ipc, _) = self.ipc.take().ok_or(Error::NothingWritten)?;
+        let in_file = |e: Error| e.in_file(&path);
+        ipc.finish().map_err(|e| in_file(e.into()))?;
+        let buffered = ipc.into_inner().map_err(|e| in_file(e.into()))?;
+        buffered
+            .into_inner()
+            .map_err(|e| in_file(e.into_error().into()))?;
+        let bytes = self
+            .file
+            .file()
+            .metadata()
+            .map_err(|e| in_file(e.into()))?
+            .len();
+        self.file.commit()?;
+        Ok(WriteSummary {
+            rows: self.rows,
+            batches: self.batches,
+            bytes,
+        })
+    }
+
+    /// The target path.
+    pub fn path(&self) -> PathBuf {
+        self.file.target().to_path_buf()
+    }
+
+    fn check_schema(&mut self, dataset: &Dataset) -> Result<()> {
+        let schema = dataset.schema();
+        match &self.ipc {
+            Some((_, expected)) if **expected != *schema => Err(Error::SchemaMismatch {
+                expected: expected.to_string(),
+                found: schema.to_string(),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                let options = IpcWriteOptions::try_new(ALIGNMENT, false, MetadataVersion::V5)?;
+                let out = BufWriter::with_capacity(
+                    1 << 20,
+                    self.file
+                        .file()
+                        .try_clone()
+                        .map_err(|e| Error::from(e).in_file(self.file.target()))?,
+                );
+                let ipc = FileWriter::try_new_with_options(out, &schema, options)?;
+                self.ipc = Some((ipc, schema));
+                Ok(())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let Some((ipc, schema)) = &mut self.ipc else {
+            return Ok(());
+        };
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let batches: Vec<RecordBatch> = self
+            .pending
+            .drain(..)
+            .map(|d| d.to_record_batch_with_schema(schema.clone()))
+            .collect();
+        let batch = if batches.len() == 1 {
+            batches.into_iter().next().expect("one batch")
+        } else {
+            arrow_select::concat::concat_batches(schema, &batches)?
+        };
+        let path = self.file.target();
+        ipc.write(&batch)
+            .map_err(|e| Error::from(e).in_file(path))?;
+        self.rows += batch.num_rows();
+        self.batches += 1;
+        self.pending_bytes = 0;
+        Ok(())
+    }
+}
+
+/// Bytes of values and offsets that row `row` adds to a batch.
+fn row_bytes(dataset: &Dataset, row: usize) -> usize {
+    dataset
+        .columns()
+        .iter()
+        .map(|c| {
+            let t = c.tensor();
+            let elements = match t.num_levels() {
+                0 => 1,
+                _ => t.lod().sequence_elements(0, row).map_or(0, |r| r.len()),
+            };
+            let item_bits = t.dtype().byte_width().map_or(1, |w| w * 8);
+            (elements * t.values().element_size() * item_bits).div_ceil(8) + 8 * t.num_levels()
+        })
+        .sum()
+}
