@@ -292,7 +292,7 @@ fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)>
     let mut batches = Vec::with_capacity(blocks.len());
     for (index, block) in blocks.iter().enumerate() {
         let at_batch = |reason: String| Error::InvalidFile(format!("batch {index}: {reason}"));
-        let data = block_data(mapping, block, footer.version()).map_err(at_batch)?;
+        let data = block_data(mapping, block, footer.version(), &schema).map_err(at_batch)?;
         let batch = decoder
             .read_record_batch(block, &data)
             .map_err(|e| locate_arrow_error(&schema, footer.version(), block, &data, index, e))?
@@ -325,6 +325,7 @@ fn block_data(
     mapping: &Buffer,
     block: &Block,
     version: MetadataVersion,
+    schema: &Schema,
 ) -> std::result::Result<Buffer, String> {
     let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
     let (Ok(offset), Ok(meta), Ok(body)) = (
@@ -366,7 +367,33 @@ fn block_data(
                 .to_owned(),
         );
     }
-    for (i, b) in batch.buffers().iter().flatten().enumerate() {
+    // The IPC format pads every buffer to 8 bytes; the mapping itself is page-aligned. A
+    // misaligned buffer would otherwise be copied, or trip Arrow's own checks.
+    let body_start = offset + meta;
+    if body_start % 8 != 0 {
+        return Err(format!("body at {body_start} is not 8-byte aligned"));
+    }
+    let widths = buffer_widths(schema);
+    let buffers = batch.buffers().map(|b| b.len()).unwrap_or(0);
+    if buffers != widths.len() {
+        return Err(format!(
+            "message declares {buffers} buffers, the schema needs {}",
+            widths.len()
+        ));
+    }
+    for ((i, b), width) in batch.buffers().iter().flatten().enumerate().zip(widths) {
+        if b.length() % width as i64 != 0 {
+            return Err(format!(
+                "buffer {i} of {} bytes is not a whole number of {width}-byte items",
+                b.length()
+            ));
+        }
+        if b.offset() % 8 != 0 {
+            return Err(format!(
+                "buffer {i} at {} is not 8-byte aligned",
+                b.offset()
+            ));
+        }
         let fits = usize::try_from(b.offset())
             .ok()
             .zip(usize::try_from(b.length()).ok())
@@ -390,6 +417,31 @@ fn block_data(
         }
     }
     Ok(data)
+}
+
+/// The item width of every buffer a record batch of `schema` holds, in IPC order
+/// (validity bitmaps and booleans count as 1-byte items).
+fn buffer_widths(schema: &Schema) -> Vec<usize> {
+    fn walk(data_type: &DataType, out: &mut Vec<usize>) {
+        out.push(1); // validity
+        match data_type {
+            DataType::List(f) => {
+                out.push(4);
+                walk(f.data_type(), out);
+            }
+            DataType::LargeList(f) => {
+                out.push(8);
+                walk(f.data_type(), out);
+            }
+            DataType::FixedSizeList(f, _) => walk(f.data_type(), out),
+            other => out.push(other.primitive_width().unwrap_or(1)),
+        }
+    }
+    let mut out = Vec::new();
+    for f in schema.fields() {
+        walk(f.data_type(), &mut out);
+    }
+    out
 }
 
 /// Names the column of an Arrow decoding error by decoding the batch column by column

@@ -1,0 +1,357 @@
+//! The IPC writer and mapped reader: round trips, zero-copy, random access, bad files,
+//! crash safety.
+
+mod common;
+
+use std::path::Path;
+
+use arrow_array::types::{Float32Type, Int64Type};
+use common::{case, example_dataset, inside};
+use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::{Column, Dataset, Error, Lod, LodTensor, Values};
+use proptest::prelude::*;
+
+fn write(path: &Path, datasets: &[Dataset], options: WriteOptions) {
+    let mut w = DatasetWriter::create(path, options).unwrap();
+    for d in datasets {
+        w.write(d).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// A dataset of one generated column plus a 0-level label column with the same rows.
+fn with_label(t: LodTensor) -> Dataset {
+    let label = LodTensor::try_new(
+        Lod::default(),
+        Values::from_vec::<Int64Type>((0..t.num_rows() as i64).collect(), vec![]).unwrap(),
+    )
+    .unwrap();
+    Dataset::try_new(vec![Column::new("x", t), Column::new("label", label)]).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn file_round_trip(case in case(), batch_bytes in 1usize..400, split in 0usize..6) {
+        let ds = with_label(case.tensor());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.arrow");
+        // Written in two pieces, cut into batches of a few hundred bytes.
+        let split = split.min(ds.num_rows());
+        let pieces = [ds.slice_rows(0..split).unwrap(), ds.slice_rows(split..ds.num_rows()).unwrap()];
+        write(&path, &pieces, WriteOptions::default().with_batch_bytes(batch_bytes).with_offset_width(case.width));
+        let file = MappedDataset::open(&path).unwrap();
+        prop_assert_eq!(file.num_rows(), ds.num_rows());
+        let mut row = 0;
+        for batch in file.batches() {
+            prop_assert_eq!(batch, &ds.slice_rows(row..row + batch.num_rows()).unwrap());
+            row += batch.num_rows();
+        }
+        for r in 0..ds.num_rows() {
+            prop_assert_eq!(file.sample(r).unwrap(), ds.slice_rows(r..r + 1).unwrap());
+        }
+        let chunks = file.rows(0..ds.num_rows()).unwrap();
+        prop_assert_eq!(chunks.iter().map(Dataset::num_rows).sum::<usize>(), ds.num_rows());
+    }
+}
+
+#[test]
+fn views_lie_inside_the_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.arrow");
+    let ds = example_dataset();
+    write(
+        &path,
+        &[ds.clone()],
+        WriteOptions::default().with_batch_bytes(100),
+    );
+    let file = MappedDataset::open(&path).unwrap();
+    assert!(file.batches().len() > 1);
+    let mapping = file.as_bytes();
+    for r in 0..file.num_rows() {
+        let sample = file.sample(r).unwrap();
+        let tokens = sample.column("tokens").unwrap();
+        let values = tokens.typed_values::<Float32Type>().unwrap();
+        let bytes = unsafe {
+            std::slice::from_raw_parts(values.as_ptr() as *const u8, size_of_val(values))
+        };
+        assert!(inside(bytes, mapping), "values of row {r}");
+        for level in tokens.lod().levels() {
+            let offsets = unsafe { std::slice::from_raw_parts(level.as_ptr(), level.len() * 8) };
+            assert!(inside(offsets, mapping), "offsets of row {r}");
+        }
+        assert_eq!(sample, ds.slice_rows(r..r + 1).unwrap());
+    }
+    // The three slices of the reference documents, over the whole file.
+    let article = file.slice_sequence("tokens", 0, 2).unwrap();
+    assert_eq!(article.lod().lengths(), vec![vec![2], vec![2, 3]]);
+    assert_eq!(article.elements().len(), 5);
+    let sentence = file.slice_sequence("tokens", 1, 4).unwrap();
+    assert_eq!(
+        sentence.typed_values::<Float32Type>().unwrap(),
+        &[20., 21., 22., 23.]
+    );
+    assert!(matches!(
+        file.slice_sequence("tokens", 1, 6),
+        Err(Error::SequenceOutOfBounds {
+            level: 1,
+            index: 6,
+            len: 6
+        })
+    ));
+    assert!(matches!(
+        file.slice_sequence("tokens", 2, 0),
+        Err(Error::LevelOutOfBounds {
+            level: 2,
+            levels: 2
+        })
+    ));
+    assert!(matches!(
+        file.slice_sequence("nope", 0, 0),
+        Err(Error::NoSuchColumn(_))
+    ));
+    assert!(matches!(file.sample(3), Err(Error::RowsOutOfBounds { .. })));
+    let across = file.rows(1..3).unwrap();
+    assert_eq!(across.iter().map(Dataset::num_rows).sum::<usize>(), 2);
+    assert_eq!(
+        file.schema().field(0).metadata()["lodtensor.level_names"],
+        r#"["articles","sentences"]"#
+    );
+}
+
+#[test]
+fn readers_are_shared_across_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<MappedDataset>();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.arrow");
+    write(
+        &path,
+        &[example_dataset()],
+        WriteOptions::default().with_batch_bytes(64),
+    );
+    let file = MappedDataset::open(&path).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let file = &file;
+            s.spawn(move || {
+                for i in 0..300 {
+                    let row = (i * 7 + t) % file.num_rows();
+                    let label = file.sample(row).unwrap();
+                    let label = label.column("label").unwrap();
+                    assert_eq!(
+                        label.typed_values::<Int64Type>().unwrap(),
+                        &[7 + row as i64]
+                    );
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn empty_datasets_and_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.arrow");
+    write(
+        &path,
+        &[example_dataset().slice_rows(0..0).unwrap()],
+        WriteOptions::default(),
+    );
+    let file = MappedDataset::open(&path).unwrap();
+    assert_eq!((file.num_rows(), file.batches().len()), (0, 0));
+    let w = DatasetWriter::create(dir.path().join("none.arrow"), WriteOptions::default()).unwrap();
+    assert!(matches!(w.finish(), Err(Error::NothingWritten)));
+    assert!(!dir.path().join("none.arrow").exists());
+}
+
+#[test]
+fn schema_changes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = DatasetWriter::create(dir.path().join("x.arrow"), WriteOptions::default()).unwrap();
+    let ds = example_dataset();
+    w.write(&ds).unwrap();
+    let other = Dataset::try_new(vec![ds.columns()[1].clone()]).unwrap();
+    assert!(matches!(w.write(&other), Err(Error::SchemaMismatch { .. })));
+}
+
+/// Bytes of a small valid file.
+fn example_bytes() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.arrow");
+    write(
+        &path,
+        &[example_dataset()],
+        WriteOptions::default().with_batch_bytes(200),
+    );
+    std::fs::read(path).unwrap()
+}
+
+fn open_bytes(dir: &Path, bytes: &[u8]) -> lodtensor::Result<MappedDataset> {
+    let path = dir.join("bad.arrow");
+    std::fs::write(&path, bytes).unwrap();
+    MappedDataset::open(&path)
+}
+
+/// Reads every sample of every column, touching every value.
+fn read_everything(file: &MappedDataset) {
+    for batch in file.batches() {
+        for c in batch.columns() {
+            let t = c.tensor();
+            let _ = t.lod().absolute_offsets();
+            let items = t.values().items();
+            let _ = items
+                .slice(0, items.len())
+                .to_data()
+                .get_slice_memory_size();
+        }
+    }
+}
+
+#[test]
+fn corrupted_offsets_are_typed_errors_naming_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = example_bytes();
+    // The sentence offsets [0, 3, 5, 9, 10, 12, 15] are stored as i64; break the order.
+    let needle: Vec<u8> = [0i64, 3, 5, 9]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let at = good
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("offsets in the file");
+    let mut bad = good.clone();
+    bad[at + 16..at + 24].copy_from_slice(&1i64.to_le_bytes());
+    let err = open_bytes(dir.path(), &bad).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("bad.arrow") && text.contains("\"tokens\"") && text.contains("batch 0"),
+        "{text}"
+    );
+    // An offset past the end of its child.
+    let mut bad = good.clone();
+    bad[at + 24..at + 32].copy_from_slice(&i64::MAX.to_le_bytes());
+    assert!(open_bytes(dir.path(), &bad).is_err());
+}
+
+#[test]
+fn truncated_files_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = example_bytes();
+    for len in 0..good.len() {
+        let err = open_bytes(dir.path(), &good[..len]).unwrap_err();
+        assert!(matches!(err, Error::InFile { .. }), "{len}: {err}");
+    }
+    assert!(open_bytes(dir.path(), &good).is_ok());
+}
+
+#[test]
+fn single_byte_changes_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = example_bytes();
+    let mut opened = 0;
+    for at in 0..good.len() {
+        for change in [|_: u8| 0x00, |_: u8| 0xff, |b: u8| b.wrapping_add(1)] {
+            let mut bad = good.clone();
+            bad[at] = change(bad[at]);
+            if let Ok(file) = open_bytes(dir.path(), &bad) {
+                read_everything(&file);
+                opened += 1;
+            }
+        }
+    }
+    // Changes to values and padding leave a valid file.
+    assert!(opened > 0);
+}
+
+#[test]
+fn misaligned_buffers_are_an_error_not_a_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = example_bytes();
+    // The values buffer of the first batch holds 30 f32 = 120 bytes; its descriptor is
+    // (offset: i64, length: i64 = 120) in the message. Move its offset by one byte.
+    let len = 120i64.to_le_bytes();
+    let at = good
+        .windows(8)
+        .position(|w| w == len)
+        .expect("the values buffer descriptor");
+    let mut bad = good.clone();
+    let offset = i64::from_le_bytes(bad[at - 8..at].try_into().unwrap());
+    bad[at - 8..at].copy_from_slice(&(offset + 1).to_le_bytes());
+    let err = open_bytes(dir.path(), &bad).unwrap_err();
+    assert!(err.to_string().to_lowercase().contains("align"), "{err}");
+}
+
+#[test]
+fn a_newer_format_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = example_bytes();
+    let mut bad = good.clone();
+    let needle = b"lodtensor.format_version";
+    let at = bad.windows(needle.len()).position(|w| w == needle).unwrap();
+    // The value "1" follows the key (flatbuffers store key and value strings near each other).
+    let one = bad[at..].iter().position(|&b| b == b'1').unwrap() + at;
+    bad[one] = b'9';
+    match open_bytes(dir.path(), &bad) {
+        Err(e) => assert!(
+            matches!(e.root(), Error::UnsupportedVersion { .. })
+                || matches!(e.root(), Error::InvalidFile(_)),
+            "{e}"
+        ),
+        Ok(_) => panic!("a changed version opened"),
+    }
+}
+
+/// Run by `a_killed_writer_leaves_old_or_new_never_partial` in a child process: rewrites
+/// the target again and again until killed.
+#[test]
+#[ignore = "run as a child process by the crash test"]
+fn child_writer() {
+    let Ok(target) = std::env::var("LODTENSOR_CHILD_TARGET") else {
+        return;
+    };
+    let ds = example_dataset();
+    for round in 0.. {
+        let mut w =
+            DatasetWriter::create(&target, WriteOptions::default().with_batch_bytes(64)).unwrap();
+        for _ in 0..(round % 50 + 1) {
+            w.write(&ds).unwrap();
+        }
+        w.finish().unwrap();
+    }
+}
+
+#[test]
+fn a_killed_writer_leaves_old_or_new_never_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("x.arrow");
+    write(&target, &[example_dataset()], WriteOptions::default());
+    let exe = std::env::current_exe().unwrap();
+    for round in 0..12u64 {
+        let mut child = std::process::Command::new(&exe)
+            .args(["child_writer", "--exact", "--ignored", "--nocapture"])
+            .env("LODTENSOR_CHILD_TARGET", &target)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20 + round * 37 % 300));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let file = MappedDataset::open(&target).unwrap();
+        assert_eq!(file.num_rows() % 3, 0);
+        assert!(file.num_rows() >= 3);
+        read_everything(&file);
+        // Nothing but the target and hidden temporary files.
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            assert!(
+                name == "x.arrow" || (name.starts_with(".x.arrow.") && name.ends_with(".tmp")),
+                "{name}"
+            );
+        }
+    }
+}
