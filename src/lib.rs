@@ -19,6 +19,7 @@ pub mod extension;
 pub mod format;
 pub mod io;
 mod lod;
+pub mod synthetic;
 mod tensor;
 mod values;
 

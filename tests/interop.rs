@@ -1,0 +1,139 @@
+//! Round trips with pyarrow: our files read by pyarrow from a memory map, pyarrow's files
+//! read by us. Needs a Python with pyarrow and numpy: `LODTENSOR_PYTHON`, or the project's
+//! `.venv` that the test command creates.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::case;
+use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::{Column, DType, Dataset};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("LODTENSOR_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name)
+}
+
+fn run(python: &Path, args: &[&Path]) {
+    let out = Command::new(python).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Items of a tensor's elements in view, as f64 (booleans as 0 and 1), for JSON.
+fn items_f64(t: &lodtensor::LodTensor) -> Vec<f64> {
+    use arrow_array::types::*;
+    let e = t.elements();
+    let size = t.values().element_size();
+    let range = e.start * size..e.end * size;
+    let v = t.values();
+    macro_rules! typed {
+        ($t:ty) => {
+            v.typed::<$t>().unwrap()[range]
+                .iter()
+                .map(|&x| x as f64)
+                .collect()
+        };
+    }
+    match t.dtype() {
+        DType::Bool => {
+            let b = v.booleans().unwrap();
+            range.map(|i| f64::from(u8::from(b.value(i)))).collect()
+        }
+        DType::UInt8 => typed!(UInt8Type),
+        DType::Int8 => typed!(Int8Type),
+        DType::Int16 => typed!(Int16Type),
+        DType::Int32 => typed!(Int32Type),
+        DType::Int64 => typed!(Int64Type),
+        DType::UInt16 => typed!(UInt16Type),
+        DType::UInt32 => typed!(UInt32Type),
+        DType::UInt64 => typed!(UInt64Type),
+        DType::Float16 => v.typed::<Float16Type>().unwrap()[range]
+            .iter()
+            .map(|x| x.to_f64())
+            .collect(),
+        DType::Float32 => typed!(Float32Type),
+        DType::Float64 => typed!(Float64Type),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Rust → file → pyarrow (memory-mapped, no allocation) with the same offsets and values.
+    #[test]
+    fn pyarrow_reads_our_files(case in case(), batch_bytes in 16usize..400) {
+        let Some(python) = python() else {
+            eprintln!("skipped: no Python with pyarrow (set LODTENSOR_PYTHON or run the test command)");
+            return Ok(());
+        };
+        let t = case.tensor();
+        let ds = Dataset::try_new(vec![Column::new("x", t)]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ours.arrow");
+        let mut w = DatasetWriter::create(&path, WriteOptions::default().with_batch_bytes(batch_bytes).with_offset_width(case.width)).unwrap();
+        w.write(&ds).unwrap();
+        w.finish().unwrap();
+        let file = MappedDataset::open(&path).unwrap();
+        let batches: Vec<Value> = file.batches().iter().map(|b| {
+            let t = b.column("x").unwrap();
+            json!({"offsets": t.lod().offsets(), "items": items_f64(t)})
+        }).collect();
+        let expected = json!({"x": {"levels": case.levels, "element_shape": case.shape, "batches": batches}});
+        let json_path = dir.path().join("expected.json");
+        std::fs::write(&json_path, expected.to_string()).unwrap();
+        run(&python, &[&script("read_ours.py"), &path, &json_path]);
+    }
+}
+
+/// pyarrow → file (list / large_list, 0–3 levels, three batches one of them sliced,
+/// fixed_shape_tensor and plain fixed-size lists and scalars) → Rust, identical.
+#[test]
+fn we_read_pyarrow_files() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no Python with pyarrow (set LODTENSOR_PYTHON or run the test command)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    run(&python, &[&script("write_theirs.py"), dir.path()]);
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("expected.json")).unwrap())
+            .unwrap();
+    let cases = expected.as_object().unwrap();
+    assert_eq!(cases.len(), 24);
+    for (name, want) in cases {
+        let file = MappedDataset::open(dir.path().join(format!("{name}.arrow")))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let levels = want["levels"].as_u64().unwrap() as usize;
+        let shape: Vec<usize> = serde_json::from_value(want["element_shape"].clone()).unwrap();
+        let batches = want["batches"].as_array().unwrap();
+        assert_eq!(file.batches().len(), batches.len(), "{name}");
+        for (b, w) in file.batches().iter().zip(batches) {
+            let t = b.column("x").unwrap();
+            assert_eq!(t.num_levels(), levels, "{name}");
+            assert_eq!(t.element_shape(), &shape[..], "{name}");
+            let lengths: Vec<Vec<usize>> = serde_json::from_value(w["lengths"].clone()).unwrap();
+            assert_eq!(t.lod().lengths(), lengths, "{name}");
+            let items: Vec<f64> = serde_json::from_value(w["items"].clone()).unwrap();
+            assert_eq!(items_f64(t), items, "{name}");
+        }
+    }
+}

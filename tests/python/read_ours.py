@@ -1,0 +1,52 @@
+"""Reads a file written by lodtensor with pyarrow only, memory-mapped, and checks it against
+the JSON description the Rust side wrote next to it.
+
+usage: read_ours.py FILE.arrow EXPECTED.json
+"""
+import json
+import sys
+
+import numpy as np
+import pyarrow as pa
+
+
+def levels_and_values(arr, levels):
+    """The offsets of each level (taken in order, as stored) and the element array."""
+    offsets = []
+    for _ in range(levels):
+        offsets.append(arr.offsets.to_pylist())
+        # .values is the whole child, as the offsets index it
+        arr = arr.values
+    return offsets, arr
+
+
+def main(path, expected_path):
+    expected = json.load(open(expected_path))
+    before = pa.total_allocated_bytes()
+    with pa.memory_map(path) as source:
+        table = pa.ipc.open_file(source).read_all()
+    assert pa.total_allocated_bytes() == before, "reading the mapped file allocated"
+    assert table.schema.metadata[b"lodtensor.format_version"] == b"1"
+    for name, want in expected.items():
+        column = table.column(name)
+        assert column.num_chunks == len(want["batches"]), (name, column.num_chunks)
+        for chunk, batch in zip(column.chunks, want["batches"]):
+            offsets, values = levels_and_values(chunk, want["levels"])
+            assert offsets == batch["offsets"], (name, offsets, batch["offsets"])
+            shape = want["element_shape"]
+            if shape:
+                assert isinstance(values.type, pa.FixedShapeTensorType), values.type
+                assert list(values.type.shape) == shape
+                array = values.to_numpy_ndarray()
+                assert array.shape[1:] == tuple(shape)
+                flat = array.reshape(-1)
+                # zero-copy: the ndarray views the mapped buffer
+                assert not array.flags["OWNDATA"] or array.size == 0
+            else:
+                flat = values.to_numpy(zero_copy_only=False)
+            assert np.array_equal(flat.astype(np.float64), np.array(batch["items"], dtype=np.float64)), name
+    print("ok", path)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
