@@ -64,7 +64,7 @@ fn views_lie_inside_the_mapping() {
     let ds = example_dataset();
     write(
         &path,
-        &[ds.clone()],
+        std::slice::from_ref(&ds),
         WriteOptions::default().with_batch_bytes(100),
     );
     let file = MappedDataset::open(&path).unwrap();

@@ -25,10 +25,9 @@ pub fn draw(lod: &Lod, rows: usize, cell: &dyn Fn(usize) -> String, max_width: u
     let mut labels = vec![vec![Vec::new(); blocks + 1]; levels];
     for (k, level_lengths) in lengths.iter().enumerate() {
         for (i, length) in level_lengths.iter().enumerate() {
-            let mut index = i;
-            for m in k..levels - 1 {
-                index = (offsets[m][index] - offsets[m][0]) as usize;
-            }
+            let index = offsets[k..levels - 1]
+                .iter()
+                .fold(i, |index, o| (o[index] - o[0]) as usize);
             labels[k][index].push(length.to_string());
         }
     }
