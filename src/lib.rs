@@ -12,6 +12,11 @@
 //! - [`Dataset`]: named columns sharing rows; an Arrow `RecordBatch`.
 #![deny(missing_docs)]
 
+/// The README's examples, run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 mod convert;
 mod dataset;
 mod error;

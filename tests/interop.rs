@@ -137,3 +137,33 @@ fn we_read_pyarrow_files() {
         }
     }
 }
+
+/// The pyarrow program of format-spec.md writes a file we read as the reference example.
+#[test]
+fn the_spec_example_is_a_valid_file() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no Python with pyarrow (set LODTENSOR_PYTHON or run the test command)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spec.arrow");
+    run(&python, &[&script("spec_example.py"), &path]);
+    let file = MappedDataset::open(&path).unwrap();
+    let words = file.batches()[0].column("words").unwrap();
+    assert_eq!(
+        words.lod().lengths(),
+        vec![vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]
+    );
+    assert_eq!(words.shape(), vec![15, 2]);
+    assert_eq!(
+        file.batches()[0].columns()[0].level_names(),
+        &["articles", "sentences"]
+    );
+    let article = file.slice_sequence("words", 0, 2).unwrap();
+    assert_eq!(
+        article
+            .typed_values::<arrow_array::types::Float32Type>()
+            .unwrap(),
+        &(20..30).map(|i| i as f32).collect::<Vec<_>>()[..]
+    );
+}
