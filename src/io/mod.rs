@@ -1,0 +1,3 @@
+//! Reading and writing other tensor file formats.
+
+pub mod paddle;
