@@ -228,7 +228,10 @@ pub fn read_tensor_file(path: impl AsRef<Path>) -> Result<LodTensor> {
 ///
 /// # Errors
 /// As [`read_combined`], or an I/O error, inside an [`Error::InFile`] naming `path`.
-pub fn read_combined_file(path: impl AsRef<Path>, names: &[&str]) -> Result<Vec<(String, LodTensor)>> {
+pub fn read_combined_file(
+    path: impl AsRef<Path>,
+    names: &[&str],
+) -> Result<Vec<(String, LodTensor)>> {
     let path = path.as_ref();
     fs::read(path)
         .map_err(Error::from)
@@ -364,13 +367,14 @@ impl<'a> Reader<'a> {
         let desc_offset = self.offset();
         let desc = self.take(desc_size, "tensor desc")?;
         let (code, dims) = parse_desc(desc, record, desc_offset)?;
-        let dtype = dtype_of_code(code).map_err(|name| Error::PaddleDType { record, code, name })?;
+        let dtype =
+            dtype_of_code(code).map_err(|name| Error::PaddleDType { record, code, name })?;
         let (elements, element_shape, data_size) = check_dims(&dims, dtype, record)?;
 
         let data_offset = self.offset();
         let data = self.take(data_size, "tensor data")?;
-        let values = decode(dtype, data, element_shape, record, data_offset)
-            .map_err(|e| match e {
+        let values =
+            decode(dtype, data, element_shape, record, data_offset).map_err(|e| match e {
                 e @ Error::PaddleBool { .. } => e,
                 e => Error::PaddleDims {
                     record,
@@ -602,7 +606,10 @@ fn check_dims(dims: &[i64], dtype: DType, record: usize) -> Result<(usize, Vec<u
         // A 0-D tensor: one scalar element.
         None => (1, Vec::new()),
         Some((&n, rest)) => {
-            let shape = rest.iter().map(|&d| to_usize(d)).collect::<Result<Vec<_>>>()?;
+            let shape = rest
+                .iter()
+                .map(|&d| to_usize(d))
+                .collect::<Result<Vec<_>>>()?;
             if let Some(i) = shape.iter().position(|&d| d == 0) {
                 return Err(fault(format!(
                     "dimension {} is 0; elements of no items cannot be held",
@@ -847,8 +854,429 @@ fn write_items<W: Write + ?Sized>(writer: &mut W, tensor: &LodTensor) -> Result<
         }
         DType::Float32 => write_primitive::<Float32Type, 4, W>(writer, tensor, f32::to_le_bytes),
         DType::Float64 => write_primitive::<Float64Type, 8, W>(writer, tensor, f64::to_le_bytes),
-        DType::UInt16 | DType::UInt32 | DType::UInt64 => {
-            Err(Error::NoPaddleDType { dtype: tensor.dtype() })
+        DType::UInt16 | DType::UInt32 | DType::UInt64 => Err(Error::NoPaddleDType {
+            dtype: tensor.dtype(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::types::{Float32Type, Int64Type};
+
+    /// A record from its parts; `desc` is the raw TensorDesc message.
+    fn record_raw(levels: &[&[u64]], desc: &[u8], data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend(0u32.to_le_bytes());
+        out.extend((levels.len() as u64).to_le_bytes());
+        for level in levels {
+            out.extend(((level.len() * 8) as u64).to_le_bytes());
+            for o in *level {
+                out.extend(o.to_le_bytes());
+            }
         }
+        out.extend(0u32.to_le_bytes());
+        out.extend((desc.len() as i32).to_le_bytes());
+        out.extend(desc);
+        out.extend(data);
+        out
+    }
+
+    fn desc(code: u64, dims: &[i64]) -> Vec<u8> {
+        let mut d = vec![0x08];
+        put_varint(&mut d, code);
+        for &dim in dims {
+            d.push(0x10);
+            put_varint(&mut d, dim as u64);
+        }
+        d
+    }
+
+    /// float32 [3, 2] with LoD [[0, 2, 3]].
+    fn good() -> Vec<u8> {
+        let data: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        record_raw(&[&[0, 2, 3]], &desc(5, &[3, 2]), &data)
+    }
+
+    fn root(bytes: &[u8]) -> Error {
+        read_tensor(bytes).unwrap_err()
+    }
+
+    #[test]
+    fn reads_a_hand_built_record() {
+        let t = read_tensor(&good()).unwrap();
+        assert_eq!(t.lod().offsets(), vec![vec![0, 2, 3]]);
+        assert_eq!(t.shape(), vec![3, 2]);
+        assert_eq!(
+            t.typed_values::<Float32Type>().unwrap(),
+            &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        );
+        assert_eq!(to_bytes(&t).unwrap(), good());
+    }
+
+    #[test]
+    fn truncated() {
+        let bytes = good();
+        let e = root(&bytes[..bytes.len() - 1]);
+        assert!(matches!(
+            e,
+            Error::PaddleTruncated {
+                record: 0,
+                what: "tensor data",
+                needed: 24,
+                available: 23,
+                ..
+            }
+        ));
+        assert!(matches!(
+            root(&[]),
+            Error::PaddleTruncated {
+                offset: 0,
+                what: "LoDTensor version",
+                ..
+            }
+        ));
+        // A level that declares more bytes than the file holds: no allocation, an error.
+        let mut huge = Vec::new();
+        huge.extend(0u32.to_le_bytes());
+        huge.extend(1u64.to_le_bytes());
+        huge.extend((u64::MAX - 7).to_le_bytes());
+        assert!(matches!(
+            root(&huge),
+            Error::PaddleTruncated {
+                offset: 20,
+                what: "LoD level offsets",
+                available: 0,
+                ..
+            }
+        ));
+        // So does a lod_level count far past the file.
+        let mut many = huge[..4].to_vec();
+        many.extend(u64::MAX.to_le_bytes());
+        assert!(matches!(
+            root(&many),
+            Error::PaddleTruncated {
+                what: "LoD level size",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn versions() {
+        let mut bytes = good();
+        bytes[0] = 1;
+        let e = root(&bytes);
+        assert_eq!(
+            e.to_string(),
+            "Paddle record 0: LoDTensor version at byte 0 is 1, expected 0"
+        );
+        let mut bytes = good();
+        bytes[44] = 7; // after 4 + 8 + 8 + 24 bytes
+        assert!(matches!(
+            root(&bytes),
+            Error::PaddleVersion {
+                offset: 44,
+                what: "tensor version",
+                found: 7,
+                expected: 0,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn level_size_not_multiple_of_8() {
+        let mut bytes = good();
+        bytes[12] = 23;
+        assert!(matches!(
+            root(&bytes),
+            Error::PaddleLevelSize {
+                offset: 12,
+                level: 0,
+                size: 23,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn lod_rules() {
+        let data: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let lod_root = |levels: &[&[u64]], dims: &[i64], data: &[u8]| match root(&record_raw(
+            levels,
+            &desc(5, dims),
+            data,
+        )) {
+            Error::PaddleLod {
+                record: 0,
+                offset: 4,
+                source,
+            } => *source,
+            other => panic!("not a LoD error: {other}"),
+        };
+        assert!(matches!(
+            lod_root(&[&[0, 2, 1]], &[3, 2], &data),
+            Error::DecreasingOffset {
+                level: 0,
+                index: 2,
+                ..
+            }
+        ));
+        assert!(matches!(
+            lod_root(&[&[0, 2, 4]], &[3, 2], &data),
+            Error::ElementCountMismatch {
+                last_offset: 4,
+                elements: 3,
+                ..
+            }
+        ));
+        assert!(matches!(
+            lod_root(&[&[0, 3], &[0, 1, 3]], &[3, 2], &data),
+            Error::LevelEndMismatch {
+                level: 0,
+                last_offset: 3,
+                sequences: 2
+            }
+        ));
+        assert!(matches!(
+            lod_root(&[&[]], &[3, 2], &data),
+            Error::EmptyLevel { level: 0 }
+        ));
+        assert!(matches!(
+            lod_root(&[&[0, 1 << 63]], &[3, 2], &data),
+            Error::OffsetOverflow {
+                level: 0,
+                index: 1,
+                width: "i64",
+                ..
+            }
+        ));
+        assert!(matches!(
+            root(&record_raw(&[&[0, 1], &[1, 3]], &desc(5, &[3, 2]), &data)),
+            Error::PaddleLodStart {
+                offset: 44,
+                level: 1,
+                found: 1,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn desc_faults() {
+        let with_desc = |d: &[u8]| root(&record_raw(&[], d, &[]));
+        let reason = |e: Error| match e {
+            Error::PaddleDesc { reason, .. } => reason,
+            other => panic!("not a desc error: {other}"),
+        };
+        let mut negative = record_raw(&[], &[], &[]);
+        negative[16..20].copy_from_slice(&(-1i32).to_le_bytes());
+        assert!(reason(root(&negative)).contains("negative"));
+        assert!(reason(with_desc(&[0x08])).contains("past the end"));
+        assert!(
+            reason(with_desc(&[
+                0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02
+            ]))
+            .contains("overflows")
+        );
+        assert!(
+            reason(with_desc(&[
+                0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00
+            ]))
+            .contains("overflows")
+        );
+        assert!(reason(with_desc(&[0x0a, 0x00])).contains("wire type 2"));
+        assert!(reason(with_desc(&[0x08, 0x05, 0x1b])).contains("unsupported wire type 3"));
+        assert!(reason(with_desc(&[0x08, 0x05, 0x12, 0x05, 0x01])).contains("length 5"));
+        assert!(reason(with_desc(&[0x10, 0x01])).contains("no data_type"));
+        assert!(reason(with_desc(&[0x00])).contains("field number 0"));
+        assert!(reason(with_desc(&[0x08, 0x05, 0x19, 0x01])).contains("runs past"));
+        match with_desc(&[0x08]) {
+            // The message starts at byte 20; the varint at its byte 1.
+            Error::PaddleDesc { offset, .. } => assert_eq!(offset, 21),
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn desc_unknown_fields_and_packed_dims() {
+        // data_type, unknown fields of each wire type, then dims [3, 2] packed.
+        let mut d = vec![0x08, 0x05];
+        d.extend([0x18, 0x96, 0x01]); // field 3, varint
+        d.extend([0x21, 1, 2, 3, 4, 5, 6, 7, 8]); // field 4, fixed64
+        d.extend([0x2a, 0x02, 0xaa, 0xbb]); // field 5, bytes
+        d.extend([0x35, 1, 2, 3, 4]); // field 6, fixed32
+        d.extend([0x12, 0x02, 0x03, 0x02]); // field 2, packed
+        let data: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let t = read_tensor(&record_raw(&[&[0, 2, 3]], &d, &data)).unwrap();
+        assert_eq!(t, read_tensor(&good()).unwrap());
+    }
+
+    #[test]
+    fn refused_dtypes() {
+        assert!(matches!(
+            root(&record_raw(&[], &desc(22, &[1]), &[0, 0])),
+            Error::PaddleDType {
+                code: 22,
+                name: "BF16",
+                ..
+            }
+        ));
+        assert!(matches!(
+            root(&record_raw(&[], &desc(99, &[1]), &[0])),
+            Error::PaddleDType {
+                name: "unknown",
+                ..
+            }
+        ));
+        let t = LodTensor::try_new(
+            Lod::default(),
+            Values::from_vec::<arrow_array::types::UInt32Type>(vec![1], vec![]).unwrap(),
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        assert!(matches!(
+            write_tensor(&mut out, &t),
+            Err(Error::NoPaddleDType {
+                dtype: DType::UInt32
+            })
+        ));
+        let ok = read_tensor(&good()).unwrap();
+        assert!(matches!(
+            write_combined(&mut out, [&ok, &t]),
+            Err(Error::NoPaddleDType { .. })
+        ));
+        assert!(out.is_empty(), "nothing is written before the check");
+    }
+
+    #[test]
+    fn dims_faults() {
+        let dims_reason = |d: &[i64]| match root(&record_raw(&[], &desc(5, d), &[])) {
+            Error::PaddleDims { reason, dims, .. } => {
+                assert_eq!(dims, d);
+                reason
+            }
+            other => panic!("not a dims error: {other}"),
+        };
+        assert!(dims_reason(&[2, -1]).contains("dimension 1 is negative"));
+        assert!(dims_reason(&[1 << 40, 1 << 40]).contains("overflows"));
+        assert!(dims_reason(&[0, 0]).contains("dimension 1 is 0"));
+        // Element size past i32: refused by the values, named as a dims fault.
+        assert!(
+            read_tensor(&record_raw(&[], &desc(21, &[0, 1 << 20, 1 << 20]), &[]))
+                .is_err_and(|e| matches!(e, Error::PaddleDims { .. }))
+        );
+    }
+
+    #[test]
+    fn bool_bytes() {
+        let bytes = record_raw(&[], &desc(0, &[3]), &[1, 0, 2]);
+        assert!(matches!(
+            root(&bytes),
+            Error::PaddleBool { value: 2, offset, .. } if offset == bytes.len() as u64 - 1
+        ));
+    }
+
+    #[test]
+    fn trailing_bytes_and_record_count() {
+        let mut bytes = good();
+        bytes.push(0);
+        assert!(matches!(
+            root(&bytes),
+            Error::PaddleTrailingBytes { count: 1, .. }
+        ));
+        let mut two = good();
+        two.extend(good());
+        assert_eq!(read_records(&two).unwrap().len(), 2);
+        assert!(matches!(
+            read_combined(&two, &["only"]),
+            Err(Error::PaddleRecordCount {
+                found: 2,
+                expected: 1
+            })
+        ));
+        // A fault in the second record names it.
+        let mut bad = good();
+        bad.extend(&good()[..10]);
+        assert!(matches!(
+            read_records(&bad),
+            Err(Error::PaddleTruncated { record: 1, offset, .. }) if offset == good().len() as u64 + 4
+        ));
+    }
+
+    #[test]
+    fn scalar_is_one_element() {
+        let t = read_tensor(&record_raw(&[], &desc(5, &[]), &2.5f32.to_le_bytes())).unwrap();
+        assert_eq!((t.shape(), t.num_levels()), (vec![1], 0));
+        assert_eq!(t.typed_values::<Float32Type>().unwrap(), &[2.5]);
+    }
+
+    #[test]
+    fn views_are_written_from_zero() {
+        let t = LodTensor::from_lengths::<Int64Type>(
+            &[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]],
+            (0..15).collect(),
+            vec![1],
+        )
+        .unwrap();
+        let view = t.slice_rows(1..3).unwrap();
+        let back = read_tensor(&to_bytes(&view).unwrap()).unwrap();
+        assert_eq!(back, view);
+        assert_eq!(back.lod().offsets(), vec![vec![0, 1, 3], vec![0, 1, 3, 6]]);
+        assert_eq!(
+            back.typed_values::<Int64Type>().unwrap(),
+            &[9, 10, 11, 12, 13, 14]
+        );
+        let flat = LodTensor::try_new(
+            Lod::default(),
+            Values::from_vec::<Int64Type>((0..6).collect(), vec![2]).unwrap(),
+        )
+        .unwrap()
+        .slice_rows(1..2)
+        .unwrap();
+        assert_eq!(
+            read_tensor(&to_bytes(&flat).unwrap())
+                .unwrap()
+                .typed_values::<Int64Type>()
+                .unwrap(),
+            &[2, 3]
+        );
+    }
+
+    #[test]
+    fn every_dtype_round_trips() {
+        for dtype in DType::ALL {
+            let Some(code) = paddle_code(dtype) else {
+                continue;
+            };
+            let n = 4;
+            let data: Vec<u8> = (0..n * item_size(dtype)).map(|i| (i % 2) as u8).collect();
+            let bytes = record_raw(&[&[0, 1, 4]], &desc(code as u64, &[n as i64]), &data);
+            let t = read_tensor(&bytes).unwrap();
+            assert_eq!(t.dtype(), dtype);
+            assert_eq!(to_bytes(&t).unwrap(), bytes, "{dtype}");
+        }
+    }
+
+    #[test]
+    fn bool_view_written_from_its_offset() {
+        let t = LodTensor::try_new(
+            Lod::default(),
+            Values::try_new(
+                Arc::new(BooleanArray::from(vec![
+                    true, false, false, true, true, true,
+                ])),
+                vec![2],
+            )
+            .unwrap(),
+        )
+        .unwrap()
+        .slice_rows(1..3)
+        .unwrap();
+        let bytes = to_bytes(&t).unwrap();
+        assert_eq!(&bytes[bytes.len() - 4..], &[0, 1, 1, 1]);
+        assert_eq!(read_tensor(&bytes).unwrap(), t);
     }
 }
