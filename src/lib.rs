@@ -10,6 +10,8 @@
 //! - [`Lod`]: the offset index, its rules, lengths ↔ offsets, slicing arithmetic.
 //! - [`LodTensor`]: a LoD over [`Values`]; views; Arrow conversion.
 //! - [`Dataset`]: named columns sharing rows; an Arrow `RecordBatch`.
+//! - [`io::paddle`]: PaddlePaddle LoDTensor files (`.pdtensor`, `.pdiparams`), read with
+//!   every check and written as Paddle writes them.
 #![deny(missing_docs)]
 
 mod convert;

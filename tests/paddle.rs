@@ -251,3 +251,49 @@ fn header_flips_are_errors() {
         }
     }
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Random bytes written over random places of any golden file, then a random cut:
+        /// reading returns, and whatever it reads writes back and reads back equal.
+        #[test]
+        fn mutated_golden_files_never_panic(
+            file in 0usize..15,
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let name = if file == 14 { "params" } else { TENSORS[file] };
+            let (mut bytes, _) = golden(name);
+            for (at, byte) in edits {
+                let i = at.index(bytes.len());
+                bytes[i] = byte;
+            }
+            let len = cut.index(bytes.len() + 1);
+            let _ = paddle::read_tensor(&bytes[..len]);
+            if let Ok(records) = paddle::read_records(&bytes[..len]) {
+                for t in &records {
+                    let again = paddle::read_tensor(&paddle::to_bytes(t).unwrap()).unwrap();
+                    prop_assert_eq!(&again, t);
+                }
+            }
+        }
+
+        /// Arbitrary bytes after a valid prefix never panic either.
+        #[test]
+        fn arbitrary_tails_never_panic(
+            file in 0usize..14,
+            keep in any::<prop::sample::Index>(),
+            tail in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let (bytes, _) = golden(TENSORS[file]);
+            let mut bytes = bytes[..keep.index(bytes.len())].to_vec();
+            bytes.extend(tail);
+            let _ = paddle::read_records(&bytes);
+        }
+    }
+}

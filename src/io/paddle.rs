@@ -27,6 +27,9 @@
 //! from the model program (its persistable variables, sorted by name). Here the records are
 //! named `tensor_0`, `tensor_1`, … unless names are given.
 //!
+//! Levels must start at 0, as Paddle's do. A level of a single offset (no sequences) is
+//! read and written, though Paddle's `set_lod` refuses one; its loader takes it.
+//!
 //! A tensor of dims `[N, D1, D2, …]` is `N` elements of shape `[D1, D2, …]`; the last LoD
 //! level indexes those `N` elements. A 0-D tensor (dims `[]`, one item) is read as a
 //! 0-level tensor of one element of shape `[]`, which is written back with dims `[1]`.
@@ -707,8 +710,28 @@ pub fn write_tensor<W: Write + ?Sized>(writer: &mut W, tensor: &LodTensor) -> Re
 
 /// Writes `tensors` as one combined file, records back to back, as `save_combine` does.
 ///
+/// The file holds no names: Paddle gives the records the names of the model program's
+/// persistable variables, sorted by name, so write them in that order.
+///
 /// # Errors
 /// As [`write_tensor`]; every tensor's dtype is checked before anything is written.
+///
+/// # Example
+/// The columns of a [`Dataset`](crate::Dataset), in order:
+/// ```
+/// use lodtensor::{Column, Dataset, LodTensor};
+/// use lodtensor::io::paddle;
+/// use arrow_array::types::{Int32Type, Int64Type};
+/// let ds = Dataset::try_new(vec![
+///     Column::new("ids", LodTensor::from_lengths::<Int64Type>(&[vec![2, 1]], vec![1, 2, 3], vec![])?),
+///     Column::new("pos", LodTensor::from_lengths::<Int32Type>(&[vec![1, 1]], vec![0, 1, 2, 3], vec![2])?),
+/// ])?;
+/// let mut bytes = Vec::new();
+/// paddle::write_combined(&mut bytes, ds.columns().iter().map(|c| c.tensor()))?;
+/// let back = paddle::read_combined(&bytes, &["ids", "pos"])?;
+/// assert_eq!(back[1], ("pos".to_owned(), ds.column("pos")?.clone()));
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
 pub fn write_combined<'a, W: Write + ?Sized>(
     writer: &mut W,
     tensors: impl IntoIterator<Item = &'a LodTensor>,
@@ -739,6 +762,19 @@ pub fn to_bytes(tensor: &LodTensor) -> Result<Vec<u8>> {
 ///
 /// # Errors
 /// As [`write_tensor`], inside an [`Error::InFile`] naming `path`.
+///
+/// # Example
+/// ```
+/// use lodtensor::LodTensor;
+/// use lodtensor::io::paddle;
+/// use arrow_array::types::Float64Type;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("x.pdtensor");
+/// let t = LodTensor::from_lengths::<Float64Type>(&[vec![1, 0, 2]], vec![0.5, 1.5, 2.5], vec![])?;
+/// paddle::write_tensor_file(&path, &t)?;
+/// assert_eq!(paddle::read_tensor_file(&path)?, t);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
 pub fn write_tensor_file(path: impl AsRef<Path>, tensor: &LodTensor) -> Result<()> {
     let path = path.as_ref();
     let write = || -> Result<()> {
