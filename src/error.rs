@@ -253,6 +253,147 @@ pub enum Error {
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+
+    /// A Paddle LoDTensor record ends before a field it declares.
+    #[error(
+        "Paddle record {record}: {what} at byte {offset} needs {needed} bytes, {available} remain"
+    )]
+    PaddleTruncated {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the field in the file.
+        offset: u64,
+        /// The field (`"lod level count"`, `"tensor data"`, …).
+        what: &'static str,
+        /// The bytes the field needs.
+        needed: u64,
+        /// The bytes left in the file.
+        available: u64,
+    },
+
+    /// A Paddle version field that is not 0.
+    #[error("Paddle record {record}: {what} at byte {offset} is {found}, expected {expected}")]
+    PaddleVersion {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the field in the file.
+        offset: u64,
+        /// Which version (`"LoDTensor version"` or `"tensor version"`).
+        what: &'static str,
+        /// The version found.
+        found: u32,
+        /// The version this crate reads.
+        expected: u32,
+    },
+
+    /// A LoD level whose byte size is not a whole number of `u64` offsets.
+    #[error(
+        "Paddle record {record}: level {level} at byte {offset} declares {size} bytes, not a multiple of 8"
+    )]
+    PaddleLevelSize {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the size field in the file.
+        offset: u64,
+        /// The level, 0 being the outermost.
+        level: usize,
+        /// The byte size declared.
+        size: u64,
+    },
+
+    /// A LoD level that breaks the LoD rules; `source` names the level and index.
+    #[error("Paddle record {record}: LoD at byte {offset}: {source}")]
+    PaddleLod {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the LoD (the level count) in the file.
+        offset: u64,
+        /// The rule broken.
+        #[source]
+        source: Box<Error>,
+    },
+
+    /// A LoD level whose first offset is not 0 (Paddle's levels always start at 0).
+    #[error("Paddle record {record}: level {level} at byte {offset} starts at {found}, expected 0")]
+    PaddleLodStart {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the level's first offset in the file.
+        offset: u64,
+        /// The level, 0 being the outermost.
+        level: usize,
+        /// The first offset found.
+        found: i64,
+    },
+
+    /// A `TensorDesc` protobuf message that cannot be parsed.
+    #[error("Paddle record {record}: tensor desc, byte {offset}: {reason}")]
+    PaddleDesc {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the fault in the file.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A Paddle data type with no [`DType`](crate::DType) (bfloat16, complex, fp8, …).
+    #[error("Paddle record {record}: data type {name} (code {code}) is not supported")]
+    PaddleDType {
+        /// The record, in file order.
+        record: usize,
+        /// The `VarType.Type` code found.
+        code: i64,
+        /// Paddle's name for it, or `"unknown"`.
+        name: &'static str,
+    },
+
+    /// Tensor dims that are negative, overflow, or cannot be held.
+    #[error("Paddle record {record}: dims {dims:?}: {reason}")]
+    PaddleDims {
+        /// The record, in file order.
+        record: usize,
+        /// The dims found.
+        dims: Vec<i64>,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A bool item that is neither 0 nor 1.
+    #[error("Paddle record {record}: bool item at byte {offset} is {value}, expected 0 or 1")]
+    PaddleBool {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the item in the file.
+        offset: u64,
+        /// The byte found.
+        value: u8,
+    },
+
+    /// Bytes after the last record of a Paddle file.
+    #[error("Paddle file: {count} bytes after the last record, at byte {offset}")]
+    PaddleTrailingBytes {
+        /// The byte offset where they start.
+        offset: u64,
+        /// How many.
+        count: u64,
+    },
+
+    /// A combined Paddle file with another number of records than names given.
+    #[error("Paddle file holds {found} records, {expected} names were given")]
+    PaddleRecordCount {
+        /// The records in the file.
+        found: usize,
+        /// The names given.
+        expected: usize,
+    },
+
+    /// A dtype that Paddle's tensor files cannot hold (`uint16`, `uint32`, `uint64`).
+    #[error("dtype {dtype} has no Paddle data type")]
+    NoPaddleDType {
+        /// The dtype.
+        dtype: crate::DType,
+    },
 }
 
 impl Error {

@@ -10,6 +10,8 @@
 //! - [`Lod`]: the offset index, its rules, lengths ↔ offsets, slicing arithmetic.
 //! - [`LodTensor`]: a LoD over [`Values`]; views; Arrow conversion.
 //! - [`Dataset`]: named columns sharing rows; an Arrow `RecordBatch`.
+//! - [`io`]: the atomic IPC writer, the memory-mapped reader, and PaddlePaddle LoDTensor
+//!   files (`.pdtensor`, `.pdiparams`), read with every check and written as Paddle does.
 #![deny(missing_docs)]
 
 /// The README's examples, run as doctests.
