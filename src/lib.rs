@@ -10,6 +10,8 @@
 //! - [`Lod`]: the offset index, its rules, lengths ↔ offsets, slicing arithmetic.
 //! - [`LodTensor`]: a LoD over [`Values`]; views; Arrow conversion.
 //! - [`Dataset`]: named columns sharing rows; an Arrow `RecordBatch`.
+//! - [`ops`]: sequence operations (expand, pad, pool, concat, split, reverse, …) after
+//!   PaddlePaddle's sequence operators.
 #![deny(missing_docs)]
 
 mod convert;
@@ -18,6 +20,7 @@ mod error;
 pub mod extension;
 pub mod format;
 mod lod;
+pub mod ops;
 mod tensor;
 mod values;
 
