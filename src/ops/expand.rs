@@ -224,6 +224,7 @@ pub fn sequence_expand_view<Y: AsRef<Lod>>(
 /// let out = sequence_expand(&x, &y, 0)?;
 /// assert_eq!(out.lod().offsets(), vec![vec![0, 2, 4, 6, 8]]);
 /// assert_eq!(out.typed_values::<Int32Type>()?, &[a, b, a, b, c, d, c, d]);
+/// # Ok::<(), lodtensor::Error>(())
 /// ```
 /// Case 2: x.data = [[a], [b], [c]] without LoD, y.lod = [[0, 2, 2, 5]], ref_level = -1 →
 /// out.data = [[a], [a], [c], [c], [c]], a plain tensor:
@@ -471,6 +472,10 @@ mod tests {
             let mut w = arrow_ipc::writer::FileWriter::try_new(&mut file, &schema).unwrap();
             w.write(&batch).unwrap();
             w.finish().unwrap();
+        }
+        // For checking other readers (pyarrow) against the same file.
+        if let Some(path) = std::env::var_os("LODTENSOR_WRITE_LISTVIEW_IPC") {
+            std::fs::write(path, &file).unwrap();
         }
         // 4 elements of 64 f32 (1 KiB) stored once, not 301 times (75 KiB).
         assert!(file.len() < 8 * 1024, "{} bytes", file.len());
