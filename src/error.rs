@@ -394,6 +394,95 @@ pub enum Error {
         /// The dtype.
         dtype: crate::DType,
     },
+
+    /// A `ref_level` that names no level of the reference LoD.
+    #[error(
+        "{op}: ref_level {ref_level} does not exist (y has {levels} levels; expected -1 or 0..{levels})"
+    )]
+    RefLevel {
+        /// The operation.
+        op: &'static str,
+        /// The level asked for.
+        ref_level: isize,
+        /// The number of levels of the reference LoD.
+        levels: usize,
+    },
+
+    /// Two inputs that must pair their sequences one to one have different counts.
+    #[error("{op}: level {level}: found {found} sequences (or rows), expected {expected}")]
+    SequenceCountMismatch {
+        /// The operation.
+        op: &'static str,
+        /// The level of the reference input whose sequences were counted.
+        level: usize,
+        /// The count of the input being paired.
+        found: usize,
+        /// The count of the reference.
+        expected: usize,
+    },
+
+    /// An input with more LoD levels than the operation accepts.
+    #[error("{op}: input has {found} LoD levels, expected at most {expected}")]
+    TooManyLevels {
+        /// The operation.
+        op: &'static str,
+        /// The number of levels found.
+        found: usize,
+        /// The largest number accepted.
+        expected: usize,
+    },
+
+    /// An item type the operation has no arithmetic for.
+    #[error("{op}: dtype {found} is not supported (expected a numeric dtype)")]
+    UnsupportedDType {
+        /// The operation.
+        op: &'static str,
+        /// The dtype found.
+        found: crate::DType,
+    },
+
+    /// One of several inputs does not match the first one.
+    #[error("{op}: input {index}: {what} is {found}, expected {expected}")]
+    InputMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Index of the input.
+        index: usize,
+        /// What differs (`"dtype"`, `"element shape"`, `"levels"`).
+        what: &'static str,
+        /// Its value in input `index`.
+        found: String,
+        /// Its value in input 0.
+        expected: String,
+    },
+
+    /// A sequence longer than the length it must fit.
+    #[error(
+        "level {level}: sequence {index} has {found} elements, more than the maximum length {expected}"
+    )]
+    SequenceTooLong {
+        /// The level of the sequence.
+        level: usize,
+        /// Its index in view.
+        index: usize,
+        /// Its length.
+        found: usize,
+        /// The maximum length.
+        expected: usize,
+    },
+
+    /// An argument outside what the operation accepts.
+    #[error("{op}: {name} is {found}, expected {expected}")]
+    InvalidArgument {
+        /// The operation.
+        op: &'static str,
+        /// The argument.
+        name: &'static str,
+        /// Its value.
+        found: String,
+        /// What was expected.
+        expected: String,
+    },
 }
 
 impl Error {

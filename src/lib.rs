@@ -12,6 +12,8 @@
 //! - [`Dataset`]: named columns sharing rows; an Arrow `RecordBatch`.
 //! - [`io`]: the atomic IPC writer, the memory-mapped reader, and PaddlePaddle LoDTensor
 //!   files (`.pdtensor`, `.pdiparams`), read with every check and written as Paddle does.
+//! - [`ops`]: sequence operations (expand, pad, pool, concat, split, reverse, …) after
+//!   PaddlePaddle's sequence operators.
 #![deny(missing_docs)]
 
 /// The README's examples, run as doctests.
@@ -26,6 +28,7 @@ pub mod extension;
 pub mod format;
 pub mod io;
 mod lod;
+pub mod ops;
 pub mod synthetic;
 mod tensor;
 mod values;

@@ -37,11 +37,15 @@ def main(path, expected_path):
             if shape:
                 assert isinstance(values.type, pa.FixedShapeTensorType), values.type
                 assert list(values.type.shape) == shape
-                array = values.to_numpy_ndarray()
-                assert array.shape[1:] == tuple(shape)
-                flat = array.reshape(-1)
-                # zero-copy: the ndarray views the mapped buffer
-                assert not array.flags["OWNDATA"] or array.size == 0
+                if pa.types.is_boolean(values.type.value_type):
+                    # bit-packed: pyarrow makes no ndarray of it, so unpack the storage
+                    flat = values.storage.flatten().to_numpy(zero_copy_only=False)
+                else:
+                    array = values.to_numpy_ndarray()
+                    assert array.shape[1:] == tuple(shape)
+                    flat = array.reshape(-1)
+                    # zero-copy: the ndarray views the mapped buffer
+                    assert not array.flags["OWNDATA"] or array.size == 0
             else:
                 flat = values.to_numpy(zero_copy_only=False)
             assert np.array_equal(flat.astype(np.float64), np.array(batch["items"], dtype=np.float64)), name
