@@ -240,6 +240,24 @@ pub enum Error {
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+
+    /// An error from the Parquet reader or writer.
+    #[cfg(feature = "parquet")]
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+
+    /// A dataset whose columns do not match the ones the file was started with.
+    #[error("batch {batch}: the dataset does not match the file's schema: {reason}")]
+    SchemaMismatch {
+        /// The dataset, in write order.
+        batch: usize,
+        /// What differs.
+        reason: String,
+    },
+
+    /// A writer finished before any dataset gave it a schema.
+    #[error("nothing to write: no dataset was given, so the file would have no schema")]
+    NoSchema,
 }
 
 impl Error {

@@ -17,6 +17,7 @@ mod dataset;
 mod error;
 pub mod extension;
 pub mod format;
+pub mod io;
 mod lod;
 mod tensor;
 mod values;

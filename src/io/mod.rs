@@ -1,0 +1,4 @@
+//! Reading and writing other file formats.
+
+#[cfg(feature = "parquet")]
+pub mod parquet;
