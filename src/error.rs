@@ -258,6 +258,10 @@ pub enum Error {
     /// A writer finished before any dataset gave it a schema.
     #[error("nothing to write: no dataset was given, so the file would have no schema")]
     NoSchema,
+
+    /// A writer that failed to start and cannot be written to.
+    #[error("the writer failed to start and cannot be used")]
+    WriterBroken,
 }
 
 impl Error {

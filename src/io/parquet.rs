@@ -42,10 +42,14 @@ use std::path::{Path, PathBuf};
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_writer::{
+    ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves,
+};
 use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{Compression as ParquetCompression, Encoding, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::ChunkReader;
+use parquet::file::writer::SerializedFileWriter;
 use tempfile::NamedTempFile;
 
 use crate::dataset::{Column, Dataset, check_version};
@@ -95,14 +99,28 @@ impl Default for RowGroupSize {
 /// How a dataset is written to Parquet.
 ///
 /// The defaults: snappy, row groups of about 128 MiB, offset widths as the datasets have
-/// them, `PLAIN` encoding, no dictionary.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// them, `PLAIN` encoding, no dictionary, one thread.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ParquetWriteOptions {
     compression: Compression,
     row_group_size: RowGroupSize,
     offset_width: Option<OffsetWidth>,
     byte_stream_split: bool,
     dictionary: bool,
+    threads: usize,
+}
+
+impl Default for ParquetWriteOptions {
+    fn default() -> Self {
+        ParquetWriteOptions {
+            compression: Compression::default(),
+            row_group_size: RowGroupSize::default(),
+            offset_width: None,
+            byte_stream_split: false,
+            dictionary: false,
+            threads: 1,
+        }
+    }
 }
 
 impl ParquetWriteOptions {
@@ -138,6 +156,19 @@ impl ParquetWriteOptions {
     /// it rarely pays for tensor values and costs time).
     pub fn with_dictionary(mut self, enabled: bool) -> Self {
         self.dictionary = enabled;
+        self
+    }
+
+    /// The same options encoding up to `threads` row groups at once (1, the default,
+    /// encodes on the calling thread as rows arrive).
+    ///
+    /// With more than one thread the writer holds up to `threads` row groups of rows (views
+    /// of the datasets given, not copies) and encodes them on scoped threads, then appends
+    /// them in order: the file is the same as with one thread, memory is `threads` row groups
+    /// of input plus their encoded chunks, and [`RowGroupSize::Bytes`] is measured on the
+    /// unencoded values and offsets rather than on the encoded pages.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
         self
     }
 
@@ -194,8 +225,7 @@ impl ParquetWriteOptions {
 /// ```
 pub struct ParquetWriter<W: Write + Send> {
     options: ParquetWriteOptions,
-    sink: Option<W>,
-    writer: Option<ArrowWriter<W>>,
+    state: State<W>,
     schema: Option<SchemaRef>,
     batches: usize,
     rows: usize,
@@ -217,8 +247,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     pub fn new(sink: W, options: ParquetWriteOptions) -> Self {
         ParquetWriter {
             options,
-            sink: Some(sink),
-            writer: None,
+            state: State::Waiting(sink),
             schema: None,
             batches: 0,
             rows: 0,
@@ -249,8 +278,24 @@ impl<W: Write + Send> ParquetWriter<W> {
                     .map(|c| c.tensor().dtype())
                     .collect();
                 let props = self.options.properties(&schema, &dtypes)?;
-                let sink = self.sink.take().expect("the sink is taken only here, once");
-                self.writer = Some(ArrowWriter::try_new(sink, schema.clone(), Some(props))?);
+                let State::Waiting(sink) = std::mem::replace(&mut self.state, State::Broken) else {
+                    return Err(Error::WriterBroken);
+                };
+                let writer = ArrowWriter::try_new(sink, schema.clone(), Some(props))?;
+                self.state = if self.options.threads > 1 {
+                    let (file, factory) = writer.into_serialized_writer()?;
+                    State::Parallel(Box::new(Parallel {
+                        file,
+                        factory,
+                        threads: self.options.threads,
+                        group_rows: None,
+                        current: Vec::new(),
+                        current_rows: 0,
+                        full: Vec::new(),
+                    }))
+                } else {
+                    State::Serial(writer)
+                };
                 self.schema = Some(schema.clone());
                 schema
             }
@@ -263,26 +308,37 @@ impl<W: Write + Send> ParquetWriter<W> {
                 schema
             }
         };
-        let writer = self
-            .writer
-            .as_mut()
-            .expect("the writer exists once the schema does");
-        // The Arrow writer only starts a row group by size between two writes, so a large
-        // dataset goes in as slices of about a quarter of a row group.
         let rows = dataset.num_rows();
-        let step = match self.options.row_group_size {
-            RowGroupSize::Bytes(limit) => {
-                let per_row = raw_bytes(dataset).div_ceil(rows.max(1)).max(1);
-                (limit / 4 / per_row).max(1)
+        match &mut self.state {
+            State::Serial(writer) => {
+                // The Arrow writer only starts a row group by size between two writes, so a
+                // large dataset goes in as slices of about a quarter of a row group.
+                let step = match self.options.row_group_size {
+                    RowGroupSize::Bytes(limit) => (limit / 4 / row_bytes(dataset)).max(1),
+                    RowGroupSize::Rows(_) => rows.max(1),
+                };
+                if step >= rows {
+                    writer.write(&dataset.to_record_batch_with_schema(schema))?;
+                } else {
+                    for start in (0..rows).step_by(step) {
+                        let part = dataset.slice_rows(start..(start + step).min(rows))?;
+                        writer.write(&part.to_record_batch_with_schema(schema.clone()))?;
+                    }
+                }
             }
-            RowGroupSize::Rows(_) => rows.max(1),
-        };
-        if step >= rows {
-            writer.write(&dataset.to_record_batch_with_schema(schema))?;
-        } else {
-            for start in (0..rows).step_by(step) {
-                let part = dataset.slice_rows(start..(start + step).min(rows))?;
-                writer.write(&part.to_record_batch_with_schema(schema.clone()))?;
+            State::Parallel(parallel) => {
+                if rows > 0 {
+                    let group_rows = *parallel.group_rows.get_or_insert_with(|| {
+                        match self.options.row_group_size {
+                            RowGroupSize::Rows(n) => n.max(1),
+                            RowGroupSize::Bytes(limit) => (limit / row_bytes(dataset)).max(1),
+                        }
+                    });
+                    parallel.push(dataset.to_record_batch_with_schema(schema), group_rows)?;
+                }
+            }
+            State::Waiting(_) | State::Broken => {
+                unreachable!("the state is Serial or Parallel once the schema is set")
             }
         }
         self.batches += 1;
@@ -307,9 +363,128 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// write an empty dataset to make a file with no rows); [`Error::Parquet`] from the
     /// writer.
     pub fn finish(self) -> Result<W> {
-        let writer = self.writer.ok_or(Error::NoSchema)?;
-        Ok(writer.into_inner()?)
+        match self.state {
+            State::Waiting(_) => Err(Error::NoSchema),
+            State::Serial(writer) => Ok(writer.into_inner()?),
+            State::Parallel(parallel) => parallel.finish(),
+            State::Broken => Err(Error::WriterBroken),
+        }
     }
+}
+
+/// Where a [`ParquetWriter`] is.
+enum State<W: Write + Send> {
+    /// Before the first dataset: the sink, no schema yet.
+    Waiting(W),
+    /// Encoding on the calling thread.
+    Serial(ArrowWriter<W>),
+    /// Encoding row groups on several threads.
+    Parallel(Box<Parallel<W>>),
+    /// After making the writer failed: nothing more can be written.
+    Broken,
+}
+
+/// Row groups gathered from the datasets and encoded `threads` at a time.
+struct Parallel<W: Write + Send> {
+    file: SerializedFileWriter<W>,
+    factory: ArrowRowGroupWriterFactory,
+    threads: usize,
+    /// Rows per row group, set by the first dataset with rows.
+    group_rows: Option<usize>,
+    /// The row group being gathered: views of the datasets' rows.
+    current: Vec<RecordBatch>,
+    current_rows: usize,
+    /// Gathered row groups waiting to be encoded.
+    full: Vec<Vec<RecordBatch>>,
+}
+
+impl<W: Write + Send> Parallel<W> {
+    /// Adds rows, encoding once `threads` row groups are gathered.
+    fn push(&mut self, mut batch: RecordBatch, group_rows: usize) -> Result<()> {
+        while batch.num_rows() > 0 {
+            let take = (group_rows - self.current_rows).min(batch.num_rows());
+            self.current.push(batch.slice(0, take));
+            self.current_rows += take;
+            batch = batch.slice(take, batch.num_rows() - take);
+            if self.current_rows == group_rows {
+                self.full.push(std::mem::take(&mut self.current));
+                self.current_rows = 0;
+                if self.full.len() == self.threads {
+                    self.encode_full()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes the gathered row groups, one per thread, and appends them in order.
+    fn encode_full(&mut self) -> Result<()> {
+        let groups = std::mem::take(&mut self.full);
+        let first = self.file.flushed_row_groups().len();
+        let writers = (0..groups.len())
+            .map(|i| self.factory.create_column_writers(first + i))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let encoded: Vec<Result<Vec<ArrowColumnChunk>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = groups
+                .iter()
+                .zip(writers)
+                .map(|(group, writers)| scope.spawn(move || encode_row_group(group, writers)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        });
+        for chunks in encoded {
+            let mut row_group = self.file.next_row_group()?;
+            for chunk in chunks? {
+                chunk.append_to_row_group(&mut row_group)?;
+            }
+            row_group.close()?;
+        }
+        Ok(())
+    }
+
+    /// Encodes what is left and writes the footer.
+    fn finish(mut self) -> Result<W> {
+        if self.current_rows > 0 {
+            self.full.push(std::mem::take(&mut self.current));
+        }
+        self.encode_full()?;
+        Ok(self.file.into_inner()?)
+    }
+}
+
+/// Encodes the batches of one row group with its column writers (one per leaf).
+fn encode_row_group(
+    group: &[RecordBatch],
+    mut writers: Vec<ArrowColumnWriter>,
+) -> Result<Vec<ArrowColumnChunk>> {
+    for batch in group {
+        let mut leaves = writers.iter_mut();
+        for (field, array) in batch.schema_ref().fields().iter().zip(batch.columns()) {
+            for leaf in compute_leaves(field, array)? {
+                leaves
+                    .next()
+                    .expect("the writers are made from the batch's schema, one per leaf")
+                    .write(&leaf)?;
+            }
+        }
+    }
+    Ok(writers
+        .into_iter()
+        .map(ArrowColumnWriter::close)
+        .collect::<std::result::Result<_, _>>()?)
+}
+
+/// About how many bytes one row of `dataset` holds (at least 1).
+fn row_bytes(dataset: &Dataset) -> usize {
+    raw_bytes(dataset)
+        .div_ceil(dataset.num_rows().max(1))
+        .max(1)
 }
 
 /// About how many bytes the rows in view of `dataset` hold (values and offsets).

@@ -144,6 +144,7 @@ proptest! {
         row_group_rows in 1usize..8,
         batch_size in 1usize..8,
         split in 0usize..12,
+        threads in 1usize..4,
         seed: u64,
     ) {
         let dtype = DType::ALL[dtype];
@@ -153,7 +154,8 @@ proptest! {
             .with_compression(CODECS[codec])
             .with_byte_stream_split(byte_stream_split)
             .with_dictionary(dictionary)
-            .with_row_group_size(RowGroupSize::Rows(row_group_rows));
+            .with_row_group_size(RowGroupSize::Rows(row_group_rows))
+            .with_threads(threads);
         // Written in two parts (views), read back in batches.
         let split = split.min(rows);
         let parts = [ds.slice_rows(0..split).unwrap(), ds.slice_rows(split..rows).unwrap()];
@@ -307,6 +309,27 @@ fn mismatched_datasets_are_errors() {
         ParquetWriteOptions::default().with_compression(Compression::Zstd(99)),
     );
     assert!(matches!(w.write(&a), Err(Error::Parquet(_))));
+    assert!(matches!(w.finish(), Err(Error::NoSchema)));
+    // A sink that fails as the file starts.
+    #[derive(Debug)]
+    struct Full;
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from(std::io::ErrorKind::StorageFull))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = ParquetWriter::new(Full, ParquetWriteOptions::default());
+    w.write(&a).unwrap(); // buffered
+    let err = w.finish().unwrap_err();
+    assert!(matches!(err, Error::Parquet(_) | Error::Io(_)), "{err}");
+    // A writer whose Arrow writer could not be made.
+    let mut w = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
+    w.state = State::Broken;
+    assert!(matches!(w.write(&a), Err(Error::WriterBroken)));
+    assert!(matches!(w.finish(), Err(Error::WriterBroken)));
 }
 
 #[test]
@@ -522,4 +545,36 @@ fn row_groups_follow_the_size_option() {
     let by_bytes =
         count(ParquetWriteOptions::default().with_row_group_size(RowGroupSize::Bytes(1024)));
     assert!(by_bytes > 3, "{by_bytes}");
+}
+
+#[test]
+fn threads_write_the_same_file() {
+    let parts: Vec<Dataset> = (0..5)
+        .map(|i| dataset(DType::Float32, 2, &[8], 7 + i, OffsetWidth::I64, i as u64))
+        .collect();
+    for codec in CODECS {
+        let options = ParquetWriteOptions::default()
+            .with_compression(codec)
+            .with_row_group_size(RowGroupSize::Rows(6));
+        let serial = write_bytes(&parts, &options);
+        for threads in [2, 3] {
+            let parallel = write_bytes(&parts, &options.clone().with_threads(threads));
+            assert_eq!(parallel, serial, "{codec:?}, {threads} threads");
+        }
+    }
+    // By bytes: row groups of about the size asked for, rows in order.
+    let options = ParquetWriteOptions::default()
+        .with_row_group_size(RowGroupSize::Bytes(2048))
+        .with_threads(2);
+    let bytes = write_bytes(&parts, &options);
+    let builder =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
+            .unwrap();
+    assert!(builder.metadata().num_row_groups() > 2);
+    let back = read_bytes(bytes, &ParquetReadOptions::default());
+    let mut start = 0;
+    for p in &parts {
+        assert_eq!(&back.slice_rows(start..start + p.num_rows()).unwrap(), p);
+        start += p.num_rows();
+    }
 }
