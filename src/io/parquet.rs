@@ -294,7 +294,7 @@ impl<W: Write + Send> ParquetWriter<W> {
                         full: Vec::new(),
                     }))
                 } else {
-                    State::Serial(writer)
+                    State::Serial(Box::new(writer))
                 };
                 self.schema = Some(schema.clone());
                 schema
@@ -377,7 +377,7 @@ enum State<W: Write + Send> {
     /// Before the first dataset: the sink, no schema yet.
     Waiting(W),
     /// Encoding on the calling thread.
-    Serial(ArrowWriter<W>),
+    Serial(Box<ArrowWriter<W>>),
     /// Encoding row groups on several threads.
     Parallel(Box<Parallel<W>>),
     /// After making the writer failed: nothing more can be written.

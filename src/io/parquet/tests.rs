@@ -578,3 +578,37 @@ fn threads_write_the_same_file() {
         start += p.num_rows();
     }
 }
+
+/// The repetition and definition levels documented in `format-spec-parquet.md`.
+#[test]
+fn levels_are_as_specified() {
+    use arrow_array::types::Int32Type;
+    use parquet::column::reader::get_typed_column_reader;
+    use parquet::data_type::Int32Type as ParquetInt32;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    // Documents [[w0, w1], [w2]], [], [[]]; each word an int32[2].
+    let t = LodTensor::from_lengths::<Int32Type>(
+        &[vec![2, 0, 1], vec![2, 1, 0]],
+        (0..6).collect(),
+        vec![2],
+    )
+    .unwrap();
+    let ds = Dataset::try_new(vec![Column::new("tokens", t)]).unwrap();
+    let bytes = write_bytes([&ds], &ParquetWriteOptions::default());
+    let reader = SerializedFileReader::new(bytes).unwrap();
+    let leaf = reader.metadata().file_metadata().schema_descr().column(0);
+    assert_eq!(leaf.path().string(), "tokens.list.item.list.item.list.item");
+    assert_eq!((leaf.max_rep_level(), leaf.max_def_level()), (3, 7));
+    let row_group = reader.get_row_group(0).unwrap();
+    let mut column =
+        get_typed_column_reader::<ParquetInt32>(row_group.get_column_reader(0).unwrap());
+    let (mut def, mut rep, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    let (records, _, _) = column
+        .read_records(10, Some(&mut def), Some(&mut rep), &mut values)
+        .unwrap();
+    assert_eq!(records, 3);
+    assert_eq!(rep, [0, 3, 2, 3, 1, 3, 0, 0]);
+    assert_eq!(def, [7, 7, 7, 7, 7, 7, 1, 3]);
+    assert_eq!(values, [0, 1, 2, 3, 4, 5]);
+}
