@@ -229,19 +229,6 @@ pub enum Error {
         source: Box<Error>,
     },
 
-    /// A dataset written after the first with other columns or types.
-    #[error("dataset does not match the file's schema: expected {expected}, found {found}")]
-    SchemaMismatch {
-        /// The schema of the file.
-        expected: String,
-        /// The schema of the dataset.
-        found: String,
-    },
-
-    /// A writer finished before any dataset told it the schema.
-    #[error("nothing was written, so the file has no schema")]
-    NothingWritten,
-
     /// A file that is not what its format says it must be.
     #[error("invalid file: {0}")]
     InvalidFile(String),
@@ -483,6 +470,28 @@ pub enum Error {
         /// What was expected.
         expected: String,
     },
+
+    /// An error from the Parquet reader or writer.
+    #[cfg(feature = "parquet")]
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+
+    /// A dataset whose columns do not match the ones the file was started with.
+    #[error("batch {batch}: the dataset does not match the file's schema: {reason}")]
+    SchemaMismatch {
+        /// The dataset, in write order.
+        batch: usize,
+        /// What differs.
+        reason: String,
+    },
+
+    /// A writer finished before any dataset gave it a schema.
+    #[error("nothing to write: no dataset was given, so the file would have no schema")]
+    NoSchema,
+
+    /// A writer that failed to start and cannot be written to.
+    #[error("the writer failed to start and cannot be used")]
+    WriterBroken,
 }
 
 impl Error {

@@ -163,7 +163,7 @@ fn empty_datasets_and_nothing_written() {
     let file = MappedDataset::open(&path).unwrap();
     assert_eq!((file.num_rows(), file.batches().len()), (0, 0));
     let w = DatasetWriter::create(dir.path().join("none.arrow"), WriteOptions::default()).unwrap();
-    assert!(matches!(w.finish(), Err(Error::NothingWritten)));
+    assert!(matches!(w.finish(), Err(Error::NoSchema)));
     assert!(!dir.path().join("none.arrow").exists());
 }
 
