@@ -48,6 +48,21 @@ pub enum Error {
         previous: i64,
     },
 
+    /// An offset past the end of the level below it (or of the elements).
+    #[error(
+        "level {level}: offset at index {index} ({offset}) is past the end of its child ({len} entries)"
+    )]
+    OffsetOutOfBounds {
+        /// The level, 0 being the outermost.
+        level: usize,
+        /// Index of the offending offset.
+        index: usize,
+        /// The offending offset.
+        offset: i64,
+        /// The number of entries of the child.
+        len: usize,
+    },
+
     /// A level's last offset is not the number of sequences of the level below it.
     #[error(
         "level {level}: last offset ({last_offset}) is not the number of sequences at level {} ({sequences})",

@@ -166,7 +166,7 @@ impl LevelOffsets {
 }
 
 /// Checks the per-level rules in one pass: non-empty, first offset >= 0, non-decreasing.
-fn validate_offsets<O: ArrowNativeType + Ord + Into<i64>>(
+pub(crate) fn validate_offsets<O: ArrowNativeType + Ord + Into<i64>>(
     level: usize,
     offsets: &[O],
 ) -> Result<()> {

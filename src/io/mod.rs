@@ -1,6 +1,7 @@
 //! Files: the atomic Arrow IPC writer, the memory-mapped reader, Parquet, PaddlePaddle files.
 
 mod atomic;
+mod ipc_check;
 pub mod ipc_reader;
 pub mod ipc_writer;
 pub mod paddle;
