@@ -164,6 +164,18 @@ fn benches(c: &mut Criterion) {
             black_box(tensors[batch].sequence_values::<Float32Type>(1, j).unwrap())
         })
     });
+    let sequences: Vec<_> = tensors
+        .iter()
+        .map(|t| t.sequences::<Float32Type>(1).unwrap())
+        .collect();
+    g.bench_function("lodtensor sequences().get", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            let (batch, j) = picks[i & 4095];
+            i += 1;
+            black_box(sequences[batch].get(j).unwrap())
+        })
+    });
     let batches = arrow_open(&path);
     let raw: Vec<(&[i64], &[f32])> = batches
         .iter()

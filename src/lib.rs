@@ -36,5 +36,5 @@ mod values;
 pub use dataset::{Column, Dataset, check_version};
 pub use error::{Error, Result};
 pub use lod::{LevelOffsets, Lod, OffsetWidth};
-pub use tensor::LodTensor;
+pub use tensor::{LodTensor, Sequences};
 pub use values::{DType, Values};

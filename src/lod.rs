@@ -109,6 +109,7 @@ impl LevelOffsets {
 
     /// The number of offsets (one more than the sequences they delimit).
     #[allow(clippy::len_without_is_empty)] // never empty
+    #[inline]
     pub fn len(&self) -> usize {
         match self {
             LevelOffsets::I32(o) => o.len(),
@@ -137,6 +138,14 @@ impl LevelOffsets {
         match self {
             LevelOffsets::I32(o) => o.get(window).map(|w| w[0].as_usize()..w[1].as_usize()),
             LevelOffsets::I64(o) => o.get(window).map(|w| w[0].as_usize()..w[1].as_usize()),
+        }
+    }
+
+    /// Offsets from `start` on, borrowed.
+    fn slice_from(&self, start: usize) -> OffsetSlice<'_> {
+        match self {
+            LevelOffsets::I32(o) => OffsetSlice::I32(&o[start..]),
+            LevelOffsets::I64(o) => OffsetSlice::I64(&o[start..]),
         }
     }
 
@@ -173,6 +182,33 @@ impl LevelOffsets {
     /// `positions` (already validated for this level) in this level's width.
     fn with_positions(&self, level: usize, positions: Vec<usize>) -> Result<Self> {
         to_width(level, positions, self.width())
+    }
+}
+
+/// A borrowed run of one level's offsets, its width resolved once (for hot loops).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OffsetSlice<'a> {
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+}
+
+impl OffsetSlice<'_> {
+    /// Offsets `index` and `index + 1`; `None` past the last sequence.
+    #[inline]
+    pub(crate) fn pair(self, index: usize) -> Option<Range<usize>> {
+        let window = index..index.checked_add(2)?;
+        match self {
+            OffsetSlice::I32(o) => o.get(window).map(|w| w[0].as_usize()..w[1].as_usize()),
+            OffsetSlice::I64(o) => o.get(window).map(|w| w[0].as_usize()..w[1].as_usize()),
+        }
+    }
+
+    /// The number of sequences.
+    pub(crate) fn num_sequences(self) -> usize {
+        match self {
+            OffsetSlice::I32(o) => o.len() - 1,
+            OffsetSlice::I64(o) => o.len() - 1,
+        }
     }
 }
 
@@ -389,12 +425,14 @@ impl Lod {
     }
 
     /// Index, in level `level`'s offsets, of the first offset in view.
+    #[inline]
     fn window_start(&self, level: usize) -> usize {
         self.levels[..level]
             .iter()
             .fold(0, |start, offsets| offsets.get(start))
     }
 
+    #[inline]
     fn check_level(&self, level: usize) -> Result<()> {
         if level < self.levels.len() {
             Ok(())
@@ -438,6 +476,7 @@ impl Lod {
 
     /// Sequence `index` at `level` as a range of absolute indexes into level `level + 1`
     /// (or into the elements, for the last level).
+    #[inline]
     fn sequence_children(&self, level: usize, index: usize) -> Result<Range<usize>> {
         self.check_level(level)?;
         let offsets = &self.levels[level];
@@ -450,6 +489,16 @@ impl Lod {
                 index,
                 len: offsets.len() - 1 - start,
             })
+    }
+
+    /// Level `level`'s offsets in view, borrowed, and the levels below it.
+    ///
+    /// # Errors
+    /// [`Error::LevelOutOfBounds`].
+    pub(crate) fn level_in_view(&self, level: usize) -> Result<(OffsetSlice<'_>, &[LevelOffsets])> {
+        self.check_level(level)?;
+        let offsets = self.levels[level].slice_from(self.window_start(level));
+        Ok((offsets, &self.levels[level + 1..]))
     }
 
     /// The offsets in view, one `Vec` per level, as stored (a view's may start past 0).

@@ -10,7 +10,7 @@ use std::ops::Range;
 use arrow_array::types::ArrowPrimitiveType;
 
 use crate::error::{Error, Result};
-use crate::lod::Lod;
+use crate::lod::{LevelOffsets, Lod, OffsetSlice};
 use crate::values::{DType, Values};
 
 /// A mini-batch of nested variable-length sequences: a [`Lod`] over [`Values`].
@@ -156,6 +156,38 @@ impl LodTensor {
         self.items_of::<T>(self.lod.sequence_elements(level, index)?)
     }
 
+    /// Random access to the sequences of `level`, resolved once: each
+    /// [`Sequences::get`] is then a bounds check, two offset reads per level below and a
+    /// slice, with no dispatch. For hot loops over many lookups.
+    ///
+    /// # Errors
+    /// [`Error::LevelOutOfBounds`], [`Error::DTypeMismatch`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use arrow_array::types::Int64Type;
+    /// let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![])?;
+    /// let sentences = t.sequences::<Int64Type>(1)?;
+    /// assert_eq!(sentences.len(), 6);
+    /// assert_eq!(sentences.get(4), Some(&[10, 11][..]));
+    /// assert_eq!(t.sequences::<Int64Type>(0)?.get(2), Some(&[10, 11, 12, 13, 14][..]));
+    /// assert_eq!(sentences.get(6), None);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    pub fn sequences<T: ArrowPrimitiveType>(
+        &self,
+        level: usize,
+    ) -> Result<Sequences<'_, T::Native>> {
+        let (offsets, below) = self.lod.level_in_view(level)?;
+        Ok(Sequences {
+            offsets,
+            below,
+            items: self.values.typed::<T>()?,
+            element_size: self.values.element_size(),
+        })
+    }
+
     #[inline]
     fn items_of<T: ArrowPrimitiveType>(&self, elements: Range<usize>) -> Result<&[T::Native]> {
         let size = self.values.element_size();
@@ -240,6 +272,38 @@ impl LodTensor {
     }
 }
 
+/// The sequences of one level of a [`LodTensor`], for fast random access (see
+/// [`LodTensor::sequences`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Sequences<'a, T> {
+    offsets: OffsetSlice<'a>,
+    below: &'a [LevelOffsets],
+    items: &'a [T],
+    element_size: usize,
+}
+
+impl<'a, T> Sequences<'a, T> {
+    /// The items of sequence `index`, row-major; `None` past the last sequence.
+    #[inline]
+    pub fn get(&self, index: usize) -> Option<&'a [T]> {
+        let elements = self.below.iter().fold(self.offsets.pair(index)?, |r, o| {
+            o.get(r.start)..o.get(r.end)
+        });
+        self.items
+            .get(elements.start * self.element_size..elements.end * self.element_size)
+    }
+
+    /// The number of sequences.
+    pub fn len(&self) -> usize {
+        self.offsets.num_sequences()
+    }
+
+    /// Whether there are no sequences.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Two tensors are equal when their LoDs are (lengths in view) and their elements in view
 /// are.
 impl PartialEq for LodTensor {
@@ -306,6 +370,38 @@ mod tests {
             sentences.sequence_values::<Int64Type>(0, 2).unwrap(),
             &[5, 6, 7, 8]
         );
+    }
+
+    #[test]
+    fn sequences_of_views_agree_with_sequence_values() {
+        let t = example();
+        for view in [
+            t.clone(),
+            t.slice_rows(1..3).unwrap(),
+            t.slice_sequence(0, 2).unwrap(),
+        ] {
+            for level in 0..2 {
+                let seqs = view.sequences::<Int64Type>(level).unwrap();
+                assert_eq!(seqs.len(), view.lod().num_sequences(level).unwrap());
+                for j in 0..=seqs.len() {
+                    assert_eq!(
+                        seqs.get(j),
+                        view.sequence_values::<Int64Type>(level, j).ok()
+                    );
+                }
+            }
+        }
+        assert!(matches!(
+            t.sequences::<Float32Type>(1),
+            Err(Error::DTypeMismatch { .. })
+        ));
+        assert!(matches!(
+            t.sequences::<Int64Type>(2),
+            Err(Error::LevelOutOfBounds {
+                level: 2,
+                levels: 2
+            })
+        ));
     }
 
     #[test]

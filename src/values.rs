@@ -211,6 +211,7 @@ impl Values {
     }
 
     /// Items per element (the product of the element shape).
+    #[inline]
     pub fn element_size(&self) -> usize {
         self.element_size
     }
@@ -229,6 +230,7 @@ impl Values {
     ///
     /// # Errors
     /// [`Error::DTypeMismatch`] when `T` is not the values' type.
+    #[inline]
     pub fn typed<T: ArrowPrimitiveType>(&self) -> Result<&[T::Native]> {
         self.items
             .as_any()
