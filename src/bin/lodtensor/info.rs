@@ -107,8 +107,9 @@ pub fn run(args: Args) -> Result<()> {
             };
             writeln!(
                 out,
-                "  {label:width$}  {:>10}, {lengths}",
-                plural(stats.sequences, "sequence")
+                "  {label:width$}  {}, {} offsets, {lengths}",
+                plural(stats.sequences, "sequence"),
+                column.offset_width(level)
             )?;
         }
     }
@@ -131,6 +132,7 @@ fn to_json(source: &Source) -> Result<Value> {
                 "level": level,
                 "name": column.level_names.get(level),
                 "sequences": stats.sequences,
+                "offsets": column.offset_width(level),
                 "min_length": min,
                 "mean_length": mean,
                 "max_length": max,

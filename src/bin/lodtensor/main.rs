@@ -84,15 +84,24 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Lib(e)) if is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e @ CliError::Lib(_)) => {
-            eprintln!("lodtensor: {e}");
-            ExitCode::FAILURE
-        }
-        Err(e @ CliError::Usage(_)) => {
-            eprintln!("lodtensor: {e}");
-            ExitCode::from(2)
+        Err(e) => {
+            eprintln!("lodtensor: {}", one_line(&e.to_string()));
+            match e {
+                CliError::Lib(_) => ExitCode::FAILURE,
+                CliError::Usage(_) => ExitCode::from(2),
+            }
         }
     }
+}
+
+/// A message on one line: some errors from below (the flatbuffers verifier's) span several.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A closed stdout (`lodtensor … | head`) is not a failure.

@@ -129,6 +129,11 @@ impl Parts {
         Ok(all)
     }
 
+    /// The offset width of `level` (`i32` or `i64`; the schema fixes it for every batch).
+    pub fn offset_width(&self, level: usize) -> &'static str {
+        self.first().lod().levels()[level].width().name()
+    }
+
     /// `level` with its name: `level 1 (sentences)`, or `level 1`.
     pub fn level_label(&self, level: usize) -> String {
         match self.level_names.get(level) {
