@@ -48,6 +48,21 @@ pub enum Error {
         previous: i64,
     },
 
+    /// An offset past the end of the level below it (or of the elements).
+    #[error(
+        "level {level}: offset at index {index} ({offset}) is past the end of its child ({len} entries)"
+    )]
+    OffsetOutOfBounds {
+        /// The level, 0 being the outermost.
+        level: usize,
+        /// Index of the offending offset.
+        index: usize,
+        /// The offending offset.
+        offset: i64,
+        /// The number of entries of the child.
+        len: usize,
+    },
+
     /// A level's last offset is not the number of sequences of the level below it.
     #[error(
         "level {level}: last offset ({last_offset}) is not the number of sequences at level {} ({sequences})",
@@ -228,19 +243,6 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
-
-    /// A dataset written after the first with other columns or types.
-    #[error("dataset does not match the file's schema: expected {expected}, found {found}")]
-    SchemaMismatch {
-        /// The schema of the file.
-        expected: String,
-        /// The schema of the dataset.
-        found: String,
-    },
-
-    /// A writer finished before any dataset told it the schema.
-    #[error("nothing was written, so the file has no schema")]
-    NothingWritten,
 
     /// A file that is not what its format says it must be.
     #[error("invalid file: {0}")]
@@ -483,6 +485,28 @@ pub enum Error {
         /// What was expected.
         expected: String,
     },
+
+    /// An error from the Parquet reader or writer.
+    #[cfg(feature = "parquet")]
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+
+    /// A dataset whose columns do not match the ones the file was started with.
+    #[error("batch {batch}: the dataset does not match the file's schema: {reason}")]
+    SchemaMismatch {
+        /// The dataset, in write order.
+        batch: usize,
+        /// What differs.
+        reason: String,
+    },
+
+    /// A writer finished before any dataset gave it a schema.
+    #[error("nothing to write: no dataset was given, so the file would have no schema")]
+    NoSchema,
+
+    /// A writer that failed to start and cannot be written to.
+    #[error("the writer failed to start and cannot be used")]
+    WriterBroken,
 }
 
 impl Error {
