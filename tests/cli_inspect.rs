@@ -1,6 +1,8 @@
 //! `lodtensor info`, `show`, `validate` and `hist`, run on real files: written with the
 //! library, Paddle's golden files, corrupt files and missing paths.
 
+#![cfg(feature = "cli")]
+
 mod cli_support;
 
 use std::process::{Command, Stdio};

@@ -155,9 +155,37 @@ fn write_arrow(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64>
     Ok(summary.bytes)
 }
 
+#[cfg(feature = "parquet")]
+fn write_parquet(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
+    use lodtensor::io::parquet::{Compression, ParquetFileWriter, ParquetWriteOptions};
+    let compression = match output.compression {
+        None | Some(Codec::Snappy) => Compression::Snappy,
+        Some(Codec::None) => Compression::None,
+        Some(Codec::Zstd) => Compression::Zstd(3),
+    };
+    let mut options = ParquetWriteOptions::default().with_compression(compression);
+    if let Some(offsets) = output.offsets {
+        options = options.with_offset_width(offsets.into());
+    }
+    let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
+    let bar = progress(rows as u64, "writing", "rows");
+    let mut writer = ParquetFileWriter::create(path, options)?;
+    for dataset in datasets {
+        writer.write(dataset)?;
+        bar.inc(dataset.num_rows() as u64);
+    }
+    writer.finish()?;
+    bar.finish_and_clear();
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| lodtensor::Error::from(e).in_file(path))?
+        .len();
+    Ok(bytes)
+}
+
+#[cfg(not(feature = "parquet"))]
 fn write_parquet(path: &Path, _datasets: &[Dataset], _output: Output) -> Result<u64> {
     usage(format!(
-        "{}: Parquet files are not supported by this build yet",
+        "{}: Parquet support is not built in (feature `parquet`)",
         path.display()
     ))
 }

@@ -62,11 +62,7 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let rows = match source.num_rows() {
-        Some(rows) => format!(
-            "{} in {}",
-            plural(rows, "row"),
-            plural(source.batches, "batch")
-        ),
+        Some(rows) => format!("{} in {}", plural(rows, "row"), source.batches_text()),
         None => "columns of different row counts".to_owned(),
     };
     let version = source.format_version.as_deref().map_or_else(

@@ -166,7 +166,7 @@ pub struct Source {
     pub format_version: Option<String>,
     /// The file's size.
     pub bytes: u64,
-    /// Record batches (Arrow), row groups read as batches (Parquet), 1 for Paddle files.
+    /// Record batches (Arrow), row groups (Parquet), 1 for Paddle files.
     pub batches: usize,
     pub columns: Vec<Parts>,
     /// Keeps the mapping's shared lock while the columns' views are in use.
@@ -191,19 +191,7 @@ impl Source {
         let file = MappedDataset::open(path)?;
         let format_version = file.schema().metadata().get(KEY_FORMAT_VERSION).cloned();
         let columns = if file.batches().is_empty() {
-            // A file with a schema and no batch: empty columns of the schema's types.
-            let mut columns = Vec::new();
-            for field in file.schema().fields() {
-                let empty = arrow_array::new_empty_array(field.data_type());
-                let column = Column::try_from_arrow(field, empty.as_ref())
-                    .map_err(|e| e.in_column(field.name(), 0).in_file(path))?;
-                columns.push(Parts {
-                    name: field.name().clone(),
-                    level_names: column.level_names().to_vec(),
-                    tensors: vec![column.tensor().clone()],
-                });
-            }
-            columns
+            empty_columns(path, file.schema())?
         } else {
             Self::parts_of(file.batches())
         };
@@ -269,6 +257,14 @@ impl Source {
         })
     }
 
+    /// `3 batches`, or `3 row groups` for a Parquet file.
+    pub fn batches_text(&self) -> String {
+        match self.format {
+            Format::Parquet => plural(self.batches, "row group"),
+            _ => plural(self.batches, "batch"),
+        }
+    }
+
     /// The row count every column shares, `None` when they differ (a `.pdiparams` file of
     /// unrelated parameters).
     pub fn num_rows(&self) -> Option<usize> {
@@ -317,12 +313,36 @@ impl Source {
     }
 }
 
+/// A Parquet file, read whole (every row group decoded into one dataset).
 #[cfg(feature = "parquet")]
 fn open_parquet(path: &Path) -> Result<Source> {
-    usage(format!(
-        "{}: Parquet files are not supported by this build yet",
-        path.display()
-    ))
+    use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader = ParquetReader::open(
+        path,
+        &ParquetReadOptions::default().with_batch_size(usize::MAX),
+    )?;
+    let format_version = reader.schema().metadata().get(KEY_FORMAT_VERSION).cloned();
+    let schema = reader.schema().clone();
+    let datasets = reader.collect::<lodtensor::Result<Vec<Dataset>>>()?;
+    let columns = if datasets.is_empty() {
+        empty_columns(path, &schema)?
+    } else {
+        Source::parts_of(&datasets)
+    };
+    let in_file = |e: lodtensor::Error| e.in_file(path);
+    let file = std::fs::File::open(path).map_err(|e| in_file(e.into()))?;
+    let bytes = file.metadata().map_err(|e| in_file(e.into()))?.len();
+    let footer = SerializedFileReader::new(file).map_err(|e| in_file(e.into()))?;
+    Ok(Source {
+        path: path.to_path_buf(),
+        format: Format::Parquet,
+        format_version,
+        bytes,
+        batches: footer.metadata().num_row_groups(),
+        columns,
+        _mapped: None,
+    })
 }
 
 #[cfg(not(feature = "parquet"))]
@@ -331,6 +351,22 @@ fn open_parquet(path: &Path) -> Result<Source> {
         "{}: Parquet support is not built in (feature `parquet`)",
         path.display()
     ))
+}
+
+/// Columns of `schema` without rows (a file with a schema and no batch).
+fn empty_columns(path: &Path, schema: &arrow_schema::Schema) -> Result<Vec<Parts>> {
+    let mut columns = Vec::new();
+    for field in schema.fields() {
+        let empty = arrow_array::new_empty_array(field.data_type());
+        let column = Column::try_from_arrow(field, empty.as_ref())
+            .map_err(|e| e.in_column(field.name(), 0).in_file(path))?;
+        columns.push(Parts {
+            name: field.name().clone(),
+            level_names: column.level_names().to_vec(),
+            tensors: vec![column.tensor().clone()],
+        });
+    }
+    Ok(columns)
 }
 
 /// Which part each piece of `rows` lies in, for parts of `counts` rows.

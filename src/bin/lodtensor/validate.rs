@@ -60,7 +60,7 @@ pub fn run(args: Args) -> Result<()> {
         source.path.display(),
         source.format.name(),
         bytes_text(source.bytes),
-        plural(source.batches, "batch"),
+        source.batches_text(),
         plural(source.columns.len(), "column"),
         plural(sequences, "sequence"),
         plural(levels, "level"),
