@@ -65,7 +65,7 @@ pub fn run(args: Args) -> Result<()> {
 fn histogram(column: &Parts, level: usize, bins: usize, width: usize) -> Result<String> {
     let lengths = column.lengths(level)?;
     let below = if level + 1 < column.num_levels() {
-        "sequences".to_owned()
+        format!("level-{} sequences", level + 1)
     } else {
         "elements".to_owned()
     };

@@ -81,7 +81,7 @@ pub fn run(args: Args) -> Result<()> {
         let shape = format!("{:?}", column.element_shape());
         writeln!(
             out,
-            "column {:?}: {}, element shape {shape}, {}, {}, {} ({} of values)",
+            "column {:?}: {}, element shape {shape}, {}, {}, {}, {} of values",
             column.name,
             column.dtype(),
             plural(column.num_levels(), "level"),
