@@ -180,11 +180,20 @@ impl Source {
     /// A usage error for an unknown extension; the reader's error otherwise.
     pub fn open(path: &Path) -> Result<Source> {
         let format = Format::of(path)?;
-        match format {
-            Format::Arrow => Self::open_arrow(path),
-            Format::Parquet => open_parquet(path),
-            Format::PaddleTensor | Format::PaddleCombined => Self::open_paddle(path, format),
+        if format == Format::Arrow {
+            // Mapped: only metadata and offsets are read.
+            return Self::open_arrow(path);
         }
+        // Parquet and Paddle files are decoded whole, which can take a while.
+        let spinner =
+            ProgressBar::new_spinner().with_message(format!("reading {}", path.display()));
+        spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+        let source = match format {
+            Format::Parquet => open_parquet(path),
+            _ => Self::open_paddle(path, format),
+        };
+        spinner.finish_and_clear();
+        source
     }
 
     fn open_arrow(path: &Path) -> Result<Source> {
