@@ -601,20 +601,12 @@ fn with_offset_width(dataset: &Dataset, width: OffsetWidth, batch: usize) -> Res
     let columns = dataset
         .columns()
         .iter()
-        .map(|c| column_with_offset_width(c, width).map_err(|e| e.in_column(c.name(), batch)))
+        .map(|c| {
+            c.with_offset_width(width)
+                .map_err(|e| e.in_column(c.name(), batch))
+        })
         .collect::<Result<_>>()?;
     Dataset::try_new(columns)
-}
-
-/// The column with every level's offsets in `width`.
-fn column_with_offset_width(column: &Column, width: OffsetWidth) -> Result<Column> {
-    let t = column.tensor();
-    if t.lod().levels().iter().all(|l| l.width() == width) {
-        return Ok(column.clone());
-    }
-    let (lod, values) = t.clone().into_parts();
-    let tensor = LodTensor::try_new(lod.with_offset_width(width)?, values)?;
-    Column::new(column.name(), tensor).with_level_names(column.level_names().to_vec())
 }
 
 /// The dataset with the offset widths of `schema`, or [`Error::SchemaMismatch`].
@@ -645,8 +637,9 @@ fn conform(dataset: &Dataset, schema: &Schema, batch: usize) -> Result<Dataset> 
             if let Some(&width) = widths.first()
                 && widths.iter().all(|&w| w == width)
             {
-                column =
-                    column_with_offset_width(c, width).map_err(|e| e.in_column(c.name(), batch))?;
+                column = c
+                    .with_offset_width(width)
+                    .map_err(|e| e.in_column(c.name(), batch))?;
                 field = column.arrow_field();
             }
         }
