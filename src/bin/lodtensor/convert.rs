@@ -1,0 +1,250 @@
+//! `lodtensor convert IN OUT [--compression none|snappy|zstd] [--offsets i32|i64]`: between
+//! `.arrow`, `.parquet` and Paddle `.pdtensor` / `.pdiparams`, by extension. The output
+//! appears whole or not at all.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use lodtensor::io::AtomicFile;
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::io::paddle;
+use lodtensor::{Dataset, LodTensor, OffsetWidth};
+
+use crate::source::{Format, Source, bytes_text, plural, progress};
+use crate::{Result, usage};
+
+/// Compression of the output (Parquet only: Arrow files stay uncompressed to be mapped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Codec {
+    None,
+    Snappy,
+    Zstd,
+}
+
+/// Offset width of every level of the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Offsets {
+    /// Arrow `List`.
+    I32,
+    /// Arrow `LargeList`.
+    I64,
+}
+
+impl From<Offsets> for OffsetWidth {
+    fn from(o: Offsets) -> Self {
+        match o {
+            Offsets::I32 => OffsetWidth::I32,
+            Offsets::I64 => OffsetWidth::I64,
+        }
+    }
+}
+
+/// Arguments of `lodtensor convert`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The input file (.arrow, .parquet, .pdtensor or .pdiparams).
+    input: PathBuf,
+    /// The output file (.arrow, .parquet, .pdtensor or .pdiparams), written atomically.
+    output: PathBuf,
+    /// Compression of a Parquet output (default snappy).
+    #[arg(long, value_enum)]
+    compression: Option<Codec>,
+    /// Offset width of every level of an Arrow or Parquet output (default i64).
+    #[arg(long, value_enum)]
+    offsets: Option<Offsets>,
+}
+
+/// How to write an output file.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Output {
+    pub compression: Option<Codec>,
+    pub offsets: Option<Offsets>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let format = Format::of(&args.output)?;
+    let output = Output {
+        compression: args.compression,
+        offsets: args.offsets,
+    };
+    output.check(format)?;
+    let started = Instant::now();
+    let source = Source::open(&args.input)?;
+    let datasets = source.datasets()?;
+    let bytes = write(&args.output, &datasets, output)?;
+    let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
+    writeln!(
+        std::io::stdout().lock(),
+        "converted {} ({}, {}, {}) to {} ({}): {} in {:.0} ms",
+        source.path.display(),
+        source.format.name(),
+        plural(rows, "row"),
+        plural(source.columns.len(), "column"),
+        args.output.display(),
+        format.name(),
+        bytes_text(bytes),
+        started.elapsed().as_secs_f64() * 1e3
+    )?;
+    Ok(())
+}
+
+impl Output {
+    /// Refuses options the format cannot honour.
+    fn check(self, format: Format) -> Result<()> {
+        let compressed = self.compression.is_some_and(|c| c != Codec::None);
+        match format {
+            Format::Arrow if compressed => usage(
+                "--compression applies to .parquet output: .arrow files stay uncompressed so they can be mapped",
+            ),
+            Format::PaddleTensor | Format::PaddleCombined if compressed => {
+                usage("--compression applies to .parquet output: Paddle files are not compressed")
+            }
+            Format::PaddleTensor | Format::PaddleCombined if self.offsets.is_some() => usage(
+                "--offsets applies to .arrow and .parquet output: Paddle files always hold u64 offsets",
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Writes `datasets` (batches of one schema) to `path` in the format its extension names,
+/// atomically; returns the file's size.
+///
+/// # Errors
+/// A usage error for an unknown extension, options the format cannot honour, or data it
+/// cannot hold; the writer's error otherwise (the target is then untouched).
+pub fn write(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
+    let format = Format::of(path)?;
+    output.check(format)?;
+    match format {
+        Format::Arrow => write_arrow(path, datasets, output),
+        Format::Parquet => write_parquet(path, datasets, output),
+        Format::PaddleTensor => {
+            let columns = concat_columns(datasets)?;
+            match columns.as_slice() {
+                [(_, tensor)] => write_paddle(path, [tensor]),
+                _ => usage(format!(
+                    "{}: a .pdtensor file holds one tensor, the input has {} (write .pdiparams for all of them, or slice one column)",
+                    path.display(),
+                    plural(columns.len(), "column")
+                )),
+            }
+        }
+        Format::PaddleCombined => {
+            let columns = concat_columns(datasets)?;
+            write_paddle(path, columns.iter().map(|(_, t)| t))
+        }
+    }
+}
+
+fn write_arrow(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
+    let mut options = WriteOptions::default();
+    if let Some(offsets) = output.offsets {
+        options = options.with_offset_width(offsets.into());
+    }
+    let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
+    let bar = progress(rows as u64, "writing", "rows");
+    let mut writer = DatasetWriter::create(path, options)?;
+    for dataset in datasets {
+        writer.write(dataset)?;
+        bar.inc(dataset.num_rows() as u64);
+    }
+    let summary = writer.finish()?;
+    bar.finish_and_clear();
+    Ok(summary.bytes)
+}
+
+#[cfg(feature = "parquet")]
+fn write_parquet(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
+    use lodtensor::io::parquet::{Compression, ParquetFileWriter, ParquetWriteOptions};
+    let compression = match output.compression {
+        None | Some(Codec::Snappy) => Compression::Snappy,
+        Some(Codec::None) => Compression::None,
+        Some(Codec::Zstd) => Compression::Zstd(3),
+    };
+    let mut options = ParquetWriteOptions::default().with_compression(compression);
+    if let Some(offsets) = output.offsets {
+        options = options.with_offset_width(offsets.into());
+    }
+    let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
+    let bar = progress(rows as u64, "writing", "rows");
+    let mut writer = ParquetFileWriter::create(path, options)?;
+    for dataset in datasets {
+        // The encoder copies what it is given anyway: pieces cost nothing and move the bar.
+        let rows = dataset.num_rows();
+        let step = rows.div_ceil(64).max(1);
+        for start in (0..rows).step_by(step) {
+            let end = (start + step).min(rows);
+            writer.write(&dataset.slice_rows(start..end)?)?;
+            bar.inc((end - start) as u64);
+        }
+        if rows == 0 {
+            writer.write(dataset)?;
+        }
+    }
+    writer.finish()?;
+    bar.finish_and_clear();
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| lodtensor::Error::from(e).in_file(path))?
+        .len();
+    Ok(bytes)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn write_parquet(path: &Path, _datasets: &[Dataset], _output: Output) -> Result<u64> {
+    usage(format!(
+        "{}: Parquet support is not built in (feature `parquet`)",
+        path.display()
+    ))
+}
+
+/// Each column of `datasets` as one tensor (the batches concatenated, or the one batch's
+/// view), in column order.
+fn concat_columns(datasets: &[Dataset]) -> Result<Vec<(String, LodTensor)>> {
+    let Some(first) = datasets.first() else {
+        return Ok(Vec::new());
+    };
+    let bar = progress(datasets.len() as u64, "joining batches", "batches");
+    let mut out = Vec::new();
+    for (c, column) in first.columns().iter().enumerate() {
+        let parts: Vec<LodTensor> = datasets
+            .iter()
+            .map(|d| d.columns()[c].tensor().clone())
+            .collect();
+        let tensor = match parts.as_slice() {
+            [one] => one.clone(),
+            _ => lodtensor::ops::concat(&parts).map_err(|e| e.in_column(column.name(), 0))?,
+        };
+        out.push((column.name().to_owned(), tensor));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// Paddle records, through an [`AtomicFile`].
+fn write_paddle<'a>(path: &Path, tensors: impl IntoIterator<Item = &'a LodTensor>) -> Result<u64> {
+    let tensors: Vec<&LodTensor> = tensors.into_iter().collect();
+    let in_file = |e: lodtensor::Error| e.in_file(path);
+    if let Some(t) = tensors
+        .iter()
+        .find(|t| paddle::paddle_code(t.dtype()).is_none())
+    {
+        return Err(in_file(lodtensor::Error::NoPaddleDType { dtype: t.dtype() }).into());
+    }
+    let file = AtomicFile::create(path)?;
+    let bar = progress(tensors.len() as u64, "writing", "tensors");
+    {
+        let mut out = BufWriter::with_capacity(1 << 20, file.file());
+        for t in tensors {
+            paddle::write_tensor(&mut out, t).map_err(in_file)?;
+            bar.inc(1);
+        }
+        out.flush().map_err(|e| in_file(e.into()))?;
+    }
+    let bytes = file.file().metadata().map_err(|e| in_file(e.into()))?.len();
+    file.commit()?;
+    bar.finish_and_clear();
+    Ok(bytes)
+}

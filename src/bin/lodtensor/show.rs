@@ -1,0 +1,99 @@
+//! `lodtensor show FILE [--column C] [--rows A..B] [--values]`: the LoD of some rows drawn
+//! the way the reference documents draw it, one line of lengths per level above the
+//! elements.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::Result;
+use crate::draw::draw;
+use crate::source::{RowRange, Source, element_text};
+
+/// Rows drawn when `--rows` is not given.
+const DEFAULT_ROWS: usize = 5;
+
+/// Arguments of `lodtensor show`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The file (.arrow, .parquet, .pdtensor or .pdiparams).
+    file: PathBuf,
+    /// The column to draw (default: the first).
+    #[arg(long)]
+    column: Option<String>,
+    /// The rows to draw: A..B, A.., ..B or A (default: the first 5).
+    #[arg(long)]
+    rows: Option<RowRange>,
+    /// Draw each element's value instead of a `|`.
+    #[arg(long)]
+    values: bool,
+    /// Cut lines to this many columns.
+    #[arg(long, default_value_t = 120)]
+    width: usize,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let source = Source::open(&args.file)?;
+    let column = source.column(args.column.as_deref())?;
+    let total = column.num_rows();
+    let rows = match args.rows {
+        Some(r) => r.resolve(total),
+        None => 0..total.min(DEFAULT_ROWS),
+    };
+    let views = column.rows(rows.clone())?;
+    let out = &mut std::io::stdout().lock();
+    let cells = if args.values {
+        "values"
+    } else {
+        "one | per element"
+    };
+    writeln!(
+        out,
+        "column {:?}, rows {}..{} of {} ({cells}):",
+        column.name, rows.start, rows.end, total
+    )?;
+    let levels = column.num_levels();
+    let labels: Vec<String> = (0..levels)
+        .map(|l| {
+            column
+                .level_names
+                .get(l)
+                .cloned()
+                .unwrap_or_else(|| format!("level {l}"))
+        })
+        .chain(["elements".to_owned()])
+        .collect();
+    let label_width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) + 2;
+    for (i, (batch, rows, view)) in views.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        if views.len() > 1 {
+            writeln!(
+                out,
+                "rows {}..{} (record batch {batch}):",
+                rows.start, rows.end
+            )?;
+        }
+        let values = view.values();
+        let cell = |e: usize| {
+            if args.values {
+                element_text(values, e) + " "
+            } else {
+                "|".to_owned()
+            }
+        };
+        let picture = draw(
+            view.lod(),
+            view.num_rows(),
+            &cell,
+            args.width.saturating_sub(label_width).max(8),
+        );
+        let lines: Vec<&str> = picture.lines().collect();
+        // A 0-level tensor draws only its elements.
+        let offset = labels.len() - lines.len();
+        for (line, label) in lines.iter().zip(&labels[offset..]) {
+            writeln!(out, "{:label_width$}{}", label, line.trim_end())?;
+        }
+    }
+    Ok(())
+}

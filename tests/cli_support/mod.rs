@@ -1,0 +1,119 @@
+//! Running the built `lodtensor` binary on files written with the library.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use arrow_array::types::{Float32Type, Int64Type};
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::{Column, Dataset, Lod, LodTensor, Values};
+
+/// What a run printed and its exit code.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Asserts success with nothing on stderr; returns stdout.
+    #[track_caller]
+    pub fn ok(&self) -> &str {
+        assert_eq!(self.code, 0, "{self:?}");
+        assert_eq!(self.stderr, "", "{self:?}");
+        &self.stdout
+    }
+
+    /// Asserts failure with `code`, nothing on stdout and one `lodtensor: …` line on stderr
+    /// (no panic, no backtrace); returns the line.
+    #[track_caller]
+    pub fn fails(&self, code: i32) -> &str {
+        assert_eq!(self.code, code, "{self:?}");
+        assert_eq!(self.stdout, "", "{self:?}");
+        assert!(self.stderr.starts_with("lodtensor: "), "{self:?}");
+        assert_eq!(self.stderr.lines().count(), 1, "{self:?}");
+        assert!(!self.stderr.contains("panicked"), "{self:?}");
+        self.stderr.trim_end()
+    }
+}
+
+/// Runs `lodtensor ARGS…` in `dir`.
+pub fn lodtensor_in<I, S>(dir: &Path, args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let out = Command::new(env!("CARGO_BIN_EXE_lodtensor"))
+        .args(args)
+        .current_dir(dir)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: out.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+/// A golden Paddle file.
+pub fn paddle(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/paddle")
+        .join(name)
+}
+
+/// The reference example: three articles of 3, 1 and 2 sentences of 3, 2, 4, 1, 2 and 3
+/// words of f32[2] (word `w` holds `2w, 2w + 1`), levels named, and an i64 label per
+/// article (10, 11, 12).
+pub fn words() -> Dataset {
+    let words = LodTensor::from_lengths::<Float32Type>(
+        &[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]],
+        (0..30).map(|i| i as f32).collect(),
+        vec![2],
+    )
+    .unwrap();
+    let label = LodTensor::try_new(
+        Lod::default(),
+        Values::from_vec::<Int64Type>(vec![10, 11, 12], vec![]).unwrap(),
+    )
+    .unwrap();
+    Dataset::try_new(vec![
+        Column::new("words", words)
+            .with_level_names(["articles", "sentences"])
+            .unwrap(),
+        Column::new("label", label),
+    ])
+    .unwrap()
+}
+
+/// Writes `datasets` to `dir/name` with `options`.
+pub fn write(dir: &Path, name: &str, datasets: &[Dataset], options: WriteOptions) -> PathBuf {
+    let path = dir.join(name);
+    let mut writer = DatasetWriter::create(&path, options).unwrap();
+    for d in datasets {
+        writer.write(d).unwrap();
+    }
+    writer.finish().unwrap();
+    path
+}
+
+/// `words.arrow`: the reference example in one batch.
+pub fn words_file(dir: &Path) -> PathBuf {
+    write(dir, "words.arrow", &[words()], WriteOptions::default())
+}
+
+/// `batches.arrow`: the reference example written four times, one article per record
+/// batch (12 rows in 12 batches).
+pub fn batches_file(dir: &Path) -> PathBuf {
+    let ds = words();
+    let all = vec![ds.clone(), ds.clone(), ds.clone(), ds];
+    write(
+        dir,
+        "batches.arrow",
+        &all,
+        WriteOptions::default().with_batch_bytes(1),
+    )
+}
