@@ -10,6 +10,7 @@
 //! - [`Lod`]: the offset index, its rules, lengths ↔ offsets, slicing arithmetic.
 //! - [`LodTensor`]: a LoD over [`Values`]; views; Arrow conversion.
 //! - [`Dataset`]: named columns sharing rows; an Arrow `RecordBatch`.
+//! - [`Loader`]: training batches from a mapped file: budgets, buckets, shuffles, shards.
 #![deny(missing_docs)]
 
 mod convert;
@@ -18,6 +19,7 @@ mod error;
 pub mod extension;
 pub mod format;
 pub mod io;
+pub mod loader;
 mod lod;
 pub mod synthetic;
 mod tensor;
@@ -25,6 +27,7 @@ mod values;
 
 pub use dataset::{Column, Dataset, check_version};
 pub use error::{Error, Result};
+pub use loader::{Batch, Loader, Position};
 pub use lod::{LevelOffsets, Lod, OffsetWidth};
 pub use tensor::LodTensor;
 pub use values::{DType, Values};
