@@ -237,7 +237,6 @@ fn plans_are_deterministic_across_loaders() {
             .build()
             .unwrap()
             .plan(epoch)
-            .unwrap()
     };
     assert_eq!(plan(9, 2), plan(9, 2));
     assert_ne!(plan(9, 2).samples(), plan(9, 3).samples());
@@ -361,7 +360,7 @@ fn padded_batches_and_padding_ratios() {
         .with_quantile_buckets(2)
         .build()
         .unwrap();
-    assert!(bucketed.plan(0).unwrap().padding_ratio() < plain.plan(0).unwrap().padding_ratio());
+    assert!(bucketed.plan(0).padding_ratio() < plain.plan(0).padding_ratio());
     let b = bucketed.next_batch().unwrap().unwrap();
     let p = b.to_padded("tokens", 0).unwrap();
     let lengths: Vec<usize> = b.samples().iter().map(|&s| doc_tokens[s]).collect();

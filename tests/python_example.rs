@@ -81,7 +81,7 @@ fn python_gets_the_same_batches() {
         .unwrap();
     loader.set_epoch(2);
     let plan_path = dir.path().join("plan.json");
-    std::fs::write(&plan_path, loader.plan(2).unwrap().to_json()).unwrap();
+    std::fs::write(&plan_path, loader.plan(2).to_json()).unwrap();
     let lines = run(&python, &[&path, &plan_path]);
     let mut n = 0;
     while let Some(b) = loader.next_batch().unwrap() {

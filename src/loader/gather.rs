@@ -103,6 +103,8 @@ pub(crate) struct Gatherer {
     pool: Vec<Buffer>,
     /// `(record batch, first row, end row)` runs of the batch being gathered.
     runs: Vec<(usize, usize, usize)>,
+    /// `(byte position, count)` of each part of the buffer being filled.
+    parts: Vec<(usize, usize)>,
     pub stats: GatherStats,
 }
 
@@ -173,7 +175,8 @@ impl Gatherer {
             total += align(item_bytes(info.dtype, items));
         }
         let mut out = self.take(total);
-        let mut parts: Vec<(usize, usize)> = Vec::new();
+        let mut parts = std::mem::take(&mut self.parts);
+        parts.clear();
         for (c, info) in columns.iter().enumerate() {
             for (level, &width) in info.widths.iter().enumerate() {
                 let at = out.len();
@@ -235,12 +238,12 @@ impl Gatherer {
         let buffer: Buffer = out.into();
         self.keep(&buffer);
 
-        let mut parts = parts.into_iter();
+        let mut part = parts.iter().copied();
         let mut built = Vec::with_capacity(columns.len());
         for info in columns {
             let mut levels = Vec::with_capacity(info.widths.len());
             for &width in &info.widths {
-                let (at, count) = parts.next().expect("one part per level");
+                let (at, count) = part.next().expect("one part per level");
                 levels.push(match width {
                     // SAFETY: the offsets were written from 0 by adding non-negative lengths,
                     // so they never decrease.
@@ -261,7 +264,7 @@ impl Gatherer {
                     }),
                 });
             }
-            let (at, items) = parts.next().expect("one part per column's values");
+            let (at, items) = part.next().expect("one part per column's values");
             let bytes = item_bytes(info.dtype, items);
             let data = ArrayData::builder(info.dtype.arrow_type())
                 .len(items)
@@ -275,6 +278,7 @@ impl Gatherer {
                     .with_level_names(info.level_names.iter().cloned())?,
             );
         }
+        self.parts = parts;
         Dataset::try_new(built)
     }
 

@@ -352,19 +352,16 @@ impl Loader {
         }
     }
 
-    /// The plan of `epoch` (cached for the epoch being read).
-    ///
-    /// # Errors
-    /// None today; kept fallible for plans read from storage.
-    pub fn plan(&self, epoch: u64) -> Result<Arc<Plan>> {
+    /// The plan of `epoch` (cached for the epoch being read, else computed in O(samples)).
+    pub fn plan(&self, epoch: u64) -> Arc<Plan> {
         match &self.plan {
-            Some(p) if p.epoch() == epoch => Ok(p.clone()),
-            _ => Ok(Arc::new(Plan::build(
+            Some(p) if p.epoch() == epoch => p.clone(),
+            _ => Arc::new(Plan::build(
                 &self.config,
                 &self.lengths,
                 &self.row_starts,
                 epoch,
-            ))),
+            )),
         }
     }
 
@@ -589,6 +586,57 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::dataset::Column;
+    use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
+    use crate::lod::{Lod, OffsetWidth};
+    use crate::tensor::LodTensor;
+    use crate::values::Values;
+    use arrow_array::BooleanArray;
+
+    /// Booleans under 32-bit offsets and 3-item elements: the bit and `i32` paths.
+    #[test]
+    fn gathers_booleans_and_i32_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.arrow");
+        let lengths = vec![vec![1, 3, 0, 2, 1], vec![2, 1, 1, 3, 2, 1, 1]];
+        let items: Vec<bool> = (0..11 * 3).map(|i| i % 3 == 0 || i % 5 == 0).collect();
+        let t = LodTensor::try_new(
+            Lod::try_from_lengths(&lengths).unwrap(),
+            Values::try_new(Arc::new(BooleanArray::from(items)), vec![3]).unwrap(),
+        )
+        .unwrap();
+        let ds = Dataset::try_new(vec![Column::new("flags", t)]).unwrap();
+        let options = WriteOptions::default()
+            .with_offset_width(OffsetWidth::I32)
+            .with_batch_bytes(1);
+        let mut w = DatasetWriter::create(&path, options).unwrap();
+        for row in 0..5 {
+            w.write(&ds.slice_rows(row..row + 1).unwrap()).unwrap();
+        }
+        w.finish().unwrap();
+        let file = MappedDataset::open(&path).unwrap();
+        let mut loader = Loader::builder(&file)
+            .with_batch_size(5)
+            .with_shuffle(1)
+            .build()
+            .unwrap();
+        let b = loader.next_batch().unwrap().unwrap();
+        assert!(!b.is_view());
+        let t = b.data().column("flags").unwrap();
+        assert!(
+            t.lod()
+                .levels()
+                .iter()
+                .all(|l| l.width() == OffsetWidth::I32)
+        );
+        for (k, &s) in b.samples().iter().enumerate() {
+            assert_eq!(
+                b.data().slice_rows(k..k + 1).unwrap(),
+                file.sample(s).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn positions_round_trip_through_json() {

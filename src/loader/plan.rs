@@ -212,7 +212,7 @@ impl BatchInfo {
 /// # w.finish()?;
 /// let file = MappedDataset::open(&path)?;
 /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
-/// let plan: std::sync::Arc<Plan> = loader.plan(0)?;
+/// let plan: std::sync::Arc<Plan> = loader.plan(0);
 /// assert_eq!(plan.batches().collect::<Vec<_>>(), vec![&[0, 1][..], &[2, 3], &[4]]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
