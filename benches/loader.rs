@@ -1,6 +1,7 @@
 //! Loader throughput on the synthetic documents dataset: 4096-token batches in file order
 //! (views) and shuffled (gathered), each consumed by summing its token values, against a
-//! raw loop over the mapped values and a memcpy of the same bytes, in the same run.
+//! raw loop over the mapped values and a memcpy of the same bytes, in the same run; and the
+//! shuffled gather alone, against the memcpy.
 //!
 //! `LODTENSOR_BENCH_MB` sets the dataset size (default 200 MB of values).
 
@@ -114,6 +115,19 @@ fn bench(c: &mut Criterion) {
         let stats = loader.stats();
         eprintln!("{name}: {stats:?}");
     }
+    // The gather alone, against the memcpy baseline: each batch is touched, not summed.
+    let mut loader = Loader::builder(&file)
+        .with_token_budget(4096)
+        .with_shuffle(7)
+        .build()
+        .expect("loader");
+    g.bench_function("loader shuffled, gather only", |b| {
+        b.iter(|| {
+            while let Some(batch) = loader.next_batch().expect("batch") {
+                black_box(batch.data().num_rows());
+            }
+        })
+    });
     g.finish();
 }
 
