@@ -90,18 +90,22 @@ impl LodTensor {
                 ),
             )));
         }
-        let mut levels = Vec::new();
-        let mut field: FieldRef = Arc::new(field.clone());
-        let mut array: ArrayRef = arrow_array::make_array(array.to_data());
+        let mut levels: Vec<LevelOffsets> = Vec::new();
+        let mut field: &Field = field;
+        let mut array = array;
         loop {
+            // Each level keeps its offsets up to its parent's last one (Arrow allows a
+            // child to run on past it; those entries belong to no sequence).
+            let bound = levels.last().map(LevelOffsets::last);
+            let level = levels.len();
             let (offsets, child, child_field) = match array.data_type() {
                 DataType::List(f) => {
-                    let (offsets, child) = level_parts::<i32>(levels.len(), array.as_ref())?;
-                    (LevelOffsets::I32(offsets), child, f.clone())
+                    let (o, child) = level_parts::<i32>(level, array, bound)?;
+                    (LevelOffsets::I32(o), child, f)
                 }
                 DataType::LargeList(f) => {
-                    let (offsets, child) = level_parts::<i64>(levels.len(), array.as_ref())?;
-                    (LevelOffsets::I64(offsets), child, f.clone())
+                    let (o, child) = level_parts::<i64>(level, array, bound)?;
+                    (LevelOffsets::I64(o), child, f)
                 }
                 _ => break,
             };
@@ -109,28 +113,24 @@ impl LodTensor {
             array = child;
             field = child_field;
         }
-        let values = element_values(&field, array.as_ref())?;
-        let lod = Lod::try_new(levels)?;
-        let elements = lod.elements().end;
-        let values = if lod.num_levels() == 0 {
-            values
-        } else {
-            // A list's child may hold elements past its last offset: they are not in the
-            // tensor (a view may keep elements before the view, never after).
-            Values::try_new(
-                values.items().slice(0, elements * values.element_size()),
-                values.element_shape().to_vec(),
-            )?
-        };
-        LodTensor::try_new(lod, values)
+        let bound = levels.last().map(LevelOffsets::last);
+        let mut values = element_values(field, array)?;
+        if let Some(elements) = bound
+            && elements < values.num_elements()
+        {
+            values = values.slice_elements(0..elements);
+        }
+        LodTensor::try_new(Lod::try_new(levels)?, values)
     }
 }
 
-/// The offsets of one list level (trimmed to end at the parent's last offset) and its child.
+/// The offsets of one list level, cut to `bound` sequences when its parent ends there,
+/// and its child.
 fn level_parts<O: OffsetSizeTrait>(
     level: usize,
     array: &dyn Array,
-) -> Result<(OffsetBuffer<O>, ArrayRef)> {
+    bound: Option<usize>,
+) -> Result<(OffsetBuffer<O>, &dyn Array)> {
     let list = array
         .as_any()
         .downcast_ref::<GenericListArray<O>>()
@@ -141,10 +141,12 @@ fn level_parts<O: OffsetSizeTrait>(
             count: list.null_count(),
         });
     }
-    let last = list.offsets().last().as_usize();
-    let child = list.values();
-    // Arrow guarantees last <= child.len(); keep the child up to there only.
-    Ok((list.offsets().clone(), child.slice(0, last)))
+    let offsets = match bound {
+        // Arrow guarantees the parent's last offset <= this list's length.
+        Some(n) if n < list.len() => list.offsets().slice(0, n),
+        _ => list.offsets().clone(),
+    };
+    Ok((offsets, list.values().as_ref()))
 }
 
 /// The element field of `values`, named `name`: a tagged `FixedSizeList` or the item type.

@@ -13,6 +13,7 @@ use crate::format::{
     FORMAT_VERSION, KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_FORMAT_VERSION, KEY_LEVEL_NAMES,
     KEY_LOD_LEVELS,
 };
+use crate::lod::OffsetWidth;
 use crate::tensor::LodTensor;
 
 /// One named tensor column.
@@ -66,6 +67,28 @@ impl Column {
     /// The tensor.
     pub fn tensor(&self) -> &LodTensor {
         &self.tensor
+    }
+
+    /// The same column with every level's offsets in `width` (copies the offsets that
+    /// change, never the values).
+    ///
+    /// # Errors
+    /// [`Error::OffsetOverflow`] when an offset does not fit `width`.
+    pub fn with_offset_width(&self, width: OffsetWidth) -> Result<Self> {
+        if self
+            .tensor
+            .lod()
+            .levels()
+            .iter()
+            .all(|l| l.width() == width)
+        {
+            return Ok(self.clone());
+        }
+        let (lod, values) = self.tensor.clone().into_parts();
+        Ok(Column {
+            tensor: LodTensor::try_new(lod.with_offset_width(width)?, values)?,
+            ..self.clone()
+        })
     }
 
     /// The Arrow field, with this column's `lodtensor.*` metadata.
@@ -230,17 +253,11 @@ impl Dataset {
     ///
     /// # Errors
     /// [`Error::OffsetOverflow`] when an offset does not fit `width`.
-    pub fn with_offset_width(&self, width: crate::OffsetWidth) -> Result<Self> {
+    pub fn with_offset_width(&self, width: OffsetWidth) -> Result<Self> {
         let columns = self
             .columns
             .iter()
-            .map(|c| {
-                let (lod, values) = c.tensor.clone().into_parts();
-                Ok(Column {
-                    tensor: LodTensor::try_new(lod.with_offset_width(width)?, values)?,
-                    ..c.clone()
-                })
-            })
+            .map(|c| c.with_offset_width(width))
             .collect::<Result<_>>()?;
         Ok(Dataset {
             columns,

@@ -48,6 +48,21 @@ pub enum Error {
         previous: i64,
     },
 
+    /// An offset past the end of the level below it (or of the elements).
+    #[error(
+        "level {level}: offset at index {index} ({offset}) is past the end of its child ({len} entries)"
+    )]
+    OffsetOutOfBounds {
+        /// The level, 0 being the outermost.
+        level: usize,
+        /// Index of the offending offset.
+        index: usize,
+        /// The offending offset.
+        offset: i64,
+        /// The number of entries of the child.
+        len: usize,
+    },
+
     /// A level's last offset is not the number of sequences of the level below it.
     #[error(
         "level {level}: last offset ({last_offset}) is not the number of sequences at level {} ({sequences})",
@@ -229,19 +244,6 @@ pub enum Error {
         source: Box<Error>,
     },
 
-    /// A dataset written after the first with other columns or types.
-    #[error("dataset does not match the file's schema: expected {expected}, found {found}")]
-    SchemaMismatch {
-        /// The schema of the file.
-        expected: String,
-        /// The schema of the dataset.
-        found: String,
-    },
-
-    /// A writer finished before any dataset told it the schema.
-    #[error("nothing was written, so the file has no schema")]
-    NothingWritten,
-
     /// A file that is not what its format says it must be.
     #[error("invalid file: {0}")]
     InvalidFile(String),
@@ -253,6 +255,258 @@ pub enum Error {
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+
+    /// A Paddle LoDTensor record ends before a field it declares.
+    #[error(
+        "Paddle record {record}: {what} at byte {offset} needs {needed} bytes, {available} remain"
+    )]
+    PaddleTruncated {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the field in the file.
+        offset: u64,
+        /// The field (`"lod level count"`, `"tensor data"`, …).
+        what: &'static str,
+        /// The bytes the field needs.
+        needed: u64,
+        /// The bytes left in the file.
+        available: u64,
+    },
+
+    /// A Paddle version field that is not 0.
+    #[error("Paddle record {record}: {what} at byte {offset} is {found}, expected {expected}")]
+    PaddleVersion {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the field in the file.
+        offset: u64,
+        /// Which version (`"LoDTensor version"` or `"tensor version"`).
+        what: &'static str,
+        /// The version found.
+        found: u32,
+        /// The version this crate reads.
+        expected: u32,
+    },
+
+    /// A LoD level whose byte size is not a whole number of `u64` offsets.
+    #[error(
+        "Paddle record {record}: level {level} at byte {offset} declares {size} bytes, not a multiple of 8"
+    )]
+    PaddleLevelSize {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the size field in the file.
+        offset: u64,
+        /// The level, 0 being the outermost.
+        level: usize,
+        /// The byte size declared.
+        size: u64,
+    },
+
+    /// A LoD level that breaks the LoD rules; `source` names the level and index.
+    #[error("Paddle record {record}: LoD at byte {offset}: {source}")]
+    PaddleLod {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the LoD (the level count) in the file.
+        offset: u64,
+        /// The rule broken.
+        #[source]
+        source: Box<Error>,
+    },
+
+    /// A LoD level whose first offset is not 0 (Paddle's levels always start at 0).
+    #[error("Paddle record {record}: level {level} at byte {offset} starts at {found}, expected 0")]
+    PaddleLodStart {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the level's first offset in the file.
+        offset: u64,
+        /// The level, 0 being the outermost.
+        level: usize,
+        /// The first offset found.
+        found: i64,
+    },
+
+    /// A `TensorDesc` protobuf message that cannot be parsed.
+    #[error("Paddle record {record}: tensor desc, byte {offset}: {reason}")]
+    PaddleDesc {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the fault in the file.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A Paddle data type with no [`DType`](crate::DType) (bfloat16, complex, fp8, …).
+    #[error("Paddle record {record}: data type {name} (code {code}) is not supported")]
+    PaddleDType {
+        /// The record, in file order.
+        record: usize,
+        /// The `VarType.Type` code found.
+        code: i64,
+        /// Paddle's name for it, or `"unknown"`.
+        name: &'static str,
+    },
+
+    /// Tensor dims that are negative, overflow, or cannot be held.
+    #[error("Paddle record {record}: dims {dims:?}: {reason}")]
+    PaddleDims {
+        /// The record, in file order.
+        record: usize,
+        /// The dims found.
+        dims: Vec<i64>,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A bool item that is neither 0 nor 1.
+    #[error("Paddle record {record}: bool item at byte {offset} is {value}, expected 0 or 1")]
+    PaddleBool {
+        /// The record, in file order.
+        record: usize,
+        /// The byte offset of the item in the file.
+        offset: u64,
+        /// The byte found.
+        value: u8,
+    },
+
+    /// Bytes after the last record of a Paddle file.
+    #[error("Paddle file: {count} bytes after the last record, at byte {offset}")]
+    PaddleTrailingBytes {
+        /// The byte offset where they start.
+        offset: u64,
+        /// How many.
+        count: u64,
+    },
+
+    /// A combined Paddle file with another number of records than names given.
+    #[error("Paddle file holds {found} records, {expected} names were given")]
+    PaddleRecordCount {
+        /// The records in the file.
+        found: usize,
+        /// The names given.
+        expected: usize,
+    },
+
+    /// A dtype that Paddle's tensor files cannot hold (`uint16`, `uint32`, `uint64`).
+    #[error("dtype {dtype} has no Paddle data type")]
+    NoPaddleDType {
+        /// The dtype.
+        dtype: crate::DType,
+    },
+
+    /// A `ref_level` that names no level of the reference LoD.
+    #[error(
+        "{op}: ref_level {ref_level} does not exist (y has {levels} levels; expected -1 or 0..{levels})"
+    )]
+    RefLevel {
+        /// The operation.
+        op: &'static str,
+        /// The level asked for.
+        ref_level: isize,
+        /// The number of levels of the reference LoD.
+        levels: usize,
+    },
+
+    /// Two inputs that must pair their sequences one to one have different counts.
+    #[error("{op}: level {level}: found {found} sequences (or rows), expected {expected}")]
+    SequenceCountMismatch {
+        /// The operation.
+        op: &'static str,
+        /// The level of the reference input whose sequences were counted.
+        level: usize,
+        /// The count of the input being paired.
+        found: usize,
+        /// The count of the reference.
+        expected: usize,
+    },
+
+    /// An input with more LoD levels than the operation accepts.
+    #[error("{op}: input has {found} LoD levels, expected at most {expected}")]
+    TooManyLevels {
+        /// The operation.
+        op: &'static str,
+        /// The number of levels found.
+        found: usize,
+        /// The largest number accepted.
+        expected: usize,
+    },
+
+    /// An item type the operation has no arithmetic for.
+    #[error("{op}: dtype {found} is not supported (expected a numeric dtype)")]
+    UnsupportedDType {
+        /// The operation.
+        op: &'static str,
+        /// The dtype found.
+        found: crate::DType,
+    },
+
+    /// One of several inputs does not match the first one.
+    #[error("{op}: input {index}: {what} is {found}, expected {expected}")]
+    InputMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Index of the input.
+        index: usize,
+        /// What differs (`"dtype"`, `"element shape"`, `"levels"`).
+        what: &'static str,
+        /// Its value in input `index`.
+        found: String,
+        /// Its value in input 0.
+        expected: String,
+    },
+
+    /// A sequence longer than the length it must fit.
+    #[error(
+        "level {level}: sequence {index} has {found} elements, more than the maximum length {expected}"
+    )]
+    SequenceTooLong {
+        /// The level of the sequence.
+        level: usize,
+        /// Its index in view.
+        index: usize,
+        /// Its length.
+        found: usize,
+        /// The maximum length.
+        expected: usize,
+    },
+
+    /// An argument outside what the operation accepts.
+    #[error("{op}: {name} is {found}, expected {expected}")]
+    InvalidArgument {
+        /// The operation.
+        op: &'static str,
+        /// The argument.
+        name: &'static str,
+        /// Its value.
+        found: String,
+        /// What was expected.
+        expected: String,
+    },
+
+    /// An error from the Parquet reader or writer.
+    #[cfg(feature = "parquet")]
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+
+    /// A dataset whose columns do not match the ones the file was started with.
+    #[error("batch {batch}: the dataset does not match the file's schema: {reason}")]
+    SchemaMismatch {
+        /// The dataset, in write order.
+        batch: usize,
+        /// What differs.
+        reason: String,
+    },
+
+    /// A writer finished before any dataset gave it a schema.
+    #[error("nothing to write: no dataset was given, so the file would have no schema")]
+    NoSchema,
+
+    /// A writer that failed to start and cannot be written to.
+    #[error("the writer failed to start and cannot be used")]
+    WriterBroken,
 
     /// A loader option out of range.
     #[error("loader option {option}: {reason}")]

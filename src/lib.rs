@@ -10,8 +10,17 @@
 //! - [`Lod`]: the offset index, its rules, lengths ↔ offsets, slicing arithmetic.
 //! - [`LodTensor`]: a LoD over [`Values`]; views; Arrow conversion.
 //! - [`Dataset`]: named columns sharing rows; an Arrow `RecordBatch`.
+//! - [`io`]: the atomic IPC writer, the memory-mapped reader, and PaddlePaddle LoDTensor
+//!   files (`.pdtensor`, `.pdiparams`), read with every check and written as Paddle does.
+//! - [`ops`]: sequence operations (expand, pad, pool, concat, split, reverse, …) after
+//!   PaddlePaddle's sequence operators.
 //! - [`Loader`]: training batches from a mapped file: budgets, buckets, shuffles, shards.
 #![deny(missing_docs)]
+
+/// The README's examples, run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
 
 mod convert;
 mod dataset;
@@ -21,6 +30,7 @@ pub mod format;
 pub mod io;
 pub mod loader;
 mod lod;
+pub mod ops;
 pub mod synthetic;
 mod tensor;
 mod values;

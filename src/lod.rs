@@ -129,6 +129,17 @@ impl LevelOffsets {
         }
     }
 
+    /// Offsets `index` and `index + 1`: where sequence `index` begins and ends; `None`
+    /// past the last sequence.
+    #[inline]
+    pub fn pair(&self, index: usize) -> Option<Range<usize>> {
+        let window = index..index.checked_add(2)?;
+        match self {
+            LevelOffsets::I32(o) => o.get(window).map(|w| w[0].as_usize()..w[1].as_usize()),
+            LevelOffsets::I64(o) => o.get(window).map(|w| w[0].as_usize()..w[1].as_usize()),
+        }
+    }
+
     /// The last offset.
     pub fn last(&self) -> usize {
         self.get(self.len() - 1)
@@ -166,7 +177,7 @@ impl LevelOffsets {
 }
 
 /// Checks the per-level rules in one pass: non-empty, first offset >= 0, non-decreasing.
-fn validate_offsets<O: ArrowNativeType + Ord + Into<i64>>(
+pub(crate) fn validate_offsets<O: ArrowNativeType + Ord + Into<i64>>(
     level: usize,
     offsets: &[O],
 ) -> Result<()> {
@@ -430,15 +441,15 @@ impl Lod {
     fn sequence_children(&self, level: usize, index: usize) -> Result<Range<usize>> {
         self.check_level(level)?;
         let offsets = &self.levels[level];
-        let absolute = self.window_start(level) + index;
-        if absolute + 1 >= offsets.len() {
-            return Err(Error::SequenceOutOfBounds {
+        let start = self.window_start(level);
+        start
+            .checked_add(index)
+            .and_then(|i| offsets.pair(i))
+            .ok_or_else(|| Error::SequenceOutOfBounds {
                 level,
                 index,
-                len: offsets.len() - 1 - self.window_start(level),
-            });
-        }
-        Ok(offsets.get(absolute)..offsets.get(absolute + 1))
+                len: offsets.len() - 1 - start,
+            })
     }
 
     /// The offsets in view, one `Vec` per level, as stored (a view's may start past 0).
@@ -824,6 +835,14 @@ mod tests {
             Err(Error::SequenceOutOfBounds {
                 level: 1,
                 index: 6,
+                len: 6
+            })
+        ));
+        assert!(matches!(
+            example().sequence_elements(1, usize::MAX),
+            Err(Error::SequenceOutOfBounds {
+                level: 1,
+                index: usize::MAX,
                 len: 6
             })
         ));

@@ -5,6 +5,7 @@ mod common;
 
 use std::path::Path;
 
+use arrow_array::Array;
 use arrow_array::types::{Float32Type, Int64Type};
 use common::{case, example_dataset, inside};
 use lodtensor::io::ipc_reader::MappedDataset;
@@ -163,7 +164,7 @@ fn empty_datasets_and_nothing_written() {
     let file = MappedDataset::open(&path).unwrap();
     assert_eq!((file.num_rows(), file.batches().len()), (0, 0));
     let w = DatasetWriter::create(dir.path().join("none.arrow"), WriteOptions::default()).unwrap();
-    assert!(matches!(w.finish(), Err(Error::NothingWritten)));
+    assert!(matches!(w.finish(), Err(Error::NoSchema)));
     assert!(!dir.path().join("none.arrow").exists());
 }
 
@@ -231,10 +232,42 @@ fn corrupted_offsets_are_typed_errors_naming_the_place() {
         text.contains("bad.arrow") && text.contains("\"tokens\"") && text.contains("batch 0"),
         "{text}"
     );
+    assert!(
+        matches!(
+            err.root(),
+            Error::DecreasingOffset {
+                level: 1,
+                index: 2,
+                offset: 1,
+                previous: 3
+            }
+        ),
+        "{err}"
+    );
     // An offset past the end of its child.
     let mut bad = good.clone();
     bad[at + 24..at + 32].copy_from_slice(&i64::MAX.to_le_bytes());
-    assert!(open_bytes(dir.path(), &bad).is_err());
+    let err = open_bytes(dir.path(), &bad).unwrap_err();
+    assert!(
+        matches!(
+            err.root(),
+            Error::OffsetOutOfBounds {
+                level: 1,
+                index: 3,
+                ..
+            } | Error::DecreasingOffset {
+                level: 1,
+                index: 4,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // A trusted open skips reading offsets but still checks the layout and the LoD rules.
+    let path = dir.path().join("trusted.arrow");
+    std::fs::write(&path, &good[..good.len() - 1]).unwrap();
+    // SAFETY: the test only checks that a truncated file is refused before any read.
+    assert!(unsafe { MappedDataset::open_trusted(&path) }.is_err());
 }
 
 #[test]
@@ -354,4 +387,32 @@ fn a_killed_writer_leaves_old_or_new_never_partial() {
             );
         }
     }
+}
+
+#[test]
+fn nulls_written_by_other_tools_are_refused() {
+    use std::sync::Arc;
+    let list = arrow_array::LargeListArray::from_iter_primitive::<Int64Type, _, _>(vec![
+        Some(vec![Some(1), Some(2)]),
+        None,
+    ]);
+    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "x",
+        list.data_type().clone(),
+        true,
+    )]));
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(list)]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nulls.arrow");
+    let mut w =
+        arrow_ipc::writer::FileWriter::try_new(std::fs::File::create(&path).unwrap(), &schema)
+            .unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let err = MappedDataset::open(&path).unwrap_err();
+    assert!(matches!(err.root(), Error::Nulls { count: 1, .. }), "{err}");
+    assert!(
+        err.to_string().contains("column \"x\", batch 0: level 0"),
+        "{err}"
+    );
 }

@@ -80,7 +80,10 @@ proptest! {
 
     #[test]
     fn sequence_slices_agree_with_the_model(case in case(), level in 0usize..4, j in 0usize..12) {
-        prop_assume!(level < case.levels);
+        // Not every case has the level asked for: those have nothing to check.
+        if level >= case.levels {
+            return Ok(());
+        }
         let t = case.tensor();
         let nodes = nodes_at(&case.rows, level);
         match t.slice_sequence(level, j) {
@@ -100,7 +103,9 @@ proptest! {
 
     #[test]
     fn slices_of_slices_agree_with_the_model(case in case(), a in 0usize..6, level in 0usize..4, j in 0usize..6) {
-        prop_assume!(level < case.levels && a < case.rows.len());
+        if level >= case.levels || a >= case.rows.len() {
+            return Ok(());
+        }
         let t = case.tensor().slice_rows(a..case.rows.len()).unwrap();
         let rows = case.rows[a..].to_vec();
         let nodes = nodes_at(&rows, level);

@@ -36,9 +36,16 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
+        let prefix = format!(".{name}.");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        #[cfg(unix)]
+        {
+            // The mode a plain `File::create` gives (0666 less the umask), not 0600.
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let temp = builder
             .tempfile_in(&dir)
             .map_err(|e| Error::Io(e).in_file(&target))?;
         Ok(AtomicFile { temp, target })
@@ -68,6 +75,17 @@ impl AtomicFile {
             File::open(dir).and_then(|d| d.sync_all()).map_err(fail)?;
         }
         Ok(())
+    }
+}
+
+/// Writes go to the temporary file.
+impl io::Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.temp.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.temp.flush()
     }
 }
 

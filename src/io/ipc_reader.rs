@@ -22,10 +22,11 @@ use std::sync::Arc;
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::FileDecoder;
 use arrow_ipc::{Block, MetadataVersion};
-use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
+use arrow_schema::{DataType, Schema, SchemaRef};
 
 use crate::dataset::{Dataset, check_version};
 use crate::error::{Error, Result};
+use crate::io::ipc_check::check_batch;
 use crate::tensor::LodTensor;
 use crate::values::DType;
 
@@ -80,8 +81,8 @@ impl MappedDataset {
         Self::open_impl(path.as_ref(), true)
     }
 
-    /// Maps the file at `path`, skipping Arrow's per-offset validation (the layout and
-    /// bounds of every buffer and the LoD rules between levels are still checked).
+    /// Maps the file at `path` without reading its offsets for order and bounds (the layout,
+    /// bounds and sizes of every buffer and the LoD rules between levels are still checked).
     ///
     /// # Safety
     /// The file must be valid: written by this crate or another correct Arrow writer and not
@@ -279,24 +280,26 @@ fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)>
             "dictionary batches are not part of the format".to_owned(),
         ));
     }
-    let mut decoder =
-        FileDecoder::new(schema.clone(), footer.version()).with_require_alignment(true);
-    if !validate {
-        // SAFETY: the caller of MappedDataset::open_trusted promised a valid file.
-        decoder = unsafe { decoder.with_skip_validation(true) };
-    }
+    // SAFETY: check_block verifies, for every batch before it is decoded, everything Arrow's
+    // validation would (buffer bounds, alignment and sizes, child lengths, no nulls, and —
+    // unless the caller of open_trusted vouched for the file — every offset's order and
+    // bounds), for the only types check_column_types lets through.
+    let decoder = unsafe {
+        FileDecoder::new(schema.clone(), footer.version())
+            .with_require_alignment(true)
+            .with_skip_validation(true)
+    };
     let blocks = footer
         .recordBatches()
         .map(|b| b.iter().collect::<Vec<_>>())
         .unwrap_or_default();
     let mut batches = Vec::with_capacity(blocks.len());
     for (index, block) in blocks.iter().enumerate() {
-        let at_batch = |reason: String| Error::InvalidFile(format!("batch {index}: {reason}"));
-        let data = block_data(mapping, block, footer.version(), &schema).map_err(at_batch)?;
+        let data = check_block(mapping, block, footer.version(), &schema, index, validate)?;
         let batch = decoder
             .read_record_batch(block, &data)
-            .map_err(|e| locate_arrow_error(&schema, footer.version(), block, &data, index, e))?
-            .ok_or_else(|| at_batch("the block holds no record batch".to_owned()))?;
+            .map_err(|e| Error::InvalidFile(format!("batch {index}: {e}")))?
+            .ok_or_else(|| Error::InvalidFile(format!("batch {index}: no record batch")))?;
         batches.push(Dataset::try_from_record_batch_at(&batch, index)?);
     }
     Ok((schema, batches))
@@ -319,148 +322,62 @@ fn check_column_types(schema: &Schema) -> Result<()> {
     Ok(())
 }
 
-/// The bytes of one block, after checking that the block and every buffer its message
-/// declares lie inside the file, and that the body is not compressed.
-fn block_data(
+/// The bytes of one block, after checking that the block lies inside the file, that it
+/// holds a record batch, and (see [`check_batch`]) that the batch's layout and offsets are
+/// valid.
+fn check_block(
     mapping: &Buffer,
     block: &Block,
     version: MetadataVersion,
     schema: &Schema,
-) -> std::result::Result<Buffer, String> {
+    index: usize,
+    validate: bool,
+) -> Result<Buffer> {
+    let at_batch = |reason: String| Error::InvalidFile(format!("batch {index}: {reason}"));
     let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
     let (Ok(offset), Ok(meta), Ok(body)) = (
         usize::try_from(offset),
         usize::try_from(meta),
         usize::try_from(body),
     ) else {
-        return Err(format!(
+        return Err(at_batch(format!(
             "block has a negative offset or length (offset {offset}, metadata {meta}, body {body})"
-        ));
+        )));
     };
     let end = offset
         .checked_add(meta)
         .and_then(|e| e.checked_add(body))
         .filter(|&e| e <= mapping.len())
         .ok_or_else(|| {
-            format!(
+            at_batch(format!(
                 "block at {offset} of {meta} + {body} bytes ends past the file's {} bytes",
                 mapping.len()
-            )
+            ))
         })?;
     if meta < 8 {
-        return Err(format!("metadata of {meta} bytes is too short"));
+        return Err(at_batch(format!("metadata of {meta} bytes is too short")));
+    }
+    // The IPC format pads every buffer to 8 bytes and the mapping is page-aligned: a
+    // misaligned body would otherwise be copied.
+    if (offset + meta) % 8 != 0 {
+        return Err(at_batch(format!(
+            "body at {} is not 8-byte aligned",
+            offset + meta
+        )));
     }
     let data = mapping.slice_with_length(offset, end - offset);
     let bytes = data.as_slice();
     let skip = if bytes[..4] == [0xff; 4] { 8 } else { 4 };
-    let message =
-        arrow_ipc::root_as_message(&bytes[skip..meta]).map_err(|e| format!("message: {e}"))?;
+    let message = arrow_ipc::root_as_message(&bytes[skip..meta])
+        .map_err(|e| at_batch(format!("message: {e}")))?;
     if version != MetadataVersion::V1 && message.version() != version {
-        return Err("message version differs from the footer's".to_owned());
-    }
-    let Some(batch) = message.header_as_record_batch() else {
-        return Err("block is not a record batch".to_owned());
-    };
-    if batch.compression().is_some() {
-        return Err(
-            "compressed bodies cannot be mapped without a copy; write the file uncompressed"
-                .to_owned(),
-        );
-    }
-    // The IPC format pads every buffer to 8 bytes; the mapping itself is page-aligned. A
-    // misaligned buffer would otherwise be copied, or trip Arrow's own checks.
-    let body_start = offset + meta;
-    if body_start % 8 != 0 {
-        return Err(format!("body at {body_start} is not 8-byte aligned"));
-    }
-    let widths = buffer_widths(schema);
-    let buffers = batch.buffers().map(|b| b.len()).unwrap_or(0);
-    if buffers != widths.len() {
-        return Err(format!(
-            "message declares {buffers} buffers, the schema needs {}",
-            widths.len()
+        return Err(at_batch(
+            "message version differs from the footer's".to_owned(),
         ));
     }
-    for ((i, b), width) in batch.buffers().iter().flatten().enumerate().zip(widths) {
-        if b.length() % width as i64 != 0 {
-            return Err(format!(
-                "buffer {i} of {} bytes is not a whole number of {width}-byte items",
-                b.length()
-            ));
-        }
-        if b.offset() % 8 != 0 {
-            return Err(format!(
-                "buffer {i} at {} is not 8-byte aligned",
-                b.offset()
-            ));
-        }
-        let fits = usize::try_from(b.offset())
-            .ok()
-            .zip(usize::try_from(b.length()).ok())
-            .and_then(|(o, l)| o.checked_add(l))
-            .is_some_and(|e| e <= body);
-        if !fits {
-            return Err(format!(
-                "buffer {i} at {} of {} bytes lies outside the body of {body} bytes",
-                b.offset(),
-                b.length()
-            ));
-        }
-    }
-    for (i, n) in batch.nodes().iter().flatten().enumerate() {
-        if n.length() < 0 || n.null_count() < 0 || n.null_count() > n.length() {
-            return Err(format!(
-                "node {i} has length {} and null count {}",
-                n.length(),
-                n.null_count()
-            ));
-        }
-    }
+    let batch = message
+        .header_as_record_batch()
+        .ok_or_else(|| at_batch("block is not a record batch".to_owned()))?;
+    check_batch(schema, &batch, &data.slice(meta), index, validate)?;
     Ok(data)
-}
-
-/// The item width of every buffer a record batch of `schema` holds, in IPC order
-/// (validity bitmaps and booleans count as 1-byte items).
-fn buffer_widths(schema: &Schema) -> Vec<usize> {
-    fn walk(data_type: &DataType, out: &mut Vec<usize>) {
-        out.push(1); // validity
-        match data_type {
-            DataType::List(f) => {
-                out.push(4);
-                walk(f.data_type(), out);
-            }
-            DataType::LargeList(f) => {
-                out.push(8);
-                walk(f.data_type(), out);
-            }
-            DataType::FixedSizeList(f, _) => walk(f.data_type(), out),
-            other => out.push(other.primitive_width().unwrap_or(1)),
-        }
-    }
-    let mut out = Vec::new();
-    for f in schema.fields() {
-        walk(f.data_type(), &mut out);
-    }
-    out
-}
-
-/// Names the column of an Arrow decoding error by decoding the batch column by column
-/// (only on the error path).
-fn locate_arrow_error(
-    schema: &SchemaRef,
-    version: MetadataVersion,
-    block: &Block,
-    data: &Buffer,
-    batch: usize,
-    error: ArrowError,
-) -> Error {
-    for (c, field) in schema.fields().iter().enumerate() {
-        let decoder = FileDecoder::new(schema.clone(), version)
-            .with_require_alignment(true)
-            .with_projection(vec![c]);
-        if let Err(e) = decoder.read_record_batch(block, data) {
-            return Error::Arrow(e).in_column(field.name(), batch);
-        }
-    }
-    Error::InvalidFile(format!("batch {batch}: {error}"))
 }

@@ -88,6 +88,8 @@ pub struct DatasetWriter {
     ipc: Option<(FileWriter<BufWriter<File>>, SchemaRef)>,
     pending: Vec<Dataset>,
     pending_bytes: usize,
+    /// Datasets given to `write` so far.
+    datasets: usize,
     rows: usize,
     batches: usize,
 }
@@ -104,6 +106,7 @@ impl DatasetWriter {
             ipc: None,
             pending: Vec::new(),
             pending_bytes: 0,
+            datasets: 0,
             rows: 0,
             batches: 0,
         })
@@ -113,11 +116,12 @@ impl DatasetWriter {
     /// level names); later ones must have the same.
     ///
     /// # Errors
-    /// [`Error::SchemaMismatch`]; [`Error::OffsetOverflow`] when an offset does not fit
+    /// [`Error::SchemaMismatch`] naming the dataset (in write order); [`Error::OffsetOverflow`] when an offset does not fit
     /// the offset width; [`Error::Io`] or [`Error::Arrow`] when writing fails.
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         let dataset = dataset.with_offset_width(self.options.offset_width)?;
         self.check_schema(&dataset)?;
+        self.datasets += 1;
         let target = self.options.batch_bytes;
         let rows = dataset.num_rows();
         let mut start = 0;
@@ -145,12 +149,12 @@ impl DatasetWriter {
     /// Writes what is pending, the footer, syncs and renames the file over the target.
     ///
     /// # Errors
-    /// [`Error::NothingWritten`] when no dataset was ever written (the schema is unknown);
+    /// [`Error::NoSchema`] when no dataset was ever written (the schema is unknown);
     /// [`Error::Io`] or [`Error::Arrow`] when writing fails (the target is then untouched).
     pub fn finish(mut self) -> Result<WriteSummary> {
         self.flush()?;
         let path = self.file.target().to_path_buf();
-        let (mut ipc, _) = self.ipc.take().ok_or(Error::NothingWritten)?;
+        let (mut ipc, _) = self.ipc.take().ok_or(Error::NoSchema)?;
         let in_file = |e: Error| e.in_file(&path);
         ipc.finish().map_err(|e| in_file(e.into()))?;
         let buffered = ipc.into_inner().map_err(|e| in_file(e.into()))?;
@@ -180,8 +184,8 @@ impl DatasetWriter {
         let schema = dataset.schema();
         match &self.ipc {
             Some((_, expected)) if **expected != *schema => Err(Error::SchemaMismatch {
-                expected: expected.to_string(),
-                found: schema.to_string(),
+                batch: self.datasets,
+                reason: format!("expected {expected}, found {schema}"),
             }),
             Some(_) => Ok(()),
             None => {

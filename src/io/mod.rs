@@ -1,7 +1,11 @@
-//! Files: the atomic Arrow IPC writer, the memory-mapped reader.
+//! Files: the atomic Arrow IPC writer, the memory-mapped reader, Parquet, PaddlePaddle files.
 
 mod atomic;
+mod ipc_check;
 pub mod ipc_reader;
 pub mod ipc_writer;
+pub mod paddle;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 
 pub use atomic::AtomicFile;

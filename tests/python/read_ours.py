@@ -1,7 +1,10 @@
 """Reads a file written by lodtensor with pyarrow only, memory-mapped, and checks it against
 the JSON description the Rust side wrote next to it.
 
-usage: read_ours.py FILE.arrow EXPECTED.json
+usage: read_ours.py FILE.arrow EXPECTED.json [REWRITTEN.arrow]
+
+With a third argument, writes the table back with pyarrow, batch for batch, so the Rust
+side can check the round trip Rust -> pyarrow -> Rust.
 """
 import json
 import sys
@@ -20,7 +23,7 @@ def levels_and_values(arr, levels):
     return offsets, arr
 
 
-def main(path, expected_path):
+def main(path, expected_path, rewritten=None):
     expected = json.load(open(expected_path))
     before = pa.total_allocated_bytes()
     with pa.memory_map(path) as source:
@@ -37,14 +40,22 @@ def main(path, expected_path):
             if shape:
                 assert isinstance(values.type, pa.FixedShapeTensorType), values.type
                 assert list(values.type.shape) == shape
-                array = values.to_numpy_ndarray()
-                assert array.shape[1:] == tuple(shape)
-                flat = array.reshape(-1)
-                # zero-copy: the ndarray views the mapped buffer
-                assert not array.flags["OWNDATA"] or array.size == 0
+                if pa.types.is_boolean(values.type.value_type):
+                    # bit-packed: pyarrow makes no ndarray of it, so unpack the storage
+                    flat = values.storage.flatten().to_numpy(zero_copy_only=False)
+                else:
+                    array = values.to_numpy_ndarray()
+                    assert array.shape[1:] == tuple(shape)
+                    flat = array.reshape(-1)
+                    # zero-copy: the ndarray views the mapped buffer
+                    assert not array.flags["OWNDATA"] or array.size == 0
             else:
                 flat = values.to_numpy(zero_copy_only=False)
             assert np.array_equal(flat.astype(np.float64), np.array(batch["items"], dtype=np.float64)), name
+    if rewritten:
+        with pa.OSFile(rewritten, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            for batch in table.to_batches():
+                writer.write_batch(batch)
     print("ok", path)
 
 

@@ -1,0 +1,276 @@
+//! Storage benchmarks on the synthetic dataset: open, random sequence views, full scan —
+//! each next to a baseline measured in the same run (arrow-rs's own validated
+//! `FileDecoder`, raw offset arithmetic, a raw scan of the mapped floats), then the same
+//! operations in pyarrow on the same file when a Python with pyarrow is available.
+//!
+//! `cargo bench --bench storage`; `LODTENSOR_BENCH_DOCS` sets the size (default 4400
+//! documents, about 1 GiB of values).
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
+use arrow_buffer::Buffer;
+use arrow_ipc::reader::FileDecoder;
+use criterion::{Criterion, criterion_group};
+use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::synthetic::{Documents, SplitMix64};
+
+fn docs() -> usize {
+    std::env::var("LODTENSOR_BENCH_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4400)
+}
+
+/// The benchmark file of `docs` documents of `dim`-float tokens, made once.
+fn dataset_file(docs: usize, dim: usize) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("documents-{docs}-{dim}.arrow"));
+    if !path.exists() {
+        let shape = Documents {
+            dim,
+            ..Documents::default()
+        };
+        let mut rng = SplitMix64::new(42);
+        let mut w = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
+        let mut done = 0;
+        while done < docs {
+            let n = 200.min(docs - done);
+            w.write(&shape.generate(&mut rng, n).unwrap()).unwrap();
+            done += n;
+        }
+        w.finish().unwrap();
+    }
+    path
+}
+
+/// arrow-rs's zero-copy recipe with its default (full offset) validation: the baseline.
+fn arrow_open(path: &Path) -> Vec<RecordBatch> {
+    let file = std::fs::File::open(path).unwrap();
+    // SAFETY: the benchmark file is not modified while mapped.
+    let mmap = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    let buffer = Buffer::from(bytes::Bytes::from_owner(mmap));
+    let trailer_start = buffer.len() - 10;
+    let footer_len =
+        arrow_ipc::reader::read_footer_length(buffer[trailer_start..].try_into().unwrap()).unwrap();
+    let footer =
+        arrow_ipc::root_as_footer(&buffer[trailer_start - footer_len..trailer_start]).unwrap();
+    let schema = arrow_ipc::convert::try_fb_to_schema(footer.schema().unwrap()).unwrap();
+    let decoder = FileDecoder::new(Arc::new(schema), footer.version()).with_require_alignment(true);
+    footer
+        .recordBatches()
+        .unwrap()
+        .iter()
+        .map(|block| {
+            let data = buffer.slice_with_length(
+                block.offset() as usize,
+                block.metaDataLength() as usize + block.bodyLength() as usize,
+            );
+            decoder.read_record_batch(block, &data).unwrap().unwrap()
+        })
+        .collect()
+}
+
+/// 4096 random (batch, sentence) pairs.
+fn random_sentences(file: &MappedDataset) -> Vec<(usize, usize)> {
+    let mut rng = SplitMix64::new(7);
+    (0..4096)
+        .map(|_| {
+            let b = rng.range(0, file.batches().len() - 1);
+            let n = file.batches()[b]
+                .column("tokens")
+                .unwrap()
+                .lod()
+                .num_sequences(1)
+                .unwrap();
+            (b, rng.range(0, n - 1))
+        })
+        .collect()
+}
+
+fn scan(file: &MappedDataset) -> f32 {
+    file.batches()
+        .iter()
+        .map(|b| {
+            b.column("tokens")
+                .unwrap()
+                .typed_values::<Float32Type>()
+                .unwrap()
+                .iter()
+                .sum::<f32>()
+        })
+        .sum()
+}
+
+/// The same sum over the float buffers arrow-rs decoded, with no LoD involved.
+fn raw_scan(batches: &[RecordBatch]) -> f32 {
+    batches
+        .iter()
+        .map(|b| {
+            let docs = b.column(0).as_list::<i64>();
+            let sentences = docs.values().as_list::<i64>();
+            let tokens = sentences.values().as_fixed_size_list();
+            tokens
+                .values()
+                .as_primitive::<Float32Type>()
+                .values()
+                .iter()
+                .sum::<f32>()
+        })
+        .sum()
+}
+
+fn benches(c: &mut Criterion) {
+    let path = dataset_file(docs(), 64);
+    let file = MappedDataset::open(&path).unwrap();
+    let mut g = c.benchmark_group("open");
+    g.bench_function("lodtensor (validated)", |b| {
+        b.iter(|| MappedDataset::open(&path).unwrap())
+    });
+    g.bench_function("arrow-rs FileDecoder (validated)", |b| {
+        b.iter(|| arrow_open(&path))
+    });
+    g.bench_function("lodtensor (trusted)", |b| {
+        // SAFETY: the benchmark file was written by this crate and is not modified.
+        b.iter(|| unsafe { MappedDataset::open_trusted(&path) }.unwrap())
+    });
+    // Same sequences, 4× larger elements: opening must not grow.
+    let wide = dataset_file(docs() / 4, 256);
+    g.bench_function("lodtensor (validated), f32[256] elements, 1/4 docs", |b| {
+        b.iter(|| MappedDataset::open(&wide).unwrap())
+    });
+    g.finish();
+
+    let picks = random_sentences(&file);
+    let tensors: Vec<_> = file
+        .batches()
+        .iter()
+        .map(|b| b.column("tokens").unwrap().clone())
+        .collect();
+    let mut g = c.benchmark_group("random sentence view");
+    g.bench_function("lodtensor sequence_values", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            let (batch, j) = picks[i & 4095];
+            i += 1;
+            black_box(tensors[batch].sequence_values::<Float32Type>(1, j).unwrap())
+        })
+    });
+    let batches = arrow_open(&path);
+    let raw: Vec<(&[i64], &[f32])> = batches
+        .iter()
+        .map(|b| {
+            let sentences = b.column(0).as_list::<i64>().values().as_list::<i64>();
+            let floats = sentences.values().as_fixed_size_list().values();
+            (
+                sentences.value_offsets(),
+                floats.as_primitive::<Float32Type>().values().as_ref(),
+            )
+        })
+        .collect();
+    g.bench_function("raw offset arithmetic", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            let (batch, j) = picks[i & 4095];
+            i += 1;
+            let (offsets, floats) = raw[batch];
+            let (s, e) = (offsets[j] as usize, offsets[j + 1] as usize);
+            black_box(&floats[s * 64..e * 64])
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("full scan");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("lodtensor typed_values", |b| b.iter(|| scan(&file)));
+    g.bench_function("raw mapped floats", |b| b.iter(|| raw_scan(&batches)));
+    g.finish();
+}
+
+criterion_group!(storage, benches);
+
+/// Median of `n` timings of `f`.
+fn median(n: usize, mut f: impl FnMut()) -> Duration {
+    let mut t: Vec<Duration> = (0..n)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed()
+        })
+        .collect();
+    t.sort();
+    t[n / 2]
+}
+
+/// One table of medians in this process, and pyarrow's on the same file.
+fn summary() {
+    let path = dataset_file(docs(), 64);
+    let ours = median(51, || drop(MappedDataset::open(&path).unwrap()));
+    let arrow = median(51, || drop(arrow_open(&path)));
+    let file = MappedDataset::open(&path).unwrap();
+    let bytes = std::fs::metadata(&path).unwrap().len();
+    println!(
+        "\nfile: {} ({:.0} MB, {} batches)",
+        path.display(),
+        bytes as f64 / 1e6,
+        file.batches().len()
+    );
+    println!("| operation | lodtensor | baseline | ratio |");
+    println!("|---|---|---|---|");
+    println!(
+        "| open, validated | {:.3} ms | arrow-rs FileDecoder validated {:.3} ms | {:.2}× |",
+        ours.as_secs_f64() * 1e3,
+        arrow.as_secs_f64() * 1e3,
+        arrow.as_secs_f64() / ours.as_secs_f64()
+    );
+    let python = std::env::var_os("LODTENSOR_PYTHON")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let v = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+            v.exists().then_some(v)
+        });
+    let Some(python) = python else {
+        println!("(no Python with pyarrow: pyarrow comparison skipped)");
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/storage_pyarrow.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in text.lines() {
+        if let Some(ms) = line.strip_prefix("open_read_all_ms ") {
+            let ms: f64 = ms.trim().parse().unwrap();
+            println!(
+                "| open, validated | {:.3} ms | pyarrow memory_map + open_file + read_all {ms:.3} ms | {:.2}× |",
+                ours.as_secs_f64() * 1e3,
+                ms / (ours.as_secs_f64() * 1e3)
+            );
+        } else {
+            println!("pyarrow: {line}");
+        }
+    }
+    if !out.status.success() {
+        println!(
+            "pyarrow script failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn main() {
+    storage();
+    Criterion::default().configure_from_args().final_summary();
+    summary();
+}

@@ -1,0 +1,219 @@
+//! Checks one record batch of an IPC file against its schema before Arrow touches a buffer.
+//!
+//! The walk follows the IPC layout — for each array, depth first, one field node, then its
+//! buffers: validity, offsets (lists), data (primitives) — and checks that every node's
+//! null count is 0, every buffer lies in the body, is 8-byte aligned, is a whole number of
+//! its items and is long enough for its node, every fixed-size list's child is long enough,
+//! and (unless trusted) every offset of every level is in order and within its child.
+//! That is everything Arrow's decoder and array constructors rely on for the types a
+//! lodtensor column may have, so Arrow's own (slower, panicking on some bad inputs, and
+//! less specific) validation can be skipped, and errors name the column, level and index.
+
+use std::mem::size_of;
+
+use arrow_buffer::{ArrowNativeType, Buffer, ScalarBuffer};
+use arrow_ipc::{FieldNode, RecordBatch as BatchMessage};
+use arrow_schema::{DataType, Schema};
+
+use crate::error::{Error, Result};
+use crate::lod::validate_offsets;
+
+/// Checks the record batch message `message`, whose body is `body`, against `schema`.
+/// Errors are wrapped with the column and `batch`.
+///
+/// With `offsets == false` (trusted files) the order and bounds of offsets are not read;
+/// everything else is still checked.
+pub(crate) fn check_batch(
+    schema: &Schema,
+    message: &BatchMessage<'_>,
+    body: &Buffer,
+    batch: usize,
+    offsets: bool,
+) -> Result<()> {
+    if message.compression().is_some() {
+        return Err(invalid(
+            "compressed bodies cannot be mapped without a copy; write the file uncompressed",
+        ));
+    }
+    let rows = usize::try_from(message.length())
+        .map_err(|_| invalid(format!("negative row count {}", message.length())))?;
+    let mut walk = Walk {
+        nodes: message
+            .nodes()
+            .map(|n| n.iter().copied().collect())
+            .unwrap_or_default(),
+        buffers: message
+            .buffers()
+            .map(|b| b.iter().map(|b| (b.offset(), b.length())).collect())
+            .unwrap_or_default(),
+        next_node: 0,
+        next_buffer: 0,
+        body,
+        offsets,
+    };
+    for field in schema.fields() {
+        let len = walk
+            .array(field.data_type(), 0)
+            .map_err(|e| e.in_column(field.name(), batch))?;
+        if len != rows {
+            return Err(
+                invalid(format!("{len} rows in a batch of {rows}")).in_column(field.name(), batch)
+            );
+        }
+    }
+    if walk.next_node != walk.nodes.len() || walk.next_buffer != walk.buffers.len() {
+        return Err(invalid(format!(
+            "batch {batch}: {} nodes and {} buffers, the schema uses {} and {}",
+            walk.nodes.len(),
+            walk.buffers.len(),
+            walk.next_node,
+            walk.next_buffer
+        )));
+    }
+    Ok(())
+}
+
+fn invalid(reason: impl Into<String>) -> Error {
+    Error::InvalidFile(reason.into())
+}
+
+struct Walk<'a> {
+    nodes: Vec<FieldNode>,
+    buffers: Vec<(i64, i64)>,
+    next_node: usize,
+    next_buffer: usize,
+    body: &'a Buffer,
+    offsets: bool,
+}
+
+impl Walk<'_> {
+    /// Checks one array of `data_type` (at LoD level `level`) and returns its length.
+    fn array(&mut self, data_type: &DataType, level: usize) -> Result<usize> {
+        let node = *self
+            .nodes
+            .get(self.next_node)
+            .ok_or_else(|| invalid("the message has fewer field nodes than the schema needs"))?;
+        self.next_node += 1;
+        let len = usize::try_from(node.length())
+            .map_err(|_| invalid(format!("negative length {}", node.length())))?;
+        let is_list = matches!(data_type, DataType::List(_) | DataType::LargeList(_));
+        if node.null_count() != 0 {
+            return Err(Error::Nulls {
+                what: if is_list {
+                    format!("level {level}")
+                } else {
+                    "values".to_owned()
+                },
+                count: usize::try_from(node.null_count()).unwrap_or(usize::MAX),
+            });
+        }
+        self.buffer(1)?; // validity: unused, since there are no nulls
+        match data_type {
+            DataType::List(f) => self.list::<i32>(f.data_type(), len, level),
+            DataType::LargeList(f) => self.list::<i64>(f.data_type(), len, level),
+            DataType::FixedSizeList(f, size) => {
+                let child = self.array(f.data_type(), level)?;
+                let needed = usize::try_from(*size).ok().and_then(|s| s.checked_mul(len));
+                if needed.is_none_or(|n| child < n) {
+                    return Err(invalid(format!(
+                        "{len} fixed-size lists of {size} items have a child of {child} items"
+                    )));
+                }
+                Ok(len)
+            }
+            DataType::Boolean => {
+                let data = self.buffer(1)?;
+                self.long_enough(&data, len.div_ceil(8), "values")?;
+                Ok(len)
+            }
+            other => {
+                let width = other
+                    .primitive_width()
+                    .ok_or_else(|| invalid(format!("unsupported type {other}")))?;
+                let data = self.buffer(width)?;
+                let bytes = len
+                    .checked_mul(width)
+                    .ok_or_else(|| invalid(format!("{len} items overflow")))?;
+                self.long_enough(&data, bytes, "values")?;
+                Ok(len)
+            }
+        }
+    }
+
+    /// Checks a list of `len` sequences at `level`: its offsets, then its child.
+    fn list<O: ArrowNativeType + Ord + Into<i64>>(
+        &mut self,
+        child_type: &DataType,
+        len: usize,
+        level: usize,
+    ) -> Result<usize> {
+        let buffer = self.buffer(size_of::<O>())?;
+        let child = self.array(child_type, level + 1)?;
+        if len == 0 && buffer.is_empty() {
+            return Ok(0);
+        }
+        let count = len + 1;
+        self.long_enough(
+            &buffer,
+            count * size_of::<O>(),
+            &format!("level {level} offsets"),
+        )?;
+        if self.offsets {
+            // Aligned and long enough: checked above.
+            let offsets = ScalarBuffer::<O>::new(buffer, 0, count);
+            validate_offsets(level, &offsets)?;
+            let last = offsets[len];
+            if last.as_usize() > child {
+                return Err(Error::OffsetOutOfBounds {
+                    level,
+                    index: len,
+                    offset: last.into(),
+                    len: child,
+                });
+            }
+        }
+        Ok(len)
+    }
+
+    /// The next buffer, checked to lie in the body, be 8-byte aligned and hold whole items
+    /// of `item` bytes.
+    fn buffer(&mut self, item: usize) -> Result<Buffer> {
+        let i = self.next_buffer;
+        let &(offset, length) = self
+            .buffers
+            .get(i)
+            .ok_or_else(|| invalid("the message has fewer buffers than the schema needs"))?;
+        self.next_buffer += 1;
+        let range = usize::try_from(offset)
+            .ok()
+            .zip(usize::try_from(length).ok())
+            .filter(|&(o, l)| o.checked_add(l).is_some_and(|end| end <= self.body.len()));
+        let Some((start, len)) = range else {
+            return Err(invalid(format!(
+                "buffer {i} at {offset} of {length} bytes lies outside the body of {} bytes",
+                self.body.len()
+            )));
+        };
+        if start % 8 != 0 {
+            return Err(invalid(format!(
+                "buffer {i} at {start} is not 8-byte aligned"
+            )));
+        }
+        if len % item != 0 {
+            return Err(invalid(format!(
+                "buffer {i} of {len} bytes is not a whole number of {item}-byte items"
+            )));
+        }
+        Ok(self.body.slice_with_length(start, len))
+    }
+
+    fn long_enough(&self, buffer: &Buffer, bytes: usize, what: &str) -> Result<()> {
+        if buffer.len() < bytes {
+            return Err(invalid(format!(
+                "{what}: buffer of {} bytes, {bytes} needed",
+                buffer.len()
+            )));
+        }
+        Ok(())
+    }
+}

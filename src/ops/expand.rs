@@ -1,0 +1,648 @@
+//! `sequence_expand` and `sequence_expand_as`: repeat sequences (or rows) of `x` as a
+//! reference LoD says.
+//!
+//! The zero-copy form is an Arrow `LargeListView`: one entry per output sequence, each an
+//! (offset, size) pair into `x`'s own values array, so a sequence repeated three times is
+//! three entries pointing at the same elements and no value is copied:
+//!
+//! ```text
+//! x:     lengths [1, 3]    values [1.1 | 2.2 3.3 4.4]
+//! y:     level 0 lengths [1, 3]
+//! view:  offsets [0, 1, 1, 1]   sizes [1, 3, 3, 3]   values = x's values (same buffer)
+//! materialised: lengths [1, 3, 3, 3]   values [1.1 | 2.2 3.3 4.4 | 2.2 3.3 4.4 | 2.2 3.3 4.4]
+//! ```
+//!
+//! arrow-rs 60 writes and reads such a `LargeListView` in IPC files unchanged (the shared
+//! elements are stored once, and decoding from one buffer copies nothing); see the
+//! `list_view_round_trips_through_ipc` test. pyarrow 26.0.1 opens the same file from a
+//! memory map with 0 bytes allocated, as
+//! `large_list_view<item: extension<arrow.fixed_shape_tensor[value_type=float, shape=[64]]>>`.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, LargeListViewArray};
+use arrow_schema::{Field, FieldRef};
+
+use super::{Piece, assemble, element_offsets, width_of};
+use crate::error::{Error, Result};
+use crate::lod::{Lod, OffsetWidth};
+use crate::tensor::LodTensor;
+use crate::values::Values;
+
+const EXPAND: &str = "sequence_expand";
+const EXPAND_AS: &str = "sequence_expand_as";
+
+/// The result of [`sequence_expand_view`]: an Arrow `LargeListView` over `x`'s values.
+///
+/// Each entry of the list view is one output sequence (when `x` has a LoD) or one output
+/// row (when it has none), pointing into the very array that holds `x`'s values.
+#[derive(Clone, Debug)]
+pub struct ExpandedView {
+    array: LargeListViewArray,
+    values: Values,
+    has_lod: bool,
+    width: OffsetWidth,
+}
+
+impl ExpandedView {
+    /// The list view: offsets and sizes into `x`'s values array.
+    pub fn as_list_view(&self) -> &LargeListViewArray {
+        &self.array
+    }
+
+    /// The list view, consumed.
+    pub fn into_list_view(self) -> LargeListViewArray {
+        self.array
+    }
+
+    /// The Arrow field of a column named `name` holding [`ExpandedView::as_list_view`]
+    /// (its item field carries the `arrow.fixed_shape_tensor` metadata of the elements).
+    pub fn field(&self, name: &str) -> Field {
+        Field::new(name, self.array.data_type().clone(), true)
+    }
+
+    /// The number of output sequences (rows, when `x` has no LoD).
+    pub fn len(&self) -> usize {
+        self.array.len()
+    }
+
+    /// Whether there are no output sequences.
+    pub fn is_empty(&self) -> bool {
+        self.array.is_empty()
+    }
+
+    /// The output lengths: elements per output sequence.
+    pub fn lengths(&self) -> Vec<usize> {
+        self.array.sizes().iter().map(|&s| s as usize).collect()
+    }
+
+    /// The expansion as a regular tensor with its own contiguous values (the copy the view
+    /// avoided): one LoD level when `x` had one, none otherwise, as Paddle returns it.
+    ///
+    /// # Errors
+    /// [`Error::OffsetOverflow`] when the output offsets do not fit `x`'s offset width.
+    pub fn materialize(&self) -> Result<LodTensor> {
+        let pieces: Vec<Piece> = self
+            .array
+            .offsets()
+            .iter()
+            .zip(self.array.sizes().iter())
+            .map(|(&o, &s)| Piece::once(0, o as usize..(o + s) as usize))
+            .collect();
+        let values = assemble(EXPAND, &[&self.values], &pieces)?;
+        let lod = if self.has_lod {
+            Lod::try_from_lengths_with_width(&[self.lengths()], self.width)?
+        } else {
+            Lod::default()
+        };
+        LodTensor::try_new(lod, values)
+    }
+}
+
+/// The level of `y` that `ref_level` names (`-1`: the last).
+fn resolve_ref_level(op: &'static str, y: &Lod, ref_level: isize) -> Result<usize> {
+    let levels = y.num_levels();
+    let bad = || Error::RefLevel {
+        op,
+        ref_level,
+        levels,
+    };
+    if levels == 0 {
+        return Err(bad());
+    }
+    if ref_level == -1 {
+        return Ok(levels - 1);
+    }
+    usize::try_from(ref_level)
+        .ok()
+        .filter(|&l| l < levels)
+        .ok_or_else(bad)
+}
+
+/// Paddle's `sequence_expand`, zero-copy: repeats `x`'s `i`-th sequence (or row, when `x`
+/// has no LoD) as many times as `y`'s `i`-th sequence at `ref_level` has children
+/// (`ref_level = -1`: `y`'s last level). Only `y`'s LoD matters; pass a [`LodTensor`] or
+/// a [`Lod`].
+///
+/// The result shares `x`'s values buffer; [`ExpandedView::materialize`] makes the regular
+/// tensor, which [`sequence_expand`] returns directly.
+///
+/// # Errors
+/// [`Error::TooManyLevels`] when `x` has more than one level (as in Paddle);
+/// [`Error::RefLevel`] when `y` has no level `ref_level`;
+/// [`Error::SequenceCountMismatch`] when `x`'s sequences (or rows) are not as many as `y`'s
+/// sequences at `ref_level`.
+///
+/// # Example
+/// The reference documents' example: x = [1.1, 2.2, 3.3, 4.4] with lengths [[1, 3]], y with
+/// lengths [[1, 3], [1, 2, 1, 2]], `ref_level = 0`:
+/// ```
+/// use arrow_array::types::Float32Type;
+/// use lodtensor::{Lod, LodTensor};
+/// use lodtensor::ops::sequence_expand_view;
+/// let x = LodTensor::from_lengths::<Float32Type>(&[vec![1, 3]], vec![1.1, 2.2, 3.3, 4.4], vec![1])?;
+/// let y = Lod::try_from_lengths(&[vec![1, 3], vec![1, 2, 1, 2]])?;
+/// let view = sequence_expand_view(&x, &y, 0)?;
+/// assert_eq!(view.as_list_view().value_offsets(), &[0, 1, 1, 1]);
+/// assert_eq!(view.lengths(), vec![1, 3, 3, 3]);
+/// let out = view.materialize()?;
+/// assert_eq!(out.lod().lengths(), vec![vec![1, 3, 3, 3]]);
+/// assert_eq!(
+///     out.typed_values::<Float32Type>()?,
+///     &[1.1, 2.2, 3.3, 4.4, 2.2, 3.3, 4.4, 2.2, 3.3, 4.4]
+/// );
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub fn sequence_expand_view<Y: AsRef<Lod>>(
+    x: &LodTensor,
+    y: Y,
+    ref_level: isize,
+) -> Result<ExpandedView> {
+    let y = y.as_ref();
+    if x.num_levels() > 1 {
+        return Err(Error::TooManyLevels {
+            op: EXPAND,
+            found: x.num_levels(),
+            expected: 1,
+        });
+    }
+    let level = resolve_ref_level(EXPAND, y, ref_level)?;
+    let repeats = y.level_lengths(level)?;
+    let has_lod = x.num_levels() == 1;
+    // x's sequences as element positions: its level 0, or one row per element.
+    let starts: Vec<usize> = if has_lod {
+        element_offsets(x.lod(), 0)?
+    } else {
+        (x.elements().start..=x.elements().end).collect()
+    };
+    let found = starts.len() - 1;
+    if found != repeats.len() {
+        return Err(Error::SequenceCountMismatch {
+            op: EXPAND,
+            level,
+            found,
+            expected: repeats.len(),
+        });
+    }
+    let total: usize = repeats.iter().sum();
+    let mut offsets = Vec::with_capacity(total);
+    let mut sizes = Vec::with_capacity(total);
+    for (w, &times) in starts.windows(2).zip(&repeats) {
+        // Element positions are below the values' length, so they fit i64.
+        let (start, size) = (w[0] as i64, (w[1] - w[0]) as i64);
+        offsets.extend(std::iter::repeat_n(start, times));
+        sizes.extend(std::iter::repeat_n(size, times));
+    }
+    let plain = LodTensor::try_new(Lod::default(), x.values().clone())?;
+    let item: FieldRef = Arc::new(plain.arrow_field("item"));
+    let values: ArrayRef = plain.to_arrow();
+    let array = LargeListViewArray::try_new(item, offsets.into(), sizes.into(), values, None)?;
+    Ok(ExpandedView {
+        array,
+        values: x.values().clone(),
+        has_lod,
+        width: width_of(x.lod()),
+    })
+}
+
+/// Paddle's `sequence_expand`: [`sequence_expand_view`], materialised.
+///
+/// The output has one LoD level (the lengths of the repeated sequences) when `x` has one,
+/// and none when `x` has none, as Paddle's kernel writes it.
+///
+/// # Errors
+/// As [`sequence_expand_view`].
+///
+/// # Example
+/// Paddle's documented cases. Case 1: x.lod = [[0, 2, 4]], x.data = [[a], [b], [c], [d]],
+/// y.lod = [[0, 2, 4], [0, 3, 6, 7, 8]], ref_level = 0 → out.lod = [[0, 2, 4, 6, 8]],
+/// out.data = [[a], [b], [a], [b], [c], [d], [c], [d]]:
+/// ```
+/// use arrow_array::types::Int32Type;
+/// use lodtensor::{Lod, LodTensor};
+/// use lodtensor::ops::sequence_expand;
+/// let (a, b, c, d) = (1, 2, 3, 4);
+/// let x = LodTensor::from_lengths::<Int32Type>(&[vec![2, 2]], vec![a, b, c, d], vec![1])?;
+/// let y = Lod::try_from_offsets(&[vec![0, 2, 4], vec![0, 3, 6, 7, 8]])?;
+/// let out = sequence_expand(&x, &y, 0)?;
+/// assert_eq!(out.lod().offsets(), vec![vec![0, 2, 4, 6, 8]]);
+/// assert_eq!(out.typed_values::<Int32Type>()?, &[a, b, a, b, c, d, c, d]);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+/// Case 2: x.data = [[a], [b], [c]] without LoD, y.lod = [[0, 2, 2, 5]], ref_level = -1 →
+/// out.data = [[a], [a], [c], [c], [c]], a plain tensor:
+/// ```
+/// # use arrow_array::types::Int32Type;
+/// # use lodtensor::{Lod, LodTensor, Values};
+/// # use lodtensor::ops::sequence_expand;
+/// let (a, b, c) = (1, 2, 3);
+/// let x = LodTensor::try_new(Lod::default(), Values::from_vec::<Int32Type>(vec![a, b, c], vec![1])?)?;
+/// let y = Lod::try_from_offsets(&[vec![0, 2, 2, 5]])?;
+/// let out = sequence_expand(&x, &y, -1)?;
+/// assert_eq!(out.num_levels(), 0);
+/// assert_eq!(out.typed_values::<Int32Type>()?, &[a, a, c, c, c]);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub fn sequence_expand<Y: AsRef<Lod>>(x: &LodTensor, y: Y, ref_level: isize) -> Result<LodTensor> {
+    sequence_expand_view(x, y, ref_level)?.materialize()
+}
+
+/// Paddle's `sequence_expand_as`: row `i` of `x` repeated as many times as `y`'s sequence
+/// `i` has elements; the output's LoD is `y`'s. `x`'s own LoD is ignored (its elements in
+/// view are the rows), as in Paddle; `y` must have exactly one level.
+///
+/// # Errors
+/// [`Error::LevelOutOfBounds`] when `y` has no level; [`Error::TooManyLevels`] when it has
+/// more than one; [`Error::SequenceCountMismatch`] when `x`'s rows are not as many as `y`'s
+/// sequences.
+///
+/// # Example
+/// Paddle's case 1: x.data = [[a], [b], [c], [d]], y lengths [[3, 3, 1, 1]] →
+/// out.lod = [[0, 3, 6, 7, 8]], out.data = [[a], [a], [a], [b], [b], [b], [c], [d]]:
+/// ```
+/// use arrow_array::types::Int32Type;
+/// use lodtensor::{Lod, LodTensor, Values};
+/// use lodtensor::ops::sequence_expand_as;
+/// let (a, b, c, d) = (1, 2, 3, 4);
+/// let x = LodTensor::try_new(Lod::default(), Values::from_vec::<Int32Type>(vec![a, b, c, d], vec![1])?)?;
+/// let y = Lod::try_from_lengths(&[vec![3, 3, 1, 1]])?;
+/// let out = sequence_expand_as(&x, &y)?;
+/// assert_eq!(out.lod().offsets(), vec![vec![0, 3, 6, 7, 8]]);
+/// assert_eq!(out.typed_values::<Int32Type>()?, &[a, a, a, b, b, b, c, d]);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub fn sequence_expand_as<Y: AsRef<Lod>>(x: &LodTensor, y: Y) -> Result<LodTensor> {
+    let y = y.as_ref();
+    match y.num_levels() {
+        0 => {
+            return Err(Error::LevelOutOfBounds {
+                level: 0,
+                levels: 0,
+            });
+        }
+        1 => {}
+        found => {
+            return Err(Error::TooManyLevels {
+                op: EXPAND_AS,
+                found,
+                expected: 1,
+            });
+        }
+    }
+    let lengths = y.level_lengths(0)?;
+    let rows = x.elements();
+    if rows.len() != lengths.len() {
+        return Err(Error::SequenceCountMismatch {
+            op: EXPAND_AS,
+            level: 0,
+            found: rows.len(),
+            expected: lengths.len(),
+        });
+    }
+    let pieces: Vec<Piece> = rows
+        .zip(&lengths)
+        .map(|(row, &times)| Piece {
+            source: 0,
+            elements: row..row + 1,
+            times,
+        })
+        .collect();
+    let values = assemble(EXPAND_AS, &[x.values()], &pieces)?;
+    LodTensor::try_new(
+        Lod::try_from_lengths_with_width(&[lengths], width_of(y))?,
+        values,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::model;
+    use arrow_array::types::{Float32Type, Float64Type, Int32Type};
+    use arrow_array::{FixedSizeListArray, RecordBatch};
+    use arrow_schema::Schema;
+    use proptest::prelude::*;
+
+    fn plain<T: arrow_array::types::ArrowPrimitiveType>(
+        items: Vec<T::Native>,
+        shape: Vec<usize>,
+    ) -> LodTensor {
+        LodTensor::try_new(Lod::default(), Values::from_vec::<T>(items, shape).unwrap()).unwrap()
+    }
+
+    /// The reference documents' example ("Prepare Data" section and complete code): x =
+    /// [1.1, 2.2, 3.3, 4.4] with lengths [[1, 3]]; y with lengths [[1, 3], [1, 2, 1, 2]]
+    /// (and [[1, 3], [2, 1, 2, 1]]); ref_level 0 → data [1.1, 2.2, 3.3, 4.4, 2.2, 3.3, 4.4,
+    /// 2.2, 3.3, 4.4], lengths [[1, 3, 3, 3]].
+    #[test]
+    fn reference_documents_example() {
+        let x = LodTensor::from_lengths::<Float32Type>(
+            &[vec![1, 3]],
+            vec![1.1, 2.2, 3.3, 4.4],
+            vec![1],
+        )
+        .unwrap();
+        for y1 in [vec![1, 2, 1, 2], vec![2, 1, 2, 1]] {
+            let y =
+                LodTensor::from_lengths::<Float32Type>(&[vec![1, 3], y1], vec![1.1; 6], vec![1])
+                    .unwrap();
+            let out = sequence_expand(&x, &y, 0).unwrap();
+            assert_eq!(out.lod().lengths(), vec![vec![1, 3, 3, 3]]);
+            assert_eq!(
+                out.typed_values::<Float32Type>().unwrap(),
+                &[1.1, 2.2, 3.3, 4.4, 2.2, 3.3, 4.4, 2.2, 3.3, 4.4]
+            );
+            assert_eq!(out.shape(), vec![10, 1]);
+        }
+    }
+
+    /// Paddle, case 1: x.lod = [[0, 2, 4]], x.data = [[a], [b], [c], [d]], y.lod =
+    /// [[0, 2, 4], [0, 3, 6, 7, 8]], ref_level: 0 → out.lod = [[0, 2, 4, 6, 8]],
+    /// out.data = [[a], [b], [a], [b], [c], [d], [c], [d]], out.dims = [8, 1].
+    #[test]
+    fn paddle_case_1() {
+        let x =
+            LodTensor::from_lengths::<Int32Type>(&[vec![2, 2]], vec![1, 2, 3, 4], vec![1]).unwrap();
+        let y = Lod::try_from_offsets(&[vec![0, 2, 4], vec![0, 3, 6, 7, 8]]).unwrap();
+        let out = sequence_expand(&x, &y, 0).unwrap();
+        assert_eq!(out.lod().offsets(), vec![vec![0, 2, 4, 6, 8]]);
+        assert_eq!(
+            out.typed_values::<Int32Type>().unwrap(),
+            &[1, 2, 1, 2, 3, 4, 3, 4]
+        );
+        assert_eq!(out.shape(), vec![8, 1]);
+    }
+
+    /// Paddle, case 2: x is a Tensor, x.data = [[a], [b], [c]], x.dims = [3, 1]; y.lod =
+    /// [[0, 2, 2, 5]]; ref_level: -1 → "then output is a Tensor": out.data = [[a], [a], [c],
+    /// [c], [c]], out.dims = [5, 1]. Paddle's kernel writes the output LoD only "if x has
+    /// lod", so the output has none.
+    #[test]
+    fn paddle_case_2_empty_sequence_and_no_lod() {
+        let x = plain::<Int32Type>(vec![1, 2, 3], vec![1]);
+        let y = Lod::try_from_offsets(&[vec![0, 2, 2, 5]]).unwrap();
+        let out = sequence_expand(&x, &y, -1).unwrap();
+        assert_eq!(out.num_levels(), 0);
+        assert_eq!(out.typed_values::<Int32Type>().unwrap(), &[1, 1, 3, 3, 3]);
+        assert_eq!(out.shape(), vec![5, 1]);
+    }
+
+    /// Paddle's operator comment example: x.lod = [[0, 2, 3]] (sequences [a, b], [c]),
+    /// y.lod = [[0, 2, 4], [0, 3, 6, 6, 8]], ref_level 0 → out.lod = [[0, 2, 4, 5, 6]],
+    /// out.data = [a, b, a, b, c, c].
+    #[test]
+    fn paddle_operator_comment_example() {
+        let x = LodTensor::from_lengths::<Int32Type>(&[vec![2, 1]], vec![1, 2, 3], vec![]).unwrap();
+        let y = Lod::try_from_offsets(&[vec![0, 2, 4], vec![0, 3, 6, 6, 8]]).unwrap();
+        let out = sequence_expand(&x, &y, 0).unwrap();
+        assert_eq!(out.lod().offsets(), vec![vec![0, 2, 4, 5, 6]]);
+        assert_eq!(
+            out.typed_values::<Int32Type>().unwrap(),
+            &[1, 2, 1, 2, 3, 3]
+        );
+        // At ref_level -1 (y's level 1, 4 sequences) the counts do not match.
+        assert!(matches!(
+            sequence_expand(&x, &y, -1),
+            Err(Error::SequenceCountMismatch {
+                level: 1,
+                found: 2,
+                expected: 4,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn view_shares_the_values_buffer() {
+        let x = LodTensor::from_lengths::<Float32Type>(
+            &[vec![1, 3]],
+            vec![1.1, 2.2, 3.3, 4.4],
+            vec![1],
+        )
+        .unwrap();
+        let y = Lod::try_from_lengths(&[vec![1, 3], vec![1, 2, 1, 2]]).unwrap();
+        let view = sequence_expand_view(&x, &y, 0).unwrap();
+        let fsl = view
+            .as_list_view()
+            .values()
+            .as_any()
+            .downcast_ref::<FixedSizeListArray>()
+            .unwrap();
+        let child = fsl.values().to_data();
+        assert_eq!(child.buffers()[0].as_ptr(), x.values().as_ptr());
+        assert_eq!(view.as_list_view().value_offsets(), &[0, 1, 1, 1]);
+        assert_eq!(view.as_list_view().value_sizes(), &[1, 3, 3, 3]);
+        // The sliced view of a bigger tensor points into the same buffer too.
+        let big = LodTensor::from_lengths::<Float32Type>(
+            &[vec![2, 1, 3]],
+            vec![0.0, 0.5, 1.1, 2.2, 3.3, 4.4],
+            vec![],
+        )
+        .unwrap();
+        let x = big.slice_rows(1..3).unwrap();
+        let view = sequence_expand_view(&x, &y, 0).unwrap();
+        assert_eq!(
+            view.as_list_view().values().to_data().buffers()[0].as_ptr(),
+            big.values().as_ptr()
+        );
+        assert_eq!(view.as_list_view().value_offsets(), &[2, 3, 3, 3]);
+        let out = view.materialize().unwrap();
+        assert_eq!(
+            out.typed_values::<Float32Type>().unwrap(),
+            &[1.1, 2.2, 3.3, 4.4, 2.2, 3.3, 4.4, 2.2, 3.3, 4.4]
+        );
+    }
+
+    /// arrow-rs 60 writes and reads a `LargeListView` with overlapping entries through IPC
+    /// files; the shared elements are written once, and decoding from one buffer copies
+    /// nothing.
+    #[test]
+    fn list_view_round_trips_through_ipc() {
+        let x = LodTensor::from_lengths::<Float32Type>(
+            &[vec![1, 3]],
+            (0..4 * 64).map(|i| i as f32).collect(),
+            vec![64],
+        )
+        .unwrap();
+        let y = Lod::try_from_lengths(&[vec![1, 100]]).unwrap();
+        let view = sequence_expand_view(&x, &y, 0).unwrap();
+        let field = view.field("x");
+        let schema = Arc::new(Schema::new(vec![field]));
+        let column: ArrayRef = Arc::new(view.as_list_view().clone());
+        let batch = RecordBatch::try_new(schema.clone(), vec![column]).unwrap();
+        let mut file = Vec::new();
+        {
+            let mut w = arrow_ipc::writer::FileWriter::try_new(&mut file, &schema).unwrap();
+            w.write(&batch).unwrap();
+            w.finish().unwrap();
+        }
+        // For checking other readers (pyarrow) against the same file.
+        if let Some(path) = std::env::var_os("LODTENSOR_WRITE_LISTVIEW_IPC") {
+            std::fs::write(path, &file).unwrap();
+        }
+        // 4 elements of 64 f32 (1 KiB) stored once, not 301 times (75 KiB).
+        assert!(file.len() < 8 * 1024, "{} bytes", file.len());
+        // Decoded from one aligned buffer (as from a memory map), the list view's values
+        // point into that buffer: no copy.
+        let buffer = arrow_buffer::Buffer::from_slice_ref(&file);
+        let trailer: [u8; 10] = file[file.len() - 10..].try_into().unwrap();
+        let footer_len = arrow_ipc::reader::read_footer_length(trailer).unwrap();
+        let footer =
+            arrow_ipc::root_as_footer(&file[file.len() - 10 - footer_len..file.len() - 10])
+                .unwrap();
+        let decoder = arrow_ipc::reader::FileDecoder::new(schema.clone(), footer.version())
+            .with_require_alignment(true);
+        let block = footer.recordBatches().unwrap().get(0);
+        let block_len = block.bodyLength() as usize + block.metaDataLength() as usize;
+        let data = buffer.slice_with_length(block.offset() as usize, block_len);
+        let mapped = decoder.read_record_batch(block, &data).unwrap().unwrap();
+        assert_eq!(mapped, batch);
+        let list = mapped
+            .column(0)
+            .as_any()
+            .downcast_ref::<LargeListViewArray>()
+            .unwrap();
+        let items = list.values().to_data().child_data()[0].buffers()[0].as_ptr() as usize;
+        let start = buffer.as_ptr() as usize;
+        assert!(items >= start && items < start + buffer.len());
+        let reader =
+            arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(file), None).unwrap();
+        let back: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0], batch);
+        assert_eq!(
+            back[0].schema().field(0).data_type(),
+            view.field("x").data_type()
+        );
+    }
+
+    #[test]
+    fn errors_name_levels_and_counts() {
+        let x =
+            LodTensor::from_lengths::<Int32Type>(&[vec![2, 2]], vec![1, 2, 3, 4], vec![]).unwrap();
+        let y = Lod::try_from_lengths(&[vec![1, 1, 1]]).unwrap();
+        let e = sequence_expand(&x, &y, 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "sequence_expand: level 0: found 2 sequences (or rows), expected 3"
+        );
+        assert!(matches!(
+            sequence_expand(&x, &y, 1),
+            Err(Error::RefLevel {
+                ref_level: 1,
+                levels: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            sequence_expand(&x, &y, -2),
+            Err(Error::RefLevel { ref_level: -2, .. })
+        ));
+        assert!(matches!(
+            sequence_expand(&x, Lod::default(), -1),
+            Err(Error::RefLevel { levels: 0, .. })
+        ));
+        let two =
+            LodTensor::from_lengths::<Int32Type>(&[vec![1], vec![4]], vec![1, 2, 3, 4], vec![])
+                .unwrap();
+        assert!(matches!(
+            sequence_expand(&two, &y, 0),
+            Err(Error::TooManyLevels {
+                found: 2,
+                expected: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            sequence_expand_as(&x, &y),
+            Err(Error::SequenceCountMismatch {
+                found: 4,
+                expected: 3,
+                ..
+            })
+        ));
+        assert!(matches!(
+            sequence_expand_as(&x, two.lod()),
+            Err(Error::TooManyLevels { found: 2, .. })
+        ));
+        assert!(matches!(
+            sequence_expand_as(&x, Lod::default()),
+            Err(Error::LevelOutOfBounds { .. })
+        ));
+    }
+
+    /// Paddle's `sequence_expand_as` case 2: x.data = [[a, b], [c, d], [e, f]], y.lod =
+    /// [[0, 2, 3, 6]] → out.lod = [[0, 2, 3, 6]], out.data = [[a, b], [a, b], [c, d], [e, f],
+    /// [e, f], [e, f]].
+    #[test]
+    fn expand_as_paddle_case_2() {
+        let x = plain::<Int32Type>(vec![1, 2, 3, 4, 5, 6], vec![2]);
+        let y = Lod::try_from_offsets(&[vec![0, 2, 3, 6]]).unwrap();
+        let out = sequence_expand_as(&x, &y).unwrap();
+        assert_eq!(out.lod().offsets(), vec![vec![0, 2, 3, 6]]);
+        assert_eq!(
+            out.typed_values::<Int32Type>().unwrap(),
+            &[1, 2, 1, 2, 3, 4, 5, 6, 5, 6, 5, 6]
+        );
+    }
+
+    #[test]
+    fn booleans_expand_too() {
+        let x = LodTensor::try_new(
+            Lod::try_from_lengths(&[vec![2, 1]]).unwrap(),
+            Values::try_new(
+                Arc::new(arrow_array::BooleanArray::from(vec![true, false, true])),
+                vec![],
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let out = sequence_expand(&x, Lod::try_from_lengths(&[vec![2, 0]]).unwrap(), 0).unwrap();
+        let b = out.values().booleans().unwrap();
+        assert_eq!(
+            b.iter().map(Option::unwrap).collect::<Vec<_>>(),
+            vec![true, false, true, false]
+        );
+        assert_eq!(out.lod().lengths(), vec![vec![2, 2]]);
+    }
+
+    proptest! {
+        /// Against the model: the sentences of each document of x (its level 1 in view, as
+        /// a 1-level tensor) repeated per y's level-0 lengths.
+        #[test]
+        fn expand_matches_the_model(
+            docs in model::nested(),
+            skip in 0usize..3,
+            repeats in prop::collection::vec(0usize..4, 0..30),
+        ) {
+            let t = model::tensor(&docs, skip);
+            // x: the sentences (1 level, sliced: offsets start past 0 when skip > 0).
+            let x = t.drop_outer_levels(1).unwrap();
+            let sentences: Vec<Vec<f64>> = docs.iter().flatten().cloned().collect();
+            let n = sentences.len();
+            let repeats: Vec<usize> = (0..n).map(|i| repeats.get(i).copied().unwrap_or(1)).collect();
+            let y = Lod::try_from_lengths(std::slice::from_ref(&repeats)).unwrap();
+            let out = sequence_expand(&x, &y, 0).unwrap();
+            let mut want_lengths = Vec::new();
+            let mut want = Vec::new();
+            for (s, &r) in sentences.iter().zip(&repeats) {
+                for _ in 0..r {
+                    want_lengths.push(s.len());
+                    want.extend_from_slice(s);
+                }
+            }
+            prop_assert_eq!(out.lod().lengths(), vec![want_lengths]);
+            prop_assert_eq!(out.typed_values::<Float64Type>().unwrap(), &want[..]);
+            // Rows of a plain tensor, expanded as the model says.
+            let rows = t.drop_outer_levels(2).unwrap();
+            let items: Vec<f64> = sentences.iter().flatten().copied().collect();
+            let rep: Vec<usize> = (0..items.len()).map(|i| i % 3).collect();
+            let out = sequence_expand(&rows, Lod::try_from_lengths(std::slice::from_ref(&rep)).unwrap(), -1).unwrap();
+            let want: Vec<f64> = items.iter().zip(&rep).flat_map(|(&v, &r)| std::iter::repeat_n(v, r)).collect();
+            prop_assert_eq!(out.typed_values::<Float64Type>().unwrap(), &want[..]);
+            let out = sequence_expand_as(&rows, Lod::try_from_lengths(std::slice::from_ref(&rep)).unwrap()).unwrap();
+            prop_assert_eq!(out.typed_values::<Float64Type>().unwrap(), &want[..]);
+            prop_assert_eq!(out.lod().lengths(), vec![rep]);
+        }
+    }
+}

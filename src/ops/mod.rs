@@ -1,0 +1,330 @@
+//! Sequence operations, with PaddlePaddle's sequence operators as the reference semantics.
+//!
+//! | module | operations |
+//! | --- | --- |
+//! | `expand` | [`sequence_expand`] (and its zero-copy [`ExpandedView`]), [`sequence_expand_as`] |
+//! | `pad` | [`to_padded`], [`to_padded_truncating`], [`to_padded_nested`], [`from_padded`] |
+//! | `pool` | [`sequence_pool`], [`sequence_pool_any`] |
+//! | `structure` | [`concat`], [`split`], [`split_rows`], [`sequence_concat`], [`sequence_reverse`], [`sequence_slice`], [`lod_reset`] |
+//!
+//! Level 0 is the outermost level; the last level indexes elements (rows of the values).
+//! Every operation accepts views (offsets that do not start at 0, values with elements
+//! before the view) and looks only at what is in view. Operations that only re-index
+//! ([`split`], [`split_rows`], [`lod_reset`], [`sequence_expand_view`]) share the input's
+//! value buffer; the others write new values, in one pass over the input.
+
+mod expand;
+mod pad;
+mod pool;
+mod structure;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::types::ArrowPrimitiveType;
+use arrow_array::{ArrayRef, BooleanArray, PrimitiveArray};
+use arrow_buffer::{BooleanBufferBuilder, ScalarBuffer};
+
+pub use expand::{ExpandedView, sequence_expand, sequence_expand_as, sequence_expand_view};
+pub use pad::{
+    Padded, PaddedNested, from_padded, to_padded, to_padded_nested, to_padded_truncating,
+};
+pub use pool::{PoolItem, PoolType, sequence_pool, sequence_pool_any};
+pub use structure::{
+    concat, lod_reset, sequence_concat, sequence_reverse, sequence_slice, split, split_rows,
+};
+
+use crate::error::{Error, Result};
+use crate::lod::{Lod, OffsetWidth};
+use crate::tensor::LodTensor;
+use crate::values::{DType, Values};
+
+impl AsRef<Lod> for Lod {
+    fn as_ref(&self) -> &Lod {
+        self
+    }
+}
+
+/// A tensor's LoD, so that operations taking a reference LoD accept the tensor itself.
+impl AsRef<Lod> for LodTensor {
+    fn as_ref(&self) -> &Lod {
+        self.lod()
+    }
+}
+
+/// Runs `$body` with `$T` bound to the Arrow type of a numeric `$dtype`, or `$bool` for
+/// booleans.
+macro_rules! with_arrow_type {
+    ($dtype:expr, |$T:ident| $body:expr, bool => $bool:expr) => {{
+        use arrow_array::types::*;
+        match $dtype {
+            $crate::values::DType::Bool => $bool,
+            $crate::values::DType::UInt8 => {
+                type $T = UInt8Type;
+                $body
+            }
+            $crate::values::DType::Int8 => {
+                type $T = Int8Type;
+                $body
+            }
+            $crate::values::DType::Int16 => {
+                type $T = Int16Type;
+                $body
+            }
+            $crate::values::DType::Int32 => {
+                type $T = Int32Type;
+                $body
+            }
+            $crate::values::DType::Int64 => {
+                type $T = Int64Type;
+                $body
+            }
+            $crate::values::DType::UInt16 => {
+                type $T = UInt16Type;
+                $body
+            }
+            $crate::values::DType::UInt32 => {
+                type $T = UInt32Type;
+                $body
+            }
+            $crate::values::DType::UInt64 => {
+                type $T = UInt64Type;
+                $body
+            }
+            $crate::values::DType::Float16 => {
+                type $T = Float16Type;
+                $body
+            }
+            $crate::values::DType::Float32 => {
+                type $T = Float32Type;
+                $body
+            }
+            $crate::values::DType::Float64 => {
+                type $T = Float64Type;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use with_arrow_type;
+
+/// One run of output elements: elements `elements` of source `source`, written `times`
+/// times in a row.
+#[derive(Clone, Debug)]
+pub(crate) struct Piece {
+    pub source: usize,
+    pub elements: Range<usize>,
+    pub times: usize,
+}
+
+impl Piece {
+    pub fn once(source: usize, elements: Range<usize>) -> Self {
+        Piece {
+            source,
+            elements,
+            times: 1,
+        }
+    }
+}
+
+/// New values made of `pieces` of `sources` (which share dtype and element shape, and
+/// hold every element a piece names: callers check both).
+pub(crate) fn assemble(op: &'static str, sources: &[&Values], pieces: &[Piece]) -> Result<Values> {
+    let first = sources.first().expect("assemble has at least one source");
+    for (index, s) in sources.iter().enumerate().skip(1) {
+        check_same(op, index, first, s)?;
+    }
+    let size = first.element_size();
+    let mut total = 0usize;
+    for p in pieces {
+        let n = (p.elements.end - p.elements.start)
+            .checked_mul(p.times)
+            .and_then(|n| n.checked_mul(size))
+            .and_then(|n| total.checked_add(n));
+        total = n.ok_or_else(|| Error::InvalidArgument {
+            op,
+            name: "output size",
+            found: "more than usize::MAX items".to_owned(),
+            expected: "an allocatable size".to_owned(),
+        })?;
+    }
+    let items: ArrayRef = with_arrow_type!(
+        first.dtype(),
+        |T| assemble_primitive::<T>(sources, size, total, pieces)?,
+        bool => assemble_bool(sources, size, total, pieces)?
+    );
+    Values::try_new(items, first.element_shape().to_vec())
+}
+
+fn assemble_primitive<T: ArrowPrimitiveType>(
+    sources: &[&Values],
+    size: usize,
+    total: usize,
+    pieces: &[Piece],
+) -> Result<ArrayRef> {
+    let slices = sources
+        .iter()
+        .map(|v| v.typed::<T>())
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = Vec::with_capacity(total);
+    for p in pieces {
+        let items = &slices[p.source][p.elements.start * size..p.elements.end * size];
+        for _ in 0..p.times {
+            out.extend_from_slice(items);
+        }
+    }
+    Ok(Arc::new(PrimitiveArray::<T>::new(
+        ScalarBuffer::from(out),
+        None,
+    )))
+}
+
+fn assemble_bool(
+    sources: &[&Values],
+    size: usize,
+    total: usize,
+    pieces: &[Piece],
+) -> Result<ArrayRef> {
+    let arrays = sources
+        .iter()
+        .map(|v| v.booleans())
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = BooleanBufferBuilder::new(total);
+    for p in pieces {
+        let bits = arrays[p.source].values().slice(
+            p.elements.start * size,
+            (p.elements.end - p.elements.start) * size,
+        );
+        for _ in 0..p.times {
+            out.append_buffer(&bits);
+        }
+    }
+    Ok(Arc::new(BooleanArray::new(out.finish(), None)))
+}
+
+/// Checks that input `index` has the dtype and element shape of `first`.
+pub(crate) fn check_same(
+    op: &'static str,
+    index: usize,
+    first: &Values,
+    other: &Values,
+) -> Result<()> {
+    if other.dtype() != first.dtype() {
+        return Err(Error::InputMismatch {
+            op,
+            index,
+            what: "dtype",
+            found: other.dtype().to_string(),
+            expected: first.dtype().to_string(),
+        });
+    }
+    if other.element_shape() != first.element_shape() {
+        return Err(Error::InputMismatch {
+            op,
+            index,
+            what: "element shape",
+            found: format!("{:?}", other.element_shape()),
+            expected: format!("{:?}", first.element_shape()),
+        });
+    }
+    Ok(())
+}
+
+/// The element ranges of every sequence in view at `level`, as `n + 1` positions (Paddle's
+/// absolute offsets of one level).
+pub(crate) fn element_offsets(lod: &Lod, level: usize) -> Result<Vec<usize>> {
+    let n = lod.num_sequences(level)?;
+    let mut offsets = Vec::with_capacity(n + 1);
+    for j in 0..n {
+        offsets.push(lod.sequence_elements(level, j)?.start);
+    }
+    offsets.push(if n == 0 {
+        lod.elements().start
+    } else {
+        lod.sequence_elements(level, n - 1)?.end
+    });
+    Ok(offsets)
+}
+
+/// The offset width of a LoD's outermost level (`i64` for a 0-level LoD).
+pub(crate) fn width_of(lod: &Lod) -> OffsetWidth {
+    lod.levels().first().map_or(OffsetWidth::I64, |o| o.width())
+}
+
+/// The dtype check of typed operations.
+pub(crate) fn check_dtype<T: ArrowPrimitiveType>(values: &Values) -> Result<()> {
+    if values.dtype().arrow_type() == T::DATA_TYPE {
+        Ok(())
+    } else {
+        Err(Error::DTypeMismatch {
+            expected: T::DATA_TYPE.to_string(),
+            found: values.dtype().name().to_owned(),
+        })
+    }
+}
+
+/// `dtype` named in errors of operations that need arithmetic.
+pub(crate) fn unsupported(op: &'static str, found: DType) -> Error {
+    Error::UnsupportedDType { op, found }
+}
+
+#[cfg(test)]
+pub(crate) mod model {
+    //! The reference model: a LoD tensor as nested `Vec`s of scalar elements, and the
+    //! strategies that make random tensors (with empty sequences and sliced views).
+
+    use arrow_array::types::Float64Type;
+    use proptest::prelude::*;
+
+    use crate::{Lod, LodTensor, Values};
+
+    /// A 2-level tensor as documents of sentences of words (each word one `f64`).
+    pub type Nested = Vec<Vec<Vec<f64>>>;
+
+    /// Documents with 0..4 sentences of 0..5 small integers (exact in any float sum).
+    pub fn nested() -> impl Strategy<Value = Nested> {
+        prop::collection::vec(
+            prop::collection::vec(
+                prop::collection::vec((-20i32..20).prop_map(f64::from), 0..5),
+                0..4,
+            ),
+            0..6,
+        )
+    }
+
+    /// The tensor of `docs`, as a view of rows `skip..skip + docs.len()` of a tensor that
+    /// has `skip` documents of junk before them (so offsets start past 0).
+    pub fn tensor(docs: &Nested, skip: usize) -> LodTensor {
+        let junk: Nested = (0..skip).map(|i| vec![vec![99.0; i + 1]; 2]).collect();
+        let all: Nested = junk.iter().chain(docs).cloned().collect();
+        let l0 = all.iter().map(Vec::len).collect::<Vec<_>>();
+        let l1 = all.iter().flatten().map(Vec::len).collect::<Vec<_>>();
+        let items = all.iter().flatten().flatten().copied().collect();
+        let t = LodTensor::try_new(
+            Lod::try_from_lengths(&[l0, l1]).unwrap(),
+            Values::from_vec::<Float64Type>(items, vec![]).unwrap(),
+        )
+        .unwrap();
+        t.slice_rows(skip..skip + docs.len()).unwrap()
+    }
+
+    /// The model of a tensor with two levels of scalar `f64` elements.
+    pub fn to_nested(t: &LodTensor) -> Nested {
+        let items = t.values().typed::<Float64Type>().unwrap();
+        let lod = t.lod();
+        let mut sentence = 0;
+        lod.level_lengths(0)
+            .unwrap()
+            .into_iter()
+            .map(|count| {
+                (0..count)
+                    .map(|_| {
+                        let r = lod.sequence_elements(1, sentence).unwrap();
+                        sentence += 1;
+                        items[r].to_vec()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
