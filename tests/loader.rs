@@ -366,7 +366,9 @@ fn padded_batches_and_padding_ratios() {
     let lengths: Vec<usize> = b.samples().iter().map(|&s| doc_tokens[s]).collect();
     assert_eq!(p.lengths, lengths);
     assert_eq!(p.shape, vec![2, b.max_len(), 2]);
-    assert!((p.padding_ratio() - b.padding_ratio()).abs() < 1e-12);
+    let real = p.mask.iter().filter(|&&m| m).count();
+    assert_eq!(real, b.tokens());
+    assert!((1.0 - real as f64 / p.mask.len() as f64 - b.padding_ratio()).abs() < 1e-12);
     let b = plain.next_batch().unwrap().unwrap();
     assert!(matches!(
         b.to_padded("nope", 0),

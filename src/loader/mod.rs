@@ -51,7 +51,6 @@
 //! ```
 
 mod gather;
-pub mod pad;
 mod plan;
 mod prefetch;
 
@@ -60,9 +59,10 @@ use std::sync::Arc;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
+use crate::ops::{Padded, to_padded};
+use crate::values::{DType, Values};
 
 pub use gather::GatherStats;
-pub use pad::Padded;
 pub use plan::{BatchInfo, BatchSize, Plan, Shuffle};
 pub use prefetch::Prefetch;
 
@@ -574,13 +574,25 @@ impl Batch {
         }
     }
 
-    /// A padded copy of level `level` of column `column` (see [`pad`](mod@pad)).
+    /// A zero-padded copy of level `level` of column `column`: the sequences of that level
+    /// as rows `[rows, max_len, D…]`, with lengths and mask ([`crate::ops::to_padded`]).
     ///
     /// # Errors
-    /// [`Error::NoSuchColumn`]; as [`pad::pad`].
+    /// [`Error::NoSuchColumn`]; as [`crate::ops::to_padded`] ([`Error::LevelOutOfBounds`]
+    /// for a 0-level column, which is dense already).
     pub fn to_padded(&self, column: &str, level: usize) -> Result<Padded> {
-        pad::pad(self.data.column(column)?, level)
+        let tensor = self.data.column(column)?;
+        to_padded(tensor, level, &zero(tensor.dtype())?, None)
     }
+}
+
+/// One zero item (`false` for booleans) of `dtype`.
+fn zero(dtype: DType) -> Result<Values> {
+    let data = arrow_data::ArrayData::builder(dtype.arrow_type())
+        .len(1)
+        .add_buffer(arrow_buffer::Buffer::from_vec(vec![0u64]))
+        .build()?;
+    Values::try_new(arrow_array::make_array(data), vec![])
 }
 
 #[cfg(test)]
@@ -635,6 +647,14 @@ mod tests {
                 b.data().slice_rows(k..k + 1).unwrap(),
                 file.sample(s).unwrap()
             );
+        }
+    }
+
+    #[test]
+    fn zero_pads_every_dtype() {
+        for dtype in DType::ALL {
+            let z = zero(dtype).unwrap();
+            assert_eq!((z.dtype(), z.num_elements()), (dtype, 1));
         }
     }
 
