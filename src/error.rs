@@ -507,6 +507,50 @@ pub enum Error {
     /// A writer that failed to start and cannot be written to.
     #[error("the writer failed to start and cannot be used")]
     WriterBroken,
+
+    /// A loader option out of range.
+    #[error("loader option {option}: {reason}")]
+    LoaderConfig {
+        /// The option.
+        option: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A saved loader position that cannot be parsed.
+    #[error("loader position {json:?}: {reason}")]
+    InvalidPosition {
+        /// The text found.
+        json: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A loader position saved by a loader with other options or data.
+    #[error(
+        "loader position was saved with fingerprint {found:016x}, this loader's is {expected:016x} (other options or data)"
+    )]
+    PositionMismatch {
+        /// This loader's fingerprint.
+        expected: u64,
+        /// The position's.
+        found: u64,
+    },
+
+    /// A loader position past the last batch of its epoch.
+    #[error("epoch {epoch}: batch {batch} does not exist (the epoch has {batches} batches)")]
+    BatchOutOfRange {
+        /// The epoch.
+        epoch: u64,
+        /// The batch asked for.
+        batch: usize,
+        /// The batches of the epoch.
+        batches: usize,
+    },
+
+    /// The prefetch thread panicked.
+    #[error("the loader's prefetch thread panicked")]
+    PrefetchPanicked,
 }
 
 impl Error {

@@ -14,6 +14,7 @@
 //!   files (`.pdtensor`, `.pdiparams`), read with every check and written as Paddle does.
 //! - [`ops`]: sequence operations (expand, pad, pool, concat, split, reverse, …) after
 //!   PaddlePaddle's sequence operators.
+//! - [`Loader`]: training batches from a mapped file: budgets, buckets, shuffles, shards.
 #![deny(missing_docs)]
 
 /// The README's examples, run as doctests.
@@ -27,6 +28,7 @@ mod error;
 pub mod extension;
 pub mod format;
 pub mod io;
+pub mod loader;
 mod lod;
 pub mod ops;
 pub mod synthetic;
@@ -35,6 +37,7 @@ mod values;
 
 pub use dataset::{Column, Dataset, check_version};
 pub use error::{Error, Result};
+pub use loader::{Batch, Loader, Position};
 pub use lod::{LevelOffsets, Lod, OffsetWidth};
 pub use tensor::{LodTensor, Sequences};
 pub use values::{DType, Values};

@@ -1,0 +1,135 @@
+//! Loader throughput on the synthetic documents dataset: 4096-token batches in file order
+//! (views) and shuffled (gathered), each consumed by summing its token values, against a
+//! raw loop over the mapped values and a memcpy of the same bytes, in the same run; and the
+//! shuffled gather alone, against the memcpy.
+//!
+//! `LODTENSOR_BENCH_MB` sets the dataset size (default 200 MB of values).
+
+use std::hint::black_box;
+
+use arrow_array::types::Float32Type;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::loader::Loader;
+use lodtensor::synthetic::{Documents, SplitMix64};
+
+fn sum(values: &[f32]) -> f32 {
+    // Eight lanes, so the sum vectorises like a consumer's would.
+    let mut acc = [0f32; 8];
+    let chunks = values.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for i in 0..8 {
+            acc[i] += c[i];
+        }
+    }
+    acc.iter().sum::<f32>() + rest.iter().sum::<f32>()
+}
+
+fn bench(c: &mut Criterion) {
+    let mb: usize = std::env::var("LODTENSOR_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("documents.arrow");
+    let docs = Documents::default();
+    // About 240 KB of values per document (15.5 sentences × 60.5 tokens × 64 f32).
+    let total_docs = (mb << 20) / (15 * 60 * 64 * 4) + 1;
+    let mut rng = SplitMix64::new(2026);
+    let mut writer = DatasetWriter::create(&path, WriteOptions::default()).expect("create");
+    let mut left = total_docs;
+    while left > 0 {
+        let n = left.min(200);
+        writer
+            .write(&docs.generate(&mut rng, n).expect("generate"))
+            .expect("write");
+        left -= n;
+    }
+    writer.finish().expect("finish");
+    let file = MappedDataset::open(&path).expect("open");
+    let tokens: usize = file
+        .batches()
+        .iter()
+        .map(|b| b.column("tokens").expect("tokens").elements().len())
+        .sum();
+    let bytes = tokens * docs.dim * 4;
+    eprintln!(
+        "dataset: {} documents, {tokens} tokens, {:.1} MB of values, {} record batches",
+        file.num_rows(),
+        bytes as f64 / 1e6,
+        file.batches().len()
+    );
+
+    let mut g = c.benchmark_group("loader");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(tokens as u64));
+
+    g.bench_function("raw loop over the mapping", |b| {
+        b.iter(|| {
+            let mut s = 0f32;
+            for batch in file.batches() {
+                let t = batch.column("tokens").expect("tokens");
+                s += sum(t.typed_values::<Float32Type>().expect("f32"));
+            }
+            black_box(s)
+        })
+    });
+
+    let mut scratch = vec![0f32; 4096 * docs.dim];
+    g.bench_function("memcpy of 4096-token pieces", |b| {
+        b.iter(|| {
+            for batch in file.batches() {
+                let t = batch.column("tokens").expect("tokens");
+                for piece in t
+                    .typed_values::<Float32Type>()
+                    .expect("f32")
+                    .chunks(4096 * 64)
+                {
+                    scratch[..piece.len()].copy_from_slice(piece);
+                    black_box(&scratch);
+                }
+            }
+        })
+    });
+
+    for (name, shuffle) in [("loader in order", false), ("loader shuffled", true)] {
+        let builder = Loader::builder(&file).with_token_budget(4096);
+        let builder = if shuffle {
+            builder.with_shuffle(7)
+        } else {
+            builder
+        };
+        let mut loader = builder.build().expect("loader");
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut s = 0f32;
+                while let Some(batch) = loader.next_batch().expect("batch") {
+                    let t = batch.data().column("tokens").expect("tokens");
+                    s += sum(t.typed_values::<Float32Type>().expect("f32"));
+                }
+                black_box(s)
+            })
+        });
+        let stats = loader.stats();
+        eprintln!("{name}: {stats:?}");
+    }
+    // The gather alone, against the memcpy baseline: each batch is touched, not summed.
+    let mut loader = Loader::builder(&file)
+        .with_token_budget(4096)
+        .with_shuffle(7)
+        .build()
+        .expect("loader");
+    g.bench_function("loader shuffled, gather only", |b| {
+        b.iter(|| {
+            while let Some(batch) = loader.next_batch().expect("batch") {
+                black_box(batch.data().num_rows());
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,334 @@
+//! Copying the samples of a shuffled batch into one reused buffer.
+//!
+//! A gathered batch lives in a single 64-byte-aligned buffer: for each column, each level's
+//! rebased offsets, then the values, every part starting on a 64-byte boundary:
+//!
+//! ```text
+//! | col 0 level 0 offsets | col 0 level 1 offsets | col 0 values ……… | col 1 values | pad
+//! ```
+//!
+//! The buffers come from a small pool: a buffer whose batch has been dropped (the pool then
+//! holds the only reference) is taken back and refilled in place, so once the pool holds
+//! buffers as large as the largest batch, gathering allocates no data buffer.
+
+use arrow_array::{ArrayRef, make_array};
+use arrow_buffer::{Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer, bit_util};
+use arrow_data::ArrayData;
+
+use crate::dataset::{Column, Dataset};
+use crate::error::{Error, Result};
+use crate::lod::{LevelOffsets, Lod, OffsetWidth};
+use crate::tensor::LodTensor;
+use crate::values::{DType, Values};
+
+const ALIGN: usize = 64;
+
+fn align(n: usize) -> usize {
+    n.div_ceil(ALIGN) * ALIGN
+}
+
+/// One column of one record batch of the file, ready for copying from.
+#[derive(Debug)]
+pub(crate) struct Source {
+    /// Level 0 is exactly the record batch's rows; deeper levels as stored.
+    levels: Vec<LevelOffsets>,
+    /// The whole items buffer.
+    items: Buffer,
+    /// Where item 0 is in `items` (in items, bits for booleans).
+    item_offset: usize,
+}
+
+impl Source {
+    pub(crate) fn new(tensor: &LodTensor) -> Self {
+        let data = tensor.values().items().to_data();
+        Source {
+            levels: tensor.lod().levels().to_vec(),
+            items: data.buffers()[0].clone(),
+            item_offset: data.offset(),
+        }
+    }
+
+    /// The entries of level `level` (or the elements, for `level == num_levels`) under
+    /// rows `rows`.
+    fn range(&self, rows: (usize, usize), level: usize) -> (usize, usize) {
+        self.levels[..level]
+            .iter()
+            .fold(rows, |(s, e), o| (o.get(s), o.get(e)))
+    }
+}
+
+/// What every record batch of a column shares.
+#[derive(Debug)]
+pub(crate) struct ColumnInfo {
+    pub name: String,
+    pub level_names: Vec<String>,
+    pub dtype: DType,
+    pub element_shape: Vec<usize>,
+    pub element_size: usize,
+    pub widths: Vec<OffsetWidth>,
+}
+
+impl ColumnInfo {
+    pub(crate) fn new(column: &Column) -> Self {
+        let t = column.tensor();
+        ColumnInfo {
+            name: column.name().to_owned(),
+            level_names: column.level_names().to_vec(),
+            dtype: t.dtype(),
+            element_shape: t.element_shape().to_vec(),
+            element_size: t.values().element_size(),
+            widths: t.lod().levels().iter().map(LevelOffsets::width).collect(),
+        }
+    }
+}
+
+/// Counters of the gathering buffers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GatherStats {
+    /// Batches gathered (copied).
+    pub gathered: u64,
+    /// Batches returned as views of the mapping.
+    pub views: u64,
+    /// Buffers allocated because none in the pool was free.
+    pub allocations: u64,
+    /// Free buffers that had to grow for a larger batch.
+    pub growths: u64,
+    /// Bytes copied into gathered batches (values and offsets).
+    pub bytes_copied: u64,
+}
+
+/// Reused buffers and scratch space for gathering.
+#[derive(Debug, Default)]
+pub(crate) struct Gatherer {
+    pool: Vec<Buffer>,
+    /// `(record batch, first row, end row)` runs of the batch being gathered.
+    runs: Vec<(usize, usize, usize)>,
+    /// `(byte position, count)` of each part of the buffer being filled.
+    parts: Vec<(usize, usize)>,
+    pub stats: GatherStats,
+}
+
+/// Buffers kept for reuse; more than this in flight and the extra ones are freed.
+const POOL_SLOTS: usize = 8;
+
+impl Gatherer {
+    /// A free buffer of at least `capacity` bytes, from the pool if one is free.
+    fn take(&mut self, capacity: usize) -> MutableBuffer {
+        if let Some(i) = self.pool.iter().position(|b| b.strong_count() == 1) {
+            match self.pool.swap_remove(i).into_mutable() {
+                Ok(mut m) => {
+                    m.clear();
+                    if m.capacity() < capacity {
+                        self.stats.growths += 1;
+                        m.reserve(capacity);
+                    }
+                    return m;
+                }
+                Err(b) => self.pool.push(b),
+            }
+        }
+        self.stats.allocations += 1;
+        MutableBuffer::with_capacity(capacity)
+    }
+
+    fn keep(&mut self, buffer: &Buffer) {
+        if self.pool.len() == POOL_SLOTS {
+            self.pool.remove(0);
+        }
+        self.pool.push(buffer.clone());
+    }
+
+    /// Copies the rows `samples` (global) of every column into one buffer and returns
+    /// them as a dataset.
+    pub(crate) fn gather(
+        &mut self,
+        samples: &[usize],
+        row_starts: &[usize],
+        sources: &[Vec<Source>],
+        columns: &[ColumnInfo],
+    ) -> Result<Dataset> {
+        // Consecutive rows of one record batch become one run.
+        self.runs.clear();
+        for &row in samples {
+            let b = row_starts.partition_point(|&s| s <= row) - 1;
+            let local = row - row_starts[b];
+            match self.runs.last_mut() {
+                Some((rb, _, end)) if *rb == b && *end == local => *end += 1,
+                _ => self.runs.push((b, local, local + 1)),
+            }
+        }
+        // Sizes first, so the buffer is reserved once.
+        let mut total = 0;
+        for (c, info) in columns.iter().enumerate() {
+            for (level, width) in info.widths.iter().enumerate() {
+                let entries: usize = self
+                    .runs
+                    .iter()
+                    .map(|&(b, lo, hi)| {
+                        let (s, e) = sources[b][c].range((lo, hi), level);
+                        e - s
+                    })
+                    .sum();
+                total += align((entries + 1) * offset_bytes(*width));
+            }
+            let items = self.elements(sources, c, info.widths.len()) * info.element_size;
+            total += align(item_bytes(info.dtype, items));
+        }
+        let mut out = self.take(total);
+        let mut parts = std::mem::take(&mut self.parts);
+        parts.clear();
+        for (c, info) in columns.iter().enumerate() {
+            for (level, &width) in info.widths.iter().enumerate() {
+                let at = out.len();
+                push_offset(&mut out, width, 0, level, 0)?;
+                let mut cur = 0usize;
+                let mut count = 1;
+                for &(b, lo, hi) in &self.runs {
+                    let src = &sources[b][c];
+                    let (s, e) = src.range((lo, hi), level);
+                    let o = &src.levels[level];
+                    let mut prev = o.get(s);
+                    for j in s..e {
+                        let next = o.get(j + 1);
+                        cur += next - prev;
+                        prev = next;
+                        push_offset(&mut out, width, cur, level, count)?;
+                        count += 1;
+                    }
+                }
+                parts.push((at, count));
+                pad_to_alignment(&mut out);
+            }
+            let at = out.len();
+            let levels = info.widths.len();
+            let items = self.elements(sources, c, levels) * info.element_size;
+            match info.dtype.byte_width() {
+                Some(w) => {
+                    for &(b, lo, hi) in &self.runs {
+                        let src = &sources[b][c];
+                        let (s, e) = src.range((lo, hi), levels);
+                        let first = (src.item_offset + s * info.element_size) * w;
+                        let len = (e - s) * info.element_size * w;
+                        out.extend_from_slice(&src.items.as_slice()[first..first + len]);
+                    }
+                }
+                None => {
+                    out.extend_zeros(items.div_ceil(8));
+                    let bits = &mut out.as_slice_mut()[at..];
+                    let mut i = 0;
+                    for &(b, lo, hi) in &self.runs {
+                        let src = &sources[b][c];
+                        let (s, e) = src.range((lo, hi), levels);
+                        let from = src.items.as_slice();
+                        for k in s * info.element_size..e * info.element_size {
+                            if bit_util::get_bit(from, src.item_offset + k) {
+                                bit_util::set_bit(bits, i);
+                            }
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            parts.push((at, items));
+            pad_to_alignment(&mut out);
+        }
+        debug_assert_eq!(out.len(), total);
+        self.stats.bytes_copied += out.len() as u64;
+        self.stats.gathered += 1;
+        let buffer: Buffer = out.into();
+        self.keep(&buffer);
+
+        let mut part = parts.iter().copied();
+        let mut built = Vec::with_capacity(columns.len());
+        for info in columns {
+            let mut levels = Vec::with_capacity(info.widths.len());
+            for &width in &info.widths {
+                let (at, count) = part.next().expect("one part per level");
+                levels.push(match width {
+                    // SAFETY: the offsets were written from 0 by adding non-negative lengths,
+                    // so they never decrease.
+                    OffsetWidth::I32 => LevelOffsets::I32(unsafe {
+                        OffsetBuffer::new_unchecked(ScalarBuffer::new(
+                            buffer.clone(),
+                            at / 4,
+                            count,
+                        ))
+                    }),
+                    // SAFETY: as above.
+                    OffsetWidth::I64 => LevelOffsets::I64(unsafe {
+                        OffsetBuffer::new_unchecked(ScalarBuffer::new(
+                            buffer.clone(),
+                            at / 8,
+                            count,
+                        ))
+                    }),
+                });
+            }
+            let (at, items) = part.next().expect("one part per column's values");
+            let bytes = item_bytes(info.dtype, items);
+            let data = ArrayData::builder(info.dtype.arrow_type())
+                .len(items)
+                .add_buffer(buffer.slice_with_length(at, bytes))
+                .build()?;
+            let array: ArrayRef = make_array(data);
+            let values = Values::try_new(array, info.element_shape.clone())?;
+            let tensor = LodTensor::try_new(Lod::try_new(levels)?, values)?;
+            built.push(
+                Column::new(info.name.clone(), tensor)
+                    .with_level_names(info.level_names.iter().cloned())?,
+            );
+        }
+        self.parts = parts;
+        Dataset::try_new(built)
+    }
+
+    /// The elements of column `c` under the current runs.
+    fn elements(&self, sources: &[Vec<Source>], c: usize, levels: usize) -> usize {
+        self.runs
+            .iter()
+            .map(|&(b, lo, hi)| {
+                let (s, e) = sources[b][c].range((lo, hi), levels);
+                e - s
+            })
+            .sum()
+    }
+}
+
+fn offset_bytes(width: OffsetWidth) -> usize {
+    match width {
+        OffsetWidth::I32 => 4,
+        OffsetWidth::I64 => 8,
+    }
+}
+
+fn item_bytes(dtype: DType, items: usize) -> usize {
+    match dtype.byte_width() {
+        Some(w) => items * w,
+        None => items.div_ceil(8),
+    }
+}
+
+fn pad_to_alignment(out: &mut MutableBuffer) {
+    let len = out.len();
+    out.extend_zeros(align(len) - len);
+}
+
+fn push_offset(
+    out: &mut MutableBuffer,
+    width: OffsetWidth,
+    value: usize,
+    level: usize,
+    index: usize,
+) -> Result<()> {
+    let overflow = || Error::OffsetOverflow {
+        level,
+        index,
+        value: value as u128,
+        width: width.name(),
+    };
+    match width {
+        OffsetWidth::I32 => out.push(i32::try_from(value).map_err(|_| overflow())?),
+        OffsetWidth::I64 => out.push(i64::try_from(value).map_err(|_| overflow())?),
+    }
+    Ok(())
+}

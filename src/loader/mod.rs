@@ -1,0 +1,681 @@
+//! Mini-batches for a training loop, streamed from a memory-mapped dataset file.
+//!
+//! A [`Loader`] turns the samples (rows) of a [`MappedDataset`] into batches, each a
+//! [`Dataset`] of every column, following a [`Plan`] made per epoch:
+//!
+//! - batches of a fixed number of samples, or of at most a token budget (the sum of one
+//!   column's level lengths per sample; a longer sample is a batch of its own and flagged,
+//!   never dropped), optionally dropping each bucket's last incomplete batch;
+//! - length buckets, so that samples of similar length share batches (the padding a padded
+//!   batch would carry is reported per batch and per plan);
+//! - a seeded shuffle per epoch, of samples or of contiguous chunks of samples, computed
+//!   with the crate's fixed SplitMix64 so that a seed and an epoch give the same order on
+//!   every machine;
+//! - `shard(rank, world_size)` for data-parallel training: contiguous, disjoint parts of
+//!   each epoch's order whose sizes differ by at most one sample;
+//! - a [`Position`] (epoch, batch) to save and restore, continuing with the exact next
+//!   batch.
+//!
+//! A batch whose samples are consecutive rows of one record batch of the file is a view
+//! into the mapping (no copy). Any other batch is gathered: copied once into a buffer taken
+//! from a small pool and reused once the batch it held has been dropped.
+//!
+//! # Example
+//! ```
+//! use lodtensor::loader::Loader;
+//! use lodtensor::io::ipc_reader::MappedDataset;
+//! use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+//! use lodtensor::synthetic::{Documents, SplitMix64};
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("docs.arrow");
+//! let docs = Documents { dim: 4, ..Documents::default() }.generate(&mut SplitMix64::new(1), 20)?;
+//! let mut writer = DatasetWriter::create(&path, WriteOptions::default())?;
+//! writer.write(&docs)?;
+//! writer.finish()?;
+//!
+//! let file = MappedDataset::open(&path)?;
+//! let mut loader = Loader::builder(&file)
+//!     .with_token_budget(4096)          // tokens: elements of the "tokens" column
+//!     .with_shuffle(7)
+//!     .shard(0, 2)
+//!     .build()?;
+//! let mut seen = 0;
+//! while let Some(batch) = loader.next_batch()? {
+//!     assert!(batch.tokens() <= 4096 || batch.is_oversize());
+//!     seen += batch.data().num_rows();
+//!     let saved = batch.next_position();   // store this to resume after the batch
+//!     let _ = saved.to_json();
+//! }
+//! assert_eq!(seen, 10);                    // half of the 20 documents
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod gather;
+mod plan;
+mod prefetch;
+
+use std::sync::Arc;
+
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::io::ipc_reader::MappedDataset;
+use crate::ops::{Padded, to_padded};
+use crate::values::{DType, Values};
+
+pub use gather::GatherStats;
+pub use plan::{BatchInfo, BatchSize, Plan, Shuffle};
+pub use prefetch::Prefetch;
+
+use gather::{ColumnInfo, Gatherer, Source};
+use plan::PlanConfig;
+
+/// Where a loader stands: the next batch it returns is batch `batch` of epoch `epoch`.
+///
+/// `fingerprint` ties the position to the options and data that made the plan, so that a
+/// position is never restored into a loader that would make other batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    /// The epoch.
+    pub epoch: u64,
+    /// The batch within the epoch.
+    pub batch: usize,
+    /// The loader's fingerprint (see [`Loader::fingerprint`]).
+    pub fingerprint: u64,
+}
+
+impl Position {
+    /// The position as JSON: `{"epoch": 3, "batch": 120, "fingerprint": "…"}` (the
+    /// fingerprint as a hex string, since JSON numbers lose 64-bit integers in some readers).
+    pub fn to_json(&self) -> String {
+        serde_json::json!({
+            "epoch": self.epoch,
+            "batch": self.batch,
+            "fingerprint": format!("{:016x}", self.fingerprint),
+        })
+        .to_string()
+    }
+
+    /// A position from [`Position::to_json`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidPosition`] for anything else.
+    pub fn from_json(json: &str) -> Result<Self> {
+        let bad = |reason: String| Error::InvalidPosition {
+            json: json.to_owned(),
+            reason,
+        };
+        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
+        let epoch = v["epoch"]
+            .as_u64()
+            .ok_or_else(|| bad("\"epoch\" is not an unsigned integer".to_owned()))?;
+        let batch = v["batch"]
+            .as_u64()
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or_else(|| bad("\"batch\" is not an unsigned integer".to_owned()))?;
+        let fingerprint = v["fingerprint"]
+            .as_str()
+            .and_then(|s| u64::from_str_radix(s, 16).ok())
+            .ok_or_else(|| bad("\"fingerprint\" is not a hex string".to_owned()))?;
+        Ok(Position {
+            epoch,
+            batch,
+            fingerprint,
+        })
+    }
+}
+
+/// Options of a [`Loader`]; see [`Loader::builder`].
+#[derive(Debug)]
+pub struct LoaderBuilder<'a> {
+    file: &'a MappedDataset,
+    config: PlanConfig,
+    length: Option<(String, usize)>,
+    quantiles: Option<usize>,
+}
+
+impl<'a> LoaderBuilder<'a> {
+    /// Batches of `samples` samples (the default is 32).
+    pub fn with_batch_size(mut self, samples: usize) -> Self {
+        self.config.batch = BatchSize::Samples(samples);
+        self
+    }
+
+    /// Batches of at most `tokens` tokens, a token being one unit of the length column
+    /// (see [`LoaderBuilder::with_length_column`]).
+    pub fn with_token_budget(mut self, tokens: usize) -> Self {
+        self.config.batch = BatchSize::Tokens(tokens);
+        self
+    }
+
+    /// The length of a sample: the sum of the lengths of `level` of column `column` under
+    /// it (for the last level: its elements). The default is the last level of the first
+    /// column that has levels, or 1 per sample when none has.
+    pub fn with_length_column(mut self, column: impl Into<String>, level: usize) -> Self {
+        self.length = Some((column.into(), level));
+        self
+    }
+
+    /// Leaves out the last batch of each bucket when it is incomplete: fewer samples than
+    /// the batch size, or (with a token budget) not closed by a sample that did not fit.
+    pub fn with_drop_last(mut self, drop_last: bool) -> Self {
+        self.config.drop_last = drop_last;
+        self
+    }
+
+    /// Shuffles the samples each epoch with `seed`.
+    pub fn with_shuffle(mut self, seed: u64) -> Self {
+        self.config.shuffle = Shuffle::Samples { seed };
+        self
+    }
+
+    /// Shuffles runs of up to `rows` consecutive samples each epoch with `seed`, keeping
+    /// each run in file order, so most batches stay views of the mapping.
+    pub fn with_chunk_shuffle(mut self, seed: u64, rows: usize) -> Self {
+        self.config.shuffle = Shuffle::Chunks { seed, rows };
+        self
+    }
+
+    /// Length buckets by inclusive upper bounds (`[64, 256, 1024]`: four buckets, the last
+    /// for longer samples). Batches hold samples of one bucket.
+    pub fn with_buckets(mut self, bounds: Vec<usize>) -> Self {
+        self.config.buckets = bounds;
+        self.quantiles = None;
+        self
+    }
+
+    /// `n` length buckets with about as many samples each (bounds at the length quantiles).
+    pub fn with_quantile_buckets(mut self, n: usize) -> Self {
+        self.quantiles = Some(n);
+        self
+    }
+
+    /// Only part `rank` of `world_size` contiguous, near-equal parts of each epoch's order.
+    pub fn shard(mut self, rank: usize, world_size: usize) -> Self {
+        self.config.rank = rank;
+        self.config.world_size = world_size;
+        self
+    }
+
+    /// The loader, positioned at batch 0 of epoch 0.
+    ///
+    /// # Errors
+    /// [`Error::LoaderConfig`] for an option out of range; [`Error::NoSuchColumn`] or
+    /// [`Error::LevelOutOfBounds`] for a length column or level the file does not have.
+    pub fn build(self) -> Result<Loader> {
+        let LoaderBuilder {
+            file,
+            mut config,
+            length,
+            quantiles,
+        } = self;
+        let batches: Vec<Dataset> = file.batches().to_vec();
+        let mut row_starts = Vec::with_capacity(batches.len() + 1);
+        row_starts.push(0);
+        for b in &batches {
+            row_starts.push(row_starts.last().expect("starts with 0") + b.num_rows());
+        }
+        let columns: Vec<ColumnInfo> = match batches.first() {
+            Some(b) => b.columns().iter().map(ColumnInfo::new).collect(),
+            None => Vec::new(),
+        };
+        let length = match length {
+            Some((name, level)) => {
+                let Some(c) = columns.iter().position(|c| c.name == name) else {
+                    return Err(Error::NoSuchColumn(name));
+                };
+                let levels = columns[c].widths.len();
+                if level >= levels {
+                    return Err(Error::LevelOutOfBounds { level, levels });
+                }
+                Some((c, level))
+            }
+            None => columns
+                .iter()
+                .position(|c| !c.widths.is_empty())
+                .map(|c| (c, columns[c].widths.len() - 1)),
+        };
+        let sources: Vec<Vec<Source>> = batches
+            .iter()
+            .map(|b| {
+                b.columns()
+                    .iter()
+                    .map(|c| Source::new(c.tensor()))
+                    .collect()
+            })
+            .collect();
+        let mut lengths = Vec::with_capacity(file.num_rows());
+        for b in &batches {
+            match length {
+                Some((c, level)) => {
+                    let t = b.columns()[c].tensor();
+                    let lod = t.lod();
+                    for row in 0..b.num_rows() {
+                        let (s, e) = lod.levels()[..=level]
+                            .iter()
+                            .fold((row, row + 1), |(s, e), o| (o.get(s), o.get(e)));
+                        lengths.push(e - s);
+                    }
+                }
+                None => lengths.extend(std::iter::repeat_n(1, b.num_rows())),
+            }
+        }
+        if let Some(n) = quantiles {
+            if n == 0 {
+                return Err(Error::LoaderConfig {
+                    option: "quantile buckets",
+                    reason: "need at least 1 bucket".to_owned(),
+                });
+            }
+            let mut sorted = lengths.clone();
+            sorted.sort_unstable();
+            let mut bounds: Vec<usize> = (1..n)
+                .filter_map(|q| {
+                    // The longest length of the lower q/n of the samples.
+                    let i = q * sorted.len() / n;
+                    i.checked_sub(1).and_then(|i| sorted.get(i)).copied()
+                })
+                .collect();
+            bounds.dedup();
+            config.buckets = bounds;
+        }
+        config.validate()?;
+        let fingerprint = config.fingerprint(&lengths);
+        Ok(Loader {
+            batches,
+            row_starts,
+            sources,
+            columns,
+            lengths,
+            config,
+            fingerprint,
+            plan: None,
+            position: (0, 0),
+            gatherer: Gatherer::default(),
+        })
+    }
+}
+
+/// Streams the batches of a [`MappedDataset`]; see the [module docs](self).
+///
+/// A loader holds views of the file's record batches (not the file itself), so it owns
+/// everything it needs, is `Send`, and can run on a prefetch thread ([`Loader::prefetch`]).
+#[derive(Debug)]
+pub struct Loader {
+    batches: Vec<Dataset>,
+    row_starts: Vec<usize>,
+    sources: Vec<Vec<Source>>,
+    columns: Vec<ColumnInfo>,
+    lengths: Vec<usize>,
+    config: PlanConfig,
+    fingerprint: u64,
+    plan: Option<Arc<Plan>>,
+    /// (epoch, batch) of the next batch.
+    position: (u64, usize),
+    gatherer: Gatherer,
+}
+
+impl Loader {
+    /// Options for a loader over `file`: batches of 32 samples in file order, one shard.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
+    /// # use arrow_array::types::Float32Type;
+    /// use lodtensor::loader::Loader;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// let file = MappedDataset::open(&path)?;
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// let first = loader.next_batch()?.expect("three batches");
+    /// assert!(first.is_view());                       // rows 0..2: no copy
+    /// assert_eq!(first.to_padded("x", 0)?.shape, vec![2, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(file: &MappedDataset) -> LoaderBuilder<'_> {
+        LoaderBuilder {
+            file,
+            config: PlanConfig {
+                batch: BatchSize::Samples(32),
+                drop_last: false,
+                shuffle: Shuffle::None,
+                buckets: Vec::new(),
+                rank: 0,
+                world_size: 1,
+            },
+            length: None,
+            quantiles: None,
+        }
+    }
+
+    /// The plan of `epoch` (cached for the epoch being read, else computed in O(samples)).
+    pub fn plan(&self, epoch: u64) -> Arc<Plan> {
+        match &self.plan {
+            Some(p) if p.epoch() == epoch => p.clone(),
+            _ => Arc::new(Plan::build(
+                &self.config,
+                &self.lengths,
+                &self.row_starts,
+                epoch,
+            )),
+        }
+    }
+
+    fn current_plan(&mut self) -> Arc<Plan> {
+        let epoch = self.position.0;
+        match &self.plan {
+            Some(p) if p.epoch() == epoch => p.clone(),
+            _ => {
+                let p = Arc::new(Plan::build(
+                    &self.config,
+                    &self.lengths,
+                    &self.row_starts,
+                    epoch,
+                ));
+                self.plan = Some(p.clone());
+                p
+            }
+        }
+    }
+
+    /// The length of each sample of the file, as used for budgets and buckets.
+    pub fn lengths(&self) -> &[usize] {
+        &self.lengths
+    }
+
+    /// The length bucket bounds in use.
+    pub fn buckets(&self) -> &[usize] {
+        &self.config.buckets
+    }
+
+    /// A portable hash of the options and the sample lengths.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// The position of the next batch.
+    pub fn position(&self) -> Position {
+        Position {
+            epoch: self.position.0,
+            batch: self.position.1,
+            fingerprint: self.fingerprint,
+        }
+    }
+
+    /// Continues from `position`: the next batch is batch `position.batch` of epoch
+    /// `position.epoch`.
+    ///
+    /// # Errors
+    /// [`Error::PositionMismatch`] when the position was saved by a loader with other options
+    /// or data; [`Error::BatchOutOfRange`] when the epoch has fewer batches.
+    pub fn seek(&mut self, position: Position) -> Result<()> {
+        if position.fingerprint != self.fingerprint {
+            return Err(Error::PositionMismatch {
+                expected: self.fingerprint,
+                found: position.fingerprint,
+            });
+        }
+        let old = self.position;
+        self.position = (position.epoch, 0);
+        let batches = self.current_plan().len();
+        if position.batch > batches {
+            self.position = old;
+            return Err(Error::BatchOutOfRange {
+                epoch: position.epoch,
+                batch: position.batch,
+                batches,
+            });
+        }
+        self.position = (position.epoch, position.batch);
+        Ok(())
+    }
+
+    /// Starts epoch `epoch` from its first batch.
+    pub fn set_epoch(&mut self, epoch: u64) {
+        self.position = (epoch, 0);
+    }
+
+    /// The next batch of the current epoch; `None` at its end, after which the loader is at
+    /// the start of the next epoch.
+    ///
+    /// # Errors
+    /// [`Error::OffsetOverflow`] when a gathered batch's offsets do not fit the column's
+    /// offset width; Arrow errors building the gathered arrays.
+    pub fn next_batch(&mut self) -> Result<Option<Batch>> {
+        let plan = self.current_plan();
+        let (epoch, index) = self.position;
+        let Some(samples) = plan.batch(index) else {
+            self.position = (epoch + 1, 0);
+            return Ok(None);
+        };
+        let (data, view) = self.load(samples)?;
+        self.position = (epoch, index + 1);
+        Ok(Some(Batch {
+            data,
+            view,
+            plan,
+            index,
+            fingerprint: self.fingerprint,
+        }))
+    }
+
+    /// The rows `samples` of every column: a view when they are consecutive rows of one
+    /// record batch, else gathered.
+    fn load(&mut self, samples: &[usize]) -> Result<(Dataset, bool)> {
+        if let (Some(&first), Some(&last)) = (samples.first(), samples.last()) {
+            let b = self.row_starts.partition_point(|&s| s <= first) - 1;
+            let contiguous = last >= first
+                && last - first + 1 == samples.len()
+                && last < self.row_starts[b + 1]
+                && samples.windows(2).all(|w| w[1] == w[0] + 1);
+            if contiguous {
+                let start = self.row_starts[b];
+                self.gatherer.stats.views += 1;
+                return Ok((
+                    self.batches[b].slice_rows(first - start..last + 1 - start)?,
+                    true,
+                ));
+            }
+        }
+        let data = self
+            .gatherer
+            .gather(samples, &self.row_starts, &self.sources, &self.columns)?;
+        Ok((data, false))
+    }
+
+    /// Counters of views, gathers, buffer allocations and bytes copied so far.
+    pub fn stats(&self) -> GatherStats {
+        self.gatherer.stats
+    }
+
+    /// Moves the loader to a thread that reads the rest of the current epoch ahead, at most
+    /// `depth` batches ahead (a bounded queue); see [`Prefetch`].
+    pub fn prefetch(self, depth: usize) -> Prefetch {
+        Prefetch::start(self, depth)
+    }
+}
+
+/// One batch: a dataset of every column for the batch's samples, and where it stands.
+#[derive(Clone, Debug)]
+pub struct Batch {
+    data: Dataset,
+    view: bool,
+    plan: Arc<Plan>,
+    index: usize,
+    fingerprint: u64,
+}
+
+impl Batch {
+    /// The batch's columns.
+    pub fn data(&self) -> &Dataset {
+        &self.data
+    }
+
+    /// The dataset, dropping the rest.
+    pub fn into_dataset(self) -> Dataset {
+        self.data
+    }
+
+    /// Whether the batch is a view into the mapping (else it was gathered, copied once).
+    pub fn is_view(&self) -> bool {
+        self.view
+    }
+
+    /// The samples (global row numbers of the file), in batch order.
+    pub fn samples(&self) -> &[usize] {
+        self.plan
+            .batch(self.index)
+            .expect("the batch is in its plan")
+    }
+
+    fn info(&self) -> &BatchInfo {
+        &self.plan.infos()[self.index]
+    }
+
+    /// The sum of the samples' lengths.
+    pub fn tokens(&self) -> usize {
+        self.info().tokens
+    }
+
+    /// The longest sample's length.
+    pub fn max_len(&self) -> usize {
+        self.info().max_len
+    }
+
+    /// Whether this is a single sample longer than the token budget.
+    pub fn is_oversize(&self) -> bool {
+        self.info().oversize
+    }
+
+    /// The share of padding were the samples padded to the longest, in `0..=1`.
+    pub fn padding_ratio(&self) -> f64 {
+        self.info().padding_ratio()
+    }
+
+    /// This batch's position.
+    pub fn position(&self) -> Position {
+        Position {
+            epoch: self.plan.epoch(),
+            batch: self.index,
+            fingerprint: self.fingerprint,
+        }
+    }
+
+    /// The position after this batch: save it once the batch is trained on, restore it with
+    /// [`Loader::seek`] to continue with the next batch.
+    pub fn next_position(&self) -> Position {
+        Position {
+            batch: self.index + 1,
+            ..self.position()
+        }
+    }
+
+    /// A zero-padded copy of level `level` of column `column`: the sequences of that level
+    /// as rows `[rows, max_len, D…]`, with lengths and mask ([`crate::ops::to_padded`]).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchColumn`]; as [`crate::ops::to_padded`] ([`Error::LevelOutOfBounds`]
+    /// for a 0-level column, which is dense already).
+    pub fn to_padded(&self, column: &str, level: usize) -> Result<Padded> {
+        let tensor = self.data.column(column)?;
+        to_padded(tensor, level, &zero(tensor.dtype())?, None)
+    }
+}
+
+/// One zero item (`false` for booleans) of `dtype`.
+fn zero(dtype: DType) -> Result<Values> {
+    let data = arrow_data::ArrayData::builder(dtype.arrow_type())
+        .len(1)
+        .add_buffer(arrow_buffer::Buffer::from_vec(vec![0u64]))
+        .build()?;
+    Values::try_new(arrow_array::make_array(data), vec![])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::dataset::Column;
+    use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
+    use crate::lod::{Lod, OffsetWidth};
+    use crate::tensor::LodTensor;
+    use crate::values::Values;
+    use arrow_array::BooleanArray;
+
+    /// Booleans under 32-bit offsets and 3-item elements: the bit and `i32` paths.
+    #[test]
+    fn gathers_booleans_and_i32_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.arrow");
+        let lengths = vec![vec![1, 3, 0, 2, 1], vec![2, 1, 1, 3, 2, 1, 1]];
+        let items: Vec<bool> = (0..11 * 3).map(|i| i % 3 == 0 || i % 5 == 0).collect();
+        let t = LodTensor::try_new(
+            Lod::try_from_lengths(&lengths).unwrap(),
+            Values::try_new(Arc::new(BooleanArray::from(items)), vec![3]).unwrap(),
+        )
+        .unwrap();
+        let ds = Dataset::try_new(vec![Column::new("flags", t)]).unwrap();
+        let options = WriteOptions::default()
+            .with_offset_width(OffsetWidth::I32)
+            .with_batch_bytes(1);
+        let mut w = DatasetWriter::create(&path, options).unwrap();
+        for row in 0..5 {
+            w.write(&ds.slice_rows(row..row + 1).unwrap()).unwrap();
+        }
+        w.finish().unwrap();
+        let file = MappedDataset::open(&path).unwrap();
+        let mut loader = Loader::builder(&file)
+            .with_batch_size(5)
+            .with_shuffle(1)
+            .build()
+            .unwrap();
+        let b = loader.next_batch().unwrap().unwrap();
+        assert!(!b.is_view());
+        let t = b.data().column("flags").unwrap();
+        assert!(
+            t.lod()
+                .levels()
+                .iter()
+                .all(|l| l.width() == OffsetWidth::I32)
+        );
+        for (k, &s) in b.samples().iter().enumerate() {
+            assert_eq!(
+                b.data().slice_rows(k..k + 1).unwrap(),
+                file.sample(s).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn zero_pads_every_dtype() {
+        for dtype in DType::ALL {
+            let z = zero(dtype).unwrap();
+            assert_eq!((z.dtype(), z.num_elements()), (dtype, 1));
+        }
+    }
+
+    #[test]
+    fn positions_round_trip_through_json() {
+        let p = Position {
+            epoch: 3,
+            batch: 120,
+            fingerprint: u64::MAX - 5,
+        };
+        assert_eq!(Position::from_json(&p.to_json()).unwrap(), p);
+        for bad in [
+            "{",
+            r#"{"epoch": -1, "batch": 0, "fingerprint": "0"}"#,
+            r#"{"epoch": 1, "fingerprint": "0"}"#,
+            r#"{"epoch": 1, "batch": 0, "fingerprint": 7}"#,
+        ] {
+            assert!(matches!(
+                Position::from_json(bad),
+                Err(Error::InvalidPosition { .. })
+            ));
+        }
+    }
+}

@@ -1,0 +1,526 @@
+//! The batch plan of one epoch: which samples, in which order, in which batches.
+//!
+//! A plan is a pure function of the per-sample lengths, the file's record-batch boundaries,
+//! the options and the epoch, so it is the same on every machine and every run:
+//!
+//! ```text
+//! 0..n ──order──▶ shuffled (samples or chunks) ──shard──▶ rank's part ──batch──▶ batches
+//!                 seed + epoch → SplitMix64          n·r/w .. n·(r+1)/w   per length bucket
+//! ```
+
+use std::ops::Range;
+
+use crate::error::{Error, Result};
+use crate::synthetic::SplitMix64;
+
+/// How samples are grouped into batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchSize {
+    /// A fixed number of samples per batch.
+    Samples(usize),
+    /// At most this many tokens (summed sample lengths) per batch; a sample longer than
+    /// the budget forms a batch of its own, flagged [`BatchInfo::oversize`].
+    Tokens(usize),
+}
+
+/// The order samples are visited in within an epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shuffle {
+    /// File order.
+    None,
+    /// A seeded permutation of all samples, new each epoch.
+    Samples {
+        /// The seed; the same seed and epoch give the same order everywhere.
+        seed: u64,
+    },
+    /// Runs of up to `rows` consecutive samples (never crossing a record batch of the file)
+    /// in a seeded order, each run kept in file order so reads stay contiguous.
+    Chunks {
+        /// The seed.
+        seed: u64,
+        /// Samples per run.
+        rows: usize,
+    },
+}
+
+/// Everything that decides a plan besides the lengths and the epoch.
+#[derive(Clone, Debug)]
+pub(crate) struct PlanConfig {
+    pub batch: BatchSize,
+    pub drop_last: bool,
+    pub shuffle: Shuffle,
+    /// Inclusive upper bounds of the length buckets, increasing; longer samples go to a
+    /// last bucket. Empty: one bucket.
+    pub buckets: Vec<usize>,
+    pub rank: usize,
+    pub world_size: usize,
+}
+
+impl PlanConfig {
+    /// Checks the options, naming the one that is wrong.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |option: &'static str, reason: &str| {
+            Err(Error::LoaderConfig {
+                option,
+                reason: reason.to_owned(),
+            })
+        };
+        match self.batch {
+            BatchSize::Samples(0) => return bad("batch size", "must be at least 1 sample"),
+            BatchSize::Tokens(0) => return bad("token budget", "must be at least 1 token"),
+            _ => {}
+        }
+        if let Shuffle::Chunks { rows: 0, .. } = self.shuffle {
+            return bad("chunk shuffle", "chunks must hold at least 1 sample");
+        }
+        if self.world_size == 0 {
+            return bad("shard", "world size must be at least 1");
+        }
+        if self.rank >= self.world_size {
+            return Err(Error::LoaderConfig {
+                option: "shard",
+                reason: format!(
+                    "rank {} is not below the world size {}",
+                    self.rank, self.world_size
+                ),
+            });
+        }
+        if let Some(i) = self.buckets.windows(2).position(|w| w[1] <= w[0]) {
+            return Err(Error::LoaderConfig {
+                option: "buckets",
+                reason: format!(
+                    "bounds must increase: {} at index {} follows {}",
+                    self.buckets[i + 1],
+                    i + 1,
+                    self.buckets[i]
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// A portable hash of the options and the data, stored in every [`super::Position`]
+    /// so that a position is only restored into a loader that makes the same plans.
+    pub fn fingerprint(&self, lengths: &[usize]) -> u64 {
+        let mut h = Hasher(0x6c6f_6474_656e_736f);
+        match self.batch {
+            BatchSize::Samples(n) => h.add(&[1, n as u64]),
+            BatchSize::Tokens(n) => h.add(&[2, n as u64]),
+        }
+        match self.shuffle {
+            Shuffle::None => h.add(&[0]),
+            Shuffle::Samples { seed } => h.add(&[1, seed]),
+            Shuffle::Chunks { seed, rows } => h.add(&[2, seed, rows as u64]),
+        }
+        h.add(&[
+            self.drop_last as u64,
+            self.rank as u64,
+            self.world_size as u64,
+            self.buckets.len() as u64,
+        ]);
+        for &b in &self.buckets {
+            h.add(&[b as u64]);
+        }
+        h.add(&[lengths.len() as u64]);
+        for &l in lengths {
+            h.add(&[l as u64]);
+        }
+        h.0
+    }
+}
+
+/// A small portable hash built on the SplitMix64 mixer.
+struct Hasher(u64);
+
+impl Hasher {
+    fn add(&mut self, words: &[u64]) {
+        for &w in words {
+            self.0 = SplitMix64::new(self.0 ^ w).next_u64();
+        }
+    }
+}
+
+/// The generator of epoch `epoch` under `seed` (fixed forever: plans depend on it).
+pub(crate) fn epoch_rng(seed: u64, epoch: u64) -> SplitMix64 {
+    let mut mixer = SplitMix64::new(seed);
+    let base = mixer.next_u64();
+    SplitMix64::new(base ^ epoch.wrapping_mul(0xd1b5_4a32_d192_ed03))
+}
+
+/// A uniform integer in `0..n` (`n >= 1`), by multiply-shift (Lemire), portable.
+fn below(rng: &mut SplitMix64, n: usize) -> usize {
+    ((u128::from(rng.next_u64()) * n as u128) >> 64) as usize
+}
+
+/// Fisher–Yates, from the back.
+fn shuffle<T>(rng: &mut SplitMix64, items: &mut [T]) {
+    for i in (1..items.len()).rev() {
+        items.swap(i, below(rng, i + 1));
+    }
+}
+
+/// One batch of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchInfo {
+    /// Where the batch's samples start in [`Plan::samples`].
+    pub start: usize,
+    /// Where they end.
+    pub end: usize,
+    /// The sum of the samples' lengths.
+    pub tokens: usize,
+    /// The longest sample's length.
+    pub max_len: usize,
+    /// A single sample over the token budget, alone in its batch.
+    pub oversize: bool,
+}
+
+impl BatchInfo {
+    /// The number of samples.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether the batch has no samples (never, in a plan).
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// The share of a padded `[samples, max_len]` batch that would be padding, in `0..=1`.
+    pub fn padding_ratio(&self) -> f64 {
+        let padded = self.len() * self.max_len;
+        if padded == 0 {
+            0.0
+        } else {
+            1.0 - self.tokens as f64 / padded as f64
+        }
+    }
+}
+
+/// The batches of one epoch for one shard.
+///
+/// # Example
+/// ```
+/// use lodtensor::loader::{Loader, Plan};
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
+/// # use arrow_array::types::Float32Type;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![0.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// let file = MappedDataset::open(&path)?;
+/// let loader = Loader::builder(&file).with_batch_size(2).build()?;
+/// let plan: std::sync::Arc<Plan> = loader.plan(0);
+/// assert_eq!(plan.batches().collect::<Vec<_>>(), vec![&[0, 1][..], &[2, 3], &[4]]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    epoch: u64,
+    samples: Vec<usize>,
+    infos: Vec<BatchInfo>,
+    dropped: usize,
+}
+
+impl Plan {
+    /// Makes the plan of `epoch`. `lengths` has one entry per sample of the file;
+    /// `row_starts` the first row of every record batch, closed by the number of rows.
+    pub(crate) fn build(
+        config: &PlanConfig,
+        lengths: &[usize],
+        row_starts: &[usize],
+        epoch: u64,
+    ) -> Plan {
+        let n = lengths.len();
+        let mut order: Vec<usize> = match config.shuffle {
+            Shuffle::None => (0..n).collect(),
+            Shuffle::Samples { seed } => {
+                let mut order: Vec<usize> = (0..n).collect();
+                shuffle(&mut epoch_rng(seed, epoch), &mut order);
+                order
+            }
+            Shuffle::Chunks { seed, rows } => {
+                let mut chunks: Vec<Range<usize>> = Vec::new();
+                for w in row_starts.windows(2) {
+                    let mut start = w[0];
+                    while start < w[1] {
+                        let end = (start + rows).min(w[1]);
+                        chunks.push(start..end);
+                        start = end;
+                    }
+                }
+                shuffle(&mut epoch_rng(seed, epoch), &mut chunks);
+                chunks.into_iter().flatten().collect()
+            }
+        };
+        // The rank's contiguous part: sizes differ by at most one.
+        let (r, w) = (config.rank, config.world_size);
+        let part = n * r / w..n * (r + 1) / w;
+        order.truncate(part.end);
+        order.drain(..part.start);
+
+        let buckets = config.buckets.len() + 1;
+        let mut pending: Vec<Vec<usize>> = vec![Vec::new(); buckets];
+        let mut pending_tokens = vec![0usize; buckets];
+        let mut plan = Plan {
+            epoch,
+            samples: Vec::with_capacity(order.len()),
+            infos: Vec::new(),
+            dropped: 0,
+        };
+        for &s in &order {
+            let len = lengths[s];
+            let b = config.buckets.partition_point(|&bound| bound < len);
+            match config.batch {
+                BatchSize::Samples(size) => {
+                    pending[b].push(s);
+                    if pending[b].len() == size {
+                        plan.close(&mut pending[b], lengths, false);
+                    }
+                }
+                BatchSize::Tokens(budget) => {
+                    if len > budget {
+                        plan.close(&mut vec![s], lengths, true);
+                        continue;
+                    }
+                    if pending_tokens[b] + len > budget {
+                        plan.close(&mut pending[b], lengths, false);
+                        pending_tokens[b] = 0;
+                    }
+                    pending[b].push(s);
+                    pending_tokens[b] += len;
+                }
+            }
+        }
+        for p in &mut pending {
+            if p.is_empty() {
+                continue;
+            }
+            if config.drop_last {
+                plan.dropped += p.len();
+            } else {
+                plan.close(p, lengths, false);
+            }
+        }
+        plan
+    }
+
+    /// Appends `samples` as one batch and empties it.
+    fn close(&mut self, samples: &mut Vec<usize>, lengths: &[usize], oversize: bool) {
+        let start = self.samples.len();
+        let (mut tokens, mut max_len) = (0, 0);
+        for &s in samples.iter() {
+            tokens += lengths[s];
+            max_len = max_len.max(lengths[s]);
+        }
+        self.samples.append(samples);
+        self.infos.push(BatchInfo {
+            start,
+            end: self.samples.len(),
+            tokens,
+            max_len,
+            oversize,
+        });
+    }
+
+    /// The epoch this plan is for.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The number of batches.
+    pub fn len(&self) -> usize {
+        self.infos.len()
+    }
+
+    /// Whether the plan has no batches.
+    pub fn is_empty(&self) -> bool {
+        self.infos.is_empty()
+    }
+
+    /// Every sample of every batch, batch after batch (global row numbers of the file).
+    pub fn samples(&self) -> &[usize] {
+        &self.samples
+    }
+
+    /// The samples of batch `index`.
+    pub fn batch(&self, index: usize) -> Option<&[usize]> {
+        self.infos.get(index).map(|i| &self.samples[i.start..i.end])
+    }
+
+    /// The samples of each batch, in order.
+    pub fn batches(&self) -> impl Iterator<Item = &[usize]> + '_ {
+        self.infos.iter().map(|i| &self.samples[i.start..i.end])
+    }
+
+    /// Sizes, tokens and padding of each batch.
+    pub fn infos(&self) -> &[BatchInfo] {
+        &self.infos
+    }
+
+    /// Samples of this shard left out by `drop_last` (0 without it).
+    pub fn dropped(&self) -> usize {
+        self.dropped
+    }
+
+    /// Batches that are a single sample over the token budget.
+    pub fn oversize(&self) -> usize {
+        self.infos.iter().filter(|i| i.oversize).count()
+    }
+
+    /// The share of padding over all batches, were each padded to its longest sample.
+    pub fn padding_ratio(&self) -> f64 {
+        let (tokens, padded) = self.infos.iter().fold((0usize, 0usize), |(t, p), i| {
+            (t + i.tokens, p + i.len() * i.max_len)
+        });
+        if padded == 0 {
+            0.0
+        } else {
+            1.0 - tokens as f64 / padded as f64
+        }
+    }
+
+    /// The plan as JSON: `{"epoch": e, "batches": [[row, …], …]}`, for other languages
+    /// reading the same file.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({
+            "epoch": self.epoch,
+            "batches": self.batches().collect::<Vec<_>>(),
+        })
+        .to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(batch: BatchSize) -> PlanConfig {
+        PlanConfig {
+            batch,
+            drop_last: false,
+            shuffle: Shuffle::None,
+            buckets: Vec::new(),
+            rank: 0,
+            world_size: 1,
+        }
+    }
+
+    fn sorted(plan: &Plan) -> Vec<usize> {
+        let mut s = plan.samples().to_vec();
+        s.sort_unstable();
+        s
+    }
+
+    #[test]
+    fn fixed_sizes_in_order() {
+        let lengths = [1; 7];
+        let plan = Plan::build(&config(BatchSize::Samples(3)), &lengths, &[0, 7], 0);
+        assert_eq!(
+            plan.batches().collect::<Vec<_>>(),
+            vec![&[0, 1, 2][..], &[3, 4, 5], &[6]]
+        );
+        let mut c = config(BatchSize::Samples(3));
+        c.drop_last = true;
+        let plan = Plan::build(&c, &lengths, &[0, 7], 0);
+        assert_eq!((plan.len(), plan.dropped()), (2, 1));
+    }
+
+    #[test]
+    fn token_budgets_and_oversize() {
+        let lengths = [3, 4, 2, 9, 1, 5];
+        let plan = Plan::build(&config(BatchSize::Tokens(7)), &lengths, &[0, 6], 0);
+        assert_eq!(
+            plan.batches().collect::<Vec<_>>(),
+            vec![&[0, 1][..], &[3], &[2, 4], &[5]]
+        );
+        assert_eq!(plan.oversize(), 1);
+        assert!(plan.infos()[1].oversize);
+        assert_eq!(plan.infos()[0].tokens, 7);
+    }
+
+    #[test]
+    fn buckets_group_similar_lengths() {
+        let lengths = [1, 10, 2, 11, 3, 12];
+        let mut c = config(BatchSize::Samples(3));
+        c.buckets = vec![5];
+        let plan = Plan::build(&c, &lengths, &[0, 6], 0);
+        assert_eq!(
+            plan.batches().collect::<Vec<_>>(),
+            vec![&[0, 2, 4][..], &[1, 3, 5]]
+        );
+        assert!(plan.padding_ratio() < 0.5);
+        let unbucketed = Plan::build(&config(BatchSize::Samples(3)), &lengths, &[0, 6], 0);
+        assert!(unbucketed.padding_ratio() > plan.padding_ratio());
+    }
+
+    #[test]
+    fn shuffles_are_permutations_and_seeded() {
+        let lengths = [1; 100];
+        let mut c = config(BatchSize::Samples(8));
+        c.shuffle = Shuffle::Samples { seed: 42 };
+        let a = Plan::build(&c, &lengths, &[0, 100], 3);
+        assert_eq!(sorted(&a), (0..100).collect::<Vec<_>>());
+        assert_eq!(a, Plan::build(&c, &lengths, &[0, 100], 3));
+        assert_ne!(
+            a.samples(),
+            Plan::build(&c, &lengths, &[0, 100], 4).samples()
+        );
+        // Fixed forever: the first samples of seed 42, epoch 3.
+        assert_eq!(&a.samples()[..4], GOLDEN);
+        c.shuffle = Shuffle::Chunks { seed: 42, rows: 10 };
+        let chunks = Plan::build(&c, &lengths, &[0, 35, 100], 0);
+        assert_eq!(sorted(&chunks), (0..100).collect::<Vec<_>>());
+        // Every run starts at a chunk start: chunks of 10 from 0 and from 35.
+        let starts: Vec<usize> = (0..35).step_by(10).chain((35..100).step_by(10)).collect();
+        let s = chunks.samples();
+        assert!(starts.contains(&s[0]));
+        for w in s.windows(2) {
+            assert!(w[1] == w[0] + 1 || starts.contains(&w[1]), "{w:?}");
+        }
+    }
+
+    const GOLDEN: &[usize] = &[34, 61, 12, 50];
+
+    #[test]
+    fn shards_are_disjoint_complete_and_near_equal() {
+        let lengths = [1; 10];
+        let mut all = Vec::new();
+        for rank in 0..3 {
+            let mut c = config(BatchSize::Samples(2));
+            c.rank = rank;
+            c.world_size = 3;
+            c.shuffle = Shuffle::Samples { seed: 1 };
+            let p = Plan::build(&c, &lengths, &[0, 10], 0);
+            assert!((3..=4).contains(&p.samples().len()));
+            all.extend_from_slice(p.samples());
+        }
+        all.sort_unstable();
+        assert_eq!(all, (0..10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let bad = |c: PlanConfig| match c.validate() {
+            Err(Error::LoaderConfig { option, .. }) => option,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(bad(config(BatchSize::Samples(0))), "batch size");
+        assert_eq!(bad(config(BatchSize::Tokens(0))), "token budget");
+        let mut c = config(BatchSize::Samples(1));
+        c.rank = 2;
+        c.world_size = 2;
+        assert_eq!(bad(c.clone()), "shard");
+        c.world_size = 0;
+        c.rank = 0;
+        assert_eq!(bad(c), "shard");
+        let mut c = config(BatchSize::Samples(1));
+        c.buckets = vec![4, 4];
+        assert_eq!(bad(c), "buckets");
+        let mut c = config(BatchSize::Samples(1));
+        c.shuffle = Shuffle::Chunks { seed: 0, rows: 0 };
+        assert_eq!(bad(c), "chunk shuffle");
+    }
+}

@@ -1,0 +1,442 @@
+//! The training-loop loader against a model: every sample once per epoch in every mode,
+//! batches equal to the samples they name, determinism, resumption, zero-copy views and
+//! buffer reuse.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::types::{Float32Type, Int64Type};
+use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::loader::{Loader, LoaderBuilder};
+use lodtensor::{Batch, Column, Dataset, Error, Lod, LodTensor, Values};
+use proptest::prelude::*;
+
+/// Documents of `doc_sentences[i]` sentences of 1–7 tokens (2 floats each) and an `i64`
+/// label per document, written in record batches of about `batch_bytes`.
+fn write(path: &Path, doc_sentences: &[usize], batch_bytes: usize) -> Vec<usize> {
+    let sentences: Vec<usize> = (0..doc_sentences.iter().sum::<usize>())
+        .map(|i| 1 + (i * 5 + 3) % 7)
+        .collect();
+    let tokens: usize = sentences.iter().sum();
+    let mut doc_tokens = Vec::new();
+    let mut s = 0;
+    for &n in doc_sentences {
+        doc_tokens.push(sentences[s..s + n].iter().sum());
+        s += n;
+    }
+    let t = LodTensor::from_lengths::<Float32Type>(
+        &[doc_sentences.to_vec(), sentences],
+        (0..tokens * 2).map(|i| i as f32).collect(),
+        vec![2],
+    )
+    .unwrap();
+    let label = LodTensor::try_new(
+        Lod::default(),
+        Values::from_vec::<Int64Type>((0..doc_sentences.len() as i64).collect(), vec![]).unwrap(),
+    )
+    .unwrap();
+    let ds = Dataset::try_new(vec![
+        Column::new("tokens", t)
+            .with_level_names(["documents", "sentences"])
+            .unwrap(),
+        Column::new("label", label),
+    ])
+    .unwrap();
+    let mut w =
+        DatasetWriter::create(path, WriteOptions::default().with_batch_bytes(batch_bytes)).unwrap();
+    // Written a document at a time, so record batches follow batch_bytes.
+    for i in 0..ds.num_rows() {
+        w.write(&ds.slice_rows(i..i + 1).unwrap()).unwrap();
+    }
+    w.finish().unwrap();
+    doc_tokens
+}
+
+/// Every batch of one epoch, checked against the file: each row equals the sample named.
+fn epoch(loader: &mut Loader, file: &MappedDataset) -> Vec<Batch> {
+    let mut out = Vec::new();
+    while let Some(b) = loader.next_batch().unwrap() {
+        assert_eq!(b.data().num_rows(), b.samples().len());
+        for (k, &s) in b.samples().iter().enumerate() {
+            assert_eq!(
+                b.data().slice_rows(k..k + 1).unwrap(),
+                file.sample(s).unwrap()
+            );
+        }
+        out.push(b);
+    }
+    out
+}
+
+fn samples(batches: &[Batch]) -> Vec<usize> {
+    batches.iter().flat_map(|b| b.samples().to_vec()).collect()
+}
+
+#[derive(Clone, Debug)]
+enum Mode {
+    Samples(usize),
+    Tokens(usize),
+}
+
+#[derive(Clone, Debug)]
+enum Order {
+    File,
+    Shuffled(u64),
+    Chunks(u64, usize),
+}
+
+fn configure<'a>(
+    b: LoaderBuilder<'a>,
+    mode: &Mode,
+    order: &Order,
+    buckets: &[usize],
+) -> LoaderBuilder<'a> {
+    let b = match *mode {
+        Mode::Samples(n) => b.with_batch_size(n),
+        Mode::Tokens(n) => b.with_token_budget(n),
+    };
+    let b = match *order {
+        Order::File => b,
+        Order::Shuffled(seed) => b.with_shuffle(seed),
+        Order::Chunks(seed, rows) => b.with_chunk_shuffle(seed, rows),
+    };
+    if buckets.is_empty() {
+        b
+    } else {
+        b.with_buckets(buckets.to_vec())
+    }
+}
+
+fn mode() -> impl Strategy<Value = Mode> {
+    prop_oneof![
+        (1usize..9).prop_map(Mode::Samples),
+        (1usize..200).prop_map(Mode::Tokens)
+    ]
+}
+
+fn order() -> impl Strategy<Value = Order> {
+    prop_oneof![
+        Just(Order::File),
+        any::<u64>().prop_map(Order::Shuffled),
+        (any::<u64>(), 1usize..6).prop_map(|(s, r)| Order::Chunks(s, r)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn every_sample_once_per_epoch(
+        docs in prop::collection::vec(0usize..6, 1..40),
+        mode in mode(),
+        order in order(),
+        world in 1usize..4,
+        buckets in prop::collection::btree_set(1usize..60, 0..3),
+        batch_bytes in 64usize..2000,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.arrow");
+        let doc_tokens = write(&path, &docs, batch_bytes);
+        let file = MappedDataset::open(&path).unwrap();
+        let buckets: Vec<usize> = buckets.into_iter().collect();
+        let n = docs.len();
+        for e in 0..2u64 {
+            let mut all = Vec::new();
+            for rank in 0..world {
+                let mut loader = configure(Loader::builder(&file), &mode, &order, &buckets)
+                    .shard(rank, world)
+                    .build()
+                    .unwrap();
+                loader.set_epoch(e);
+                let batches = epoch(&mut loader, &file);
+                let mine = samples(&batches);
+                // Near-equal shards.
+                prop_assert!(mine.len() >= n / world && mine.len() <= n.div_ceil(world));
+                for b in &batches {
+                    let tokens: usize = b.samples().iter().map(|&s| doc_tokens[s]).sum();
+                    prop_assert_eq!(tokens, b.tokens());
+                    if let Mode::Tokens(budget) = mode {
+                        prop_assert!(tokens <= budget || (b.is_oversize() && b.samples().len() == 1));
+                        prop_assert_eq!(b.is_oversize(), tokens > budget);
+                    }
+                    if let Mode::Samples(size) = mode {
+                        prop_assert!(b.samples().len() <= size);
+                    }
+                    // One bucket per batch.
+                    let bucket = |s: usize| buckets.partition_point(|&x| x < doc_tokens[s]);
+                    prop_assert!(b.samples().iter().all(|&s| bucket(s) == bucket(b.samples()[0])));
+                }
+                all.extend(mine);
+            }
+            let distinct: HashSet<usize> = all.iter().copied().collect();
+            prop_assert_eq!(distinct.len(), all.len(), "a sample twice");
+            prop_assert_eq!(distinct, (0..n).collect::<HashSet<_>>());
+        }
+    }
+
+    #[test]
+    fn resume_continues_with_the_exact_next_batch(
+        docs in prop::collection::vec(1usize..5, 1..30),
+        mode in mode(),
+        order in order(),
+        stop in 0usize..40,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.arrow");
+        write(&path, &docs, 300);
+        let file = MappedDataset::open(&path).unwrap();
+        let build = || configure(Loader::builder(&file), &mode, &order, &[]).build().unwrap();
+        // The reference: two epochs straight through.
+        let mut reference = build();
+        let mut straight = epoch(&mut reference, &file);
+        straight.extend(epoch(&mut reference, &file));
+        let stop = stop.min(straight.len());
+        // A job that stops after `stop` batches, saving its position as JSON.
+        let mut first = build();
+        let mut saved = first.position().to_json();
+        let mut taken = 0;
+        while taken < stop {
+            match first.next_batch().unwrap() {
+                Some(b) => {
+                    saved = b.next_position().to_json();
+                    taken += 1;
+                }
+                None => saved = first.position().to_json(),
+            }
+        }
+        let mut second = build();
+        second.seek(lodtensor::Position::from_json(&saved).unwrap()).unwrap();
+        let mut rest = Vec::new();
+        while rest.len() + stop < straight.len() {
+            match second.next_batch().unwrap() {
+                Some(b) => rest.push(b),
+                None => continue,
+            }
+        }
+        for (a, b) in straight[stop..].iter().zip(&rest) {
+            prop_assert_eq!(a.samples(), b.samples());
+            prop_assert_eq!(a.data(), b.data());
+            prop_assert_eq!(a.position(), b.position());
+        }
+    }
+}
+
+#[test]
+fn plans_are_deterministic_across_loaders() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    write(&path, &[3; 50], 400);
+    let file = MappedDataset::open(&path).unwrap();
+    let plan = |seed, epoch| {
+        Loader::builder(&file)
+            .with_token_budget(40)
+            .with_shuffle(seed)
+            .with_quantile_buckets(3)
+            .build()
+            .unwrap()
+            .plan(epoch)
+    };
+    assert_eq!(plan(9, 2), plan(9, 2));
+    assert_ne!(plan(9, 2).samples(), plan(9, 3).samples());
+    assert_ne!(plan(9, 2).samples(), plan(10, 2).samples());
+}
+
+#[test]
+fn in_order_batches_are_views_into_the_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    write(&path, &[2; 40], 1 << 20);
+    let file = MappedDataset::open(&path).unwrap();
+    assert_eq!(file.batches().len(), 1);
+    let mapping = file.as_bytes().as_ptr_range();
+    let inside = |p: *const u8| mapping.contains(&p);
+    let mut loader = Loader::builder(&file).with_batch_size(8).build().unwrap();
+    let mut n = 0;
+    while let Some(b) = loader.next_batch().unwrap() {
+        assert!(b.is_view());
+        for c in b.data().columns() {
+            let t = c.tensor();
+            let values = t
+                .typed_values::<Float32Type>()
+                .map(|v| v.as_ptr() as *const u8);
+            let values = values
+                .unwrap_or_else(|_| t.typed_values::<Int64Type>().unwrap().as_ptr() as *const u8);
+            assert!(inside(values));
+            for level in t.lod().levels() {
+                assert!(inside(level.as_ptr()));
+            }
+        }
+        n += 1;
+    }
+    assert_eq!(n, 5);
+    let stats = loader.stats();
+    assert_eq!((stats.views, stats.gathered, stats.bytes_copied), (5, 0, 0));
+}
+
+#[test]
+fn shuffled_batches_reuse_their_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    write(&path, &[4; 200], 2000);
+    let file = MappedDataset::open(&path).unwrap();
+    let mut loader = Loader::builder(&file)
+        .with_batch_size(16)
+        .with_shuffle(3)
+        .build()
+        .unwrap();
+    let mut batches = 0;
+    for _ in 0..3 {
+        while let Some(b) = loader.next_batch().unwrap() {
+            // The batch lives in the pool's buffer, not in the mapping.
+            let values = b
+                .data()
+                .column("tokens")
+                .unwrap()
+                .typed_values::<Float32Type>()
+                .unwrap();
+            assert!(
+                !file
+                    .as_bytes()
+                    .as_ptr_range()
+                    .contains(&(values.as_ptr() as *const u8))
+            );
+            batches += 1;
+        }
+    }
+    let stats = loader.stats();
+    assert_eq!(stats.gathered, batches);
+    // One buffer for the whole run: each batch was dropped before the next was gathered;
+    // it grew only when a batch was larger than any before.
+    assert_eq!(stats.allocations, 1);
+    assert!(stats.growths <= 3, "{stats:?}");
+    // A batch still held forces a second buffer, and only one.
+    let held: Vec<Batch> = (0..2)
+        .map(|_| loader.next_batch().unwrap().unwrap())
+        .collect();
+    assert_eq!(loader.stats().allocations, 2);
+    drop(held);
+}
+
+#[test]
+fn prefetch_gives_the_same_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    write(&path, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 200);
+    let file = MappedDataset::open(&path).unwrap();
+    let build = || {
+        Loader::builder(&file)
+            .with_token_budget(60)
+            .with_shuffle(5)
+            .build()
+            .unwrap()
+    };
+    let mut direct = build();
+    let expected = epoch(&mut direct, &file);
+    let mut prefetch = build().prefetch(2);
+    let got: Vec<Batch> = prefetch.by_ref().map(Result::unwrap).collect();
+    assert_eq!(got.len(), expected.len());
+    for (a, b) in got.iter().zip(&expected) {
+        assert_eq!((a.samples(), a.data()), (b.samples(), b.data()));
+    }
+    let loader = prefetch.into_loader().unwrap();
+    assert_eq!(loader.position().epoch, 1);
+    // Dropping a prefetch midway stops its thread.
+    let mut early = build().prefetch(1);
+    assert!(early.next().is_some());
+    drop(early);
+}
+
+#[test]
+fn padded_batches_and_padding_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    let doc_tokens = write(&path, &[1, 5, 1, 5, 1, 5, 1, 5], 1 << 20);
+    let file = MappedDataset::open(&path).unwrap();
+    let mut plain = Loader::builder(&file).with_batch_size(2).build().unwrap();
+    let mut bucketed = Loader::builder(&file)
+        .with_batch_size(2)
+        .with_quantile_buckets(2)
+        .build()
+        .unwrap();
+    assert!(bucketed.plan(0).padding_ratio() < plain.plan(0).padding_ratio());
+    let b = bucketed.next_batch().unwrap().unwrap();
+    let p = b.to_padded("tokens", 0).unwrap();
+    let lengths: Vec<usize> = b.samples().iter().map(|&s| doc_tokens[s]).collect();
+    assert_eq!(p.lengths, lengths);
+    assert_eq!(p.shape, vec![2, b.max_len(), 2]);
+    let real = p.mask.iter().filter(|&&m| m).count();
+    assert_eq!(real, b.tokens());
+    assert!((1.0 - real as f64 / p.mask.len() as f64 - b.padding_ratio()).abs() < 1e-12);
+    let b = plain.next_batch().unwrap().unwrap();
+    assert!(matches!(
+        b.to_padded("nope", 0),
+        Err(Error::NoSuchColumn(_))
+    ));
+    assert!(matches!(
+        b.to_padded("label", 0),
+        Err(Error::LevelOutOfBounds {
+            level: 0,
+            levels: 0
+        })
+    ));
+}
+
+#[test]
+fn bad_options_and_positions_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    write(&path, &[2; 10], 1 << 20);
+    let file = MappedDataset::open(&path).unwrap();
+    let err = |b: LoaderBuilder| b.build().unwrap_err();
+    assert!(matches!(
+        err(Loader::builder(&file).with_batch_size(0)),
+        Error::LoaderConfig {
+            option: "batch size",
+            ..
+        }
+    ));
+    assert!(matches!(
+        err(Loader::builder(&file).shard(3, 3)),
+        Error::LoaderConfig {
+            option: "shard",
+            ..
+        }
+    ));
+    assert!(matches!(
+        err(Loader::builder(&file).with_quantile_buckets(0)),
+        Error::LoaderConfig { .. }
+    ));
+    assert!(matches!(
+        err(Loader::builder(&file).with_length_column("x", 0)),
+        Error::NoSuchColumn(_)
+    ));
+    assert!(matches!(
+        err(Loader::builder(&file).with_length_column("tokens", 2)),
+        Error::LevelOutOfBounds {
+            level: 2,
+            levels: 2
+        }
+    ));
+    let mut a = Loader::builder(&file).with_batch_size(3).build().unwrap();
+    let mut b = Loader::builder(&file).with_batch_size(4).build().unwrap();
+    assert!(matches!(
+        b.seek(a.position()),
+        Err(Error::PositionMismatch { .. })
+    ));
+    let mut p = a.position();
+    p.batch = 5;
+    assert!(matches!(
+        a.seek(p),
+        Err(Error::BatchOutOfRange {
+            epoch: 0,
+            batch: 5,
+            batches: 4
+        })
+    ));
+    p.batch = 4;
+    a.seek(p).unwrap();
+    assert!(a.next_batch().unwrap().is_none());
+    let _ = Arc::new(b.next_batch().unwrap());
+}
