@@ -210,40 +210,130 @@ fn benches(c: &mut Criterion) {
 
 criterion_group!(storage, benches);
 
-/// Median of `n` timings of `f`.
-fn median(n: usize, mut f: impl FnMut()) -> Duration {
-    let mut t: Vec<Duration> = (0..n)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed()
-        })
-        .collect();
-    t.sort();
-    t[n / 2]
+/// Medians of `n` timings each of `a` and `b`, measured alternately so that both see the
+/// same machine.
+fn medians(n: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+    let time = |f: &mut dyn FnMut()| {
+        let s = Instant::now();
+        f();
+        s.elapsed().as_secs_f64()
+    };
+    let (mut ta, mut tb): (Vec<f64>, Vec<f64>) =
+        (0..n).map(|_| (time(&mut a), time(&mut b))).unzip();
+    ta.sort_by(f64::total_cmp);
+    tb.sort_by(f64::total_cmp);
+    (ta[n / 2], tb[n / 2])
 }
 
-/// One table of medians in this process, and pyarrow's on the same file.
+fn row(operation: &str, ours: String, baseline: &str, theirs: String, ratio: f64) {
+    println!("| {operation} | {ours} | {baseline}: {theirs} | {ratio:.2}× |");
+}
+
+/// One table, every figure measured in this process (and pyarrow's in a child process) on
+/// the same file; ratios above 1 mean lodtensor is faster.
 fn summary() {
     let path = dataset_file(docs(), 64);
-    let ours = median(51, || drop(MappedDataset::open(&path).unwrap()));
-    let arrow = median(51, || drop(arrow_open(&path)));
-    let file = MappedDataset::open(&path).unwrap();
     let bytes = std::fs::metadata(&path).unwrap().len();
+    let file = MappedDataset::open(&path).unwrap();
+    let values: usize = file
+        .batches()
+        .iter()
+        .map(|b| {
+            b.column("tokens")
+                .unwrap()
+                .typed_values::<Float32Type>()
+                .unwrap()
+                .len()
+                * 4
+        })
+        .sum();
     println!(
-        "\nfile: {} ({:.0} MB, {} batches)",
+        "\nfile: {} ({:.0} MB, {} batches, {:.0} MB of values)\n",
         path.display(),
         bytes as f64 / 1e6,
-        file.batches().len()
+        file.batches().len(),
+        values as f64 / 1e6
     );
     println!("| operation | lodtensor | baseline | ratio |");
     println!("|---|---|---|---|");
-    println!(
-        "| open, validated | {:.3} ms | arrow-rs FileDecoder validated {:.3} ms | {:.2}× |",
-        ours.as_secs_f64() * 1e3,
-        arrow.as_secs_f64() * 1e3,
-        arrow.as_secs_f64() / ours.as_secs_f64()
+    let (ours, arrow) = medians(
+        51,
+        || drop(MappedDataset::open(&path).unwrap()),
+        || drop(arrow_open(&path)),
     );
+    row(
+        "open, validated",
+        format!("{:.3} ms", ours * 1e3),
+        "arrow-rs FileDecoder, validated",
+        format!("{:.3} ms", arrow * 1e3),
+        arrow / ours,
+    );
+
+    let picks = random_sentences(&file);
+    let tensors: Vec<_> = file
+        .batches()
+        .iter()
+        .map(|b| b.column("tokens").unwrap().clone())
+        .collect();
+    let sequences: Vec<_> = tensors
+        .iter()
+        .map(|t| t.sequences::<Float32Type>(1).unwrap())
+        .collect();
+    let batches = arrow_open(&path);
+    let raw: Vec<(&[i64], &[f32])> = batches
+        .iter()
+        .map(|b| {
+            let sentences = b.column(0).as_list::<i64>().values().as_list::<i64>();
+            let floats = sentences.values().as_fixed_size_list().values();
+            (
+                sentences.value_offsets(),
+                floats.as_primitive::<Float32Type>().values().as_ref(),
+            )
+        })
+        .collect();
+    let lookups = 1 << 22;
+    let (view, arith) = medians(
+        7,
+        || {
+            for i in 0..lookups {
+                let (b, j) = picks[i & 4095];
+                black_box(sequences[b].get(j));
+            }
+        },
+        || {
+            for i in 0..lookups {
+                let (b, j) = picks[i & 4095];
+                let (offsets, floats) = raw[b];
+                black_box(&floats[offsets[j] as usize * 64..offsets[j + 1] as usize * 64]);
+            }
+        },
+    );
+    let (view, arith) = (view * 1e9 / lookups as f64, arith * 1e9 / lookups as f64);
+    row(
+        "random sentence view (`Sequences::get`)",
+        format!("{view:.1} ns"),
+        "raw offset arithmetic",
+        format!("{arith:.1} ns"),
+        arith / view,
+    );
+    let (scan_ours, scan_raw) = medians(
+        5,
+        || {
+            black_box(scan(&file));
+        },
+        || {
+            black_box(raw_scan(&batches));
+        },
+    );
+    let gbs = |t: f64| values as f64 / 1e9 / t;
+    row(
+        "full scan (sum of the mapped f32)",
+        format!("{:.1} GB/s", gbs(scan_ours)),
+        "raw scan of arrow-rs buffers",
+        format!("{:.1} GB/s", gbs(scan_raw)),
+        scan_raw / scan_ours,
+    );
+
     let python = std::env::var_os("LODTENSOR_PYTHON")
         .map(PathBuf::from)
         .or_else(|| {
@@ -251,7 +341,7 @@ fn summary() {
             v.exists().then_some(v)
         });
     let Some(python) = python else {
-        println!("(no Python with pyarrow: pyarrow comparison skipped)");
+        println!("\n(no Python with pyarrow: the pyarrow rows are skipped)");
         return;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/storage_pyarrow.py");
@@ -260,25 +350,44 @@ fn summary() {
         .arg(&path)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    for line in text.lines() {
-        if let Some(ms) = line.strip_prefix("open_read_all_ms ") {
-            let ms: f64 = ms.trim().parse().unwrap();
-            println!(
-                "| open, validated | {:.3} ms | pyarrow memory_map + open_file + read_all {ms:.3} ms | {:.2}× |",
-                ours.as_secs_f64() * 1e3,
-                ms / (ours.as_secs_f64() * 1e3)
-            );
-        } else {
-            println!("pyarrow: {line}");
-        }
-    }
     if !out.status.success() {
         println!(
             "pyarrow script failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        return;
     }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let figure = |key: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let open_ms = figure("open_read_all_ms ");
+    row(
+        "open, validated",
+        format!("{:.3} ms", ours * 1e3),
+        "pyarrow memory_map + open_file + read_all",
+        format!("{open_ms:.3} ms"),
+        open_ms / (ours * 1e3),
+    );
+    let view_ns = figure("random_sentence_view_ns ");
+    row(
+        "random sentence view (`Sequences::get`)",
+        format!("{view:.1} ns"),
+        "pyarrow offsets + numpy slice",
+        format!("{view_ns:.1} ns"),
+        view_ns / view,
+    );
+    let scan_ms = figure("full_scan_ms ");
+    row(
+        "full scan (sum of the mapped f32)",
+        format!("{:.1} GB/s", gbs(scan_ours)),
+        "numpy sum over pyarrow buffers",
+        format!("{:.1} GB/s", values as f64 / 1e6 / scan_ms),
+        scan_ms / 1e3 / scan_ours,
+    );
 }
 
 fn main() {
