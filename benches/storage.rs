@@ -277,6 +277,22 @@ fn summary() {
         arrow / ours,
     );
 
+    // Opening must not grow with the values: a quarter of the documents (so about the
+    // same number of sequences in both files) with 64- and with 256-float tokens.
+    let (narrow, wide) = (dataset_file(docs() / 4, 64), dataset_file(docs() / 4, 256));
+    let (small, large) = medians(
+        51,
+        || drop(MappedDataset::open(&narrow).unwrap()),
+        || drop(MappedDataset::open(&wide).unwrap()),
+    );
+    row(
+        "open, validated, f32[256] tokens (1/4 of the documents)",
+        format!("{:.3} ms", large * 1e3),
+        "the same with f32[64] tokens",
+        format!("{:.3} ms", small * 1e3),
+        small / large,
+    );
+
     let picks = random_sentences(&file);
     let tensors: Vec<_> = file
         .batches()
