@@ -29,18 +29,25 @@ fn docs() -> usize {
         .unwrap_or(4400)
 }
 
-/// The benchmark file of `docs` documents of `dim`-float tokens, made once.
-fn dataset_file(docs: usize, dim: usize) -> PathBuf {
+/// The benchmark file of `docs` documents of `dim`-float tokens, made once: in 64 MiB
+/// record batches, or in one.
+fn dataset_file(docs: usize, dim: usize, one_batch: bool) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("documents-{docs}-{dim}.arrow"));
+    let suffix = if one_batch { "-1batch" } else { "" };
+    let path = dir.join(format!("documents-{docs}-{dim}{suffix}.arrow"));
     if !path.exists() {
         let shape = Documents {
             dim,
             ..Documents::default()
         };
         let mut rng = SplitMix64::new(42);
-        let mut w = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
+        let options = if one_batch {
+            WriteOptions::default().with_batch_bytes(usize::MAX)
+        } else {
+            WriteOptions::default()
+        };
+        let mut w = DatasetWriter::create(&path, options).unwrap();
         let mut done = 0;
         while done < docs {
             let n = 200.min(docs - done);
@@ -137,7 +144,7 @@ fn raw_scan(batches: &[RecordBatch]) -> f32 {
 }
 
 fn benches(c: &mut Criterion) {
-    let path = dataset_file(docs(), 64);
+    let path = dataset_file(docs(), 64, false);
     let file = MappedDataset::open(&path).unwrap();
     let mut g = c.benchmark_group("open");
     g.bench_function("lodtensor (validated)", |b| {
@@ -151,7 +158,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| unsafe { MappedDataset::open_trusted(&path) }.unwrap())
     });
     // Same sequences, 4× larger elements: opening must not grow.
-    let wide = dataset_file(docs() / 4, 256);
+    let wide = dataset_file(docs() / 4, 256, false);
     g.bench_function("lodtensor (validated), f32[256] elements, 1/4 docs", |b| {
         b.iter(|| MappedDataset::open(&wide).unwrap())
     });
@@ -240,7 +247,7 @@ fn row(operation: &str, ours: String, baseline: &str, theirs: String, ratio: f64
 /// One table, every figure measured in this process (and pyarrow's in a child process) on
 /// the same file; ratios above 1 mean lodtensor is faster.
 fn summary() {
-    let path = dataset_file(docs(), 64);
+    let path = dataset_file(docs(), 64, false);
     let bytes = std::fs::metadata(&path).unwrap().len();
     let file = MappedDataset::open(&path).unwrap();
     let values: usize = file
@@ -278,15 +285,19 @@ fn summary() {
     );
 
     // Opening must not grow with the values: a quarter of the documents (so about the
-    // same number of sequences in both files) with 64- and with 256-float tokens.
-    let (narrow, wide) = (dataset_file(docs() / 4, 64), dataset_file(docs() / 4, 256));
+    // same number of sequences in both files) with 64- and with 256-float tokens, each
+    // file in one record batch so that only the values differ.
+    let (narrow, wide) = (
+        dataset_file(docs() / 4, 64, true),
+        dataset_file(docs() / 4, 256, true),
+    );
     let (small, large) = medians(
         51,
         || drop(MappedDataset::open(&narrow).unwrap()),
         || drop(MappedDataset::open(&wide).unwrap()),
     );
     row(
-        "open, validated, f32[256] tokens (1/4 of the documents)",
+        "open, validated, one batch, f32[256] tokens (1/4 of the documents)",
         format!("{:.3} ms", large * 1e3),
         "the same with f32[64] tokens",
         format!("{:.3} ms", small * 1e3),
