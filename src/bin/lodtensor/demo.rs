@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lodtensor::Result;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::ops::sequence_expand_view;
 use lodtensor::synthetic::{Documents, SplitMix64};
 
 use crate::draw::draw;
@@ -71,7 +72,7 @@ pub fn run(args: Args) -> Result<()> {
     let writing = started.elapsed() - generating;
     writeln!(
         out,
-        "wrote {} documents to {} in {} batches: {:.1} MB in {:.0} ms ({:.0} MB/s, generation excluded)",
+        "wrote {} documents to {} in {} batches: {:.1} MB in {:.0} ms ({:.0} MB/s, generation excluded, fsync included)",
         summary.rows,
         path.display(),
         summary.batches,
@@ -108,23 +109,33 @@ pub fn run(args: Args) -> Result<()> {
     let picture = draw(doc.lod(), doc.num_rows(), &|_| "|".to_owned(), 100);
     write!(out, "{picture}")?;
 
-    // 4. Random sentence views: rows of the mapping, no value touched.
-    let batch = &file.batches()[0];
-    let t0 = batch.column("tokens")?;
-    let n = t0.lod().num_sequences(1)?;
-    let mut rng = SplitMix64::new(1);
-    let lookups = 1_000_000;
+    // 4. Random sentence views: two offsets read, a slice of the mapping, no value touched.
+    let sentences_of: Vec<_> = file
+        .batches()
+        .iter()
+        .map(|b| b.column("tokens")?.sequences::<Float32Type>(1))
+        .collect::<Result<_>>()?;
+    let picks: Vec<(usize, usize)> = {
+        let mut rng = SplitMix64::new(1);
+        (0..4096)
+            .map(|_| {
+                let b = rng.range(0, sentences_of.len() - 1);
+                (b, rng.range(0, sentences_of[b].len() - 1))
+            })
+            .collect()
+    };
+    let lookups = 1 << 22;
     let t = Instant::now();
-    let mut checksum = 0usize;
-    for _ in 0..lookups {
-        let j = rng.range(0, n - 1);
-        checksum = checksum.wrapping_add(t0.lod().sequence_elements(1, j)?.len());
+    let mut items = 0usize;
+    for i in 0..lookups {
+        let (b, j) = picks[i & 4095];
+        items += sentences_of[b].get(j).map_or(0, <[f32]>::len);
     }
     let per_view = t.elapsed().as_secs_f64() * 1e9 / lookups as f64;
     writeln!(
         out,
         "\n{lookups} random sentence views: {per_view:.1} ns each (mean length {:.1} tokens)",
-        checksum as f64 / lookups as f64
+        items as f64 / 64.0 / lookups as f64
     )?;
 
     // 5. Slices: the <1,j>-slice of a sentence, a branch, a row range across batches.
@@ -170,5 +181,37 @@ pub fn run(args: Args) -> Result<()> {
         scan * 1e3,
         (tokens * 64 * 4) as f64 / 1e6 / scan
     )?;
+
+    // 7. Expand: each document's label repeated for each of its sentences, as an Arrow
+    // list view over the label buffer (no copy), then materialised.
+    let batch = &file.batches()[0];
+    let (labels, tokens0) = (batch.column("label")?, batch.column("tokens")?);
+    let view = sequence_expand_view(labels, tokens0, 0)?;
+    let per_sentence = view.materialize()?;
+    writeln!(
+        out,
+        "sequence_expand of the labels over sentences (batch 0): {} documents -> {} sentence labels",
+        labels.num_rows(),
+        per_sentence.num_rows()
+    )?;
+
+    // 8. Export to Parquet (the Arrow schema embedded: LoD, dtype, shape survive).
+    #[cfg(feature = "parquet")]
+    {
+        use lodtensor::io::parquet::{ParquetWriteOptions, write_parquet};
+        let parquet = dir.join("documents.parquet");
+        let t = Instant::now();
+        write_parquet(&parquet, file.batches(), &ParquetWriteOptions::default())?;
+        let took = t.elapsed().as_secs_f64();
+        let size = std::fs::metadata(&parquet)?.len();
+        writeln!(
+            out,
+            "exported {} (snappy): {:.1} MB in {:.0} ms ({:.0} MB/s of values)",
+            parquet.display(),
+            size as f64 / 1e6,
+            took * 1e3,
+            (tokens * 64 * 4) as f64 / 1e6 / took
+        )?;
+    }
     Ok(())
 }
