@@ -23,7 +23,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, LargeListViewArray};
 use arrow_schema::{Field, FieldRef};
 
-use super::{Piece, assemble, element_offsets, width_of};
+use super::{Piece, assemble, element_offsets, one_level, width_of};
 use crate::error::{Error, Result};
 use crate::lod::{Lod, OffsetWidth};
 use crate::tensor::LodTensor;
@@ -273,22 +273,7 @@ pub fn sequence_expand<Y: AsRef<Lod>>(x: &LodTensor, y: Y, ref_level: isize) -> 
 /// ```
 pub fn sequence_expand_as<Y: AsRef<Lod>>(x: &LodTensor, y: Y) -> Result<LodTensor> {
     let y = y.as_ref();
-    match y.num_levels() {
-        0 => {
-            return Err(Error::LevelOutOfBounds {
-                level: 0,
-                levels: 0,
-            });
-        }
-        1 => {}
-        found => {
-            return Err(Error::TooManyLevels {
-                op: EXPAND_AS,
-                found,
-                expected: 1,
-            });
-        }
-    }
+    one_level(EXPAND_AS, y.num_levels())?;
     let lengths = y.level_lengths(0)?;
     let rows = x.elements();
     if rows.len() != lengths.len() {

@@ -39,6 +39,22 @@ use crate::lod::{Lod, OffsetWidth};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
+/// Checks that an input of `op` has exactly one level.
+fn one_level(op: &'static str, levels: usize) -> Result<()> {
+    match levels {
+        0 => Err(Error::LevelOutOfBounds {
+            level: 0,
+            levels: 0,
+        }),
+        1 => Ok(()),
+        found => Err(Error::TooManyLevels {
+            op,
+            found,
+            expected: 1,
+        }),
+    }
+}
+
 impl AsRef<Lod> for Lod {
     fn as_ref(&self) -> &Lod {
         self

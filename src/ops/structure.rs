@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use super::{Piece, assemble, check_same, element_offsets, width_of};
+use super::{Piece, assemble, check_same, element_offsets, one_level, width_of};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
@@ -218,22 +218,7 @@ pub fn sequence_concat(inputs: &[LodTensor]) -> Result<LodTensor> {
     let first = inputs.first().ok_or_else(|| no_inputs(SEQUENCE_CONCAT))?;
     let mut all_offsets = Vec::with_capacity(inputs.len());
     for (index, t) in inputs.iter().enumerate() {
-        match t.num_levels() {
-            0 => {
-                return Err(Error::LevelOutOfBounds {
-                    level: 0,
-                    levels: 0,
-                });
-            }
-            1 => {}
-            found => {
-                return Err(Error::TooManyLevels {
-                    op: SEQUENCE_CONCAT,
-                    found,
-                    expected: 1,
-                });
-            }
-        }
+        one_level(SEQUENCE_CONCAT, t.num_levels())?;
         check_same(SEQUENCE_CONCAT, index, first.values(), t.values())?;
         let offsets = element_offsets(t.lod(), 0)?;
         if let Some(expected) = all_offsets.first().map(|o: &Vec<usize>| o.len() - 1)
