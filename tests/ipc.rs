@@ -416,3 +416,21 @@ fn nulls_written_by_other_tools_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn an_exclusive_lock_holder_keeps_readers_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.arrow");
+    write(&path, &[example_dataset()], WriteOptions::default());
+    let writer_lock = std::fs::File::open(&path).unwrap();
+    writer_lock.lock().unwrap(); // a cooperating tool about to rewrite the file in place
+    let err = MappedDataset::open(&path).unwrap_err();
+    assert!(err.to_string().contains("exclusive lock"), "{err}");
+    writer_lock.unlock().unwrap();
+    let file = MappedDataset::open(&path).unwrap();
+    // Readers share: a second reader opens while the first holds its shared lock.
+    assert_eq!(
+        MappedDataset::open(&path).unwrap().num_rows(),
+        file.num_rows()
+    );
+}
