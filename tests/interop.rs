@@ -10,6 +10,8 @@ use std::process::Command;
 use common::case;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+#[cfg(feature = "parquet")]
+use lodtensor::io::parquet::{ParquetWriteOptions, write_parquet};
 use lodtensor::{Column, DType, Dataset};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -79,7 +81,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
 
     /// Rust → file → pyarrow (memory-mapped, no allocation) with the same offsets and values,
-    /// and back: pyarrow → file → Rust gives the same dataset.
+    /// and back: pyarrow → file → Rust gives the same dataset; and Rust → Parquet → pyarrow.
     #[test]
     fn pyarrow_reads_our_files(case in case(), batch_bytes in 16usize..400) {
         let Some(python) = python() else {
@@ -101,6 +103,18 @@ proptest! {
         let expected = json!({"x": {"levels": case.levels, "element_shape": case.shape, "batches": batches}});
         let json_path = dir.path().join("expected.json");
         std::fs::write(&json_path, expected.to_string()).unwrap();
+        // Rust -> Parquet -> pyarrow: one table with the same LoD, shape and values.
+        #[cfg(feature = "parquet")]
+        {
+        let parquet = dir.path().join("ours.parquet");
+        write_parquet(&parquet, [&ds], &ParquetWriteOptions::default()).unwrap();
+        let t = ds.column("x").unwrap();
+        let whole = json!({"x": {"levels": case.levels, "element_shape": case.shape,
+            "batches": [{"offsets": t.lod().offsets(), "items": items_f64(t)}]}});
+        let whole_path = dir.path().join("whole.json");
+        std::fs::write(&whole_path, whole.to_string()).unwrap();
+        run(&python, &[&script("read_ours.py"), &parquet, &whole_path]);
+        }
         let rewritten = dir.path().join("rewritten.arrow");
         run(&python, &[&script("read_ours.py"), &path, &json_path, &rewritten]);
         // Rust -> pyarrow -> Rust: the file pyarrow wrote back reads as the original.

@@ -1,7 +1,8 @@
-"""Reads a file written by lodtensor with pyarrow only, memory-mapped, and checks it against
-the JSON description the Rust side wrote next to it.
+"""Reads a file written by lodtensor with pyarrow only, and checks it against the JSON
+description the Rust side wrote next to it. An `.arrow` file is read memory-mapped, batch
+for batch, without allocating; a `.parquet` file with pyarrow.parquet, as one table.
 
-usage: read_ours.py FILE.arrow EXPECTED.json [REWRITTEN.arrow]
+usage: read_ours.py FILE.arrow|FILE.parquet EXPECTED.json [REWRITTEN.arrow]
 
 With a third argument, writes the table back with pyarrow, batch for batch, so the Rust
 side can check the round trip Rust -> pyarrow -> Rust.
@@ -25,15 +26,22 @@ def levels_and_values(arr, levels):
 
 def main(path, expected_path, rewritten=None):
     expected = json.load(open(expected_path))
-    before = pa.total_allocated_bytes()
-    with pa.memory_map(path) as source:
-        table = pa.ipc.open_file(source).read_all()
-    assert pa.total_allocated_bytes() == before, "reading the mapped file allocated"
+    parquet = path.endswith(".parquet")
+    if parquet:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+    else:
+        before = pa.total_allocated_bytes()
+        with pa.memory_map(path) as source:
+            table = pa.ipc.open_file(source).read_all()
+        assert pa.total_allocated_bytes() == before, "reading the mapped file allocated"
     assert table.schema.metadata[b"lodtensor.format_version"] == b"1"
     for name, want in expected.items():
         column = table.column(name)
-        assert column.num_chunks == len(want["batches"]), (name, column.num_chunks)
-        for chunk, batch in zip(column.chunks, want["batches"]):
+        chunks = [column.combine_chunks()] if parquet else column.chunks
+        assert len(chunks) == len(want["batches"]), (name, len(chunks))
+        for chunk, batch in zip(chunks, want["batches"]):
             offsets, values = levels_and_values(chunk, want["levels"])
             assert offsets == batch["offsets"], (name, offsets, batch["offsets"])
             shape = want["element_shape"]
@@ -48,7 +56,7 @@ def main(path, expected_path, rewritten=None):
                     assert array.shape[1:] == tuple(shape)
                     flat = array.reshape(-1)
                     # zero-copy: the ndarray views the mapped buffer
-                    assert not array.flags["OWNDATA"] or array.size == 0
+                    assert parquet or not array.flags["OWNDATA"] or array.size == 0
             else:
                 flat = values.to_numpy(zero_copy_only=False)
             assert np.array_equal(flat.astype(np.float64), np.array(batch["items"], dtype=np.float64)), name
