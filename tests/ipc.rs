@@ -434,3 +434,43 @@ fn an_exclusive_lock_holder_keeps_readers_out() {
         file.num_rows()
     );
 }
+
+#[test]
+fn readers_see_the_old_or_the_new_file_whole_while_another_process_rewrites_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("x.arrow");
+    write(&target, &[example_dataset()], WriteOptions::default());
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["child_writer", "--exact", "--ignored", "--nocapture"])
+        .env("LODTENSOR_CHILD_TARGET", &target)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    let opened = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                while std::time::Instant::now() < deadline {
+                    // Every open sees a complete file: 3 rows per dataset written.
+                    let file = MappedDataset::open(&target).unwrap();
+                    assert_eq!(file.num_rows() % 3, 0);
+                    for row in (0..file.num_rows()).step_by(7) {
+                        let label = file.sample(row).unwrap();
+                        let label = label.column("label").unwrap();
+                        assert_eq!(
+                            label.typed_values::<Int64Type>().unwrap(),
+                            &[7 + (row % 3) as i64]
+                        );
+                    }
+                    read_everything(&file);
+                    opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(opened.into_inner() > 0);
+}
