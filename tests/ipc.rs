@@ -474,3 +474,65 @@ fn readers_see_the_old_or_the_new_file_whole_while_another_process_rewrites_it()
     child.wait().unwrap();
     assert!(opened.into_inner() > 0);
 }
+
+/// Run by `a_full_disk_is_a_clean_error_and_the_old_file_stays` under a file-size limit:
+/// writes more than the limit allows and reports what the writer said.
+#[test]
+#[ignore = "run as a child process by the full-disk test"]
+fn child_full_disk() {
+    let Ok(target) = std::env::var("LODTENSOR_CHILD_TARGET") else {
+        return;
+    };
+    let big = lodtensor::synthetic::Documents::default()
+        .generate(&mut lodtensor::synthetic::SplitMix64::new(5), 20)
+        .unwrap();
+    let result = (|| {
+        let mut w =
+            DatasetWriter::create(&target, WriteOptions::default().with_batch_bytes(1 << 16))?;
+        w.write(&big)?;
+        w.finish()
+    })();
+    match result {
+        Ok(_) => println!("WROTE"),
+        Err(e) => println!("ERROR {e}"),
+    }
+}
+
+#[test]
+fn a_full_disk_is_a_clean_error_and_the_old_file_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("x.arrow");
+    write(&target, &[example_dataset()], WriteOptions::default());
+    let before = std::fs::read(&target).unwrap();
+    // The kernel refuses writes past 64 KiB (EFBIG), as a full disk refuses them (ENOSPC);
+    // SIGXFSZ is ignored so that the write returns the error instead of killing the child.
+    let out = std::process::Command::new("bash")
+        .args([
+            "-c",
+            "trap '' XFSZ; exec prlimit --fsize=65536 -- \"$0\" child_full_disk --exact --ignored --nocapture",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .env("LODTENSOR_CHILD_TARGET", &target)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("ERROR") || l.starts_with("WROTE"))
+        .unwrap_or("");
+    assert!(
+        line.starts_with("ERROR") && line.contains("x.arrow"),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("x.arrow")]);
+}
