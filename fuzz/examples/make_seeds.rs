@@ -1,6 +1,6 @@
 //! Writes the seed corpora under `fuzz/seeds/`: small valid files of each kind.
 //!
-//! `cargo run --release --bin make_seeds` from `fuzz/`.
+//! `cargo run --release --example make_seeds` from `fuzz/`.
 
 use std::path::Path;
 

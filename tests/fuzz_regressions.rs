@@ -1,0 +1,25 @@
+//! Inputs the fuzzers (`fuzz/`) found to crash the readers, minimized, each kept with the
+//! fault it must now give. The files are under `tests/data/fuzz/`, named after the target
+//! and the fault.
+
+use std::path::{Path, PathBuf};
+
+use lodtensor::Error;
+use lodtensor::io::ipc_reader::MappedDataset;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fuzz")
+        .join(name)
+}
+
+/// A list node declaring 2^61 - 1 sequences: the offsets' byte count overflowed while being
+/// checked against the buffer (a panic with overflow checks, a wrapped count without).
+#[test]
+fn ipc_open_list_length_overflow() {
+    let err = MappedDataset::open(data("ipc_open-list-length-overflow.arrow")).unwrap_err();
+    assert!(
+        matches!(err.root(), Error::InvalidFile(reason) if reason.contains("overflow")),
+        "{err}"
+    );
+}
