@@ -23,3 +23,26 @@ fn ipc_open_list_length_overflow() {
         "{err}"
     );
 }
+
+/// A column chunk whose footer entry has a negative offset: the `parquet` crate asserted
+/// on it while reading the first batch; the reader now refuses the file when it opens it.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_read_negative_chunk_offset() {
+    use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
+    let bytes = std::fs::read(data("parquet_read-negative-chunk-offset.parquet")).unwrap();
+    let err = ParquetReader::try_new(bytes::Bytes::from(bytes), &ParquetReadOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(err.root(), Error::InvalidFile(reason) if reason.contains("column chunk")),
+        "{err}"
+    );
+    // Through a file too, whose reader would allocate the declared size.
+    let err = ParquetReader::open(
+        data("parquet_read-negative-chunk-offset.parquet"),
+        &ParquetReadOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::InFile { .. }), "{err}");
+    assert!(err.to_string().contains("at -"), "{err}");
+}
