@@ -46,3 +46,22 @@ fn parquet_read_negative_chunk_offset() {
     assert!(matches!(err, Error::InFile { .. }), "{err}");
     assert!(err.to_string().contains("at -"), "{err}");
 }
+
+/// A data page that is dictionary-encoded in a column chunk without a dictionary page: the
+/// `parquet` crate (60.1) panics while decoding it ("Decoder for dict should have been
+/// set", `column/reader/decoder.rs`). The chunk lies inside the file, so the footer checks
+/// cannot see it; the fault is in the dependency's page decoder. Run with `--ignored` to
+/// check a newer `parquet`.
+#[cfg(feature = "parquet")]
+#[test]
+#[ignore = "panics inside the parquet crate's page decoder"]
+fn parquet_read_dictionary_decoder_unset() {
+    use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
+    let bytes = std::fs::read(data("parquet_read-dictionary-decoder-unset.parquet")).unwrap();
+    let options = ParquetReadOptions::default().with_batch_size(7);
+    if let Ok(reader) = ParquetReader::try_new(bytes::Bytes::from(bytes), &options) {
+        for dataset in reader {
+            let _ = dataset;
+        }
+    }
+}
