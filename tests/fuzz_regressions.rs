@@ -47,21 +47,32 @@ fn parquet_read_negative_chunk_offset() {
     assert!(err.to_string().contains("at -"), "{err}");
 }
 
-/// A data page that is dictionary-encoded in a column chunk without a dictionary page: the
-/// `parquet` crate (60.1) panics while decoding it ("Decoder for dict should have been
-/// set", `column/reader/decoder.rs`). The chunk lies inside the file, so the footer checks
-/// cannot see it; the fault is in the dependency's page decoder. Run with `--ignored` to
-/// check a newer `parquet`.
+/// Pages the `parquet` crate (60.1) panics on while decoding them, each inside a chunk
+/// that lies in the file, so the footer checks cannot see them; the faults are in the
+/// dependency's page reader:
+/// - a dictionary-encoded data page in a chunk without a dictionary page ("Decoder for dict
+///   should have been set", `column/reader/decoder.rs`);
+/// - definition levels running past their buffer ("offset + len out of bounds",
+///   arrow-buffer's `bit_chunk_iterator.rs`, from `read_def_levels`);
+/// - a data page header without its `DataPageHeader` (`Option::unwrap`, `column/page.rs`).
+///
+/// Run with `--ignored` to check a newer `parquet`.
 #[cfg(feature = "parquet")]
 #[test]
 #[ignore = "panics inside the parquet crate's page decoder"]
-fn parquet_read_dictionary_decoder_unset() {
+fn parquet_read_page_decoder_panics() {
     use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
-    let bytes = std::fs::read(data("parquet_read-dictionary-decoder-unset.parquet")).unwrap();
-    let options = ParquetReadOptions::default().with_batch_size(7);
-    if let Ok(reader) = ParquetReader::try_new(bytes::Bytes::from(bytes), &options) {
-        for dataset in reader {
-            let _ = dataset;
+    for name in [
+        "parquet_read-dictionary-decoder-unset.parquet",
+        "parquet_read-definition-levels-out-of-bounds.parquet",
+        "parquet_read-page-header-without-data-header.parquet",
+    ] {
+        let bytes = std::fs::read(data(name)).unwrap();
+        let options = ParquetReadOptions::default().with_batch_size(7);
+        if let Ok(reader) = ParquetReader::try_new(bytes::Bytes::from(bytes), &options) {
+            for dataset in reader {
+                let _ = dataset;
+            }
         }
     }
 }
