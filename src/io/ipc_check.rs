@@ -152,12 +152,12 @@ impl Walk<'_> {
         if len == 0 && buffer.is_empty() {
             return Ok(0);
         }
+        // `len` comes from the file: a length near i64::MAX must not wrap the byte count.
         let count = len + 1;
-        self.long_enough(
-            &buffer,
-            count * size_of::<O>(),
-            &format!("level {level} offsets"),
-        )?;
+        let bytes = count
+            .checked_mul(size_of::<O>())
+            .ok_or_else(|| invalid(format!("level {level}: {len} sequences overflow")))?;
+        self.long_enough(&buffer, bytes, &format!("level {level} offsets"))?;
         if self.offsets {
             // Aligned and long enough: checked above.
             let offsets = ScalarBuffer::<O>::new(buffer, 0, count);

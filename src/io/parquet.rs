@@ -47,6 +47,7 @@ use parquet::arrow::arrow_writer::{
 };
 use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{Compression as ParquetCompression, Encoding, ZstdLevel};
+use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::ChunkReader;
 use parquet::file::writer::SerializedFileWriter;
@@ -787,7 +788,9 @@ impl ParquetReader {
         reader: R,
         options: &ParquetReadOptions,
     ) -> Result<Self> {
+        let file_len = reader.len();
         let builder = ParquetRecordBatchReaderBuilder::try_new(reader)?;
+        check_column_chunks(builder.metadata(), file_len)?;
         let schema = builder.schema().clone();
         check_version(&schema)?;
         for (column, _) in &options.element_shapes {
@@ -882,6 +885,34 @@ impl ParquetReader {
         let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
         Dataset::try_from_record_batch(&batch)
     }
+}
+
+/// Checks that every column chunk the footer declares lies inside the file.
+///
+/// The `parquet` crate panics on a negative chunk offset or size when it reads the chunk,
+/// and its `File` reader allocates the declared size before reading; a chunk past the end
+/// of the file must be an error before either happens.
+fn check_column_chunks(metadata: &ParquetMetaData, file_len: u64) -> Result<()> {
+    for (group, row_group) in metadata.row_groups().iter().enumerate() {
+        for (column, chunk) in row_group.columns().iter().enumerate() {
+            let start = chunk
+                .dictionary_page_offset()
+                .unwrap_or_else(|| chunk.data_page_offset());
+            let len = chunk.compressed_size();
+            let inside = u64::try_from(start)
+                .ok()
+                .zip(u64::try_from(len).ok())
+                .and_then(|(start, len)| start.checked_add(len))
+                .is_some_and(|end| end <= file_len);
+            if !inside {
+                return Err(Error::InvalidFile(format!(
+                    "row group {group}, column chunk {column}: {len} bytes at {start} do not \
+                     lie inside the file of {file_len} bytes"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Iterator for ParquetReader {

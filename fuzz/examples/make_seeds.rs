@@ -1,0 +1,66 @@
+//! Writes the seed corpora under `fuzz/seeds/`: small valid files of each kind.
+//!
+//! `cargo run --release --example make_seeds` from `fuzz/`.
+
+use std::path::Path;
+
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::io::paddle;
+use lodtensor::io::parquet::{ParquetWriteOptions, write_parquet};
+use lodtensor::{Column, DType, Dataset, OffsetWidth};
+use lodtensor_fuzz::tensor_of;
+
+fn dataset(levels: usize, dtype: DType, shape: Vec<usize>, width: OffsetWidth) -> Dataset {
+    let all = [vec![2, 0, 1], vec![1, 3, 2], vec![2, 1, 0, 1, 2, 1]];
+    let lengths = all[..levels].to_vec();
+    let elements = if levels == 0 {
+        3
+    } else {
+        lengths[levels - 1].iter().sum()
+    };
+    let items: Vec<i64> = (0..elements * shape.iter().product::<usize>() as usize)
+        .map(|i| i as i64 - 3)
+        .collect();
+    let x = tensor_of(&lengths, dtype, shape, &items, width).expect("a valid tensor");
+    let label = tensor_of(&[], DType::Int64, vec![], &[7, 8, 9], width).expect("labels");
+    Dataset::try_new(vec![Column::new("x", x), Column::new("label", label)]).expect("3 rows")
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
+    let cases = [
+        (0, DType::Float32, vec![], OffsetWidth::I32, 1 << 20),
+        (1, DType::Int64, vec![], OffsetWidth::I64, 1 << 20),
+        (2, DType::Float32, vec![2], OffsetWidth::I32, 64),
+        (3, DType::Bool, vec![], OffsetWidth::I64, 1 << 20),
+        (2, DType::Float16, vec![2, 2], OffsetWidth::I64, 1 << 20),
+    ];
+    let ipc = root.join("ipc_open");
+    let pq = root.join("parquet_read");
+    let pd = root.join("paddle_record");
+    for dir in [&ipc, &pq, &pd] {
+        std::fs::create_dir_all(dir).expect("a seed directory");
+    }
+    for (i, (levels, dtype, shape, width, batch)) in cases.into_iter().enumerate() {
+        let ds = dataset(levels, dtype, shape, width);
+        let path = ipc.join(format!("levels{levels}_{}.arrow", dtype.name()));
+        let options = WriteOptions::default()
+            .with_batch_bytes(batch)
+            .with_offset_width(width);
+        let mut w = DatasetWriter::create(&path, options).expect("creating a seed");
+        w.write(&ds).expect("writing a seed");
+        w.finish().expect("finishing a seed");
+        if i < 3 {
+            let path = pq.join(format!("levels{levels}_{}.parquet", dtype.name()));
+            write_parquet(&path, [&ds], &ParquetWriteOptions::default()).expect("a parquet seed");
+        }
+        if dtype != DType::Float16 || i == 4 {
+            let bytes = paddle::to_bytes(ds.column("x").expect("x")).expect("a paddle seed");
+            std::fs::write(
+                pd.join(format!("levels{levels}_{}.pdtensor", dtype.name())),
+                bytes,
+            )
+            .expect("writing a paddle seed");
+        }
+    }
+}
