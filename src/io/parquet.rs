@@ -747,6 +747,9 @@ pub struct ParquetReader {
     path: Option<PathBuf>,
     options: ParquetReadOptions,
     next_batch: usize,
+    /// Set when the parquet crate panicked on a page: its reader is then in no state to
+    /// go on.
+    failed: bool,
 }
 
 impl std::fmt::Debug for ParquetReader {
@@ -808,6 +811,7 @@ impl ParquetReader {
             path: None,
             options: options.clone(),
             next_batch: 0,
+            failed: false,
         })
     }
 
@@ -919,8 +923,28 @@ impl Iterator for ParquetReader {
     type Item = Result<Dataset>;
 
     fn next(&mut self) -> Option<Result<Dataset>> {
+        if self.failed {
+            return None;
+        }
         let index = self.next_batch;
-        let batch = match self.batches.next()? {
+        // The parquet crate panics on some malformed pages (an unset dictionary decoder,
+        // levels past a buffer, a page header without its data header) where it should
+        // return an error; a reader of untrusted files turns that into an error and stops.
+        // (A build with `panic = "abort"` cannot.)
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.batches.next()));
+        let next = next.unwrap_or_else(|panic| {
+            self.failed = true;
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Some(Err(parquet::errors::ParquetError::General(format!(
+                "batch {index}: malformed page ({what})"
+            ))
+            .into()))
+        });
+        let batch = match next? {
             Ok(batch) => batch,
             Err(e) => {
                 let e = Error::from(e);
