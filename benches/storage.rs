@@ -101,6 +101,19 @@ fn raw_sentences(batches: &[RecordBatch]) -> Vec<(&[i64], &[f32])> {
         .collect()
 }
 
+/// Random access to each batch's sentences.
+fn sentences(file: &MappedDataset) -> Vec<lodtensor::Sequences<'_, f32>> {
+    file.batches()
+        .iter()
+        .map(|b| {
+            b.column("tokens")
+                .unwrap()
+                .sequences::<Float32Type>(1)
+                .unwrap()
+        })
+        .collect()
+}
+
 /// 4096 random (batch, sentence) pairs.
 fn random_sentences(file: &MappedDataset) -> Vec<(usize, usize)> {
     let mut rng = SplitMix64::new(7);
@@ -197,10 +210,7 @@ fn benches(c: &mut Criterion) {
             black_box(tensors[batch].sequence_values::<Float32Type>(1, j).unwrap())
         })
     });
-    let sequences: Vec<_> = tensors
-        .iter()
-        .map(|t| t.sequences::<Float32Type>(1).unwrap())
-        .collect();
+    let sequences = sentences(&file);
     g.bench_function("lodtensor sequences().get", |b| {
         let mut i = 0;
         b.iter(|| {
@@ -313,15 +323,7 @@ fn summary() {
     );
 
     let picks = random_sentences(&file);
-    let tensors: Vec<_> = file
-        .batches()
-        .iter()
-        .map(|b| b.column("tokens").unwrap().clone())
-        .collect();
-    let sequences: Vec<_> = tensors
-        .iter()
-        .map(|t| t.sequences::<Float32Type>(1).unwrap())
-        .collect();
+    let sequences = sentences(&file);
     let batches = arrow_open(&path);
     let raw = raw_sentences(&batches);
     let lookups = 1 << 22;
