@@ -127,7 +127,8 @@ proptest! {
 }
 
 /// pyarrow → file (list / large_list, 0–3 levels, three batches one of them sliced,
-/// fixed_shape_tensor and plain fixed-size lists and scalars) → Rust, identical.
+/// fixed_shape_tensor and plain fixed-size lists and scalars) → Rust, identical; and the
+/// same rows through pyarrow's Parquet writer.
 #[test]
 fn we_read_pyarrow_files() {
     let Some(python) = python() else {
@@ -156,6 +157,29 @@ fn we_read_pyarrow_files() {
             assert_eq!(t.lod().lengths(), lengths, "{name}");
             let items: Vec<f64> = serde_json::from_value(w["items"].clone()).unwrap();
             assert_eq!(items_f64(t), items, "{name}");
+        }
+        // pyarrow -> Parquet -> Rust: the same rows, read as one dataset.
+        #[cfg(feature = "parquet")]
+        {
+            use lodtensor::io::parquet::{ParquetReadOptions, read_parquet};
+            let ds = read_parquet(
+                dir.path().join(format!("{name}.parquet")),
+                &ParquetReadOptions::default(),
+            )
+            .unwrap_or_else(|e| panic!("{name}.parquet: {e}"));
+            let t = ds.column("x").unwrap();
+            assert_eq!(t.element_shape(), &shape[..], "{name}.parquet");
+            let mut lengths = vec![Vec::new(); levels];
+            let mut items = Vec::new();
+            for w in batches {
+                let l: Vec<Vec<usize>> = serde_json::from_value(w["lengths"].clone()).unwrap();
+                for (all, level) in lengths.iter_mut().zip(l) {
+                    all.extend(level);
+                }
+                items.extend(serde_json::from_value::<Vec<f64>>(w["items"].clone()).unwrap());
+            }
+            assert_eq!(t.lod().lengths(), lengths, "{name}.parquet");
+            assert_eq!(items_f64(t), items, "{name}.parquet");
         }
     }
 }

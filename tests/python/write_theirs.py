@@ -1,4 +1,4 @@
-"""Writes Arrow IPC files with pyarrow alone, the way its users do, and a JSON description
+"""Writes Arrow IPC and Parquet files with pyarrow alone, the way its users do, and a JSON description
 (lengths per level, element shape, flat items per row range) for the Rust side to check.
 
 usage: write_theirs.py DIR
@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 
 def nested(rng, levels, shape):
@@ -79,6 +80,9 @@ def main(out):
                 with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
                     for b in batches:
                         writer.write_batch(pa.record_batch([b], schema=schema))
+                # The same rows as a Parquet file, as pyarrow writes it by default.
+                table = pa.Table.from_batches([pa.record_batch([b], schema=schema) for b in batches])
+                pq.write_table(table, os.path.join(out, name + ".parquet"))
                 expect = []
                 for lo, hi in ((0, 2), (2, 5), (5, 7)):
                     lengths = [[] for _ in range(levels)]
