@@ -60,7 +60,7 @@ use crate::values::{DType, Values};
 
 mod encode;
 
-use encode::{append_row_group, encode_row_group};
+use encode::{append_row_group, encode_row_group, raw_bytes, write_row_group};
 
 /// The compression codec of every column chunk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -398,8 +398,7 @@ impl<W: Write + Send> RowGroups<W> {
         let props = self.file.properties().clone();
         let schema = self.file.schema_descr();
         if let [group] = &groups[..] {
-            let chunks = encode_row_group(group, schema, &props)?;
-            return append_row_group(&mut self.file, chunks);
+            return write_row_group(&mut self.file, group);
         }
         let encoded: Vec<Result<_>> = std::thread::scope(|scope| {
             let handles: Vec<_> = groups
@@ -432,30 +431,8 @@ impl<W: Write + Send> RowGroups<W> {
 
 /// About how many bytes one row of `dataset` holds (at least 1).
 fn row_bytes(dataset: &Dataset) -> usize {
-    raw_bytes(dataset)
-        .div_ceil(dataset.num_rows().max(1))
-        .max(1)
-}
-
-/// About how many bytes the rows in view of `dataset` hold (values and offsets).
-fn raw_bytes(dataset: &Dataset) -> usize {
-    dataset
-        .columns()
-        .iter()
-        .map(|c| {
-            let t = c.tensor();
-            let elements = t.elements();
-            let items = (elements.end - elements.start) * t.values().element_size();
-            let values = match t.dtype().byte_width() {
-                Some(width) => items * width,
-                None => items.div_ceil(8),
-            };
-            let offsets: usize = (0..t.num_levels())
-                .map(|level| (t.lod().num_sequences(level).unwrap_or(0) + 1) * 8)
-                .sum();
-            values + offsets
-        })
-        .sum()
+    let bytes: usize = dataset.columns().iter().map(raw_bytes).sum();
+    bytes.div_ceil(dataset.num_rows().max(1)).max(1)
 }
 
 /// Writes datasets to a Parquet file atomically: into a temporary file in the target's

@@ -26,7 +26,7 @@ use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::{ColumnDescPtr, SchemaDescriptor};
 
-use crate::dataset::Dataset;
+use crate::dataset::{Column, Dataset};
 use crate::error::Result;
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
@@ -36,24 +36,60 @@ use crate::values::{DType, Values};
 /// whole).
 const LEVELS_PER_WRITE: usize = 1 << 16;
 
+/// Writes the rows of `parts` (in order) as one row group of `file`, column after column,
+/// each page straight into the file.
+pub(super) fn write_row_group<W: Write + Send>(
+    file: &mut SerializedFileWriter<W>,
+    parts: &[Dataset],
+) -> Result<()> {
+    let leaves = file.schema_descr().columns().to_vec();
+    let mut row_group = file.next_row_group()?;
+    for (column, descr) in leaves.iter().enumerate() {
+        let mut writer = row_group
+            .next_column()?
+            .ok_or_else(|| internal(format!("no column writer for leaf {}", descr.path())))?;
+        write_column(writer.untyped(), parts, column, descr)?;
+        writer.close()?;
+    }
+    row_group.close()?;
+    Ok(())
+}
+
 /// One column chunk, encoded in memory, ready to be appended to its row group.
 pub(super) struct EncodedChunk {
     data: Bytes,
     close: ColumnCloseResult,
 }
 
-/// Encodes the rows of `parts` (in order) as one row group: one chunk per column.
+/// Encodes the rows of `parts` (in order) as the chunks of one row group, in memory, so
+/// that several row groups can be encoded at once.
 pub(super) fn encode_row_group(
     parts: &[Dataset],
     schema: &SchemaDescriptor,
     props: &WriterPropertiesPtr,
 ) -> Result<Vec<EncodedChunk>> {
-    (0..schema.num_columns())
-        .map(|column| encode_column(parts, column, schema.column(column), props))
+    schema
+        .columns()
+        .iter()
+        .enumerate()
+        .map(|(column, descr)| {
+            let capacity = parts.iter().map(|p| raw_bytes(&p.columns()[column])).sum();
+            let mut sink = TrackedWrite::new(Vec::with_capacity(capacity));
+            let close = {
+                let page_writer = Box::new(SerializedPageWriter::new(&mut sink));
+                let mut writer = get_column_writer(descr.clone(), props.clone(), page_writer);
+                write_column(&mut writer, parts, column, descr)?;
+                writer.close()?
+            };
+            Ok(EncodedChunk {
+                data: Bytes::from(sink.into_inner()?),
+                close,
+            })
+        })
         .collect()
 }
 
-/// Writes one encoded row group to `file`.
+/// Writes encoded chunks as the next row group of `file`.
 pub(super) fn append_row_group<W: Write + Send>(
     file: &mut SerializedFileWriter<W>,
     chunks: Vec<EncodedChunk>,
@@ -66,39 +102,30 @@ pub(super) fn append_row_group<W: Write + Send>(
     Ok(())
 }
 
-/// Encodes column `column` of every part into one chunk.
-fn encode_column(
+/// Writes column `column` of every part with `writer`, the column writer of leaf `descr`.
+fn write_column(
+    writer: &mut ColumnWriter<'_>,
     parts: &[Dataset],
     column: usize,
-    descr: ColumnDescPtr,
-    props: &WriterPropertiesPtr,
-) -> Result<EncodedChunk> {
-    let mut sink = TrackedWrite::new(Vec::new());
-    let close = {
-        let page_writer = Box::new(SerializedPageWriter::new(&mut sink));
-        let mut writer = get_column_writer(descr.clone(), props.clone(), page_writer);
-        let mut levels = Levels::default();
-        let mut scratch = Scratch::default();
-        for part in parts {
-            let tensor = part
-                .columns()
-                .get(column)
-                .ok_or_else(|| internal(format!("no column {column} for leaf {}", descr.path())))?
-                .tensor();
-            let leaf = Leaf::of(tensor, &descr)?;
-            let mut row = 0;
-            while row < tensor.num_rows() {
-                let (end, items) = levels.fill(tensor, &leaf, row);
-                write_values(&mut writer, tensor.values(), items, &levels, &mut scratch)?;
-                row = end;
-            }
+    descr: &ColumnDescPtr,
+) -> Result<()> {
+    let mut levels = Levels::default();
+    let mut scratch = Scratch::default();
+    for part in parts {
+        let tensor = part
+            .columns()
+            .get(column)
+            .ok_or_else(|| internal(format!("no column {column} for leaf {}", descr.path())))?
+            .tensor();
+        let leaf = Leaf::of(tensor, descr)?;
+        let mut row = 0;
+        while row < tensor.num_rows() {
+            let (end, items) = levels.fill(tensor, &leaf, row);
+            write_values(writer, tensor.values(), items, &levels, &mut scratch)?;
+            row = end;
         }
-        writer.close()?
-    };
-    Ok(EncodedChunk {
-        data: Bytes::from(sink.into_inner()?),
-        close,
-    })
+    }
+    Ok(())
 }
 
 /// What the levels of one column's leaf are made of.
@@ -224,6 +251,21 @@ impl Levels {
     fn rep(&self) -> Option<&[i16]> {
         self.repeated.then_some(&self.rep[..])
     }
+}
+
+/// About how many bytes the rows in view of `column` hold (values and offsets).
+pub(super) fn raw_bytes(column: &Column) -> usize {
+    let t = column.tensor();
+    let elements = t.elements();
+    let items = (elements.end - elements.start) * t.values().element_size();
+    let values = match t.dtype().byte_width() {
+        Some(width) => items * width,
+        None => items.div_ceil(8),
+    };
+    let offsets: usize = (0..t.num_levels())
+        .map(|level| (t.lod().num_sequences(level).unwrap_or(0) + 1) * 8)
+        .sum();
+    values + offsets
 }
 
 /// Where row `row`'s elements begin, followed down the levels.
