@@ -109,6 +109,34 @@ fn write_bytes<'a>(
     Bytes::from(w.finish().unwrap())
 }
 
+/// What the `parquet` crate's Arrow writer makes of `parts` with the same options and row
+/// groups of `row_group_rows` rows.
+fn arrow_writer_bytes(
+    parts: &[Dataset],
+    options: &ParquetWriteOptions,
+    row_group_rows: usize,
+) -> Bytes {
+    let schema = parts[0].schema();
+    let dtypes: Vec<DType> = parts[0]
+        .columns()
+        .iter()
+        .map(|c| c.tensor().dtype())
+        .collect();
+    let props = options
+        .properties(&schema, &dtypes)
+        .unwrap()
+        .into_builder()
+        .set_max_row_group_row_count(Some(row_group_rows))
+        .build();
+    let mut writer = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).unwrap();
+    for part in parts {
+        writer
+            .write(&part.to_record_batch_with_schema(schema.clone()))
+            .unwrap();
+    }
+    Bytes::from(writer.into_inner().unwrap())
+}
+
 fn read_bytes(bytes: Bytes, options: &ParquetReadOptions) -> Dataset {
     ParquetReader::try_new(bytes, options)
         .unwrap()
@@ -160,6 +188,7 @@ proptest! {
         let split = split.min(rows);
         let parts = [ds.slice_rows(0..split).unwrap(), ds.slice_rows(split..rows).unwrap()];
         let bytes = write_bytes(&parts, &options);
+        prop_assert!(bytes == arrow_writer_bytes(&parts, &options, row_group_rows), "not the Arrow writer's bytes");
         let read = ParquetReadOptions::default().with_batch_size(batch_size);
         let back = read_bytes(bytes.clone(), &read);
         prop_assert_eq!(&back, &ds);
