@@ -1,0 +1,176 @@
+//! Writing, opening, random sentence views and a full scan, each next to its in-process
+//! baseline: a plain `write` + `fsync` of the values, arrow-rs's validated `FileDecoder`,
+//! raw offset arithmetic, a raw sum of the mapped floats.
+
+use std::fs::File;
+use std::hint::black_box;
+use std::io::Write;
+use std::path::Path;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
+use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::{Dataset, Sequences};
+
+use crate::Result;
+use crate::baseline::{arrow_open, random_pairs, sentences_and_floats, sum};
+use crate::dataset::BenchData;
+use crate::measure::{Samples, alternate, repeat};
+
+/// Random sentences looked up per timed run at scale 1 (fewer below, at least 4096).
+const LOOKUPS: usize = 1 << 20;
+
+/// The timings of the storage measurements.
+pub struct Storage {
+    /// `DatasetWriter` of every document, atomic (fsync and rename included).
+    pub write: Samples,
+    /// `write` of the values' bytes to a new file, then `fsync`.
+    pub raw_write: Samples,
+    /// `MappedDataset::open`.
+    pub open: Samples,
+    /// arrow-rs's validated `FileDecoder` open.
+    pub arrow_open: Samples,
+    /// Random sentences looked up per run of `get`, `raw_get` and `slice`.
+    pub lookups: usize,
+    /// `lookups` × `Sequences::get` of a random sentence.
+    pub get: Samples,
+    /// `lookups` × the same sentence by raw arithmetic on arrow-rs's offsets.
+    pub raw_get: Samples,
+    /// `lookups` × `LodTensor::slice_sequence` of a random sentence.
+    pub slice: Samples,
+    /// Sum of every value, sentence by sentence through `Sequences::get`.
+    pub scan: Samples,
+    /// Sum of each batch's mapped `f32` slice, straight from arrow-rs's buffers.
+    pub raw_scan: Samples,
+}
+
+/// Measures on `data` (mapped as `file`) at `scale`, writing its copies in `dir`.
+///
+/// # Errors
+/// A write, open or lookup fails.
+pub fn measure(data: &BenchData, dir: &Path, file: &MappedDataset, scale: f64) -> Result<Storage> {
+    let lookups = ((LOOKUPS as f64 * scale.min(1.0)) as usize).max(4096);
+    let (write, raw_write) = measure_write(&data.chunks, dir)?;
+
+    let (open, arrow_open_) = alternate(
+        51,
+        || {
+            MappedDataset::open(&data.path)
+                .map(drop)
+                .map_err(Into::into)
+        },
+        || arrow_open(&data.path).map(drop),
+    )?;
+
+    let tensors = file
+        .batches()
+        .iter()
+        .map(|b| b.column("tokens").cloned())
+        .collect::<lodtensor::Result<Vec<_>>>()?;
+    let sequences = tensors
+        .iter()
+        .map(|t| t.sequences::<Float32Type>(1))
+        .collect::<lodtensor::Result<Vec<Sequences<'_, f32>>>>()?;
+    let counts: Vec<usize> = sequences.iter().map(Sequences::len).collect();
+    let picks = random_pairs(&counts, 4096, 7);
+    let arrow_batches = arrow_open(&data.path)?;
+    let raw = sentences_and_floats(&arrow_batches);
+    let (get, raw_get) = alternate(
+        7,
+        || {
+            for i in 0..lookups {
+                let (b, j) = picks[i & 4095];
+                black_box(sequences[b].get(j));
+            }
+            Ok::<_, lodtensor::Error>(())
+        },
+        || {
+            for i in 0..lookups {
+                let (b, j) = picks[i & 4095];
+                let (offsets, floats) = raw[b];
+                black_box(&floats[offsets[j] as usize * 64..offsets[j + 1] as usize * 64]);
+            }
+            Ok(())
+        },
+    )?;
+    let slice = repeat(5, || {
+        for i in 0..lookups {
+            let (b, j) = picks[i & 4095];
+            black_box(tensors[b].slice_sequence(1, j)?);
+        }
+        Ok::<_, lodtensor::Error>(())
+    })?;
+
+    let (scan, raw_scan) = alternate(
+        5,
+        || {
+            black_box(
+                sequences
+                    .iter()
+                    .map(|s| {
+                        (0..s.len())
+                            .map(|j| sum(s.get(j).unwrap_or_default()))
+                            .sum::<f32>()
+                    })
+                    .sum::<f32>(),
+            );
+            Ok::<_, lodtensor::Error>(())
+        },
+        || {
+            black_box(raw.iter().map(|(_, floats)| sum(floats)).sum::<f32>());
+            Ok(())
+        },
+    )?;
+    Ok(Storage {
+        lookups,
+        write,
+        raw_write,
+        open,
+        arrow_open: arrow_open_,
+        get,
+        raw_get,
+        slice,
+        scan,
+        raw_scan,
+    })
+}
+
+/// Our atomic write of `chunks` and a plain write + fsync of their values' bytes, both to
+/// new files in `dir`, alternately.
+fn measure_write(chunks: &[Dataset], dir: &Path) -> Result<(Samples, Samples)> {
+    let ours = dir.join("written.arrow");
+    let plain = dir.join("written.bin");
+    let samples = alternate(
+        3,
+        || -> Result<()> {
+            let mut writer = DatasetWriter::create(&ours, WriteOptions::default())?;
+            for chunk in chunks {
+                writer.write(chunk)?;
+            }
+            writer.finish()?;
+            Ok(())
+        },
+        || {
+            if plain.exists() {
+                std::fs::remove_file(&plain)?;
+            }
+            let mut file = File::create(&plain)?;
+            for chunk in chunks {
+                let floats = chunk.column("tokens")?.values().items();
+                file.write_all(
+                    floats
+                        .as_primitive::<Float32Type>()
+                        .values()
+                        .inner()
+                        .as_slice(),
+                )?;
+            }
+            file.sync_all()?;
+            Ok(())
+        },
+    )?;
+    std::fs::remove_file(&ours)?;
+    std::fs::remove_file(&plain)?;
+    Ok(samples)
+}
