@@ -40,7 +40,7 @@ pub fn arrow_open(path: &Path) -> Result<Vec<RecordBatch>, Box<dyn std::error::E
             usize::try_from(block.offset())?,
             usize::try_from(block.metaDataLength())? + usize::try_from(block.bodyLength())?,
         );
-        batches.extend(decoder.read_record_batch(&block, &data)?);
+        batches.extend(decoder.read_record_batch(block, &data)?);
     }
     Ok(batches)
 }
