@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_array::types::Float32Type;
-use baseline::{random_pairs, sentences_and_floats, sum};
+use baseline::{Sum, random_pairs, sentences_and_floats};
 use criterion::{Criterion, criterion_group};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
@@ -83,24 +83,25 @@ fn random_sentences(file: &MappedDataset) -> Vec<(usize, usize)> {
 }
 
 fn scan(file: &MappedDataset) -> f32 {
-    file.batches()
-        .iter()
-        .map(|b| {
-            sum(b
-                .column("tokens")
+    let mut total = Sum::default();
+    for b in file.batches() {
+        total.add(
+            b.column("tokens")
                 .unwrap()
                 .typed_values::<Float32Type>()
-                .unwrap())
-        })
-        .sum()
+                .unwrap(),
+        );
+    }
+    total.value()
 }
 
 /// The same sum over the float buffers arrow-rs decoded, with no LoD involved.
 fn raw_scan(batches: &[RecordBatch]) -> f32 {
-    sentences_and_floats(batches)
-        .iter()
-        .map(|(_, floats)| sum(floats))
-        .sum()
+    let mut total = Sum::default();
+    for (_, floats) in sentences_and_floats(batches) {
+        total.add(floats);
+    }
+    total.value()
 }
 
 /// arrow-rs's validated open of `path`: the baseline.
@@ -180,15 +181,15 @@ fn benches(c: &mut Criterion) {
 
 criterion_group!(storage, benches);
 
-/// Medians of `n` timings each of `a` and `b`, measured alternately so that both see the
+/// The best of `n` timings each of `a` and `b`, measured alternately so that both see the
 /// same machine.
-fn medians(n: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+fn bests(n: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
     let ok = |f: &mut dyn FnMut()| {
         f();
         Ok::<_, Infallible>(())
     };
     let Ok((a, b)) = measure::alternate(n, || ok(&mut a), || ok(&mut b));
-    (a.median(), b.median())
+    (a.best(), b.best())
 }
 
 fn row(operation: &str, ours: String, baseline: &str, theirs: String, ratio: f64) {
@@ -222,7 +223,7 @@ fn summary() {
     );
     println!("| operation | lodtensor | baseline | ratio |");
     println!("|---|---|---|---|");
-    let (ours, arrow) = medians(
+    let (ours, arrow) = bests(
         51,
         || drop(MappedDataset::open(&path).unwrap()),
         || drop(arrow_open(&path)),
@@ -242,7 +243,7 @@ fn summary() {
         dataset_file(docs() / 4, 64, true),
         dataset_file(docs() / 4, 256, true),
     );
-    let (small, large) = medians(
+    let (small, large) = bests(
         51,
         || drop(MappedDataset::open(&narrow).unwrap()),
         || drop(MappedDataset::open(&wide).unwrap()),
@@ -260,7 +261,7 @@ fn summary() {
     let batches = arrow_open(&path);
     let raw = sentences_and_floats(&batches);
     let lookups = 1 << 22;
-    let (view, arith) = medians(
+    let (view, arith) = bests(
         7,
         || {
             for i in 0..lookups {
@@ -284,7 +285,7 @@ fn summary() {
         format!("{arith:.1} ns"),
         arith / view,
     );
-    let (scan_ours, scan_raw) = medians(
+    let (scan_ours, scan_raw) = bests(
         5,
         || {
             black_box(scan(&file));

@@ -65,17 +65,30 @@ pub fn sentences_and_floats(batches: &[RecordBatch]) -> Vec<(&[i64], &[f32])> {
 }
 
 /// A sum that vectorises: 16 independent accumulators, so that a loop measures reading the
-/// values, not the latency of one chain of float additions.
-pub fn sum(values: &[f32]) -> f32 {
-    let mut acc = [0f32; 16];
-    let chunks = values.chunks_exact(16);
-    let tail: f32 = chunks.remainder().iter().sum();
-    for chunk in chunks {
-        for (a, v) in acc.iter_mut().zip(chunk) {
-            *a += v;
+/// values, not the latency of one chain of float additions. Slices are added one after the
+/// other into the same accumulators.
+#[derive(Clone, Debug, Default)]
+pub struct Sum {
+    lanes: [f32; 16],
+    tail: f32,
+}
+
+impl Sum {
+    /// Adds every value of `values`.
+    pub fn add(&mut self, values: &[f32]) {
+        let chunks = values.chunks_exact(16);
+        self.tail += chunks.remainder().iter().sum::<f32>();
+        for chunk in chunks {
+            for (a, v) in self.lanes.iter_mut().zip(chunk) {
+                *a += v;
+            }
         }
     }
-    acc.iter().sum::<f32>() + tail
+
+    /// The sum so far.
+    pub fn value(&self) -> f32 {
+        self.lanes.iter().sum::<f32>() + self.tail
+    }
 }
 
 /// `n` seeded random (batch, sequence) pairs: a batch uniformly, then one of its

@@ -37,7 +37,7 @@ pub fn body(c: &Context<'_>, table: &str) -> String {
     let python = match &c.python {
         Ok(versions) => format!(
             "pyarrow and numpy ({versions}) run in a child process right after, on the same \
-             file, and report medians too"
+             file, and report the best of 3 to 51 runs too"
         ),
         Err(why) => format!("pyarrow and numpy were not measured: {why}"),
     };
@@ -45,7 +45,7 @@ pub fn body(c: &Context<'_>, table: &str) -> String {
         "Measured {} with `cargo run --release --bin lodtensor-bench --{scale}` on {} (load \
          average {} at the start). Dataset (seed 42): {} documents of 1–30 sentences of 1–120 \
          tokens of `f32[64]`: {} sentences, {} tokens, {:.1} MB of values in a {:.1} MB file \
-         of {} record {}.\n\n{table}\nEach figure is the **median** of 3 to 51 runs; an \
+         of {} record {}.\n\n{table}\nEach figure is the **best** (fastest) of 3 to 51 runs; an \
          operation and its in-process baseline run alternately (ours, baseline, ours, …). \
          {python}. Ratios: `×` is how many times faster than the baseline, `%` our speed as a \
          share of the baseline's. Writes include `fsync` on both sides (our write also renames \

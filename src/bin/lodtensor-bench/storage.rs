@@ -14,7 +14,7 @@ use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::{Dataset, Sequences};
 
 use crate::Result;
-use crate::baseline::{arrow_open, random_pairs, sentences_and_floats, sum};
+use crate::baseline::{Sum, arrow_open, random_pairs, sentences_and_floats};
 use crate::dataset::BenchData;
 use crate::measure::{Samples, alternate, repeat};
 
@@ -105,20 +105,21 @@ pub fn measure(data: &BenchData, dir: &Path, file: &MappedDataset, scale: f64) -
     let (scan, raw_scan) = alternate(
         5,
         || {
-            black_box(
-                sequences
-                    .iter()
-                    .map(|s| {
-                        (0..s.len())
-                            .map(|j| sum(s.get(j).unwrap_or_default()))
-                            .sum::<f32>()
-                    })
-                    .sum::<f32>(),
-            );
+            let mut total = Sum::default();
+            for s in &sequences {
+                for j in 0..s.len() {
+                    total.add(s.get(j).unwrap_or_default());
+                }
+            }
+            black_box(total.value());
             Ok::<_, lodtensor::Error>(())
         },
         || {
-            black_box(raw.iter().map(|(_, floats)| sum(floats)).sum::<f32>());
+            let mut total = Sum::default();
+            for (_, floats) in &raw {
+                total.add(floats);
+            }
+            black_box(total.value());
             Ok(())
         },
     )?;
@@ -142,7 +143,7 @@ fn measure_write(chunks: &[Dataset], dir: &Path) -> Result<(Samples, Samples)> {
     let ours = dir.join("written.arrow");
     let plain = dir.join("written.bin");
     let samples = alternate(
-        3,
+        5,
         || -> Result<()> {
             let mut writer = DatasetWriter::create(&ours, WriteOptions::default())?;
             for chunk in chunks {
