@@ -68,7 +68,7 @@ fn tiny_run_writes_every_row() {
         assert_eq!(line.matches(" | ").count(), 5, "six cells: {line}");
     }
     assert!(report.contains("--scale 0.001"));
-    assert!(report.contains("**median**"));
+    assert!(report.contains("**best**"));
     if std::env::var_os("LODTENSOR_PYTHON").is_some() {
         assert!(!report.contains("not measured"), "{report}");
         assert!(report.contains("pyarrow 2"), "{report}");

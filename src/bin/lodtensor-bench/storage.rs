@@ -137,15 +137,19 @@ pub fn measure(data: &BenchData, dir: &Path, file: &MappedDataset, scale: f64) -
     })
 }
 
-/// Our atomic write of `chunks` and a plain write + fsync of their values' bytes, both to
-/// new files in `dir`, alternately.
+/// Our atomic write of `chunks` and a plain write + fsync of their values' bytes,
+/// alternately, each run to a new file in `dir`: the files are deleted after the last run,
+/// because deleting one costs the next write (the disk may be mounted with `discard`).
 fn measure_write(chunks: &[Dataset], dir: &Path) -> Result<(Samples, Samples)> {
-    let ours = dir.join("written.arrow");
-    let plain = dir.join("written.bin");
+    const RUNS: usize = 5;
+    let name = |kind: &str, run: usize| dir.join(format!("written-{run}.{kind}"));
+    let (mut ours_run, mut plain_run) = (0, 0);
     let samples = alternate(
-        5,
+        RUNS,
         || -> Result<()> {
-            let mut writer = DatasetWriter::create(&ours, WriteOptions::default())?;
+            ours_run += 1;
+            let mut writer =
+                DatasetWriter::create(name("arrow", ours_run), WriteOptions::default())?;
             for chunk in chunks {
                 writer.write(chunk)?;
             }
@@ -153,25 +157,20 @@ fn measure_write(chunks: &[Dataset], dir: &Path) -> Result<(Samples, Samples)> {
             Ok(())
         },
         || {
-            if plain.exists() {
-                std::fs::remove_file(&plain)?;
-            }
-            let mut file = File::create(&plain)?;
+            plain_run += 1;
+            let mut file = File::create(name("bin", plain_run))?;
             for chunk in chunks {
                 let floats = chunk.column("tokens")?.values().items();
-                file.write_all(
-                    floats
-                        .as_primitive::<Float32Type>()
-                        .values()
-                        .inner()
-                        .as_slice(),
-                )?;
+                let floats = floats.as_primitive::<Float32Type>();
+                file.write_all(floats.values().inner().as_slice())?;
             }
             file.sync_all()?;
             Ok(())
         },
     )?;
-    std::fs::remove_file(&ours)?;
-    std::fs::remove_file(&plain)?;
+    for run in 1..=RUNS {
+        std::fs::remove_file(name("arrow", run))?;
+        std::fs::remove_file(name("bin", run))?;
+    }
     Ok(samples)
 }
