@@ -35,8 +35,7 @@ fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("documents.arrow");
     let docs = Documents::default();
-    // About 240 KB of values per document (15.5 sentences × 60.5 tokens × 64 f32).
-    let total_docs = (mb << 20) / (15 * 60 * 64 * 4) + 1;
+    let total_docs = docs.docs_for_bytes((mb << 20) as u64);
     let mut rng = SplitMix64::new(2026);
     let mut writer = DatasetWriter::create(&path, WriteOptions::default()).expect("create");
     let mut left = total_docs;

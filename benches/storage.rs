@@ -6,17 +6,21 @@
 //! `cargo bench --bench storage`; `LODTENSOR_BENCH_DOCS` sets the size (default 4400
 //! documents, about 1 GiB of values).
 
+#[path = "../src/bin/lodtensor-bench/baseline.rs"]
+mod baseline;
+#[path = "../src/bin/lodtensor-bench/measure.rs"]
+#[allow(dead_code)] // the bench times pairs only
+mod measure;
+
+use std::convert::Infallible;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arrow_array::RecordBatch;
-use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;
-use arrow_buffer::Buffer;
-use arrow_ipc::reader::FileDecoder;
+use baseline::{Sum, random_pairs, sentences_and_floats};
 use criterion::{Criterion, criterion_group};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
@@ -59,48 +63,6 @@ fn dataset_file(docs: usize, dim: usize, one_batch: bool) -> PathBuf {
     path
 }
 
-/// arrow-rs's zero-copy recipe with its default (full offset) validation: the baseline.
-fn arrow_open(path: &Path) -> Vec<RecordBatch> {
-    let file = std::fs::File::open(path).unwrap();
-    // SAFETY: the benchmark file is not modified while mapped.
-    let mmap = unsafe { memmap2::Mmap::map(&file) }.unwrap();
-    let buffer = Buffer::from(bytes::Bytes::from_owner(mmap));
-    let trailer_start = buffer.len() - 10;
-    let footer_len =
-        arrow_ipc::reader::read_footer_length(buffer[trailer_start..].try_into().unwrap()).unwrap();
-    let footer =
-        arrow_ipc::root_as_footer(&buffer[trailer_start - footer_len..trailer_start]).unwrap();
-    let schema = arrow_ipc::convert::try_fb_to_schema(footer.schema().unwrap()).unwrap();
-    let decoder = FileDecoder::new(Arc::new(schema), footer.version()).with_require_alignment(true);
-    footer
-        .recordBatches()
-        .unwrap()
-        .iter()
-        .map(|block| {
-            let data = buffer.slice_with_length(
-                block.offset() as usize,
-                block.metaDataLength() as usize + block.bodyLength() as usize,
-            );
-            decoder.read_record_batch(block, &data).unwrap().unwrap()
-        })
-        .collect()
-}
-
-/// Each batch's sentence offsets and floats, straight from arrow-rs's arrays.
-fn raw_sentences(batches: &[RecordBatch]) -> Vec<(&[i64], &[f32])> {
-    batches
-        .iter()
-        .map(|b| {
-            let sentences = b.column(0).as_list::<i64>().values().as_list::<i64>();
-            let floats = sentences.values().as_fixed_size_list().values();
-            (
-                sentences.value_offsets(),
-                floats.as_primitive::<Float32Type>().values().as_ref(),
-            )
-        })
-        .collect()
-}
-
 /// Random access to each batch's sentences.
 fn sentences(file: &MappedDataset) -> Vec<lodtensor::Sequences<'_, f32>> {
     file.batches()
@@ -116,59 +78,35 @@ fn sentences(file: &MappedDataset) -> Vec<lodtensor::Sequences<'_, f32>> {
 
 /// 4096 random (batch, sentence) pairs.
 fn random_sentences(file: &MappedDataset) -> Vec<(usize, usize)> {
-    let mut rng = SplitMix64::new(7);
-    (0..4096)
-        .map(|_| {
-            let b = rng.range(0, file.batches().len() - 1);
-            let n = file.batches()[b]
-                .column("tokens")
-                .unwrap()
-                .lod()
-                .num_sequences(1)
-                .unwrap();
-            (b, rng.range(0, n - 1))
-        })
-        .collect()
-}
-
-/// A sum that vectorises: 16 independent accumulators, so the loop measures reading the
-/// values, not the latency of one chain of float additions.
-fn sum(values: &[f32]) -> f32 {
-    let mut acc = [0f32; 16];
-    let chunks = values.chunks_exact(16);
-    let tail: f32 = chunks.remainder().iter().sum();
-    for chunk in chunks {
-        for (a, v) in acc.iter_mut().zip(chunk) {
-            *a += v;
-        }
-    }
-    acc.iter().sum::<f32>() + tail
+    let counts: Vec<usize> = sentences(file).iter().map(|s| s.len()).collect();
+    random_pairs(&counts, 4096, 7)
 }
 
 fn scan(file: &MappedDataset) -> f32 {
-    file.batches()
-        .iter()
-        .map(|b| {
-            sum(b
-                .column("tokens")
+    let mut total = Sum::default();
+    for b in file.batches() {
+        total.add(
+            b.column("tokens")
                 .unwrap()
                 .typed_values::<Float32Type>()
-                .unwrap())
-        })
-        .sum()
+                .unwrap(),
+        );
+    }
+    total.value()
 }
 
 /// The same sum over the float buffers arrow-rs decoded, with no LoD involved.
 fn raw_scan(batches: &[RecordBatch]) -> f32 {
-    batches
-        .iter()
-        .map(|b| {
-            let docs = b.column(0).as_list::<i64>();
-            let sentences = docs.values().as_list::<i64>();
-            let tokens = sentences.values().as_fixed_size_list();
-            sum(tokens.values().as_primitive::<Float32Type>().values())
-        })
-        .sum()
+    let mut total = Sum::default();
+    for (_, floats) in sentences_and_floats(batches) {
+        total.add(floats);
+    }
+    total.value()
+}
+
+/// arrow-rs's validated open of `path`: the baseline.
+fn arrow_open(path: &Path) -> Vec<RecordBatch> {
+    baseline::arrow_open(path).unwrap()
 }
 
 fn benches(c: &mut Criterion) {
@@ -220,7 +158,7 @@ fn benches(c: &mut Criterion) {
         })
     });
     let batches = arrow_open(&path);
-    let raw = raw_sentences(&batches);
+    let raw = sentences_and_floats(&batches);
     g.bench_function("raw offset arithmetic", |b| {
         let mut i = 0;
         b.iter(|| {
@@ -243,19 +181,15 @@ fn benches(c: &mut Criterion) {
 
 criterion_group!(storage, benches);
 
-/// Medians of `n` timings each of `a` and `b`, measured alternately so that both see the
+/// The best of `n` timings each of `a` and `b`, measured alternately so that both see the
 /// same machine.
-fn medians(n: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
-    let time = |f: &mut dyn FnMut()| {
-        let s = Instant::now();
+fn bests(n: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+    let ok = |f: &mut dyn FnMut()| {
         f();
-        s.elapsed().as_secs_f64()
+        Ok::<_, Infallible>(())
     };
-    let (mut ta, mut tb): (Vec<f64>, Vec<f64>) =
-        (0..n).map(|_| (time(&mut a), time(&mut b))).unzip();
-    ta.sort_by(f64::total_cmp);
-    tb.sort_by(f64::total_cmp);
-    (ta[n / 2], tb[n / 2])
+    let Ok((a, b)) = measure::alternate(n, || ok(&mut a), || ok(&mut b));
+    (a.best(), b.best())
 }
 
 fn row(operation: &str, ours: String, baseline: &str, theirs: String, ratio: f64) {
@@ -289,7 +223,7 @@ fn summary() {
     );
     println!("| operation | lodtensor | baseline | ratio |");
     println!("|---|---|---|---|");
-    let (ours, arrow) = medians(
+    let (ours, arrow) = bests(
         51,
         || drop(MappedDataset::open(&path).unwrap()),
         || drop(arrow_open(&path)),
@@ -309,7 +243,7 @@ fn summary() {
         dataset_file(docs() / 4, 64, true),
         dataset_file(docs() / 4, 256, true),
     );
-    let (small, large) = medians(
+    let (small, large) = bests(
         51,
         || drop(MappedDataset::open(&narrow).unwrap()),
         || drop(MappedDataset::open(&wide).unwrap()),
@@ -325,9 +259,9 @@ fn summary() {
     let picks = random_sentences(&file);
     let sequences = sentences(&file);
     let batches = arrow_open(&path);
-    let raw = raw_sentences(&batches);
+    let raw = sentences_and_floats(&batches);
     let lookups = 1 << 22;
-    let (view, arith) = medians(
+    let (view, arith) = bests(
         7,
         || {
             for i in 0..lookups {
@@ -351,7 +285,7 @@ fn summary() {
         format!("{arith:.1} ns"),
         arith / view,
     );
-    let (scan_ours, scan_raw) = medians(
+    let (scan_ours, scan_raw) = bests(
         5,
         || {
             black_box(scan(&file));

@@ -68,6 +68,21 @@ impl Default for Documents {
 }
 
 impl Documents {
+    /// The number of documents whose `f32` values are expected to take `bytes` bytes (at
+    /// least one): the mean sentences per document × mean tokens per sentence × `dim` × 4.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::synthetic::Documents;
+    /// // 15.5 sentences × 60.5 tokens × 64 floats × 4 bytes = 240,064 bytes per document.
+    /// assert_eq!(Documents::default().docs_for_bytes(1 << 30), 4473);
+    /// ```
+    pub fn docs_for_bytes(&self, bytes: u64) -> usize {
+        let mean = |(lo, hi): (usize, usize)| (lo + hi) as f64 / 2.0;
+        let per_doc = mean(self.sentences) * mean(self.tokens) * (self.dim * 4) as f64;
+        ((bytes as f64 / per_doc).round() as usize).max(1)
+    }
+
     /// `docs` documents drawn from `rng`: a 2-level `tokens` column (levels `documents`,
     /// `sentences`) and a `label` column.
     ///

@@ -58,6 +58,26 @@ proptest! {
     }
 }
 
+/// Pending rows of half a batch or more are written alone rather than topped up with a cut
+/// of the next dataset (which would copy both into one batch); small ones are gathered.
+#[test]
+fn large_pending_rows_are_written_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.arrow");
+    // One row of 10 f32 and one level: 48 bytes of values and offsets.
+    let row = |v: f32| {
+        let t = LodTensor::from_lengths::<Float32Type>(&[vec![10]], vec![v; 10], vec![]).unwrap();
+        Dataset::try_new(vec![Column::new("x", t)]).unwrap()
+    };
+    let rows: Vec<Dataset> = (0..3).map(|i| row(i as f32)).collect();
+    write(&path, &rows, WriteOptions::default().with_batch_bytes(80));
+    let file = MappedDataset::open(&path).unwrap();
+    assert_eq!(file.batches().len(), 3);
+    write(&path, &rows, WriteOptions::default().with_batch_bytes(200));
+    let file = MappedDataset::open(&path).unwrap();
+    assert_eq!(file.batches().len(), 1);
+}
+
 #[test]
 fn views_lie_inside_the_mapping() {
     let dir = tempfile::tempdir().unwrap();

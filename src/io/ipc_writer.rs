@@ -63,7 +63,10 @@ pub struct WriteSummary {
 ///
 /// Datasets are appended row after row: small ones are gathered, large ones cut, into
 /// record batches of about [`WriteOptions::with_batch_bytes`] bytes, so a reader never has
-/// to re-assemble a batch. Nothing appears at the target path until [`DatasetWriter::finish`]
+/// to re-assemble a batch. Rows pending for a batch that are at least half that size and
+/// would overflow it with the next dataset are written as they are rather than topped up
+/// with a cut of it: a batch of one piece of one dataset is written without a copy, where
+/// gathering pieces copies them into one batch. Nothing appears at the target path until [`DatasetWriter::finish`]
 /// renames the complete file over it (see [`AtomicFile`]).
 ///
 /// # Example
@@ -124,8 +127,12 @@ impl DatasetWriter {
         self.datasets += 1;
         let target = self.options.batch_bytes;
         let rows = dataset.num_rows();
+        let mut remaining: usize = (0..rows).map(|row| row_bytes(&dataset, row)).sum();
         let mut start = 0;
         while start < rows {
+            if self.pending_bytes >= target / 2 && self.pending_bytes + remaining > target {
+                self.flush()?;
+            }
             let mut end = start;
             let mut bytes = 0;
             while end < rows {
@@ -138,6 +145,7 @@ impl DatasetWriter {
             }
             self.pending.push(dataset.slice_rows(start..end)?);
             self.pending_bytes += bytes;
+            remaining -= bytes;
             if end < rows || self.pending_bytes >= target {
                 self.flush()?;
             }

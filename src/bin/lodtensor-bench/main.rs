@@ -1,0 +1,142 @@
+//! `lodtensor-bench`: one command that measures lodtensor against the machine's limits,
+//! arrow-rs and pyarrow/numpy on the standard synthetic dataset, in one run, and writes the
+//! table as markdown (and into README between `<!-- bench:begin -->` and
+//! `<!-- bench:end -->`). One file per job.
+
+mod baseline;
+mod batches;
+mod dataset;
+mod export;
+mod measure;
+mod pool;
+mod python;
+mod report;
+mod rows;
+mod storage;
+mod table;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use lodtensor::io::ipc_reader::MappedDataset;
+
+/// Errors of any step.
+pub type Result<T, E = Box<dyn std::error::Error>> = std::result::Result<T, E>;
+
+/// Performance of lodtensor against the machine's limits, arrow-rs and pyarrow, in one run.
+#[derive(Parser)]
+#[command(name = "lodtensor-bench", version, about)]
+struct Args {
+    /// Size of the dataset: 1 is about 1 GiB of values.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Where to write the report (markdown).
+    #[arg(long, default_value = "target/lodtensor-bench.md")]
+    out: PathBuf,
+    /// A README whose section between `<!-- bench:begin -->` and `<!-- bench:end -->` the
+    /// report replaces.
+    #[arg(long)]
+    readme: Option<PathBuf>,
+    /// Directory for the data files, removed afterwards (default: the system's temporary
+    /// directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lodtensor-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<()> {
+    if !(args.scale.is_finite() && args.scale > 0.0) {
+        return Err(format!("--scale must be a positive number, not {}", args.scale).into());
+    }
+    let readme = match &args.readme {
+        Some(path) => Some((path, std::fs::read_to_string(path)?)),
+        None => None,
+    };
+    if readme
+        .as_ref()
+        .is_some_and(|(_, text)| report::replace_section(text, "").is_none())
+    {
+        return Err(format!(
+            "the README has no {} … {} section",
+            report::BEGIN,
+            report::END
+        )
+        .into());
+    }
+    let load = report::load_average();
+    let dir = match &args.dir {
+        Some(d) => tempfile::tempdir_in(d)?,
+        None => tempfile::tempdir()?,
+    };
+
+    let bar = ProgressBar::new(0).with_style(ProgressStyle::with_template(
+        "generating the dataset [{bar:30}] {pos}/{len} documents",
+    )?);
+    let mut data = dataset::generate(dir.path(), args.scale, &bar)?;
+    bar.finish_and_clear();
+    let step = ProgressBar::new_spinner()
+        .with_style(ProgressStyle::with_template("{spinner} {msg} ({elapsed})")?);
+    step.enable_steady_tick(Duration::from_millis(200));
+
+    step.set_message("write, open, views, scan");
+    let file = MappedDataset::open(&data.path)?;
+    let storage = storage::measure(&data, dir.path(), &file, args.scale)?;
+    data.chunks = Vec::new();
+    step.set_message("Parquet export");
+    let group_rows = export::group_rows(data.docs, data.value_bytes);
+    let export = export::measure(&file, group_rows)?;
+    step.set_message("pooling");
+    let pooling = pool::measure(&file)?;
+    step.set_message("loader batches");
+    let batches = batches::measure(&file)?;
+    step.set_message("pyarrow and numpy");
+    let python = python::run(&data.path, dir.path(), group_rows);
+    step.finish_and_clear();
+
+    let table = table::render(&rows::rows(&rows::Measured {
+        data: &data,
+        storage: &storage,
+        export: &export,
+        pooling: &pooling,
+        batches: &batches,
+        python: &python,
+    }));
+    let body = report::body(
+        &report::Context {
+            scale: args.scale,
+            data: &data,
+            batches: file.batches().len(),
+            group_rows,
+            python: python
+                .as_ref()
+                .map(|p| p.versions.clone())
+                .map_err(Clone::clone),
+            load,
+        },
+        &table,
+    );
+    print!("{body}");
+    if let Some(parent) = args.out.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&args.out, format!("# lodtensor-bench\n\n{body}"))?;
+    if let Some((path, text)) = readme {
+        let updated = report::replace_section(&text, &body).expect("markers checked above");
+        std::fs::write(path, updated)?;
+    }
+    drop(file);
+    dir.close()?;
+    Ok(())
+}

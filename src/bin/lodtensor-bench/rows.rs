@@ -1,0 +1,174 @@
+//! Which rows the report has: the machine's limits, then each of our operations next to its
+//! baseline and the target.
+
+use crate::batches::{Batches, TOKEN_BUDGET};
+use crate::dataset::BenchData;
+use crate::export::CodecRuns;
+use crate::pool::Pooling;
+use crate::python::PyFigures;
+use crate::storage::Storage;
+use crate::table::{Figure, Ratio, Row, Target};
+
+/// Everything measured in one run.
+pub struct Measured<'a> {
+    /// The dataset.
+    pub data: &'a BenchData,
+    /// Write, open, views, scan.
+    pub storage: &'a Storage,
+    /// Parquet export per codec.
+    pub export: &'a [CodecRuns],
+    /// Pooling.
+    pub pooling: &'a Pooling,
+    /// Loader batches.
+    pub batches: &'a Batches,
+    /// pyarrow's and numpy's figures, or why there are none.
+    pub python: &'a Result<PyFigures, String>,
+}
+
+/// The rows of the report, in order.
+pub fn rows(m: &Measured<'_>) -> Vec<Row> {
+    let (s, data) = (m.storage, m.data);
+    let values =
+        |samples: &crate::measure::Samples| Figure::gb_per_s(data.value_bytes, samples.best());
+    let py = |f: fn(&PyFigures) -> f64| m.python.as_ref().map(f).map_err(Clone::clone);
+    let memcpy = values(&m.batches.memcpy);
+    let raw_write = values(&s.raw_write);
+    let raw_scan = values(&s.raw_scan);
+    let write = Figure::gb_per_s(data.file_bytes, s.write.best());
+    let open = Figure::ms(s.open.best());
+    let per_lookup =
+        |samples: &crate::measure::Samples| Figure::ns(samples.best() / s.lookups as f64);
+    let get = per_lookup(&s.get);
+    let mut rows = vec![
+        Row::alone("machine: memcpy of the values in 1 MiB pieces", memcpy),
+        Row::alone(
+            "machine: plain `write` of the values to a new file + `fsync`",
+            raw_write,
+        ),
+        Row::alone("machine: raw sum of the mapped `f32` values", raw_scan),
+        Row::compared(
+            "write, `DatasetWriter` (atomic: `fsync` + rename)",
+            write,
+            "plain `write` + `fsync`",
+            Ok(raw_write),
+            Ratio::Percent,
+        )
+        .with_target(Target::RatioAtLeast(0.9)),
+        Row::compared(
+            "write, `DatasetWriter` (atomic: `fsync` + rename)",
+            write,
+            "pyarrow `ipc.new_file` + `fsync`",
+            py(|p| p.write_ipc).map(|t| Figure::gb_per_s(data.file_bytes, t)),
+            Ratio::Times,
+        ),
+        Row::compared(
+            "open with validation, `MappedDataset::open`",
+            open,
+            "arrow-rs `FileDecoder`, validated",
+            Ok(Figure::ms(s.arrow_open.best())),
+            Ratio::Times,
+        )
+        .with_target(Target::RatioAtLeast(1.0)),
+        Row::compared(
+            "open with validation, `MappedDataset::open`",
+            open,
+            "pyarrow `memory_map` + `open_file` + `read_all`",
+            py(|p| p.open).map(Figure::ms),
+            Ratio::Times,
+        )
+        .with_target(Target::RatioAtLeast(2.0)),
+        Row::compared(
+            "random sentence view, `Sequences::get`",
+            get,
+            "raw offset arithmetic",
+            Ok(per_lookup(&s.raw_get)),
+            Ratio::Times,
+        )
+        .with_target(Target::AtMost(Figure::ns(5e-9))),
+        Row::compared(
+            "random sentence view, `Sequences::get`",
+            get,
+            "pyarrow offsets + numpy slice",
+            py(|p| p.view).map(Figure::ns),
+            Ratio::Times,
+        ),
+        Row::alone(
+            "random sentence view, `LodTensor::slice_sequence`",
+            per_lookup(&s.slice),
+        ),
+        Row::compared(
+            "full scan, every sentence through `Sequences::get`",
+            values(&s.scan),
+            "raw sum of the mapped values",
+            Ok(raw_scan),
+            Ratio::Percent,
+        )
+        .with_target(Target::RatioAtLeast(0.9)),
+    ];
+    for runs in m.export {
+        let codec = runs.label;
+        let pyarrow = m
+            .python
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|p| p.parquet.get(runs.key).ok_or_else(|| format!("no {codec}")))
+            .map(|&t| Figure::mb_per_s(data.value_bytes, t));
+        for (threads, samples, target) in [
+            ("1 thread", &runs.one_thread, 1.0),
+            ("2 threads", &runs.two_threads, 1.5),
+        ] {
+            rows.push(
+                Row::compared(
+                    format!("Parquet export, {codec}, {threads}"),
+                    Figure::mb_per_s(data.value_bytes, samples.best()),
+                    "pyarrow `pq.write_table`",
+                    pyarrow.clone(),
+                    Ratio::Times,
+                )
+                .with_target(Target::RatioAtLeast(target)),
+            );
+        }
+    }
+    let tokens =
+        |samples: &crate::measure::Samples| Figure::mtokens_per_s(data.tokens, samples.best());
+    type Numpy = fn(&PyFigures) -> f64;
+    let pooling: [(_, _, _, Numpy); 2] = [
+        ("sum", &m.pooling.sum, "numpy `add.reduceat`", |p| {
+            p.pool_sum
+        }),
+        (
+            "mean",
+            &m.pooling.mean,
+            "numpy `add.reduceat` / lengths",
+            |p| p.pool_mean,
+        ),
+    ];
+    for (kind, samples, numpy, figure) in pooling {
+        rows.push(
+            Row::compared(
+                format!("{kind}-pool of every sentence, `sequence_pool`"),
+                Figure::ms(samples.best()),
+                numpy,
+                py(figure).map(Figure::ms),
+                Ratio::Times,
+            )
+            .with_target(Target::RatioAtLeast(10.0)),
+        );
+    }
+    rows.extend([
+        Row::alone(
+            format!("{TOKEN_BUDGET}-token batches, `Loader`, in file order (views)"),
+            tokens(&m.batches.in_order),
+        )
+        .with_target(Target::AtLeast(Figure::mtokens_per_s(100_000_000, 1.0))),
+        Row::compared(
+            format!("{TOKEN_BUDGET}-token batches, `Loader`, shuffled (gathered)"),
+            tokens(&m.batches.shuffled),
+            "memcpy of the same bytes in 1 MiB pieces",
+            Ok(tokens(&m.batches.memcpy)),
+            Ratio::Percent,
+        )
+        .with_target(Target::RatioAtLeast(0.8)),
+    ]);
+    rows
+}
