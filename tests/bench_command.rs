@@ -7,12 +7,14 @@
 use std::process::Command;
 
 /// The start of every row of the table, in order, after its header and rule.
-const ROWS: [&str; 21] = [
+const ROWS: [&str; 23] = [
     "| machine: memcpy of the values in 1 MiB pieces |",
-    "| machine: plain `write` of the values to a new file + `fsync` |",
+    "| machine: plain `write` of the values to a new file in the page cache (",
+    "| machine: plain `write` of the values to a new file on the disk + `fsync` |",
     "| machine: raw sum of the mapped `f32` values |",
-    "| write, `DatasetWriter` (atomic: `fsync` + rename) | ",
-    "| write, `DatasetWriter` (atomic: `fsync` + rename) | ",
+    "| write, `DatasetWriter`, into the page cache (",
+    "| write, `DatasetWriter` to the disk (atomic: `fsync` + rename) | ",
+    "| write, `DatasetWriter` to the disk (atomic: `fsync` + rename) | ",
     "| open with validation, `MappedDataset::open` |",
     "| open with validation, `MappedDataset::open` |",
     "| random sentence view, `Sequences::get` |",

