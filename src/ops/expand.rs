@@ -214,9 +214,9 @@ pub fn sequence_expand_view<Y: AsRef<Lod>>(
 /// As [`sequence_expand_view`].
 ///
 /// # Example
-/// Paddle's documented cases. Case 1: x.lod = [[0, 2, 4]], x.data = [[a], [b], [c], [d]],
-/// y.lod = [[0, 2, 4], [0, 3, 6, 7, 8]], ref_level = 0 → out.lod = [[0, 2, 4, 6, 8]],
-/// out.data = [[a], [b], [a], [b], [c], [d], [c], [d]]:
+/// Paddle's documented cases. Case 1: `x.lod = [[0, 2, 4]]`, `x.data = [[a], [b], [c], [d]]`,
+/// `y.lod = [[0, 2, 4], [0, 3, 6, 7, 8]]`, `ref_level = 0` → `out.lod = [[0, 2, 4, 6, 8]]`,
+/// `out.data = [[a], [b], [a], [b], [c], [d], [c], [d]]`:
 /// ```
 /// use arrow_array::types::Int32Type;
 /// use lodtensor::{Lod, LodTensor};
@@ -229,8 +229,8 @@ pub fn sequence_expand_view<Y: AsRef<Lod>>(
 /// assert_eq!(out.typed_values::<Int32Type>()?, &[a, b, a, b, c, d, c, d]);
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
-/// Case 2: x.data = [[a], [b], [c]] without LoD, y.lod = [[0, 2, 2, 5]], ref_level = -1 →
-/// out.data = [[a], [a], [c], [c], [c]], a plain tensor:
+/// Case 2: `x.data = [[a], [b], [c]]` without LoD, `y.lod = [[0, 2, 2, 5]]`, `ref_level = -1`
+/// → `out.data = [[a], [a], [c], [c], [c]]`, a plain tensor:
 /// ```
 /// # use arrow_array::types::Int32Type;
 /// # use lodtensor::{Lod, LodTensor, Values};
