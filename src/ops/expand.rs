@@ -257,8 +257,8 @@ pub fn sequence_expand<Y: AsRef<Lod>>(x: &LodTensor, y: Y, ref_level: isize) -> 
 /// sequences.
 ///
 /// # Example
-/// Paddle's case 1: x.data = [[a], [b], [c], [d]], y lengths [[3, 3, 1, 1]] →
-/// out.lod = [[0, 3, 6, 7, 8]], out.data = [[a], [a], [a], [b], [b], [b], [c], [d]]:
+/// Paddle's case 1: `x.data = [[a], [b], [c], [d]]`, y lengths `[[3, 3, 1, 1]]` →
+/// `out.lod = [[0, 3, 6, 7, 8]]`, `out.data = [[a], [a], [a], [b], [b], [b], [c], [d]]`:
 /// ```
 /// use arrow_array::types::Int32Type;
 /// use lodtensor::{Lod, LodTensor, Values};

@@ -5,7 +5,7 @@
 //! | `expand` | [`sequence_expand`] (and its zero-copy [`ExpandedView`]), [`sequence_expand_as`] |
 //! | `pad` | [`to_padded`], [`to_padded_truncating`], [`to_padded_nested`], [`from_padded`] |
 //! | `pool` | [`sequence_pool`], [`sequence_pool_any`] |
-//! | `structure` | [`concat`], [`split`], [`split_rows`], [`sequence_concat`], [`sequence_reverse`], [`sequence_slice`], [`lod_reset`] |
+//! | `structure` | [`concat()`], [`split`], [`split_rows`], [`sequence_concat`], [`sequence_reverse`], [`sequence_slice`], [`lod_reset`] |
 //!
 //! Level 0 is the outermost level; the last level indexes elements (rows of the values).
 //! Every operation accepts views (offsets that do not start at 0, values with elements

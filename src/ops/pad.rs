@@ -165,8 +165,9 @@ fn pad_level(
 /// or size.
 ///
 /// # Example
-/// Paddle's documented case 1: x.lod = [[0, 2, 5]], x.data = [a, b, c, d, e], pad_value
-/// = [0], padded_length = 4 → Out.data = [[a, b, 0, 0], [c, d, e, 0]], Length = [2, 3]:
+/// Paddle's documented case 1: `x.lod = [[0, 2, 5]]`, `x.data = [a, b, c, d, e]`,
+/// `pad_value = [0]`, `padded_length = 4` → `Out.data = [[a, b, 0, 0], [c, d, e, 0]]`,
+/// `Length = [2, 3]`:
 /// ```
 /// use arrow_array::types::Int32Type;
 /// use lodtensor::{Lod, LodTensor, Values};

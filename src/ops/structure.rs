@@ -258,9 +258,9 @@ pub fn sequence_concat(inputs: &[LodTensor]) -> Result<LodTensor> {
 /// when `offsets[i] + lengths[i]` passes the end of sequence `i`.
 ///
 /// # Example
-/// Paddle's example: x.lod = [[3, 2]] (lengths), x.data = [[a1, a2], [b1, b2], [c1, c2],
-/// [d1, d2], [e1, e2]], offset = [[0], [1]], length = [[2], [1]] → out.lod = [[2, 1]],
-/// out.data = [[a1, a2], [b1, b2], [e1, e2]]:
+/// Paddle's example: `x.lod = [[3, 2]]` (lengths),
+/// `x.data = [[a1, a2], [b1, b2], [c1, c2], [d1, d2], [e1, e2]]`, `offset = [[0], [1]]`,
+/// `length = [[2], [1]]` → `out.lod = [[2, 1]]`, `out.data = [[a1, a2], [b1, b2], [e1, e2]]`:
 /// ```
 /// use arrow_array::types::Int32Type;
 /// use lodtensor::LodTensor;
