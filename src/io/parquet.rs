@@ -288,6 +288,7 @@ impl<W: Write + Send> ParquetWriter<W> {
                     current_rows: 0,
                     current_bytes: 0,
                     full: Vec::new(),
+                    spare: Vec::new(),
                 }));
                 self.schema = Some(schema);
             }
@@ -353,6 +354,8 @@ struct RowGroups<W: Write + Send> {
     current_bytes: usize,
     /// Gathered row groups waiting to be encoded.
     full: Vec<Vec<Dataset>>,
+    /// Buffers of encoded chunks, emptied, for the next row groups encoded in memory.
+    spare: Vec<Vec<u8>>,
 }
 
 impl<W: Write + Send> RowGroups<W> {
@@ -392,29 +395,48 @@ impl<W: Write + Send> RowGroups<W> {
         Ok(())
     }
 
-    /// Encodes the full row groups, one per thread, and writes them in order.
+    /// Encodes the full row groups and writes them in order: the first straight into the
+    /// file on the calling thread, the others at the same time into memory, each on a thread
+    /// of its own, into buffers kept from one round to the next.
     fn encode_full(&mut self) -> Result<()> {
         let groups = std::mem::take(&mut self.full);
+        let Some((first, others)) = groups.split_first() else {
+            return Ok(());
+        };
+        let schema = self.file.schema_descr().clone();
         let props = self.file.properties().clone();
-        let schema = self.file.schema_descr();
-        if let [group] = &groups[..] {
-            return write_row_group(&mut self.file, group);
-        }
-        let encoded: Vec<Result<_>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = groups
+        let buffers: Vec<Vec<Vec<u8>>> = others
+            .iter()
+            .map(|_| {
+                (0..schema.num_columns())
+                    .map(|_| self.spare.pop().unwrap_or_default())
+                    .collect()
+            })
+            .collect();
+        let file = &mut self.file;
+        let (schema, props) = (&schema, &props);
+        let (written, encoded) = std::thread::scope(|scope| {
+            let handles: Vec<_> = others
                 .iter()
-                .map(|group| scope.spawn(|| encode_row_group(group, schema, &props)))
+                .zip(buffers)
+                .map(|(group, buffers)| {
+                    scope.spawn(move || encode_row_group(group, schema, props, buffers))
+                })
                 .collect();
-            handles
+            let written = write_row_group(file, first);
+            let encoded: Vec<Result<_>> = handles
                 .into_iter()
                 .map(|h| {
                     h.join()
                         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
                 })
-                .collect()
+                .collect();
+            (written, encoded)
         });
+        written?;
         for chunks in encoded {
-            append_row_group(&mut self.file, chunks?)?;
+            let emptied = append_row_group(&mut self.file, chunks?)?;
+            self.spare.extend(emptied);
         }
         Ok(())
     }

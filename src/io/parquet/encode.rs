@@ -62,11 +62,13 @@ pub(super) struct EncodedChunk {
 }
 
 /// Encodes the rows of `parts` (in order) as the chunks of one row group, in memory, so
-/// that several row groups can be encoded at once.
+/// that several row groups can be encoded at once; `buffers` (emptied ones from earlier
+/// row groups, any number) are used before new ones.
 pub(super) fn encode_row_group(
     parts: &[Dataset],
     schema: &SchemaDescriptor,
     props: &WriterPropertiesPtr,
+    mut buffers: Vec<Vec<u8>>,
 ) -> Result<Vec<EncodedChunk>> {
     schema
         .columns()
@@ -74,7 +76,10 @@ pub(super) fn encode_row_group(
         .enumerate()
         .map(|(column, descr)| {
             let capacity = parts.iter().map(|p| raw_bytes(&p.columns()[column])).sum();
-            let mut sink = TrackedWrite::new(Vec::with_capacity(capacity));
+            let mut buffer = buffers.pop().unwrap_or_default();
+            buffer.clear();
+            buffer.reserve(capacity);
+            let mut sink = TrackedWrite::new(buffer);
             let close = {
                 let page_writer = Box::new(SerializedPageWriter::new(&mut sink));
                 let mut writer = get_column_writer(descr.clone(), props.clone(), page_writer);
@@ -89,17 +94,20 @@ pub(super) fn encode_row_group(
         .collect()
 }
 
-/// Writes encoded chunks as the next row group of `file`.
+/// Writes encoded chunks as the next row group of `file`, and returns their buffers (to
+/// be reused: their pages are already in place, which saves the kernel zeroing new ones).
 pub(super) fn append_row_group<W: Write + Send>(
     file: &mut SerializedFileWriter<W>,
     chunks: Vec<EncodedChunk>,
-) -> Result<()> {
+) -> Result<Vec<Vec<u8>>> {
     let mut row_group = file.next_row_group()?;
+    let mut buffers = Vec::with_capacity(chunks.len());
     for chunk in chunks {
         row_group.append_column(&chunk.data, chunk.close)?;
+        buffers.push(Vec::from(chunk.data));
     }
     row_group.close()?;
-    Ok(())
+    Ok(buffers)
 }
 
 /// Writes column `column` of every part with `writer`, the column writer of leaf `descr`.
