@@ -728,6 +728,10 @@ impl ParquetReadOptions {
 /// Reads a Parquet file as [`Dataset`]s, one per record batch of
 /// [`ParquetReadOptions::with_batch_size`] rows.
 ///
+/// Every page header is checked when the reader is made (one small read per page). A page
+/// the `parquet` crate fails on, or panics on, gives [`Error::Parquet`] naming the batch and
+/// its first row, and ends the iteration.
+///
 /// # Example
 /// ```
 /// use lodtensor::io::parquet::{write_parquet, ParquetReader, ParquetReadOptions, ParquetWriteOptions};
@@ -774,8 +778,10 @@ impl ParquetReader {
     ///
     /// # Errors
     /// [`Error::Io`], [`Error::Parquet`] (not Parquet, or a type Arrow cannot read),
-    /// [`Error::UnsupportedVersion`], [`Error::NoSuchColumn`] for a column named in the
-    /// options that the file lacks; all in [`Error::InFile`].
+    /// [`Error::InvalidFile`] for a column chunk outside the file or a page header the
+    /// `parquet` crate would misread or spin on (naming the row group, column chunk, page
+    /// and byte), [`Error::UnsupportedVersion`], [`Error::NoSuchColumn`] for a column named
+    /// in the options that the file lacks; all in [`Error::InFile`].
     pub fn open(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Self> {
         let path = path.as_ref();
         (|| {
