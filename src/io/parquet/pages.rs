@@ -4,10 +4,11 @@
 //! The `parquet` crate (60.x) trusts what a page header declares in ways a corrupted file can
 //! turn into a panic or a denial of service:
 //! - its Thrift reader skips an unknown field (or a page's statistics) that is a list, set or
-//!   map of booleans by counting to the declared size without reading a byte per element
-//!   (`skip_till_depth` in `parquet_thrift.rs`, the `FieldType::List | FieldType::Set` and
-//!   `FieldType::Map` arms): a 7-byte field `list<bool>` of 2³¹ − 1 elements costs 2³¹
-//!   calls, over a minute in a debug build, and nested lists multiply that;
+//!   map element by element up to the declared size (`skip_till_depth` in
+//!   `parquet_thrift.rs`, the `FieldType::List | FieldType::Set` and `FieldType::Map` arms),
+//!   and some elements read nothing: a boolean always, a double or UUID once the input is
+//!   exhausted (its `skip_bytes` does not fail at the end). A 7-byte field `list<bool>` of
+//!   2³¹ − 1 elements costs 2³¹ calls, over a minute in a debug build; nesting multiplies it;
 //! - a data page header without its `DataPageHeader` is unwrapped (`column/page.rs`), and a
 //!   dictionary-encoded data page in a chunk without a dictionary page panics in the decoder
 //!   (`column/reader/decoder.rs`).
