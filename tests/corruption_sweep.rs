@@ -1,7 +1,6 @@
 //! Every truncation and every single-byte change (0x00, 0xFF, +1) of small valid `.arrow`
-//! files with 0 to 3 levels gives a typed error or data that reads in full: never a panic.
-//! (`.pdtensor` files are swept in `tests/paddle.rs`. `.parquet` is left to the fuzzer: some
-//! single-byte changes make the parquet crate's page reader loop for minutes.)
+//! files with 0 to 3 levels, and of small `.parquet` files, gives a typed error or data that
+//! reads in full: never a panic or a hang. (`.pdtensor` files are swept in `tests/paddle.rs`.)
 
 use arrow_array::types::Int32Type;
 use lodtensor::io::ipc_reader::MappedDataset;
@@ -43,6 +42,16 @@ fn variants(good: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
     cuts.chain(changes)
 }
 
+/// Reads every row and value of `t`: its offsets, each row's slice and values.
+fn read_tensor(t: &LodTensor) {
+    let _ = t.lod().absolute_offsets();
+    for row in 0..t.num_rows() {
+        let s = t.slice_rows(row..row + 1).unwrap();
+        let items = s.values().items();
+        let _ = items.to_data().get_slice_memory_size();
+    }
+}
+
 #[test]
 fn arrow_files_of_0_to_3_levels() {
     let dir = tempfile::tempdir().unwrap();
@@ -60,17 +69,56 @@ fn arrow_files_of_0_to_3_levels() {
                 // A changed byte may leave a valid file with another column name or
                 // dtype: read whatever columns it has.
                 for column in file.batches().iter().flat_map(|b| b.columns()) {
-                    let t = column.tensor();
-                    let _ = t.lod().absolute_offsets();
-                    for row in 0..t.num_rows() {
-                        let s = t.slice_rows(row..row + 1).unwrap();
-                        let items = s.values().items();
-                        let _ = items.to_data().get_slice_memory_size();
-                    }
+                    read_tensor(column.tensor());
                 }
                 opened += 1;
             }
         }
         assert!(opened > 0, "{levels} levels: no variant opened at all");
+    }
+}
+
+/// Parquet files of 2 levels (snappy, plain) and 3 levels (zstd, dictionary): the `parquet`
+/// crate's page reader trusted page headers that a single changed byte can make it spin
+/// on, so every variant must also finish in well under a second.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_files() {
+    use lodtensor::io::parquet::{
+        Compression, ParquetReadOptions, ParquetReader, ParquetWriteOptions, ParquetWriter,
+    };
+    use std::time::{Duration, Instant};
+    let plain = ParquetWriteOptions::default();
+    let dictionary = ParquetWriteOptions::default()
+        .with_compression(Compression::Zstd(3))
+        .with_dictionary(true);
+    for (levels, options) in [(2, plain), (3, dictionary)] {
+        let mut writer = ParquetWriter::new(Vec::new(), options);
+        writer.write(&dataset(levels)).unwrap();
+        let good = writer.finish().unwrap();
+        let read_options = ParquetReadOptions::default().with_batch_size(2);
+        let mut read = 0;
+        for (case, bad) in variants(&good).enumerate() {
+            let start = Instant::now();
+            if let Ok(reader) = ParquetReader::try_new(bytes::Bytes::from(bad), &read_options) {
+                let mut complete = true;
+                for dataset in reader {
+                    let Ok(dataset) = dataset else {
+                        complete = false;
+                        break;
+                    };
+                    for column in dataset.columns() {
+                        read_tensor(column.tensor());
+                    }
+                }
+                read += usize::from(complete);
+            }
+            let took = start.elapsed();
+            assert!(
+                took < Duration::from_secs(5),
+                "{levels} levels, variant {case}: {took:?}"
+            );
+        }
+        assert!(read > 0, "{levels} levels: no variant read at all");
     }
 }

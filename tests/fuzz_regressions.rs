@@ -47,34 +47,112 @@ fn parquet_read_negative_chunk_offset() {
     assert!(err.to_string().contains("at -"), "{err}");
 }
 
-/// Pages the `parquet` crate (60.1) panics on while decoding them, each inside a chunk
-/// that lies in the file, so the footer checks cannot see them; the faults are in the
-/// dependency's page reader:
-/// - a dictionary-encoded data page in a chunk without a dictionary page ("Decoder for dict
-///   should have been set", `column/reader/decoder.rs`);
-/// - definition levels running past their buffer ("offset + len out of bounds",
-///   arrow-buffer's `bit_chunk_iterator.rs`, from `read_def_levels`);
-/// - a data page header without its `DataPageHeader` (`Option::unwrap`, `column/page.rs`).
-///
-/// Run with `--ignored` to check a newer `parquet`.
+/// Opens `name` from memory with batches of 7 rows, as the `parquet_read` target does.
+#[cfg(feature = "parquet")]
+fn open_parquet(name: &str) -> lodtensor::Result<lodtensor::io::parquet::ParquetReader> {
+    use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
+    let bytes = std::fs::read(data(name)).unwrap();
+    let options = ParquetReadOptions::default().with_batch_size(7);
+    ParquetReader::try_new(bytes::Bytes::from(bytes), &options)
+}
+
+/// A data page header with an unknown field that is a list of 2³¹ − 1 elements (7 bytes;
+/// the seed `levels0_float32.parquet` with bytes 11–18 rewritten): of booleans, which the
+/// `parquet` crate's Thrift reader skips by counting without reading a byte
+/// (`skip_till_depth`), over a minute in a debug build; or of doubles, which read nothing
+/// once the input is exhausted (`skip_bytes` does not fail at its end), over 25 s. The
+/// cause of the fuzzer's slow inputs. The page headers are now read first and the list
+/// refused.
 #[cfg(feature = "parquet")]
 #[test]
-fn parquet_read_page_decoder_panics_become_errors() {
-    use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
-    // The parquet crate panics on these pages; the reader turns each panic into an error.
+fn parquet_read_page_header_long_lists() {
     for name in [
-        "parquet_read-dictionary-decoder-unset.parquet",
-        "parquet_read-definition-levels-out-of-bounds.parquet",
-        "parquet_read-page-header-without-data-header.parquet",
+        "parquet_read-page-header-bool-list.parquet",
+        "parquet_read-page-header-double-list.parquet",
     ] {
-        let bytes = std::fs::read(data(name)).unwrap();
-        let options = ParquetReadOptions::default().with_batch_size(7);
-        let reader = ParquetReader::try_new(bytes::Bytes::from(bytes), &options)
-            .unwrap_or_else(|e| panic!("{name}: the footer is valid, got {e}"));
-        let results: Vec<_> = reader.collect();
+        let start = std::time::Instant::now();
+        let err = open_parquet(name).unwrap_err();
         assert!(
-            results.last().is_some_and(|r| r.is_err()),
-            "{name}: no error reported"
+            start.elapsed() < std::time::Duration::from_secs(1),
+            "{name}: {:?}",
+            start.elapsed()
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid file: row group 0, column chunk 0 (\"x\"): page 0 at byte 4: page \
+             header: a list of 2147483647 elements, with 37 bytes left in the column chunk",
+            "{name}"
         );
     }
+}
+
+/// Pages the `parquet` crate (60.1) panicked on while decoding them, each inside a chunk
+/// that lies in the file; their page headers are now refused when the file is opened:
+/// - a dictionary-encoded data page in a chunk without a dictionary page ("Decoder for dict
+///   should have been set", `column/reader/decoder.rs`);
+/// - a page header whose `crc` (field 4) is typed boolean, which the crate reads as an i32
+///   anyway, reading the header out of step (here it ended in definition levels past their
+///   buffer: "offset + len out of bounds", arrow-buffer's `bit_chunk_iterator.rs`);
+/// - a data page header without its `DataPageHeader` (`Option::unwrap`, `column/page.rs`;
+///   here field 6 is typed set, not struct).
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_read_page_headers_that_made_the_decoder_panic() {
+    for (name, fault) in [
+        (
+            "parquet_read-dictionary-decoder-unset.parquet",
+            "page 0 at byte 4: a data page in dictionary encoding 8, and no dictionary page",
+        ),
+        (
+            "parquet_read-definition-levels-out-of-bounds.parquet",
+            "page 1 at byte 87: page header: page header field 4 has Thrift type 1, not 5",
+        ),
+        (
+            "parquet_read-page-header-without-data-header.parquet",
+            "page 1 at byte 41: page header: page header field 6 has Thrift type 10, not 12",
+        ),
+    ] {
+        let err = open_parquet(name).unwrap_err();
+        assert!(
+            matches!(err.root(), Error::InvalidFile(reason) if reason.ends_with(fault)),
+            "{name}: {err}"
+        );
+    }
+}
+
+/// Definition levels that run past their buffer in a page whose header is sound (the seed
+/// `levels0_float32.parquet` with byte 27, in the levels, set to 0xFF). The `parquet` crate
+/// panics while decoding it ("offset + len out of bounds", arrow-buffer's
+/// `bit_chunk_iterator.rs`); the reader turns the panic into an error and stops.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_read_page_decoder_panic_becomes_an_error() {
+    let reader = open_parquet("parquet_read-definition-levels-past-buffer.parquet")
+        .expect("the footer and page headers are valid");
+    let results: Vec<_> = reader.collect();
+    assert_eq!(results.len(), 1);
+    let err = results[0].as_ref().unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "Parquet error: batch 0, from row 0: malformed page (offset + len out of bounds)"
+        ),
+        "{err}"
+    );
+}
+
+/// The same seed with byte 27 set to 0: too few definition levels. The `parquet` crate's
+/// reader returned that error for every later batch too, so collecting the reader's results
+/// never ended; the reader now stops after an error.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_read_stops_after_an_error() {
+    let reader = open_parquet("parquet_read-definition-levels-missing.parquet")
+        .expect("the footer and page headers are valid");
+    let results: Vec<_> = reader.take(1000).collect();
+    assert_eq!(results.len(), 1);
+    let err = results[0].as_ref().unwrap_err();
+    assert!(
+        err.to_string().contains("insufficient definition levels"),
+        "{err}"
+    );
 }

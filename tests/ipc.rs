@@ -301,6 +301,22 @@ fn truncated_files_are_errors() {
     assert!(open_bytes(dir.path(), &good).is_ok());
 }
 
+/// The in-memory reader the fuzz targets use runs the same checks as the mapped one.
+#[test]
+fn bytes_read_from_memory_as_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = example_bytes();
+    let mapped = open_bytes(dir.path(), &good).unwrap();
+    let memory = MappedDataset::from_bytes(&good).unwrap();
+    assert_eq!(memory.batches(), mapped.batches());
+    assert_eq!(memory.path(), Path::new(""));
+    for len in [0, 10, good.len() - 1] {
+        let from_file = open_bytes(dir.path(), &good[..len]).unwrap_err();
+        let from_memory = MappedDataset::from_bytes(&good[..len]).unwrap_err();
+        assert_eq!(from_memory.to_string(), from_file.root().to_string());
+    }
+}
+
 #[test]
 fn single_byte_changes_never_panic() {
     let dir = tempfile::tempdir().unwrap();

@@ -30,11 +30,10 @@ pub fn scratch_dir() -> &'static Path {
     })
 }
 
-/// Writes `bytes` to a scratch file and opens it with the validating reader.
+/// Opens `bytes` with the validating reader, from memory (the checks of
+/// `MappedDataset::open`, without writing and mapping a file).
 pub fn open_bytes(bytes: &[u8]) -> lodtensor::Result<MappedDataset> {
-    let path = scratch_dir().join("input.arrow");
-    std::fs::write(&path, bytes).expect("writing the scratch file");
-    MappedDataset::open(&path)
+    MappedDataset::from_bytes(bytes)
 }
 
 /// Whether `inner` lies inside `outer`.

@@ -66,8 +66,8 @@ pub struct MappedDataset {
     batches: Vec<Dataset>,
     /// `row_starts[b]` is the first row of batch `b`; one more entry closes the last batch.
     row_starts: Vec<usize>,
-    /// Held for the shared advisory lock.
-    _file: File,
+    /// Held for the shared advisory lock (none for a file read from memory).
+    _file: Option<File>,
 }
 
 impl MappedDataset {
@@ -105,25 +105,42 @@ impl MappedDataset {
             Err(std::fs::TryLockError::Error(e)) => return Err(in_file(e.into())),
         }
         let len = file.metadata().map_err(|e| in_file(e.into()))?.len();
-        if len < (2 * MAGIC.len() + 2 + 4) as u64 {
-            return Err(in_file(Error::InvalidFile(format!(
-                "{len} bytes is too short for an Arrow IPC file"
-            ))));
-        }
+        check_len(len).map_err(in_file)?;
         // SAFETY: the mapping is read-only and stays alive as long as any buffer made from
         // it (Bytes::from_owner keeps it). The file may change underneath only if another
         // process writes it in place, which this crate never does and which the shared lock
         // taken above and the module docs guard against.
         let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| in_file(e.into()))?;
         let mapping = Buffer::from(bytes::Bytes::from_owner(mmap));
-        let (schema, batches) = decode(&mapping, validate).map_err(in_file)?;
+        Self::from_mapping(path.to_path_buf(), mapping, Some(file), validate).map_err(in_file)
+    }
+
+    /// Reads a dataset file held in memory, copied into an aligned buffer, with every check
+    /// of [`MappedDataset::open`]; [`MappedDataset::path`] is then empty. For the fuzz
+    /// targets, which would otherwise write every input to a file: not part of the API.
+    ///
+    /// # Errors
+    /// As [`MappedDataset::open`], without the file.
+    #[doc(hidden)]
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        check_len(bytes.len() as u64)?;
+        Self::from_mapping(PathBuf::new(), Buffer::from(bytes), None, true)
+    }
+
+    fn from_mapping(
+        path: PathBuf,
+        mapping: Buffer,
+        file: Option<File>,
+        validate: bool,
+    ) -> Result<Self> {
+        let (schema, batches) = decode(&mapping, validate)?;
         let mut row_starts = Vec::with_capacity(batches.len() + 1);
         row_starts.push(0);
         for b in &batches {
             row_starts.push(row_starts.last().expect("starts with 0") + b.num_rows());
         }
         Ok(MappedDataset {
-            path: path.to_path_buf(),
+            path,
             mapping,
             schema,
             batches,
@@ -244,6 +261,16 @@ fn nesting(data_type: &DataType) -> usize {
         DataType::List(f) | DataType::LargeList(f) => 1 + nesting(f.data_type()),
         _ => 0,
     }
+}
+
+/// Refuses a file too short to hold the magic numbers and a footer length.
+fn check_len(len: u64) -> Result<()> {
+    if len < (2 * MAGIC.len() + 2 + 4) as u64 {
+        return Err(Error::InvalidFile(format!(
+            "{len} bytes is too short for an Arrow IPC file"
+        )));
+    }
+    Ok(())
 }
 
 /// Reads the footer, the schema and every record batch of a mapped IPC file.

@@ -43,10 +43,12 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{Compression as ParquetCompression, Encoding, ZstdLevel};
-use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::ChunkReader;
 use parquet::file::writer::SerializedFileWriter;
@@ -59,6 +61,7 @@ use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
 mod encode;
+mod pages;
 
 use encode::{append_row_group, encode_row_group, raw_bytes, write_row_group};
 
@@ -674,6 +677,10 @@ impl ParquetReadOptions {
 /// Reads a Parquet file as [`Dataset`]s, one per record batch of
 /// [`ParquetReadOptions::with_batch_size`] rows.
 ///
+/// Every page header is checked when the reader is made (one small read per page). A page
+/// the `parquet` crate fails on, or panics on, gives [`Error::Parquet`] naming the batch and
+/// its first row, and ends the iteration.
+///
 /// # Example
 /// ```
 /// use lodtensor::io::parquet::{write_parquet, ParquetReader, ParquetReadOptions, ParquetWriteOptions};
@@ -697,8 +704,9 @@ pub struct ParquetReader {
     path: Option<PathBuf>,
     options: ParquetReadOptions,
     next_batch: usize,
-    /// Set when the parquet crate panicked on a page: its reader is then in no state to
-    /// go on.
+    next_row: usize,
+    /// Set when the parquet crate failed (or panicked) on a page: its reader is then in no
+    /// state to go on.
     failed: bool,
 }
 
@@ -719,8 +727,10 @@ impl ParquetReader {
     ///
     /// # Errors
     /// [`Error::Io`], [`Error::Parquet`] (not Parquet, or a type Arrow cannot read),
-    /// [`Error::UnsupportedVersion`], [`Error::NoSuchColumn`] for a column named in the
-    /// options that the file lacks; all in [`Error::InFile`].
+    /// [`Error::InvalidFile`] for a column chunk outside the file or a page header the
+    /// `parquet` crate would misread or spin on (naming the row group, column chunk, page
+    /// and byte), [`Error::UnsupportedVersion`], [`Error::NoSuchColumn`] for a column named
+    /// in the options that the file lacks; all in [`Error::InFile`].
     pub fn open(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Self> {
         let path = path.as_ref();
         (|| {
@@ -741,9 +751,10 @@ impl ParquetReader {
         reader: R,
         options: &ParquetReadOptions,
     ) -> Result<Self> {
-        let file_len = reader.len();
-        let builder = ParquetRecordBatchReaderBuilder::try_new(reader)?;
-        check_column_chunks(builder.metadata(), file_len)?;
+        let metadata = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::default())?;
+        // Before the parquet crate reads a page: it trusts chunk offsets and page headers.
+        pages::check_column_chunks(&reader, metadata.metadata())?;
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, metadata);
         let schema = builder.schema().clone();
         check_version(&schema)?;
         for (column, _) in &options.element_shapes {
@@ -761,6 +772,7 @@ impl ParquetReader {
             path: None,
             options: options.clone(),
             next_batch: 0,
+            next_row: 0,
             failed: false,
         })
     }
@@ -841,34 +853,6 @@ impl ParquetReader {
     }
 }
 
-/// Checks that every column chunk the footer declares lies inside the file.
-///
-/// The `parquet` crate panics on a negative chunk offset or size when it reads the chunk,
-/// and its `File` reader allocates the declared size before reading; a chunk past the end
-/// of the file must be an error before either happens.
-fn check_column_chunks(metadata: &ParquetMetaData, file_len: u64) -> Result<()> {
-    for (group, row_group) in metadata.row_groups().iter().enumerate() {
-        for (column, chunk) in row_group.columns().iter().enumerate() {
-            let start = chunk
-                .dictionary_page_offset()
-                .unwrap_or_else(|| chunk.data_page_offset());
-            let len = chunk.compressed_size();
-            let inside = u64::try_from(start)
-                .ok()
-                .zip(u64::try_from(len).ok())
-                .and_then(|(start, len)| start.checked_add(len))
-                .is_some_and(|end| end <= file_len);
-            if !inside {
-                return Err(Error::InvalidFile(format!(
-                    "row group {group}, column chunk {column}: {len} bytes at {start} do not \
-                     lie inside the file of {file_len} bytes"
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
 impl Iterator for ParquetReader {
     type Item = Result<Dataset>;
 
@@ -877,33 +861,41 @@ impl Iterator for ParquetReader {
             return None;
         }
         let index = self.next_batch;
-        // The parquet crate panics on some malformed pages (an unset dictionary decoder,
-        // levels past a buffer, a page header without its data header) where it should
-        // return an error; a reader of untrusted files turns that into an error and stops.
+        // The parquet crate panics on some malformed pages (levels past their buffer) where
+        // it should return an error; a reader of untrusted files turns that into an error.
         // (A build with `panic = "abort"` cannot.)
-        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.batches.next()));
-        let next = next.unwrap_or_else(|panic| {
-            self.failed = true;
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Some(Err(parquet::errors::ParquetError::General(format!(
-                "batch {index}: malformed page ({what})"
-            ))
-            .into()))
-        });
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.batches.next()))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Some(Err(arrow_schema::ArrowError::ParquetError(format!(
+                    "malformed page ({what})"
+                ))))
+            });
         let batch = match next? {
             Ok(batch) => batch,
             Err(e) => {
-                let e = Error::from(e);
+                // After an error (or a panic) the parquet crate's reader is in no state to
+                // go on, and may return the same error forever: stop.
+                self.failed = true;
+                let what = match e {
+                    arrow_schema::ArrowError::ParquetError(what) => what,
+                    other => other.to_string(),
+                };
+                let e = Error::Parquet(parquet::errors::ParquetError::General(format!(
+                    "batch {index}, from row {}: {what}",
+                    self.next_row
+                )));
                 return Some(Err(match &self.path {
                     Some(path) => e.in_file(path),
                     None => e,
                 }));
             }
         };
+        self.next_row += batch.num_rows();
         self.next_batch += 1;
         Some(self.to_dataset(&batch, index))
     }
