@@ -14,6 +14,11 @@ impl Samples {
     pub fn best(&self) -> f64 {
         self.0.iter().copied().fold(f64::INFINITY, f64::min)
     }
+
+    /// The runs of `parts` together.
+    pub fn merged(parts: impl IntoIterator<Item = Samples>) -> Samples {
+        Samples(parts.into_iter().flat_map(|s| s.0).collect())
+    }
 }
 
 /// Seconds that `f` takes, or its error.

@@ -66,8 +66,8 @@ pub fn measure(data: &BenchData, dir: &Path, file: &MappedDataset, scale: f64) -
         "the data directory"
     }
     .to_owned();
-    let cache_write = measure_write(&data.chunks, cache)?;
-    let (write, raw_write) = measure_write(&data.chunks, dir)?;
+    let cache_write = measure_write(&data.chunks, cache, Keep::OneRun)?;
+    let (write, raw_write) = measure_write(&data.chunks, dir, Keep::AllRuns)?;
 
     let (open, arrow_open_) = alternate(
         51,
@@ -155,40 +155,61 @@ pub fn measure(data: &BenchData, dir: &Path, file: &MappedDataset, scale: f64) -
     })
 }
 
+/// Which written files stay until the last run.
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    /// All of them: deleting one costs the next write on a disk mounted with `discard`.
+    AllRuns,
+    /// Only the current run's: in a tmpfs, files are memory.
+    OneRun,
+}
+
 /// Our atomic write of `chunks` and a plain write + fsync of their values' bytes,
-/// alternately, each run to a new file in `dir`: the files are deleted after the last run,
-/// because deleting one costs the next write (the disk may be mounted with `discard`).
-fn measure_write(chunks: &[Dataset], dir: &Path) -> Result<(Samples, Samples)> {
+/// alternately, each run to a new file in `dir`, deleted (outside the timings) as `keep`
+/// says.
+fn measure_write(chunks: &[Dataset], dir: &Path, keep: Keep) -> Result<(Samples, Samples)> {
     const RUNS: usize = 5;
     let name = |kind: &str, run: usize| dir.join(format!("written-{run}.{kind}"));
     let (mut ours_run, mut plain_run) = (0, 0);
-    let samples = alternate(
-        RUNS,
-        || -> Result<()> {
-            ours_run += 1;
-            let mut writer =
-                DatasetWriter::create(name("arrow", ours_run), WriteOptions::default())?;
-            for chunk in chunks {
-                writer.write(chunk)?;
-            }
-            writer.finish()?;
-            Ok(())
-        },
-        || {
-            plain_run += 1;
-            let mut file = File::create(name("bin", plain_run))?;
-            for chunk in chunks {
-                let floats = chunk.column("tokens")?.values().items();
-                let floats = floats.as_primitive::<Float32Type>();
-                file.write_all(floats.values().inner().as_slice())?;
-            }
-            file.sync_all()?;
-            Ok(())
-        },
-    )?;
-    for run in 1..=RUNS {
+    let mut ours = || -> Result<()> {
+        ours_run += 1;
+        let mut writer = DatasetWriter::create(name("arrow", ours_run), WriteOptions::default())?;
+        for chunk in chunks {
+            writer.write(chunk)?;
+        }
+        writer.finish()?;
+        Ok(())
+    };
+    let mut plain = || {
+        plain_run += 1;
+        let mut file = File::create(name("bin", plain_run))?;
+        for chunk in chunks {
+            let floats = chunk.column("tokens")?.values().items();
+            let floats = floats.as_primitive::<Float32Type>();
+            file.write_all(floats.values().inner().as_slice())?;
+        }
+        file.sync_all()?;
+        Ok(())
+    };
+    let remove = |run: usize| -> Result<()> {
         std::fs::remove_file(name("arrow", run))?;
         std::fs::remove_file(name("bin", run))?;
+        Ok(())
+    };
+    let (mut ours_samples, mut plain_samples) = (Vec::new(), Vec::new());
+    for run in 1..=RUNS {
+        let (o, p) = alternate(1, &mut ours, &mut plain)?;
+        ours_samples.push(o);
+        plain_samples.push(p);
+        if keep == Keep::OneRun {
+            remove(run)?;
+        }
     }
-    Ok(samples)
+    if keep == Keep::AllRuns {
+        (1..=RUNS).try_for_each(remove)?;
+    }
+    Ok((
+        Samples::merged(ours_samples),
+        Samples::merged(plain_samples),
+    ))
 }
