@@ -49,7 +49,8 @@ pub fn body(c: &Context<'_>, table: &str) -> String {
          operation and its in-process baseline run alternately (ours, baseline, ours, …). \
          {python}. Ratios: `×` is how many times faster than the baseline, `%` our speed as a \
          share of the baseline's. Writes include `fsync` on both sides (our write also renames \
-         and syncs the directory); Parquet is written into memory on both sides, no \
+         and syncs the directory), which costs nothing in the page cache of `/dev/shm` and \
+         decides the disk rows; Parquet is written into memory on both sides, no \
          dictionary, row groups of {} documents (about 128 MiB of values at scale 1).\n",
         now_utc(),
         machine(),
