@@ -75,7 +75,11 @@ pub(super) fn encode_row_group(
         .iter()
         .enumerate()
         .map(|(column, descr)| {
-            let capacity = parts.iter().map(|p| raw_bytes(&p.columns()[column])).sum();
+            let capacity = parts
+                .iter()
+                .filter_map(|p| p.columns().get(column))
+                .map(raw_bytes)
+                .sum();
             let mut buffer = buffers.pop().unwrap_or_default();
             buffer.clear();
             buffer.reserve(capacity);
