@@ -80,6 +80,30 @@ impl LodTensor {
     /// [`Error::ExtensionMetadata`] for bad `arrow.fixed_shape_tensor` metadata;
     /// [`Error::Arrow`] when `array` does not have `field`'s type.
     pub fn try_from_arrow(field: &Field, array: &dyn Array) -> Result<Self> {
+        Self::from_levels_and(field, array, element_values)
+    }
+
+    /// The tensor of `array`, another batch of the column `self` was read from (the same
+    /// field): the field's metadata, checked and parsed for `self`, is not read again; only
+    /// the arrays are new. Reading a file of many batches takes each field once.
+    ///
+    /// # Errors
+    /// [`Error::Arrow`] when `array` is not of the column's type; [`Error::Nulls`] for null
+    /// lists or values; [`Error::ElementShape`] when the items are not whole elements.
+    pub(crate) fn try_from_arrow_like(&self, field: &Field, array: &dyn Array) -> Result<Self> {
+        let shape = self.element_shape();
+        Self::from_levels_and(field, array, |_, elements| {
+            Values::try_new(element_items(elements)?, shape.to_vec())
+        })
+    }
+
+    /// Peels the list levels off `array` (of `field`'s type), then makes the values of the
+    /// elements left with `elements`, given their field and array.
+    fn from_levels_and(
+        field: &Field,
+        array: &dyn Array,
+        elements: impl FnOnce(&Field, &dyn Array) -> Result<Values>,
+    ) -> Result<Self> {
         if field.data_type() != array.data_type() {
             return Err(Error::Arrow(arrow_schema::ArrowError::SchemaError(
                 format!(
@@ -114,7 +138,7 @@ impl LodTensor {
             field = child_field;
         }
         let bound = levels.last().map(LevelOffsets::last);
-        let mut values = element_values(field, array)?;
+        let mut values = elements(field, array)?;
         if let Some(elements) = bound
             && elements < values.num_elements()
         {
@@ -228,6 +252,25 @@ fn element_values(field: &Field, array: &dyn Array) -> Result<Values> {
             what: "values",
             data_type: other.clone(),
         }),
+    }
+}
+
+/// The items of `elements`: the innermost array under its fixed-size lists, which must
+/// hold no nulls.
+fn element_items(elements: &dyn Array) -> Result<ArrayRef> {
+    let Some(fsl) = elements.as_any().downcast_ref::<FixedSizeListArray>() else {
+        return Ok(arrow_array::make_array(elements.to_data()));
+    };
+    if fsl.null_count() > 0 {
+        return Err(Error::Nulls {
+            what: "elements".to_owned(),
+            count: fsl.null_count(),
+        });
+    }
+    if fsl.values().as_any().is::<FixedSizeListArray>() {
+        element_items(fsl.values().as_ref())
+    } else {
+        Ok(fsl.values().clone())
     }
 }
 

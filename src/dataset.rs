@@ -131,6 +131,16 @@ impl Column {
         }
         Ok(column)
     }
+
+    /// The column of `array`, another batch of the same field as `self` (see
+    /// [`LodTensor::try_from_arrow_like`]): name, level names and element shape are `self`'s.
+    fn try_from_arrow_like(&self, field: &Field, array: &dyn arrow_array::Array) -> Result<Self> {
+        Ok(Column {
+            name: self.name.clone(),
+            level_names: self.level_names.clone(),
+            tensor: self.tensor.try_from_arrow_like(field, array)?,
+        })
+    }
 }
 
 /// The `lodtensor.*` field metadata of a column.
@@ -300,6 +310,36 @@ impl Dataset {
     }
 
     /// Like [`Dataset::try_from_record_batch`], naming the batch `index` in errors.
+    /// The dataset of `batch`, batch `index` of the file `self` (an earlier batch) was read
+    /// from: the same schema, whose fields were checked for `self`, so only the arrays are
+    /// converted.
+    pub(crate) fn try_from_record_batch_like(
+        &self,
+        batch: &RecordBatch,
+        index: usize,
+    ) -> Result<Self> {
+        if batch.num_columns() != self.columns.len() {
+            return Err(Error::InvalidFile(format!(
+                "batch {index}: {} columns, the first batch has {}",
+                batch.num_columns(),
+                self.columns.len()
+            )));
+        }
+        let columns = self
+            .columns
+            .iter()
+            .zip(batch.schema_ref().fields().iter().zip(batch.columns()))
+            .map(|(column, (f, a))| {
+                column
+                    .try_from_arrow_like(f, a.as_ref())
+                    .map_err(|e| e.in_column(f.name(), index))
+            })
+            .collect::<Result<_>>()?;
+        let mut ds = Self::try_new(columns)?;
+        ds.num_rows = batch.num_rows();
+        Ok(ds)
+    }
+
     pub(crate) fn try_from_record_batch_at(batch: &RecordBatch, index: usize) -> Result<Self> {
         check_version(batch.schema_ref())?;
         let columns = batch

@@ -320,14 +320,19 @@ fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)>
         .recordBatches()
         .map(|b| b.iter().collect::<Vec<_>>())
         .unwrap_or_default();
-    let mut batches = Vec::with_capacity(blocks.len());
+    let mut batches: Vec<Dataset> = Vec::with_capacity(blocks.len());
     for (index, block) in blocks.iter().enumerate() {
         let data = check_block(mapping, block, footer.version(), &schema, index, validate)?;
         let batch = decoder
             .read_record_batch(block, &data)
             .map_err(|e| Error::InvalidFile(format!("batch {index}: {e}")))?
             .ok_or_else(|| Error::InvalidFile(format!("batch {index}: no record batch")))?;
-        batches.push(Dataset::try_from_record_batch_at(&batch, index)?);
+        // Every batch has the file's schema: its fields are checked with the first batch.
+        let dataset = match batches.first() {
+            Some(first) => first.try_from_record_batch_like(&batch, index)?,
+            None => Dataset::try_from_record_batch_at(&batch, index)?,
+        };
+        batches.push(dataset);
     }
     Ok((schema, batches))
 }
