@@ -5,9 +5,11 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use arrow_array::types::{Float32Type, Int64Type};
+use lodtensor::Dataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-use lodtensor::{Column, Dataset, Lod, LodTensor, Values};
+
+#[path = "../common/mod.rs"]
+mod common;
 
 /// What a run printed and its exit code.
 #[derive(Debug)]
@@ -65,28 +67,10 @@ pub fn paddle(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// The reference example: three articles of 3, 1 and 2 sentences of 3, 2, 4, 1, 2 and 3
-/// words of f32[2] (word `w` holds `2w, 2w + 1`), levels named, and an i64 label per
-/// article (10, 11, 12).
+/// The reference example (`common::reference_dataset`) with its words in a column `words`
+/// and the labels 10, 11, 12.
 pub fn words() -> Dataset {
-    let words = LodTensor::from_lengths::<Float32Type>(
-        &[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]],
-        (0..30).map(|i| i as f32).collect(),
-        vec![2],
-    )
-    .unwrap();
-    let label = LodTensor::try_new(
-        Lod::default(),
-        Values::from_vec::<Int64Type>(vec![10, 11, 12], vec![]).unwrap(),
-    )
-    .unwrap();
-    Dataset::try_new(vec![
-        Column::new("words", words)
-            .with_level_names(["articles", "sentences"])
-            .unwrap(),
-        Column::new("label", label),
-    ])
-    .unwrap()
+    common::reference_dataset("words", [10, 11, 12])
 }
 
 /// Writes `datasets` to `dir/name` with `options`.

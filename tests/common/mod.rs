@@ -130,6 +130,13 @@ pub fn case() -> impl Strategy<Value = Case> {
 
 /// The reference documents' dataset: 2-level `tokens` (f32[2]) and a 0-level `label`.
 pub fn example_dataset() -> Dataset {
+    reference_dataset("tokens", [7, 8, 9])
+}
+
+/// The reference example as a dataset: three articles of 3, 1 and 2 sentences of 3, 2, 4,
+/// 1, 2 and 3 words of f32[2] (word `w` holds `2w, 2w + 1`) in a column `column` with its
+/// levels named, and an i64 `label` per article.
+pub fn reference_dataset(column: &str, labels: [i64; 3]) -> Dataset {
     let tokens = LodTensor::from_lengths::<arrow_array::types::Float32Type>(
         &[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]],
         (0..30).map(|i| i as f32).collect(),
@@ -138,11 +145,11 @@ pub fn example_dataset() -> Dataset {
     .unwrap();
     let label = LodTensor::try_new(
         Lod::default(),
-        Values::from_vec::<Int64Type>(vec![7, 8, 9], vec![]).unwrap(),
+        Values::from_vec::<Int64Type>(labels.to_vec(), vec![]).unwrap(),
     )
     .unwrap();
     Dataset::try_new(vec![
-        Column::new("tokens", tokens)
+        Column::new(column, tokens)
             .with_level_names(["articles", "sentences"])
             .unwrap(),
         Column::new("label", label),
