@@ -13,6 +13,7 @@
 //! `List` and `LargeList` at any level, sliced arrays, nested `FixedSizeList`s without
 //! metadata (their sizes become the element shape) and plain primitive values.
 
+use crate::{DataError, UnsupportedError};
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, FixedSizeListArray, GenericListArray, OffsetSizeTrait};
@@ -75,9 +76,9 @@ impl LodTensor {
     /// (its metadata carries the element shape of a 0-level tensor).
     ///
     /// # Errors
-    /// [`Error::UnsupportedType`] for a layout that is not nested lists over fixed-size
-    /// lists or primitives; [`Error::Nulls`] for null lists or values;
-    /// [`Error::ExtensionMetadata`] for bad `arrow.fixed_shape_tensor` metadata;
+    /// [`UnsupportedError::UnsupportedType`] for a layout that is not nested lists over fixed-size
+    /// lists or primitives; [`DataError::Nulls`] for null lists or values;
+    /// [`FormatError::ExtensionMetadata`] for bad `arrow.fixed_shape_tensor` metadata;
     /// [`Error::Arrow`] when `array` does not have `field`'s type.
     pub fn try_from_arrow(field: &Field, array: &dyn Array) -> Result<Self> {
         Self::from_levels_and(field, array, element_values)
@@ -88,8 +89,8 @@ impl LodTensor {
     /// the arrays are new. Reading a file of many batches takes each field once.
     ///
     /// # Errors
-    /// [`Error::Arrow`] when `array` is not of the column's type; [`Error::Nulls`] for null
-    /// lists or values; [`Error::ElementShape`] when the items are not whole elements.
+    /// [`Error::Arrow`] when `array` is not of the column's type; [`DataError::Nulls`] for null
+    /// lists or values; [`DataError::ElementShape`] when the items are not whole elements.
     pub(crate) fn try_from_arrow_like(&self, field: &Field, array: &dyn Array) -> Result<Self> {
         let shape = self.element_shape();
         Self::from_levels_and(field, array, |_, elements| {
@@ -105,14 +106,12 @@ impl LodTensor {
         elements: impl FnOnce(&Field, &dyn Array) -> Result<Values>,
     ) -> Result<Self> {
         if field.data_type() != array.data_type() {
-            return Err(Error::Arrow(arrow_schema::ArrowError::SchemaError(
-                format!(
-                    "field {:?} is {} but its array is {}",
-                    field.name(),
-                    field.data_type(),
-                    array.data_type()
-                ),
-            )));
+            return Err(Error::from(arrow_schema::ArrowError::SchemaError(format!(
+                "field {:?} is {} but its array is {}",
+                field.name(),
+                field.data_type(),
+                array.data_type()
+            ))));
         }
         let mut levels: Vec<LevelOffsets> = Vec::new();
         let mut field: &Field = field;
@@ -160,10 +159,11 @@ fn level_parts<O: OffsetSizeTrait>(
         .downcast_ref::<GenericListArray<O>>()
         .expect("the data type says this is a list of this offset width");
     if list.null_count() > 0 {
-        return Err(Error::Nulls {
+        return Err(DataError::Nulls {
             what: format!("level {level}"),
             count: list.null_count(),
-        });
+        }
+        .into());
     }
     let offsets = match bound {
         // Arrow guarantees the parent's last offset <= this list's length.
@@ -222,18 +222,20 @@ fn element_values(field: &Field, array: &dyn Array) -> Result<Values> {
                 .downcast_ref::<FixedSizeListArray>()
                 .expect("the data type says this is a fixed-size list");
             if fsl.null_count() > 0 {
-                return Err(Error::Nulls {
+                return Err(DataError::Nulls {
                     what: "elements".to_owned(),
                     count: fsl.null_count(),
-                });
+                }
+                .into());
             }
             let size = *size as usize;
             if let Some(shape) = extension::parse_shape(field.metadata(), size)? {
                 if item_field.data_type().is_nested() {
-                    return Err(Error::UnsupportedType {
+                    return Err(UnsupportedError::UnsupportedType {
                         what: "fixed_shape_tensor storage",
                         data_type: field.data_type().clone(),
-                    });
+                    }
+                    .into());
                 }
                 return Values::try_new(fsl.values().clone(), shape);
             }
@@ -248,10 +250,11 @@ fn element_values(field: &Field, array: &dyn Array) -> Result<Values> {
         other if other.is_primitive() || other == &DataType::Boolean => {
             Values::try_new(arrow_array::make_array(array.to_data()), vec![])
         }
-        other => Err(Error::UnsupportedType {
+        other => Err(UnsupportedError::UnsupportedType {
             what: "values",
             data_type: other.clone(),
-        }),
+        }
+        .into()),
     }
 }
 
@@ -262,10 +265,11 @@ fn element_items(elements: &dyn Array) -> Result<ArrayRef> {
         return Ok(arrow_array::make_array(elements.to_data()));
     };
     if fsl.null_count() > 0 {
-        return Err(Error::Nulls {
+        return Err(DataError::Nulls {
             what: "elements".to_owned(),
             count: fsl.null_count(),
-        });
+        }
+        .into());
     }
     if fsl.values().as_any().is::<FixedSizeListArray>() {
         element_items(fsl.values().as_ref())
@@ -284,6 +288,7 @@ pub(crate) fn as_list<O: OffsetSizeTrait>(array: &ArrayRef) -> &GenericListArray
 mod tests {
     use super::*;
     use crate::lod::OffsetWidth;
+    use crate::{DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float32Type, Int64Type};
     use arrow_array::{Float32Array, Int64Array, LargeListArray, ListArray};
     use arrow_buffer::ScalarBuffer;
@@ -429,8 +434,11 @@ mod tests {
         let strings = arrow_array::StringArray::from(vec!["a"]);
         let field = Field::new("s", DataType::Utf8, true);
         assert!(matches!(
-            LodTensor::try_from_arrow(&field, &strings),
-            Err(Error::UnsupportedType { what: "values", .. })
+            LodTensor::try_from_arrow(&field, &strings).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(UnsupportedError::UnsupportedType {
+                what: "values",
+                ..
+            }))
         ));
         let with_null = LargeListArray::new(
             Arc::new(Field::new("item", DataType::Int64, true)),
@@ -440,13 +448,13 @@ mod tests {
         );
         let field = Field::new("x", with_null.data_type().clone(), true);
         assert!(matches!(
-            LodTensor::try_from_arrow(&field, &with_null),
-            Err(Error::Nulls { count: 1, .. })
+            LodTensor::try_from_arrow(&field, &with_null).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::Nulls { count: 1, .. }))
         ));
         let other = Field::new("x", DataType::Int32, true);
         assert!(matches!(
-            LodTensor::try_from_arrow(&other, &with_null),
-            Err(Error::Arrow(_))
+            LodTensor::try_from_arrow(&other, &with_null).map_err(Error::into_kind),
+            Err(ErrorKind::Arrow(_))
         ));
     }
 }

@@ -1,6 +1,7 @@
 //! `Dataset`: named LoD tensor columns sharing the row (sample) dimension, and their
 //! mapping to an Arrow `RecordBatch` with `lodtensor.*` metadata.
 
+use crate::{ArgumentError, DataError, FormatError, UnsupportedError};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema, SchemaRef};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::{
     FORMAT_VERSION, KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_FORMAT_VERSION, KEY_LEVEL_NAMES,
     KEY_LOD_LEVELS,
@@ -37,18 +38,19 @@ impl Column {
     /// The same column with its levels named, outermost first (`["documents", "sentences"]`).
     ///
     /// # Errors
-    /// [`Error::Metadata`] when the number of names is not the number of levels.
+    /// [`FormatError::Metadata`] when the number of names is not the number of levels.
     pub fn with_level_names<S: Into<String>>(
         mut self,
         names: impl IntoIterator<Item = S>,
     ) -> Result<Self> {
         let names: Vec<String> = names.into_iter().map(Into::into).collect();
         if !names.is_empty() && names.len() != self.tensor.num_levels() {
-            return Err(Error::Metadata {
+            return Err(FormatError::Metadata {
                 key: KEY_LEVEL_NAMES,
                 value: format!("{names:?}"),
                 reason: format!("the column has {} levels", self.tensor.num_levels()),
-            });
+            }
+            .into());
         }
         self.level_names = names;
         Ok(self)
@@ -73,7 +75,7 @@ impl Column {
     /// change, never the values).
     ///
     /// # Errors
-    /// [`Error::OffsetOverflow`] when an offset does not fit `width`.
+    /// [`DataError::OffsetOverflow`] when an offset does not fit `width`.
     pub fn with_offset_width(&self, width: OffsetWidth) -> Result<Self> {
         if self
             .tensor
@@ -102,7 +104,7 @@ impl Column {
     /// The column an Arrow field and array hold, its metadata checked against its layout.
     ///
     /// # Errors
-    /// As [`LodTensor::try_from_arrow`]; [`Error::Metadata`] when a `lodtensor.*` key
+    /// As [`LodTensor::try_from_arrow`]; [`FormatError::Metadata`] when a `lodtensor.*` key
     /// contradicts the layout.
     pub fn try_from_arrow(field: &Field, array: &dyn arrow_array::Array) -> Result<Self> {
         let tensor = LodTensor::try_from_arrow(field, array)?;
@@ -110,11 +112,13 @@ impl Column {
         let metadata = field.metadata();
         let names = match metadata.get(KEY_LEVEL_NAMES) {
             None => Vec::new(),
-            Some(raw) => serde_json::from_str::<Vec<String>>(raw).map_err(|e| Error::Metadata {
-                key: KEY_LEVEL_NAMES,
-                value: raw.clone(),
-                reason: e.to_string(),
-            })?,
+            Some(raw) => {
+                serde_json::from_str::<Vec<String>>(raw).map_err(|e| FormatError::Metadata {
+                    key: KEY_LEVEL_NAMES,
+                    value: raw.clone(),
+                    reason: e.to_string(),
+                })?
+            }
         };
         let column = column.with_level_names(names)?;
         for (key, expected) in column_metadata(&column) {
@@ -122,11 +126,12 @@ impl Column {
                 && *found != expected
                 && key != KEY_LEVEL_NAMES
             {
-                return Err(Error::Metadata {
+                return Err(FormatError::Metadata {
                     key,
                     value: found.clone(),
                     reason: format!("the column's Arrow type says {expected}"),
-                });
+                }
+                .into());
             }
         }
         Ok(column)
@@ -190,19 +195,20 @@ impl Dataset {
     /// A dataset from columns with one row count and distinct names.
     ///
     /// # Errors
-    /// [`Error::ColumnRows`], [`Error::DuplicateColumn`].
+    /// [`DataError::ColumnRows`], [`DataError::DuplicateColumn`].
     pub fn try_new(columns: Vec<Column>) -> Result<Self> {
         let num_rows = columns.first().map_or(0, |c| c.tensor.num_rows());
         for (i, c) in columns.iter().enumerate() {
             if c.tensor.num_rows() != num_rows {
-                return Err(Error::ColumnRows {
+                return Err(DataError::ColumnRows {
                     column: c.name.clone(),
                     rows: c.tensor.num_rows(),
                     expected: num_rows,
-                });
+                }
+                .into());
             }
             if columns[..i].iter().any(|other| other.name == c.name) {
-                return Err(Error::DuplicateColumn(c.name.clone()));
+                return Err(DataError::DuplicateColumn(c.name.clone()).into());
             }
         }
         Ok(Dataset { columns, num_rows })
@@ -221,26 +227,27 @@ impl Dataset {
     /// The tensor of the column named `name`.
     ///
     /// # Errors
-    /// [`Error::NoSuchColumn`].
+    /// [`ArgumentError::NoSuchColumn`].
     pub fn column(&self, name: &str) -> Result<&LodTensor> {
         self.columns
             .iter()
             .find(|c| c.name == name)
             .map(|c| &c.tensor)
-            .ok_or_else(|| Error::NoSuchColumn(name.to_owned()))
+            .ok_or_else(|| ArgumentError::NoSuchColumn(name.to_owned()).into())
     }
 
     /// Rows `rows` of every column, as a view.
     ///
     /// # Errors
-    /// [`Error::RowsOutOfBounds`].
+    /// [`ArgumentError::RowsOutOfBounds`].
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
         if rows.start > rows.end || rows.end > self.num_rows {
-            return Err(Error::RowsOutOfBounds {
+            return Err(ArgumentError::RowsOutOfBounds {
                 start: rows.start,
                 end: rows.end,
                 len: self.num_rows,
-            });
+            }
+            .into());
         }
         let columns = self
             .columns
@@ -262,7 +269,7 @@ impl Dataset {
     /// change, never the values).
     ///
     /// # Errors
-    /// [`Error::OffsetOverflow`] when an offset does not fit `width`.
+    /// [`DataError::OffsetOverflow`] when an offset does not fit `width`.
     pub fn with_offset_width(&self, width: OffsetWidth) -> Result<Self> {
         let columns = self
             .columns
@@ -303,7 +310,7 @@ impl Dataset {
     /// The dataset a record batch holds, sharing every buffer.
     ///
     /// # Errors
-    /// [`Error::UnsupportedVersion`] for a newer format; any column's error, wrapped in
+    /// [`UnsupportedError::UnsupportedVersion`] for a newer format; any column's error, wrapped in
     /// [`Error::InColumn`] (batch 0).
     pub fn try_from_record_batch(batch: &RecordBatch) -> Result<Self> {
         Self::try_from_record_batch_at(batch, 0)
@@ -319,11 +326,12 @@ impl Dataset {
         index: usize,
     ) -> Result<Self> {
         if batch.num_columns() != self.columns.len() {
-            return Err(Error::InvalidFile(format!(
+            return Err(FormatError::InvalidFile(format!(
                 "batch {index}: {} columns, the first batch has {}",
                 batch.num_columns(),
                 self.columns.len()
-            )));
+            ))
+            .into());
         }
         let columns = self
             .columns
@@ -360,13 +368,14 @@ impl Dataset {
 /// Checks the schema's format version, when it has one.
 ///
 /// # Errors
-/// [`Error::UnsupportedVersion`].
+/// [`UnsupportedError::UnsupportedVersion`].
 pub fn check_version(schema: &Schema) -> Result<()> {
     match schema.metadata().get(KEY_FORMAT_VERSION) {
-        Some(v) if v != FORMAT_VERSION => Err(Error::UnsupportedVersion {
+        Some(v) if v != FORMAT_VERSION => Err(UnsupportedError::UnsupportedVersion {
             found: v.clone(),
             expected: FORMAT_VERSION,
-        }),
+        }
+        .into()),
         _ => Ok(()),
     }
 }
@@ -374,6 +383,7 @@ pub fn check_version(schema: &Schema) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, DataError, Error, ErrorKind, FormatError, UnsupportedError};
     use crate::{Lod, Values};
     use arrow_array::types::{Float32Type, Int64Type};
 
@@ -425,10 +435,13 @@ mod tests {
                 .unwrap(),
             &[6, 7]
         );
-        assert!(matches!(ds.column("nope"), Err(Error::NoSuchColumn(_))));
         assert!(matches!(
-            ds.slice_rows(2..4),
-            Err(Error::RowsOutOfBounds { .. })
+            ds.column("nope").map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::NoSuchColumn(_)))
+        ));
+        assert!(matches!(
+            ds.slice_rows(2..4).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::RowsOutOfBounds { .. }))
         ));
     }
 
@@ -437,20 +450,25 @@ mod tests {
         let ds = dataset();
         let short = ds.columns()[1].tensor().slice_rows(0..2).unwrap();
         assert!(matches!(
-            Dataset::try_new(vec![ds.columns()[0].clone(), Column::new("label", short)]),
-            Err(Error::ColumnRows {
+            Dataset::try_new(vec![ds.columns()[0].clone(), Column::new("label", short)])
+                .map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::ColumnRows {
                 rows: 2,
                 expected: 3,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            Dataset::try_new(vec![ds.columns()[1].clone(), ds.columns()[1].clone()]),
-            Err(Error::DuplicateColumn(_))
+            Dataset::try_new(vec![ds.columns()[1].clone(), ds.columns()[1].clone()])
+                .map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::DuplicateColumn(_)))
         ));
         assert!(matches!(
-            ds.columns()[1].clone().with_level_names(["x"]),
-            Err(Error::Metadata { .. })
+            ds.columns()[1]
+                .clone()
+                .with_level_names(["x"])
+                .map_err(Error::into_kind),
+            Err(ErrorKind::Format(FormatError::Metadata { .. }))
         ));
         // Metadata that contradicts the layout.
         let batch = ds.to_record_batch();
@@ -467,7 +485,10 @@ mod tests {
             RecordBatch::try_new(Arc::new(Schema::new(fields)), batch.columns().to_vec()).unwrap();
         let err = Dataset::try_from_record_batch(&lying).unwrap_err();
         assert!(
-            matches!(err.root(), Error::Metadata { key: KEY_DTYPE, .. }),
+            matches!(
+                err.kind(),
+                ErrorKind::Format(FormatError::Metadata { key: KEY_DTYPE, .. })
+            ),
             "{err}"
         );
         // A newer format.
@@ -480,8 +501,10 @@ mod tests {
             )
             .unwrap();
         assert!(matches!(
-            Dataset::try_from_record_batch(&newer),
-            Err(Error::UnsupportedVersion { .. })
+            Dataset::try_from_record_batch(&newer).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(
+                UnsupportedError::UnsupportedVersion { .. }
+            ))
         ));
     }
 }

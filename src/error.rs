@@ -1,22 +1,246 @@
 //! The crate's error type.
 //!
-//! Every fault names where it is: the level and index of a bad offset, the column and
-//! record batch of a file, the path. Errors nest: a fault inside a file is an
-//! [`Error::InFile`] around the fault itself, so the message reads
+//! An [`Error`] is one pointer wide: what went wrong is its [`ErrorKind`], grouped by what a
+//! caller does about it (bad data, bad file format, bad argument, unsupported input, I/O, Arrow,
+//! Parquet, an unusable object), and where it went wrong (the file, the column and record batch)
+//! is attached once, outside the kind. Every fault names the numbers needed to find it (level,
+//! index, byte, found and expected), so the message reads
 //! `data.arrow: column "tokens", batch 3: level 1: offset at index 7 (12) is less than the
 //! previous offset (15)`.
+//!
+//! ```
+//! use lodtensor::{ArgumentError, ErrorKind, Lod};
+//!
+//! let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
+//! let err = lod.num_sequences(4).unwrap_err();
+//! assert!(matches!(
+//!     err.kind(),
+//!     ErrorKind::Argument(ArgumentError::LevelOutOfBounds { level: 4, levels: 1 })
+//! ));
+//! assert_eq!(err.to_string(), "level 4 does not exist (the LoD has 1 levels)");
+//! # Ok::<(), lodtensor::Error>(())
+//! ```
 
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 use arrow_schema::{ArrowError, DataType};
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What went wrong, and where.
+/// What went wrong, and where: an [`ErrorKind`] with the file, column and record batch it
+/// happened in.
+///
+/// One pointer wide, so a `Result` costs little more than its value.
+pub struct Error {
+    inner: Box<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    kind: ErrorKind,
+    path: Option<PathBuf>,
+    column: Option<(String, usize)>,
+}
+
+/// What went wrong, grouped by what a caller does about it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum ErrorKind {
+    /// Input data that breaks the rules: fix the data.
+    #[error(transparent)]
+    Data(DataError),
+    /// A file that is not what its format says: reject the file.
+    #[error(transparent)]
+    Format(FormatError),
+    /// A call outside what the input or the operation allows: fix the call.
+    #[error(transparent)]
+    Argument(ArgumentError),
+    /// A well-formed input this crate does not handle.
+    #[error(transparent)]
+    Unsupported(UnsupportedError),
+    /// An object unusable after an earlier failure: drop it.
+    #[error(transparent)]
+    Unusable(UnusableError),
+    /// An I/O error.
+    #[error(transparent)]
+    Io(std::io::Error),
+    /// An error from Arrow.
+    #[error(transparent)]
+    Arrow(ArrowError),
+    /// An error from the Parquet reader or writer.
+    #[cfg(feature = "parquet")]
+    #[error(transparent)]
+    Parquet(parquet::errors::ParquetError),
+}
+
+impl Error {
+    /// An error of `kind`, with no context yet.
+    pub fn new(kind: impl Into<ErrorKind>) -> Self {
+        Error {
+            inner: Box::new(Inner {
+                kind: kind.into(),
+                path: None,
+                column: None,
+            }),
+        }
+    }
+
+    /// [`FormatError::InvalidFile`]: a file that is not what its format says, and why.
+    ///
+    /// ```
+    /// let e = lodtensor::Error::invalid_file("footer: magic is b\"ARROX\", expected b\"ARROW\"");
+    /// assert_eq!(e.to_string(), "invalid file: footer: magic is b\"ARROX\", expected b\"ARROW\"");
+    /// ```
+    pub fn invalid_file(reason: impl Into<String>) -> Self {
+        FormatError::InvalidFile(reason.into()).into()
+    }
+
+    /// [`ArgumentError::InvalidArgument`]: argument `name` of `op` is `found`, not `expected`.
+    ///
+    /// ```
+    /// let e = lodtensor::Error::invalid_argument("split", "parts", 0, "at least 1");
+    /// assert_eq!(e.to_string(), "split: parts is 0, expected at least 1");
+    /// ```
+    pub fn invalid_argument(
+        op: &'static str,
+        name: &'static str,
+        found: impl fmt::Display,
+        expected: impl fmt::Display,
+    ) -> Self {
+        ArgumentError::InvalidArgument {
+            op,
+            name,
+            found: found.to_string(),
+            expected: expected.to_string(),
+        }
+        .into()
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.inner.kind
+    }
+
+    /// What went wrong, without the context.
+    pub fn into_kind(self) -> ErrorKind {
+        self.inner.kind
+    }
+
+    /// The file the error happened in, if known.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.path.as_deref()
+    }
+
+    /// The column and record batch the error happened in, if known.
+    pub fn column(&self) -> Option<(&str, usize)> {
+        self.inner.column.as_ref().map(|(c, b)| (c.as_str(), *b))
+    }
+
+    /// Attaches the column and record batch the error happened in; a column attached earlier
+    /// (closer to the fault) is kept.
+    pub fn in_column(mut self, column: &str, batch: usize) -> Self {
+        if self.inner.column.is_none() {
+            self.inner.column = Some((column.to_owned(), batch));
+        }
+        self
+    }
+
+    /// Replaces the record batch of the attached column (a reader that counts batches across
+    /// row groups knows the batch better than the decoder that named the column).
+    pub(crate) fn with_batch(mut self, batch: usize) -> Self {
+        if let Some((_, b)) = &mut self.inner.column {
+            *b = batch;
+        }
+        self
+    }
+
+    /// Attaches the file the error happened in; a file attached earlier is kept.
+    pub fn in_file(mut self, path: impl Into<PathBuf>) -> Self {
+        if self.inner.path.is_none() {
+            self.inner.path = Some(path.into());
+        }
+        self
+    }
+
+    /// The error itself: context is attached once, so there is nothing to unwrap.
+    #[deprecated(note = "context is attached once now: use `Error::kind`")]
+    pub fn root(&self) -> &Error {
+        self
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(path) = &self.inner.path {
+            write!(f, "{}: ", path.display())?;
+        }
+        if let Some((column, batch)) = &self.inner.column {
+            write!(f, "column {column:?}, batch {batch}: ")?;
+        }
+        self.inner.kind.fmt(f)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.inner.kind);
+        if let Some(path) = &self.inner.path {
+            d.field("path", path);
+        }
+        if let Some(column) = &self.inner.column {
+            d.field("column", column);
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.inner.kind)
+    }
+}
+
+macro_rules! from_kind {
+    ($($t:ty => $v:ident),* $(,)?) => {$(
+        impl From<$t> for ErrorKind {
+            fn from(e: $t) -> Self {
+                ErrorKind::$v(e)
+            }
+        }
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::new(ErrorKind::$v(e))
+            }
+        }
+    )*};
+}
+
+from_kind! {
+    DataError => Data,
+    FormatError => Format,
+    ArgumentError => Argument,
+    UnsupportedError => Unsupported,
+    UnusableError => Unusable,
+    std::io::Error => Io,
+    ArrowError => Arrow,
+}
+#[cfg(feature = "parquet")]
+from_kind! { parquet::errors::ParquetError => Parquet }
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error::new(kind)
+    }
+}
+
+/// Input data that breaks the rules of a LoD tensor or a dataset: offsets, shapes, nulls,
+/// row counts. The caller fixes the data (or reports it as bad).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataError {
     /// A level has no offsets at all (a level needs at least the one offset that opens it).
     #[error("level {level}: offsets are empty (a level needs at least one offset)")]
     EmptyLevel {
@@ -103,37 +327,6 @@ pub enum Error {
         width: &'static str,
     },
 
-    /// A level index past the last level.
-    #[error("level {level} does not exist (the LoD has {levels} levels)")]
-    LevelOutOfBounds {
-        /// The level asked for.
-        level: usize,
-        /// The number of levels.
-        levels: usize,
-    },
-
-    /// A sequence index past the end of its level.
-    #[error("level {level}: sequence {index} does not exist (the level has {len} sequences)")]
-    SequenceOutOfBounds {
-        /// The level.
-        level: usize,
-        /// The index asked for.
-        index: usize,
-        /// The number of sequences at that level.
-        len: usize,
-    },
-
-    /// A row range that is reversed or ends past the last row.
-    #[error("rows {start}..{end} are out of bounds (there are {len} rows)")]
-    RowsOutOfBounds {
-        /// Start of the range.
-        start: usize,
-        /// End of the range.
-        end: usize,
-        /// The number of rows.
-        len: usize,
-    },
-
     /// The values do not have the shape the element shape asks for.
     #[error("invalid element shape {shape:?}: {reason}")]
     ElementShape {
@@ -141,28 +334,6 @@ pub enum Error {
         shape: Vec<usize>,
         /// What is wrong.
         reason: String,
-    },
-
-    /// An Arrow type that has no LoD tensor meaning.
-    #[error("unsupported Arrow type for {what}: {data_type}")]
-    UnsupportedType {
-        /// Which part of the layout had that type.
-        what: &'static str,
-        /// The type found.
-        data_type: DataType,
-    },
-
-    /// A dtype name that is not one of the supported ones.
-    #[error("unknown dtype {0:?}")]
-    UnknownDType(String),
-
-    /// Typed access with the wrong element type.
-    #[error("values are {found}, not {expected}")]
-    DTypeMismatch {
-        /// The type asked for.
-        expected: String,
-        /// The type the values have.
-        found: String,
     },
 
     /// Null entries where the layout allows none.
@@ -173,6 +344,74 @@ pub enum Error {
         /// How many.
         count: usize,
     },
+
+    /// Columns of one dataset that do not share the row count.
+    #[error("column {column:?} has {rows} rows, the dataset has {expected}")]
+    ColumnRows {
+        /// The column.
+        column: String,
+        /// Its rows.
+        rows: usize,
+        /// The dataset's rows.
+        expected: usize,
+    },
+
+    /// Two columns with one name.
+    #[error("column {0:?} appears twice")]
+    DuplicateColumn(String),
+
+    /// Two inputs that must pair their sequences one to one have different counts.
+    #[error("{op}: level {level}: found {found} sequences (or rows), expected {expected}")]
+    SequenceCountMismatch {
+        /// The operation.
+        op: &'static str,
+        /// The level of the reference input whose sequences were counted.
+        level: usize,
+        /// The count of the input being paired.
+        found: usize,
+        /// The count of the reference.
+        expected: usize,
+    },
+
+    /// One of several inputs does not match the first one.
+    #[error("{op}: input {index}: {what} is {found}, expected {expected}")]
+    InputMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Index of the input.
+        index: usize,
+        /// What differs (`"dtype"`, `"element shape"`, `"levels"`).
+        what: &'static str,
+        /// Its value in input `index`.
+        found: String,
+        /// Its value in input 0.
+        expected: String,
+    },
+
+    /// A sequence longer than the length it must fit.
+    #[error(
+        "level {level}: sequence {index} has {found} elements, more than the maximum length {expected}"
+    )]
+    SequenceTooLong {
+        /// The level of the sequence.
+        level: usize,
+        /// Its index in view.
+        index: usize,
+        /// Its length.
+        found: usize,
+        /// The maximum length.
+        expected: usize,
+    },
+}
+
+/// A file or its metadata that is not what its format says it must be: a damaged,
+/// truncated or foreign file. The caller rejects the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// A file that is not what its format says it must be.
+    #[error("invalid file: {0}")]
+    InvalidFile(String),
 
     /// `arrow.fixed_shape_tensor` extension metadata that cannot be parsed or does not fit.
     #[error("fixed_shape_tensor metadata {metadata:?}: {reason}")]
@@ -193,68 +432,6 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-
-    /// A format version this crate cannot read.
-    #[error("format version {found:?} is not supported (this reader reads version {expected})")]
-    UnsupportedVersion {
-        /// The version found.
-        found: String,
-        /// The version this crate reads and writes.
-        expected: &'static str,
-    },
-
-    /// Columns of one dataset that do not share the row count.
-    #[error("column {column:?} has {rows} rows, the dataset has {expected}")]
-    ColumnRows {
-        /// The column.
-        column: String,
-        /// Its rows.
-        rows: usize,
-        /// The dataset's rows.
-        expected: usize,
-    },
-
-    /// Two columns with one name.
-    #[error("column {0:?} appears twice")]
-    DuplicateColumn(String),
-
-    /// A column name that the dataset does not have.
-    #[error("no column named {0:?}")]
-    NoSuchColumn(String),
-
-    /// A fault inside one column of one record batch.
-    #[error("column {column:?}, batch {batch}: {source}")]
-    InColumn {
-        /// The column.
-        column: String,
-        /// The record batch, in file order.
-        batch: usize,
-        /// The fault.
-        #[source]
-        source: Box<Error>,
-    },
-
-    /// A fault inside a file.
-    #[error("{}: {source}", path.display())]
-    InFile {
-        /// The file.
-        path: PathBuf,
-        /// The fault.
-        #[source]
-        source: Box<Error>,
-    },
-
-    /// A file that is not what its format says it must be.
-    #[error("invalid file: {0}")]
-    InvalidFile(String),
-
-    /// An error from Arrow.
-    #[error(transparent)]
-    Arrow(#[from] ArrowError),
-
-    /// An I/O error.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
 
     /// A Paddle LoDTensor record ends before a field it declares.
     #[error(
@@ -339,17 +516,6 @@ pub enum Error {
         reason: String,
     },
 
-    /// A Paddle data type with no [`DType`](crate::DType) (bfloat16, complex, fp8, …).
-    #[error("Paddle record {record}: data type {name} (code {code}) is not supported")]
-    PaddleDType {
-        /// The record, in file order.
-        record: usize,
-        /// The `VarType.Type` code found.
-        code: i64,
-        /// Paddle's name for it, or `"unknown"`.
-        name: &'static str,
-    },
-
     /// Tensor dims that are negative, overflow, or cannot be held.
     #[error("Paddle record {record}: dims {dims:?}: {reason}")]
     PaddleDims {
@@ -380,22 +546,57 @@ pub enum Error {
         /// How many.
         count: u64,
     },
+}
 
-    /// A combined Paddle file with another number of records than names given.
-    #[error("Paddle file holds {found} records, {expected} names were given")]
-    PaddleRecordCount {
-        /// The records in the file.
-        found: usize,
-        /// The names given.
-        expected: usize,
+/// A call that asks for something the input does not have or the operation does not accept:
+/// an index or range out of bounds, a column that does not exist, an option out of range.
+/// The caller fixes the call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgumentError {
+    /// A level index past the last level.
+    #[error("level {level} does not exist (the LoD has {levels} levels)")]
+    LevelOutOfBounds {
+        /// The level asked for.
+        level: usize,
+        /// The number of levels.
+        levels: usize,
     },
 
-    /// A dtype that Paddle's tensor files cannot hold (`uint16`, `uint32`, `uint64`).
-    #[error("dtype {dtype} has no Paddle data type")]
-    NoPaddleDType {
-        /// The dtype.
-        dtype: crate::DType,
+    /// A sequence index past the end of its level.
+    #[error("level {level}: sequence {index} does not exist (the level has {len} sequences)")]
+    SequenceOutOfBounds {
+        /// The level.
+        level: usize,
+        /// The index asked for.
+        index: usize,
+        /// The number of sequences at that level.
+        len: usize,
     },
+
+    /// A row range that is reversed or ends past the last row.
+    #[error("rows {start}..{end} are out of bounds (there are {len} rows)")]
+    RowsOutOfBounds {
+        /// Start of the range.
+        start: usize,
+        /// End of the range.
+        end: usize,
+        /// The number of rows.
+        len: usize,
+    },
+
+    /// Typed access with the wrong element type.
+    #[error("values are {found}, not {expected}")]
+    DTypeMismatch {
+        /// The type asked for.
+        expected: String,
+        /// The type the values have.
+        found: String,
+    },
+
+    /// A column name that the dataset does not have.
+    #[error("no column named {0:?}")]
+    NoSuchColumn(String),
 
     /// A `ref_level` that names no level of the reference LoD.
     #[error(
@@ -408,69 +609,6 @@ pub enum Error {
         ref_level: isize,
         /// The number of levels of the reference LoD.
         levels: usize,
-    },
-
-    /// Two inputs that must pair their sequences one to one have different counts.
-    #[error("{op}: level {level}: found {found} sequences (or rows), expected {expected}")]
-    SequenceCountMismatch {
-        /// The operation.
-        op: &'static str,
-        /// The level of the reference input whose sequences were counted.
-        level: usize,
-        /// The count of the input being paired.
-        found: usize,
-        /// The count of the reference.
-        expected: usize,
-    },
-
-    /// An input with more LoD levels than the operation accepts.
-    #[error("{op}: input has {found} LoD levels, expected at most {expected}")]
-    TooManyLevels {
-        /// The operation.
-        op: &'static str,
-        /// The number of levels found.
-        found: usize,
-        /// The largest number accepted.
-        expected: usize,
-    },
-
-    /// An item type the operation has no arithmetic for.
-    #[error("{op}: dtype {found} is not supported (expected a numeric dtype)")]
-    UnsupportedDType {
-        /// The operation.
-        op: &'static str,
-        /// The dtype found.
-        found: crate::DType,
-    },
-
-    /// One of several inputs does not match the first one.
-    #[error("{op}: input {index}: {what} is {found}, expected {expected}")]
-    InputMismatch {
-        /// The operation.
-        op: &'static str,
-        /// Index of the input.
-        index: usize,
-        /// What differs (`"dtype"`, `"element shape"`, `"levels"`).
-        what: &'static str,
-        /// Its value in input `index`.
-        found: String,
-        /// Its value in input 0.
-        expected: String,
-    },
-
-    /// A sequence longer than the length it must fit.
-    #[error(
-        "level {level}: sequence {index} has {found} elements, more than the maximum length {expected}"
-    )]
-    SequenceTooLong {
-        /// The level of the sequence.
-        level: usize,
-        /// Its index in view.
-        index: usize,
-        /// Its length.
-        found: usize,
-        /// The maximum length.
-        expected: usize,
     },
 
     /// An argument outside what the operation accepts.
@@ -486,11 +624,6 @@ pub enum Error {
         expected: String,
     },
 
-    /// An error from the Parquet reader or writer.
-    #[cfg(feature = "parquet")]
-    #[error(transparent)]
-    Parquet(#[from] parquet::errors::ParquetError),
-
     /// A dataset whose columns do not match the ones the file was started with.
     #[error("batch {batch}: the dataset does not match the file's schema: {reason}")]
     SchemaMismatch {
@@ -503,10 +636,6 @@ pub enum Error {
     /// A writer finished before any dataset gave it a schema.
     #[error("nothing to write: no dataset was given, so the file would have no schema")]
     NoSchema,
-
-    /// A writer that failed to start and cannot be written to.
-    #[error("the writer failed to start and cannot be used")]
-    WriterBroken,
 
     /// A loader option out of range.
     #[error("loader option {option}: {reason}")]
@@ -548,36 +677,93 @@ pub enum Error {
         batches: usize,
     },
 
+    /// A combined Paddle file with another number of records than names given.
+    #[error("Paddle file holds {found} records, {expected} names were given")]
+    PaddleRecordCount {
+        /// The records in the file.
+        found: usize,
+        /// The names given.
+        expected: usize,
+    },
+}
+
+/// A well-formed input this crate does not handle: an Arrow type with no LoD meaning, a
+/// dtype, a format version. The caller converts the input or uses another tool.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnsupportedError {
+    /// An Arrow type that has no LoD tensor meaning.
+    #[error("unsupported Arrow type for {what}: {data_type}")]
+    UnsupportedType {
+        /// Which part of the layout had that type.
+        what: &'static str,
+        /// The type found.
+        data_type: DataType,
+    },
+
+    /// A dtype name that is not one of the supported ones.
+    #[error("unknown dtype {0:?}")]
+    UnknownDType(String),
+
+    /// A format version this crate cannot read.
+    #[error("format version {found:?} is not supported (this reader reads version {expected})")]
+    UnsupportedVersion {
+        /// The version found.
+        found: String,
+        /// The version this crate reads and writes.
+        expected: &'static str,
+    },
+
+    /// A Paddle data type with no [`DType`](crate::DType) (bfloat16, complex, fp8, …).
+    #[error("Paddle record {record}: data type {name} (code {code}) is not supported")]
+    PaddleDType {
+        /// The record, in file order.
+        record: usize,
+        /// The `VarType.Type` code found.
+        code: i64,
+        /// Paddle's name for it, or `"unknown"`.
+        name: &'static str,
+    },
+
+    /// A dtype that Paddle's tensor files cannot hold (`uint16`, `uint32`, `uint64`).
+    #[error("dtype {dtype} has no Paddle data type")]
+    NoPaddleDType {
+        /// The dtype.
+        dtype: crate::DType,
+    },
+
+    /// An input with more LoD levels than the operation accepts.
+    #[error("{op}: input has {found} LoD levels, expected at most {expected}")]
+    TooManyLevels {
+        /// The operation.
+        op: &'static str,
+        /// The number of levels found.
+        found: usize,
+        /// The largest number accepted.
+        expected: usize,
+    },
+
+    /// An item type the operation has no arithmetic for.
+    #[error("{op}: dtype {found} is not supported (expected a numeric dtype)")]
+    UnsupportedDType {
+        /// The operation.
+        op: &'static str,
+        /// The dtype found.
+        found: crate::DType,
+    },
+}
+
+/// An object that can no longer be used after an earlier failure. The caller drops it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnusableError {
+    /// A writer that failed to start and cannot be written to.
+    #[error("the writer failed to start and cannot be used")]
+    WriterBroken,
+
     /// The prefetch thread panicked.
     #[error("the loader's prefetch thread panicked")]
     PrefetchPanicked,
-}
-
-impl Error {
-    /// Wraps this error with the column and record batch it happened in.
-    pub fn in_column(self, column: &str, batch: usize) -> Self {
-        Error::InColumn {
-            column: column.to_owned(),
-            batch,
-            source: Box::new(self),
-        }
-    }
-
-    /// Wraps this error with the file it happened in.
-    pub fn in_file(self, path: impl Into<PathBuf>) -> Self {
-        Error::InFile {
-            path: path.into(),
-            source: Box::new(self),
-        }
-    }
-
-    /// The innermost error, under every [`Error::InFile`] and [`Error::InColumn`].
-    pub fn root(&self) -> &Error {
-        match self {
-            Error::InColumn { source, .. } | Error::InFile { source, .. } => source.root(),
-            other => other,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -585,19 +771,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn error_is_small() {
+        assert!(size_of::<Error>() <= 24, "{}", size_of::<Error>());
+        assert!(size_of::<Result<()>>() <= 24);
+    }
+
+    #[test]
     fn context_reads_outside_in() {
-        let e = Error::DecreasingOffset {
+        let e = Error::from(DataError::DecreasingOffset {
             level: 1,
             index: 7,
             offset: 12,
             previous: 15,
-        }
+        })
         .in_column("tokens", 3)
         .in_file("data.arrow");
         assert_eq!(
             e.to_string(),
             "data.arrow: column \"tokens\", batch 3: level 1: offset at index 7 (12) is less than the previous offset (15)"
         );
-        assert!(matches!(e.root(), Error::DecreasingOffset { index: 7, .. }));
+        assert!(matches!(
+            e.kind(),
+            ErrorKind::Data(DataError::DecreasingOffset { index: 7, .. })
+        ));
+        assert_eq!(e.path(), Some(Path::new("data.arrow")));
+        assert_eq!(e.column(), Some(("tokens", 3)));
+    }
+
+    #[test]
+    fn context_is_attached_once() {
+        let e = Error::invalid_file("short")
+            .in_column("a", 1)
+            .in_column("b", 2)
+            .in_file("inner.arrow")
+            .in_file("outer.arrow");
+        assert_eq!(
+            e.to_string(),
+            "inner.arrow: column \"a\", batch 1: invalid file: short"
+        );
+        assert_eq!(e.with_batch(5).column(), Some(("a", 5)));
     }
 }

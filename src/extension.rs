@@ -4,10 +4,11 @@
 //! `null` for `dim_names`), and parsed leniently: `dim_names` is accepted and ignored,
 //! `permutation` is accepted when it is the identity.
 
+use crate::FormatError;
 use arrow_schema::Metadata;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// `ARROW:extension:name` of the element type.
 pub const EXTENSION_NAME: &str = "arrow.fixed_shape_tensor";
@@ -29,7 +30,7 @@ pub fn metadata(shape: &[usize]) -> Metadata {
 /// `arrow.fixed_shape_tensor`; checked against the `FixedSizeList` size `list_size`.
 ///
 /// # Errors
-/// [`Error::ExtensionMetadata`] when the metadata is missing, not JSON, has no valid
+/// [`FormatError::ExtensionMetadata`] when the metadata is missing, not JSON, has no valid
 /// `shape`, has a non-identity `permutation`, or its shape's product is not `list_size`.
 pub fn parse_shape(field_metadata: &Metadata, list_size: usize) -> Result<Option<Vec<usize>>> {
     if field_metadata.get(EXTENSION_NAME_KEY).map(String::as_str) != Some(EXTENSION_NAME) {
@@ -39,9 +40,12 @@ pub fn parse_shape(field_metadata: &Metadata, list_size: usize) -> Result<Option
         .get(EXTENSION_METADATA_KEY)
         .map(String::as_str)
         .unwrap_or("");
-    let bad = |reason: &str| Error::ExtensionMetadata {
-        metadata: raw.to_owned(),
-        reason: reason.to_owned(),
+    let bad = |reason: &str| {
+        FormatError::ExtensionMetadata {
+            metadata: raw.to_owned(),
+            reason: reason.to_owned(),
+        }
+        .into()
     };
     let json: Value = serde_json::from_str(raw).map_err(|e| bad(&e.to_string()))?;
     let dims = |key: &str| -> Result<Option<Vec<usize>>> {
@@ -83,6 +87,7 @@ pub fn parse_shape(field_metadata: &Metadata, list_size: usize) -> Result<Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Error, ErrorKind, FormatError};
 
     fn tagged(json: &str) -> Metadata {
         Metadata::from([
@@ -118,8 +123,8 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    parse_shape(&tagged(json), size),
-                    Err(Error::ExtensionMetadata { .. })
+                    parse_shape(&tagged(json), size).map_err(Error::into_kind),
+                    Err(ErrorKind::Format(FormatError::ExtensionMetadata { .. }))
                 ),
                 "{json}"
             );

@@ -36,7 +36,10 @@ mod tensor;
 mod values;
 
 pub use dataset::{Column, Dataset, check_version};
-pub use error::{Error, Result};
+pub use error::{
+    ArgumentError, DataError, Error, ErrorKind, FormatError, Result, UnsupportedError,
+    UnusableError,
+};
 pub use loader::{Batch, Loader, Position};
 pub use lod::{LevelOffsets, Lod, OffsetWidth};
 pub use tensor::{LodTensor, Sequences};

@@ -25,11 +25,12 @@
 //! level 1: [0, 3, 5, 9, 10, 12, 15]                elements 10..15
 //! ```
 
+use crate::{ArgumentError, DataError};
 use std::ops::Range;
 
 use arrow_buffer::{ArrowNativeType, OffsetBuffer, ScalarBuffer};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The integer width of a level's offsets: Arrow `List` (`i32`) or `LargeList` (`i64`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -68,7 +69,7 @@ impl LevelOffsets {
     /// non-decreasing.
     ///
     /// # Errors
-    /// [`Error::EmptyLevel`], [`Error::NegativeOffset`] or [`Error::DecreasingOffset`],
+    /// [`DataError::EmptyLevel`], [`DataError::NegativeOffset`] or [`DataError::DecreasingOffset`],
     /// naming `level` and the index.
     ///
     /// # Example
@@ -218,13 +219,14 @@ pub(crate) fn validate_offsets<O: ArrowNativeType + Ord + Into<i64>>(
     offsets: &[O],
 ) -> Result<()> {
     let Some(&first) = offsets.first() else {
-        return Err(Error::EmptyLevel { level });
+        return Err(DataError::EmptyLevel { level }.into());
     };
     if first < O::usize_as(0) {
-        return Err(Error::NegativeOffset {
+        return Err(DataError::NegativeOffset {
             level,
             offset: first.into(),
-        });
+        }
+        .into());
     }
     // A branch-free fold vectorises; the position is looked for only on failure.
     let decreasing = offsets.windows(2).fold(false, |bad, w| bad | (w[1] < w[0]));
@@ -233,23 +235,27 @@ pub(crate) fn validate_offsets<O: ArrowNativeType + Ord + Into<i64>>(
             .windows(2)
             .position(|w| w[1] < w[0])
             .expect("the fold found a decrease");
-        return Err(Error::DecreasingOffset {
+        return Err(DataError::DecreasingOffset {
             level,
             index,
             offset: offsets[index].into(),
             previous: offsets[index - 1].into(),
-        });
+        }
+        .into());
     }
     Ok(())
 }
 
 /// Builds offsets of `width` from positions that are already non-decreasing and start >= 0.
 fn to_width(level: usize, positions: Vec<usize>, width: OffsetWidth) -> Result<LevelOffsets> {
-    let overflow = |index: usize, value: usize, width: OffsetWidth| Error::OffsetOverflow {
-        level,
-        index,
-        value: value as u128,
-        width: width.name(),
+    let overflow = |index: usize, value: usize, width: OffsetWidth| {
+        DataError::OffsetOverflow {
+            level,
+            index,
+            value: value as u128,
+            width: width.name(),
+        }
+        .into()
     };
     let offsets = match width {
         OffsetWidth::I64 => {
@@ -273,7 +279,7 @@ fn to_width(level: usize, positions: Vec<usize>, width: OffsetWidth) -> Result<L
         }
     };
     if offsets.len() == 0 {
-        return Err(Error::EmptyLevel { level });
+        return Err(DataError::EmptyLevel { level }.into());
     }
     Ok(offsets)
 }
@@ -303,17 +309,18 @@ impl Lod {
     /// A LoD from validated levels, checking the rules between levels.
     ///
     /// # Errors
-    /// [`Error::LevelEndMismatch`] when a level's last offset is not the number of
+    /// [`DataError::LevelEndMismatch`] when a level's last offset is not the number of
     /// sequences of the next level.
     pub fn try_new(levels: Vec<LevelOffsets>) -> Result<Self> {
         for (level, pair) in levels.windows(2).enumerate() {
             let sequences = pair[1].len() - 1;
             if pair[0].last() != sequences {
-                return Err(Error::LevelEndMismatch {
+                return Err(DataError::LevelEndMismatch {
                     level,
                     last_offset: pair[0].last() as i64,
                     sequences,
-                });
+                }
+                .into());
             }
         }
         Ok(Lod { levels })
@@ -336,7 +343,7 @@ impl Lod {
     /// ```
     /// use lodtensor::{Error, Lod};
     /// let err = Lod::try_from_offsets(&[vec![0, 3, 4, 7], vec![0, 3, 5, 9, 10, 12, 15]]).unwrap_err();
-    /// assert!(matches!(err, Error::LevelEndMismatch { level: 0, last_offset: 7, sequences: 6 }));
+    /// assert!(matches!(err.kind(), ErrorKind::Data(DataError::LevelEndMismatch { level: 0, last_offset: 7, sequences: 6 })));
     /// ```
     pub fn try_from_offsets<L: AsRef<[i64]>>(offsets: &[L]) -> Result<Self> {
         let levels = offsets
@@ -351,8 +358,8 @@ impl Lod {
     /// with `i64` offsets.
     ///
     /// # Errors
-    /// [`Error::LevelEndMismatch`] when a level's lengths do not add up to the number of
-    /// sequences of the next level; [`Error::OffsetOverflow`] when a sum overflows.
+    /// [`DataError::LevelEndMismatch`] when a level's lengths do not add up to the number of
+    /// sequences of the next level; [`DataError::OffsetOverflow`] when a sum overflows.
     pub fn try_from_lengths<L: AsRef<[usize]>>(lengths: &[L]) -> Result<Self> {
         Self::try_from_lengths_with_width(lengths, OffsetWidth::I64)
     }
@@ -360,7 +367,7 @@ impl Lod {
     /// Like [`Lod::try_from_lengths`], with offsets of the given width.
     ///
     /// # Errors
-    /// As [`Lod::try_from_lengths`]; [`Error::OffsetOverflow`] when an offset does not fit
+    /// As [`Lod::try_from_lengths`]; [`DataError::OffsetOverflow`] when an offset does not fit
     /// `width`.
     pub fn try_from_lengths_with_width<L: AsRef<[usize]>>(
         lengths: &[L],
@@ -375,7 +382,7 @@ impl Lod {
                 let mut end = 0usize;
                 positions.push(0);
                 for (i, &n) in l.iter().enumerate() {
-                    end = end.checked_add(n).ok_or(Error::OffsetOverflow {
+                    end = end.checked_add(n).ok_or(DataError::OffsetOverflow {
                         level,
                         index: i + 1,
                         value: end as u128 + n as u128,
@@ -392,7 +399,7 @@ impl Lod {
     /// The same LoD with every level's offsets in `width` (copies the levels that change).
     ///
     /// # Errors
-    /// [`Error::OffsetOverflow`] when an offset does not fit `width`.
+    /// [`DataError::OffsetOverflow`] when an offset does not fit `width`.
     pub fn with_offset_width(self, width: OffsetWidth) -> Result<Self> {
         let levels = self
             .levels
@@ -437,17 +444,18 @@ impl Lod {
         if level < self.levels.len() {
             Ok(())
         } else {
-            Err(Error::LevelOutOfBounds {
+            Err(ArgumentError::LevelOutOfBounds {
                 level,
                 levels: self.levels.len(),
-            })
+            }
+            .into())
         }
     }
 
     /// The number of sequences in view at `level`.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`].
+    /// [`ArgumentError::LevelOutOfBounds`].
     pub fn num_sequences(&self, level: usize) -> Result<usize> {
         self.check_level(level)?;
         Ok(self.levels[level].len() - 1 - self.window_start(level))
@@ -465,7 +473,7 @@ impl Lod {
     /// The elements of sequence `index` at `level` (Paddle's absolute offsets), in O(levels).
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`], [`Error::SequenceOutOfBounds`].
+    /// [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`].
     #[inline]
     pub fn sequence_elements(&self, level: usize, index: usize) -> Result<Range<usize>> {
         let range = self.sequence_children(level, index)?;
@@ -484,17 +492,20 @@ impl Lod {
         start
             .checked_add(index)
             .and_then(|i| offsets.pair(i))
-            .ok_or_else(|| Error::SequenceOutOfBounds {
-                level,
-                index,
-                len: offsets.len() - 1 - start,
+            .ok_or_else(|| {
+                ArgumentError::SequenceOutOfBounds {
+                    level,
+                    index,
+                    len: offsets.len() - 1 - start,
+                }
+                .into()
             })
     }
 
     /// Level `level`'s offsets in view, borrowed, and the levels below it.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`].
+    /// [`ArgumentError::LevelOutOfBounds`].
     pub(crate) fn level_in_view(&self, level: usize) -> Result<(OffsetSlice<'_>, &[LevelOffsets])> {
         self.check_level(level)?;
         let offsets = self.levels[level].slice_from(self.window_start(level));
@@ -524,7 +535,7 @@ impl Lod {
     /// The lengths in view of one level.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`].
+    /// [`ArgumentError::LevelOutOfBounds`].
     pub fn level_lengths(&self, level: usize) -> Result<Vec<usize>> {
         self.check_level(level)?;
         let o = &self.levels[level];
@@ -565,21 +576,23 @@ impl Lod {
     /// Rows `rows` of level 0 with every level below them, as a view (O(levels), no copy).
     ///
     /// # Errors
-    /// [`Error::RowsOutOfBounds`]; [`Error::LevelOutOfBounds`] for a 0-level LoD.
+    /// [`ArgumentError::RowsOutOfBounds`]; [`ArgumentError::LevelOutOfBounds`] for a 0-level LoD.
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
         let Some(top) = self.levels.first() else {
-            return Err(Error::LevelOutOfBounds {
+            return Err(ArgumentError::LevelOutOfBounds {
                 level: 0,
                 levels: 0,
-            });
+            }
+            .into());
         };
         let len = top.len() - 1;
         if rows.start > rows.end || rows.end > len {
-            return Err(Error::RowsOutOfBounds {
+            return Err(ArgumentError::RowsOutOfBounds {
                 start: rows.start,
                 end: rows.end,
                 len,
-            });
+            }
+            .into());
         }
         let mut levels = Vec::with_capacity(self.levels.len());
         levels.push(top.slice(rows.start, rows.end - rows.start + 1));
@@ -593,13 +606,14 @@ impl Lod {
     /// The LoD without its `n` outermost levels: level `n` in view becomes level 0.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`] when `n > num_levels()`.
+    /// [`ArgumentError::LevelOutOfBounds`] when `n > num_levels()`.
     pub fn drop_outer_levels(&self, n: usize) -> Result<Self> {
         if n > self.levels.len() {
-            return Err(Error::LevelOutOfBounds {
+            return Err(ArgumentError::LevelOutOfBounds {
                 level: n,
                 levels: self.levels.len(),
-            });
+            }
+            .into());
         }
         let mut levels = self.levels[n..].to_vec();
         if let Some(top) = levels.first_mut() {
@@ -613,7 +627,7 @@ impl Lod {
     /// a LoD of `num_levels() - level` levels whose level 0 has one sequence.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`], [`Error::SequenceOutOfBounds`].
+    /// [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`].
     pub fn slice_sequence(&self, level: usize, index: usize) -> Result<Self> {
         self.sequence_children(level, index)?;
         self.drop_outer_levels(level)?.slice_rows(index..index + 1)
@@ -623,14 +637,15 @@ impl Lod {
     /// sub-sequence, and so on. Returns the level it lies on and its index there.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`] for an empty branch or one longer than the levels;
-    /// [`Error::SequenceOutOfBounds`] for a step past its parent's children.
+    /// [`ArgumentError::LevelOutOfBounds`] for an empty branch or one longer than the levels;
+    /// [`ArgumentError::SequenceOutOfBounds`] for a step past its parent's children.
     pub fn branch_position(&self, branch: &[usize]) -> Result<(usize, usize)> {
         let Some((&first, rest)) = branch.split_first() else {
-            return Err(Error::LevelOutOfBounds {
+            return Err(ArgumentError::LevelOutOfBounds {
                 level: 0,
                 levels: self.levels.len(),
-            });
+            }
+            .into());
         };
         self.check_level(branch.len() - 1)?;
         self.sequence_children(0, first)?;
@@ -639,11 +654,12 @@ impl Lod {
             let children = self.sequence_children(parent, index)?;
             let len = children.end - children.start;
             if step >= len {
-                return Err(Error::SequenceOutOfBounds {
+                return Err(ArgumentError::SequenceOutOfBounds {
                     level: parent + 1,
                     index: step,
                     len,
-                });
+                }
+                .into());
             }
             index = children.start - self.window_start(parent + 1) + step;
         }
@@ -686,6 +702,7 @@ impl PartialEq for Lod {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, DataError, Error, ErrorKind};
 
     fn example() -> Lod {
         Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap()
@@ -744,12 +761,12 @@ mod tests {
         let (level, index) = outer.branch_position(&[0, 0]).unwrap();
         assert_eq!(outer.sequence_elements(level, index).unwrap(), 10..12);
         assert!(matches!(
-            lod.branch_position(&[2, 2]),
-            Err(Error::SequenceOutOfBounds {
+            lod.branch_position(&[2, 2]).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::SequenceOutOfBounds {
                 level: 1,
                 index: 2,
                 len: 2
-            })
+            }))
         ));
     }
 
@@ -814,13 +831,13 @@ mod tests {
         assert!(big.is_ok() == (usize::MAX / 2 <= i64::MAX as usize));
         let err = Lod::try_from_lengths_with_width(&[vec![1 << 31]], OffsetWidth::I32).unwrap_err();
         assert!(matches!(
-            err,
-            Error::OffsetOverflow {
+            err.kind(),
+            ErrorKind::Data(DataError::OffsetOverflow {
                 level: 0,
                 index: 1,
                 width: "i32",
                 ..
-            }
+            })
         ));
     }
 
@@ -828,87 +845,89 @@ mod tests {
     fn each_rule_has_its_error() {
         let empty: &[i64] = &[];
         assert!(matches!(
-            Lod::try_from_offsets(&[empty]),
-            Err(Error::EmptyLevel { level: 0 })
+            Lod::try_from_offsets(&[empty]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::EmptyLevel { level: 0 }))
         ));
         assert!(matches!(
-            Lod::try_from_offsets(&[vec![0, 2], vec![-1, 0, 1]]),
-            Err(Error::NegativeOffset {
+            Lod::try_from_offsets(&[vec![0, 2], vec![-1, 0, 1]]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::NegativeOffset {
                 level: 1,
                 offset: -1
-            })
+            }))
         ));
         assert!(matches!(
-            Lod::try_from_offsets(&[vec![0, 3, 2]]),
-            Err(Error::DecreasingOffset {
+            Lod::try_from_offsets(&[vec![0, 3, 2]]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::DecreasingOffset {
                 level: 0,
                 index: 2,
                 offset: 2,
                 previous: 3
-            })
+            }))
         ));
         assert!(matches!(
-            Lod::try_from_offsets(&[vec![0, 3, 4, 6], vec![0, 3, 5, 9]]),
-            Err(Error::LevelEndMismatch {
+            Lod::try_from_offsets(&[vec![0, 3, 4, 6], vec![0, 3, 5, 9]]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::LevelEndMismatch {
                 level: 0,
                 last_offset: 6,
                 sequences: 3
-            })
+            }))
         ));
         assert!(matches!(
-            Lod::try_from_lengths(&[vec![1, 1], vec![3]]),
-            Err(Error::LevelEndMismatch {
+            Lod::try_from_lengths(&[vec![1, 1], vec![3]]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::LevelEndMismatch {
                 level: 0,
                 last_offset: 2,
                 sequences: 1
-            })
+            }))
         ));
         assert!(matches!(
-            Lod::try_from_lengths(&[vec![usize::MAX, 1]]),
-            Err(Error::OffsetOverflow {
+            Lod::try_from_lengths(&[vec![usize::MAX, 1]]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::OffsetOverflow {
                 level: 0,
                 index: 2,
                 width: "usize",
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            example().num_sequences(2),
-            Err(Error::LevelOutOfBounds {
+            example().num_sequences(2).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
                 level: 2,
                 levels: 2
-            })
+            }))
         ));
         assert!(matches!(
-            example().sequence_elements(1, 6),
-            Err(Error::SequenceOutOfBounds {
+            example().sequence_elements(1, 6).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::SequenceOutOfBounds {
                 level: 1,
                 index: 6,
                 len: 6
-            })
+            }))
         ));
         assert!(matches!(
-            example().sequence_elements(1, usize::MAX),
-            Err(Error::SequenceOutOfBounds {
+            example()
+                .sequence_elements(1, usize::MAX)
+                .map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::SequenceOutOfBounds {
                 level: 1,
                 index: usize::MAX,
                 len: 6
-            })
+            }))
         ));
         assert!(matches!(
-            example().slice_rows(2..4),
-            Err(Error::RowsOutOfBounds {
+            example().slice_rows(2..4).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::RowsOutOfBounds {
                 start: 2,
                 end: 4,
                 len: 3
-            })
+            }))
         ));
         assert!(matches!(
-            Lod::default().slice_rows(0..0),
-            Err(Error::LevelOutOfBounds {
+            Lod::default().slice_rows(0..0).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
                 level: 0,
                 levels: 0
-            })
+            }))
         ));
     }
 }

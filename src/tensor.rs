@@ -5,11 +5,12 @@
 //! holds run from element 0 to the last element in view, and [`LodTensor::elements`] says
 //! which of them are in view.
 
+use crate::{ArgumentError, DataError};
 use std::ops::Range;
 
 use arrow_array::types::ArrowPrimitiveType;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lod::{LevelOffsets, Lod, OffsetSlice};
 use crate::values::{DType, Values};
 
@@ -42,17 +43,18 @@ impl LodTensor {
     /// A tensor from a LoD and the values its last level indexes.
     ///
     /// # Errors
-    /// [`Error::ElementCountMismatch`] when the last level's last offset is not the number
+    /// [`DataError::ElementCountMismatch`] when the last level's last offset is not the number
     /// of elements of `values`.
     pub fn try_new(lod: Lod, values: Values) -> Result<Self> {
         if let Some(last) = lod.levels().last()
             && last.last() != values.num_elements()
         {
-            return Err(Error::ElementCountMismatch {
+            return Err(DataError::ElementCountMismatch {
                 level: lod.num_levels() - 1,
                 last_offset: last.last() as i64,
                 elements: values.num_elements(),
-            });
+            }
+            .into());
         }
         Ok(LodTensor { lod, values })
     }
@@ -138,7 +140,7 @@ impl LodTensor {
     /// The items of the elements in view, row-major, without a copy.
     ///
     /// # Errors
-    /// [`Error::DTypeMismatch`].
+    /// [`ArgumentError::DTypeMismatch`].
     pub fn typed_values<T: ArrowPrimitiveType>(&self) -> Result<&[T::Native]> {
         self.items_of::<T>(self.elements())
     }
@@ -146,7 +148,7 @@ impl LodTensor {
     /// The items of sequence `index` at `level`, in O(levels), without a copy.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`], [`Error::SequenceOutOfBounds`], [`Error::DTypeMismatch`].
+    /// [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`], [`ArgumentError::DTypeMismatch`].
     #[inline]
     pub fn sequence_values<T: ArrowPrimitiveType>(
         &self,
@@ -161,7 +163,7 @@ impl LodTensor {
     /// slice, with no dispatch. For hot loops over many lookups.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`], [`Error::DTypeMismatch`].
+    /// [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::DTypeMismatch`].
     ///
     /// # Example
     /// ```
@@ -197,16 +199,17 @@ impl LodTensor {
     /// Rows `rows` (top-level sequences, or elements of a 0-level tensor), as a view.
     ///
     /// # Errors
-    /// [`Error::RowsOutOfBounds`].
+    /// [`ArgumentError::RowsOutOfBounds`].
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
         if self.lod.num_levels() == 0 {
             let len = self.values.num_elements();
             if rows.start > rows.end || rows.end > len {
-                return Err(Error::RowsOutOfBounds {
+                return Err(ArgumentError::RowsOutOfBounds {
                     start: rows.start,
                     end: rows.end,
                     len,
-                });
+                }
+                .into());
             }
             return Ok(LodTensor {
                 lod: Lod::default(),
@@ -220,7 +223,7 @@ impl LodTensor {
     /// as a view.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`], [`Error::SequenceOutOfBounds`].
+    /// [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`].
     pub fn slice_sequence(&self, level: usize, index: usize) -> Result<Self> {
         self.with_lod(self.lod.slice_sequence(level, index)?)
     }
@@ -237,7 +240,7 @@ impl LodTensor {
     /// The tensor without its `n` outermost levels (documents → sentences), as a view.
     ///
     /// # Errors
-    /// [`Error::LevelOutOfBounds`] when `n > num_levels()`.
+    /// [`ArgumentError::LevelOutOfBounds`] when `n > num_levels()`.
     pub fn drop_outer_levels(&self, n: usize) -> Result<Self> {
         let lod = self.lod.drop_outer_levels(n)?;
         if lod.num_levels() == 0 {
@@ -330,6 +333,7 @@ impl PartialEq for LodTensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, DataError, Error, ErrorKind};
     use arrow_array::types::{Float32Type, Int64Type};
 
     fn example() -> LodTensor {
@@ -392,15 +396,15 @@ mod tests {
             }
         }
         assert!(matches!(
-            t.sequences::<Float32Type>(1),
-            Err(Error::DTypeMismatch { .. })
+            t.sequences::<Float32Type>(1).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::DTypeMismatch { .. }))
         ));
         assert!(matches!(
-            t.sequences::<Int64Type>(2),
-            Err(Error::LevelOutOfBounds {
+            t.sequences::<Int64Type>(2).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
                 level: 2,
                 levels: 2
-            })
+            }))
         ));
     }
 
@@ -432,19 +436,19 @@ mod tests {
         assert_eq!(s.typed_values::<Float32Type>().unwrap()[0], 4.0);
         assert_eq!(s.shape(), vec![2, 2, 2]);
         assert!(matches!(
-            t.slice_rows(3..5),
-            Err(Error::RowsOutOfBounds {
+            t.slice_rows(3..5).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::RowsOutOfBounds {
                 start: 3,
                 end: 5,
                 len: 4
-            })
+            }))
         ));
         assert!(matches!(
-            t.slice_sequence(0, 0),
-            Err(Error::LevelOutOfBounds {
+            t.slice_sequence(0, 0).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
                 level: 0,
                 levels: 0
-            })
+            }))
         ));
     }
 
@@ -453,12 +457,12 @@ mod tests {
         let lod = Lod::try_from_lengths(&[vec![3, 1, 2]]).unwrap();
         let values = Values::from_vec::<Int64Type>(vec![0; 5], vec![]).unwrap();
         assert!(matches!(
-            LodTensor::try_new(lod, values),
-            Err(Error::ElementCountMismatch {
+            LodTensor::try_new(lod, values).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::ElementCountMismatch {
                 level: 0,
                 last_offset: 6,
                 elements: 5
-            })
+            }))
         ));
     }
 }

@@ -5,6 +5,7 @@
 //! `FixedSizeList<T, D1·D2·…>` tagged `arrow.fixed_shape_tensor`, or the flat array itself
 //! for scalar elements (shape `[]`).
 
+use crate::{ArgumentError, DataError, UnsupportedError};
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use arrow_array::types::ArrowPrimitiveType;
 use arrow_array::{Array, ArrayRef, BooleanArray, PrimitiveArray};
 use arrow_schema::DataType;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The element types a LoD tensor can hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -82,12 +83,12 @@ impl DType {
     /// The dtype of a name given by [`DType::name`].
     ///
     /// # Errors
-    /// [`Error::UnknownDType`].
+    /// [`UnsupportedError::UnknownDType`].
     pub fn from_name(name: &str) -> Result<Self> {
         Self::ALL
             .into_iter()
             .find(|d| d.name() == name)
-            .ok_or_else(|| Error::UnknownDType(name.to_owned()))
+            .ok_or_else(|| UnsupportedError::UnknownDType(name.to_owned()).into())
     }
 
     /// The Arrow type of one item.
@@ -111,14 +112,17 @@ impl DType {
     /// The dtype of an Arrow item type.
     ///
     /// # Errors
-    /// [`Error::UnsupportedType`] for any other Arrow type.
+    /// [`UnsupportedError::UnsupportedType`] for any other Arrow type.
     pub fn try_from_arrow(data_type: &DataType) -> Result<Self> {
         Self::ALL
             .into_iter()
             .find(|d| &d.arrow_type() == data_type)
-            .ok_or_else(|| Error::UnsupportedType {
-                what: "values",
-                data_type: data_type.clone(),
+            .ok_or_else(|| {
+                UnsupportedError::UnsupportedType {
+                    what: "values",
+                    data_type: data_type.clone(),
+                }
+                .into()
             })
     }
 
@@ -157,26 +161,28 @@ impl Values {
     /// Values from a flat array of items and the shape of one element.
     ///
     /// # Errors
-    /// [`Error::UnsupportedType`] for an item type that is not a [`DType`];
-    /// [`Error::Nulls`] when items are null; [`Error::ElementShape`] when a dimension is 0,
+    /// [`UnsupportedError::UnsupportedType`] for an item type that is not a [`DType`];
+    /// [`DataError::Nulls`] when items are null; [`DataError::ElementShape`] when a dimension is 0,
     /// the element size overflows, or the items are not a whole number of elements.
     pub fn try_new(items: ArrayRef, element_shape: Vec<usize>) -> Result<Self> {
         let dtype = DType::try_from_arrow(items.data_type())?;
         let element_size = element_size(&element_shape)?;
         if items.null_count() > 0 {
-            return Err(Error::Nulls {
+            return Err(DataError::Nulls {
                 what: "values".to_owned(),
                 count: items.null_count(),
-            });
+            }
+            .into());
         }
         if !items.len().is_multiple_of(element_size) {
-            return Err(Error::ElementShape {
+            return Err(DataError::ElementShape {
                 shape: element_shape,
                 reason: format!(
                     "{} items are not a whole number of elements of {element_size} items",
                     items.len()
                 ),
-            });
+            }
+            .into());
         }
         Ok(Values {
             items,
@@ -229,30 +235,36 @@ impl Values {
     /// The items as a native slice.
     ///
     /// # Errors
-    /// [`Error::DTypeMismatch`] when `T` is not the values' type.
+    /// [`ArgumentError::DTypeMismatch`] when `T` is not the values' type.
     #[inline]
     pub fn typed<T: ArrowPrimitiveType>(&self) -> Result<&[T::Native]> {
         self.items
             .as_any()
             .downcast_ref::<PrimitiveArray<T>>()
             .map(|a| a.values().as_ref())
-            .ok_or_else(|| Error::DTypeMismatch {
-                expected: T::DATA_TYPE.to_string(),
-                found: self.dtype.name().to_owned(),
+            .ok_or_else(|| {
+                ArgumentError::DTypeMismatch {
+                    expected: T::DATA_TYPE.to_string(),
+                    found: self.dtype.name().to_owned(),
+                }
+                .into()
             })
     }
 
     /// The items as booleans.
     ///
     /// # Errors
-    /// [`Error::DTypeMismatch`] when the values are not booleans.
+    /// [`ArgumentError::DTypeMismatch`] when the values are not booleans.
     pub fn booleans(&self) -> Result<&BooleanArray> {
         self.items
             .as_any()
             .downcast_ref::<BooleanArray>()
-            .ok_or_else(|| Error::DTypeMismatch {
-                expected: DType::Bool.name().to_owned(),
-                found: self.dtype.name().to_owned(),
+            .ok_or_else(|| {
+                ArgumentError::DTypeMismatch {
+                    expected: DType::Bool.name().to_owned(),
+                    found: self.dtype.name().to_owned(),
+                }
+                .into()
             })
     }
 
@@ -283,21 +295,23 @@ fn element_size(shape: &[usize]) -> Result<usize> {
     let mut size = 1usize;
     for &d in shape {
         if d == 0 {
-            return Err(Error::ElementShape {
+            return Err(DataError::ElementShape {
                 shape: shape.to_vec(),
                 reason: "dimensions must be at least 1".to_owned(),
-            });
+            }
+            .into());
         }
-        size = size.checked_mul(d).ok_or_else(|| Error::ElementShape {
+        size = size.checked_mul(d).ok_or_else(|| DataError::ElementShape {
             shape: shape.to_vec(),
             reason: "the element size overflows".to_owned(),
         })?;
     }
     if i32::try_from(size).is_err() {
-        return Err(Error::ElementShape {
+        return Err(DataError::ElementShape {
             shape: shape.to_vec(),
             reason: "the element size does not fit an Arrow FixedSizeList (i32)".to_owned(),
-        });
+        }
+        .into());
     }
     Ok(size)
 }
@@ -305,6 +319,7 @@ fn element_size(shape: &[usize]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::Float32Array;
     use arrow_array::types::{Float32Type, Int64Type};
 
@@ -315,12 +330,15 @@ mod tests {
             assert_eq!(DType::try_from_arrow(&d.arrow_type()).unwrap(), d);
         }
         assert!(matches!(
-            DType::from_name("complex64"),
-            Err(Error::UnknownDType(_))
+            DType::from_name("complex64").map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(UnsupportedError::UnknownDType(_)))
         ));
         assert!(matches!(
-            DType::try_from_arrow(&DataType::Utf8),
-            Err(Error::UnsupportedType { what: "values", .. })
+            DType::try_from_arrow(&DataType::Utf8).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(UnsupportedError::UnsupportedType {
+                what: "values",
+                ..
+            }))
         ));
     }
 
@@ -329,20 +347,20 @@ mod tests {
         let v = Values::from_vec::<Int64Type>(vec![1, 2, 3, 4, 5, 6], vec![2, 3]).unwrap();
         assert_eq!((v.num_elements(), v.element_size()), (1, 6));
         assert!(matches!(
-            Values::from_vec::<Int64Type>(vec![1, 2, 3], vec![2]),
-            Err(Error::ElementShape { .. })
+            Values::from_vec::<Int64Type>(vec![1, 2, 3], vec![2]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::ElementShape { .. }))
         ));
         assert!(matches!(
-            Values::from_vec::<Int64Type>(vec![], vec![0]),
-            Err(Error::ElementShape { .. })
+            Values::from_vec::<Int64Type>(vec![], vec![0]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::ElementShape { .. }))
         ));
         assert!(matches!(
-            Values::from_vec::<Int64Type>(vec![], vec![usize::MAX, 2]),
-            Err(Error::ElementShape { .. })
+            Values::from_vec::<Int64Type>(vec![], vec![usize::MAX, 2]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::ElementShape { .. }))
         ));
         assert!(matches!(
-            v.typed::<Float32Type>(),
-            Err(Error::DTypeMismatch { .. })
+            v.typed::<Float32Type>().map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::DTypeMismatch { .. }))
         ));
     }
 
@@ -350,8 +368,8 @@ mod tests {
     fn nulls_are_refused() {
         let items = Arc::new(Float32Array::from(vec![Some(1.0), None]));
         assert!(matches!(
-            Values::try_new(items, vec![]),
-            Err(Error::Nulls { count: 1, .. })
+            Values::try_new(items, vec![]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::Nulls { count: 1, .. }))
         ));
     }
 }

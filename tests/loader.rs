@@ -2,6 +2,7 @@
 //! batches equal to the samples they name, determinism, resumption, zero-copy views and
 //! buffer reuse.
 
+use lodtensor::{ArgumentError, ErrorKind};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -371,15 +372,15 @@ fn padded_batches_and_padding_ratios() {
     assert!((1.0 - real as f64 / p.mask.len() as f64 - b.padding_ratio()).abs() < 1e-12);
     let b = plain.next_batch().unwrap().unwrap();
     assert!(matches!(
-        b.to_padded("nope", 0),
-        Err(Error::NoSuchColumn(_))
+        b.to_padded("nope", 0).map_err(Error::into_kind),
+        Err(ErrorKind::Argument(ArgumentError::NoSuchColumn(_)))
     ));
     assert!(matches!(
-        b.to_padded("label", 0),
-        Err(Error::LevelOutOfBounds {
+        b.to_padded("label", 0).map_err(Error::into_kind),
+        Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
             level: 0,
             levels: 0
-        })
+        }))
     ));
 }
 
@@ -391,49 +392,49 @@ fn bad_options_and_positions_are_typed_errors() {
     let file = MappedDataset::open(&path).unwrap();
     let err = |b: LoaderBuilder| b.build().unwrap_err();
     assert!(matches!(
-        err(Loader::builder(&file).with_batch_size(0)),
-        Error::LoaderConfig {
+        err(Loader::builder(&file).with_batch_size(0)).kind(),
+        ErrorKind::Argument(ArgumentError::LoaderConfig {
             option: "batch size",
             ..
-        }
+        })
     ));
     assert!(matches!(
-        err(Loader::builder(&file).shard(3, 3)),
-        Error::LoaderConfig {
+        err(Loader::builder(&file).shard(3, 3)).kind(),
+        ErrorKind::Argument(ArgumentError::LoaderConfig {
             option: "shard",
             ..
-        }
+        })
     ));
     assert!(matches!(
-        err(Loader::builder(&file).with_quantile_buckets(0)),
-        Error::LoaderConfig { .. }
+        err(Loader::builder(&file).with_quantile_buckets(0)).kind(),
+        ErrorKind::Argument(ArgumentError::LoaderConfig { .. })
     ));
     assert!(matches!(
-        err(Loader::builder(&file).with_length_column("x", 0)),
-        Error::NoSuchColumn(_)
+        err(Loader::builder(&file).with_length_column("x", 0)).kind(),
+        ErrorKind::Argument(ArgumentError::NoSuchColumn(_))
     ));
     assert!(matches!(
-        err(Loader::builder(&file).with_length_column("tokens", 2)),
-        Error::LevelOutOfBounds {
+        err(Loader::builder(&file).with_length_column("tokens", 2)).kind(),
+        ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
             level: 2,
             levels: 2
-        }
+        })
     ));
     let mut a = Loader::builder(&file).with_batch_size(3).build().unwrap();
     let mut b = Loader::builder(&file).with_batch_size(4).build().unwrap();
     assert!(matches!(
-        b.seek(a.position()),
-        Err(Error::PositionMismatch { .. })
+        b.seek(a.position()).map_err(Error::into_kind),
+        Err(ErrorKind::Argument(ArgumentError::PositionMismatch { .. }))
     ));
     let mut p = a.position();
     p.batch = 5;
     assert!(matches!(
-        a.seek(p),
-        Err(Error::BatchOutOfRange {
+        a.seek(p).map_err(Error::into_kind),
+        Err(ErrorKind::Argument(ArgumentError::BatchOutOfRange {
             epoch: 0,
             batch: 5,
             batches: 4
-        })
+        }))
     ));
     p.batch = 4;
     a.seek(p).unwrap();

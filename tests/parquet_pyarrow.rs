@@ -5,7 +5,8 @@
 
 use arrow_array::types::{Float32Type, Int32Type, Int64Type};
 use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader, read_parquet};
-use lodtensor::{DType, Dataset, Error, OffsetWidth};
+use lodtensor::{DType, Dataset, OffsetWidth};
+use lodtensor::{DataError, ErrorKind};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/parquet");
 
@@ -70,7 +71,10 @@ fn nested_lists_without_the_arrow_schema_need_the_element_shape() {
         &ParquetReadOptions::default().with_element_shape("tokens", vec![4, 1]),
     )
     .unwrap_err();
-    assert!(matches!(err.root(), Error::ElementShape { .. }), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Data(DataError::ElementShape { .. })),
+        "{err}"
+    );
     let message = err.to_string();
     assert!(
         message.contains("pyarrow_no_arrow_schema.parquet")

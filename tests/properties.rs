@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Case, Node, case};
+use lodtensor::ErrorKind;
 use lodtensor::{LodTensor, OffsetWidth};
 use proptest::prelude::*;
 
@@ -95,7 +96,7 @@ proptest! {
             }
             Err(e) => {
                 prop_assert!(j >= nodes.len());
-                let is_out_of_bounds = matches!(e, lodtensor::Error::SequenceOutOfBounds { .. });
+                let is_out_of_bounds = matches!(e.kind(), ErrorKind::Argument(lodtensor::ArgumentError::SequenceOutOfBounds { .. }));
                 prop_assert!(is_out_of_bounds);
             }
         }

@@ -47,7 +47,7 @@ impl AtomicFile {
         }
         let temp = builder
             .tempfile_in(&dir)
-            .map_err(|e| Error::Io(e).in_file(&target))?;
+            .map_err(|e| Error::from(e).in_file(&target))?;
         Ok(AtomicFile { temp, target })
     }
 
@@ -68,7 +68,7 @@ impl AtomicFile {
     /// happened.
     pub fn commit(self) -> Result<()> {
         let target = self.target;
-        let fail = |e: io::Error| Error::Io(e).in_file(&target);
+        let fail = |e: io::Error| Error::from(e).in_file(&target);
         self.temp.as_file().sync_all().map_err(fail)?;
         self.temp.persist(&target).map_err(|e| fail(e.error))?;
         if let Some(dir) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -92,6 +92,7 @@ impl io::Write for AtomicFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorKind;
     use std::io::Write;
 
     #[test]
@@ -112,8 +113,8 @@ mod tests {
         assert!(matches!(
             AtomicFile::create(dir.path().join("missing/x.bin"))
                 .unwrap_err()
-                .root(),
-            Error::Io(_)
+                .kind(),
+            ErrorKind::Io(_)
         ));
     }
 }

@@ -9,6 +9,7 @@
 //! lodtensor column may have, so Arrow's own (slower, panicking on some bad inputs, and
 //! less specific) validation can be skipped, and errors name the column, level and index.
 
+use crate::{DataError, FormatError};
 use std::mem::size_of;
 
 use arrow_buffer::{ArrowNativeType, Buffer, ScalarBuffer};
@@ -74,7 +75,7 @@ pub(crate) fn check_batch(
 }
 
 fn invalid(reason: impl Into<String>) -> Error {
-    Error::InvalidFile(reason.into())
+    FormatError::InvalidFile(reason.into()).into()
 }
 
 struct Walk<'a> {
@@ -98,14 +99,15 @@ impl Walk<'_> {
             .map_err(|_| invalid(format!("negative length {}", node.length())))?;
         let is_list = matches!(data_type, DataType::List(_) | DataType::LargeList(_));
         if node.null_count() != 0 {
-            return Err(Error::Nulls {
+            return Err(DataError::Nulls {
                 what: if is_list {
                     format!("level {level}")
                 } else {
                     "values".to_owned()
                 },
                 count: usize::try_from(node.null_count()).unwrap_or(usize::MAX),
-            });
+            }
+            .into());
         }
         self.buffer(1)?; // validity: unused, since there are no nulls
         match data_type {
@@ -164,12 +166,13 @@ impl Walk<'_> {
             validate_offsets(level, &offsets)?;
             let last = offsets[len];
             if last.as_usize() > child {
-                return Err(Error::OffsetOutOfBounds {
+                return Err(DataError::OffsetOutOfBounds {
                     level,
                     index: len,
                     offset: last.into(),
                     len: child,
-                });
+                }
+                .into());
             }
         }
         Ok(len)

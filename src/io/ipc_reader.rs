@@ -14,6 +14,7 @@
 //! rewriting in place waits for readers; tools that ignore locks cannot be stopped, so do
 //! not edit dataset files in place.
 
+use crate::{ArgumentError, FormatError};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -74,7 +75,7 @@ impl MappedDataset {
     /// Maps and validates the file at `path`.
     ///
     /// # Errors
-    /// Any fault in the file, wrapped in [`Error::InFile`]: [`Error::Io`], [`Error::InvalidFile`]
+    /// Any fault in the file, wrapped in [`Error::InFile`]: [`Error::Io`], [`FormatError::InvalidFile`]
     /// for a file that is not a valid uncompressed Arrow IPC file of LoD tensor columns,
     /// and offset or LoD errors naming the batch, column, level and index.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
@@ -98,9 +99,12 @@ impl MappedDataset {
         match file.try_lock_shared() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(in_file(Error::InvalidFile(
-                    "another process holds an exclusive lock on the file".to_owned(),
-                )));
+                return Err(in_file(
+                    FormatError::InvalidFile(
+                        "another process holds an exclusive lock on the file".to_owned(),
+                    )
+                    .into(),
+                ));
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(in_file(e.into())),
         }
@@ -177,14 +181,15 @@ impl MappedDataset {
     /// The batch holding row `row` and the row's index inside it, in O(log batches).
     ///
     /// # Errors
-    /// [`Error::RowsOutOfBounds`].
+    /// [`ArgumentError::RowsOutOfBounds`].
     pub fn locate_row(&self, row: usize) -> Result<(usize, usize)> {
         if row >= self.num_rows() {
-            return Err(Error::RowsOutOfBounds {
+            return Err(ArgumentError::RowsOutOfBounds {
                 start: row,
                 end: row + 1,
                 len: self.num_rows(),
-            });
+            }
+            .into());
         }
         let batch = self.row_starts.partition_point(|&start| start <= row) - 1;
         Ok((batch, row - self.row_starts[batch]))
@@ -193,7 +198,7 @@ impl MappedDataset {
     /// Sample `row` (one row of every column), as a view.
     ///
     /// # Errors
-    /// [`Error::RowsOutOfBounds`].
+    /// [`ArgumentError::RowsOutOfBounds`].
     pub fn sample(&self, row: usize) -> Result<Dataset> {
         let (batch, local) = self.locate_row(row)?;
         self.batches[batch].slice_rows(local..local + 1)
@@ -202,14 +207,15 @@ impl MappedDataset {
     /// Rows `rows`, as one view per batch they touch, in order.
     ///
     /// # Errors
-    /// [`Error::RowsOutOfBounds`].
+    /// [`ArgumentError::RowsOutOfBounds`].
     pub fn rows(&self, rows: Range<usize>) -> Result<Vec<Dataset>> {
         if rows.start > rows.end || rows.end > self.num_rows() {
-            return Err(Error::RowsOutOfBounds {
+            return Err(ArgumentError::RowsOutOfBounds {
                 start: rows.start,
                 end: rows.end,
                 len: self.num_rows(),
-            });
+            }
+            .into());
         }
         let mut out = Vec::new();
         for (b, batch) in self.batches.iter().enumerate() {
@@ -226,7 +232,7 @@ impl MappedDataset {
     /// `level` over the whole file, as a view.
     ///
     /// # Errors
-    /// [`Error::NoSuchColumn`], [`Error::LevelOutOfBounds`], [`Error::SequenceOutOfBounds`].
+    /// [`ArgumentError::NoSuchColumn`], [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`].
     pub fn slice_sequence(&self, column: &str, level: usize, index: usize) -> Result<LodTensor> {
         let mut remaining = index;
         let mut total = 0;
@@ -242,16 +248,17 @@ impl MappedDataset {
         let schema_field = self
             .schema
             .field_with_name(column)
-            .map_err(|_| Error::NoSuchColumn(column.to_owned()))?;
+            .map_err(|_| ArgumentError::NoSuchColumn(column.to_owned()))?;
         let levels = nesting(schema_field.data_type());
         if level >= levels {
-            return Err(Error::LevelOutOfBounds { level, levels });
+            return Err(ArgumentError::LevelOutOfBounds { level, levels }.into());
         }
-        Err(Error::SequenceOutOfBounds {
+        Err(ArgumentError::SequenceOutOfBounds {
             level,
             index,
             len: total,
-        })
+        }
+        .into())
     }
 }
 
@@ -266,9 +273,10 @@ fn nesting(data_type: &DataType) -> usize {
 /// Refuses a file too short to hold the magic numbers and a footer length.
 fn check_len(len: u64) -> Result<()> {
     if len < (2 * MAGIC.len() + 2 + 4) as u64 {
-        return Err(Error::InvalidFile(format!(
+        return Err(FormatError::InvalidFile(format!(
             "{len} bytes is too short for an Arrow IPC file"
-        )));
+        ))
+        .into());
     }
     Ok(())
 }
@@ -278,34 +286,36 @@ fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)>
     let bytes = mapping.as_slice();
     let len = bytes.len();
     if &bytes[..MAGIC.len()] != MAGIC {
-        return Err(Error::InvalidFile(format!(
+        return Err(FormatError::InvalidFile(format!(
             "starts with {:?}, not the Arrow file magic \"ARROW1\"",
             String::from_utf8_lossy(&bytes[..MAGIC.len()])
-        )));
+        ))
+        .into());
     }
     let tail: [u8; 10] = bytes[len - 10..].try_into().expect("10 bytes");
     let footer_len = arrow_ipc::reader::read_footer_length(tail)
-        .map_err(|e| Error::InvalidFile(format!("footer: {e}")))?;
+        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?;
     let footer_start = (len - 10)
         .checked_sub(footer_len)
         .filter(|&s| s >= MAGIC.len() + 2)
         .ok_or_else(|| {
-            Error::InvalidFile(format!(
+            FormatError::InvalidFile(format!(
                 "footer length {footer_len} does not fit in a file of {len} bytes"
             ))
         })?;
     let footer = arrow_ipc::root_as_footer(&bytes[footer_start..len - 10])
-        .map_err(|e| Error::InvalidFile(format!("footer: {e}")))?;
+        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?;
     let fb_schema = footer
         .schema()
-        .ok_or_else(|| Error::InvalidFile("footer has no schema".to_owned()))?;
+        .ok_or_else(|| FormatError::InvalidFile("footer has no schema".to_owned()))?;
     let schema: SchemaRef = Arc::new(arrow_ipc::convert::try_fb_to_schema(fb_schema)?);
     check_version(&schema)?;
     check_column_types(&schema)?;
     if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
-        return Err(Error::InvalidFile(
+        return Err(FormatError::InvalidFile(
             "dictionary batches are not part of the format".to_owned(),
-        ));
+        )
+        .into());
     }
     // SAFETY: check_block verifies, for every batch before it is decoded, everything Arrow's
     // validation would (buffer bounds, alignment and sizes, child lengths, no nulls, and —
@@ -325,8 +335,8 @@ fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)>
         let data = check_block(mapping, block, footer.version(), &schema, index, validate)?;
         let batch = decoder
             .read_record_batch(block, &data)
-            .map_err(|e| Error::InvalidFile(format!("batch {index}: {e}")))?
-            .ok_or_else(|| Error::InvalidFile(format!("batch {index}: no record batch")))?;
+            .map_err(|e| FormatError::InvalidFile(format!("batch {index}: {e}")))?
+            .ok_or_else(|| FormatError::InvalidFile(format!("batch {index}: no record batch")))?;
         // Every batch has the file's schema: its fields are checked with the first batch.
         let dataset = match batches.first() {
             Some(first) => first.try_from_record_batch_like(&batch, index)?,
@@ -365,7 +375,8 @@ fn check_block(
     index: usize,
     validate: bool,
 ) -> Result<Buffer> {
-    let at_batch = |reason: String| Error::InvalidFile(format!("batch {index}: {reason}"));
+    let at_batch =
+        |reason: String| FormatError::InvalidFile(format!("batch {index}: {reason}")).into();
     let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
     let (Ok(offset), Ok(meta), Ok(body)) = (
         usize::try_from(offset),

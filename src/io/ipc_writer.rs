@@ -1,5 +1,6 @@
 //! The streaming, atomic Arrow IPC file writer.
 
+use crate::ArgumentError;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -119,7 +120,7 @@ impl DatasetWriter {
     /// level names); later ones must have the same.
     ///
     /// # Errors
-    /// [`Error::SchemaMismatch`] naming the dataset (in write order); [`Error::OffsetOverflow`] when an offset does not fit
+    /// [`ArgumentError::SchemaMismatch`] naming the dataset (in write order); [`DataError::OffsetOverflow`] when an offset does not fit
     /// the offset width; [`Error::Io`] or [`Error::Arrow`] when writing fails.
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         let dataset = dataset.with_offset_width(self.options.offset_width)?;
@@ -157,12 +158,12 @@ impl DatasetWriter {
     /// Writes what is pending, the footer, syncs and renames the file over the target.
     ///
     /// # Errors
-    /// [`Error::NoSchema`] when no dataset was ever written (the schema is unknown);
+    /// [`ArgumentError::NoSchema`] when no dataset was ever written (the schema is unknown);
     /// [`Error::Io`] or [`Error::Arrow`] when writing fails (the target is then untouched).
     pub fn finish(mut self) -> Result<WriteSummary> {
         self.flush()?;
         let path = self.file.target().to_path_buf();
-        let (mut ipc, _) = self.ipc.take().ok_or(Error::NoSchema)?;
+        let (mut ipc, _) = self.ipc.take().ok_or(ArgumentError::NoSchema)?;
         let in_file = |e: Error| e.in_file(&path);
         ipc.finish().map_err(|e| in_file(e.into()))?;
         let buffered = ipc.into_inner().map_err(|e| in_file(e.into()))?;
@@ -191,10 +192,11 @@ impl DatasetWriter {
     fn check_schema(&mut self, dataset: &Dataset) -> Result<()> {
         let schema = dataset.schema();
         match &self.ipc {
-            Some((_, expected)) if **expected != *schema => Err(Error::SchemaMismatch {
+            Some((_, expected)) if **expected != *schema => Err(ArgumentError::SchemaMismatch {
                 batch: self.datasets,
                 reason: format!("expected {expected}, found {schema}"),
-            }),
+            }
+            .into()),
             Some(_) => Ok(()),
             None => {
                 let options = IpcWriteOptions::try_new(ALIGNMENT, false, MetadataVersion::V5)?;

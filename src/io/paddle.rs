@@ -47,10 +47,10 @@
 //! | `INT8` | 21 | `Int8` |
 //!
 //! Every other code (`BF16` 22, `COMPLEX64` 23, `COMPLEX128` 24, `FP8_E4M3FN` 32,
-//! `FP8_E5M2` 33, `UINT16` 36, `UINT32` 37, `UINT64` 38, …) is an [`Error::PaddleDType`].
+//! `FP8_E5M2` 33, `UINT16` 36, `UINT32` 37, `UINT64` 38, …) is an [`UnsupportedError::PaddleDType.into()`].
 //! The unsigned 16-, 32- and 64-bit codes are refused because Paddle's Python API cannot
 //! make tensors of them (it stores numpy `uint16` as `BF16`), so no file of them could be
-//! checked; writing `UInt16`, `UInt32` or `UInt64` values is an [`Error::NoPaddleDType`].
+//! checked; writing `UInt16`, `UInt32` or `UInt64` values is an [`UnsupportedError::NoPaddleDType.into()`].
 //!
 //! # Example
 //! ```
@@ -64,6 +64,7 @@
 //! # Ok::<(), lodtensor::Error>(())
 //! ```
 
+use crate::{ArgumentError, DataError, ErrorKind, FormatError, UnsupportedError};
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -150,7 +151,7 @@ fn item_size(dtype: DType) -> usize {
 ///
 /// # Errors
 /// Any fault of the record (see the module docs), naming record 0 and the byte offset;
-/// [`Error::PaddleTrailingBytes`] when bytes follow the record.
+/// [`FormatError::PaddleTrailingBytes`] when bytes follow the record.
 ///
 /// # Example
 /// ```
@@ -191,7 +192,7 @@ pub fn read_records(bytes: &[u8]) -> Result<Vec<LodTensor>> {
 /// [`Dataset::try_new`](crate::Dataset::try_new) makes them a dataset.
 ///
 /// # Errors
-/// As [`read_records`]; [`Error::PaddleRecordCount`] when `names` is not empty and does not
+/// As [`read_records`]; [`ArgumentError::PaddleRecordCount`] when `names` is not empty and does not
 /// name every record.
 ///
 /// # Example
@@ -244,10 +245,11 @@ pub fn read_combined_file(
 
 fn name_records(tensors: Vec<LodTensor>, names: &[&str]) -> Result<Vec<(String, LodTensor)>> {
     if !names.is_empty() && names.len() != tensors.len() {
-        return Err(Error::PaddleRecordCount {
+        return Err(ArgumentError::PaddleRecordCount {
             found: tensors.len(),
             expected: names.len(),
-        });
+        }
+        .into());
     }
     Ok(tensors
         .into_iter()
@@ -298,13 +300,14 @@ impl<'a> Reader<'a> {
                 self.pos += n;
                 Ok(taken)
             }
-            _ => Err(Error::PaddleTruncated {
+            _ => Err(FormatError::PaddleTruncated {
                 record: self.record,
                 offset: self.offset(),
                 what,
                 needed: n,
                 available: available as u64,
-            }),
+            }
+            .into()),
         }
     }
 
@@ -329,13 +332,14 @@ impl<'a> Reader<'a> {
         let offset = self.offset();
         let found = self.u32(what)?;
         if found != expected {
-            return Err(Error::PaddleVersion {
+            return Err(FormatError::PaddleVersion {
                 record: self.record,
                 offset,
                 what,
                 found,
                 expected,
-            });
+            }
+            .into());
         }
         Ok(())
     }
@@ -345,10 +349,11 @@ impl<'a> Reader<'a> {
         if self.at_end() {
             Ok(())
         } else {
-            Err(Error::PaddleTrailingBytes {
+            Err(FormatError::PaddleTrailingBytes {
                 offset: self.offset(),
                 count: self.remaining() as u64,
-            })
+            }
+            .into())
         }
     }
 
@@ -362,7 +367,7 @@ impl<'a> Reader<'a> {
 
         let size_offset = self.offset();
         let desc_size = self.i32("tensor desc size")?;
-        let desc_size = u64::try_from(desc_size).map_err(|_| Error::PaddleDesc {
+        let desc_size = u64::try_from(desc_size).map_err(|_| FormatError::PaddleDesc {
             record,
             offset: size_offset,
             reason: format!("the message size ({desc_size}) is negative"),
@@ -370,26 +375,35 @@ impl<'a> Reader<'a> {
         let desc_offset = self.offset();
         let desc = self.take(desc_size, "tensor desc")?;
         let (code, dims) = parse_desc(desc, record, desc_offset)?;
-        let dtype =
-            dtype_of_code(code).map_err(|name| Error::PaddleDType { record, code, name })?;
+        let dtype = dtype_of_code(code).map_err(|name| UnsupportedError::PaddleDType {
+            record,
+            code,
+            name,
+        })?;
         let (elements, element_shape, data_size) = check_dims(&dims, dtype, record)?;
 
         let data_offset = self.offset();
         let data = self.take(data_size, "tensor data")?;
         let values =
-            decode(dtype, data, element_shape, record, data_offset).map_err(|e| match e {
-                e @ Error::PaddleBool { .. } => e,
-                e => Error::PaddleDims {
-                    record,
-                    dims: dims.clone(),
-                    reason: e.to_string(),
-                },
+            decode(dtype, data, element_shape, record, data_offset).map_err(|e| {
+                match e.kind() {
+                    ErrorKind::Format(FormatError::PaddleBool { .. }) => e,
+                    _ => FormatError::PaddleDims {
+                        record,
+                        dims: dims.clone(),
+                        reason: e.to_string(),
+                    }
+                    .into(),
+                }
             })?;
         debug_assert_eq!(values.num_elements(), elements);
-        LodTensor::try_new(lod, values).map_err(|e| Error::PaddleLod {
-            record,
-            offset: lod_offset,
-            source: Box::new(e),
+        LodTensor::try_new(lod, values).map_err(|e| {
+            FormatError::PaddleLod {
+                record,
+                offset: lod_offset,
+                source: Box::new(e),
+            }
+            .into()
         })
     }
 
@@ -405,19 +419,23 @@ impl<'a> Reader<'a> {
             let size_offset = self.offset();
             let size = self.u64("LoD level size")?;
             if size % 8 != 0 {
-                return Err(Error::PaddleLevelSize {
+                return Err(FormatError::PaddleLevelSize {
                     record,
                     offset: size_offset,
                     level,
                     size,
-                });
+                }
+                .into());
             }
             let start = self.offset();
             let raw = self.take(size, "LoD level offsets")?;
-            let lod_error = |source| Error::PaddleLod {
-                record,
-                offset: lod_offset,
-                source: Box::new(source),
+            let lod_error = |source| {
+                FormatError::PaddleLod {
+                    record,
+                    offset: lod_offset,
+                    source: Box::new(source),
+                }
+                .into()
             };
             let offsets = raw
                 .chunks_exact(8)
@@ -425,32 +443,39 @@ impl<'a> Reader<'a> {
                 .map(|(index, chunk)| {
                     let value = u64::from_le_bytes(chunk.try_into().expect("chunks of 8"));
                     i64::try_from(value).map_err(|_| {
-                        lod_error(Error::OffsetOverflow {
-                            level,
-                            index,
-                            value: u128::from(value),
-                            width: "i64",
-                        })
+                        lod_error(
+                            DataError::OffsetOverflow {
+                                level,
+                                index,
+                                value: u128::from(value),
+                                width: "i64",
+                            }
+                            .into(),
+                        )
                     })
                 })
                 .collect::<Result<Vec<i64>>>()?;
             if let Some(&found) = offsets.first()
                 && found != 0
             {
-                return Err(Error::PaddleLodStart {
+                return Err(FormatError::PaddleLodStart {
                     record,
                     offset: start,
                     level,
                     found,
-                });
+                }
+                .into());
             }
             levels.push(LevelOffsets::try_new_i64(level, offsets.into()).map_err(lod_error)?);
             level += 1;
         }
-        Lod::try_new(levels).map_err(|source| Error::PaddleLod {
-            record,
-            offset: lod_offset,
-            source: Box::new(source),
+        Lod::try_new(levels).map_err(|source| {
+            FormatError::PaddleLod {
+                record,
+                offset: lod_offset,
+                source: Box::new(source),
+            }
+            .into()
         })
     }
 }
@@ -527,11 +552,12 @@ struct Proto<'a> {
 
 impl<'a> Proto<'a> {
     fn error(&self, at: usize, reason: String) -> Error {
-        Error::PaddleDesc {
+        FormatError::PaddleDesc {
             record: self.record,
             offset: self.base + at as u64,
             reason,
         }
+        .into()
     }
 
     /// A base-128 varint of at most 10 bytes whose value fits 64 bits.
@@ -586,10 +612,13 @@ impl<'a> Proto<'a> {
 
 /// Checks the dims; returns the number of elements, the element shape and the data size.
 fn check_dims(dims: &[i64], dtype: DType, record: usize) -> Result<(usize, Vec<usize>, u64)> {
-    let fault = |reason: String| Error::PaddleDims {
-        record,
-        dims: dims.to_vec(),
-        reason,
+    let fault = |reason: String| {
+        FormatError::PaddleDims {
+            record,
+            dims: dims.to_vec(),
+            reason,
+        }
+        .into()
     };
     let mut sizes = Vec::with_capacity(dims.len());
     for (i, &d) in dims.iter().enumerate() {
@@ -648,11 +677,12 @@ fn decode(
     let items = match dtype {
         DType::Bool => {
             if let Some(i) = data.iter().position(|&b| b > 1) {
-                return Err(Error::PaddleBool {
+                return Err(FormatError::PaddleBool {
                     record,
                     offset: offset + i as u64,
                     value: data[i],
-                });
+                }
+                .into());
             }
             let bits = BooleanBuffer::collect_bool(data.len(), |i| data[i] == 1);
             Arc::new(BooleanArray::new(bits, None)) as ArrayRef
@@ -686,7 +716,7 @@ const CHUNK: usize = 8192;
 /// sequences) is written as it is: Paddle loads it, though its `set_lod` refuses one.
 ///
 /// # Errors
-/// [`Error::NoPaddleDType`] for `UInt16`, `UInt32` and `UInt64` values (before writing
+/// [`UnsupportedError::NoPaddleDType`] for `UInt16`, `UInt32` and `UInt64` values (before writing
 /// anything); [`Error::Io`] when writing fails.
 ///
 /// # Example
@@ -739,7 +769,7 @@ pub fn write_combined<'a, W: Write + ?Sized>(
     let tensors: Vec<&LodTensor> = tensors.into_iter().collect();
     for t in &tensors {
         if paddle_code(t.dtype()).is_none() {
-            return Err(Error::NoPaddleDType { dtype: t.dtype() });
+            return Err(UnsupportedError::NoPaddleDType { dtype: t.dtype() }.into());
         }
     }
     for t in tensors {
@@ -800,7 +830,7 @@ pub fn write_combined_file<'a>(
     let tensors: Vec<&LodTensor> = tensors.into_iter().collect();
     let write = || -> Result<()> {
         if let Some(t) = tensors.iter().find(|t| paddle_code(t.dtype()).is_none()) {
-            return Err(Error::NoPaddleDType { dtype: t.dtype() });
+            return Err(UnsupportedError::NoPaddleDType { dtype: t.dtype() }.into());
         }
         let mut file = std::io::BufWriter::new(fs::File::create(path)?);
         write_combined(&mut file, tensors.iter().copied())?;
@@ -812,7 +842,7 @@ pub fn write_combined_file<'a>(
 
 /// Everything of a record before its items.
 fn header(tensor: &LodTensor) -> Result<Vec<u8>> {
-    let code = paddle_code(tensor.dtype()).ok_or(Error::NoPaddleDType {
+    let code = paddle_code(tensor.dtype()).ok_or(UnsupportedError::NoPaddleDType {
         dtype: tensor.dtype(),
     })?;
     let mut out = Vec::new();
@@ -890,15 +920,17 @@ fn write_items<W: Write + ?Sized>(writer: &mut W, tensor: &LodTensor) -> Result<
         }
         DType::Float32 => write_primitive::<Float32Type, 4, W>(writer, tensor, f32::to_le_bytes),
         DType::Float64 => write_primitive::<Float64Type, 8, W>(writer, tensor, f64::to_le_bytes),
-        DType::UInt16 | DType::UInt32 | DType::UInt64 => Err(Error::NoPaddleDType {
+        DType::UInt16 | DType::UInt32 | DType::UInt64 => Err(UnsupportedError::NoPaddleDType {
             dtype: tensor.dtype(),
-        }),
+        }
+        .into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, DataError, Error, ErrorKind, FormatError, UnsupportedError};
     use arrow_array::types::{Float32Type, Int64Type};
 
     /// A record from its parts; `desc` is the raw TensorDesc message.
@@ -956,22 +988,22 @@ mod tests {
         let bytes = good();
         let e = root(&bytes[..bytes.len() - 1]);
         assert!(matches!(
-            e,
-            Error::PaddleTruncated {
+            e.kind(),
+            ErrorKind::Format(FormatError::PaddleTruncated {
                 record: 0,
                 what: "tensor data",
                 needed: 24,
                 available: 23,
                 ..
-            }
+            })
         ));
         assert!(matches!(
-            root(&[]),
-            Error::PaddleTruncated {
+            root(&[]).kind(),
+            ErrorKind::Format(FormatError::PaddleTruncated {
                 offset: 0,
                 what: "LoDTensor version",
                 ..
-            }
+            })
         ));
         // A level that declares more bytes than the file holds: no allocation, an error.
         let mut huge = Vec::new();
@@ -979,23 +1011,23 @@ mod tests {
         huge.extend(1u64.to_le_bytes());
         huge.extend((u64::MAX - 7).to_le_bytes());
         assert!(matches!(
-            root(&huge),
-            Error::PaddleTruncated {
+            root(&huge).kind(),
+            ErrorKind::Format(FormatError::PaddleTruncated {
                 offset: 20,
                 what: "LoD level offsets",
                 available: 0,
                 ..
-            }
+            })
         ));
         // So does a lod_level count far past the file.
         let mut many = huge[..4].to_vec();
         many.extend(u64::MAX.to_le_bytes());
         assert!(matches!(
-            root(&many),
-            Error::PaddleTruncated {
+            root(&many).kind(),
+            ErrorKind::Format(FormatError::PaddleTruncated {
                 what: "LoD level size",
                 ..
-            }
+            })
         ));
     }
 
@@ -1011,14 +1043,14 @@ mod tests {
         let mut bytes = good();
         bytes[44] = 7; // after 4 + 8 + 8 + 24 bytes
         assert!(matches!(
-            root(&bytes),
-            Error::PaddleVersion {
+            root(&bytes).kind(),
+            ErrorKind::Format(FormatError::PaddleVersion {
                 offset: 44,
                 what: "tensor version",
                 found: 7,
                 expected: 0,
                 ..
-            }
+            })
         ));
     }
 
@@ -1027,13 +1059,13 @@ mod tests {
         let mut bytes = good();
         bytes[12] = 23;
         assert!(matches!(
-            root(&bytes),
-            Error::PaddleLevelSize {
+            root(&bytes).kind(),
+            ErrorKind::Format(FormatError::PaddleLevelSize {
                 offset: 12,
                 level: 0,
                 size: 23,
                 ..
-            }
+            })
         ));
     }
 
@@ -1044,67 +1076,69 @@ mod tests {
             levels,
             &desc(5, dims),
             data,
-        )) {
-            Error::PaddleLod {
+        ))
+        .into_kind()
+        {
+            ErrorKind::Format(FormatError::PaddleLod {
                 record: 0,
                 offset: 4,
                 source,
-            } => *source,
+            }) => *source,
             other => panic!("not a LoD error: {other}"),
         };
         assert!(matches!(
-            lod_root(&[&[0, 2, 1]], &[3, 2], &data),
-            Error::DecreasingOffset {
+            lod_root(&[&[0, 2, 1]], &[3, 2], &data).kind(),
+            ErrorKind::Data(DataError::DecreasingOffset {
                 level: 0,
                 index: 2,
                 ..
-            }
+            })
         ));
         assert!(matches!(
-            lod_root(&[&[0, 2, 4]], &[3, 2], &data),
-            Error::ElementCountMismatch {
+            lod_root(&[&[0, 2, 4]], &[3, 2], &data).kind(),
+            ErrorKind::Data(DataError::ElementCountMismatch {
                 last_offset: 4,
                 elements: 3,
                 ..
-            }
+            })
         ));
         assert!(matches!(
-            lod_root(&[&[0, 3], &[0, 1, 3]], &[3, 2], &data),
-            Error::LevelEndMismatch {
+            lod_root(&[&[0, 3], &[0, 1, 3]], &[3, 2], &data).kind(),
+            ErrorKind::Data(DataError::LevelEndMismatch {
                 level: 0,
                 last_offset: 3,
                 sequences: 2
-            }
+            })
         ));
         assert!(matches!(
-            lod_root(&[&[]], &[3, 2], &data),
-            Error::EmptyLevel { level: 0 }
+            lod_root(&[&[]], &[3, 2], &data).kind(),
+            ErrorKind::Data(DataError::EmptyLevel { level: 0 })
         ));
         assert!(matches!(
-            lod_root(&[&[0, 1 << 63]], &[3, 2], &data),
-            Error::OffsetOverflow {
+            lod_root(&[&[0, 1 << 63]], &[3, 2], &data).kind(),
+            ErrorKind::Data(DataError::OffsetOverflow {
                 level: 0,
                 index: 1,
                 width: "i64",
                 ..
-            }
+            })
         ));
         assert!(matches!(
-            root(&record_raw(&[&[0, 1], &[1, 3]], &desc(5, &[3, 2]), &data)),
-            Error::PaddleLodStart {
+            root(&record_raw(&[&[0, 1], &[1, 3]], &desc(5, &[3, 2]), &data)).kind(),
+            ErrorKind::Format(FormatError::PaddleLodStart {
                 offset: 44,
                 level: 1,
                 found: 1,
                 ..
-            }
+            })
         ));
     }
 
     #[test]
     fn desc_faults() {
         let with_desc = |d: &[u8]| root(&record_raw(&[], d, &[]));
-        let reason = |e: Error| match e {
-            Error::PaddleDesc { reason, .. } => reason,
+        let reason = |e: Error| match e.into_kind() {
+            ErrorKind::Format(FormatError::PaddleDesc { reason, .. }) => reason,
             other => panic!("not a desc error: {other}"),
         };
         let mut negative = record_raw(&[], &[], &[]);
@@ -1129,9 +1163,9 @@ mod tests {
         assert!(reason(with_desc(&[0x10, 0x01])).contains("no data_type"));
         assert!(reason(with_desc(&[0x00])).contains("field number 0"));
         assert!(reason(with_desc(&[0x08, 0x05, 0x19, 0x01])).contains("runs past"));
-        match with_desc(&[0x08]) {
+        match with_desc(&[0x08]).into_kind() {
             // The message starts at byte 20; the varint at its byte 1.
-            Error::PaddleDesc { offset, .. } => assert_eq!(offset, 21),
+            ErrorKind::Format(FormatError::PaddleDesc { offset, .. }) => assert_eq!(offset, 21),
             other => panic!("{other}"),
         }
     }
@@ -1153,19 +1187,19 @@ mod tests {
     #[test]
     fn refused_dtypes() {
         assert!(matches!(
-            root(&record_raw(&[], &desc(22, &[1]), &[0, 0])),
-            Error::PaddleDType {
+            root(&record_raw(&[], &desc(22, &[1]), &[0, 0])).kind(),
+            ErrorKind::Unsupported(UnsupportedError::PaddleDType {
                 code: 22,
                 name: "BF16",
                 ..
-            }
+            })
         ));
         assert!(matches!(
-            root(&record_raw(&[], &desc(99, &[1]), &[0])),
-            Error::PaddleDType {
+            root(&record_raw(&[], &desc(99, &[1]), &[0])).kind(),
+            ErrorKind::Unsupported(UnsupportedError::PaddleDType {
                 name: "unknown",
                 ..
-            }
+            })
         ));
         let t = LodTensor::try_new(
             Lod::default(),
@@ -1174,23 +1208,25 @@ mod tests {
         .unwrap();
         let mut out = Vec::new();
         assert!(matches!(
-            write_tensor(&mut out, &t),
-            Err(Error::NoPaddleDType {
+            write_tensor(&mut out, &t).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(UnsupportedError::NoPaddleDType {
                 dtype: DType::UInt32
-            })
+            }))
         ));
         let ok = read_tensor(&good()).unwrap();
         assert!(matches!(
-            write_combined(&mut out, [&ok, &t]),
-            Err(Error::NoPaddleDType { .. })
+            write_combined(&mut out, [&ok, &t]).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(
+                UnsupportedError::NoPaddleDType { .. }
+            ))
         ));
         assert!(out.is_empty(), "nothing is written before the check");
     }
 
     #[test]
     fn dims_faults() {
-        let dims_reason = |d: &[i64]| match root(&record_raw(&[], &desc(5, d), &[])) {
-            Error::PaddleDims { reason, dims, .. } => {
+        let dims_reason = |d: &[i64]| match root(&record_raw(&[], &desc(5, d), &[])).into_kind() {
+            ErrorKind::Format(FormatError::PaddleDims { reason, dims, .. }) => {
                 assert_eq!(dims, d);
                 reason
             }
@@ -1201,8 +1237,9 @@ mod tests {
         assert!(dims_reason(&[0, 0]).contains("dimension 1 is 0"));
         // Element size past i32: refused by the values, named as a dims fault.
         assert!(
-            read_tensor(&record_raw(&[], &desc(21, &[0, 1 << 20, 1 << 20]), &[]))
-                .is_err_and(|e| matches!(e, Error::PaddleDims { .. }))
+            read_tensor(&record_raw(&[], &desc(21, &[0, 1 << 20, 1 << 20]), &[])).is_err_and(
+                |e| matches!(e.kind(), ErrorKind::Format(FormatError::PaddleDims { .. }))
+            )
         );
     }
 
@@ -1210,8 +1247,8 @@ mod tests {
     fn bool_bytes() {
         let bytes = record_raw(&[], &desc(0, &[3]), &[1, 0, 2]);
         assert!(matches!(
-            root(&bytes),
-            Error::PaddleBool { value: 2, offset, .. } if offset == bytes.len() as u64 - 1
+            root(&bytes).kind(),
+            ErrorKind::Format(FormatError::PaddleBool { value: 2, offset, .. }) if *offset == bytes.len() as u64 - 1
         ));
     }
 
@@ -1220,25 +1257,25 @@ mod tests {
         let mut bytes = good();
         bytes.push(0);
         assert!(matches!(
-            root(&bytes),
-            Error::PaddleTrailingBytes { count: 1, .. }
+            root(&bytes).kind(),
+            ErrorKind::Format(FormatError::PaddleTrailingBytes { count: 1, .. })
         ));
         let mut two = good();
         two.extend(good());
         assert_eq!(read_records(&two).unwrap().len(), 2);
         assert!(matches!(
-            read_combined(&two, &["only"]),
-            Err(Error::PaddleRecordCount {
+            read_combined(&two, &["only"]).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::PaddleRecordCount {
                 found: 2,
                 expected: 1
-            })
+            }))
         ));
         // A fault in the second record names it.
         let mut bad = good();
         bad.extend(&good()[..10]);
         assert!(matches!(
-            read_records(&bad),
-            Err(Error::PaddleTruncated { record: 1, offset, .. }) if offset == good().len() as u64 + 4
+            read_records(&bad).map_err(Error::into_kind),
+            Err(ErrorKind::Format(FormatError::PaddleTruncated { record: 1, offset, .. })) if offset == good().len() as u64 + 4
         ));
     }
 

@@ -36,6 +36,7 @@
 //! # Ok::<(), lodtensor::Error>(())
 //! ```
 
+use crate::{ArgumentError, DataError, FormatError, UnusableError};
 use std::borrow::Borrow;
 use std::fs::File;
 use std::io::Write;
@@ -258,8 +259,8 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// Appends the rows of `dataset` (a view is written as the rows it shows).
     ///
     /// # Errors
-    /// [`Error::SchemaMismatch`] when the columns differ from the first dataset's;
-    /// [`Error::OffsetOverflow`] (in [`Error::InColumn`]) when an offset does not fit the
+    /// [`ArgumentError::SchemaMismatch`] when the columns differ from the first dataset's;
+    /// [`DataError::OffsetOverflow`] (in [`Error::InColumn`]) when an offset does not fit the
     /// width asked for; [`Error::Parquet`] or [`Error::Io`] from the writer.
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         let batch = self.batches;
@@ -277,7 +278,7 @@ impl<W: Write + Send> ParquetWriter<W> {
                     .collect();
                 let props = self.options.properties(&schema, &dtypes)?;
                 let State::Waiting(sink) = std::mem::replace(&mut self.state, State::Broken) else {
-                    return Err(Error::WriterBroken);
+                    return Err(UnusableError::WriterBroken.into());
                 };
                 // The Arrow writer makes the file writer with the Parquet schema and the
                 // embedded Arrow schema; the row groups are encoded here.
@@ -302,7 +303,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             }
         }
         let State::Open(groups) = &mut self.state else {
-            return Err(Error::WriterBroken);
+            return Err(UnusableError::WriterBroken.into());
         };
         let rows = dataset.num_rows();
         groups.push(dataset)?;
@@ -324,14 +325,14 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// Writes the last row group and the footer, and returns the sink.
     ///
     /// # Errors
-    /// [`Error::NoSchema`] when no dataset was written (a Parquet file needs a schema:
+    /// [`ArgumentError::NoSchema`] when no dataset was written (a Parquet file needs a schema:
     /// write an empty dataset to make a file with no rows); [`Error::Parquet`] from the
     /// writer.
     pub fn finish(self) -> Result<W> {
         match self.state {
-            State::Waiting(_) => Err(Error::NoSchema),
+            State::Waiting(_) => Err(ArgumentError::NoSchema.into()),
             State::Open(groups) => groups.finish(),
-            State::Broken => Err(Error::WriterBroken),
+            State::Broken => Err(UnusableError::WriterBroken.into()),
         }
     }
 }
@@ -531,7 +532,7 @@ impl ParquetFileWriter {
 /// Writes `datasets`, one after the other, to a Parquet file at `path`, atomically.
 ///
 /// # Errors
-/// As [`ParquetFileWriter`]; [`Error::NoSchema`] when `datasets` is empty.
+/// As [`ParquetFileWriter`]; [`ArgumentError::NoSchema`] when `datasets` is empty.
 ///
 /// # Example
 /// See the [module docs](self).
@@ -563,9 +564,9 @@ fn with_offset_width(dataset: &Dataset, width: OffsetWidth, batch: usize) -> Res
     Dataset::try_new(columns)
 }
 
-/// The dataset with the offset widths of `schema`, or [`Error::SchemaMismatch`].
+/// The dataset with the offset widths of `schema`, or [`ArgumentError::SchemaMismatch`].
 fn conform(dataset: &Dataset, schema: &Schema, batch: usize) -> Result<Dataset> {
-    let mismatch = |reason: String| Error::SchemaMismatch { batch, reason };
+    let mismatch = |reason: String| ArgumentError::SchemaMismatch { batch, reason }.into();
     let fields = schema.fields();
     if dataset.columns().len() != fields.len() {
         return Err(mismatch(format!(
@@ -666,7 +667,7 @@ impl ParquetReadOptions {
     ///   dimension, as pyarrow writes `fixed_size_list<fixed_size_list<…>>`), each
     ///   sequence of the j-th of them having `shape[j]` entries.
     ///
-    /// Anything else is [`Error::ElementShape`]. A column whose elements already have
+    /// Anything else is [`DataError::ElementShape`]. A column whose elements already have
     /// `shape` is left as it is, so the option is harmless on files that keep their schema.
     pub fn with_element_shape(mut self, column: impl Into<String>, shape: Vec<usize>) -> Self {
         self.element_shapes.push((column.into(), shape));
@@ -727,9 +728,9 @@ impl ParquetReader {
     ///
     /// # Errors
     /// [`Error::Io`], [`Error::Parquet`] (not Parquet, or a type Arrow cannot read),
-    /// [`Error::InvalidFile`] for a column chunk outside the file or a page header the
+    /// [`FormatError::InvalidFile`] for a column chunk outside the file or a page header the
     /// `parquet` crate would misread or spin on (naming the row group, column chunk, page
-    /// and byte), [`Error::UnsupportedVersion`], [`Error::NoSuchColumn`] for a column named
+    /// and byte), [`UnsupportedError::UnsupportedVersion`], [`ArgumentError::NoSuchColumn`] for a column named
     /// in the options that the file lacks; all in [`Error::InFile`].
     pub fn open(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Self> {
         let path = path.as_ref();
@@ -759,11 +760,11 @@ impl ParquetReader {
         check_version(&schema)?;
         for (column, _) in &options.element_shapes {
             if schema.field_with_name(column).is_err() {
-                return Err(Error::NoSuchColumn(column.clone()));
+                return Err(ArgumentError::NoSuchColumn(column.clone()).into());
             }
         }
         let num_rows = usize::try_from(builder.metadata().file_metadata().num_rows())
-            .map_err(|_| Error::InvalidFile("negative row count in the footer".to_owned()))?;
+            .map_err(|_| FormatError::InvalidFile("negative row count in the footer".to_owned()))?;
         let batches = builder.with_batch_size(options.batch_size).build()?;
         Ok(ParquetReader {
             batches,
@@ -790,14 +791,7 @@ impl ParquetReader {
     /// The dataset of one record batch, element shapes applied, with context on error.
     fn to_dataset(&self, batch: &RecordBatch, index: usize) -> Result<Dataset> {
         let result = (|| {
-            let dataset = Dataset::try_from_record_batch(batch).map_err(|e| match e {
-                Error::InColumn { column, source, .. } => Error::InColumn {
-                    column,
-                    batch: index,
-                    source,
-                },
-                other => other,
-            })?;
+            let dataset = Dataset::try_from_record_batch(batch).map_err(|e| e.with_batch(index))?;
             if self.options.element_shapes.is_empty() {
                 return Ok(dataset);
             }
@@ -885,7 +879,7 @@ impl Iterator for ParquetReader {
                     arrow_schema::ArrowError::ParquetError(what) => what,
                     other => other.to_string(),
                 };
-                let e = Error::Parquet(parquet::errors::ParquetError::General(format!(
+                let e = Error::from(parquet::errors::ParquetError::General(format!(
                     "batch {index}, from row {}: {what}",
                     self.next_row
                 )));
@@ -915,9 +909,12 @@ pub fn read_parquet(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Res
 /// Folds the `shape.len()` innermost levels of a scalar column into elements of `shape`.
 fn fold_levels(column: &Column, shape: &[usize]) -> Result<Column> {
     let t = column.tensor();
-    let bad = |reason: String| Error::ElementShape {
-        shape: shape.to_vec(),
-        reason,
+    let bad = |reason: String| {
+        DataError::ElementShape {
+            shape: shape.to_vec(),
+            reason,
+        }
+        .into()
     };
     if !t.element_shape().is_empty() {
         if t.element_shape() == shape {

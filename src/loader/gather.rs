@@ -11,12 +11,13 @@
 //! holds the only reference) is taken back and refilled in place, so once the pool holds
 //! buffers as large as the largest batch, gathering allocates no data buffer.
 
+use crate::DataError;
 use arrow_array::{ArrayRef, make_array};
 use arrow_buffer::{Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer, bit_util};
 use arrow_data::ArrayData;
 
 use crate::dataset::{Column, Dataset};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lod::{LevelOffsets, Lod, OffsetWidth};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
@@ -320,7 +321,7 @@ fn push_offset(
     level: usize,
     index: usize,
 ) -> Result<()> {
-    let overflow = || Error::OffsetOverflow {
+    let overflow = || DataError::OffsetOverflow {
         level,
         index,
         value: value as u128,

@@ -54,10 +54,11 @@ mod gather;
 mod plan;
 mod prefetch;
 
+use crate::ArgumentError;
 use std::sync::Arc;
 
 use crate::dataset::Dataset;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::io::ipc_reader::MappedDataset;
 use crate::ops::{Padded, to_padded};
 use crate::values::{DType, Values};
@@ -98,9 +99,9 @@ impl Position {
     /// A position from [`Position::to_json`].
     ///
     /// # Errors
-    /// [`Error::InvalidPosition`] for anything else.
+    /// [`ArgumentError::InvalidPosition`] for anything else.
     pub fn from_json(json: &str) -> Result<Self> {
-        let bad = |reason: String| Error::InvalidPosition {
+        let bad = |reason: String| ArgumentError::InvalidPosition {
             json: json.to_owned(),
             reason,
         };
@@ -199,8 +200,8 @@ impl<'a> LoaderBuilder<'a> {
     /// The loader, positioned at batch 0 of epoch 0.
     ///
     /// # Errors
-    /// [`Error::LoaderConfig`] for an option out of range; [`Error::NoSuchColumn`] or
-    /// [`Error::LevelOutOfBounds`] for a length column or level the file does not have.
+    /// [`ArgumentError::LoaderConfig`] for an option out of range; [`ArgumentError::NoSuchColumn`] or
+    /// [`ArgumentError::LevelOutOfBounds`] for a length column or level the file does not have.
     pub fn build(self) -> Result<Loader> {
         let LoaderBuilder {
             file,
@@ -221,11 +222,11 @@ impl<'a> LoaderBuilder<'a> {
         let length = match length {
             Some((name, level)) => {
                 let Some(c) = columns.iter().position(|c| c.name == name) else {
-                    return Err(Error::NoSuchColumn(name));
+                    return Err(ArgumentError::NoSuchColumn(name).into());
                 };
                 let levels = columns[c].widths.len();
                 if level >= levels {
-                    return Err(Error::LevelOutOfBounds { level, levels });
+                    return Err(ArgumentError::LevelOutOfBounds { level, levels }.into());
                 }
                 Some((c, level))
             }
@@ -261,10 +262,11 @@ impl<'a> LoaderBuilder<'a> {
         }
         if let Some(n) = quantiles {
             if n == 0 {
-                return Err(Error::LoaderConfig {
+                return Err(ArgumentError::LoaderConfig {
                     option: "quantile buckets",
                     reason: "need at least 1 bucket".to_owned(),
-                });
+                }
+                .into());
             }
             let mut sorted = lengths.clone();
             sorted.sort_unstable();
@@ -410,25 +412,27 @@ impl Loader {
     /// `position.epoch`.
     ///
     /// # Errors
-    /// [`Error::PositionMismatch`] when the position was saved by a loader with other options
-    /// or data; [`Error::BatchOutOfRange`] when the epoch has fewer batches.
+    /// [`ArgumentError::PositionMismatch`] when the position was saved by a loader with other options
+    /// or data; [`ArgumentError::BatchOutOfRange`] when the epoch has fewer batches.
     pub fn seek(&mut self, position: Position) -> Result<()> {
         if position.fingerprint != self.fingerprint {
-            return Err(Error::PositionMismatch {
+            return Err(ArgumentError::PositionMismatch {
                 expected: self.fingerprint,
                 found: position.fingerprint,
-            });
+            }
+            .into());
         }
         let old = self.position;
         self.position = (position.epoch, 0);
         let batches = self.current_plan().len();
         if position.batch > batches {
             self.position = old;
-            return Err(Error::BatchOutOfRange {
+            return Err(ArgumentError::BatchOutOfRange {
                 epoch: position.epoch,
                 batch: position.batch,
                 batches,
-            });
+            }
+            .into());
         }
         self.position = (position.epoch, position.batch);
         Ok(())
@@ -443,7 +447,7 @@ impl Loader {
     /// the start of the next epoch.
     ///
     /// # Errors
-    /// [`Error::OffsetOverflow`] when a gathered batch's offsets do not fit the column's
+    /// [`DataError::OffsetOverflow`] when a gathered batch's offsets do not fit the column's
     /// offset width; Arrow errors building the gathered arrays.
     pub fn next_batch(&mut self) -> Result<Option<Batch>> {
         let plan = self.current_plan();
@@ -578,7 +582,7 @@ impl Batch {
     /// as rows `[rows, max_len, D…]`, with lengths and mask ([`crate::ops::to_padded`]).
     ///
     /// # Errors
-    /// [`Error::NoSuchColumn`]; as [`crate::ops::to_padded`] ([`Error::LevelOutOfBounds`]
+    /// [`ArgumentError::NoSuchColumn`]; as [`crate::ops::to_padded`] ([`ArgumentError::LevelOutOfBounds`]
     /// for a 0-level column, which is dense already).
     pub fn to_padded(&self, column: &str, level: usize) -> Result<Padded> {
         let tensor = self.data.column(column)?;
@@ -598,6 +602,7 @@ fn zero(dtype: DType) -> Result<Values> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, Error, ErrorKind};
 
     use crate::dataset::Column;
     use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
@@ -673,8 +678,8 @@ mod tests {
             r#"{"epoch": 1, "batch": 0, "fingerprint": 7}"#,
         ] {
             assert!(matches!(
-                Position::from_json(bad),
-                Err(Error::InvalidPosition { .. })
+                Position::from_json(bad).map_err(Error::into_kind),
+                Err(ErrorKind::Argument(ArgumentError::InvalidPosition { .. }))
             ));
         }
     }

@@ -8,9 +8,10 @@
 //!                 seed + epoch → SplitMix64          n·r/w .. n·(r+1)/w   per length bucket
 //! ```
 
+use crate::ArgumentError;
 use std::ops::Range;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::synthetic::SplitMix64;
 
 /// How samples are grouped into batches.
@@ -60,10 +61,11 @@ impl PlanConfig {
     /// Checks the options, naming the one that is wrong.
     pub fn validate(&self) -> Result<()> {
         let bad = |option: &'static str, reason: &str| {
-            Err(Error::LoaderConfig {
+            Err(ArgumentError::LoaderConfig {
                 option,
                 reason: reason.to_owned(),
-            })
+            }
+            .into())
         };
         match self.batch {
             BatchSize::Samples(0) => return bad("batch size", "must be at least 1 sample"),
@@ -77,16 +79,17 @@ impl PlanConfig {
             return bad("shard", "world size must be at least 1");
         }
         if self.rank >= self.world_size {
-            return Err(Error::LoaderConfig {
+            return Err(ArgumentError::LoaderConfig {
                 option: "shard",
                 reason: format!(
                     "rank {} is not below the world size {}",
                     self.rank, self.world_size
                 ),
-            });
+            }
+            .into());
         }
         if let Some(i) = self.buckets.windows(2).position(|w| w[1] <= w[0]) {
-            return Err(Error::LoaderConfig {
+            return Err(ArgumentError::LoaderConfig {
                 option: "buckets",
                 reason: format!(
                     "bounds must increase: {} at index {} follows {}",
@@ -94,7 +97,8 @@ impl PlanConfig {
                     i + 1,
                     self.buckets[i]
                 ),
-            });
+            }
+            .into());
         }
         Ok(())
     }
@@ -396,6 +400,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, ErrorKind};
 
     fn config(batch: BatchSize) -> PlanConfig {
         PlanConfig {
@@ -503,8 +508,8 @@ mod tests {
 
     #[test]
     fn bad_options_are_named() {
-        let bad = |c: PlanConfig| match c.validate() {
-            Err(Error::LoaderConfig { option, .. }) => option,
+        let bad = |c: PlanConfig| match c.validate().map_err(crate::Error::into_kind) {
+            Err(ErrorKind::Argument(ArgumentError::LoaderConfig { option, .. })) => option,
             other => panic!("{other:?}"),
         };
         assert_eq!(bad(config(BatchSize::Samples(0))), "batch size");

@@ -1,10 +1,11 @@
 //! Reading batches ahead on a thread, through a bounded queue.
 
+use crate::UnusableError;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 
 use super::{Batch, Loader};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Batches of the current epoch, read by a thread at most `depth` batches ahead.
 ///
@@ -70,11 +71,13 @@ impl Prefetch {
     /// thread read.
     ///
     /// # Errors
-    /// [`Error::PrefetchPanicked`] if the thread panicked.
+    /// [`UnusableError::PrefetchPanicked`] if the thread panicked.
     pub fn into_loader(mut self) -> Result<Loader> {
         self.receiver = None;
         let thread = self.thread.take().expect("taken only here and in drop");
-        thread.join().map_err(|_| Error::PrefetchPanicked)
+        thread
+            .join()
+            .map_err(|_| UnusableError::PrefetchPanicked.into())
     }
 }
 

@@ -18,13 +18,14 @@
 //! memory map with 0 bytes allocated, as
 //! `large_list_view<item: extension<arrow.fixed_shape_tensor[value_type=float, shape=[64]]>>`.
 
+use crate::{ArgumentError, DataError, UnsupportedError};
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, LargeListViewArray};
 use arrow_schema::{Field, FieldRef};
 
 use super::{Piece, assemble, element_offsets, one_level, width_of};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lod::{Lod, OffsetWidth};
 use crate::tensor::LodTensor;
 use crate::values::Values;
@@ -80,7 +81,7 @@ impl ExpandedView {
     /// avoided): one LoD level when `x` had one, none otherwise, as Paddle returns it.
     ///
     /// # Errors
-    /// [`Error::OffsetOverflow`] when the output offsets do not fit `x`'s offset width.
+    /// [`DataError::OffsetOverflow`] when the output offsets do not fit `x`'s offset width.
     pub fn materialize(&self) -> Result<LodTensor> {
         let pieces: Vec<Piece> = self
             .array
@@ -102,10 +103,13 @@ impl ExpandedView {
 /// The level of `y` that `ref_level` names (`-1`: the last).
 fn resolve_ref_level(op: &'static str, y: &Lod, ref_level: isize) -> Result<usize> {
     let levels = y.num_levels();
-    let bad = || Error::RefLevel {
-        op,
-        ref_level,
-        levels,
+    let bad = || {
+        ArgumentError::RefLevel {
+            op,
+            ref_level,
+            levels,
+        }
+        .into()
     };
     if levels == 0 {
         return Err(bad());
@@ -128,9 +132,9 @@ fn resolve_ref_level(op: &'static str, y: &Lod, ref_level: isize) -> Result<usiz
 /// tensor, which [`sequence_expand`] returns directly.
 ///
 /// # Errors
-/// [`Error::TooManyLevels`] when `x` has more than one level (as in Paddle);
-/// [`Error::RefLevel`] when `y` has no level `ref_level`;
-/// [`Error::SequenceCountMismatch`] when `x`'s sequences (or rows) are not as many as `y`'s
+/// [`UnsupportedError::TooManyLevels`] when `x` has more than one level (as in Paddle);
+/// [`ArgumentError::RefLevel`] when `y` has no level `ref_level`;
+/// [`DataError::SequenceCountMismatch`] when `x`'s sequences (or rows) are not as many as `y`'s
 /// sequences at `ref_level`.
 ///
 /// # Example
@@ -160,11 +164,12 @@ pub fn sequence_expand_view<Y: AsRef<Lod>>(
 ) -> Result<ExpandedView> {
     let y = y.as_ref();
     if x.num_levels() > 1 {
-        return Err(Error::TooManyLevels {
+        return Err(UnsupportedError::TooManyLevels {
             op: EXPAND,
             found: x.num_levels(),
             expected: 1,
-        });
+        }
+        .into());
     }
     let level = resolve_ref_level(EXPAND, y, ref_level)?;
     let repeats = y.level_lengths(level)?;
@@ -177,12 +182,13 @@ pub fn sequence_expand_view<Y: AsRef<Lod>>(
     };
     let found = starts.len() - 1;
     if found != repeats.len() {
-        return Err(Error::SequenceCountMismatch {
+        return Err(DataError::SequenceCountMismatch {
             op: EXPAND,
             level,
             found,
             expected: repeats.len(),
-        });
+        }
+        .into());
     }
     let total: usize = repeats.iter().sum();
     let mut offsets = Vec::with_capacity(total);
@@ -252,8 +258,8 @@ pub fn sequence_expand<Y: AsRef<Lod>>(x: &LodTensor, y: Y, ref_level: isize) -> 
 /// view are the rows), as in Paddle; `y` must have exactly one level.
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] when `y` has no level; [`Error::TooManyLevels`] when it has
-/// more than one; [`Error::SequenceCountMismatch`] when `x`'s rows are not as many as `y`'s
+/// [`ArgumentError::LevelOutOfBounds`] when `y` has no level; [`UnsupportedError::TooManyLevels`] when it has
+/// more than one; [`DataError::SequenceCountMismatch`] when `x`'s rows are not as many as `y`'s
 /// sequences.
 ///
 /// # Example
@@ -277,12 +283,13 @@ pub fn sequence_expand_as<Y: AsRef<Lod>>(x: &LodTensor, y: Y) -> Result<LodTenso
     let lengths = y.level_lengths(0)?;
     let rows = x.elements();
     if rows.len() != lengths.len() {
-        return Err(Error::SequenceCountMismatch {
+        return Err(DataError::SequenceCountMismatch {
             op: EXPAND_AS,
             level: 0,
             found: rows.len(),
             expected: lengths.len(),
-        });
+        }
+        .into());
     }
     let pieces: Vec<Piece> = rows
         .zip(&lengths)
@@ -303,6 +310,7 @@ pub fn sequence_expand_as<Y: AsRef<Lod>>(x: &LodTensor, y: Y) -> Result<LodTenso
 mod tests {
     use super::*;
     use crate::ops::model;
+    use crate::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float32Type, Float64Type, Int32Type};
     use arrow_array::{FixedSizeListArray, RecordBatch};
     use arrow_schema::Schema;
@@ -387,13 +395,13 @@ mod tests {
         );
         // At ref_level -1 (y's level 1, 4 sequences) the counts do not match.
         assert!(matches!(
-            sequence_expand(&x, &y, -1),
-            Err(Error::SequenceCountMismatch {
+            sequence_expand(&x, &y, -1).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::SequenceCountMismatch {
                 level: 1,
                 found: 2,
                 expected: 4,
                 ..
-            })
+            }))
         ));
     }
 
@@ -512,47 +520,56 @@ mod tests {
             "sequence_expand: level 0: found 2 sequences (or rows), expected 3"
         );
         assert!(matches!(
-            sequence_expand(&x, &y, 1),
-            Err(Error::RefLevel {
+            sequence_expand(&x, &y, 1).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::RefLevel {
                 ref_level: 1,
                 levels: 1,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            sequence_expand(&x, &y, -2),
-            Err(Error::RefLevel { ref_level: -2, .. })
+            sequence_expand(&x, &y, -2).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::RefLevel {
+                ref_level: -2,
+                ..
+            }))
         ));
         assert!(matches!(
-            sequence_expand(&x, Lod::default(), -1),
-            Err(Error::RefLevel { levels: 0, .. })
+            sequence_expand(&x, Lod::default(), -1).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::RefLevel {
+                levels: 0,
+                ..
+            }))
         ));
         let two =
             LodTensor::from_lengths::<Int32Type>(&[vec![1], vec![4]], vec![1, 2, 3, 4], vec![])
                 .unwrap();
         assert!(matches!(
-            sequence_expand(&two, &y, 0),
-            Err(Error::TooManyLevels {
+            sequence_expand(&two, &y, 0).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(UnsupportedError::TooManyLevels {
                 found: 2,
                 expected: 1,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            sequence_expand_as(&x, &y),
-            Err(Error::SequenceCountMismatch {
+            sequence_expand_as(&x, &y).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::SequenceCountMismatch {
                 found: 4,
                 expected: 3,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            sequence_expand_as(&x, two.lod()),
-            Err(Error::TooManyLevels { found: 2, .. })
+            sequence_expand_as(&x, two.lod()).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(UnsupportedError::TooManyLevels {
+                found: 2,
+                ..
+            }))
         ));
         assert!(matches!(
-            sequence_expand_as(&x, Lod::default()),
-            Err(Error::LevelOutOfBounds { .. })
+            sequence_expand_as(&x, Lod::default()).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds { .. }))
         ));
     }
 

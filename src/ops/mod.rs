@@ -18,6 +18,7 @@ mod pad;
 mod pool;
 mod structure;
 
+use crate::{ArgumentError, DataError, UnsupportedError};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -42,16 +43,18 @@ use crate::values::{DType, Values};
 /// Checks that an input of `op` has exactly one level.
 fn one_level(op: &'static str, levels: usize) -> Result<()> {
     match levels {
-        0 => Err(Error::LevelOutOfBounds {
+        0 => Err(ArgumentError::LevelOutOfBounds {
             level: 0,
             levels: 0,
-        }),
+        }
+        .into()),
         1 => Ok(()),
-        found => Err(Error::TooManyLevels {
+        found => Err(UnsupportedError::TooManyLevels {
             op,
             found,
             expected: 1,
-        }),
+        }
+        .into()),
     }
 }
 
@@ -157,7 +160,7 @@ pub(crate) fn assemble(op: &'static str, sources: &[&Values], pieces: &[Piece]) 
             .checked_mul(p.times)
             .and_then(|n| n.checked_mul(size))
             .and_then(|n| total.checked_add(n));
-        total = n.ok_or_else(|| Error::InvalidArgument {
+        total = n.ok_or_else(|| ArgumentError::InvalidArgument {
             op,
             name: "output size",
             found: "more than usize::MAX items".to_owned(),
@@ -226,22 +229,24 @@ pub(crate) fn check_same(
     other: &Values,
 ) -> Result<()> {
     if other.dtype() != first.dtype() {
-        return Err(Error::InputMismatch {
+        return Err(DataError::InputMismatch {
             op,
             index,
             what: "dtype",
             found: other.dtype().to_string(),
             expected: first.dtype().to_string(),
-        });
+        }
+        .into());
     }
     if other.element_shape() != first.element_shape() {
-        return Err(Error::InputMismatch {
+        return Err(DataError::InputMismatch {
             op,
             index,
             what: "element shape",
             found: format!("{:?}", other.element_shape()),
             expected: format!("{:?}", first.element_shape()),
-        });
+        }
+        .into());
     }
     Ok(())
 }
@@ -272,16 +277,17 @@ pub(crate) fn check_dtype<T: ArrowPrimitiveType>(values: &Values) -> Result<()> 
     if values.dtype().arrow_type() == T::DATA_TYPE {
         Ok(())
     } else {
-        Err(Error::DTypeMismatch {
+        Err(ArgumentError::DTypeMismatch {
             expected: T::DATA_TYPE.to_string(),
             found: values.dtype().name().to_owned(),
-        })
+        }
+        .into())
     }
 }
 
 /// `dtype` named in errors of operations that need arithmetic.
 pub(crate) fn unsupported(op: &'static str, found: DType) -> Error {
-    Error::UnsupportedDType { op, found }
+    UnsupportedError::UnsupportedDType { op, found }.into()
 }
 
 #[cfg(test)]

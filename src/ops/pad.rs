@@ -13,10 +13,11 @@
 //! [`to_padded_truncating`], which says how many it cut.
 
 use super::{Piece, assemble, element_offsets};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use crate::values::Values;
+use crate::{ArgumentError, DataError};
 
 const PAD: &str = "sequence_pad";
 const UNPAD: &str = "sequence_unpad";
@@ -69,13 +70,14 @@ pub struct PaddedNested {
 /// The pad element: `pad_value` holds one item (broadcast) or one element.
 fn pad_element(x: &LodTensor, pad_value: &Values) -> Result<Values> {
     if pad_value.dtype() != x.dtype() {
-        return Err(Error::InputMismatch {
+        return Err(DataError::InputMismatch {
             op: PAD,
             index: 1,
             what: "dtype",
             found: pad_value.dtype().to_string(),
             expected: x.dtype().to_string(),
-        });
+        }
+        .into());
     }
     let items = pad_value.items().len();
     let size = x.values().element_size();
@@ -92,12 +94,13 @@ fn pad_element(x: &LodTensor, pad_value: &Values) -> Result<Values> {
         let broadcast = assemble(PAD, &[&one], &pieces)?;
         return Values::try_new(broadcast.items().clone(), x.element_shape().to_vec());
     }
-    Err(Error::InvalidArgument {
+    Err(ArgumentError::InvalidArgument {
         op: PAD,
         name: "pad value items",
         found: items.to_string(),
         expected: format!("1 or the element size {size}"),
-    })
+    }
+    .into())
 }
 
 fn pad_level(
@@ -120,12 +123,13 @@ fn pad_level(
         let len = w[1] - w[0];
         if len > max_len {
             if !truncate {
-                return Err(Error::SequenceTooLong {
+                return Err(DataError::SequenceTooLong {
                     level,
                     index,
                     found: len,
                     expected: max_len,
-                });
+                }
+                .into());
             }
             truncated += 1;
         }
@@ -159,9 +163,9 @@ fn pad_level(
 /// item of a pad element) or one element, of `x`'s dtype.
 ///
 /// # Errors
-/// [`Error::SequenceTooLong`] when a sequence is longer than `max_len` (Paddle's rule; use
-/// [`to_padded_truncating`] to cut); [`Error::LevelOutOfBounds`];
-/// [`Error::InputMismatch`] / [`Error::InvalidArgument`] for a pad value of another dtype
+/// [`DataError::SequenceTooLong`] when a sequence is longer than `max_len` (Paddle's rule; use
+/// [`to_padded_truncating`] to cut); [`ArgumentError::LevelOutOfBounds`];
+/// [`DataError::InputMismatch`] / [`ArgumentError::InvalidArgument`] for a pad value of another dtype
 /// or size.
 ///
 /// # Example
@@ -199,7 +203,7 @@ pub fn to_padded(
 /// [`Padded::truncated`] counts the sequences cut, [`Padded::lengths`] are what was kept.
 ///
 /// # Errors
-/// As [`to_padded`], without [`Error::SequenceTooLong`].
+/// As [`to_padded`], without [`DataError::SequenceTooLong`].
 ///
 /// # Example
 /// ```
@@ -226,7 +230,7 @@ pub fn to_padded_truncating(
 /// `[n_docs, max_sents, max_tokens, D…]`.
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] when `x` has no level `level + 1`; pad value errors as
+/// [`ArgumentError::LevelOutOfBounds`] when `x` has no level `level + 1`; pad value errors as
 /// [`to_padded`].
 ///
 /// # Example
@@ -295,8 +299,8 @@ pub fn to_padded_nested(x: &LodTensor, level: usize, pad_value: &Values) -> Resu
 /// its first `lengths[i]` elements.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when `dense`'s elements are not a whole number of rows;
-/// [`Error::SequenceTooLong`] when a length exceeds `max_len`.
+/// [`ArgumentError::InvalidArgument`] when `dense`'s elements are not a whole number of rows;
+/// [`DataError::SequenceTooLong`] when a length exceeds `max_len`.
 ///
 /// # Example
 /// Paddle's `sequence_unpad` example: x.data = [[1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0,
@@ -315,11 +319,14 @@ pub fn to_padded_nested(x: &LodTensor, level: usize, pad_value: &Values) -> Resu
 pub fn from_padded(dense: &Values, lengths: &[usize]) -> Result<LodTensor> {
     let elements = dense.num_elements();
     let n = lengths.len();
-    let bad_rows = || Error::InvalidArgument {
-        op: UNPAD,
-        name: "padded elements",
-        found: elements.to_string(),
-        expected: format!("a multiple of the {n} lengths"),
+    let bad_rows = || {
+        ArgumentError::InvalidArgument {
+            op: UNPAD,
+            name: "padded elements",
+            found: elements.to_string(),
+            expected: format!("a multiple of the {n} lengths"),
+        }
+        .into()
     };
     let max_len = match n {
         0 if elements == 0 => 0,
@@ -330,12 +337,13 @@ pub fn from_padded(dense: &Values, lengths: &[usize]) -> Result<LodTensor> {
     let mut pieces = Vec::with_capacity(n);
     for (index, &len) in lengths.iter().enumerate() {
         if len > max_len {
-            return Err(Error::SequenceTooLong {
+            return Err(DataError::SequenceTooLong {
                 level: 0,
                 index,
                 found: len,
                 expected: max_len,
-            });
+            }
+            .into());
         }
         pieces.push(Piece::once(0, index * max_len..index * max_len + len));
     }
@@ -347,6 +355,7 @@ pub fn from_padded(dense: &Values, lengths: &[usize]) -> Result<LodTensor> {
 mod tests {
     use super::*;
     use crate::ops::model;
+    use crate::{ArgumentError, DataError, Error, ErrorKind};
     use arrow_array::types::{Float32Type, Float64Type, Int32Type};
     use proptest::prelude::*;
 
@@ -390,41 +399,44 @@ mod tests {
         );
         let f = Values::from_vec::<Float32Type>(vec![0.0], vec![]).unwrap();
         assert!(matches!(
-            to_padded(&x, 0, &f, None),
-            Err(Error::InputMismatch { what: "dtype", .. })
+            to_padded(&x, 0, &f, None).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::InputMismatch {
+                what: "dtype",
+                ..
+            }))
         ));
         let two = Values::from_vec::<Int32Type>(vec![0, 0], vec![]).unwrap();
         assert!(matches!(
-            to_padded(&x, 0, &two, None),
-            Err(Error::InvalidArgument {
+            to_padded(&x, 0, &two, None).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument {
                 name: "pad value items",
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            to_padded_nested(&x, 0, &zero),
-            Err(Error::LevelOutOfBounds {
+            to_padded_nested(&x, 0, &zero).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
                 level: 1,
                 levels: 1
-            })
+            }))
         ));
         let dense = Values::from_vec::<Int32Type>(vec![1, 2, 3], vec![]).unwrap();
         assert!(matches!(
-            from_padded(&dense, &[1, 1]),
-            Err(Error::InvalidArgument { .. })
+            from_padded(&dense, &[1, 1]).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument { .. }))
         ));
         assert!(matches!(
-            from_padded(&dense, &[4]),
-            Err(Error::SequenceTooLong {
+            from_padded(&dense, &[4]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::SequenceTooLong {
                 index: 0,
                 found: 4,
                 expected: 3,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            from_padded(&dense, &[]),
-            Err(Error::InvalidArgument { .. })
+            from_padded(&dense, &[]).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument { .. }))
         ));
         let empty = Values::from_vec::<Int32Type>(vec![], vec![]).unwrap();
         assert_eq!(from_padded(&empty, &[]).unwrap().num_rows(), 0);

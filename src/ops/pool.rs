@@ -141,8 +141,8 @@ fn fold_rows<N: Copy>(dst: &mut [N], seq: &[N], f: impl Fn(N, N) -> N) {
 /// in every item.
 ///
 /// # Errors
-/// [`crate::Error::LevelOutOfBounds`] when `x` has no level `level`;
-/// [`crate::Error::DTypeMismatch`] when `T` is not the values' type.
+/// [`ArgumentError::LevelOutOfBounds`] when `x` has no level `level`;
+/// [`ArgumentError::DTypeMismatch`] when `T` is not the values' type.
 ///
 /// # Example
 /// Paddle's documented example: x.lod = [[0, 2, 5, 7, 7]], x.data = [1, 3, 2, 4, 6, 5, 1],
@@ -218,7 +218,7 @@ where
 /// it (`as`-style).
 ///
 /// # Errors
-/// [`crate::Error::UnsupportedDType`] for booleans; otherwise as [`sequence_pool`].
+/// [`UnsupportedError::UnsupportedDType`] for booleans; otherwise as [`sequence_pool`].
 ///
 /// # Example
 /// ```
@@ -250,8 +250,8 @@ pub fn sequence_pool_any(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Error;
     use crate::ops::model;
+    use crate::{ArgumentError, Error, ErrorKind};
     use arrow_array::types::{Float16Type, Float32Type, Float64Type, Int32Type, UInt8Type};
     use proptest::prelude::*;
 
@@ -321,15 +321,15 @@ mod tests {
             &[f16::from_f32(1.5)]
         );
         assert!(matches!(
-            sequence_pool::<Int32Type>(&x, 0, PoolType::Sum, 0),
-            Err(Error::DTypeMismatch { .. })
+            sequence_pool::<Int32Type>(&x, 0, PoolType::Sum, 0).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::DTypeMismatch { .. }))
         ));
         assert!(matches!(
-            sequence_pool_any(&x, 1, PoolType::Sum, 0.0),
-            Err(Error::LevelOutOfBounds {
+            sequence_pool_any(&x, 1, PoolType::Sum, 0.0).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
                 level: 1,
                 levels: 1
-            })
+            }))
         ));
         let b = LodTensor::try_new(
             Lod::try_from_lengths(&[vec![1]]).unwrap(),

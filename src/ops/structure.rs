@@ -5,6 +5,7 @@
 //! joining, reversing and slicing write new values ([`concat`], [`sequence_concat`],
 //! [`sequence_reverse`], [`sequence_slice`]).
 
+use crate::{ArgumentError, DataError};
 use std::ops::Range;
 
 use super::{Piece, assemble, check_same, element_offsets, one_level, width_of};
@@ -18,12 +19,13 @@ const SEQUENCE_CONCAT: &str = "sequence_concat";
 const SEQUENCE_SLICE: &str = "sequence_slice";
 
 fn no_inputs(op: &'static str) -> Error {
-    Error::InvalidArgument {
+    ArgumentError::InvalidArgument {
         op,
         name: "number of inputs",
         found: "0".to_owned(),
         expected: "at least 1".to_owned(),
     }
+    .into()
 }
 
 /// The LoD with lengths `lengths` (one `Vec` per level) in `like`'s offset width.
@@ -38,7 +40,7 @@ fn lod_like(like: &Lod, lengths: &[Vec<usize>]) -> Result<Lod> {
 /// then those of `tensors[1]`, …; offsets shifted, values appended (copied).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for no input; [`Error::InputMismatch`] when an input differs
+/// [`ArgumentError::InvalidArgument`] for no input; [`DataError::InputMismatch`] when an input differs
 /// from the first in levels, dtype or element shape.
 ///
 /// # Example
@@ -66,13 +68,14 @@ pub fn concat(tensors: &[LodTensor]) -> Result<LodTensor> {
     let mut pieces = Vec::with_capacity(tensors.len());
     for (index, t) in tensors.iter().enumerate() {
         if t.num_levels() != levels {
-            return Err(Error::InputMismatch {
+            return Err(DataError::InputMismatch {
                 op: CONCAT,
                 index,
                 what: "levels",
                 found: t.num_levels().to_string(),
                 expected: levels.to_string(),
-            });
+            }
+            .into());
         }
         check_same(CONCAT, index, first.values(), t.values())?;
         for (all, mine) in lengths.iter_mut().zip(t.lod().lengths()) {
@@ -90,7 +93,7 @@ pub fn concat(tensors: &[LodTensor]) -> Result<LodTensor> {
 /// `ceil(rows / k)` rows, the last one shorter; an empty `x` gives `k` empty parts.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when `k` is 0.
+/// [`ArgumentError::InvalidArgument`] when `k` is 0.
 ///
 /// # Example
 /// Paddle's `SplitLoDTensor` test: LoD [[0, 2, 4, 5, 6], [0, 1, 6, 8, 13, 15, 20]] split in
@@ -111,12 +114,13 @@ pub fn concat(tensors: &[LodTensor]) -> Result<LodTensor> {
 /// ```
 pub fn split(x: &LodTensor, k: usize) -> Result<Vec<LodTensor>> {
     if k == 0 {
-        return Err(Error::InvalidArgument {
+        return Err(ArgumentError::InvalidArgument {
             op: SPLIT,
             name: "number of parts",
             found: "0".to_owned(),
             expected: "at least 1".to_owned(),
-        });
+        }
+        .into());
     }
     let n = x.num_rows();
     if n == 0 {
@@ -132,7 +136,7 @@ pub fn split(x: &LodTensor, k: usize) -> Result<Vec<LodTensor>> {
 /// Views of the given row ranges of `x` (top-level sequences, or rows of a 0-level tensor).
 ///
 /// # Errors
-/// [`Error::RowsOutOfBounds`] for a range past the last row or reversed.
+/// [`ArgumentError::RowsOutOfBounds`] for a range past the last row or reversed.
 ///
 /// # Example
 /// ```
@@ -153,7 +157,7 @@ pub fn split_rows(x: &LodTensor, ranges: &[Range<usize>]) -> Result<Vec<LodTenso
 /// `sequence_reverse`); the LoD stays as it is (re-based to start at 0).
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] for a 0-level tensor.
+/// [`ArgumentError::LevelOutOfBounds`] for a 0-level tensor.
 ///
 /// # Example
 /// Paddle's example: x.lod = [[0, 2, 5]], x.data = [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10,
@@ -176,10 +180,11 @@ pub fn split_rows(x: &LodTensor, ranges: &[Range<usize>]) -> Result<Vec<LodTenso
 pub fn sequence_reverse(x: &LodTensor) -> Result<LodTensor> {
     let levels = x.num_levels();
     if levels == 0 {
-        return Err(Error::LevelOutOfBounds {
+        return Err(ArgumentError::LevelOutOfBounds {
             level: 0,
             levels: 0,
-        });
+        }
+        .into());
     }
     let offsets = element_offsets(x.lod(), levels - 1)?;
     let pieces: Vec<Piece> = offsets
@@ -194,10 +199,10 @@ pub fn sequence_reverse(x: &LodTensor) -> Result<LodTensor> {
 /// `sequence_concat`): inputs have one level and the same number of sequences.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for no input; [`Error::TooManyLevels`] /
-/// [`Error::LevelOutOfBounds`] for an input without exactly one level;
-/// [`Error::SequenceCountMismatch`] when the sequence counts differ;
-/// [`Error::InputMismatch`] for another dtype or element shape.
+/// [`ArgumentError::InvalidArgument`] for no input; [`UnsupportedError::TooManyLevels`] /
+/// [`ArgumentError::LevelOutOfBounds`] for an input without exactly one level;
+/// [`DataError::SequenceCountMismatch`] when the sequence counts differ;
+/// [`DataError::InputMismatch`] for another dtype or element shape.
 ///
 /// # Example
 /// Paddle's example: x1.lod = [[0, 3, 5]], x1.data = [1, 2, 3, 4, 5]; x2.lod = [[0, 4,
@@ -224,12 +229,13 @@ pub fn sequence_concat(inputs: &[LodTensor]) -> Result<LodTensor> {
         if let Some(expected) = all_offsets.first().map(|o: &Vec<usize>| o.len() - 1)
             && offsets.len() - 1 != expected
         {
-            return Err(Error::SequenceCountMismatch {
+            return Err(DataError::SequenceCountMismatch {
                 op: SEQUENCE_CONCAT,
                 level: 0,
                 found: offsets.len() - 1,
                 expected,
-            });
+            }
+            .into());
         }
         all_offsets.push(offsets);
     }
@@ -253,8 +259,8 @@ pub fn sequence_concat(inputs: &[LodTensor]) -> Result<LodTensor> {
 /// level (Paddle's `sequence_slice`); the outer levels stay as they are.
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] for a 0-level tensor; [`Error::SequenceCountMismatch`] when
-/// `offsets` or `lengths` do not have one entry per sequence; [`Error::SequenceTooLong`]
+/// [`ArgumentError::LevelOutOfBounds`] for a 0-level tensor; [`DataError::SequenceCountMismatch`] when
+/// `offsets` or `lengths` do not have one entry per sequence; [`DataError::SequenceTooLong`]
 /// when `offsets[i] + lengths[i]` passes the end of sequence `i`.
 ///
 /// # Example
@@ -274,34 +280,37 @@ pub fn sequence_concat(inputs: &[LodTensor]) -> Result<LodTensor> {
 pub fn sequence_slice(x: &LodTensor, offsets: &[usize], lengths: &[usize]) -> Result<LodTensor> {
     let levels = x.num_levels();
     if levels == 0 {
-        return Err(Error::LevelOutOfBounds {
+        return Err(ArgumentError::LevelOutOfBounds {
             level: 0,
             levels: 0,
-        });
+        }
+        .into());
     }
     let level = levels - 1;
     let elements = element_offsets(x.lod(), level)?;
     let n = elements.len() - 1;
     for found in [offsets.len(), lengths.len()] {
         if found != n {
-            return Err(Error::SequenceCountMismatch {
+            return Err(DataError::SequenceCountMismatch {
                 op: SEQUENCE_SLICE,
                 level,
                 found,
                 expected: n,
-            });
+            }
+            .into());
         }
     }
     let mut pieces = Vec::with_capacity(n);
     for (index, ((w, &offset), &len)) in elements.windows(2).zip(offsets).zip(lengths).enumerate() {
         let end = offset.saturating_add(len);
         if end > w[1] - w[0] {
-            return Err(Error::SequenceTooLong {
+            return Err(DataError::SequenceTooLong {
                 level,
                 index,
                 found: end,
                 expected: w[1] - w[0],
-            });
+            }
+            .into());
         }
         pieces.push(Piece::once(0, w[0] + offset..w[0] + end));
     }
@@ -315,7 +324,7 @@ pub fn sequence_slice(x: &LodTensor, offsets: &[usize], lengths: &[usize]) -> Re
 /// values. `lod` may be a view; its elements in view must be as many as `x`'s.
 ///
 /// # Errors
-/// [`Error::ElementCountMismatch`] when `lod` indexes another number of elements.
+/// [`DataError::ElementCountMismatch`] when `lod` indexes another number of elements.
 ///
 /// # Example
 /// Paddle's example: x.lod = [[0, 2, 5, 6]], x.data = [1.0 … 6.0], target_lod = [4, 2] →
@@ -335,11 +344,12 @@ pub fn lod_reset(x: &LodTensor, lod: Lod) -> Result<LodTensor> {
     let (lod, theirs) = lod.rebased();
     let view = x.drop_outer_levels(x.num_levels())?;
     if lod.num_levels() > 0 && theirs.len() != elements.len() {
-        return Err(Error::ElementCountMismatch {
+        return Err(DataError::ElementCountMismatch {
             level: lod.num_levels() - 1,
             last_offset: theirs.len() as i64,
             elements: elements.len(),
-        });
+        }
+        .into());
     }
     let (_, values) = view.into_parts();
     LodTensor::try_new(lod, values)
@@ -350,6 +360,7 @@ mod tests {
     use super::*;
     use crate::ops::model;
     use crate::values::Values;
+    use crate::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float64Type, Int32Type};
     use proptest::prelude::*;
 
@@ -365,65 +376,76 @@ mod tests {
             "concat: input 1: dtype is float64, expected int32"
         );
         assert!(matches!(
-            concat(&[a.clone(), c.clone()]),
-            Err(Error::InputMismatch { what: "levels", .. })
+            concat(&[a.clone(), c.clone()]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::InputMismatch {
+                what: "levels",
+                ..
+            }))
         ));
         assert!(matches!(
-            concat(&[a.clone(), d]),
-            Err(Error::InputMismatch {
+            concat(&[a.clone(), d]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::InputMismatch {
                 what: "element shape",
                 ..
-            })
+            }))
         ));
-        assert!(matches!(concat(&[]), Err(Error::InvalidArgument { .. })));
-        assert!(matches!(split(&a, 0), Err(Error::InvalidArgument { .. })));
+        assert!(matches!(
+            concat(&[]).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument { .. }))
+        ));
+        assert!(matches!(
+            split(&a, 0).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument { .. }))
+        ));
         assert_eq!(split(&a.slice_rows(0..0).unwrap(), 3).unwrap().len(), 3);
         assert!(matches!(
-            split_rows(&a, &[0..2, 0..0]),
-            Err(Error::RowsOutOfBounds { .. })
+            split_rows(&a, &[0..2, 0..0]).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::RowsOutOfBounds { .. }))
         ));
         let plain = a.drop_outer_levels(1).unwrap();
         assert!(matches!(
-            sequence_reverse(&plain),
-            Err(Error::LevelOutOfBounds { .. })
+            sequence_reverse(&plain).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds { .. }))
         ));
         assert!(matches!(
-            sequence_slice(&a, &[0], &[3]),
-            Err(Error::SequenceTooLong {
+            sequence_slice(&a, &[0], &[3]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::SequenceTooLong {
                 index: 0,
                 found: 3,
                 expected: 2,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            sequence_slice(&a, &[], &[]),
-            Err(Error::SequenceCountMismatch {
+            sequence_slice(&a, &[], &[]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::SequenceCountMismatch {
                 found: 0,
                 expected: 1,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            sequence_concat(&[a.clone(), c]),
-            Err(Error::TooManyLevels { .. })
+            sequence_concat(&[a.clone(), c]).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(
+                UnsupportedError::TooManyLevels { .. }
+            ))
         ));
         let two = LodTensor::from_lengths::<Int32Type>(&[vec![1, 1]], vec![1, 2], vec![]).unwrap();
         assert!(matches!(
-            sequence_concat(&[a.clone(), two]),
-            Err(Error::SequenceCountMismatch {
+            sequence_concat(&[a.clone(), two]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::SequenceCountMismatch {
                 found: 2,
                 expected: 1,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            lod_reset(&a, Lod::try_from_lengths(&[vec![3]]).unwrap()),
-            Err(Error::ElementCountMismatch {
+            lod_reset(&a, Lod::try_from_lengths(&[vec![3]]).unwrap()).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::ElementCountMismatch {
                 level: 0,
                 last_offset: 3,
                 elements: 2
-            })
+            }))
         ));
         let _ = Values::from_vec::<Int32Type>(vec![], vec![]).unwrap();
     }

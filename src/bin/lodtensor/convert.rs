@@ -231,7 +231,10 @@ fn write_paddle<'a>(path: &Path, tensors: impl IntoIterator<Item = &'a LodTensor
         .iter()
         .find(|t| paddle::paddle_code(t.dtype()).is_none())
     {
-        return Err(in_file(lodtensor::Error::NoPaddleDType { dtype: t.dtype() }).into());
+        return Err(in_file(
+            lodtensor::UnsupportedError::NoPaddleDType { dtype: t.dtype() }.into(),
+        )
+        .into());
     }
     let file = AtomicFile::create(path)?;
     let bar = progress(tensors.len() as u64, "writing", "tensors");

@@ -39,10 +39,15 @@ pub fn run(args: Args) -> Result<()> {
     }
     let chosen: Vec<usize> = match args.level {
         Some(level) if level >= levels => {
-            return Err(lodtensor::Error::LevelOutOfBounds { level, levels }
+            return Err(
+                lodtensor::Error::from(lodtensor::ArgumentError::LevelOutOfBounds {
+                    level,
+                    levels,
+                })
                 .in_column(&column.name, 0)
                 .in_file(&source.path)
-                .into());
+                .into(),
+            );
         }
         Some(level) => vec![level],
         None => (0..levels).collect(),

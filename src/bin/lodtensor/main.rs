@@ -106,5 +106,5 @@ fn one_line(message: &str) -> String {
 
 /// A closed stdout (`lodtensor … | head`) is not a failure.
 fn is_broken_pipe(e: &lodtensor::Error) -> bool {
-    matches!(e.root(), lodtensor::Error::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+    matches!(e.kind(), lodtensor::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
 }

@@ -77,7 +77,12 @@ pub fn run(args: Args) -> Result<()> {
             let Some(tensor) = found else {
                 let len = column.num_sequences(level)?;
                 return Err(in_file(
-                    lodtensor::Error::SequenceOutOfBounds { level, index, len }.into(),
+                    lodtensor::Error::from(lodtensor::ArgumentError::SequenceOutOfBounds {
+                        level,
+                        index,
+                        len,
+                    })
+                    .into(),
                     &source,
                 ));
             };

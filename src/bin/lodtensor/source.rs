@@ -4,6 +4,7 @@
 //! batch); a Paddle file is read and checked whole (one part per column). Every column keeps
 //! its parts, so statistics and drawings never concatenate anything.
 
+use lodtensor::ArgumentError;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -285,11 +286,11 @@ impl Source {
     /// The column named `name`, or the first column.
     ///
     /// # Errors
-    /// [`Error::NoSuchColumn`]; a usage error for a file without columns.
+    /// [`ArgumentError::NoSuchColumn`]; a usage error for a file without columns.
     pub fn column(&self, name: Option<&str>) -> Result<&Parts> {
         match name {
             Some(name) => self.columns.iter().find(|c| c.name == name).ok_or_else(|| {
-                Error::NoSuchColumn(name.to_owned())
+                Error::from(ArgumentError::NoSuchColumn(name.to_owned()))
                     .in_file(&self.path)
                     .into()
             }),
@@ -303,7 +304,7 @@ impl Source {
     /// The file as datasets, one per part (record batch).
     ///
     /// # Errors
-    /// [`Error::ColumnRows`] when the columns do not share a row count.
+    /// [`DataError::ColumnRows`] when the columns do not share a row count.
     pub fn datasets(&self) -> Result<Vec<Dataset>> {
         let parts = self.columns.first().map_or(0, |c| c.tensors.len());
         (0..parts)
@@ -381,15 +382,15 @@ fn empty_columns(path: &Path, schema: &arrow_schema::Schema) -> Result<Vec<Parts
 /// Which part each piece of `rows` lies in, for parts of `counts` rows.
 ///
 /// # Errors
-/// [`Error::RowsOutOfBounds`].
+/// [`ArgumentError::RowsOutOfBounds`].
 pub fn split_rows(counts: &[usize], rows: Range<usize>) -> Result<Vec<(usize, Range<usize>)>> {
     let total: usize = counts.iter().sum();
     if rows.start > rows.end || rows.end > total {
-        return Err(Error::RowsOutOfBounds {
+        return Err(lodtensor::Error::from(ArgumentError::RowsOutOfBounds {
             start: rows.start,
             end: rows.end,
             len: total,
-        }
+        })
         .into());
     }
     let mut out = Vec::new();

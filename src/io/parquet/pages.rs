@@ -30,6 +30,7 @@
 //! The headers are read with one small read per page (a page's values are not read), so
 //! the check costs little next to reading the file.
 
+use crate::FormatError;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::ChunkReader;
 
@@ -359,7 +360,7 @@ fn read_header(t: &mut Thrift) -> Parse<PageHeader> {
 /// headers are sound (see the module docs).
 ///
 /// # Errors
-/// [`Error::InvalidFile`] naming the row group, the column chunk and, for a page, the page
+/// [`FormatError::InvalidFile`] naming the row group, the column chunk and, for a page, the page
 /// and its byte position.
 pub(super) fn check_column_chunks<R: ChunkReader>(
     reader: &R,
@@ -370,10 +371,11 @@ pub(super) fn check_column_chunks<R: ChunkReader>(
         let rows = row_group.num_rows();
         for (column, chunk) in row_group.columns().iter().enumerate() {
             let fail = |reason: String| {
-                Error::InvalidFile(format!(
+                FormatError::InvalidFile(format!(
                     "row group {group}, column chunk {column} ({}): {reason}",
                     chunk.column_path()
                 ))
+                .into()
             };
             let start = chunk
                 .dictionary_page_offset()

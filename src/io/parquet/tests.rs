@@ -1,3 +1,4 @@
+use crate::{ArgumentError, DataError, ErrorKind, UnsupportedError, UnusableError};
 use std::sync::Arc;
 
 use arrow_array::types::{Float32Type, Int64Type};
@@ -327,18 +328,30 @@ fn mismatched_datasets_are_errors() {
         w.write(&a).unwrap();
         let err = w.write(&bad).unwrap_err();
         assert!(
-            matches!(err, Error::SchemaMismatch { batch: 1, .. }),
+            matches!(
+                err.kind(),
+                ErrorKind::Argument(ArgumentError::SchemaMismatch { batch: 1, .. })
+            ),
             "{err}"
         );
     }
     let w = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
-    assert!(matches!(w.finish(), Err(Error::NoSchema)));
+    assert!(matches!(
+        w.finish().map_err(Error::into_kind),
+        Err(ErrorKind::Argument(ArgumentError::NoSchema))
+    ));
     let mut w = ParquetWriter::new(
         Vec::new(),
         ParquetWriteOptions::default().with_compression(Compression::Zstd(99)),
     );
-    assert!(matches!(w.write(&a), Err(Error::Parquet(_))));
-    assert!(matches!(w.finish(), Err(Error::NoSchema)));
+    assert!(matches!(
+        w.write(&a).map_err(Error::into_kind),
+        Err(ErrorKind::Parquet(_))
+    ));
+    assert!(matches!(
+        w.finish().map_err(Error::into_kind),
+        Err(ErrorKind::Argument(ArgumentError::NoSchema))
+    ));
     // A sink that fails as the file starts.
     #[derive(Debug)]
     struct Full;
@@ -353,12 +366,21 @@ fn mismatched_datasets_are_errors() {
     let mut w = ParquetWriter::new(Full, ParquetWriteOptions::default());
     w.write(&a).unwrap(); // buffered
     let err = w.finish().unwrap_err();
-    assert!(matches!(err, Error::Parquet(_) | Error::Io(_)), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Parquet(_) | ErrorKind::Io(_)),
+        "{err}"
+    );
     // A writer whose Arrow writer could not be made.
     let mut w = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
     w.state = State::Broken;
-    assert!(matches!(w.write(&a), Err(Error::WriterBroken)));
-    assert!(matches!(w.finish(), Err(Error::WriterBroken)));
+    assert!(matches!(
+        w.write(&a).map_err(Error::into_kind),
+        Err(ErrorKind::Unusable(UnusableError::WriterBroken))
+    ));
+    assert!(matches!(
+        w.finish().map_err(Error::into_kind),
+        Err(ErrorKind::Unusable(UnusableError::WriterBroken))
+    ));
 }
 
 #[test]
@@ -367,12 +389,12 @@ fn bad_files_are_errors_naming_the_file() {
     let path = dir.path().join("not.parquet");
     std::fs::write(&path, b"PAR1 this is not parquet PAR1").unwrap();
     let err = read_parquet(&path, &ParquetReadOptions::default()).unwrap_err();
-    assert!(matches!(&err, Error::InFile { .. }), "{err}");
-    assert!(matches!(err.root(), Error::Parquet(_)), "{err}");
+    assert!(err.path().is_some(), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::Parquet(_)), "{err}");
     assert!(err.to_string().contains("not.parquet"), "{err}");
     let missing = dir.path().join("missing.parquet");
     let err = read_parquet(&missing, &ParquetReadOptions::default()).unwrap_err();
-    assert!(matches!(err.root(), Error::Io(_)), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::Io(_)), "{err}");
     // A column named in the options that the file lacks.
     let ds = dataset(DType::Int32, 1, &[], 4, OffsetWidth::I32, 1);
     write_parquet(
@@ -386,7 +408,13 @@ fn bad_files_are_errors_naming_the_file() {
         &ParquetReadOptions::default().with_element_shape("nope", vec![2]),
     )
     .unwrap_err();
-    assert!(matches!(err.root(), Error::NoSuchColumn(_)), "{err}");
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Argument(ArgumentError::NoSuchColumn(_))
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -401,7 +429,13 @@ fn newer_format_versions_are_refused() {
     w.write(&batch).unwrap();
     let bytes = Bytes::from(w.into_inner().unwrap());
     let err = ParquetReader::try_new(bytes, &ParquetReadOptions::default()).unwrap_err();
-    assert!(matches!(err, Error::UnsupportedVersion { .. }), "{err}");
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Unsupported(UnsupportedError::UnsupportedVersion { .. })
+        ),
+        "{err}"
+    );
 }
 
 /// Parquet written without the Arrow schema, as a writer that does not embed it would.
@@ -467,9 +501,9 @@ fn folding_checks_the_lengths() {
         .unwrap()
         .read_all()
         .unwrap_err();
-        assert!(matches!(&err, Error::InColumn { batch: 0, .. }), "{err}");
+        assert!(matches!(err.column(), Some((_, 0))), "{err}");
         assert!(
-            matches!(err.root(), Error::ElementShape { .. }),
+            matches!(err.kind(), ErrorKind::Data(DataError::ElementShape { .. })),
             "{shape:?}: {err}"
         );
     }
@@ -481,7 +515,10 @@ fn folding_checks_the_lengths() {
     .unwrap()
     .read_all()
     .unwrap_err();
-    assert!(matches!(err.root(), Error::ElementShape { .. }), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Data(DataError::ElementShape { .. })),
+        "{err}"
+    );
 }
 
 #[test]
@@ -552,7 +589,7 @@ fn file_writer_is_atomic() {
     )
     .unwrap_err();
     assert!(
-        matches!(&err, Error::InFile { .. }) && matches!(err.root(), Error::Io(_)),
+        err.path().is_some() && matches!(err.kind(), ErrorKind::Io(_)),
         "{err}"
     );
 }
