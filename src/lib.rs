@@ -37,10 +37,37 @@ mod values;
 
 pub use dataset::{Column, Dataset, check_version};
 pub use error::{
-    ArgumentError, DataError, Error, ErrorKind, FormatError, Result, UnsupportedError,
-    UnusableError,
+    ArgumentError, DataError, Error, ErrorKind, FormatError, Result, UnsupportedError, UnusableError,
 };
-pub use loader::{Batch, Loader, Position};
+pub use io::ipc_reader::MappedDataset;
+pub use io::ipc_writer::{DatasetWriter, WriteOptions, WriteSummary};
+pub use loader::{Batch, Loader, LoaderBuilder, Position};
 pub use lod::{LevelOffsets, Lod, OffsetWidth};
 pub use tensor::{LodTensor, Sequences};
 pub use values::{DType, Values};
+
+/// The Arrow types that appear in this crate's API, so that a user needs no Arrow crate of
+/// their own (and always gets the version this crate was built with).
+///
+/// ```
+/// use lodtensor::LodTensor;
+/// use lodtensor::arrow::types::Float32Type;
+///
+/// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1., 2., 3.], vec![1])?;
+/// let array: lodtensor::arrow::ArrayRef = t.to_arrow();
+/// assert_eq!(array.len(), 2);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub mod arrow {
+    pub use arrow_array::types;
+    pub use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, RecordBatch};
+    pub use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+    pub use arrow_schema::{ArrowError, DataType, Field, FieldRef, Schema, SchemaRef};
+
+    /// The `arrow-array` crate: every array type.
+    pub use arrow_array as array;
+    /// The `arrow-buffer` crate: buffers and offsets.
+    pub use arrow_buffer as buffer;
+    /// The `arrow-schema` crate: types, fields, schemas.
+    pub use arrow_schema as schema;
+}

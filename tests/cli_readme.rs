@@ -1,5 +1,6 @@
-//! The README's command-line examples, run: every `$ command` line of its text blocks, in
-//! order, in one directory, must print what the README shows after it (timings aside).
+//! The command-line examples of the README and of docs/cli.md, run: every `$ command` line of
+//! their text blocks, in order, in one directory, must print what the document shows after it
+//! (timings aside).
 
 #![cfg(all(feature = "cli", feature = "parquet"))]
 
@@ -27,6 +28,22 @@ fn readme_examples_print_what_the_readme_shows() {
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let section = &readme[readme.find("## Command line").unwrap()..];
     let section = &section[..3 + section[3..].find("\n## ").unwrap()];
+    let checked = run_examples(section);
+    assert!(checked >= 2, "only {checked} examples found");
+}
+
+#[test]
+fn cli_reference_examples_print_what_it_shows() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let reference = std::fs::read_to_string(root.join("docs/cli.md")).unwrap();
+    let checked = run_examples(&reference);
+    assert!(checked >= 12, "only {checked} examples found");
+}
+
+/// Runs the `sh` setup block of `section`, then every `$ command` of its text blocks,
+/// checking each output; returns how many were checked.
+fn run_examples(section: &str) -> usize {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(root.join("tests"), dir.path().join("tests")).unwrap();
     let bin = Path::new(env!("CARGO_BIN_EXE_lodtensor")).parent().unwrap();
@@ -83,5 +100,5 @@ fn readme_examples_print_what_the_readme_shows() {
             checked += 1;
         }
     }
-    assert!(checked >= 12, "only {checked} examples found");
+    checked
 }
