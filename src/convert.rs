@@ -78,8 +78,8 @@ impl LodTensor {
     /// # Errors
     /// [`UnsupportedError::UnsupportedType`] for a layout that is not nested lists over fixed-size
     /// lists or primitives; [`DataError::Nulls`] for null lists or values;
-    /// [`FormatError::ExtensionMetadata`] for bad `arrow.fixed_shape_tensor` metadata;
-    /// [`Error::Arrow`] when `array` does not have `field`'s type.
+    /// [`FormatError::ExtensionMetadata`](crate::FormatError::ExtensionMetadata) for bad `arrow.fixed_shape_tensor` metadata;
+    /// [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when `array` does not have `field`'s type.
     pub fn try_from_arrow(field: &Field, array: &dyn Array) -> Result<Self> {
         Self::from_levels_and(field, array, element_values)
     }
@@ -89,7 +89,7 @@ impl LodTensor {
     /// the arrays are new. Reading a file of many batches takes each field once.
     ///
     /// # Errors
-    /// [`Error::Arrow`] when `array` is not of the column's type; [`DataError::Nulls`] for null
+    /// [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when `array` is not of the column's type; [`DataError::Nulls`] for null
     /// lists or values; [`DataError::ElementShape`] when the items are not whole elements.
     pub(crate) fn try_from_arrow_like(&self, field: &Field, array: &dyn Array) -> Result<Self> {
         let shape = self.element_shape();

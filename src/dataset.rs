@@ -311,7 +311,7 @@ impl Dataset {
     ///
     /// # Errors
     /// [`UnsupportedError::UnsupportedVersion`] for a newer format; any column's error, wrapped in
-    /// [`Error::InColumn`] (batch 0).
+    /// with the column attached ([`Error::column`](crate::Error::column), batch 0).
     pub fn try_from_record_batch(batch: &RecordBatch) -> Result<Self> {
         Self::try_from_record_batch_at(batch, 0)
     }

@@ -341,7 +341,7 @@ impl Lod {
     ///
     /// # Example
     /// ```
-    /// use lodtensor::{Error, Lod};
+    /// use lodtensor::{DataError, ErrorKind, Lod};
     /// let err = Lod::try_from_offsets(&[vec![0, 3, 4, 7], vec![0, 3, 5, 9, 10, 12, 15]]).unwrap_err();
     /// assert!(matches!(err.kind(), ErrorKind::Data(DataError::LevelEndMismatch { level: 0, last_offset: 7, sequences: 6 })));
     /// ```

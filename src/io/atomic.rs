@@ -25,7 +25,7 @@ impl AtomicFile {
     /// Starts writing `target`.
     ///
     /// # Errors
-    /// [`Error::Io`] (wrapped with the path) when the temporary file cannot be created.
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) (wrapped with the path) when the temporary file cannot be created.
     pub fn create(target: impl AsRef<Path>) -> Result<Self> {
         let target = target.as_ref().to_path_buf();
         let dir = match target.parent() {
@@ -64,7 +64,7 @@ impl AtomicFile {
     /// Syncs the data, renames it over the target and syncs the directory.
     ///
     /// # Errors
-    /// [`Error::Io`] (wrapped with the path); the target is untouched unless the rename
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) (wrapped with the path); the target is untouched unless the rename
     /// happened.
     pub fn commit(self) -> Result<()> {
         let target = self.target;

@@ -75,7 +75,7 @@ impl MappedDataset {
     /// Maps and validates the file at `path`.
     ///
     /// # Errors
-    /// Any fault in the file, wrapped in [`Error::InFile`]: [`Error::Io`], [`FormatError::InvalidFile`]
+    /// Any fault in the file, with the path attached ([`Error::path`]): [`ErrorKind::Io`](crate::ErrorKind::Io), [`FormatError::InvalidFile`]
     /// for a file that is not a valid uncompressed Arrow IPC file of LoD tensor columns,
     /// and offset or LoD errors naming the batch, column, level and index.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {

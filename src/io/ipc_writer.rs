@@ -102,7 +102,7 @@ impl DatasetWriter {
     /// Starts writing `path` (under a temporary name until [`DatasetWriter::finish`]).
     ///
     /// # Errors
-    /// [`Error::Io`] when the directory cannot hold a new file.
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) when the directory cannot hold a new file.
     pub fn create(path: impl AsRef<Path>, options: WriteOptions) -> Result<Self> {
         Ok(DatasetWriter {
             file: AtomicFile::create(path)?,
@@ -120,8 +120,8 @@ impl DatasetWriter {
     /// level names); later ones must have the same.
     ///
     /// # Errors
-    /// [`ArgumentError::SchemaMismatch`] naming the dataset (in write order); [`DataError::OffsetOverflow`] when an offset does not fit
-    /// the offset width; [`Error::Io`] or [`Error::Arrow`] when writing fails.
+    /// [`ArgumentError::SchemaMismatch`] naming the dataset (in write order); [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) when an offset does not fit
+    /// the offset width; [`ErrorKind::Io`](crate::ErrorKind::Io) or [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when writing fails.
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         let dataset = dataset.with_offset_width(self.options.offset_width)?;
         self.check_schema(&dataset)?;
@@ -159,7 +159,7 @@ impl DatasetWriter {
     ///
     /// # Errors
     /// [`ArgumentError::NoSchema`] when no dataset was ever written (the schema is unknown);
-    /// [`Error::Io`] or [`Error::Arrow`] when writing fails (the target is then untouched).
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) or [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when writing fails (the target is then untouched).
     pub fn finish(mut self) -> Result<WriteSummary> {
         self.flush()?;
         let path = self.file.target().to_path_buf();

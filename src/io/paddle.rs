@@ -47,10 +47,10 @@
 //! | `INT8` | 21 | `Int8` |
 //!
 //! Every other code (`BF16` 22, `COMPLEX64` 23, `COMPLEX128` 24, `FP8_E4M3FN` 32,
-//! `FP8_E5M2` 33, `UINT16` 36, `UINT32` 37, `UINT64` 38, …) is an [`UnsupportedError::PaddleDType.into()`].
+//! `FP8_E5M2` 33, `UINT16` 36, `UINT32` 37, `UINT64` 38, …) is an [`UnsupportedError::PaddleDType`].
 //! The unsigned 16-, 32- and 64-bit codes are refused because Paddle's Python API cannot
 //! make tensors of them (it stores numpy `uint16` as `BF16`), so no file of them could be
-//! checked; writing `UInt16`, `UInt32` or `UInt64` values is an [`UnsupportedError::NoPaddleDType.into()`].
+//! checked; writing `UInt16`, `UInt32` or `UInt64` values is an [`UnsupportedError::NoPaddleDType`].
 //!
 //! # Example
 //! ```
@@ -219,7 +219,7 @@ pub fn read_combined(bytes: &[u8], names: &[&str]) -> Result<Vec<(String, LodTen
 /// Reads a `.pdtensor` file of exactly one record.
 ///
 /// # Errors
-/// As [`read_tensor`], or an I/O error, inside an [`Error::InFile`] naming `path`.
+/// As [`read_tensor`], or an I/O error, with `path` attached ([`Error::path`]).
 pub fn read_tensor_file(path: impl AsRef<Path>) -> Result<LodTensor> {
     let path = path.as_ref();
     fs::read(path)
@@ -231,7 +231,7 @@ pub fn read_tensor_file(path: impl AsRef<Path>) -> Result<LodTensor> {
 /// Reads a combined `.pdiparams` file as named tensors (see [`read_combined`]).
 ///
 /// # Errors
-/// As [`read_combined`], or an I/O error, inside an [`Error::InFile`] naming `path`.
+/// As [`read_combined`], or an I/O error, with `path` attached ([`Error::path`]).
 pub fn read_combined_file(
     path: impl AsRef<Path>,
     names: &[&str],
@@ -717,7 +717,7 @@ const CHUNK: usize = 8192;
 ///
 /// # Errors
 /// [`UnsupportedError::NoPaddleDType`] for `UInt16`, `UInt32` and `UInt64` values (before writing
-/// anything); [`Error::Io`] when writing fails.
+/// anything); [`ErrorKind::Io`] when writing fails.
 ///
 /// # Example
 /// ```
@@ -791,7 +791,7 @@ pub fn to_bytes(tensor: &LodTensor) -> Result<Vec<u8>> {
 /// Writes `tensor` to a `.pdtensor` file at `path`.
 ///
 /// # Errors
-/// As [`write_tensor`], inside an [`Error::InFile`] naming `path`.
+/// As [`write_tensor`], with `path` attached ([`Error::path`]).
 ///
 /// # Example
 /// ```
@@ -821,7 +821,7 @@ pub fn write_tensor_file(path: impl AsRef<Path>, tensor: &LodTensor) -> Result<(
 /// Writes `tensors` to a combined `.pdiparams` file at `path`.
 ///
 /// # Errors
-/// As [`write_combined`], inside an [`Error::InFile`] naming `path`.
+/// As [`write_combined`], with `path` attached ([`Error::path`]).
 pub fn write_combined_file<'a>(
     path: impl AsRef<Path>,
     tensors: impl IntoIterator<Item = &'a LodTensor>,

@@ -260,8 +260,8 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Errors
     /// [`ArgumentError::SchemaMismatch`] when the columns differ from the first dataset's;
-    /// [`DataError::OffsetOverflow`] (in [`Error::InColumn`]) when an offset does not fit the
-    /// width asked for; [`Error::Parquet`] or [`Error::Io`] from the writer.
+    /// [`DataError::OffsetOverflow`] (with the column, [`Error::column`]) when an offset does not fit the
+    /// width asked for; [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) or [`ErrorKind::Io`](crate::ErrorKind::Io) from the writer.
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         let batch = self.batches;
         let mut dataset = match self.options.offset_width {
@@ -326,7 +326,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Errors
     /// [`ArgumentError::NoSchema`] when no dataset was written (a Parquet file needs a schema:
-    /// write an empty dataset to make a file with no rows); [`Error::Parquet`] from the
+    /// write an empty dataset to make a file with no rows); [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) from the
     /// writer.
     pub fn finish(self) -> Result<W> {
         match self.state {
@@ -491,7 +491,7 @@ impl ParquetFileWriter {
     /// A writer to a temporary file next to `path`.
     ///
     /// # Errors
-    /// [`Error::Io`] (in [`Error::InFile`]) when the temporary file cannot be created.
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) (with the path, [`Error::path`]) when the temporary file cannot be created.
     pub fn create(path: impl AsRef<Path>, options: ParquetWriteOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         Ok(ParquetFileWriter {
@@ -503,7 +503,7 @@ impl ParquetFileWriter {
     /// Appends the rows of `dataset`, as [`ParquetWriter::write`].
     ///
     /// # Errors
-    /// As [`ParquetWriter::write`], in [`Error::InFile`].
+    /// As [`ParquetWriter::write`], with the path attached ([`Error::path`]).
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         self.inner.write(dataset).map_err(|e| e.in_file(&self.path))
     }
@@ -521,8 +521,8 @@ impl ParquetFileWriter {
     /// Finishes the file, syncs it and renames it over the target.
     ///
     /// # Errors
-    /// As [`ParquetWriter::finish`]; [`Error::Io`] when syncing or renaming fails; all in
-    /// [`Error::InFile`]. The target is untouched on error.
+    /// As [`ParquetWriter::finish`]; [`ErrorKind::Io`](crate::ErrorKind::Io) when syncing or renaming fails;
+    /// each with the path attached ([`Error::path`]). The target is untouched on error.
     pub fn finish(self) -> Result<()> {
         let path = self.path;
         self.inner.finish().map_err(|e| e.in_file(&path))?.commit()
@@ -679,7 +679,7 @@ impl ParquetReadOptions {
 /// [`ParquetReadOptions::with_batch_size`] rows.
 ///
 /// Every page header is checked when the reader is made (one small read per page). A page
-/// the `parquet` crate fails on, or panics on, gives [`Error::Parquet`] naming the batch and
+/// the `parquet` crate fails on, or panics on, gives [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) naming the batch and
 /// its first row, and ends the iteration.
 ///
 /// # Example
@@ -727,11 +727,11 @@ impl ParquetReader {
     /// A reader of the Parquet file at `path`.
     ///
     /// # Errors
-    /// [`Error::Io`], [`Error::Parquet`] (not Parquet, or a type Arrow cannot read),
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io), [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) (not Parquet, or a type Arrow cannot read),
     /// [`FormatError::InvalidFile`] for a column chunk outside the file or a page header the
     /// `parquet` crate would misread or spin on (naming the row group, column chunk, page
-    /// and byte), [`UnsupportedError::UnsupportedVersion`], [`ArgumentError::NoSuchColumn`] for a column named
-    /// in the options that the file lacks; all in [`Error::InFile`].
+    /// and byte), [`UnsupportedError::UnsupportedVersion`](crate::UnsupportedError::UnsupportedVersion), [`ArgumentError::NoSuchColumn`] for a column named
+    /// in the options that the file lacks; each with the path attached ([`Error::path`]).
     pub fn open(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Self> {
         let path = path.as_ref();
         (|| {

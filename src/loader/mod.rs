@@ -447,7 +447,7 @@ impl Loader {
     /// the start of the next epoch.
     ///
     /// # Errors
-    /// [`DataError::OffsetOverflow`] when a gathered batch's offsets do not fit the column's
+    /// [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) when a gathered batch's offsets do not fit the column's
     /// offset width; Arrow errors building the gathered arrays.
     pub fn next_batch(&mut self) -> Result<Option<Batch>> {
         let plan = self.current_plan();

@@ -141,8 +141,8 @@ fn fold_rows<N: Copy>(dst: &mut [N], seq: &[N], f: impl Fn(N, N) -> N) {
 /// in every item.
 ///
 /// # Errors
-/// [`ArgumentError::LevelOutOfBounds`] when `x` has no level `level`;
-/// [`ArgumentError::DTypeMismatch`] when `T` is not the values' type.
+/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) when `x` has no level `level`;
+/// [`ArgumentError::DTypeMismatch`](crate::ArgumentError::DTypeMismatch) when `T` is not the values' type.
 ///
 /// # Example
 /// Paddle's documented example: x.lod = [[0, 2, 5, 7, 7]], x.data = [1, 3, 2, 4, 6, 5, 1],
@@ -218,7 +218,7 @@ where
 /// it (`as`-style).
 ///
 /// # Errors
-/// [`UnsupportedError::UnsupportedDType`] for booleans; otherwise as [`sequence_pool`].
+/// [`UnsupportedError::UnsupportedDType`](crate::UnsupportedError::UnsupportedDType) for booleans; otherwise as [`sequence_pool`].
 ///
 /// # Example
 /// ```

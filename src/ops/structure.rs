@@ -199,7 +199,7 @@ pub fn sequence_reverse(x: &LodTensor) -> Result<LodTensor> {
 /// `sequence_concat`): inputs have one level and the same number of sequences.
 ///
 /// # Errors
-/// [`ArgumentError::InvalidArgument`] for no input; [`UnsupportedError::TooManyLevels`] /
+/// [`ArgumentError::InvalidArgument`] for no input; [`UnsupportedError::TooManyLevels`](crate::UnsupportedError::TooManyLevels) /
 /// [`ArgumentError::LevelOutOfBounds`] for an input without exactly one level;
 /// [`DataError::SequenceCountMismatch`] when the sequence counts differ;
 /// [`DataError::InputMismatch`] for another dtype or element shape.

@@ -286,7 +286,7 @@ impl Source {
     /// The column named `name`, or the first column.
     ///
     /// # Errors
-    /// [`ArgumentError::NoSuchColumn`]; a usage error for a file without columns.
+    /// [`ArgumentError::NoSuchColumn`](crate::ArgumentError::NoSuchColumn); a usage error for a file without columns.
     pub fn column(&self, name: Option<&str>) -> Result<&Parts> {
         match name {
             Some(name) => self.columns.iter().find(|c| c.name == name).ok_or_else(|| {
@@ -304,7 +304,7 @@ impl Source {
     /// The file as datasets, one per part (record batch).
     ///
     /// # Errors
-    /// [`DataError::ColumnRows`] when the columns do not share a row count.
+    /// [`DataError::ColumnRows`](crate::DataError::ColumnRows) when the columns do not share a row count.
     pub fn datasets(&self) -> Result<Vec<Dataset>> {
         let parts = self.columns.first().map_or(0, |c| c.tensors.len());
         (0..parts)
@@ -382,7 +382,7 @@ fn empty_columns(path: &Path, schema: &arrow_schema::Schema) -> Result<Vec<Parts
 /// Which part each piece of `rows` lies in, for parts of `counts` rows.
 ///
 /// # Errors
-/// [`ArgumentError::RowsOutOfBounds`].
+/// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds).
 pub fn split_rows(counts: &[usize], rows: Range<usize>) -> Result<Vec<(usize, Range<usize>)>> {
     let total: usize = counts.iter().sum();
     if rows.start > rows.end || rows.end > total {
