@@ -15,6 +15,24 @@ use crate::error::{Error, Result};
 /// killed at any moment leaves at most a hidden `.NAME.*.tmp` file beside the target. The
 /// target path only ever holds the previous complete file or the new complete file, and a
 /// file that a reader has mapped is never truncated or rewritten in place.
+///
+/// [`DatasetWriter`](crate::DatasetWriter), the Parquet and Paddle file writers and the
+/// command-line tool write through it; it is public for other files that must appear whole.
+///
+/// # Example
+/// ```
+/// use std::io::Write;
+/// use lodtensor::io::AtomicFile;
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("notes.txt");
+/// let mut file = AtomicFile::create(&path)?;
+/// file.write_all(b"all or nothing")?;
+/// assert!(!path.exists(), "nothing at the target before the commit");
+/// file.commit()?;
+/// assert_eq!(std::fs::read(&path)?, b"all or nothing");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct AtomicFile {
     temp: NamedTempFile,
@@ -78,6 +96,22 @@ impl AtomicFile {
     }
 }
 
+/// Writes `target` atomically: `write` fills a buffered writer over an [`AtomicFile`], which
+/// replaces the target only when `write` and the flush succeed. On any error the target is
+/// untouched and the temporary file removed; the error carries the path.
+pub(crate) fn write_atomically(
+    target: &Path,
+    write: impl FnOnce(&mut dyn io::Write) -> Result<()>,
+) -> Result<()> {
+    let run = || -> Result<()> {
+        let mut out = io::BufWriter::new(AtomicFile::create(target)?);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(|e| Error::from(e.into_error()))?;
+        file.commit()
+    };
+    run().map_err(|e| e.in_file(target))
+}
+
 /// Writes go to the temporary file.
 impl io::Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -110,6 +144,17 @@ mod tests {
         f.file().write_all(b"new").unwrap();
         f.commit().unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        // An error in the middle of a write leaves the previous file and no temporary file.
+        let err = write_atomically(&target, |out| {
+            out.write_all(b"half of a ")?;
+            Err(io::Error::other("injected").into())
+        })
+        .unwrap_err();
+        assert_eq!(err.path(), Some(target.as_path()));
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        write_atomically(&target, |out| Ok(out.write_all(b"newer")?)).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"newer");
         assert!(matches!(
             AtomicFile::create(dir.path().join("missing/x.bin"))
                 .unwrap_err()
