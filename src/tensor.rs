@@ -11,7 +11,7 @@ use std::ops::Range;
 use arrow_array::types::ArrowPrimitiveType;
 
 use crate::error::Result;
-use crate::lod::{LevelOffsets, Lod, OffsetSlice};
+use crate::lod::{LevelOffsets, Lod, OffsetSlice, descend};
 use crate::values::{DType, Values};
 
 /// A mini-batch of nested variable-length sequences: a [`Lod`] over [`Values`].
@@ -289,9 +289,7 @@ impl<'a, T> Sequences<'a, T> {
     /// The items of sequence `index`, row-major; `None` past the last sequence.
     #[inline]
     pub fn get(&self, index: usize) -> Option<&'a [T]> {
-        let elements = self.below.iter().fold(self.offsets.pair(index)?, |r, o| {
-            o.get(r.start)..o.get(r.end)
-        });
+        let elements = descend(self.below, self.offsets.pair(index)?);
         self.items
             .get(elements.start * self.element_size..elements.end * self.element_size)
     }

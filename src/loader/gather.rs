@@ -18,7 +18,7 @@ use arrow_data::ArrayData;
 
 use crate::dataset::{Column, Dataset};
 use crate::error::Result;
-use crate::lod::{LevelOffsets, Lod, OffsetWidth};
+use crate::lod::{LevelOffsets, Lod, OffsetWidth, descend};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
@@ -52,9 +52,8 @@ impl Source {
     /// The entries of level `level` (or the elements, for `level == num_levels`) under
     /// rows `rows`.
     fn range(&self, rows: (usize, usize), level: usize) -> (usize, usize) {
-        self.levels[..level]
-            .iter()
-            .fold(rows, |(s, e), o| (o.get(s), o.get(e)))
+        let r = descend(&self.levels[..level], rows.0..rows.1);
+        (r.start, r.end)
     }
 }
 

@@ -251,10 +251,7 @@ impl<'a> LoaderBuilder<'a> {
                     let t = b.columns()[c].tensor();
                     let lod = t.lod();
                     for row in 0..b.num_rows() {
-                        let (s, e) = lod.levels()[..=level]
-                            .iter()
-                            .fold((row, row + 1), |(s, e), o| (o.get(s), o.get(e)));
-                        lengths.push(e - s);
+                        lengths.push(lod.descend(0, row..row + 1, level + 1).len());
                     }
                 }
                 None => lengths.extend(std::iter::repeat_n(1, b.num_rows())),

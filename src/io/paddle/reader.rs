@@ -12,7 +12,7 @@ use crate::tensor::LodTensor;
 ///
 /// # Errors
 /// Any fault of the record (see the module docs), naming record 0 and the byte offset;
-/// [`FormatError::PaddleTrailingBytes`] when bytes follow the record.
+/// [`FormatError::PaddleTrailingBytes`](crate::FormatError::PaddleTrailingBytes) when bytes follow the record.
 ///
 /// # Example
 /// ```

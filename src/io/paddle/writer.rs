@@ -18,7 +18,7 @@ use crate::tensor::LodTensor;
 ///
 /// # Errors
 /// [`UnsupportedError::NoPaddleDType`] for `UInt16`, `UInt32` and `UInt64` values (before writing
-/// anything); [`ErrorKind::Io`] when writing fails.
+/// anything); [`ErrorKind::Io`](crate::ErrorKind::Io) when writing fails.
 ///
 /// # Example
 /// ```
@@ -88,7 +88,7 @@ pub fn to_bytes(tensor: &LodTensor) -> Result<Vec<u8>> {
 /// Writes `tensor` to a `.pdtensor` file at `path`.
 ///
 /// # Errors
-/// As [`write_tensor`], with `path` attached ([`Error::path`]).
+/// As [`write_tensor`], with `path` attached ([`Error::path`](crate::Error::path)).
 ///
 /// # Example
 /// ```
@@ -109,7 +109,7 @@ pub fn write_tensor_file(path: impl AsRef<Path>, tensor: &LodTensor) -> Result<(
 /// Writes `tensors` to a combined `.pdiparams` file at `path`.
 ///
 /// # Errors
-/// As [`write_combined`], with `path` attached ([`Error::path`]).
+/// As [`write_combined`], with `path` attached ([`Error::path`](crate::Error::path)).
 pub fn write_combined_file<'a>(
     path: impl AsRef<Path>,
     tensors: impl IntoIterator<Item = &'a LodTensor>,

@@ -282,9 +282,7 @@ pub(super) fn raw_bytes(column: &Column) -> usize {
 
 /// Where row `row`'s elements begin, followed down the levels.
 fn element_position(lod: &Lod, row: usize) -> usize {
-    lod.levels()
-        .iter()
-        .fold(row, |position, offsets| offsets.get(position))
+    lod.descend(0, row..row, lod.num_levels()).start
 }
 
 /// Buffers reused for values whose Parquet physical type differs from their dtype.
