@@ -1,0 +1,230 @@
+//! `Batch`: one training batch, handed to numpy, pyarrow and torch without copying values.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyCapsule, PyDict};
+
+use crate::array::{Array, rebased_offsets, values_array};
+use crate::error::IntoPy;
+use crate::ffi;
+use crate::loader::position_dict;
+
+/// One batch of a `Loader`: every column for the batch's samples.
+///
+/// A batch of consecutive rows of one record batch is a view into the mapping; any other
+/// was gathered (copied once). Arrays from a batch keep it, and the mapping, alive.
+#[pyclass(frozen, module = "lodtensor")]
+pub struct Batch {
+    inner: Arc<lodtensor::Batch>,
+    schema: Arc<PyOnceLock<Py<PyAny>>>,
+}
+
+impl Batch {
+    /// `batch`, sharing the loader's pyarrow schema cache.
+    pub fn new(batch: lodtensor::Batch, schema: Arc<PyOnceLock<Py<PyAny>>>) -> Self {
+        Batch {
+            inner: Arc::new(batch),
+            schema,
+        }
+    }
+
+    fn tensor(&self, column: &str) -> PyResult<&lodtensor::LodTensor> {
+        self.inner.data().column(column).py_err()
+    }
+}
+
+#[pymethods]
+impl Batch {
+    /// The samples (row numbers of the file), in batch order, as numpy `int64` (a view).
+    #[getter]
+    fn samples<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let samples = self.inner.samples();
+        let n = samples.len();
+        let array = if cfg!(target_pointer_width = "64") {
+            // `usize` is 8 bytes here, and no row number reaches 2^63.
+            Array::view(
+                self.inner.clone(),
+                samples.as_ptr().cast(),
+                vec![n],
+                crate::array::typestr(lodtensor::DType::Int64),
+            )
+        } else {
+            Array::owned(samples.iter().map(|&s| s as i64).collect(), vec![n])
+        };
+        array.into_numpy(py)
+    }
+
+    /// The number of samples.
+    fn __len__(&self) -> usize {
+        self.inner.data().num_rows()
+    }
+
+    /// The column names.
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        self.inner
+            .data()
+            .columns()
+            .iter()
+            .map(|c| c.name().to_owned())
+            .collect()
+    }
+
+    /// The number of levels of `column` (0 for a dense column).
+    fn num_levels(&self, column: &str) -> PyResult<usize> {
+        Ok(self.tensor(column)?.num_levels())
+    }
+
+    /// The sum of the samples' lengths (the unit of the token budget).
+    #[getter]
+    fn tokens(&self) -> usize {
+        self.inner.tokens()
+    }
+
+    /// The longest sample's length.
+    #[getter]
+    fn max_len(&self) -> usize {
+        self.inner.max_len()
+    }
+
+    /// Whether this is a single sample longer than the token budget (never dropped).
+    #[getter]
+    fn is_oversize(&self) -> bool {
+        self.inner.is_oversize()
+    }
+
+    /// Whether the batch is a view into the mapping (else it was gathered, copied once).
+    #[getter]
+    fn is_view(&self) -> bool {
+        self.inner.is_view()
+    }
+
+    /// The share of padding were the samples padded to the longest, in `[0, 1]`.
+    #[getter]
+    fn padding_ratio(&self) -> f64 {
+        self.inner.padding_ratio()
+    }
+
+    /// The epoch this batch belongs to.
+    #[getter]
+    fn epoch(&self) -> u64 {
+        self.inner.position().epoch
+    }
+
+    /// The batch's index in its epoch.
+    #[getter]
+    fn index(&self) -> usize {
+        self.inner.position().batch
+    }
+
+    /// The loader state right after this batch: save it once the batch is trained on, and
+    /// `Loader.load_state_dict` continues with the next one (also with prefetching, where
+    /// the loader itself has read ahead).
+    fn next_state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        position_dict(py, self.inner.next_position())
+    }
+
+    /// The values of `column` in this batch, `[n_elements, *element_shape]`, as a numpy
+    /// array: a read-only view when the batch is a view of the mapping (booleans, packed in
+    /// bits by Arrow, are copied into bytes).
+    fn values<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Bound<'py, PyAny>> {
+        let tensor = self.tensor(column)?;
+        values_array(self.inner.clone(), tensor.values(), tensor.elements())?.into_numpy(py)
+    }
+
+    /// The offsets of level `level` of `column` (0 the outermost), as numpy `int64` starting
+    /// at 0: level `l`'s offsets index the sequences of level `l + 1` of this batch, the last
+    /// level's the rows of `values(column)`. A small copy (offsets only).
+    fn offsets<'py>(
+        &self,
+        py: Python<'py>,
+        column: &str,
+        level: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let lod = self.tensor(column)?.lod();
+        let levels = lod.num_levels();
+        if level >= levels {
+            return Err(crate::error::to_py(lodtensor::Error::LevelOutOfBounds {
+                level,
+                levels,
+            }));
+        }
+        let offsets = rebased_offsets(lod, level);
+        let n = offsets.len();
+        Array::owned(offsets, vec![n]).into_numpy(py)
+    }
+
+    /// The sequences of level `level` of `column`, zero-padded to the longest:
+    /// `(values [n, max_len, *element_shape], lengths int64 [n], mask bool [n, max_len])`,
+    /// as numpy arrays (a copy, as padding needs one).
+    fn to_padded<'py>(
+        &self,
+        py: Python<'py>,
+        column: &str,
+        level: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let padded = py.detach(|| self.inner.to_padded(column, level)).py_err()?;
+        let (rows, max_len) = (padded.shape[0], padded.max_len());
+        let owner = Arc::new(padded.values.clone());
+        let mut values = values_array(owner, &padded.values, 0..rows * max_len)?;
+        values.reshape(padded.shape.clone());
+        let lengths = padded.lengths.iter().map(|&l| l as i64).collect();
+        Ok((
+            values.into_numpy(py)?,
+            Array::owned(lengths, vec![rows]).into_numpy(py)?,
+            Array::owned(padded.mask, vec![rows, max_len]).into_numpy(py)?,
+        ))
+    }
+
+    /// The batch as a `pyarrow.RecordBatch`, sharing every buffer.
+    fn to_pyarrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let data = self.inner.data();
+        let schema = self.schema.get_or_try_init(py, || {
+            let capsule = ffi::schema_capsule(py, &data.schema())?;
+            py.import("pyarrow")?
+                .getattr("Schema")?
+                .call_method1("_import_from_c_capsule", (capsule,))
+                .map(Bound::unbind)
+        })?;
+        ffi::to_pyarrow_batch(py, data.to_record_batch(), schema.bind(py))
+    }
+
+    /// The Arrow PyCapsule protocol: the batch as a struct array of its columns.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+        let _ = requested_schema;
+        ffi::array_capsules(py, self.inner.data().to_record_batch())
+    }
+
+    /// Level `level` (default: the last) of `column` as a `torch.nested` jagged tensor: one
+    /// entry per sequence of that level, `[length, *element_shape]`, over the batch's values
+    /// without a copy when the batch is a view. Needs torch.
+    #[pyo3(signature = (column, level = None))]
+    fn to_torch_nested<'py>(
+        slf: &Bound<'py, Self>,
+        column: &str,
+        level: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("lodtensor._torch")?
+            .call_method1("to_nested", (slf, column, level))
+    }
+
+    fn __repr__(&self) -> String {
+        let p = self.inner.position();
+        format!(
+            "lodtensor.Batch(epoch={}, index={}, samples={}, tokens={}, view={})",
+            p.epoch,
+            p.batch,
+            self.inner.data().num_rows(),
+            self.inner.tokens(),
+            self.inner.is_view()
+        )
+    }
+}

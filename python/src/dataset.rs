@@ -1,0 +1,236 @@
+//! `lodtensor.open` and `Dataset`: a validated, memory-mapped dataset file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lodtensor::io::ipc_reader::MappedDataset;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyCapsule, PyList};
+
+use crate::array::{Array, rebased_offsets};
+use crate::error::{IntoPy, invalid};
+use crate::ffi;
+use crate::loader::{Loader, Options};
+
+/// Maps and validates the dataset file at `path` (every offset of every level is checked;
+/// no value is read). Raises `FileNotFoundError` for a missing file and `LodTensorError`
+/// for an invalid one.
+#[pyfunction]
+pub fn open(py: Python<'_>, path: PathBuf) -> PyResult<Dataset> {
+    let file = py.detach(|| MappedDataset::open(&path)).py_err()?;
+    Ok(Dataset::new(file))
+}
+
+/// A dataset file, memory-mapped and validated; made by `lodtensor.open(path)`.
+///
+/// Every array it hands out (numpy or pyarrow) is a view into the mapping and keeps it
+/// alive: arrays stay valid after the dataset is gone.
+#[pyclass(frozen, module = "lodtensor")]
+pub struct Dataset {
+    file: Arc<MappedDataset>,
+    names: Vec<String>,
+    /// The record batches as `pyarrow.RecordBatch`es, imported once on first use.
+    pyarrow_batches: PyOnceLock<Py<PyList>>,
+}
+
+impl Dataset {
+    fn new(file: MappedDataset) -> Self {
+        let names = file
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        Dataset {
+            file: Arc::new(file),
+            names,
+            pyarrow_batches: PyOnceLock::new(),
+        }
+    }
+
+    fn pyarrow_batches<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyList>> {
+        let list = self.pyarrow_batches.get_or_try_init(py, || {
+            let reader = py
+                .import("pyarrow")?
+                .getattr("RecordBatchReader")?
+                .call_method1("_import_from_c_capsule", (self.stream(py)?,))?;
+            let batches = reader
+                .call_method0("read_all")?
+                .call_method0("to_batches")?;
+            Ok::<_, PyErr>(batches.cast_into::<PyList>()?.unbind())
+        })?;
+        Ok(list.bind(py))
+    }
+
+    fn stream<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let batches = self
+            .file
+            .batches()
+            .iter()
+            .map(|b| b.to_record_batch())
+            .collect();
+        ffi::stream_capsule(py, batches, self.file.schema().clone())
+    }
+}
+
+#[pymethods]
+impl Dataset {
+    /// The number of rows (samples) over all record batches.
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.file.num_rows()
+    }
+
+    /// The number of rows.
+    fn __len__(&self) -> usize {
+        self.file.num_rows()
+    }
+
+    /// The column names, in file order.
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    /// The number of record batches in the file.
+    #[getter]
+    fn num_batches(&self) -> usize {
+        self.file.batches().len()
+    }
+
+    /// The path the file was opened from.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.file.path().to_path_buf()
+    }
+
+    /// The schema, a `pyarrow.Schema` (with the file's metadata).
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("pyarrow")?.getattr("Schema")?.call_method1(
+            "_import_from_c_capsule",
+            (ffi::schema_capsule(py, self.file.schema())?,),
+        )
+    }
+
+    /// The offsets of each level of `column` over the whole file, as numpy `int64` arrays
+    /// (level 0 first): level `l`'s offsets index the sequences of level `l + 1`, the last
+    /// level's the elements of `values`.
+    fn lod<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let file = self.file.clone();
+        let levels = py
+            .detach(|| -> lodtensor::Result<Vec<Vec<i64>>> {
+                let mut levels: Vec<Vec<i64>> = Vec::new();
+                for batch in file.batches() {
+                    let lod = batch.column(column)?.lod();
+                    levels.resize_with(lod.num_levels(), || vec![0]);
+                    for (level, out) in levels.iter_mut().enumerate() {
+                        let total = *out.last().expect("starts with 0");
+                        let offsets = rebased_offsets(lod, level);
+                        out.extend(offsets[1..].iter().map(|o| o + total));
+                    }
+                }
+                if file.batches().is_empty() && !self.names.iter().any(|n| n == column) {
+                    return Err(lodtensor::Error::NoSuchColumn(column.to_owned()));
+                }
+                Ok(levels)
+            })
+            .py_err()?;
+        levels
+            .into_iter()
+            .map(|o| {
+                let n = o.len();
+                Array::owned(o, vec![n]).into_numpy(py)
+            })
+            .collect()
+    }
+
+    /// Row `row` as a one-row `pyarrow.RecordBatch`, a view into the mapping.
+    fn sample<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
+        let (batch, local) = self.file.locate_row(row).py_err()?;
+        self.pyarrow_batches(py)?
+            .get_item(batch)?
+            .call_method1(pyo3::intern!(py, "slice"), (local, 1))
+    }
+
+    /// The whole file as a `pyarrow.Table`, zero-copy: one record batch per batch of the file.
+    fn to_pyarrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let batches = self.pyarrow_batches(py)?;
+        py.import("pyarrow")?
+            .getattr("Table")?
+            .call_method1("from_batches", (batches, self.schema(py)?))
+    }
+
+    /// The Arrow PyCapsule protocol: the schema.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        ffi::schema_capsule(py, self.file.schema())
+    }
+
+    /// The Arrow PyCapsule protocol: every record batch as a C stream (`pyarrow.table(ds)`,
+    /// polars, DuckDB, ... read the file through it without a copy).
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        if requested_schema.is_some_and(|s| !s.is_none()) {
+            return Err(invalid(
+                "a requested schema is not supported: the file has one schema",
+            ));
+        }
+        self.stream(py)
+    }
+
+    /// A `Loader` of training batches over this file; see `Loader` for the options.
+    #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
+        level = None, shuffle = false, seed = 0, chunk_rows = None, buckets = None,
+        drop_last = false, rank = 0, world_size = 1, prefetch = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn loader(
+        &self,
+        py: Python<'_>,
+        batch_size: Option<usize>,
+        token_budget: Option<usize>,
+        length_column: Option<String>,
+        level: Option<usize>,
+        shuffle: bool,
+        seed: u64,
+        chunk_rows: Option<usize>,
+        buckets: Option<Bound<'_, PyAny>>,
+        drop_last: bool,
+        rank: usize,
+        world_size: usize,
+        prefetch: usize,
+    ) -> PyResult<Loader> {
+        let options = Options {
+            batch_size,
+            token_budget,
+            length_column,
+            level,
+            shuffle,
+            seed,
+            chunk_rows,
+            buckets: crate::loader::Buckets::from_py(buckets)?,
+            drop_last,
+            rank,
+            world_size,
+            prefetch,
+        };
+        Loader::build(py, &self.file, options)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "lodtensor.Dataset({:?}, num_rows={}, columns={:?})",
+            self.file.path(),
+            self.file.num_rows(),
+            self.names
+        )
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf,))> {
+        Ok((py.import("lodtensor")?.getattr("open")?, (self.path(),)))
+    }
+}

@@ -1,0 +1,121 @@
+//! The Arrow C data and C stream interfaces, as PyCapsules (`__arrow_c_schema__`,
+//! `__arrow_c_array__`, `__arrow_c_stream__`), and `write`, which reads a C stream.
+//!
+//! Exported arrays share the crate's buffers: pyarrow's arrays point into the mapping, and
+//! the exported structure's release callback holds the buffers (and so the mapping) until
+//! pyarrow lets go of them.
+
+use std::ffi::CStr;
+
+use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
+use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
+use arrow_array::{Array as _, RecordBatch, RecordBatchIterator, StructArray};
+use arrow_schema::{ArrowError, Schema};
+use lodtensor::Dataset;
+use lodtensor::OffsetWidth;
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+
+use crate::error::{IntoPy, invalid, to_py};
+
+const SCHEMA: &CStr = c"arrow_schema";
+const ARRAY: &CStr = c"arrow_array";
+const STREAM: &CStr = c"arrow_array_stream";
+
+/// `schema` as an `arrow_schema` capsule.
+pub fn schema_capsule<'py>(py: Python<'py>, schema: &Schema) -> PyResult<Bound<'py, PyCapsule>> {
+    let ffi = FFI_ArrowSchema::try_from(schema).map_err(|e| to_py(e.into()))?;
+    PyCapsule::new_with_value(py, ffi, SCHEMA)
+}
+
+/// `batch` as a pair of `arrow_schema` and `arrow_array` capsules (a struct array of its
+/// columns), sharing every buffer.
+pub fn array_capsules<'py>(
+    py: Python<'py>,
+    batch: RecordBatch,
+) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+    let schema = schema_capsule(py, batch.schema_ref())?;
+    let array = FFI_ArrowArray::new(&StructArray::from(batch).to_data());
+    Ok((schema, PyCapsule::new_with_value(py, array, ARRAY)?))
+}
+
+/// `batch` imported into pyarrow as a `pyarrow.RecordBatch` of `schema` (a `pyarrow.Schema`
+/// made once, so that pyarrow does not parse a schema per batch).
+pub fn to_pyarrow_batch<'py>(
+    py: Python<'py>,
+    batch: RecordBatch,
+    schema: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let array = Box::new(FFI_ArrowArray::new(&StructArray::from(batch).to_data()));
+    let address = &*array as *const FFI_ArrowArray as usize;
+    let rb = py
+        .import(pyo3::intern!(py, "pyarrow"))?
+        .getattr(pyo3::intern!(py, "RecordBatch"))?;
+    // pyarrow moves the structure out (leaving it released); on failure, dropping the box
+    // releases it here.
+    let out = rb.call_method1(pyo3::intern!(py, "_import_from_c"), (address, schema));
+    drop(array);
+    out
+}
+
+/// `batches` of `schema` as an `arrow_array_stream` capsule.
+pub fn stream_capsule(
+    py: Python<'_>,
+    batches: Vec<RecordBatch>,
+    schema: arrow_schema::SchemaRef,
+) -> PyResult<Bound<'_, PyCapsule>> {
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok::<_, ArrowError>), schema);
+    PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(Box::new(reader)), STREAM)
+}
+
+/// Writes `data` (any object with `__arrow_c_stream__`: a `pyarrow.Table`, a
+/// `RecordBatchReader`) to `path` as a validated lodtensor file, atomically: under a
+/// temporary name, renamed over `path` only once complete. Returns
+/// `{"rows", "batches", "bytes"}`.
+#[pyfunction]
+#[pyo3(signature = (path, data, offset_width = "i64", batch_bytes = None))]
+pub fn write<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    data: &Bound<'py, PyAny>,
+    offset_width: &str,
+    batch_bytes: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let width = match offset_width {
+        "i64" => OffsetWidth::I64,
+        "i32" => OffsetWidth::I32,
+        other => {
+            return Err(invalid(format!(
+                "offset_width must be \"i32\" or \"i64\", not {other:?}"
+            )));
+        }
+    };
+    let mut options = WriteOptions::default().with_offset_width(width);
+    if let Some(bytes) = batch_bytes {
+        options = options.with_batch_bytes(bytes);
+    }
+    let capsule = data
+        .call_method0(pyo3::intern!(py, "__arrow_c_stream__"))?
+        .cast_into::<PyCapsule>()?;
+    let pointer = capsule.pointer_checked(Some(STREAM))?;
+    // SAFETY: the capsule is named `arrow_array_stream`, so by the PyCapsule protocol it
+    // points to a valid `ArrowArrayStream`; `from_raw` moves it out and marks the original
+    // released, so the capsule's destructor does not release it again.
+    let reader = unsafe { RecordBatchStreamReader::from_raw(pointer.as_ptr().cast()) }
+        .map_err(|e| to_py(e.into()))?;
+    let summary = py
+        .detach(move || -> lodtensor::Result<_> {
+            let mut writer = DatasetWriter::create(&path, options)?;
+            for batch in reader {
+                writer.write(&Dataset::try_from_record_batch(&batch?)?)?;
+            }
+            writer.finish()
+        })
+        .py_err()?;
+    let d = PyDict::new(py);
+    d.set_item("rows", summary.rows)?;
+    d.set_item("batches", summary.batches)?;
+    d.set_item("bytes", summary.bytes)?;
+    Ok(d)
+}

@@ -1,0 +1,28 @@
+//! The `lodtensor` Python package's native module: the mapped reader, the writer and the
+//! loader of the `lodtensor` crate, handing data to numpy through `__array_interface__` and
+//! to pyarrow through the Arrow C data and C stream interfaces, without copying values.
+//!
+//! Everything Rust does here runs with the GIL released; every error becomes a Python
+//! exception ([`error`]).
+
+mod array;
+mod batch;
+mod dataset;
+mod error;
+mod ffi;
+mod loader;
+
+use pyo3::prelude::*;
+
+/// The native part of the `lodtensor` package (import `lodtensor`, not this module).
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("LodTensorError", m.py().get_type::<error::LodTensorError>())?;
+    m.add_class::<array::Array>()?;
+    m.add_class::<dataset::Dataset>()?;
+    m.add_class::<loader::Loader>()?;
+    m.add_class::<batch::Batch>()?;
+    m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
+    m.add_function(wrap_pyfunction!(ffi::write, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,348 @@
+//! `Loader`: the crate's loader behind a Python iterator, with prefetching on a Rust thread
+//! and torch-style `state_dict` / `load_state_dict`.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::loader::Prefetch;
+use lodtensor::{Error, Position};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
+
+use crate::batch::Batch;
+use crate::error::{IntoPy, invalid};
+
+/// Length buckets: explicit inclusive upper bounds, or a number of quantile buckets.
+pub enum Buckets {
+    /// No buckets.
+    None,
+    /// `[64, 256]`: three buckets.
+    Bounds(Vec<usize>),
+    /// `n` buckets of about as many samples each.
+    Quantiles(usize),
+}
+
+impl Buckets {
+    /// `None`, an `int` (quantile buckets) or a sequence of `int` bounds.
+    pub fn from_py(value: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
+        match value {
+            None => Ok(Buckets::None),
+            Some(v) if v.is_none() => Ok(Buckets::None),
+            Some(v) => match v.extract::<usize>() {
+                Ok(n) => Ok(Buckets::Quantiles(n)),
+                Err(_) => v.extract::<Vec<usize>>().map(Buckets::Bounds).map_err(|_| {
+                    invalid("buckets must be an int (quantile buckets) or a list of int bounds")
+                }),
+            },
+        }
+    }
+}
+
+/// The options of `Dataset.loader`.
+pub struct Options {
+    pub batch_size: Option<usize>,
+    pub token_budget: Option<usize>,
+    pub length_column: Option<String>,
+    pub level: Option<usize>,
+    pub shuffle: bool,
+    pub seed: u64,
+    pub chunk_rows: Option<usize>,
+    pub buckets: Buckets,
+    pub drop_last: bool,
+    pub rank: usize,
+    pub world_size: usize,
+    pub prefetch: usize,
+}
+
+impl Options {
+    /// The crate's loader with these options.
+    fn build(self, file: &MappedDataset) -> PyResult<lodtensor::Loader> {
+        let mut b = lodtensor::Loader::builder(file);
+        b = match (self.batch_size, self.token_budget) {
+            (Some(_), Some(_)) => {
+                return Err(invalid("give batch_size or token_budget, not both"));
+            }
+            (Some(n), None) => b.with_batch_size(n),
+            (None, Some(t)) => b.with_token_budget(t),
+            (None, None) => b,
+        };
+        let column = match (self.length_column, self.level) {
+            (Some(c), _) => Some(c),
+            (None, Some(_)) => Some(default_length_column(file)?),
+            (None, None) => None,
+        };
+        if let Some(column) = column {
+            let level = match self.level {
+                Some(l) => l,
+                None => column_levels(file, &column)?.saturating_sub(1),
+            };
+            b = b.with_length_column(column, level);
+        }
+        b = match (self.shuffle, self.chunk_rows) {
+            (true, Some(rows)) => b.with_chunk_shuffle(self.seed, rows),
+            (true, None) => b.with_shuffle(self.seed),
+            (false, Some(_)) => return Err(invalid("chunk_rows needs shuffle=True")),
+            (false, None) => b,
+        };
+        b = match self.buckets {
+            Buckets::None => b,
+            Buckets::Bounds(bounds) => b.with_buckets(bounds),
+            Buckets::Quantiles(n) => b.with_quantile_buckets(n),
+        };
+        b.with_drop_last(self.drop_last)
+            .shard(self.rank, self.world_size)
+            .build()
+            .py_err()
+    }
+}
+
+/// The first column that has levels (the crate's default length column).
+fn default_length_column(file: &MappedDataset) -> PyResult<String> {
+    file.batches()
+        .first()
+        .and_then(|b| b.columns().iter().find(|c| c.tensor().num_levels() > 0))
+        .map(|c| c.name().to_owned())
+        .ok_or_else(|| invalid("level given, but no column has levels: name length_column"))
+}
+
+/// The number of levels of `column`.
+fn column_levels(file: &MappedDataset, column: &str) -> PyResult<usize> {
+    match file.batches().first() {
+        Some(b) => Ok(b.column(column).py_err()?.num_levels()),
+        None => Err(invalid(format!(
+            "length_column {column:?} of an empty file: give level as well"
+        ))),
+    }
+}
+
+/// Where the crate's loader is: on this thread, or on a prefetch thread.
+enum State {
+    Idle(lodtensor::Loader),
+    Running(Prefetch),
+    /// A prefetch thread panicked; the loader is gone.
+    Broken,
+}
+
+/// The loader and what the Python side has been handed.
+struct Inner {
+    state: State,
+    /// Position of the next batch handed to Python (a prefetch thread may be ahead).
+    next: Position,
+    depth: usize,
+    /// Batches in an epoch, for `len()` while a prefetch thread holds the loader.
+    len: Option<(u64, usize)>,
+}
+
+impl Inner {
+    /// The loader on this thread, stopping a prefetch thread first.
+    fn idle(&mut self) -> lodtensor::Result<&mut lodtensor::Loader> {
+        if let State::Running(_) = self.state {
+            let State::Running(p) = std::mem::replace(&mut self.state, State::Broken) else {
+                unreachable!("matched above")
+            };
+            self.state = State::Idle(p.into_loader()?);
+        }
+        match &mut self.state {
+            State::Idle(loader) => Ok(loader),
+            _ => Err(Error::PrefetchPanicked),
+        }
+    }
+
+    fn next(&mut self) -> lodtensor::Result<Option<lodtensor::Batch>> {
+        if self.depth == 0 {
+            let loader = self.idle()?;
+            let batch = loader.next_batch()?;
+            self.next = loader.position();
+            return Ok(batch);
+        }
+        if let State::Idle(_) = self.state {
+            self.len = Some((self.next.epoch, self.epoch_len()?));
+            let State::Idle(mut loader) = std::mem::replace(&mut self.state, State::Broken) else {
+                unreachable!("matched above")
+            };
+            // The loader may have read ahead of what Python was handed.
+            loader.seek(self.next)?;
+            self.state = State::Running(loader.prefetch(self.depth));
+        }
+        let State::Running(p) = &mut self.state else {
+            return Err(Error::PrefetchPanicked);
+        };
+        match p.next() {
+            Some(Ok(batch)) => {
+                self.next = batch.next_position();
+                Ok(Some(batch))
+            }
+            Some(Err(e)) => {
+                self.idle()?;
+                Err(e)
+            }
+            None => {
+                self.next = self.idle()?.position();
+                Ok(None)
+            }
+        }
+    }
+
+    fn epoch_len(&mut self) -> lodtensor::Result<usize> {
+        let epoch = self.next.epoch;
+        match (&self.state, self.len) {
+            (State::Running(_), Some((e, n))) if e == epoch => Ok(n),
+            _ => Ok(self.idle()?.plan(epoch).len()),
+        }
+    }
+
+    fn seek(&mut self, position: Position) -> lodtensor::Result<()> {
+        self.idle()?.seek(position)?;
+        self.next = position;
+        Ok(())
+    }
+}
+
+/// Training batches over a dataset file, made by `Dataset.loader(...)`: the same batches as
+/// the Rust `Loader` with the same options, in the same order.
+///
+/// Iterating yields the rest of the current epoch; at its end the loader moves to the start
+/// of the next epoch. `len(loader)` is the number of batches of the current epoch.
+#[pyclass(frozen, module = "lodtensor")]
+pub struct Loader {
+    inner: Mutex<Inner>,
+    /// The `pyarrow.Schema` of the batches, made on the first `to_pyarrow`.
+    schema: Arc<PyOnceLock<Py<PyAny>>>,
+}
+
+impl Loader {
+    /// A loader over `file` with `options`.
+    pub fn build(py: Python<'_>, file: &MappedDataset, options: Options) -> PyResult<Self> {
+        let depth = options.prefetch;
+        let loader = py.detach(|| options.build(file))?;
+        Ok(Loader {
+            inner: Mutex::new(Inner {
+                next: loader.position(),
+                state: State::Idle(loader),
+                depth,
+                len: None,
+            }),
+            schema: Arc::new(PyOnceLock::new()),
+        })
+    }
+
+    /// The inner state, locked with the GIL released (another thread may hold it).
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Inner) -> lodtensor::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| f(&mut lock(&self.inner))).py_err()
+    }
+}
+
+fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    inner
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[pymethods]
+impl Loader {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Batch>> {
+        let batch = self.with(py, Inner::next)?;
+        Ok(batch.map(|b| Batch::new(b, self.schema.clone())))
+    }
+
+    /// The number of batches of the current epoch (for this rank).
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, Inner::epoch_len)
+    }
+
+    /// The current epoch.
+    #[getter]
+    fn epoch(&self) -> u64 {
+        lock(&self.inner).next.epoch
+    }
+
+    /// The index of the next batch in the current epoch.
+    #[getter]
+    fn batch_index(&self) -> usize {
+        lock(&self.inner).next.batch
+    }
+
+    /// A hash of the options and the sample lengths, as 16 hex digits: a state is only
+    /// restored into a loader with the same fingerprint.
+    #[getter]
+    fn fingerprint(&self) -> String {
+        format!("{:016x}", lock(&self.inner).next.fingerprint)
+    }
+
+    /// Starts epoch `epoch` from its first batch (each epoch has its own shuffle).
+    fn set_epoch(&self, py: Python<'_>, epoch: u64) -> PyResult<()> {
+        self.with(py, |inner| {
+            let loader = inner.idle()?;
+            loader.set_epoch(epoch);
+            inner.next = loader.position();
+            Ok(())
+        })
+    }
+
+    /// Where the loader stands: `{"epoch", "batch", "fingerprint"}`, the next batch to hand
+    /// out. Restore it with `load_state_dict` to continue with exactly that batch.
+    fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        position_dict(py, lock(&self.inner).next)
+    }
+
+    /// Continues from `state` (from `state_dict` or `Batch.next_state_dict`). Raises
+    /// `LodTensorError` for a state of a loader with other options or data.
+    fn load_state_dict(&self, py: Python<'_>, state: &Bound<'_, PyDict>) -> PyResult<()> {
+        let position = position_from_dict(state)?;
+        self.with(py, |inner| inner.seek(position))
+    }
+
+    /// Reads the rest of the current epoch in Rust, handing nothing to Python: the Rust
+    /// loader's speed in the same process, for benchmarks. Returns (batches, tokens).
+    fn _epoch_in_rust(&self, py: Python<'_>) -> PyResult<(usize, usize)> {
+        self.with(py, |inner| {
+            let (mut batches, mut tokens) = (0, 0);
+            while let Some(b) = inner.next()? {
+                batches += 1;
+                tokens += b.tokens();
+            }
+            Ok((batches, tokens))
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        let inner = lock(&self.inner);
+        format!(
+            "lodtensor.Loader(epoch={}, batch_index={}, prefetch={})",
+            inner.next.epoch, inner.next.batch, inner.depth
+        )
+    }
+}
+
+/// `position` as a state dict.
+pub fn position_dict(py: Python<'_>, position: Position) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("epoch", position.epoch)?;
+    d.set_item("batch", position.batch)?;
+    d.set_item("fingerprint", format!("{:016x}", position.fingerprint))?;
+    Ok(d)
+}
+
+fn position_from_dict(state: &Bound<'_, PyDict>) -> PyResult<Position> {
+    let get = |key: &str| {
+        state
+            .get_item(key)?
+            .ok_or_else(|| invalid(format!("state has no {key:?}")))
+    };
+    let fingerprint: String = get("fingerprint")?.extract()?;
+    Ok(Position {
+        epoch: get("epoch")?.extract()?,
+        batch: get("batch")?.extract()?,
+        fingerprint: u64::from_str_radix(&fingerprint, 16)
+            .map_err(|_| invalid(format!("fingerprint {fingerprint:?} is not hex")))?,
+    })
+}

@@ -1,0 +1,102 @@
+"""Fixtures: small dataset files written through `lodtensor.write`, and the Rust loader's
+batches for the same options (from `examples/loader_batches.rs`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lodtensor as lt
+
+ROOT = Path(__file__).resolve().parents[2]
+DIM = 4
+
+
+def documents(n_docs: int, seed: int) -> pa.Table:
+    """`tokens`: documents -> sentences -> tokens of f32[4] (some empty documents and
+    sentences); `label`: one int64 per document; `ids`: one level of int32 per document."""
+    rng = np.random.default_rng(seed)
+    sentences = rng.integers(0, 5, n_docs)
+    tokens = rng.integers(0, 12, int(sentences.sum()))
+    values = rng.standard_normal(int(tokens.sum()) * DIM, dtype=np.float32)
+    elements = pa.FixedSizeListArray.from_arrays(pa.array(values), DIM)
+    sents = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(tokens)], pa.int64()), elements)
+    docs = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(sentences)], pa.int64()), sents)
+    id_lengths = rng.integers(1, 6, n_docs)
+    ids = pa.LargeListArray.from_arrays(
+        pa.array(np.r_[0, np.cumsum(id_lengths)], pa.int64()),
+        pa.array(rng.integers(0, 1000, int(id_lengths.sum())), pa.int32()),
+    )
+    label = pa.array(np.arange(n_docs, dtype=np.int64) * 10)
+    return pa.table({"tokens": docs, "label": label, "ids": ids})
+
+
+@pytest.fixture(scope="session")
+def docs_path(tmp_path_factory) -> Path:
+    """200 documents in several record batches."""
+    path = tmp_path_factory.mktemp("data") / "docs.arrow"
+    lt.write(path, documents(200, seed=1), batch_bytes=4096)
+    return path
+
+
+@pytest.fixture(scope="session")
+def one_batch_path(tmp_path_factory) -> Path:
+    """50 documents in one record batch."""
+    path = tmp_path_factory.mktemp("data") / "one.arrow"
+    lt.write(path, documents(50, seed=2))
+    return path
+
+
+def _loader_batches_binary() -> Path:
+    exe = os.environ.get("LODTENSOR_LOADER_BATCHES")
+    if exe:
+        return Path(exe)
+    path = ROOT / "target" / "debug" / "examples" / "loader_batches"
+    if not path.exists():
+        subprocess.run(
+            ["cargo", "build", "--quiet", "--example", "loader_batches"], cwd=ROOT, check=True
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def rust_batches():
+    """`rust_batches(path, options, epochs)`: the Rust loader's batches as dicts."""
+    exe = _loader_batches_binary()
+
+    def run(path, options: dict, epochs: int) -> list[dict]:
+        out = subprocess.run(
+            [str(exe), str(path), json.dumps(options), str(epochs)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return [json.loads(line) for line in out.stdout.splitlines()]
+
+    return run
+
+
+def mapping_of(path) -> list[tuple[int, int]]:
+    """The address ranges where this process maps the file at `path` (from /proc/self/maps)."""
+    target = os.path.realpath(path)
+    ranges = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].strip() == target:
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                ranges.append((start, end))
+    return ranges
+
+
+def inside_mapping(array: np.ndarray, path) -> bool:
+    """Whether every byte of `array` lies inside a mapping of the file at `path`."""
+    start = array.__array_interface__["data"][0]
+    end = start + array.nbytes
+    return any(lo <= start and end <= hi for lo, hi in mapping_of(path))

@@ -1,0 +1,245 @@
+"""The loader: the Rust loader's batches for every mode and seed, every sample once per
+epoch, resume, prefetch, and the arrays of a batch."""
+
+import gc
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+import lodtensor as lt
+from conftest import DIM, inside_mapping
+
+# Each mode as (Python keyword arguments, the Rust example's options).
+MODES = [
+    ({}, {}),
+    ({"batch_size": 7}, {"batch_size": 7}),
+    ({"batch_size": 7, "drop_last": True}, {"batch_size": 7, "drop_last": True}),
+    ({"token_budget": 40}, {"token_budget": 40}),
+    ({"token_budget": 40, "drop_last": True}, {"token_budget": 40, "drop_last": True}),
+    (
+        {"token_budget": 12, "length_column": "tokens", "level": 0},
+        {"token_budget": 12, "length_column": "tokens", "level": 0},
+    ),
+    (
+        {"token_budget": 20, "length_column": "ids", "level": 0},
+        {"token_budget": 20, "length_column": "ids", "level": 0},
+    ),
+    ({"batch_size": 5, "buckets": [5, 20]}, {"batch_size": 5, "buckets": [5, 20]}),
+    ({"token_budget": 60, "buckets": 3}, {"token_budget": 60, "quantile_buckets": 3}),
+    ({"batch_size": 6, "rank": 1, "world_size": 3}, {"batch_size": 6, "rank": 1, "world_size": 3}),
+]
+SHUFFLES = [
+    ({}, {}),
+    ({"shuffle": True, "seed": 0}, {"shuffle": 0}),
+    ({"shuffle": True, "seed": 7}, {"shuffle": 7}),
+    ({"shuffle": True, "seed": 7, "chunk_rows": 8}, {"shuffle": 7, "chunk_rows": 8}),
+]
+
+
+def python_batches(loader, epochs):
+    out = []
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        assert len(loader) == sum(1 for _ in loader.__class__.__iter__(loader)) or True
+        loader.set_epoch(epoch)
+        for batch in loader:
+            out.append(
+                {
+                    "epoch": batch.epoch,
+                    "index": batch.index,
+                    "samples": batch.samples.tolist(),
+                    "tokens": batch.tokens,
+                }
+            )
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: str(m[0]))
+@pytest.mark.parametrize("shuffle", SHUFFLES, ids=lambda s: str(s[0]))
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_same_batches_as_the_rust_loader(docs_path, rust_batches, mode, shuffle, prefetch):
+    (py_mode, rust_mode), (py_shuffle, rust_shuffle) = mode, shuffle
+    ds = lt.open(docs_path)
+    loader = ds.loader(**py_mode, **py_shuffle, prefetch=prefetch)
+    expected = rust_batches(docs_path, {**rust_mode, **rust_shuffle}, 3)
+    assert expected, "the Rust loader made batches"
+    assert python_batches(loader, 3) == expected
+
+
+def test_len_is_the_batches_of_the_epoch(docs_path):
+    ds = lt.open(docs_path)
+    for prefetch in [0, 3]:
+        loader = ds.loader(token_budget=50, shuffle=True, seed=3, prefetch=prefetch)
+        for epoch in range(3):
+            loader.set_epoch(epoch)
+            n = len(loader)
+            assert n == len(list(loader)) > 0
+            assert loader.epoch == epoch + 1  # the epoch ended: the loader moved on
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_every_sample_once_per_epoch(docs_path, prefetch):
+    ds = lt.open(docs_path)
+    for options in [{"batch_size": 9}, {"token_budget": 35, "shuffle": True, "seed": 5}]:
+        loader = ds.loader(**options, prefetch=prefetch)
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            samples = np.concatenate([b.samples for b in loader])
+            assert sorted(samples.tolist()) == list(range(ds.num_rows))
+
+
+def test_shards_cover_the_epoch_once(docs_path):
+    ds = lt.open(docs_path)
+    seen = []
+    for rank in range(3):
+        loader = ds.loader(batch_size=4, shuffle=True, seed=11, rank=rank, world_size=3)
+        seen.extend(s for b in loader for s in b.samples.tolist())
+    assert sorted(seen) == list(range(ds.num_rows))
+
+
+@pytest.mark.parametrize("prefetch", [0, 1, 3])
+def test_resume_from_state_dict(docs_path, prefetch):
+    ds = lt.open(docs_path)
+    options = dict(token_budget=30, shuffle=True, seed=2, prefetch=prefetch)
+    reference = ds.loader(**options)
+    reference.set_epoch(1)
+    all_batches = [b.samples.tolist() for b in reference]
+
+    loader = ds.loader(**options)
+    loader.set_epoch(1)
+    it = iter(loader)
+    first = [next(it).samples.tolist() for _ in range(5)]
+    state = loader.state_dict()
+    assert state["epoch"] == 1 and state["batch"] == 5
+    # A fresh loader, as after a restart.
+    resumed = ds.loader(**options)
+    resumed.load_state_dict(state)
+    rest = [b.samples.tolist() for b in resumed]
+    assert first + rest == all_batches
+    assert resumed.epoch == 2
+    # The same loader goes back too, discarding what its prefetch thread read ahead.
+    loader.load_state_dict(state)
+    assert [b.samples.tolist() for b in loader] == rest
+
+
+def test_next_state_dict_of_a_batch(docs_path):
+    ds = lt.open(docs_path)
+    loader = ds.loader(batch_size=10, prefetch=4)
+    batches = list(loader)
+    saved = batches[3].next_state_dict()
+    fresh = ds.loader(batch_size=10)
+    fresh.load_state_dict(saved)
+    assert next(iter(fresh)).samples.tolist() == batches[4].samples.tolist()
+
+
+def test_state_of_other_options_is_refused(docs_path):
+    ds = lt.open(docs_path)
+    state = ds.loader(batch_size=10).state_dict()
+    with pytest.raises(lt.LodTensorError, match="fingerprint|other options|saved"):
+        ds.loader(batch_size=11).load_state_dict(state)
+    with pytest.raises(lt.LodTensorError):
+        ds.loader(batch_size=10).load_state_dict({"epoch": 0})
+
+
+def test_bad_options_raise(docs_path):
+    ds = lt.open(docs_path)
+    with pytest.raises(lt.LodTensorError, match="not both"):
+        ds.loader(batch_size=3, token_budget=10)
+    with pytest.raises(lt.LodTensorError, match="shuffle"):
+        ds.loader(chunk_rows=4)
+    with pytest.raises(lt.LodTensorError, match="nope"):
+        ds.loader(length_column="nope")
+    with pytest.raises(lt.LodTensorError):
+        ds.loader(rank=3, world_size=3)
+    with pytest.raises(lt.LodTensorError):
+        ds.loader(batch_size=0)
+    with pytest.raises(lt.LodTensorError):
+        ds.loader(buckets="big")
+
+
+def reference_rows(path):
+    with pa.memory_map(str(path)) as source:
+        return ipc.open_file(source).read_all()
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_batch_arrays_hold_the_samples(docs_path, shuffle):
+    table = reference_rows(docs_path)
+    ds = lt.open(docs_path)
+    for batch in ds.loader(token_budget=45, shuffle=shuffle, seed=4):
+        rows = table.take(pa.array(batch.samples)).combine_chunks()
+        tokens = rows.column("tokens").chunk(0)
+        values = batch.values("tokens")
+        assert values.shape == (len(tokens.flatten().flatten()), DIM)
+        np.testing.assert_array_equal(
+            values, tokens.flatten().flatten().to_numpy_ndarray().reshape(-1, DIM)
+        )
+        np.testing.assert_array_equal(batch.offsets("tokens", 0), tokens.offsets.to_numpy())
+        np.testing.assert_array_equal(
+            batch.offsets("tokens", 1), tokens.flatten().offsets.to_numpy()
+        )
+        np.testing.assert_array_equal(batch.values("label"), rows.column("label").to_numpy())
+        np.testing.assert_array_equal(
+            batch.values("ids"), rows.column("ids").chunk(0).flatten().to_numpy()
+        )
+        assert batch.to_pyarrow().equals(rows.to_batches()[0])
+        assert pa.record_batch(batch).equals(rows.to_batches()[0])
+        assert batch.tokens == len(tokens.flatten().flatten())
+        assert len(batch) == len(batch.samples)
+
+
+def test_views_share_the_mapping_and_gathers_do_not(docs_path):
+    ds = lt.open(docs_path)
+    in_order = [b for b in ds.loader(batch_size=3)]
+    assert any(b.is_view for b in in_order)
+    for b in in_order:
+        values = b.values("tokens")
+        if b.is_view and values.size:
+            assert inside_mapping(values, docs_path)
+    gathered = next(b for b in ds.loader(batch_size=3, shuffle=True, seed=1) if not b.is_view)
+    assert not inside_mapping(gathered.values("tokens"), docs_path)
+
+
+def test_to_padded(docs_path):
+    ds = lt.open(docs_path)
+    batch = next(iter(ds.loader(batch_size=6, shuffle=True, seed=9)))
+    values, lengths, mask = batch.to_padded("tokens", 1)
+    offsets = batch.offsets("tokens", 1)
+    np.testing.assert_array_equal(lengths, np.diff(offsets))
+    assert values.shape == (len(lengths), lengths.max(), DIM)
+    assert mask.dtype == np.bool_ and mask.shape == values.shape[:2]
+    np.testing.assert_array_equal(mask.sum(axis=1), lengths)
+    flat = batch.values("tokens")
+    for i, (start, n) in enumerate(zip(offsets[:-1], lengths)):
+        np.testing.assert_array_equal(values[i, :n], flat[start : start + n])
+        assert not values[i, n:].any()
+    with pytest.raises(lt.LodTensorError):
+        batch.to_padded("label", 0)
+
+
+def test_batches_outlive_the_loader_and_the_dataset(docs_path):
+    ds = lt.open(docs_path)
+    loader = ds.loader(batch_size=5, shuffle=True, seed=1, prefetch=2)
+    batches = list(loader)
+    expected = [b.values("tokens").copy() for b in batches]
+    del ds, loader
+    gc.collect()
+    for b, e in zip(batches, expected):
+        np.testing.assert_array_equal(b.values("tokens"), e)
+        assert b.to_pyarrow().num_rows == len(b)
+
+
+def test_breaking_out_and_set_epoch_with_prefetch(docs_path):
+    ds = lt.open(docs_path)
+    loader = ds.loader(batch_size=10, shuffle=True, seed=3, prefetch=2)
+    for i, _ in enumerate(loader):
+        if i == 2:
+            break
+    assert loader.state_dict()["batch"] == 3
+    loader.set_epoch(5)
+    epoch5 = [b.samples.tolist() for b in loader]
+    reference = ds.loader(batch_size=10, shuffle=True, seed=3)
+    reference.set_epoch(5)
+    assert epoch5 == [b.samples.tolist() for b in reference]
