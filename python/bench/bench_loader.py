@@ -1,0 +1,202 @@
+"""Python training-loop speed: lodtensor's Loader from Python beside a pure-pyarrow loop
+over the same memory-mapped file, and the Rust loader in the same process.
+
+    python python/bench/bench_loader.py [--mib 256] [--dir /tmp] [--repeat 5]
+
+The file: documents -> sentences -> tokens of f32[64], normal floats (incompressible),
+written with lodtensor.write. Every loop hands the training step the same thing per batch:
+the token values as a numpy [tokens, 64] array and the sentence offsets (int64, from 0).
+Batches: at most 4096 tokens, documents in file order, or shuffled with seed 7 (the same
+batches for every contender: pyarrow follows the Loader's plan). Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import os
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+import lodtensor as lt
+
+DIM = 64
+BUDGET = 4096
+
+
+def make_file(path: str, mib: int, seed: int = 1) -> None:
+    rng = np.random.default_rng(seed)
+    tokens_wanted = mib * 2**20 // (DIM * 4)
+    n_docs = max(1, tokens_wanted * 2 // 315)  # 10.5 sentences of 15 tokens on average
+    sentences = rng.integers(1, 21, n_docs)
+    tokens = rng.integers(1, 30, int(sentences.sum()))
+    values = rng.standard_normal(int(tokens.sum()) * DIM, dtype=np.float32)
+    elements = pa.FixedSizeListArray.from_arrays(pa.array(values), DIM)
+    sents = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(tokens)]), elements)
+    docs = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(sentences)]), sents)
+    lt.write(path, pa.table({"tokens": docs}))
+
+
+def best(times: list[float]) -> float:
+    return min(times)
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return best(times), out
+
+
+class PyarrowFile:
+    """The file opened the pyarrow way: memory_map, record batches, row starts."""
+
+    def __init__(self, path: str):
+        self.source = pa.memory_map(path)
+        reader = ipc.open_file(self.source)
+        self.batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+        self.starts = np.cumsum([0] + [b.num_rows for b in self.batches]).tolist()
+
+    def pieces(self, samples: np.ndarray):
+        """(record batch, local rows) for each record batch the samples touch, in order."""
+        out = []
+        for s in samples.tolist():
+            b = bisect.bisect_right(self.starts, s) - 1
+            local = s - self.starts[b]
+            if out and out[-1][0] == b:
+                out[-1][1].append(local)
+            else:
+                out.append((b, [local]))
+        return out
+
+
+def arrays_of(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    sents = column.flatten()
+    values = sents.flatten().storage.flatten().to_numpy(zero_copy_only=True).reshape(-1, DIM)
+    offsets = sents.offsets.to_numpy()
+    return values, offsets - offsets[0]
+
+
+def pyarrow_slices(f: PyarrowFile, plan: list[tuple[int, int, int]]) -> int:
+    """In order: one slice per batch (a plan entry is record batch, first row, rows)."""
+    tokens = 0
+    for b, first, n in plan:
+        values, _ = arrays_of(f.batches[b].column(0).slice(first, n))
+        tokens += len(values)
+    return tokens
+
+
+def pyarrow_take(f: PyarrowFile, plan: list[list[tuple[int, list[int]]]]) -> int:
+    """Shuffled: per batch, take the rows of each record batch, concatenate the pieces."""
+    tokens = 0
+    for pieces in plan:
+        parts = [arrays_of(f.batches[b].column(0).take(pa.array(rows))) for b, rows in pieces]
+        values = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
+        tokens += len(values)
+    return tokens
+
+
+def lodtensor_epoch(loader) -> int:
+    tokens = 0
+    for batch in loader:
+        values = batch.values("tokens")
+        batch.offsets("tokens", 1)
+        tokens += len(values)
+    return tokens
+
+
+def rust_epoch(loader) -> int:
+    return loader._epoch_in_rust()[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mib", type=int, default=256)
+    parser.add_argument("--dir", default=tempfile.gettempdir())
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    path = os.path.join(args.dir, f"lodtensor-bench-{args.mib}.arrow")
+    if not os.path.exists(path):
+        make_file(path, args.mib)
+    size = os.path.getsize(path)
+    ds = lt.open(path)
+    f = PyarrowFile(path)
+    rows = []
+
+    def epochs(shuffle: bool):
+        loader = ds.loader(token_budget=BUDGET, shuffle=shuffle, seed=7)
+        plan = [b.samples.copy() for b in ds.loader(token_budget=BUDGET, shuffle=shuffle, seed=7)]
+        return loader, plan
+
+    # In order.
+    loader, plan = epochs(False)
+    in_order_plan = []
+    for samples in plan:
+        pieces = f.pieces(samples)
+        if len(pieces) == 1:
+            b, local = pieces[0]
+            in_order_plan.append((b, local[0], len(local)))
+        else:  # crosses a record batch: read as two slices, like the Loader's gather
+            for b, local in pieces:
+                in_order_plan.append((b, local[0], len(local)))
+    t_py, tokens = timed(lambda: pyarrow_slices(f, in_order_plan), args.repeat)
+    t_lt, tokens_lt = timed(lambda: lodtensor_epoch(loader), args.repeat)
+    t_rs, tokens_rs = timed(lambda: rust_epoch(loader), args.repeat)
+    assert tokens == tokens_lt == tokens_rs, (tokens, tokens_lt, tokens_rs)
+    rows.append(("in order", tokens, t_py, t_lt, t_rs, "slice"))
+
+    # Shuffled.
+    loader, plan = epochs(True)
+    take_plan = [f.pieces(samples) for samples in plan]
+    t_py, tokens = timed(lambda: pyarrow_take(f, take_plan), args.repeat)
+    t_lt, tokens_lt = timed(lambda: lodtensor_epoch(loader), args.repeat)
+    t_rs, tokens_rs = timed(lambda: rust_epoch(loader), args.repeat)
+    assert tokens == tokens_lt == tokens_rs
+    rows.append(("shuffled", tokens, t_py, t_lt, t_rs, "take"))
+
+    # A random document, and open.
+    rng = np.random.default_rng(3)
+    picks = rng.integers(0, ds.num_rows, 100_000).tolist()
+    ds.sample(0)  # the pyarrow record batches are imported once, on first use
+
+    def py_sample():
+        for s in picks:
+            b = bisect.bisect_right(f.starts, s) - 1
+            f.batches[b].slice(s - f.starts[b], 1)
+
+    def lt_sample():
+        for s in picks:
+            ds.sample(s)
+
+    t_sample_py, _ = timed(py_sample, args.repeat)
+    t_sample_lt, _ = timed(lt_sample, args.repeat)
+    t_open_lt, _ = timed(lambda: lt.open(path), 20)
+
+    def py_open():
+        with pa.memory_map(path) as source:
+            reader = ipc.open_file(source)
+            [reader.get_batch(i) for i in range(reader.num_record_batches)]
+
+    t_open_py, _ = timed(py_open, 20)
+
+    print(f"File: {size / 2**20:.0f} MiB, {ds.num_rows} documents, {ds.num_batches} record batches, "
+          f"f32[{DIM}] tokens; {BUDGET}-token batches; best of {args.repeat}.\n")
+    print("| | pure pyarrow | lodtensor from Python | Rust Loader (same process) | lodtensor / pyarrow | Python / Rust |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, tokens, tp, tl, tr, how in rows:
+        mt = lambda t: f"{tokens / t / 1e6:.0f} M tokens/s"
+        print(f"| {name} ({how}) | {mt(tp)} | {mt(tl)} | {mt(tr)} | {tp / tl:.2f}x | {tr / tl * 100:.0f} % |")
+    n = len(picks)
+    print(f"| random document | {t_sample_py / n * 1e6:.2f} µs | {t_sample_lt / n * 1e6:.2f} µs | | {t_sample_py / t_sample_lt:.2f}x | |")
+    print(f"| open | {t_open_py * 1e3:.3f} ms | {t_open_lt * 1e3:.3f} ms | | {t_open_py / t_open_lt:.2f}x | |")
+
+
+if __name__ == "__main__":
+    main()

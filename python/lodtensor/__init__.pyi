@@ -1,0 +1,130 @@
+"""Type stubs of the lodtensor package."""
+
+import os
+from typing import Any, Iterator, Sequence, TypedDict, Union
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+__version__: str
+
+_Path = Union[str, os.PathLike[str]]
+
+class LodTensorError(ValueError):
+    """A file, argument or loader state that lodtensor refuses; the message says what and where."""
+
+class StateDict(TypedDict):
+    epoch: int
+    batch: int
+    fingerprint: str
+
+class WriteSummary(TypedDict):
+    rows: int
+    batches: int
+    bytes: int
+
+def open(path: _Path, columns: Sequence[str] | None = None) -> Dataset:
+    """Maps and validates the dataset file at ``path``."""
+
+def write(
+    path: _Path,
+    data: Any,
+    *,
+    offset_width: str = "i64",
+    batch_bytes: int | None = None,
+) -> WriteSummary:
+    """Writes pyarrow data to ``path`` as a validated lodtensor file, atomically."""
+
+class Dataset:
+    """A dataset file, memory-mapped and validated."""
+
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def column_names(self) -> list[str]: ...
+    @property
+    def num_batches(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def schema(self) -> pa.Schema: ...
+    def __len__(self) -> int: ...
+    def lod(self, column: str) -> list[npt.NDArray[np.int64]]:
+        """The offsets of each level of ``column`` over the whole file, level 0 first."""
+    def sample(self, row: int) -> pa.RecordBatch:
+        """Row ``row`` as a one-row record batch, a view into the mapping."""
+    def to_pyarrow(self) -> pa.Table:
+        """The whole file as a table, zero-copy."""
+    def __arrow_c_schema__(self) -> object: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def loader(
+        self,
+        *,
+        batch_size: int | None = None,
+        token_budget: int | None = None,
+        length_column: str | None = None,
+        level: int | None = None,
+        shuffle: bool = False,
+        seed: int = 0,
+        chunk_rows: int | None = None,
+        buckets: int | Sequence[int] | None = None,
+        drop_last: bool = False,
+        rank: int = 0,
+        world_size: int = 1,
+        prefetch: int = 0,
+    ) -> Loader:
+        """Training batches over this file (the Rust loader's batches for the same options)."""
+
+class Loader:
+    """Training batches: iterating yields the rest of the current epoch."""
+
+    def __iter__(self) -> Iterator[Batch]: ...
+    def __next__(self) -> Batch: ...
+    def __len__(self) -> int:
+        """The number of batches of the current epoch."""
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def batch_index(self) -> int: ...
+    @property
+    def fingerprint(self) -> str: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def state_dict(self) -> StateDict: ...
+    def load_state_dict(self, state: StateDict) -> None: ...
+    def _epoch_in_rust(self) -> tuple[int, int]: ...
+
+class Batch:
+    """One batch: every column for the batch's samples."""
+
+    @property
+    def samples(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def column_names(self) -> list[str]: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def max_len(self) -> int: ...
+    @property
+    def is_oversize(self) -> bool: ...
+    @property
+    def is_view(self) -> bool: ...
+    @property
+    def padding_ratio(self) -> float: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def index(self) -> int: ...
+    def __len__(self) -> int: ...
+    def num_levels(self, column: str) -> int: ...
+    def next_state_dict(self) -> StateDict: ...
+    def values(self, column: str) -> np.ndarray:
+        """``[n_elements, *element_shape]``, a read-only view when the batch is a view."""
+    def offsets(self, column: str, level: int) -> npt.NDArray[np.int64]: ...
+    def to_padded(
+        self, column: str, level: int
+    ) -> tuple[np.ndarray, npt.NDArray[np.int64], npt.NDArray[np.bool_]]: ...
+    def to_pyarrow(self) -> pa.RecordBatch: ...
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]: ...
+    def to_torch_nested(self, column: str, level: int | None = None) -> Any:
+        """A ``torch.nested`` jagged tensor (needs torch)."""

@@ -1,0 +1,40 @@
+"""torch: nested tensors and the IterableDataset recipe in examples/ (skipped without torch)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lodtensor as lt
+from conftest import ROOT
+
+torch = pytest.importorskip("torch")
+
+
+def test_to_torch_nested(docs_path):
+    ds = lt.open(docs_path)
+    batch = next(iter(ds.loader(batch_size=5)))
+    nested = batch.to_torch_nested("tokens")
+    offsets = batch.offsets("tokens", 1)
+    values = batch.values("tokens")
+    assert nested.size(0) == len(offsets) - 1
+    for i, t in enumerate(nested.unbind()):
+        np.testing.assert_array_equal(t.numpy(), values[offsets[i] : offsets[i + 1]])
+    documents = batch.to_torch_nested("tokens", 0)
+    assert documents.size(0) == len(batch)
+
+
+def test_iterable_dataset_recipe_gives_each_sample_once(docs_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "torch_iterable_dataset.py"), str(docs_path), "2", "2"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    for epoch in range(2):
+        samples = [s for line in lines if line["epoch"] == epoch for s in line["samples"]]
+        assert sorted(samples) == list(range(lt.open(docs_path).num_rows))
+        assert {line["shard"] for line in lines if line["epoch"] == epoch} == {0, 1}

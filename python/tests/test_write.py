@@ -1,0 +1,69 @@
+"""lodtensor.write: pyarrow data to a validated file, atomically."""
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+import lodtensor as lt
+from conftest import documents
+
+
+def read(path) -> pa.Table:
+    with pa.memory_map(str(path)) as source:
+        return ipc.open_file(source).read_all()
+
+
+def test_round_trip_of_tables_batches_and_readers(tmp_path):
+    table = documents(30, seed=3)
+    for i, data in enumerate(
+        [table, table.to_batches(), table.to_batches()[0], pa.RecordBatchReader.from_batches(table.schema, table.to_batches())]
+    ):
+        path = tmp_path / f"t{i}.arrow"
+        summary = lt.write(path, data)
+        assert summary["rows"] == 30 and summary["bytes"] == path.stat().st_size
+        ds = lt.open(path)
+        assert ds.num_rows == 30
+        back = ds.to_pyarrow()
+        for name in table.column_names:
+            assert back.column(name).to_pylist() == table.column(name).to_pylist()
+
+
+def test_offset_width(tmp_path):
+    table = documents(10, seed=4)
+    lt.write(tmp_path / "i32.arrow", table, offset_width="i32")
+    assert pa.types.is_list(read(tmp_path / "i32.arrow").schema.field("tokens").type)
+    with pytest.raises(lt.LodTensorError, match="offset_width"):
+        lt.write(tmp_path / "x.arrow", table, offset_width="i16")
+
+
+def test_invalid_data_raises_and_leaves_the_target_alone(tmp_path):
+    path = tmp_path / "keep.arrow"
+    lt.write(path, documents(5, seed=5))
+    before = path.read_bytes()
+    nulls = pa.table({"x": pa.array([1.0, None, 3.0])})
+    with pytest.raises(lt.LodTensorError, match="null"):
+        lt.write(path, nulls)
+    strings = pa.table({"s": pa.array(["a", "b"])})
+    with pytest.raises(lt.LodTensorError):
+        lt.write(path, strings)
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["keep.arrow"], "no temporary file is left"
+
+
+def test_writing_over_a_mapped_file_keeps_the_readers_view(tmp_path):
+    path = tmp_path / "live.arrow"
+    lt.write(path, documents(20, seed=6))
+    ds = lt.open(path)
+    values = next(iter(ds.loader(batch_size=20))).values("tokens")
+    expected = values.copy()
+    lt.write(path, documents(7, seed=7))
+    np.testing.assert_array_equal(values, expected)
+    assert ds.num_rows == 20 and lt.open(path).num_rows == 7
+
+
+def test_missing_directory_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        lt.write(tmp_path / "no" / "such.arrow", documents(2, seed=8))
