@@ -42,17 +42,17 @@ def make_file(path: str, mib: int, seed: int = 1) -> None:
     lt.write(path, pa.table({"tokens": docs}))
 
 
-def best(times: list[float]) -> float:
-    return min(times)
-
-
-def timed(fn, repeat: int) -> tuple[float, object]:
-    times, out = [], None
+def race(contenders: dict, repeat: int) -> dict:
+    """The best time and the result of each contender, run in turns so that the load of a
+    shared machine falls on all of them alike."""
+    times = {name: [] for name in contenders}
+    out = {}
     for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return best(times), out
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            out[name] = fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: (min(times[name]), out[name]) for name in contenders}
 
 
 class PyarrowFile:
@@ -103,6 +103,19 @@ def pyarrow_take(f: PyarrowFile, plan: list[list[tuple[int, list[int]]]]) -> int
     return tokens
 
 
+def pyarrow_slices_concat(f: PyarrowFile, plan: list[list[tuple[int, list[int]]]]) -> int:
+    """Shuffled: per batch, one slice per row, values and lengths concatenated with numpy."""
+    tokens = 0
+    for pieces in plan:
+        parts = [arrays_of(f.batches[b].column(0).slice(r, 1)) for b, rows in pieces for r in rows]
+        values = np.concatenate([p[0] for p in parts])
+        lengths = np.concatenate([np.diff(p[1]) for p in parts])
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        tokens += len(values)
+    return tokens
+
+
 def lodtensor_epoch(loader) -> int:
     tokens = 0
     for batch in loader:
@@ -146,20 +159,34 @@ def main() -> None:
         else:  # crosses a record batch: read as two slices, like the Loader's gather
             for b, local in pieces:
                 in_order_plan.append((b, local[0], len(local)))
-    t_py, tokens = timed(lambda: pyarrow_slices(f, in_order_plan), args.repeat)
-    t_lt, tokens_lt = timed(lambda: lodtensor_epoch(loader), args.repeat)
-    t_rs, tokens_rs = timed(lambda: rust_epoch(loader), args.repeat)
+    r = race(
+        {
+            "py": lambda: pyarrow_slices(f, in_order_plan),
+            "lt": lambda: lodtensor_epoch(loader),
+            "rs": lambda: rust_epoch(loader),
+        },
+        args.repeat,
+    )
+    (t_py, tokens), (t_lt, tokens_lt), (t_rs, tokens_rs) = r["py"], r["lt"], r["rs"]
     assert tokens == tokens_lt == tokens_rs, (tokens, tokens_lt, tokens_rs)
     rows.append(("in order", tokens, t_py, t_lt, t_rs, "slice"))
 
     # Shuffled.
     loader, plan = epochs(True)
     take_plan = [f.pieces(samples) for samples in plan]
-    t_py, tokens = timed(lambda: pyarrow_take(f, take_plan), args.repeat)
-    t_lt, tokens_lt = timed(lambda: lodtensor_epoch(loader), args.repeat)
-    t_rs, tokens_rs = timed(lambda: rust_epoch(loader), args.repeat)
-    assert tokens == tokens_lt == tokens_rs
+    t_py, tokens = race({"take": lambda: pyarrow_take(f, take_plan)}, 1)["take"]
+    r = race(
+        {
+            "py": lambda: pyarrow_slices_concat(f, take_plan),
+            "lt": lambda: lodtensor_epoch(loader),
+            "rs": lambda: rust_epoch(loader),
+        },
+        args.repeat,
+    )
+    (t_py2, tokens2), (t_lt, tokens_lt), (t_rs, tokens_rs) = r["py"], r["lt"], r["rs"]
+    assert tokens == tokens2 == tokens_lt == tokens_rs
     rows.append(("shuffled", tokens, t_py, t_lt, t_rs, "take"))
+    rows.append(("shuffled", tokens, t_py2, t_lt, t_rs, "row slices + np.concatenate"))
 
     # A random document, and open.
     rng = np.random.default_rng(3)
@@ -175,23 +202,24 @@ def main() -> None:
         for s in picks:
             ds.sample(s)
 
-    t_sample_py, _ = timed(py_sample, args.repeat)
-    t_sample_lt, _ = timed(lt_sample, args.repeat)
-    t_open_lt, _ = timed(lambda: lt.open(path), 20)
+    r = race({"py": py_sample, "lt": lt_sample}, args.repeat)
+    t_sample_py, t_sample_lt = r["py"][0], r["lt"][0]
 
     def py_open():
         with pa.memory_map(path) as source:
             reader = ipc.open_file(source)
             [reader.get_batch(i) for i in range(reader.num_record_batches)]
 
-    t_open_py, _ = timed(py_open, 20)
+    r = race({"py": py_open, "lt": lambda: lt.open(path)}, 20)
+    t_open_py, t_open_lt = r["py"][0], r["lt"][0]
 
     print(f"File: {size / 2**20:.0f} MiB, {ds.num_rows} documents, {ds.num_batches} record batches, "
-          f"f32[{DIM}] tokens; {BUDGET}-token batches; best of {args.repeat}.\n")
+          f"f32[{DIM}] tokens; {BUDGET}-token batches; best of {args.repeat} "
+          "(pyarrow take: one run).\n")
     print("| | pure pyarrow | lodtensor from Python | Rust Loader (same process) | lodtensor / pyarrow | Python / Rust |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, tokens, tp, tl, tr, how in rows:
-        mt = lambda t: f"{tokens / t / 1e6:.0f} M tokens/s"
+        mt = lambda t: f"{tokens / t / 1e6:.{0 if tokens / t >= 1e7 else 1}f} M tokens/s"
         print(f"| {name} ({how}) | {mt(tp)} | {mt(tl)} | {mt(tr)} | {tp / tl:.2f}x | {tr / tl * 100:.0f} % |")
     n = len(picks)
     print(f"| random document | {t_sample_py / n * 1e6:.2f} µs | {t_sample_lt / n * 1e6:.2f} µs | | {t_sample_py / t_sample_lt:.2f}x | |")

@@ -4,6 +4,7 @@
 //! view's base).
 
 use std::any::Any;
+use std::ffi::c_int;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::error::IntoPy;
+use crate::numpy_api;
 
 /// The byte-order mark of numpy type strings on this machine.
 const ORDER: char = if cfg!(target_endian = "little") {
@@ -29,6 +31,8 @@ pub struct Array {
     address: usize,
     shape: Vec<usize>,
     typestr: String,
+    /// numpy's type number of the items.
+    typenum: c_int,
     writable: bool,
 }
 
@@ -38,13 +42,14 @@ impl Array {
         owner: Arc<dyn Any + Send + Sync>,
         address: *const u8,
         shape: Vec<usize>,
-        typestr: String,
+        dtype: DType,
     ) -> Self {
         Array {
             _owner: owner,
             address: address as usize,
             shape,
-            typestr,
+            typestr: typestr(dtype),
+            typenum: typenum(dtype),
             writable: false,
         }
     }
@@ -56,7 +61,8 @@ impl Array {
             address: address as usize,
             _owner: Arc::new(items),
             shape,
-            typestr: T::typestr(),
+            typestr: typestr(T::DTYPE),
+            typenum: typenum(T::DTYPE),
             writable: true,
         }
     }
@@ -78,24 +84,40 @@ impl Array {
 
 /// Native item types an [`Array`] can own.
 pub trait Element: Send + Sync + 'static {
-    /// numpy's type string.
-    fn typestr() -> String;
+    /// The item type.
+    const DTYPE: DType;
 }
 
 impl Element for i64 {
-    fn typestr() -> String {
-        format!("{ORDER}i8")
-    }
+    const DTYPE: DType = DType::Int64;
 }
 
 impl Element for bool {
-    fn typestr() -> String {
-        "|b1".to_owned()
+    const DTYPE: DType = DType::Bool;
+}
+
+/// numpy's type number of `dtype` (`NPY_BOOL`, `NPY_BYTE`, ...).
+fn typenum(dtype: DType) -> c_int {
+    // `long` is 64 bits except on Windows, where numpy's int64 is `long long`.
+    let (i64_num, u64_num) = if cfg!(windows) { (9, 10) } else { (7, 8) };
+    match dtype {
+        DType::Bool => 0,
+        DType::Int8 => 1,
+        DType::UInt8 => 2,
+        DType::Int16 => 3,
+        DType::UInt16 => 4,
+        DType::Int32 => 5,
+        DType::UInt32 => 6,
+        DType::Int64 => i64_num,
+        DType::UInt64 => u64_num,
+        DType::Float32 => 11,
+        DType::Float64 => 12,
+        DType::Float16 => 23,
     }
 }
 
 /// numpy's type string of `dtype` (booleans as numpy's one-byte `bool`).
-pub fn typestr(dtype: DType) -> String {
+fn typestr(dtype: DType) -> String {
     let code = match dtype {
         DType::Bool => return "|b1".to_owned(),
         DType::UInt8 => return "|u1".to_owned(),
@@ -130,7 +152,7 @@ pub fn values_array(
             // `items` lies inside the values: the LoD that gave `elements` was validated
             // against them, so the address stays inside the buffer.
             let address = values.as_ptr().wrapping_add(items.start * width);
-            Ok(Array::view(owner, address, shape, typestr(values.dtype())))
+            Ok(Array::view(owner, address, shape, values.dtype()))
         }
         None => {
             let bits = values.booleans().py_err()?.values();
@@ -165,10 +187,29 @@ impl Array {
     /// The numpy array over this buffer (numpy keeps the `Array`, and so the owner, as its
     /// base).
     pub fn into_numpy(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        let (address, typenum, writable) = (self.address, self.typenum, self.writable);
+        let shape = self.shape.clone();
+        let base = Bound::new(py, self)?.into_any();
+        // SAFETY: `address` holds `shape` items of the type (an Arrow buffer, whose items
+        // are aligned, or a `Vec`), kept alive by the owner inside `base`; only the `Vec`s
+        // of `Array::owned`, which nothing else reads, are writable.
+        let made = unsafe {
+            numpy_api::new_array(
+                py,
+                base.clone(),
+                address as *mut _,
+                &shape,
+                typenum,
+                writable,
+            )
+        };
+        if let Some(array) = made {
+            return array;
+        }
         let asarray = ASARRAY.get_or_try_init(py, || {
             py.import("numpy")?.getattr("asarray").map(Bound::unbind)
         })?;
-        asarray.bind(py).call1((Bound::new(py, self)?,))
+        asarray.bind(py).call1((base,))
     }
 
     /// The same items seen as `shape` (same number of items).

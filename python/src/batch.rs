@@ -48,7 +48,7 @@ impl Batch {
                 self.inner.clone(),
                 samples.as_ptr().cast(),
                 vec![n],
-                crate::array::typestr(lodtensor::DType::Int64),
+                lodtensor::DType::Int64,
             )
         } else {
             Array::owned(samples.iter().map(|&s| s as i64).collect(), vec![n])

@@ -11,6 +11,7 @@ mod dataset;
 mod error;
 mod ffi;
 mod loader;
+mod numpy_api;
 
 use pyo3::prelude::*;
 

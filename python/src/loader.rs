@@ -118,7 +118,7 @@ fn column_levels(file: &MappedDataset, column: &str) -> PyResult<usize> {
 
 /// Where the crate's loader is: on this thread, or on a prefetch thread.
 enum State {
-    Idle(lodtensor::Loader),
+    Idle(Box<lodtensor::Loader>),
     Running(Prefetch),
     /// A prefetch thread panicked; the loader is gone.
     Broken,
@@ -141,7 +141,7 @@ impl Inner {
             let State::Running(p) = std::mem::replace(&mut self.state, State::Broken) else {
                 unreachable!("matched above")
             };
-            self.state = State::Idle(p.into_loader()?);
+            self.state = State::Idle(Box::new(p.into_loader()?));
         }
         match &mut self.state {
             State::Idle(loader) => Ok(loader),
@@ -163,7 +163,7 @@ impl Inner {
             };
             // The loader may have read ahead of what Python was handed.
             loader.seek(self.next)?;
-            self.state = State::Running(loader.prefetch(self.depth));
+            self.state = State::Running((*loader).prefetch(self.depth));
         }
         let State::Running(p) = &mut self.state else {
             return Err(Error::PrefetchPanicked);
@@ -219,7 +219,7 @@ impl Loader {
         Ok(Loader {
             inner: Mutex::new(Inner {
                 next: loader.position(),
-                state: State::Idle(loader),
+                state: State::Idle(Box::new(loader)),
                 depth,
                 len: None,
             }),
