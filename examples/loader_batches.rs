@@ -9,8 +9,8 @@
 //! `shuffle` (the seed), `chunk_rows`, `buckets` (a list of bounds) or `quantile_buckets`,
 //! `drop_last`, `rank` with `world_size`.
 
-use lodtensor::io::ipc_reader::MappedDataset;
-use lodtensor::loader::Loader;
+use lodtensor::Loader;
+use lodtensor::MappedDataset;
 use serde_json::{Value, json};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -146,10 +146,8 @@ impl Batch {
         let lod = self.tensor(column)?.lod();
         let levels = lod.num_levels();
         if level >= levels {
-            return Err(crate::error::to_py(lodtensor::Error::LevelOutOfBounds {
-                level,
-                levels,
-            }));
+            let e = lodtensor::ArgumentError::LevelOutOfBounds { level, levels };
+            return Err(crate::error::to_py(e.into()));
         }
         let offsets = rebased_offsets(lod, level);
         let n = offsets.len();

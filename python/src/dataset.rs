@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::MappedDataset;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyList};
@@ -132,7 +132,7 @@ impl Dataset {
                     }
                 }
                 if file.batches().is_empty() && !self.names.iter().any(|n| n == column) {
-                    return Err(lodtensor::Error::NoSuchColumn(column.to_owned()));
+                    return Err(lodtensor::ArgumentError::NoSuchColumn(column.to_owned()).into());
                 }
                 Ok(levels)
             })

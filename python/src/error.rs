@@ -14,30 +14,22 @@ create_exception!(
     "A file, argument or loader state that lodtensor refuses; the message says what and where."
 );
 
-/// The exception for `e`: an I/O fault at its root becomes the matching `OSError`
+/// The exception for `e`: an I/O fault becomes the matching `OSError`
 /// (a missing file is `FileNotFoundError`), anything else `LodTensorError`; both carry the
 /// whole message (file, column, level, index).
 pub fn to_py(e: lodtensor::Error) -> PyErr {
     let message = e.to_string();
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e.root());
-    while let Some(c) = cause {
-        let io = match c.downcast_ref::<lodtensor::Error>() {
-            Some(lodtensor::Error::Io(io)) => Some(io),
-            _ => c.downcast_ref::<std::io::Error>(),
-        };
-        if let Some(io) = io {
-            let args = (io.raw_os_error().unwrap_or(0), message);
-            return match io.kind() {
-                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
-                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(args),
-                std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(args),
-                std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(args),
-                _ => PyOSError::new_err(args),
-            };
-        }
-        cause = c.source();
+    let lodtensor::ErrorKind::Io(io) = e.kind() else {
+        return LodTensorError::new_err(message);
+    };
+    let args = (io.raw_os_error().unwrap_or(0), message);
+    match io.kind() {
+        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
+        std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(args),
+        std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(args),
+        std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(args),
+        _ => PyOSError::new_err(args),
     }
-    LodTensorError::new_err(message)
 }
 
 /// A `LodTensorError` with `message` (bad arguments found on the Python side of the call).

@@ -13,7 +13,7 @@ use arrow_array::{Array as _, RecordBatch, RecordBatchIterator, StructArray};
 use arrow_schema::{ArrowError, Schema};
 use lodtensor::Dataset;
 use lodtensor::OffsetWidth;
-use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+use lodtensor::{DatasetWriter, WriteOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 

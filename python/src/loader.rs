@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::MappedDataset;
 use lodtensor::loader::Prefetch;
-use lodtensor::{Error, Position};
+use lodtensor::{Error, Position, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
@@ -145,7 +145,7 @@ impl Inner {
         }
         match &mut self.state {
             State::Idle(loader) => Ok(loader),
-            _ => Err(Error::PrefetchPanicked),
+            _ => Err(Error::from(UnusableError::PrefetchPanicked)),
         }
     }
 
@@ -166,7 +166,7 @@ impl Inner {
             self.state = State::Running((*loader).prefetch(self.depth));
         }
         let State::Running(p) = &mut self.state else {
-            return Err(Error::PrefetchPanicked);
+            return Err(Error::from(UnusableError::PrefetchPanicked));
         };
         match p.next() {
             Some(Ok(batch)) => {
