@@ -271,11 +271,13 @@ impl Loader {
         lock(&self.inner).next.batch
     }
 
-    /// A hash of the options and the sample lengths, as 16 hex digits: a state is only
-    /// restored into a loader with the same fingerprint.
+    /// A hash of the options and the data that make the plan (as in `state_dict`): a state
+    /// is only restored into a loader with the same fingerprint.
     #[getter]
-    fn fingerprint(&self) -> String {
-        format!("{:016x}", lock(&self.inner).next.fingerprint)
+    fn fingerprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        position_dict(py, lock(&self.inner).next)?
+            .as_any()
+            .get_item("fingerprint")
     }
 
     /// Starts epoch `epoch` from its first batch (each epoch has its own shuffle).
@@ -323,26 +325,19 @@ impl Loader {
     }
 }
 
-/// `position` as a state dict.
+/// `position` as a state dict: the crate's JSON form of a position, as a `dict`.
 pub fn position_dict(py: Python<'_>, position: Position) -> PyResult<Bound<'_, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("epoch", position.epoch)?;
-    d.set_item("batch", position.batch)?;
-    d.set_item("fingerprint", format!("{:016x}", position.fingerprint))?;
-    Ok(d)
+    py.import("json")?
+        .call_method1("loads", (position.to_json(),))?
+        .cast_into::<PyDict>()
+        .map_err(Into::into)
 }
 
 fn position_from_dict(state: &Bound<'_, PyDict>) -> PyResult<Position> {
-    let get = |key: &str| {
-        state
-            .get_item(key)?
-            .ok_or_else(|| invalid(format!("state has no {key:?}")))
-    };
-    let fingerprint: String = get("fingerprint")?.extract()?;
-    Ok(Position {
-        epoch: get("epoch")?.extract()?,
-        batch: get("batch")?.extract()?,
-        fingerprint: u64::from_str_radix(&fingerprint, 16)
-            .map_err(|_| invalid(format!("fingerprint {fingerprint:?} is not hex")))?,
-    })
+    let json: String = state
+        .py()
+        .import("json")?
+        .call_method1("dumps", (state,))?
+        .extract()?;
+    Position::from_json(&json).py_err()
 }
