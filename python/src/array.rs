@@ -168,14 +168,11 @@ pub fn values_array(
 /// # Panics
 /// When `level` is not a level of `lod` (callers check it).
 pub fn rebased_offsets(lod: &lodtensor::Lod, level: usize) -> Vec<i64> {
-    let levels = lod.levels();
-    let (mut start, mut end) = (0, levels[0].len() - 1);
-    for above in &levels[..level] {
-        (start, end) = (above.get(start), above.get(end));
-    }
-    let offsets = &levels[level];
-    let first = offsets.get(start) as i64;
-    (start..=end)
+    let rows = lod.num_rows().expect("a level exists");
+    let entries = lod.descend(0, 0..rows, level);
+    let offsets = &lod.levels()[level];
+    let first = offsets.get(entries.start) as i64;
+    (entries.start..=entries.end)
         .map(|i| offsets.get(i) as i64 - first)
         .collect()
 }
