@@ -2,20 +2,32 @@
 //!
 //! | module | operations |
 //! | --- | --- |
+//! | `context` | [`context_project`] (the im2col of `sequence_conv`) |
 //! | `expand` | [`sequence_expand`] (and its zero-copy [`ExpandedView`]), [`sequence_expand_as`] |
+//! | `ids` | [`sequence_enumerate`], [`sequence_erase`] |
+//! | `mask` | [`sequence_mask`], [`sequence_mask_as`] |
 //! | `pad` | [`to_padded`], [`to_padded_truncating`], [`to_padded_nested`], [`from_padded`] |
-//! | `pool` | [`sequence_pool`], [`sequence_pool_any`] |
+//! | `pool` | [`sequence_pool`], [`sequence_pool_any`], [`sequence_max_index`], [`sequence_first_step`], [`sequence_last_step`] |
+//! | `reshape` | [`sequence_reshape`] (a view) |
+//! | `scatter` | [`sequence_scatter`] |
+//! | `softmax` | [`sequence_softmax`] |
 //! | `structure` | [`concat()`], [`split`], [`split_rows`], [`sequence_concat`], [`sequence_reverse`], [`sequence_slice`], [`lod_reset`] |
 //!
 //! Level 0 is the outermost level; the last level indexes elements (rows of the values).
 //! Every operation accepts views (offsets that do not start at 0, values with elements
 //! before the view) and looks only at what is in view. Operations that only re-index
-//! ([`split`], [`split_rows`], [`lod_reset`], [`sequence_expand_view`]) share the input's
+//! ([`split`], [`split_rows`], [`lod_reset`], [`sequence_expand_view`], [`sequence_reshape`]) share the input's
 //! value buffer; the others write new values, in one pass over the input.
 
+mod context;
 mod expand;
+mod ids;
+mod mask;
 mod pad;
 mod pool;
+mod reshape;
+mod scatter;
+mod softmax;
 mod structure;
 
 use crate::{ArgumentError, DataError, UnsupportedError};
@@ -26,11 +38,20 @@ use arrow_array::types::ArrowPrimitiveType;
 use arrow_array::{ArrayRef, BooleanArray, PrimitiveArray};
 use arrow_buffer::{BooleanBufferBuilder, ScalarBuffer};
 
+pub use context::context_project;
 pub use expand::{ExpandedView, sequence_expand, sequence_expand_as, sequence_expand_view};
+pub use ids::{sequence_enumerate, sequence_erase};
+pub use mask::{sequence_mask, sequence_mask_as};
 pub use pad::{
     Padded, PaddedNested, from_padded, to_padded, to_padded_nested, to_padded_truncating,
 };
-pub use pool::{PoolItem, PoolType, sequence_pool, sequence_pool_any};
+pub use pool::{
+    PoolItem, PoolType, sequence_first_step, sequence_last_step, sequence_max_index, sequence_pool,
+    sequence_pool_any,
+};
+pub use reshape::sequence_reshape;
+pub use scatter::sequence_scatter;
+pub use softmax::sequence_softmax;
 pub use structure::{
     concat, lod_reset, sequence_concat, sequence_reverse, sequence_slice, split, split_rows,
 };
@@ -126,6 +147,51 @@ macro_rules! with_arrow_type {
     }};
 }
 pub(crate) use with_arrow_type;
+
+/// Runs `$body` with `$T` bound to the Arrow type of an integer `$dtype`, or `$other` for
+/// the other dtypes.
+macro_rules! with_int_type {
+    ($dtype:expr, |$T:ident| $body:expr, other => $other:expr) => {{
+        use arrow_array::types::*;
+        use $crate::values::DType;
+        match $dtype {
+            DType::Int8 => {
+                type $T = Int8Type;
+                $body
+            }
+            DType::Int16 => {
+                type $T = Int16Type;
+                $body
+            }
+            DType::Int32 => {
+                type $T = Int32Type;
+                $body
+            }
+            DType::Int64 => {
+                type $T = Int64Type;
+                $body
+            }
+            DType::UInt8 => {
+                type $T = UInt8Type;
+                $body
+            }
+            DType::UInt16 => {
+                type $T = UInt16Type;
+                $body
+            }
+            DType::UInt32 => {
+                type $T = UInt32Type;
+                $body
+            }
+            DType::UInt64 => {
+                type $T = UInt64Type;
+                $body
+            }
+            _ => $other,
+        }
+    }};
+}
+pub(crate) use with_int_type;
 
 /// One run of output elements: elements `elements` of source `source`, written `times`
 /// times in a row.
@@ -283,6 +349,28 @@ pub(crate) fn check_dtype<T: ArrowPrimitiveType>(values: &Values) -> Result<()> 
         }
         .into())
     }
+}
+
+/// `rows · width` items of `dtype`, checked to be an allocatable size (at most `isize::MAX`
+/// bytes); otherwise an [`Error::InvalidArgument`] naming argument `name` of value `found`.
+pub(crate) fn output_items(
+    op: &'static str,
+    (name, found): (&'static str, usize),
+    rows: usize,
+    width: usize,
+    dtype: DType,
+) -> Result<usize> {
+    rows.checked_mul(width)
+        .filter(|n| {
+            n.checked_mul(dtype.byte_width().unwrap_or(1))
+                .is_some_and(|bytes| bytes <= isize::MAX as usize)
+        })
+        .ok_or_else(|| Error::InvalidArgument {
+            op,
+            name,
+            found: found.to_string(),
+            expected: format!("an output size that fits in memory ({rows} rows of {width} items)"),
+        })
 }
 
 /// `dtype` named in errors of operations that need arithmetic.

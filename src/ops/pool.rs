@@ -247,6 +247,107 @@ pub fn sequence_pool_any(
     )
 }
 
+/// Paddle's `MaxIndex`, the second output of `sequence_pool` with `MAX`: for each sequence
+/// of `level` and each item of the element, the row of `x` holding the maximum, row-major
+/// `[sequences, element size]`; `-1` for an empty sequence (Paddle's value).
+///
+/// Rows are numbered as `x.values()` numbers them (as [`Lod::sequence_elements`] does),
+/// which for a tensor whose offsets start at 0 is Paddle's absolute row. Ties give the
+/// first row; a NaN is never greater than anything, as in Paddle's `>`.
+///
+/// # Errors
+/// [`crate::Error::LevelOutOfBounds`] when `x` has no level `level`;
+/// [`crate::Error::UnsupportedDType`] for booleans.
+///
+/// # Example
+/// Paddle's documented example (x.lod = [[0, 2, 5, 7, 7]], x.data = [1, 3, 2, 4, 6, 5, 1]):
+/// ```
+/// use arrow_array::types::Float32Type;
+/// use lodtensor::LodTensor;
+/// use lodtensor::ops::sequence_max_index;
+/// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 3, 2, 0]], vec![1., 3., 2., 4., 6., 5., 1.], vec![1])?;
+/// assert_eq!(sequence_max_index(&x, 0)?, vec![1, 4, 5, -1]);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub fn sequence_max_index(x: &LodTensor, level: usize) -> Result<Vec<i64>> {
+    let offsets = element_offsets(x.lod(), level)?;
+    with_arrow_type!(
+        x.dtype(),
+        |T| max_index::<T>(x.values(), &offsets),
+        bool => Err(unsupported(POOL, x.dtype()))
+    )
+}
+
+fn max_index<T: ArrowPrimitiveType>(values: &Values, offsets: &[usize]) -> Result<Vec<i64>>
+where
+    T::Native: PartialOrd,
+{
+    let items = values.typed::<T>()?;
+    let size = values.element_size();
+    let mut out = vec![-1i64; (offsets.len() - 1) * size];
+    let mut best = Vec::with_capacity(size);
+    for (dst, w) in out.chunks_exact_mut(size).zip(offsets.windows(2)) {
+        if w[0] == w[1] {
+            continue;
+        }
+        best.clear();
+        best.extend_from_slice(&items[w[0] * size..(w[0] + 1) * size]);
+        dst.fill(w[0] as i64);
+        for row in w[0] + 1..w[1] {
+            for (k, &v) in items[row * size..(row + 1) * size].iter().enumerate() {
+                if v > best[k] {
+                    best[k] = v;
+                    dst[k] = row as i64;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The first element of each sequence of the last level (Paddle's `sequence_first_step`),
+/// 0 for an empty sequence: [`sequence_pool_any`] with [`PoolType::First`].
+///
+/// # Errors
+/// As [`sequence_pool_any`] ([`crate::Error::LevelOutOfBounds`] without levels).
+///
+/// # Example
+/// ```
+/// use arrow_array::types::Int32Type;
+/// use lodtensor::LodTensor;
+/// use lodtensor::ops::{sequence_first_step, sequence_last_step};
+/// let x = LodTensor::from_lengths::<Int32Type>(&[vec![2, 1], vec![2, 0, 3]], vec![1, 2, 3, 4, 5], vec![])?;
+/// let first = sequence_first_step(&x)?;
+/// assert_eq!(first.lod().lengths(), vec![vec![2, 1]]);
+/// assert_eq!(first.typed_values::<Int32Type>()?, &[1, 0, 3]);
+/// assert_eq!(sequence_last_step(&x)?.typed_values::<Int32Type>()?, &[2, 0, 5]);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub fn sequence_first_step(x: &LodTensor) -> Result<LodTensor> {
+    sequence_pool_any(x, last_level(x)?, PoolType::First, 0.0)
+}
+
+/// The last element of each sequence of the last level (Paddle's `sequence_last_step`), 0
+/// for an empty sequence: [`sequence_pool_any`] with [`PoolType::Last`].
+///
+/// # Errors
+/// As [`sequence_first_step`].
+///
+/// # Example
+/// See [`sequence_first_step`].
+pub fn sequence_last_step(x: &LodTensor) -> Result<LodTensor> {
+    sequence_pool_any(x, last_level(x)?, PoolType::Last, 0.0)
+}
+
+fn last_level(x: &LodTensor) -> Result<usize> {
+    x.num_levels()
+        .checked_sub(1)
+        .ok_or(crate::Error::LevelOutOfBounds {
+            level: 0,
+            levels: 0,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,7 +474,59 @@ mod tests {
         PoolType::Last,
     ];
 
+    #[test]
+    fn max_index_of_vectors_ties_and_views() {
+        let x = LodTensor::from_lengths::<Int32Type>(
+            &[vec![1, 3, 0]],
+            vec![9, 9, 1, 5, 3, 5, 3, 1],
+            vec![2],
+        )
+        .unwrap();
+        assert_eq!(sequence_max_index(&x, 0).unwrap(), vec![0, 0, 2, 1, -1, -1]);
+        let view = x.slice_rows(1..3).unwrap();
+        assert_eq!(sequence_max_index(&view, 0).unwrap(), vec![2, 1, -1, -1]);
+        let nan =
+            LodTensor::from_lengths::<Float32Type>(&[vec![3]], vec![1.0, f32::NAN, 2.0], vec![])
+                .unwrap();
+        assert_eq!(sequence_max_index(&nan, 0).unwrap(), vec![2]);
+        assert!(matches!(
+            sequence_max_index(&x, 1),
+            Err(Error::LevelOutOfBounds { level: 1, .. })
+        ));
+        let plain = x.drop_outer_levels(1).unwrap();
+        assert!(matches!(
+            sequence_first_step(&plain),
+            Err(Error::LevelOutOfBounds { .. })
+        ));
+    }
+
     proptest! {
+        #[test]
+        fn max_index_matches_the_model(docs in model::nested(), skip in 0usize..3) {
+            let t = model::tensor(&docs, skip);
+            let got = sequence_max_index(&t, 1).unwrap();
+            let max = sequence_pool::<Float64Type>(&t, 1, PoolType::Max, 0.0).unwrap();
+            let items = t.values().typed::<Float64Type>().unwrap();
+            let mut want = Vec::new();
+            let mut row = t.elements().start;
+            for s in docs.iter().flatten() {
+                // The first position of the maximum, as an absolute row.
+                let first = s.iter().enumerate().fold(None, |best: Option<(usize, f64)>, (i, &v)| match best {
+                    Some((_, b)) if v <= b => best,
+                    _ => Some((i, v)),
+                });
+                want.push(first.map_or(-1, |(i, _)| (row + i) as i64));
+                row += s.len();
+            }
+            prop_assert_eq!(&got, &want);
+            // The index points at the pooled maximum.
+            for (&i, &m) in got.iter().zip(max.typed_values::<Float64Type>().unwrap()) {
+                if i >= 0 {
+                    prop_assert_eq!(items[i as usize], m);
+                }
+            }
+        }
+
         #[test]
         fn pool_matches_the_model(docs in model::nested(), skip in 0usize..3, p in 0usize..7) {
             let p = ALL[p];
