@@ -187,7 +187,7 @@ mod tests {
         ) {
             let all: Vec<usize> = std::iter::repeat_n(2, skip).chain(lengths.iter().copied()).collect();
             let n: usize = all.iter().sum();
-            let t = LodTensor::from_lengths::<Float64Type>(&[all.clone()], (0..n * d).map(|v| v as f64 + 1.0).collect(), vec![d])
+            let t = LodTensor::from_lengths::<Float64Type>(std::slice::from_ref(&all), (0..n * d).map(|v| v as f64 + 1.0).collect(), vec![d])
                 .unwrap()
                 .slice_rows(skip..all.len())
                 .unwrap();

@@ -136,7 +136,7 @@ mod tests {
             let lengths: Vec<usize> = rows.iter().map(|r| r * new_dim * width).collect();
             let all: Vec<usize> = std::iter::repeat_n(1, skip).chain(lengths.iter().map(|n| n / width)).collect();
             let total: usize = all.iter().sum::<usize>() * width;
-            let t = LodTensor::from_lengths::<Float64Type>(&[all.clone()], (0..total).map(|v| v as f64).collect(), vec![width])
+            let t = LodTensor::from_lengths::<Float64Type>(std::slice::from_ref(&all), (0..total).map(|v| v as f64).collect(), vec![width])
                 .unwrap();
             let x = t.slice_rows(skip..all.len()).unwrap();
             let out = sequence_reshape(&x, new_dim).unwrap();
