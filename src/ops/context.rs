@@ -14,13 +14,10 @@
 //! (`[context_length · d, filters]`), and its default `context_start` is
 //! `-(context_length / 2)`.
 
-use std::sync::Arc;
-
+use arrow_array::ArrayRef;
 use arrow_array::types::ArrowPrimitiveType;
-use arrow_array::{ArrayRef, PrimitiveArray};
-use arrow_buffer::ScalarBuffer;
 
-use super::{element_offsets, one_level, output_items, unsupported, with_arrow_type};
+use super::{array_of, element_offsets, one_level, output_items, unsupported, with_arrow_type};
 use crate::error::{Error, Result};
 use crate::tensor::LodTensor;
 use crate::values::Values;
@@ -139,10 +136,7 @@ fn project<T: ArrowPrimitiveType>(
             out.resize(out.len() + (window.length - slots.end) * d, zero);
         }
     }
-    Ok(Arc::new(PrimitiveArray::<T>::new(
-        ScalarBuffer::from(out),
-        None,
-    )))
+    Ok(array_of::<T>(out))
 }
 
 #[cfg(test)]

@@ -11,13 +11,10 @@
 //! Paddle takes `int32` and `int64` ids; these take every integer dtype. Elements must be
 //! single ids (Paddle's `[N, 1]` inputs).
 
-use std::sync::Arc;
-
+use arrow_array::ArrayRef;
 use arrow_array::types::ArrowPrimitiveType;
-use arrow_array::{ArrayRef, PrimitiveArray};
-use arrow_buffer::ScalarBuffer;
 
-use super::{element_offsets, one_level, output_items, width_of, with_int_type};
+use super::{array_of, element_offsets, one_level, output_items, width_of, with_int_type};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
@@ -47,10 +44,6 @@ fn not_ids(op: &'static str, dtype: DType) -> Error {
         found: dtype.to_string(),
         expected: "an integer dtype".to_owned(),
     }
-}
-
-fn array<T: ArrowPrimitiveType>(items: Vec<T::Native>) -> ArrayRef {
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(items), None))
 }
 
 /// Every window of `win_size` ids starting at each position of each sequence of a 1-level
@@ -132,7 +125,7 @@ where
             out.resize(out.len() + win_size - n, pad);
         }
     }
-    Ok(array::<T>(out))
+    Ok(array_of::<T>(out))
 }
 
 /// The ids of `x` that are not in `tokens`, each sequence of the last level shrunk to the
@@ -206,7 +199,7 @@ where
         out.extend(ids[w[0]..w[1]].iter().copied().filter(|&id| !erased(id)));
         kept.push(out.len() - before);
     }
-    Ok((array::<T>(out), kept))
+    Ok((array_of::<T>(out), kept))
 }
 
 #[cfg(test)]

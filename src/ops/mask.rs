@@ -12,10 +12,10 @@
 use std::sync::Arc;
 
 use arrow_array::types::ArrowPrimitiveType;
-use arrow_array::{ArrayRef, ArrowNativeTypeOp, BooleanArray, PrimitiveArray};
-use arrow_buffer::{BooleanBufferBuilder, ScalarBuffer};
+use arrow_array::{ArrayRef, ArrowNativeTypeOp, BooleanArray};
+use arrow_buffer::BooleanBufferBuilder;
 
-use super::{output_items, with_arrow_type, with_int_type};
+use super::{array_of, output_items, with_arrow_type, with_int_type};
 use crate::error::{Error, Result};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
@@ -139,7 +139,7 @@ fn mask_of<T: ArrowPrimitiveType>(
         out.resize(out.len() + ones(n), T::Native::ONE);
         out.resize(out.len() + maxlen - ones(n), T::Native::ZERO);
     }
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(out), None))
+    array_of::<T>(out)
 }
 
 #[cfg(test)]

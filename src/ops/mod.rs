@@ -258,10 +258,7 @@ fn assemble_primitive<T: ArrowPrimitiveType>(
             out.extend_from_slice(items);
         }
     }
-    Ok(Arc::new(PrimitiveArray::<T>::new(
-        ScalarBuffer::from(out),
-        None,
-    )))
+    Ok(array_of::<T>(out))
 }
 
 fn assemble_bool(
@@ -285,6 +282,11 @@ fn assemble_bool(
         }
     }
     Ok(Arc::new(BooleanArray::new(out.finish(), None)))
+}
+
+/// An Arrow array that takes ownership of `items` (no copy).
+pub(crate) fn array_of<T: ArrowPrimitiveType>(items: Vec<T::Native>) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(items), None))
 }
 
 /// Checks that input `index` has the dtype and element shape of `first`.

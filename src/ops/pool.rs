@@ -14,14 +14,11 @@
 //! pass over the values: each sequence's items are a slice, folded row by row into the
 //! output element with `chunks_exact(element_size)`, a loop the compiler vectorises.
 
-use std::sync::Arc;
-
+use arrow_array::ArrayRef;
 use arrow_array::types::ArrowPrimitiveType;
-use arrow_array::{ArrayRef, PrimitiveArray};
-use arrow_buffer::ScalarBuffer;
 use half::f16;
 
-use super::{check_dtype, element_offsets, unsupported, width_of, with_arrow_type};
+use super::{array_of, check_dtype, element_offsets, unsupported, width_of, with_arrow_type};
 use crate::error::Result;
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
@@ -203,7 +200,7 @@ where
             PoolType::Last => dst.copy_from_slice(&seq[seq.len() - size..]),
         }
     }
-    let items: ArrayRef = Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(out), None));
+    let items: ArrayRef = array_of::<T>(out);
     let values = Values::try_new(items, x.element_shape().to_vec())?;
     let kept = lod.lengths()[..level].to_vec();
     let lod = if kept.is_empty() {
@@ -435,7 +432,7 @@ mod tests {
         let b = LodTensor::try_new(
             Lod::try_from_lengths(&[vec![1]]).unwrap(),
             Values::try_new(
-                Arc::new(arrow_array::BooleanArray::from(vec![true])),
+                std::sync::Arc::new(arrow_array::BooleanArray::from(vec![true])),
                 vec![],
             )
             .unwrap(),

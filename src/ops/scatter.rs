@@ -11,14 +11,11 @@
 //! Sequence `i` of `ids` (and of `updates`, which has the same lengths) updates element `i`
 //! of `x`; each id indexes an item of that element. Ids that repeat add up.
 
-use std::sync::Arc;
-
+use arrow_array::ArrayRef;
 use arrow_array::types::{ArrowPrimitiveType, Int32Type, Int64Type};
-use arrow_array::{ArrayRef, PrimitiveArray};
-use arrow_buffer::ScalarBuffer;
 
 use super::pool::PoolItem;
-use super::{element_offsets, one_level, unsupported, with_arrow_type};
+use super::{array_of, element_offsets, one_level, unsupported, with_arrow_type};
 use crate::error::{Error, Result};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
@@ -179,10 +176,7 @@ where
     for (&p, &u) in positions.iter().zip(updates.typed::<T>()?) {
         out[p] = out[p].add(u);
     }
-    Ok(Arc::new(PrimitiveArray::<T>::new(
-        ScalarBuffer::from(out),
-        None,
-    )))
+    Ok(array_of::<T>(out))
 }
 
 #[cfg(test)]

@@ -12,14 +12,11 @@
 //! for a sequence whose sum is not a normal positive number (an `exp` overflowed, or every
 //! item underflowed), where Paddle returns NaN or loses precision.
 
-use std::sync::Arc;
-
+use arrow_array::ArrayRef;
 use arrow_array::types::{Float16Type, Float32Type, Float64Type};
-use arrow_array::{ArrayRef, PrimitiveArray};
-use arrow_buffer::ScalarBuffer;
 use half::f16;
 
-use super::element_offsets;
+use super::{array_of, element_offsets};
 use crate::error::{Error, Result};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
@@ -96,18 +93,12 @@ pub fn sequence_softmax(x: &LodTensor) -> Result<LodTensor> {
         DType::Float32 => {
             let mut out = Vec::with_capacity(values.num_elements());
             softmax_f32(values.typed::<Float32Type>()?, &offsets, &mut out);
-            Arc::new(PrimitiveArray::<Float32Type>::new(
-                ScalarBuffer::from(out),
-                None,
-            ))
+            array_of::<Float32Type>(out)
         }
         DType::Float64 => {
             let mut out = Vec::with_capacity(values.num_elements());
             softmax_f64(values.typed::<Float64Type>()?, &offsets, &mut out);
-            Arc::new(PrimitiveArray::<Float64Type>::new(
-                ScalarBuffer::from(out),
-                None,
-            ))
+            array_of::<Float64Type>(out)
         }
         DType::Float16 => {
             let wide: Vec<f32> = values
@@ -118,10 +109,7 @@ pub fn sequence_softmax(x: &LodTensor) -> Result<LodTensor> {
             let mut out = Vec::with_capacity(wide.len());
             softmax_f32(&wide, &offsets, &mut out);
             let narrow: Vec<f16> = out.into_iter().map(f16::from_f32).collect();
-            Arc::new(PrimitiveArray::<Float16Type>::new(
-                ScalarBuffer::from(narrow),
-                None,
-            ))
+            array_of::<Float16Type>(narrow)
         }
         found => {
             return Err(Error::InvalidArgument {
