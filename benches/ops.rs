@@ -1,6 +1,8 @@
 //! Pooling and padding on a synthetic 2-level dataset (documents → sentences → tokens, each
 //! token an `f32[64]`), with numpy's `add.reduceat` on the same shapes measured in the same
-//! run as the baseline.
+//! run as the baseline; `sequence_softmax` (one normal `f32` score per token) and
+//! `sequence_enumerate` (one `i64` id per token, windows of 4) over the same sentences,
+//! beside numpy's segment softmax and sliding-window gather.
 //!
 //! ```text
 //! LODTENSOR_BENCH_MB=200 cargo bench --bench ops      # value bytes (default 200)
@@ -19,7 +21,11 @@ use std::time::Duration;
 
 use arrow_array::types::Float32Type;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use lodtensor::ops::{PoolType, from_padded, sequence_pool, to_padded, to_padded_nested};
+use arrow_array::types::Int64Type;
+use lodtensor::ops::{
+    PoolType, from_padded, sequence_enumerate, sequence_pool, sequence_softmax, to_padded,
+    to_padded_nested,
+};
 use lodtensor::{LodTensor, Values};
 
 const D: usize = 64;
@@ -38,6 +44,19 @@ impl Rng {
     fn below(&mut self, n: u64) -> usize {
         (self.next() % n) as usize
     }
+
+    /// A standard normal `f32` (Box-Muller): incompressible scores.
+    fn normal(&mut self) -> f32 {
+        let u1 = ((self.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        let u2 = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
+    }
+}
+
+/// The sentences of `t` (its last level only) over one scalar per token.
+fn per_token(t: &LodTensor, values: Values) -> LodTensor {
+    let sentences = t.lod().drop_outer_levels(1).expect("2 levels");
+    LodTensor::try_new(sentences, values).expect("one value per token")
 }
 
 /// Documents of 1..=20 sentences of 0..=40 tokens, until `bytes` of values.
@@ -175,6 +194,33 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Bytes((tenth.elements().len() * D * 4) as u64));
     g.bench_function("documents_to_padded_nested_tenth", |b| {
         b.iter(|| to_padded_nested(black_box(&tenth), 0, &pad).expect("pad"))
+    });
+    g.finish();
+    bench_scalar_ops(c, &t);
+}
+
+/// `sequence_softmax` and `sequence_enumerate` over the sentences, one scalar per token.
+fn bench_scalar_ops(c: &mut Criterion, t: &LodTensor) {
+    let tokens = t.elements().len();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let scores = (0..tokens).map(|_| rng.normal()).collect();
+    let scores = per_token(t, Values::from_vec::<Float32Type>(scores, vec![]).expect("f32"));
+    let mut g = c.benchmark_group("softmax");
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(5))
+        .throughput(Throughput::Bytes((tokens * 4) as u64));
+    g.bench_function("sentences_normal_f32", |b| {
+        b.iter(|| sequence_softmax(black_box(&scores)).expect("softmax"))
+    });
+    g.finish();
+    let ids = (0..tokens).map(|_| rng.below(30_000) as i64).collect();
+    let ids = per_token(t, Values::from_vec::<Int64Type>(ids, vec![]).expect("i64"));
+    let mut g = c.benchmark_group("enumerate");
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(5))
+        .throughput(Throughput::Bytes((tokens * 8) as u64));
+    g.bench_function("sentences_win4_i64", |b| {
+        b.iter(|| sequence_enumerate(black_box(&ids), 4, 0).expect("enumerate"))
     });
     g.finish();
 }

@@ -1,4 +1,7 @@
-"""numpy baseline for benches/ops.rs: numpy.add.reduceat over the same sequence offsets.
+"""numpy baselines for benches/ops.rs over the same sequence offsets: numpy.add.reduceat
+(pooling), a segment softmax (one standard normal float32 per element, the maximum
+subtracted as a careful user would) and sequence_enumerate as a sliding-window gather
+(int64 ids, windows of 4, pad 0).
 
 Usage: python benches/ops_numpy.py --offsets target/ops_bench_offsets.bin --dim 64
 
@@ -52,6 +55,41 @@ def main():
             f"numpy add.reduceat {name}: {seconds * 1e3:.2f} ms, "
             f"{nbytes / seconds / 2**30:.2f} GiB/s "
             f"({len(starts)} sequences, {n_elements} x {args.dim} float32, best of {args.runs})"
+        )
+    del values
+    scalar_ops(offsets, starts, args.runs)
+
+
+def scalar_ops(offsets, starts, runs):
+    """Segment softmax and sliding windows over one scalar per element."""
+    n = int(offsets[-1])
+    lengths = np.diff(offsets)
+    rng = np.random.default_rng(1)
+    scores = rng.standard_normal(n, dtype=np.float32)
+    ids = rng.integers(0, 30000, n, dtype=np.int64)
+
+    def softmax():
+        maxima = np.maximum.reduceat(scores, starts)
+        e = np.exp(scores - np.repeat(maxima, lengths))
+        sums = np.add.reduceat(e, starts)
+        return e / np.repeat(sums, lengths)
+
+    win = 4
+    ends = np.repeat(offsets[1:], lengths)
+
+    def enumerate_():
+        index = np.arange(n)[:, None] + np.arange(win)[None, :]
+        gathered = ids[np.minimum(index, n - 1)]
+        return np.where(index < ends[:, None], gathered, 0)
+
+    for name, fn, nbytes in [
+        ("segment softmax (float32)", softmax, scores.nbytes),
+        ("sliding-window enumerate (int64, win 4)", enumerate_, ids.nbytes),
+    ]:
+        seconds = best_of(fn, runs)
+        print(
+            f"numpy {name}: {seconds * 1e3:.2f} ms, {nbytes / seconds / 2**30:.2f} GiB/s "
+            f"({len(starts)} sequences, {n} elements, best of {runs})"
         )
 
 
