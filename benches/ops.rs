@@ -19,9 +19,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use arrow_array::types::Float32Type;
+use arrow_array::types::{Float32Type, Int64Type};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use arrow_array::types::Int64Type;
 use lodtensor::ops::{
     PoolType, from_padded, sequence_enumerate, sequence_pool, sequence_softmax, to_padded,
     to_padded_nested,
@@ -204,7 +203,10 @@ fn bench_scalar_ops(c: &mut Criterion, t: &LodTensor) {
     let tokens = t.elements().len();
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let scores = (0..tokens).map(|_| rng.normal()).collect();
-    let scores = per_token(t, Values::from_vec::<Float32Type>(scores, vec![]).expect("f32"));
+    let scores = per_token(
+        t,
+        Values::from_vec::<Float32Type>(scores, vec![]).expect("f32"),
+    );
     let mut g = c.benchmark_group("softmax");
     g.sample_size(10)
         .measurement_time(Duration::from_secs(5))

@@ -61,11 +61,13 @@ pub fn context_project(
     let out_width = context_length
         .checked_mul(width)
         .filter(|&w| w > 0)
-        .ok_or_else(|| Error::InvalidArgument {
-            op: OP,
-            name: "context_length",
-            found: context_length.to_string(),
-            expected: "at least 1, with an element size that fits in memory".to_owned(),
+        .ok_or_else(|| {
+            Error::invalid_argument(
+                OP,
+                "context_length",
+                context_length,
+                "at least 1, with an element size that fits in memory",
+            )
         })?;
     let x = x.rebased();
     let offsets = element_offsets(x.lod(), 0)?;
@@ -143,6 +145,7 @@ fn project<T: ArrowPrimitiveType>(
 mod tests {
     use super::*;
     use crate::Error;
+    use crate::{ArgumentError, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float64Type, Int16Type};
     use proptest::prelude::*;
 
@@ -151,22 +154,27 @@ mod tests {
         let x = LodTensor::from_lengths::<Int16Type>(&[vec![2]], vec![1, 2], vec![]).unwrap();
         let e = context_project(&x, 0, 0).unwrap_err();
         assert!(matches!(
-            e,
-            Error::InvalidArgument {
+            e.kind(),
+            ErrorKind::Argument(ArgumentError::InvalidArgument {
                 name: "context_length",
                 ..
-            }
+            })
         ));
         let two =
             LodTensor::from_lengths::<Int16Type>(&[vec![1], vec![2]], vec![1, 2], vec![]).unwrap();
         assert!(matches!(
-            context_project(&two, 0, 1),
-            Err(Error::TooManyLevels { .. })
+            context_project(&two, 0, 1).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(
+                UnsupportedError::TooManyLevels { .. }
+            ))
         ));
         let out = context_project(&x, isize::MIN, 2).unwrap();
         assert_eq!(out.typed_values::<Int16Type>().unwrap(), &[0, 0, 0, 0]);
         let out = context_project(&x, isize::MAX, usize::MAX / 4).unwrap_err();
-        assert!(matches!(out, Error::InvalidArgument { .. }));
+        assert!(matches!(
+            out.kind(),
+            ErrorKind::Argument(ArgumentError::InvalidArgument { .. })
+        ));
     }
 
     proptest! {

@@ -15,7 +15,7 @@ use arrow_array::ArrayRef;
 use arrow_array::types::ArrowPrimitiveType;
 
 use super::{array_of, element_offsets, one_level, output_items, width_of, with_int_type};
-use crate::error::{Error, Result};
+use crate::error::{ArgumentError, Error, Result};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
@@ -28,22 +28,17 @@ fn check_ids(op: &'static str, x: &LodTensor) -> Result<()> {
     if x.values().element_size() == 1 {
         Ok(())
     } else {
-        Err(Error::InvalidArgument {
+        Err(Error::invalid_argument(
             op,
-            name: "element shape",
-            found: format!("{:?}", x.element_shape()),
-            expected: "one id per element".to_owned(),
-        })
+            "element shape",
+            format!("{:?}", x.element_shape()),
+            "one id per element",
+        ))
     }
 }
 
 fn not_ids(op: &'static str, dtype: DType) -> Error {
-    Error::InvalidArgument {
-        op,
-        name: "dtype",
-        found: dtype.to_string(),
-        expected: "an integer dtype".to_owned(),
-    }
+    Error::invalid_argument(op, "dtype", dtype, "an integer dtype")
 }
 
 /// Every window of `win_size` ids starting at each position of each sequence of a 1-level
@@ -76,12 +71,12 @@ pub fn sequence_enumerate(x: &LodTensor, win_size: usize, pad_value: i64) -> Res
     one_level(ENUMERATE, x.num_levels())?;
     check_ids(ENUMERATE, x)?;
     if win_size < 2 {
-        return Err(Error::InvalidArgument {
-            op: ENUMERATE,
-            name: "win_size",
-            found: win_size.to_string(),
-            expected: "at least 2".to_owned(),
-        });
+        return Err(Error::invalid_argument(
+            ENUMERATE,
+            "win_size",
+            win_size,
+            "at least 2",
+        ));
     }
     let x = x.rebased();
     let offsets = element_offsets(x.lod(), 0)?;
@@ -103,11 +98,13 @@ fn enumerate<T: ArrowPrimitiveType>(
 where
     T::Native: TryFrom<i64>,
 {
-    let pad = T::Native::try_from(pad_value).map_err(|_| Error::InvalidArgument {
-        op: ENUMERATE,
-        name: "pad_value",
-        found: pad_value.to_string(),
-        expected: format!("a value of {}", values.dtype()),
+    let pad = T::Native::try_from(pad_value).map_err(|_| {
+        Error::invalid_argument(
+            ENUMERATE,
+            "pad_value",
+            pad_value,
+            format!("a value of {}", values.dtype()),
+        )
     })?;
     let ids = values.typed::<T>()?;
     let total = output_items(
@@ -159,7 +156,10 @@ where
 pub fn sequence_erase(x: &LodTensor, tokens: &[i64]) -> Result<LodTensor> {
     let levels = x.num_levels();
     if levels == 0 {
-        return Err(Error::LevelOutOfBounds { level: 0, levels });
+        return Err(Error::from(ArgumentError::LevelOutOfBounds {
+            level: 0,
+            levels,
+        }));
     }
     check_ids(ERASE, x)?;
     let x = x.rebased();
@@ -205,6 +205,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt8Type};
     use proptest::prelude::*;
 
@@ -234,26 +235,29 @@ mod tests {
         let two =
             LodTensor::from_lengths::<Int64Type>(&[vec![1], vec![2]], vec![1, 2], vec![]).unwrap();
         assert!(matches!(
-            sequence_enumerate(&two, 2, 0),
-            Err(Error::TooManyLevels { found: 2, .. })
+            sequence_enumerate(&two, 2, 0).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(UnsupportedError::TooManyLevels {
+                found: 2,
+                ..
+            }))
         ));
         let plain = x.drop_outer_levels(1).unwrap();
         assert!(matches!(
-            sequence_enumerate(&plain, 2, 0),
-            Err(Error::LevelOutOfBounds { .. })
+            sequence_enumerate(&plain, 2, 0).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds { .. }))
         ));
         assert!(matches!(
-            sequence_erase(&plain, &[1]),
-            Err(Error::LevelOutOfBounds { .. })
+            sequence_erase(&plain, &[1]).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds { .. }))
         ));
         let wide = LodTensor::from_lengths::<Int64Type>(&[vec![1]], vec![1, 2], vec![2]).unwrap();
         for e in [sequence_enumerate(&wide, 2, 0), sequence_erase(&wide, &[1])] {
             assert!(matches!(
-                e,
-                Err(Error::InvalidArgument {
+                e.map_err(Error::into_kind),
+                Err(ErrorKind::Argument(ArgumentError::InvalidArgument {
                     name: "element shape",
                     ..
-                })
+                }))
             ));
         }
         let floats = LodTensor::from_lengths::<Float32Type>(&[vec![1]], vec![1.0], vec![]).unwrap();

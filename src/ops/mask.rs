@@ -71,24 +71,19 @@ pub fn sequence_mask_as(
     dtype: DType,
 ) -> Result<LodTensor> {
     if maxlen == Some(0) {
-        return Err(Error::InvalidArgument {
-            op: OP,
-            name: "maxlen",
-            found: "0".to_owned(),
-            expected: "None or at least 1".to_owned(),
-        });
+        return Err(Error::invalid_argument(
+            OP,
+            "maxlen",
+            "0",
+            "None or at least 1",
+        ));
     }
     let x = lengths.rebased();
     let wide: Vec<i128> = with_int_type!(
         x.dtype(),
         |T| x.values().typed::<T>()?.iter().map(|&n| n.into()).collect(),
         other => {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                name: "lengths' dtype",
-                found: x.dtype().to_string(),
-                expected: "an integer dtype".to_owned(),
-            });
+            return Err(Error::invalid_argument(OP, "lengths' dtype", x.dtype().to_string(), "an integer dtype"));
         }
     );
     let maxlen = match maxlen {
@@ -97,12 +92,12 @@ pub fn sequence_mask_as(
             Some(max) if max > 0 => usize::try_from(max).unwrap_or(usize::MAX),
             // Paddle gives [N, 0]; elements of no items have no Arrow layout.
             _ => {
-                return Err(Error::InvalidArgument {
-                    op: OP,
-                    name: "maxlen",
-                    found: "None with no positive length".to_owned(),
-                    expected: "Some(maxlen) or a positive length".to_owned(),
-                });
+                return Err(Error::invalid_argument(
+                    OP,
+                    "maxlen",
+                    "None with no positive length",
+                    "Some(maxlen) or a positive length",
+                ));
             }
         },
     };
@@ -145,6 +140,7 @@ fn mask_of<T: ArrowPrimitiveType>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, ErrorKind};
     use arrow_array::types::{Float32Type, Int64Type, UInt8Type};
     use proptest::prelude::*;
 
@@ -166,11 +162,11 @@ mod tests {
         );
         let f = LodTensor::from_lengths::<Float32Type>(&[], vec![1.0], vec![]).unwrap();
         assert!(matches!(
-            sequence_mask(&f, None),
-            Err(Error::InvalidArgument {
+            sequence_mask(&f, None).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument {
                 name: "lengths' dtype",
                 ..
-            })
+            }))
         ));
         let none = LodTensor::from_lengths::<UInt8Type>(&[], vec![], vec![]).unwrap();
         let e = sequence_mask(&none, None).unwrap_err();

@@ -367,11 +367,13 @@ pub(crate) fn output_items(
             n.checked_mul(dtype.byte_width().unwrap_or(1))
                 .is_some_and(|bytes| bytes <= isize::MAX as usize)
         })
-        .ok_or_else(|| Error::InvalidArgument {
-            op,
-            name,
-            found: found.to_string(),
-            expected: format!("an output size that fits in memory ({rows} rows of {width} items)"),
+        .ok_or_else(|| {
+            Error::invalid_argument(
+                op,
+                name,
+                found,
+                format!("an output size that fits in memory ({rows} rows of {width} items)"),
+            )
         })
 }
 

@@ -19,7 +19,7 @@ use arrow_array::types::ArrowPrimitiveType;
 use half::f16;
 
 use super::{array_of, check_dtype, element_offsets, unsupported, width_of, with_arrow_type};
-use crate::error::Result;
+use crate::error::{ArgumentError, Error, Result};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use crate::values::Values;
@@ -339,10 +339,10 @@ pub fn sequence_last_step(x: &LodTensor) -> Result<LodTensor> {
 fn last_level(x: &LodTensor) -> Result<usize> {
     x.num_levels()
         .checked_sub(1)
-        .ok_or(crate::Error::LevelOutOfBounds {
+        .ok_or(Error::from(ArgumentError::LevelOutOfBounds {
             level: 0,
             levels: 0,
-        })
+        }))
 }
 
 #[cfg(test)]
@@ -487,13 +487,16 @@ mod tests {
                 .unwrap();
         assert_eq!(sequence_max_index(&nan, 0).unwrap(), vec![2]);
         assert!(matches!(
-            sequence_max_index(&x, 1),
-            Err(Error::LevelOutOfBounds { level: 1, .. })
+            sequence_max_index(&x, 1).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
+                level: 1,
+                ..
+            }))
         ));
         let plain = x.drop_outer_levels(1).unwrap();
         assert!(matches!(
-            sequence_first_step(&plain),
-            Err(Error::LevelOutOfBounds { .. })
+            sequence_first_step(&plain).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds { .. }))
         ));
     }
 

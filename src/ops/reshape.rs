@@ -48,12 +48,7 @@ const OP: &str = "sequence_reshape";
 pub fn sequence_reshape(x: &LodTensor, new_dim: usize) -> Result<LodTensor> {
     one_level(OP, x.num_levels())?;
     if new_dim == 0 {
-        return Err(Error::InvalidArgument {
-            op: OP,
-            name: "new_dim",
-            found: "0".to_owned(),
-            expected: "at least 1".to_owned(),
-        });
+        return Err(Error::invalid_argument(OP, "new_dim", "0", "at least 1"));
     }
     let width = x.values().element_size();
     let offsets = element_offsets(x.lod(), 0)?;
@@ -62,12 +57,12 @@ pub fn sequence_reshape(x: &LodTensor, new_dim: usize) -> Result<LodTensor> {
         // Fits: the items are in memory.
         let items = (w[1] - w[0]) * width;
         if !items.is_multiple_of(new_dim) {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                name: "new_dim",
-                found: new_dim.to_string(),
-                expected: format!("a divisor of the {items} items of sequence {index}"),
-            });
+            return Err(Error::invalid_argument(
+                OP,
+                "new_dim",
+                new_dim,
+                format!("a divisor of the {items} items of sequence {index}"),
+            ));
         }
         lengths.push(items / new_dim);
     }
@@ -80,6 +75,7 @@ pub fn sequence_reshape(x: &LodTensor, new_dim: usize) -> Result<LodTensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float64Type, Int32Type};
     use proptest::prelude::*;
 
@@ -93,19 +89,21 @@ mod tests {
             "sequence_reshape: new_dim is 4, expected a divisor of the 2 items of sequence 1"
         );
         assert!(matches!(
-            sequence_reshape(&x, 0),
-            Err(Error::InvalidArgument { .. })
+            sequence_reshape(&x, 0).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument { .. }))
         ));
         let two =
             LodTensor::from_lengths::<Int32Type>(&[vec![1], vec![2]], vec![1, 2], vec![]).unwrap();
         assert!(matches!(
-            sequence_reshape(&two, 1),
-            Err(Error::TooManyLevels { .. })
+            sequence_reshape(&two, 1).map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(
+                UnsupportedError::TooManyLevels { .. }
+            ))
         ));
         let plain = x.drop_outer_levels(1).unwrap();
         assert!(matches!(
-            sequence_reshape(&plain, 1),
-            Err(Error::LevelOutOfBounds { .. })
+            sequence_reshape(&plain, 1).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds { .. }))
         ));
     }
 

@@ -16,7 +16,7 @@ use arrow_array::types::{ArrowPrimitiveType, Int32Type, Int64Type};
 
 use super::pool::PoolItem;
 use super::{array_of, element_offsets, one_level, unsupported, with_arrow_type};
-use crate::error::{Error, Result};
+use crate::error::{DataError, Error, Result};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
@@ -73,44 +73,44 @@ pub fn sequence_scatter(x: &LodTensor, ids: &LodTensor, updates: &LodTensor) -> 
     let offsets = element_offsets(ids.lod(), 0)?;
     let lengths = ids.lod().level_lengths(0)?;
     if updates.num_levels() != 1 || updates.lod().level_lengths(0)? != lengths {
-        return Err(Error::InputMismatch {
+        return Err(Error::from(DataError::InputMismatch {
             op: OP,
             index: 2,
             what: "lengths",
             found: format!("{:?}", updates.lod().lengths()),
             expected: format!("{:?} (the ids' lengths)", [&lengths]),
-        });
+        }));
     }
     let x = x.rebased();
     let rows = x.values().num_elements();
     if lengths.len() > rows {
-        return Err(Error::SequenceCountMismatch {
+        return Err(Error::from(DataError::SequenceCountMismatch {
             op: OP,
             level: 0,
             found: lengths.len(),
             expected: rows,
-        });
+        }));
     }
     for (index, t) in [(1, ids), (2, updates)] {
         if t.values().element_size() != 1 {
-            return Err(Error::InputMismatch {
+            return Err(Error::from(DataError::InputMismatch {
                 op: OP,
                 index,
                 what: "element size",
                 found: t.values().element_size().to_string(),
                 expected: "1".to_owned(),
-            });
+            }));
         }
     }
     let updates = updates.drop_outer_levels(1)?;
     if updates.dtype() != x.dtype() {
-        return Err(Error::InputMismatch {
+        return Err(Error::from(DataError::InputMismatch {
             op: OP,
             index: 2,
             what: "dtype",
             found: updates.dtype().to_string(),
             expected: x.dtype().to_string(),
-        });
+        }));
     }
     let positions = positions(ids, &offsets, x.values().element_size())?;
     let items: ArrayRef = with_arrow_type!(
@@ -136,12 +136,12 @@ fn positions(ids: &LodTensor, offsets: &[usize], width: usize) -> Result<Vec<usi
             .map(|&i| i64::from(i))
             .collect(),
         found => {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                name: "ids' dtype",
-                found: found.to_string(),
-                expected: "int64 or int32".to_owned(),
-            });
+            return Err(Error::invalid_argument(
+                OP,
+                "ids' dtype",
+                found,
+                "int64 or int32",
+            ));
         }
     };
     let base = offsets[0];
@@ -151,12 +151,12 @@ fn positions(ids: &LodTensor, offsets: &[usize], width: usize) -> Result<Vec<usi
             match usize::try_from(id) {
                 Ok(id) if id < width => out.push(row * width + id),
                 _ => {
-                    return Err(Error::InvalidArgument {
-                        op: OP,
-                        name: "id",
-                        found: format!("{id} (sequence {row}, position {j})"),
-                        expected: format!("an item index below the element size {width}"),
-                    });
+                    return Err(Error::invalid_argument(
+                        OP,
+                        "id",
+                        format!("{id} (sequence {row}, position {j})"),
+                        format!("an item index below the element size {width}"),
+                    ));
                 }
             }
         }
@@ -182,6 +182,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ArgumentError, DataError, ErrorKind};
     use arrow_array::types::{Float64Type, Int8Type};
     use proptest::prelude::*;
 
@@ -207,44 +208,53 @@ mod tests {
         );
         let negative = seqs::<Int32Type>(&[1, 1], vec![-1, 0]);
         assert!(matches!(
-            sequence_scatter(&x, &negative, &up),
-            Err(Error::InvalidArgument { name: "id", .. })
+            sequence_scatter(&x, &negative, &up).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument {
+                name: "id",
+                ..
+            }))
         ));
         let three = seqs::<Int64Type>(&[1, 1, 0], vec![0, 0]);
         let up3 = seqs::<Float64Type>(&[1, 1, 0], vec![1.0, 2.0]);
         assert!(matches!(
-            sequence_scatter(&x, &three, &up3),
-            Err(Error::SequenceCountMismatch {
+            sequence_scatter(&x, &three, &up3).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::SequenceCountMismatch {
                 found: 3,
                 expected: 2,
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            sequence_scatter(&x, &ids, &seqs::<Float64Type>(&[2, 0], vec![1.0, 2.0])),
-            Err(Error::InputMismatch {
+            sequence_scatter(&x, &ids, &seqs::<Float64Type>(&[2, 0], vec![1.0, 2.0]))
+                .map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::InputMismatch {
                 what: "lengths",
                 ..
-            })
+            }))
         ));
         assert!(matches!(
             sequence_scatter(
                 &x,
                 &ids,
                 &seqs::<arrow_array::types::Float32Type>(&[1, 1], vec![1.0, 2.0])
-            ),
-            Err(Error::InputMismatch { what: "dtype", .. })
+            )
+            .map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::InputMismatch {
+                what: "dtype",
+                ..
+            }))
         ));
         assert!(matches!(
-            sequence_scatter(&x, &seqs::<Int8Type>(&[1, 1], vec![0, 0]), &up),
-            Err(Error::InvalidArgument {
+            sequence_scatter(&x, &seqs::<Int8Type>(&[1, 1], vec![0, 0]), &up)
+                .map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument {
                 name: "ids' dtype",
                 ..
-            })
+            }))
         ));
         assert!(matches!(
-            sequence_scatter(&x, &ids.drop_outer_levels(1).unwrap(), &up),
-            Err(Error::LevelOutOfBounds { .. })
+            sequence_scatter(&x, &ids.drop_outer_levels(1).unwrap(), &up).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds { .. }))
         ));
     }
 

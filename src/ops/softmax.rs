@@ -17,7 +17,7 @@ use arrow_array::types::{Float16Type, Float32Type, Float64Type};
 use half::f16;
 
 use super::{array_of, element_offsets};
-use crate::error::{Error, Result};
+use crate::error::{ArgumentError, Error, Result};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
@@ -76,15 +76,18 @@ softmax_of!(softmax_f64, f64);
 pub fn sequence_softmax(x: &LodTensor) -> Result<LodTensor> {
     let levels = x.num_levels();
     if levels == 0 {
-        return Err(Error::LevelOutOfBounds { level: 0, levels });
+        return Err(Error::from(ArgumentError::LevelOutOfBounds {
+            level: 0,
+            levels,
+        }));
     }
     if x.values().element_size() != 1 {
-        return Err(Error::InvalidArgument {
-            op: OP,
-            name: "element shape",
-            found: format!("{:?}", x.element_shape()),
-            expected: "one item per element".to_owned(),
-        });
+        return Err(Error::invalid_argument(
+            OP,
+            "element shape",
+            format!("{:?}", x.element_shape()),
+            "one item per element",
+        ));
     }
     let x = x.rebased();
     let offsets = element_offsets(x.lod(), levels - 1)?;
@@ -112,12 +115,12 @@ pub fn sequence_softmax(x: &LodTensor) -> Result<LodTensor> {
             array_of::<Float16Type>(narrow)
         }
         found => {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                name: "dtype",
-                found: found.to_string(),
-                expected: "float16, float32 or float64".to_owned(),
-            });
+            return Err(Error::invalid_argument(
+                OP,
+                "dtype",
+                found,
+                "float16, float32 or float64",
+            ));
         }
     };
     let shape = values.element_shape().to_vec();
@@ -129,6 +132,7 @@ pub fn sequence_softmax(x: &LodTensor) -> Result<LodTensor> {
 mod tests {
     use super::*;
     use crate::Lod;
+    use crate::{ArgumentError, ErrorKind};
     use proptest::prelude::*;
 
     fn scalars(lengths: &[usize], items: Vec<f32>) -> LodTensor {
@@ -157,11 +161,11 @@ mod tests {
     fn errors_are_typed() {
         let plain = scalars(&[2], vec![1., 2.]).drop_outer_levels(1).unwrap();
         assert!(matches!(
-            sequence_softmax(&plain),
-            Err(Error::LevelOutOfBounds {
+            sequence_softmax(&plain).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
                 level: 0,
                 levels: 0
-            })
+            }))
         ));
         let wide =
             LodTensor::from_lengths::<Float32Type>(&[vec![1]], vec![1., 2.], vec![2]).unwrap();
@@ -174,8 +178,11 @@ mod tests {
             LodTensor::from_lengths::<arrow_array::types::Int64Type>(&[vec![1]], vec![1], vec![])
                 .unwrap();
         assert!(matches!(
-            sequence_softmax(&ints),
-            Err(Error::InvalidArgument { name: "dtype", .. })
+            sequence_softmax(&ints).map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument {
+                name: "dtype",
+                ..
+            }))
         ));
     }
 
