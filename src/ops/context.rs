@@ -33,9 +33,9 @@ const OP: &str = "context_project";
 /// `float32` only (its im2col is written for `float`); this takes every numeric dtype.
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] / [`Error::TooManyLevels`] unless `x` has one level (as
-/// Paddle); [`Error::InvalidArgument`] when `context_length` is 0 or the output's size
-/// overflows; [`Error::UnsupportedDType`] for booleans.
+/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) / [`UnsupportedError::TooManyLevels`](crate::UnsupportedError::TooManyLevels) unless `x` has one level (as
+/// Paddle); [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when `context_length` is 0 or the output's size
+/// overflows; [`UnsupportedError::UnsupportedDType`](crate::UnsupportedError::UnsupportedDType) for booleans.
 ///
 /// # Example
 /// ```

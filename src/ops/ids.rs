@@ -49,8 +49,8 @@ fn not_ids(op: &'static str, dtype: DType) -> Error {
 /// end replaced by `pad_value`. A window longer than its sequence is mostly padding.
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] / [`Error::TooManyLevels`] unless `x` has one level (as
-/// Paddle); [`Error::InvalidArgument`] when `win_size < 2` (as Paddle), when elements are
+/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) / [`UnsupportedError::TooManyLevels`](crate::UnsupportedError::TooManyLevels) unless `x` has one level (as
+/// Paddle); [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when `win_size < 2` (as Paddle), when elements are
 /// not single ids, when the dtype is not an integer or `pad_value` does not fit it.
 ///
 /// # Example
@@ -133,7 +133,7 @@ where
 /// A token that no value of the dtype can equal removes nothing.
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] for a tensor without levels; [`Error::InvalidArgument`] when
+/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) for a tensor without levels; [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when
 /// elements are not single ids or the dtype is not an integer.
 ///
 /// # Example

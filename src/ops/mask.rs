@@ -49,7 +49,7 @@ pub fn sequence_mask(lengths: &LodTensor, maxlen: Option<usize>) -> Result<LodTe
 /// `true` and `false`.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when `lengths` is not an integer dtype, when `maxlen` is
+/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when `lengths` is not an integer dtype, when `maxlen` is
 /// `Some(0)` (Paddle rejects a `maxlen` of 0), when it is `None` and no length is positive
 /// (Paddle's mask then has rows of 0 items, which this crate's elements cannot be), or when
 /// the mask's size overflows.

@@ -253,8 +253,8 @@ pub fn sequence_pool_any(
 /// first row; a NaN is never greater than anything, as in Paddle's `>`.
 ///
 /// # Errors
-/// [`crate::Error::LevelOutOfBounds`] when `x` has no level `level`;
-/// [`crate::Error::UnsupportedDType`] for booleans.
+/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) when `x` has no level `level`;
+/// [`UnsupportedError::UnsupportedDType`](crate::UnsupportedError::UnsupportedDType) for booleans.
 ///
 /// # Example
 /// Paddle's documented example (x.lod = [[0, 2, 5, 7, 7]], x.data = [1, 3, 2, 4, 6, 5, 1]):
@@ -306,7 +306,7 @@ where
 /// 0 for an empty sequence: [`sequence_pool_any`] with [`PoolType::First`].
 ///
 /// # Errors
-/// As [`sequence_pool_any`] ([`crate::Error::LevelOutOfBounds`] without levels).
+/// As [`sequence_pool_any`] ([`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) without levels).
 ///
 /// # Example
 /// ```

@@ -22,8 +22,8 @@ const OP: &str = "sequence_reshape";
 /// starts at 0.
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] / [`Error::TooManyLevels`] unless `x` has one level (as
-/// Paddle); [`Error::InvalidArgument`] when `new_dim` is 0, or naming the first sequence
+/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) / [`UnsupportedError::TooManyLevels`](crate::UnsupportedError::TooManyLevels) unless `x` has one level (as
+/// Paddle); [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when `new_dim` is 0, or naming the first sequence
 /// whose item count `new_dim` does not divide.
 ///
 /// # Example

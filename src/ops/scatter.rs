@@ -34,11 +34,11 @@ const OP: &str = "sequence_scatter";
 /// bounds. Here every id must index an item of its element.
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] / [`Error::TooManyLevels`] unless `ids` has one level;
-/// [`Error::SequenceCountMismatch`] when there are more sequences than elements of `x`;
-/// [`Error::InputMismatch`] when `updates`' lengths or dtype differ, or `ids` or `updates`
-/// have elements of more than one item; [`Error::InvalidArgument`] for ids that are not
-/// integers or an id outside its element; [`Error::UnsupportedDType`] for booleans.
+/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) / [`UnsupportedError::TooManyLevels`](crate::UnsupportedError::TooManyLevels) unless `ids` has one level;
+/// [`DataError::SequenceCountMismatch`](crate::DataError::SequenceCountMismatch) when there are more sequences than elements of `x`;
+/// [`DataError::InputMismatch`](crate::DataError::InputMismatch) when `updates`' lengths or dtype differ, or `ids` or `updates`
+/// have elements of more than one item; [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for ids that are not
+/// integers or an id outside its element; [`UnsupportedError::UnsupportedDType`](crate::UnsupportedError::UnsupportedDType) for booleans.
 ///
 /// # Example
 /// Paddle's documented example, with updates that sum exactly in binary:

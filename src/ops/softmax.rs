@@ -55,7 +55,7 @@ softmax_of!(softmax_f64, f64);
 /// take) is computed in `float32` and rounded.
 ///
 /// # Errors
-/// [`Error::LevelOutOfBounds`] for a tensor without levels; [`Error::InvalidArgument`] when
+/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) for a tensor without levels; [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when
 /// elements have more than one item or the dtype is not a float.
 ///
 /// # Example
