@@ -29,12 +29,19 @@ macro_rules! softmax_of {
         fn $name(items: &[$t], offsets: &[usize], out: &mut Vec<$t>) {
             for w in offsets.windows(2) {
                 let seq = &items[w[0]..w[1]];
-                // Paddle's order of operations, for its exact results.
-                let sum = seq.iter().fold(0.0, |s: $t, &v| s + v.exp());
+                // Paddle's order of operations, for its exact results; each exp once.
+                let start = out.len();
+                let mut sum: $t = 0.0;
+                for &v in seq {
+                    let e = v.exp();
+                    sum += e;
+                    out.push(e);
+                }
                 if sum.is_normal() {
-                    out.extend(seq.iter().map(|&v| v.exp() / sum));
+                    out[start..].iter_mut().for_each(|e| *e /= sum);
                     continue;
                 }
+                out.truncate(start);
                 let max = seq.iter().copied().fold(<$t>::NEG_INFINITY, <$t>::max);
                 let sum = seq.iter().fold(0.0, |s: $t, &v| s + (v - max).exp());
                 out.extend(seq.iter().map(|&v| (v - max).exp() / sum));
