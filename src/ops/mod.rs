@@ -92,104 +92,48 @@ impl AsRef<Lod> for LodTensor {
     }
 }
 
+/// Runs `$body` with `$T` bound to `arrow_array::types::$arrow` when `$dtype` is
+/// `DType::$variant`, one of the listed pairs, and `$rest` for the dtypes `$rest_pat`
+/// matches.
+macro_rules! dispatch_dtype {
+    ($dtype:expr, $T:ident, $body:expr; $($variant:ident => $arrow:ident),+; $rest_pat:pat => $rest:expr) => {
+        match $dtype {
+            $($crate::values::DType::$variant => {
+                type $T = arrow_array::types::$arrow;
+                $body
+            })+
+            $rest_pat => $rest,
+        }
+    };
+}
+pub(crate) use dispatch_dtype;
+
 /// Runs `$body` with `$T` bound to the Arrow type of a numeric `$dtype`, or `$bool` for
 /// booleans.
 macro_rules! with_arrow_type {
-    ($dtype:expr, |$T:ident| $body:expr, bool => $bool:expr) => {{
-        use arrow_array::types::*;
-        match $dtype {
-            $crate::values::DType::Bool => $bool,
-            $crate::values::DType::UInt8 => {
-                type $T = UInt8Type;
-                $body
-            }
-            $crate::values::DType::Int8 => {
-                type $T = Int8Type;
-                $body
-            }
-            $crate::values::DType::Int16 => {
-                type $T = Int16Type;
-                $body
-            }
-            $crate::values::DType::Int32 => {
-                type $T = Int32Type;
-                $body
-            }
-            $crate::values::DType::Int64 => {
-                type $T = Int64Type;
-                $body
-            }
-            $crate::values::DType::UInt16 => {
-                type $T = UInt16Type;
-                $body
-            }
-            $crate::values::DType::UInt32 => {
-                type $T = UInt32Type;
-                $body
-            }
-            $crate::values::DType::UInt64 => {
-                type $T = UInt64Type;
-                $body
-            }
-            $crate::values::DType::Float16 => {
-                type $T = Float16Type;
-                $body
-            }
-            $crate::values::DType::Float32 => {
-                type $T = Float32Type;
-                $body
-            }
-            $crate::values::DType::Float64 => {
-                type $T = Float64Type;
-                $body
-            }
-        }
-    }};
+    ($dtype:expr, |$T:ident| $body:expr, bool => $bool:expr) => {
+        $crate::ops::dispatch_dtype!(
+            $dtype, $T, $body;
+            UInt8 => UInt8Type, UInt16 => UInt16Type, UInt32 => UInt32Type, UInt64 => UInt64Type,
+            Int8 => Int8Type, Int16 => Int16Type, Int32 => Int32Type, Int64 => Int64Type,
+            Float16 => Float16Type, Float32 => Float32Type, Float64 => Float64Type;
+            $crate::values::DType::Bool => $bool
+        )
+    };
 }
 pub(crate) use with_arrow_type;
 
 /// Runs `$body` with `$T` bound to the Arrow type of an integer `$dtype`, or `$other` for
 /// the other dtypes.
 macro_rules! with_int_type {
-    ($dtype:expr, |$T:ident| $body:expr, other => $other:expr) => {{
-        use arrow_array::types::*;
-        use $crate::values::DType;
-        match $dtype {
-            DType::Int8 => {
-                type $T = Int8Type;
-                $body
-            }
-            DType::Int16 => {
-                type $T = Int16Type;
-                $body
-            }
-            DType::Int32 => {
-                type $T = Int32Type;
-                $body
-            }
-            DType::Int64 => {
-                type $T = Int64Type;
-                $body
-            }
-            DType::UInt8 => {
-                type $T = UInt8Type;
-                $body
-            }
-            DType::UInt16 => {
-                type $T = UInt16Type;
-                $body
-            }
-            DType::UInt32 => {
-                type $T = UInt32Type;
-                $body
-            }
-            DType::UInt64 => {
-                type $T = UInt64Type;
-                $body
-            }
-            _ => $other,
-        }
-    }};
+    ($dtype:expr, |$T:ident| $body:expr, other => $other:expr) => {
+        $crate::ops::dispatch_dtype!(
+            $dtype, $T, $body;
+            UInt8 => UInt8Type, UInt16 => UInt16Type, UInt32 => UInt32Type, UInt64 => UInt64Type,
+            Int8 => Int8Type, Int16 => Int16Type, Int32 => Int32Type, Int64 => Int64Type;
+            _ => $other
+        )
+    };
 }
 pub(crate) use with_int_type;
 
