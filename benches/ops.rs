@@ -215,6 +215,9 @@ fn bench_scalar_ops(c: &mut Criterion, t: &LodTensor) {
         b.iter(|| sequence_softmax(black_box(&scores)).expect("softmax"))
     });
     g.finish();
+    best_of_10("sequence_softmax (float32)", tokens * 4, || {
+        sequence_softmax(black_box(&scores)).expect("softmax")
+    });
     let ids = (0..tokens).map(|_| rng.below(30_000) as i64).collect();
     let ids = per_token(t, Values::from_vec::<Int64Type>(ids, vec![]).expect("i64"));
     let mut g = c.benchmark_group("enumerate");
@@ -225,6 +228,27 @@ fn bench_scalar_ops(c: &mut Criterion, t: &LodTensor) {
         b.iter(|| sequence_enumerate(black_box(&ids), 4, 0).expect("enumerate"))
     });
     g.finish();
+    best_of_10("sequence_enumerate (int64, win 4)", tokens * 8, || {
+        sequence_enumerate(black_box(&ids), 4, 0).expect("enumerate")
+    });
+}
+
+/// Prints the best of 10 runs of `f`, timed as `benches/ops_numpy.py` times numpy (under a
+/// loaded machine criterion's mean and numpy's best differ by more than the ops do).
+fn best_of_10<R>(name: &str, bytes: usize, f: impl Fn() -> R) {
+    let best = (0..10)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            black_box(f());
+            start.elapsed()
+        })
+        .min()
+        .expect("ten runs");
+    println!(
+        "lodtensor {name}: {:.2} ms, {:.2} GiB/s (best of 10)",
+        best.as_secs_f64() * 1e3,
+        bytes as f64 / best.as_secs_f64() / (1u64 << 30) as f64
+    );
 }
 
 criterion_group!(benches, bench);
