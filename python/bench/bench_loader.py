@@ -3,6 +3,10 @@ over the same memory-mapped file, and the Rust loader in the same process.
 
     python python/bench/bench_loader.py [--mib 256] [--dir /tmp] [--repeat 5]
 
+When the `datasets` package (Hugging Face) is installed, it runs too, on a copy of the file in
+its own format (an Arrow IPC stream, the tensor extension type replaced by its storage, which
+`datasets` requires), read with `with_format("arrow")`.
+
 The file: documents -> sentences -> tokens of f32[64], normal floats (incompressible),
 written with lodtensor.write. Every loop hands the training step the same thing per batch:
 the token values as a numpy [tokens, 64] array and the sentence offsets (int64, from 0).
@@ -24,6 +28,11 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 import lodtensor as lt
+
+try:
+    import datasets
+except ImportError:
+    datasets = None
 
 DIM = 64
 BUDGET = 4096
@@ -79,7 +88,9 @@ class PyarrowFile:
 
 def arrays_of(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     sents = column.flatten()
-    values = sents.flatten().storage.flatten().to_numpy(zero_copy_only=True).reshape(-1, DIM)
+    tokens = sents.flatten()
+    tokens = getattr(tokens, "storage", tokens)
+    values = tokens.flatten().to_numpy(zero_copy_only=True).reshape(-1, DIM)
     offsets = sents.offsets.to_numpy()
     return values, offsets - offsets[0]
 
@@ -112,6 +123,51 @@ def pyarrow_slices_concat(f: PyarrowFile, plan: list[list[tuple[int, list[int]]]
         lengths = np.concatenate([np.diff(p[1]) for p in parts])
         offsets = np.zeros(len(lengths) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
+        tokens += len(values)
+    return tokens
+
+
+def hf_copy(path: str) -> str:
+    """The file as `datasets` takes it: an IPC stream, fixed-size lists without the tag."""
+    copy = path[: -len(".arrow")] + ".hf.arrow"
+    if not os.path.exists(copy):
+        with pa.memory_map(path) as source:
+            table = ipc.open_file(source).read_all()
+        with ipc.new_stream(copy, pa.schema([("tokens", UNTAGGED)])) as writer:
+            for b in table.to_batches():
+                docs = b.column(0)
+                sents = docs.values
+                plain = pa.LargeListArray.from_arrays(
+                    docs.offsets, pa.LargeListArray.from_arrays(sents.offsets, sents.values.storage)
+                )
+                writer.write_batch(pa.record_batch([plain], names=["tokens"]))
+    return copy
+
+
+UNTAGGED = pa.large_list(pa.large_list(pa.list_(pa.float32(), DIM)))
+
+
+def hf_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    parts = [arrays_of(c) for c in table.column(0).chunks]
+    if len(parts) == 1:
+        return parts[0]
+    values = np.concatenate([p[0] for p in parts])
+    lengths = np.concatenate([np.diff(p[1]) for p in parts])
+    return values, np.r_[0, np.cumsum(lengths)]
+
+
+def hf_in_order(hf, plan: list[np.ndarray]) -> int:
+    tokens = 0
+    for samples in plan:
+        values, _ = hf_arrays(hf[int(samples[0]) : int(samples[-1]) + 1])
+        tokens += len(values)
+    return tokens
+
+
+def hf_shuffled(hf, plan: list[np.ndarray]) -> int:
+    tokens = 0
+    for samples in plan:
+        values, _ = hf_arrays(hf[samples.tolist()])
         tokens += len(values)
     return tokens
 
@@ -159,31 +215,39 @@ def main() -> None:
         else:  # crosses a record batch: read as two slices, like the Loader's gather
             for b, local in pieces:
                 in_order_plan.append((b, local[0], len(local)))
-    r = race(
-        {
-            "py": lambda: pyarrow_slices(f, in_order_plan),
-            "lt": lambda: lodtensor_epoch(loader),
-            "rs": lambda: rust_epoch(loader),
-        },
-        args.repeat,
-    )
+    hf = datasets.Dataset.from_file(hf_copy(path)).with_format("arrow") if datasets else None
+    hf_times = {}
+    contenders = {
+        "py": lambda: pyarrow_slices(f, in_order_plan),
+        "lt": lambda: lodtensor_epoch(loader),
+        "rs": lambda: rust_epoch(loader),
+    }
+    if hf is not None:
+        contenders["hf"] = lambda: hf_in_order(hf, plan)
+    r = race(contenders, args.repeat)
     (t_py, tokens), (t_lt, tokens_lt), (t_rs, tokens_rs) = r["py"], r["lt"], r["rs"]
     assert tokens == tokens_lt == tokens_rs, (tokens, tokens_lt, tokens_rs)
+    if hf is not None:
+        assert r["hf"][1] == tokens
+        hf_times["in order"] = tokens / r["hf"][0]
     rows.append(("in order", tokens, t_py, t_lt, t_rs, "slice"))
 
     # Shuffled.
     loader, plan = epochs(True)
     take_plan = [f.pieces(samples) for samples in plan]
     t_py, tokens = race({"take": lambda: pyarrow_take(f, take_plan)}, 1)["take"]
-    r = race(
-        {
-            "py": lambda: pyarrow_slices_concat(f, take_plan),
-            "lt": lambda: lodtensor_epoch(loader),
-            "rs": lambda: rust_epoch(loader),
-        },
-        args.repeat,
-    )
+    contenders = {
+        "py": lambda: pyarrow_slices_concat(f, take_plan),
+        "lt": lambda: lodtensor_epoch(loader),
+        "rs": lambda: rust_epoch(loader),
+    }
+    if hf is not None:
+        contenders["hf"] = lambda: hf_shuffled(hf, plan)
+    r = race(contenders, args.repeat)
     (t_py2, tokens2), (t_lt, tokens_lt), (t_rs, tokens_rs) = r["py"], r["lt"], r["rs"]
+    if hf is not None:
+        assert r["hf"][1] == tokens2
+        hf_times["shuffled"] = tokens2 / r["hf"][0]
     assert tokens == tokens2 == tokens_lt == tokens_rs
     rows.append(("shuffled", tokens, t_py, t_lt, t_rs, "take"))
     rows.append(("shuffled", tokens, t_py2, t_lt, t_rs, "row slices + np.concatenate"))
@@ -202,16 +266,26 @@ def main() -> None:
         for s in picks:
             ds.sample(s)
 
-    r = race({"py": py_sample, "lt": lt_sample}, args.repeat)
+    contenders = {"py": py_sample, "lt": lt_sample}
+    if hf is not None:
+        contenders["hf"] = lambda: [hf[s] for s in picks[:10_000]]
+    r = race(contenders, args.repeat)
     t_sample_py, t_sample_lt = r["py"][0], r["lt"][0]
+    if hf is not None:
+        hf_times["random document"] = r["hf"][0] / 10_000
 
     def py_open():
         with pa.memory_map(path) as source:
             reader = ipc.open_file(source)
             [reader.get_batch(i) for i in range(reader.num_record_batches)]
 
-    r = race({"py": py_open, "lt": lambda: lt.open(path)}, 20)
+    contenders = {"py": py_open, "lt": lambda: lt.open(path)}
+    if hf is not None:
+        contenders["hf"] = lambda: datasets.Dataset.from_file(hf_copy(path))
+    r = race(contenders, 20)
     t_open_py, t_open_lt = r["py"][0], r["lt"][0]
+    if hf is not None:
+        hf_times["open"] = r["hf"][0]
 
     print(f"File: {size / 2**20:.0f} MiB, {ds.num_rows} documents, {ds.num_batches} record batches, "
           f"f32[{DIM}] tokens; {BUDGET}-token batches; best of {args.repeat} "
@@ -224,6 +298,12 @@ def main() -> None:
     n = len(picks)
     print(f"| random document | {t_sample_py / n * 1e6:.2f} µs | {t_sample_lt / n * 1e6:.2f} µs | | {t_sample_py / t_sample_lt:.2f}x | |")
     print(f"| open | {t_open_py * 1e3:.3f} ms | {t_open_lt * 1e3:.3f} ms | | {t_open_py / t_open_lt:.2f}x | |")
+    if hf is not None:
+        print(f"\nHF datasets {datasets.__version__} (arrow format, same batches): "
+              f"in order {hf_times['in order'] / 1e6:.1f} M tokens/s, "
+              f"shuffled {hf_times['shuffled'] / 1e6:.1f} M tokens/s, "
+              f"a random document {hf_times['random document'] * 1e6:.1f} µs, "
+              f"open {hf_times['open'] * 1e3:.3f} ms.")
 
 
 if __name__ == "__main__":
