@@ -52,16 +52,19 @@ def make_file(path: str, mib: int, seed: int = 1) -> None:
 
 
 def race(contenders: dict, repeat: int) -> dict:
-    """The best time and the result of each contender, run in turns so that the load of a
-    shared machine falls on all of them alike."""
-    times = {name: [] for name in contenders}
+    """The best time and the result of each contender, run in turns whose order rotates
+    from round to round, so that the load of a shared machine, and what one contender leaves
+    in the caches and the allocator for the next, fall on all of them alike."""
+    names = list(contenders)
+    times = {name: [] for name in names}
     out = {}
-    for _ in range(repeat):
-        for name, fn in contenders.items():
+    for round_ in range(repeat):
+        k = round_ % len(names)
+        for name in names[k:] + names[:k]:
             start = time.perf_counter()
-            out[name] = fn()
+            out[name] = contenders[name]()
             times[name].append(time.perf_counter() - start)
-    return {name: (min(times[name]), out[name]) for name in contenders}
+    return {name: (min(times[name]), out[name]) for name in names}
 
 
 class PyarrowFile:
@@ -185,76 +188,55 @@ def rust_epoch(loader) -> int:
     return loader._epoch_in_rust()[1]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mib", type=int, default=256)
-    parser.add_argument("--dir", default=tempfile.gettempdir())
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    path = os.path.join(args.dir, f"lodtensor-bench-{args.mib}.arrow")
-    if not os.path.exists(path):
-        make_file(path, args.mib)
-    size = os.path.getsize(path)
-    ds = lt.open(path)
-    f = PyarrowFile(path)
-    rows = []
-
-    def epochs(shuffle: bool):
-        loader = ds.loader(token_budget=BUDGET, shuffle=shuffle, seed=7)
-        plan = [b.samples.copy() for b in ds.loader(token_budget=BUDGET, shuffle=shuffle, seed=7)]
-        return loader, plan
-
-    # In order.
-    loader, plan = epochs(False)
-    in_order_plan = []
+def in_order_pieces(f: PyarrowFile, plan: list[np.ndarray]) -> list[tuple[int, int, int]]:
+    """(record batch, first row, rows) slices of each in-order batch; a batch that crosses
+    a record batch is read as two slices, as the Loader gathers it."""
+    out = []
     for samples in plan:
-        pieces = f.pieces(samples)
-        if len(pieces) == 1:
-            b, local = pieces[0]
-            in_order_plan.append((b, local[0], len(local)))
-        else:  # crosses a record batch: read as two slices, like the Loader's gather
-            for b, local in pieces:
-                in_order_plan.append((b, local[0], len(local)))
-    hf = datasets.Dataset.from_file(hf_copy(path)).with_format("arrow") if datasets else None
-    hf_times = {}
-    contenders = {
-        "py": lambda: pyarrow_slices(f, in_order_plan),
-        "lt": lambda: lodtensor_epoch(loader),
-        "rs": lambda: rust_epoch(loader),
-    }
-    if hf is not None:
-        contenders["hf"] = lambda: hf_in_order(hf, plan)
-    r = race(contenders, args.repeat)
-    (t_py, tokens), (t_lt, tokens_lt), (t_rs, tokens_rs) = r["py"], r["lt"], r["rs"]
-    assert tokens == tokens_lt == tokens_rs, (tokens, tokens_lt, tokens_rs)
-    if hf is not None:
-        assert r["hf"][1] == tokens
-        hf_times["in order"] = tokens / r["hf"][0]
-    rows.append(("in order", tokens, t_py, t_lt, t_rs, "slice"))
+        for b, local in f.pieces(samples):
+            out.append((b, local[0], len(local)))
+    return out
 
-    # Shuffled.
-    loader, plan = epochs(True)
-    take_plan = [f.pieces(samples) for samples in plan]
-    t_py, tokens = race({"take": lambda: pyarrow_take(f, take_plan)}, 1)["take"]
-    contenders = {
-        "py": lambda: pyarrow_slices_concat(f, take_plan),
-        "lt": lambda: lodtensor_epoch(loader),
-        "rs": lambda: rust_epoch(loader),
-    }
-    if hf is not None:
-        contenders["hf"] = lambda: hf_shuffled(hf, plan)
-    r = race(contenders, args.repeat)
-    (t_py2, tokens2), (t_lt, tokens_lt), (t_rs, tokens_rs) = r["py"], r["lt"], r["rs"]
-    if hf is not None:
-        assert r["hf"][1] == tokens2
-        hf_times["shuffled"] = tokens2 / r["hf"][0]
-    assert tokens == tokens2 == tokens_lt == tokens_rs
-    rows.append(("shuffled", tokens, t_py, t_lt, t_rs, "take"))
-    rows.append(("shuffled", tokens, t_py2, t_lt, t_rs, "row slices + np.concatenate"))
 
-    # A random document, and open.
-    rng = np.random.default_rng(3)
-    picks = rng.integers(0, ds.num_rows, 100_000).tolist()
+def batches(ds, f, hf, shuffle: bool, repeat: int) -> tuple[list, float | None]:
+    """Table rows for one epoch of 4096-token batches, and HF datasets' tokens/s."""
+    loader = ds.loader(token_budget=BUDGET, shuffle=shuffle, seed=7)
+    plan = [b.samples.copy() for b in ds.loader(token_budget=BUDGET, shuffle=shuffle, seed=7)]
+    contenders = {"lt": lambda: lodtensor_epoch(loader), "rs": lambda: rust_epoch(loader)}
+    if shuffle:
+        pieces = [f.pieces(samples) for samples in plan]
+        baselines = {
+            "take": (lambda: pyarrow_take(f, pieces), 1),
+            "row slices + np.concatenate": (lambda: pyarrow_slices_concat(f, pieces), repeat),
+        }
+        if hf is not None:
+            contenders["hf"] = lambda: hf_shuffled(hf, plan)
+    else:
+        slices = in_order_pieces(f, plan)
+        baselines = {"slice": (lambda: pyarrow_slices(f, slices), repeat)}
+        if hf is not None:
+            contenders["hf"] = lambda: hf_in_order(hf, plan)
+    rows, hf_speed = [], None
+    for how, (baseline, runs) in baselines.items():
+        if runs == 1:  # too slow to repeat: one run, apart
+            t_py, tokens = race({"py": baseline}, 1)["py"]
+            r = race(contenders, repeat) if not rows else r
+        else:
+            r = race({"py": baseline, **contenders}, repeat)
+            t_py, tokens = r["py"]
+        (t_lt, tokens_lt), (t_rs, tokens_rs) = r["lt"], r["rs"]
+        assert tokens == tokens_lt == tokens_rs, (tokens, tokens_lt, tokens_rs)
+        if "hf" in r:
+            assert r["hf"][1] == tokens
+            hf_speed = tokens / r["hf"][0]
+        name = "shuffled" if shuffle else "in order"
+        rows.append((name, tokens, t_py, t_lt, t_rs, how))
+    return rows, hf_speed
+
+
+def lookups(ds, f, hf, path: str, repeat: int) -> dict:
+    """Seconds per random document and per open, for each contender."""
+    picks = np.random.default_rng(3).integers(0, ds.num_rows, 100_000).tolist()
     ds.sample(0)  # the pyarrow record batches are imported once, on first use
 
     def py_sample():
@@ -266,44 +248,66 @@ def main() -> None:
         for s in picks:
             ds.sample(s)
 
-    contenders = {"py": py_sample, "lt": lt_sample}
-    if hf is not None:
-        contenders["hf"] = lambda: [hf[s] for s in picks[:10_000]]
-    r = race(contenders, args.repeat)
-    t_sample_py, t_sample_lt = r["py"][0], r["lt"][0]
-    if hf is not None:
-        hf_times["random document"] = r["hf"][0] / 10_000
-
     def py_open():
         with pa.memory_map(path) as source:
             reader = ipc.open_file(source)
             [reader.get_batch(i) for i in range(reader.num_record_batches)]
 
-    contenders = {"py": py_open, "lt": lambda: lt.open(path)}
+    samples = {"py": py_sample, "lt": lt_sample}
+    opens = {"py": py_open, "lt": lambda: lt.open(path)}
+    per_call = {"py": len(picks), "lt": len(picks)}
     if hf is not None:
-        contenders["hf"] = lambda: datasets.Dataset.from_file(hf_copy(path))
-    r = race(contenders, 20)
-    t_open_py, t_open_lt = r["py"][0], r["lt"][0]
-    if hf is not None:
-        hf_times["open"] = r["hf"][0]
+        samples["hf"] = lambda: [hf[s] for s in picks[:10_000]]
+        opens["hf"] = lambda: datasets.Dataset.from_file(hf_copy(path))
+        per_call["hf"] = 10_000
+    sample = race(samples, repeat)
+    opened = race(opens, 20)
+    return {
+        name: (sample[name][0] / per_call[name], opened[name][0]) for name in samples
+    }
 
-    print(f"File: {size / 2**20:.0f} MiB, {ds.num_rows} documents, {ds.num_batches} record batches, "
-          f"f32[{DIM}] tokens; {BUDGET}-token batches; best of {args.repeat} "
+
+def report(ds, size: int, repeat: int, rows: list, looked: dict, hf_speeds: dict) -> None:
+    print(f"File: {size / 2**20:.0f} MiB, {ds.num_rows} documents, {ds.num_batches} record "
+          f"batches, f32[{DIM}] tokens; {BUDGET}-token batches; best of {repeat} "
           "(pyarrow take: one run).\n")
-    print("| | pure pyarrow | lodtensor from Python | Rust Loader (same process) | lodtensor / pyarrow | Python / Rust |")
+    print("| | pure pyarrow | lodtensor from Python | Rust Loader (same process) "
+          "| lodtensor / pyarrow | Python / Rust |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, tokens, tp, tl, tr, how in rows:
-        mt = lambda t: f"{tokens / t / 1e6:.{0 if tokens / t >= 1e7 else 1}f} M tokens/s"
-        print(f"| {name} ({how}) | {mt(tp)} | {mt(tl)} | {mt(tr)} | {tp / tl:.2f}x | {tr / tl * 100:.0f} % |")
-    n = len(picks)
-    print(f"| random document | {t_sample_py / n * 1e6:.2f} µs | {t_sample_lt / n * 1e6:.2f} µs | | {t_sample_py / t_sample_lt:.2f}x | |")
-    print(f"| open | {t_open_py * 1e3:.3f} ms | {t_open_lt * 1e3:.3f} ms | | {t_open_py / t_open_lt:.2f}x | |")
-    if hf is not None:
+        def mt(t):
+            return f"{tokens / t / 1e6:.{0 if tokens / t >= 1e7 else 1}f} M tokens/s"
+        print(f"| {name} ({how}) | {mt(tp)} | {mt(tl)} | {mt(tr)} | {tp / tl:.2f}x "
+              f"| {tr / tl * 100:.0f} % |")
+    (s_py, o_py), (s_lt, o_lt) = looked["py"], looked["lt"]
+    print(f"| random document | {s_py * 1e6:.2f} µs | {s_lt * 1e6:.2f} µs | | {s_py / s_lt:.2f}x | |")
+    print(f"| open | {o_py * 1e3:.3f} ms | {o_lt * 1e3:.3f} ms | | {o_py / o_lt:.2f}x | |")
+    if "hf" in looked:
+        s_hf, o_hf = looked["hf"]
         print(f"\nHF datasets {datasets.__version__} (arrow format, same batches): "
-              f"in order {hf_times['in order'] / 1e6:.1f} M tokens/s, "
-              f"shuffled {hf_times['shuffled'] / 1e6:.1f} M tokens/s, "
-              f"a random document {hf_times['random document'] * 1e6:.1f} µs, "
-              f"open {hf_times['open'] * 1e3:.3f} ms.")
+              f"in order {hf_speeds[False] / 1e6:.1f} M tokens/s, "
+              f"shuffled {hf_speeds[True] / 1e6:.1f} M tokens/s, "
+              f"a random document {s_hf * 1e6:.1f} µs, open {o_hf * 1e3:.3f} ms.")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mib", type=int, default=256)
+    parser.add_argument("--dir", default=tempfile.gettempdir())
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    path = os.path.join(args.dir, f"lodtensor-bench-{args.mib}.arrow")
+    if not os.path.exists(path):
+        make_file(path, args.mib)
+    ds = lt.open(path)
+    f = PyarrowFile(path)
+    hf = datasets.Dataset.from_file(hf_copy(path)).with_format("arrow") if datasets else None
+    rows, hf_speeds = [], {}
+    for shuffle in [False, True]:
+        more, hf_speeds[shuffle] = batches(ds, f, hf, shuffle, args.repeat)
+        rows += more
+    looked = lookups(ds, f, hf, path, args.repeat)
+    report(ds, os.path.getsize(path), args.repeat, rows, looked, hf_speeds)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Type stubs of the lodtensor package."""
 
 import os
+import pathlib
 from typing import Any, Iterator, Sequence, TypedDict, Union
 
 import numpy as np
@@ -46,7 +47,7 @@ class Dataset:
     @property
     def num_batches(self) -> int: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> pathlib.Path: ...
     @property
     def schema(self) -> pa.Schema: ...
     def __len__(self) -> int: ...
