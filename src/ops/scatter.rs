@@ -11,6 +11,8 @@
 //! Sequence `i` of `ids` (and of `updates`, which has the same lengths) updates element `i`
 //! of `x`; each id indexes an item of that element. Ids that repeat add up.
 
+use std::borrow::Cow;
+
 use arrow_array::ArrayRef;
 use arrow_array::types::{ArrowPrimitiveType, Int32Type, Int64Type};
 
@@ -128,13 +130,15 @@ pub fn sequence_scatter(x: &LodTensor, ids: &LodTensor, updates: &LodTensor) -> 
 /// The item of `x` each update goes to: `row · width + id`, checked.
 fn positions(ids: &LodTensor, offsets: &[usize], width: usize) -> Result<Vec<usize>> {
     let ids = ids.drop_outer_levels(1)?;
-    let wide: Vec<i64> = match ids.dtype() {
-        DType::Int64 => ids.typed_values::<Int64Type>()?.to_vec(),
-        DType::Int32 => ids
-            .typed_values::<Int32Type>()?
-            .iter()
-            .map(|&i| i64::from(i))
-            .collect(),
+    // int64 ids are read in place; int32 ids are widened.
+    let wide: Cow<[i64]> = match ids.dtype() {
+        DType::Int64 => Cow::Borrowed(ids.typed_values::<Int64Type>()?),
+        DType::Int32 => Cow::Owned(
+            ids.typed_values::<Int32Type>()?
+                .iter()
+                .map(|&i| i64::from(i))
+                .collect(),
+        ),
         found => {
             return Err(Error::invalid_argument(
                 OP,
