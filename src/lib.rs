@@ -31,6 +31,7 @@ pub mod io;
 pub mod loader;
 mod lod;
 pub mod ops;
+mod row_index;
 pub mod synthetic;
 mod tensor;
 mod values;
@@ -44,6 +45,7 @@ pub use io::ipc_reader::MappedDataset;
 pub use io::ipc_writer::{DatasetWriter, WriteOptions, WriteSummary};
 pub use loader::{Batch, Loader, LoaderBuilder, Position};
 pub use lod::{LevelOffsets, Lod, OffsetWidth};
+pub use row_index::RowIndex;
 pub use tensor::{LodTensor, Sequences};
 pub use values::{DType, Values};
 

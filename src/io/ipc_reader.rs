@@ -25,6 +25,7 @@ use arrow_ipc::reader::FileDecoder;
 use arrow_ipc::{Block, MetadataVersion};
 use arrow_schema::{DataType, Schema, SchemaRef};
 
+use crate::RowIndex;
 use crate::dataset::{Dataset, check_version};
 use crate::error::{Error, Result};
 use crate::io::ipc_check::check_batch;
@@ -65,8 +66,8 @@ pub struct MappedDataset {
     mapping: Buffer,
     schema: SchemaRef,
     batches: Vec<Dataset>,
-    /// `row_starts[b]` is the first row of batch `b`; one more entry closes the last batch.
-    row_starts: Vec<usize>,
+    /// Where each record batch starts.
+    rows: RowIndex,
     /// Held for the shared advisory lock (none for a file read from memory).
     _file: Option<File>,
 }
@@ -138,17 +139,13 @@ impl MappedDataset {
         validate: bool,
     ) -> Result<Self> {
         let (schema, batches) = decode(&mapping, validate)?;
-        let mut row_starts = Vec::with_capacity(batches.len() + 1);
-        row_starts.push(0);
-        for b in &batches {
-            row_starts.push(row_starts.last().expect("starts with 0") + b.num_rows());
-        }
+        let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
         Ok(MappedDataset {
             path,
             mapping,
             schema,
             batches,
-            row_starts,
+            rows,
             _file: file,
         })
     }
@@ -170,7 +167,12 @@ impl MappedDataset {
 
     /// The number of rows (samples) over all batches.
     pub fn num_rows(&self) -> usize {
-        *self.row_starts.last().expect("never empty")
+        self.rows.num_rows()
+    }
+
+    /// Where each record batch starts: the map from a row of the file to its batch.
+    pub fn row_index(&self) -> &RowIndex {
+        &self.rows
     }
 
     /// The record batches, each a dataset of views into the mapping.
@@ -183,16 +185,14 @@ impl MappedDataset {
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
     pub fn locate_row(&self, row: usize) -> Result<(usize, usize)> {
-        if row >= self.num_rows() {
-            return Err(ArgumentError::RowsOutOfBounds {
+        self.rows.locate(row).ok_or_else(|| {
+            ArgumentError::RowsOutOfBounds {
                 start: row,
                 end: row + 1,
                 len: self.num_rows(),
             }
-            .into());
-        }
-        let batch = self.row_starts.partition_point(|&start| start <= row) - 1;
-        Ok((batch, row - self.row_starts[batch]))
+            .into()
+        })
     }
 
     /// Sample `row` (one row of every column), as a view.
@@ -209,23 +209,11 @@ impl MappedDataset {
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
     pub fn rows(&self, rows: Range<usize>) -> Result<Vec<Dataset>> {
-        if rows.start > rows.end || rows.end > self.num_rows() {
-            return Err(ArgumentError::RowsOutOfBounds {
-                start: rows.start,
-                end: rows.end,
-                len: self.num_rows(),
-            }
-            .into());
-        }
-        let mut out = Vec::new();
-        for (b, batch) in self.batches.iter().enumerate() {
-            let (first, end) = (self.row_starts[b], self.row_starts[b + 1]);
-            let (lo, hi) = (rows.start.max(first), rows.end.min(end));
-            if lo < hi {
-                out.push(batch.slice_rows(lo - first..hi - first)?);
-            }
-        }
-        Ok(out)
+        self.rows
+            .split(rows)?
+            .into_iter()
+            .map(|(b, local)| self.batches[b].slice_rows(local))
+            .collect()
     }
 
     /// The `<level, index>`-slice of column `column`, `index` counting the sequences of

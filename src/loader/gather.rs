@@ -11,7 +11,7 @@
 //! holds the only reference) is taken back and refilled in place, so once the pool holds
 //! buffers as large as the largest batch, gathering allocates no data buffer.
 
-use crate::DataError;
+use crate::{DataError, RowIndex};
 use arrow_array::{ArrayRef, make_array};
 use arrow_buffer::{Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer, bit_util};
 use arrow_data::ArrayData;
@@ -143,15 +143,14 @@ impl Gatherer {
     pub(crate) fn gather(
         &mut self,
         samples: &[usize],
-        row_starts: &[usize],
+        rows: &RowIndex,
         sources: &[Vec<Source>],
         columns: &[ColumnInfo],
     ) -> Result<Dataset> {
         // Consecutive rows of one record batch become one run.
         self.runs.clear();
         for &row in samples {
-            let b = row_starts.partition_point(|&s| s <= row) - 1;
-            let local = row - row_starts[b];
+            let (b, local) = rows.locate(row).expect("plans hold rows of the file");
             match self.runs.last_mut() {
                 Some((rb, _, end)) if *rb == b && *end == local => *end += 1,
                 _ => self.runs.push((b, local, local + 1)),

@@ -54,7 +54,7 @@ mod gather;
 mod plan;
 mod prefetch;
 
-use crate::ArgumentError;
+use crate::{ArgumentError, RowIndex};
 use std::sync::Arc;
 
 use crate::dataset::Dataset;
@@ -210,11 +210,7 @@ impl<'a> LoaderBuilder<'a> {
             quantiles,
         } = self;
         let batches: Vec<Dataset> = file.batches().to_vec();
-        let mut row_starts = Vec::with_capacity(batches.len() + 1);
-        row_starts.push(0);
-        for b in &batches {
-            row_starts.push(row_starts.last().expect("starts with 0") + b.num_rows());
-        }
+        let rows = file.row_index().clone();
         let columns: Vec<ColumnInfo> = match batches.first() {
             Some(b) => b.columns().iter().map(ColumnInfo::new).collect(),
             None => Vec::new(),
@@ -281,7 +277,7 @@ impl<'a> LoaderBuilder<'a> {
         let fingerprint = config.fingerprint(&lengths);
         Ok(Loader {
             batches,
-            row_starts,
+            rows,
             sources,
             columns,
             lengths,
@@ -301,7 +297,7 @@ impl<'a> LoaderBuilder<'a> {
 #[derive(Debug)]
 pub struct Loader {
     batches: Vec<Dataset>,
-    row_starts: Vec<usize>,
+    rows: RowIndex,
     sources: Vec<Vec<Source>>,
     columns: Vec<ColumnInfo>,
     lengths: Vec<usize>,
@@ -355,12 +351,7 @@ impl Loader {
     pub fn plan(&self, epoch: u64) -> Arc<Plan> {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
-            _ => Arc::new(Plan::build(
-                &self.config,
-                &self.lengths,
-                &self.row_starts,
-                epoch,
-            )),
+            _ => Arc::new(Plan::build(&self.config, &self.lengths, &self.rows, epoch)),
         }
     }
 
@@ -369,12 +360,7 @@ impl Loader {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
             _ => {
-                let p = Arc::new(Plan::build(
-                    &self.config,
-                    &self.lengths,
-                    &self.row_starts,
-                    epoch,
-                ));
+                let p = Arc::new(Plan::build(&self.config, &self.lengths, &self.rows, epoch));
                 self.plan = Some(p.clone());
                 p
             }
@@ -468,13 +454,17 @@ impl Loader {
     /// record batch, else gathered.
     fn load(&mut self, samples: &[usize]) -> Result<(Dataset, bool)> {
         if let (Some(&first), Some(&last)) = (samples.first(), samples.last()) {
-            let b = self.row_starts.partition_point(|&s| s <= first) - 1;
+            let (b, _) = self
+                .rows
+                .locate(first)
+                .expect("plans hold rows of the file");
+            let part = self.rows.part_rows(b);
             let contiguous = last >= first
                 && last - first + 1 == samples.len()
-                && last < self.row_starts[b + 1]
+                && last < part.end
                 && samples.windows(2).all(|w| w[1] == w[0] + 1);
             if contiguous {
-                let start = self.row_starts[b];
+                let start = part.start;
                 self.gatherer.stats.views += 1;
                 return Ok((
                     self.batches[b].slice_rows(first - start..last + 1 - start)?,
@@ -484,7 +474,7 @@ impl Loader {
         }
         let data = self
             .gatherer
-            .gather(samples, &self.row_starts, &self.sources, &self.columns)?;
+            .gather(samples, &self.rows, &self.sources, &self.columns)?;
         Ok((data, false))
     }
 

@@ -8,7 +8,7 @@
 //!                 seed + epoch → SplitMix64          n·r/w .. n·(r+1)/w   per length bucket
 //! ```
 
-use crate::ArgumentError;
+use crate::{ArgumentError, RowIndex};
 use std::ops::Range;
 
 use crate::error::Result;
@@ -230,11 +230,11 @@ pub struct Plan {
 
 impl Plan {
     /// Makes the plan of `epoch`. `lengths` has one entry per sample of the file;
-    /// `row_starts` the first row of every record batch, closed by the number of rows.
+    /// `batches` says where every record batch starts.
     pub(crate) fn build(
         config: &PlanConfig,
         lengths: &[usize],
-        row_starts: &[usize],
+        batches: &RowIndex,
         epoch: u64,
     ) -> Plan {
         let n = lengths.len();
@@ -247,7 +247,7 @@ impl Plan {
             }
             Shuffle::Chunks { seed, rows } => {
                 let mut chunks: Vec<Range<usize>> = Vec::new();
-                for w in row_starts.windows(2) {
+                for w in batches.starts().windows(2) {
                     let mut start = w[0];
                     while start < w[1] {
                         let end = (start + rows).min(w[1]);
@@ -422,21 +422,31 @@ mod tests {
     #[test]
     fn fixed_sizes_in_order() {
         let lengths = [1; 7];
-        let plan = Plan::build(&config(BatchSize::Samples(3)), &lengths, &[0, 7], 0);
+        let plan = Plan::build(
+            &config(BatchSize::Samples(3)),
+            &lengths,
+            &RowIndex::from_counts([7]),
+            0,
+        );
         assert_eq!(
             plan.batches().collect::<Vec<_>>(),
             vec![&[0, 1, 2][..], &[3, 4, 5], &[6]]
         );
         let mut c = config(BatchSize::Samples(3));
         c.drop_last = true;
-        let plan = Plan::build(&c, &lengths, &[0, 7], 0);
+        let plan = Plan::build(&c, &lengths, &RowIndex::from_counts([7]), 0);
         assert_eq!((plan.len(), plan.dropped()), (2, 1));
     }
 
     #[test]
     fn token_budgets_and_oversize() {
         let lengths = [3, 4, 2, 9, 1, 5];
-        let plan = Plan::build(&config(BatchSize::Tokens(7)), &lengths, &[0, 6], 0);
+        let plan = Plan::build(
+            &config(BatchSize::Tokens(7)),
+            &lengths,
+            &RowIndex::from_counts([6]),
+            0,
+        );
         assert_eq!(
             plan.batches().collect::<Vec<_>>(),
             vec![&[0, 1][..], &[3], &[2, 4], &[5]]
@@ -451,13 +461,18 @@ mod tests {
         let lengths = [1, 10, 2, 11, 3, 12];
         let mut c = config(BatchSize::Samples(3));
         c.buckets = vec![5];
-        let plan = Plan::build(&c, &lengths, &[0, 6], 0);
+        let plan = Plan::build(&c, &lengths, &RowIndex::from_counts([6]), 0);
         assert_eq!(
             plan.batches().collect::<Vec<_>>(),
             vec![&[0, 2, 4][..], &[1, 3, 5]]
         );
         assert!(plan.padding_ratio() < 0.5);
-        let unbucketed = Plan::build(&config(BatchSize::Samples(3)), &lengths, &[0, 6], 0);
+        let unbucketed = Plan::build(
+            &config(BatchSize::Samples(3)),
+            &lengths,
+            &RowIndex::from_counts([6]),
+            0,
+        );
         assert!(unbucketed.padding_ratio() > plan.padding_ratio());
     }
 
@@ -466,17 +481,20 @@ mod tests {
         let lengths = [1; 100];
         let mut c = config(BatchSize::Samples(8));
         c.shuffle = Shuffle::Samples { seed: 42 };
-        let a = Plan::build(&c, &lengths, &[0, 100], 3);
+        let a = Plan::build(&c, &lengths, &RowIndex::from_counts([100]), 3);
         assert_eq!(sorted(&a), (0..100).collect::<Vec<_>>());
-        assert_eq!(a, Plan::build(&c, &lengths, &[0, 100], 3));
+        assert_eq!(
+            a,
+            Plan::build(&c, &lengths, &RowIndex::from_counts([100]), 3)
+        );
         assert_ne!(
             a.samples(),
-            Plan::build(&c, &lengths, &[0, 100], 4).samples()
+            Plan::build(&c, &lengths, &RowIndex::from_counts([100]), 4).samples()
         );
         // Fixed forever: the first samples of seed 42, epoch 3.
         assert_eq!(&a.samples()[..4], GOLDEN);
         c.shuffle = Shuffle::Chunks { seed: 42, rows: 10 };
-        let chunks = Plan::build(&c, &lengths, &[0, 35, 100], 0);
+        let chunks = Plan::build(&c, &lengths, &RowIndex::from_counts([35, 65]), 0);
         assert_eq!(sorted(&chunks), (0..100).collect::<Vec<_>>());
         // Every run starts at a chunk start: chunks of 10 from 0 and from 35.
         let starts: Vec<usize> = (0..35).step_by(10).chain((35..100).step_by(10)).collect();
@@ -498,7 +516,7 @@ mod tests {
             c.rank = rank;
             c.world_size = 3;
             c.shuffle = Shuffle::Samples { seed: 1 };
-            let p = Plan::build(&c, &lengths, &[0, 10], 0);
+            let p = Plan::build(&c, &lengths, &RowIndex::from_counts([10]), 0);
             assert!((3..=4).contains(&p.samples().len()));
             all.extend_from_slice(p.samples());
         }

@@ -17,7 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lodtensor::format::KEY_FORMAT_VERSION;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::paddle;
-use lodtensor::{Column, DType, Dataset, Error, LodTensor, Values};
+use lodtensor::{Column, DType, Dataset, Error, LodTensor, RowIndex, Values};
 
 use crate::{Result, usage};
 
@@ -384,35 +384,13 @@ fn empty_columns(path: &Path, schema: &arrow_schema::Schema) -> Result<Vec<Parts
 /// # Errors
 /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds).
 pub fn split_rows(counts: &[usize], rows: Range<usize>) -> Result<Vec<(usize, Range<usize>)>> {
-    let total: usize = counts.iter().sum();
-    if rows.start > rows.end || rows.end > total {
-        return Err(lodtensor::Error::from(ArgumentError::RowsOutOfBounds {
-            start: rows.start,
-            end: rows.end,
-            len: total,
-        })
-        .into());
-    }
-    let mut out = Vec::new();
-    let mut first = 0;
-    for (part, &n) in counts.iter().enumerate() {
-        let (lo, hi) = (rows.start.max(first), rows.end.min(first + n));
-        if lo < hi {
-            out.push((part, lo - first..hi - first));
-        }
-        first += n;
-    }
-    if out.is_empty() && !counts.is_empty() {
-        // An empty range still names a (0-row) view.
-        let part = counts
-            .iter()
-            .scan(0, |seen, &n| {
-                *seen += n;
-                Some(*seen)
-            })
-            .position(|end| rows.start <= end)
-            .unwrap_or(0);
-        let start = rows.start - counts[..part].iter().sum::<usize>();
+    let index = RowIndex::from_counts(counts.iter().copied());
+    let mut out = index.split(rows.clone())?;
+    if out.is_empty() && index.num_parts() > 0 {
+        // An empty range still names a (0-row) view: in the first part that ends at or
+        // after it.
+        let part = index.starts()[1..].partition_point(|&end| end < rows.start);
+        let start = rows.start - index.starts()[part];
         out.push((part, start..start));
     }
     Ok(out)
