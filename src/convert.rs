@@ -26,22 +26,18 @@ use crate::lod::{LevelOffsets, Lod};
 use crate::tensor::LodTensor;
 use crate::values::Values;
 
-/// The name of every list item field, as pyarrow and arrow-rs name them.
-const ITEM: &str = "item";
+use crate::layout::{ColumnLayout, ITEM};
 
 impl LodTensor {
     /// The Arrow field of a column named `name` holding this tensor.
     pub fn arrow_field(&self, name: &str) -> Field {
-        let mut field = element_field(self.values(), name);
-        for level in self.lod().levels().iter().rev() {
-            let item = Arc::new(field.with_name(ITEM));
-            let data_type = match level {
-                LevelOffsets::I32(_) => DataType::List(item),
-                LevelOffsets::I64(_) => DataType::LargeList(item),
-            };
-            field = Field::new(name, data_type, true);
-        }
-        field
+        let widths = self
+            .lod()
+            .levels()
+            .iter()
+            .map(LevelOffsets::width)
+            .collect();
+        ColumnLayout::new(widths, element_field(self.values(), ITEM)).to_field(name)
     }
 
     /// The tensor as one Arrow array, one row per top-level sequence, sharing every buffer.

@@ -28,6 +28,7 @@ mod error;
 pub mod extension;
 pub mod format;
 pub mod io;
+mod layout;
 pub mod loader;
 mod lod;
 pub mod ops;
@@ -43,6 +44,7 @@ pub use error::{
 };
 pub use io::ipc_reader::MappedDataset;
 pub use io::ipc_writer::{DatasetWriter, WriteOptions, WriteSummary};
+pub use layout::ColumnLayout;
 pub use loader::{Batch, Loader, LoaderBuilder, Position};
 pub use lod::{LevelOffsets, Lod, OffsetWidth};
 pub use row_index::RowIndex;

@@ -23,14 +23,13 @@ use std::sync::Arc;
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::FileDecoder;
 use arrow_ipc::{Block, MetadataVersion};
-use arrow_schema::{DataType, Schema, SchemaRef};
+use arrow_schema::{Schema, SchemaRef};
 
-use crate::RowIndex;
 use crate::dataset::{Dataset, check_version};
 use crate::error::{Error, Result};
 use crate::io::ipc_check::check_batch;
 use crate::tensor::LodTensor;
-use crate::values::DType;
+use crate::{ColumnLayout, RowIndex};
 
 /// `ARROW1`, at both ends of an IPC file.
 const MAGIC: &[u8; 6] = b"ARROW1";
@@ -237,7 +236,7 @@ impl MappedDataset {
             .schema
             .field_with_name(column)
             .map_err(|_| ArgumentError::NoSuchColumn(column.to_owned()))?;
-        let levels = nesting(schema_field.data_type());
+        let levels = ColumnLayout::of(schema_field).num_levels();
         if level >= levels {
             return Err(ArgumentError::LevelOutOfBounds { level, levels }.into());
         }
@@ -247,14 +246,6 @@ impl MappedDataset {
             len: total,
         }
         .into())
-    }
-}
-
-/// The number of list levels of a column type.
-fn nesting(data_type: &DataType) -> usize {
-    match data_type {
-        DataType::List(f) | DataType::LargeList(f) => 1 + nesting(f.data_type()),
-        _ => 0,
     }
 }
 
@@ -338,16 +329,10 @@ fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)>
 /// Checks that every column is nested lists over fixed-size lists or primitives of a
 /// supported dtype, before any batch is decoded.
 fn check_column_types(schema: &Schema) -> Result<()> {
-    fn check(data_type: &DataType) -> Result<()> {
-        match data_type {
-            DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
-                check(f.data_type())
-            }
-            other => DType::try_from_arrow(other).map(|_| ()),
-        }
-    }
     for field in schema.fields() {
-        check(field.data_type()).map_err(|e| e.in_column(field.name(), 0))?;
+        ColumnLayout::of(field)
+            .dtype()
+            .map_err(|e| e.in_column(field.name(), 0))?;
     }
     Ok(())
 }

@@ -36,7 +36,7 @@
 //! # Ok::<(), lodtensor::Error>(())
 //! ```
 
-use crate::{ArgumentError, DataError, FormatError, UnusableError};
+use crate::{ArgumentError, ColumnLayout, DataError, FormatError, UnusableError};
 use std::borrow::Borrow;
 use std::fs::File;
 use std::io::Write;
@@ -588,7 +588,8 @@ fn conform(dataset: &Dataset, schema: &Schema, batch: usize) -> Result<Dataset> 
         let mut field = column.arrow_field();
         if field.data_type() != f.data_type() {
             // Same layout in other offset widths: convert, when the file uses one width.
-            let widths = list_widths(f.data_type());
+            let layout = ColumnLayout::of(f);
+            let widths = layout.widths();
             if let Some(&width) = widths.first()
                 && widths.iter().all(|&w| w == width)
             {
@@ -611,26 +612,6 @@ fn conform(dataset: &Dataset, schema: &Schema, batch: usize) -> Result<Dataset> 
         columns.push(column);
     }
     Dataset::try_new(columns)
-}
-
-/// The offset widths of the nested lists of a type, outermost first.
-fn list_widths(data_type: &arrow_schema::DataType) -> Vec<OffsetWidth> {
-    use arrow_schema::DataType;
-    let mut widths = Vec::new();
-    let mut t = data_type;
-    loop {
-        t = match t {
-            DataType::List(f) => {
-                widths.push(OffsetWidth::I32);
-                f.data_type()
-            }
-            DataType::LargeList(f) => {
-                widths.push(OffsetWidth::I64);
-                f.data_type()
-            }
-            _ => return widths,
-        }
-    }
 }
 
 /// How a Parquet file is read.

@@ -1,0 +1,122 @@
+//! How a column's Arrow type lays out a LoD tensor: list levels over an element field.
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field};
+
+use crate::error::Result;
+use crate::lod::OffsetWidth;
+use crate::values::DType;
+
+/// The name of every list item field, as pyarrow and arrow-rs name them.
+pub(crate) const ITEM: &str = "item";
+
+/// The layout of a column's Arrow type: one nested `List` (`i32` offsets) or `LargeList`
+/// (`i64`) per LoD level, outermost first, over the element field (a `FixedSizeList`
+/// tagged `arrow.fixed_shape_tensor`, or the item type for scalar elements).
+///
+/// ```text
+/// LargeList<List<FixedSizeList<f32, 64>>>   widths [I64, I32], element FixedSizeList<f32, 64>
+/// ```
+///
+/// The one walk over a column's nested types: the readers, the writers and the conversions
+/// find the levels, their offset widths and the element type through it.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use lodtensor::arrow::{DataType, Field};
+/// use lodtensor::{ColumnLayout, DType, OffsetWidth};
+///
+/// let item = Arc::new(Field::new("item", DataType::Float32, true));
+/// let inner = Arc::new(Field::new("item", DataType::List(item), true));
+/// let field = Field::new("tokens", DataType::LargeList(inner), true);
+/// let layout = ColumnLayout::of(&field);
+/// assert_eq!(layout.widths(), &[OffsetWidth::I64, OffsetWidth::I32]);
+/// assert_eq!(layout.element().data_type(), &DataType::Float32);
+/// assert_eq!(layout.dtype()?, DType::Float32);
+/// assert_eq!(layout.to_field("tokens"), field);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnLayout {
+    widths: Vec<OffsetWidth>,
+    element: Field,
+}
+
+impl ColumnLayout {
+    /// A layout of lists of `widths` (outermost first) over `element`.
+    pub fn new(widths: Vec<OffsetWidth>, element: Field) -> Self {
+        ColumnLayout { widths, element }
+    }
+
+    /// The layout of `field`'s type: its `List` and `LargeList` levels peeled off, down to
+    /// the first other type (the element field; `field` itself for a 0-level column).
+    pub fn of(field: &Field) -> Self {
+        let mut widths = Vec::new();
+        let mut field = field;
+        loop {
+            field = match field.data_type() {
+                DataType::List(f) => {
+                    widths.push(OffsetWidth::I32);
+                    f
+                }
+                DataType::LargeList(f) => {
+                    widths.push(OffsetWidth::I64);
+                    f
+                }
+                _ => {
+                    return ColumnLayout {
+                        widths,
+                        element: field.clone(),
+                    };
+                }
+            };
+        }
+    }
+
+    /// The offset width of every level, outermost first.
+    pub fn widths(&self) -> &[OffsetWidth] {
+        &self.widths
+    }
+
+    /// The number of LoD levels.
+    pub fn num_levels(&self) -> usize {
+        self.widths.len()
+    }
+
+    /// The element field under the levels.
+    pub fn element(&self) -> &Field {
+        &self.element
+    }
+
+    /// The dtype of the element's items, under any fixed-size lists.
+    ///
+    /// # Errors
+    /// [`UnsupportedError::UnsupportedType`](crate::UnsupportedError::UnsupportedType)
+    /// for an item type with no [`DType`].
+    pub fn dtype(&self) -> Result<DType> {
+        let mut data_type = self.element.data_type();
+        while let DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) =
+            data_type
+        {
+            data_type = f.data_type();
+        }
+        DType::try_from_arrow(data_type)
+    }
+
+    /// The column field named `name` of this layout: the element wrapped in the levels,
+    /// innermost first, every item field named `item` and nullable.
+    pub fn to_field(&self, name: &str) -> Field {
+        let mut field = self.element.clone().with_name(name);
+        for width in self.widths.iter().rev() {
+            let item = Arc::new(field.with_name(ITEM));
+            let data_type = match width {
+                OffsetWidth::I32 => DataType::List(item),
+                OffsetWidth::I64 => DataType::LargeList(item),
+            };
+            field = Field::new(name, data_type, true);
+        }
+        field
+    }
+}
