@@ -241,14 +241,7 @@ impl Dataset {
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
-        if rows.start > rows.end || rows.end > self.num_rows {
-            return Err(ArgumentError::RowsOutOfBounds {
-                start: rows.start,
-                end: rows.end,
-                len: self.num_rows,
-            }
-            .into());
-        }
+        ArgumentError::check_rows(&rows, self.num_rows)?;
         let columns = self
             .columns
             .iter()

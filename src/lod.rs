@@ -191,15 +191,7 @@ impl Lod {
 
     #[inline]
     fn check_level(&self, level: usize) -> Result<()> {
-        if level < self.levels.len() {
-            Ok(())
-        } else {
-            Err(ArgumentError::LevelOutOfBounds {
-                level,
-                levels: self.levels.len(),
-            }
-            .into())
-        }
+        ArgumentError::check_level(level, self.levels.len())
     }
 
     /// The number of sequences in view at `level`.
@@ -358,15 +350,7 @@ impl Lod {
             }
             .into());
         };
-        let len = top.len() - 1;
-        if rows.start > rows.end || rows.end > len {
-            return Err(ArgumentError::RowsOutOfBounds {
-                start: rows.start,
-                end: rows.end,
-                len,
-            }
-            .into());
-        }
+        ArgumentError::check_rows(&rows, top.len() - 1)?;
         let mut levels = Vec::with_capacity(self.levels.len());
         levels.push(top.slice(rows.start, rows.end - rows.start + 1));
         for o in &self.levels[1..] {

@@ -108,15 +108,7 @@ impl RowIndex {
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
     pub fn check(&self, rows: &Range<usize>) -> Result<()> {
-        if rows.start > rows.end || rows.end > self.num_rows() {
-            return Err(ArgumentError::RowsOutOfBounds {
-                start: rows.start,
-                end: rows.end,
-                len: self.num_rows(),
-            }
-            .into());
-        }
-        Ok(())
+        ArgumentError::check_rows(rows, self.num_rows())
     }
 }
 

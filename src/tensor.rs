@@ -202,15 +202,7 @@ impl LodTensor {
     /// [`ArgumentError::RowsOutOfBounds`].
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
         if self.lod.num_levels() == 0 {
-            let len = self.values.num_elements();
-            if rows.start > rows.end || rows.end > len {
-                return Err(ArgumentError::RowsOutOfBounds {
-                    start: rows.start,
-                    end: rows.end,
-                    len,
-                }
-                .into());
-            }
+            ArgumentError::check_rows(&rows, self.values.num_elements())?;
             return Ok(LodTensor {
                 lod: Lod::default(),
                 values: self.values.slice_elements(rows),

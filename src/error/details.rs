@@ -3,7 +3,9 @@
 
 use arrow_schema::DataType;
 
-use super::Error;
+use std::ops::Range;
+
+use super::{Error, Result};
 
 /// Input data that breaks the rules of a LoD tensor or a dataset: offsets, shapes, nulls,
 /// row counts. The caller fixes the data (or reports it as bad).
@@ -533,4 +535,29 @@ pub enum UnusableError {
     /// The prefetch thread panicked.
     #[error("the loader's prefetch thread panicked")]
     PrefetchPanicked,
+}
+
+impl ArgumentError {
+    /// Refuses `rows` unless it runs forward and ends within `len` rows:
+    /// [`ArgumentError::RowsOutOfBounds`].
+    pub(crate) fn check_rows(rows: &Range<usize>, len: usize) -> Result<()> {
+        if rows.start > rows.end || rows.end > len {
+            return Err(ArgumentError::RowsOutOfBounds {
+                start: rows.start,
+                end: rows.end,
+                len,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Refuses `level` unless it is one of `levels` levels:
+    /// [`ArgumentError::LevelOutOfBounds`].
+    pub(crate) fn check_level(level: usize, levels: usize) -> Result<()> {
+        if level >= levels {
+            return Err(ArgumentError::LevelOutOfBounds { level, levels }.into());
+        }
+        Ok(())
+    }
 }

@@ -237,9 +237,7 @@ impl MappedDataset {
             .field_with_name(column)
             .map_err(|_| ArgumentError::NoSuchColumn(column.to_owned()))?;
         let levels = ColumnLayout::of(schema_field).num_levels();
-        if level >= levels {
-            return Err(ArgumentError::LevelOutOfBounds { level, levels }.into());
-        }
+        ArgumentError::check_level(level, levels)?;
         Err(ArgumentError::SequenceOutOfBounds {
             level,
             index,

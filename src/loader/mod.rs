@@ -221,9 +221,7 @@ impl<'a> LoaderBuilder<'a> {
                     return Err(ArgumentError::NoSuchColumn(name).into());
                 };
                 let levels = columns[c].widths.len();
-                if level >= levels {
-                    return Err(ArgumentError::LevelOutOfBounds { level, levels }.into());
-                }
+                ArgumentError::check_level(level, levels)?;
                 Some((c, level))
             }
             None => columns

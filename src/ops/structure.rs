@@ -179,13 +179,7 @@ pub fn split_rows(x: &LodTensor, ranges: &[Range<usize>]) -> Result<Vec<LodTenso
 /// ```
 pub fn sequence_reverse(x: &LodTensor) -> Result<LodTensor> {
     let levels = x.num_levels();
-    if levels == 0 {
-        return Err(ArgumentError::LevelOutOfBounds {
-            level: 0,
-            levels: 0,
-        }
-        .into());
-    }
+    ArgumentError::check_level(0, levels)?;
     let offsets = element_offsets(x.lod(), levels - 1)?;
     let pieces: Vec<Piece> = offsets
         .windows(2)
@@ -279,13 +273,7 @@ pub fn sequence_concat(inputs: &[LodTensor]) -> Result<LodTensor> {
 /// ```
 pub fn sequence_slice(x: &LodTensor, offsets: &[usize], lengths: &[usize]) -> Result<LodTensor> {
     let levels = x.num_levels();
-    if levels == 0 {
-        return Err(ArgumentError::LevelOutOfBounds {
-            level: 0,
-            levels: 0,
-        }
-        .into());
-    }
+    ArgumentError::check_level(0, levels)?;
     let level = levels - 1;
     let elements = element_offsets(x.lod(), level)?;
     let n = elements.len() - 1;
