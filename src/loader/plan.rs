@@ -400,6 +400,16 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plan of `epoch` for a file of one record batch.
+    fn one_batch(config: &PlanConfig, lengths: &[usize], epoch: u64) -> Plan {
+        Plan::build(
+            config,
+            lengths,
+            &RowIndex::from_counts([lengths.len()]),
+            epoch,
+        )
+    }
     use crate::{ArgumentError, ErrorKind};
 
     fn config(batch: BatchSize) -> PlanConfig {
@@ -422,31 +432,21 @@ mod tests {
     #[test]
     fn fixed_sizes_in_order() {
         let lengths = [1; 7];
-        let plan = Plan::build(
-            &config(BatchSize::Samples(3)),
-            &lengths,
-            &RowIndex::from_counts([7]),
-            0,
-        );
+        let plan = one_batch(&config(BatchSize::Samples(3)), &lengths, 0);
         assert_eq!(
             plan.batches().collect::<Vec<_>>(),
             vec![&[0, 1, 2][..], &[3, 4, 5], &[6]]
         );
         let mut c = config(BatchSize::Samples(3));
         c.drop_last = true;
-        let plan = Plan::build(&c, &lengths, &RowIndex::from_counts([7]), 0);
+        let plan = one_batch(&c, &lengths, 0);
         assert_eq!((plan.len(), plan.dropped()), (2, 1));
     }
 
     #[test]
     fn token_budgets_and_oversize() {
         let lengths = [3, 4, 2, 9, 1, 5];
-        let plan = Plan::build(
-            &config(BatchSize::Tokens(7)),
-            &lengths,
-            &RowIndex::from_counts([6]),
-            0,
-        );
+        let plan = one_batch(&config(BatchSize::Tokens(7)), &lengths, 0);
         assert_eq!(
             plan.batches().collect::<Vec<_>>(),
             vec![&[0, 1][..], &[3], &[2, 4], &[5]]
@@ -461,18 +461,13 @@ mod tests {
         let lengths = [1, 10, 2, 11, 3, 12];
         let mut c = config(BatchSize::Samples(3));
         c.buckets = vec![5];
-        let plan = Plan::build(&c, &lengths, &RowIndex::from_counts([6]), 0);
+        let plan = one_batch(&c, &lengths, 0);
         assert_eq!(
             plan.batches().collect::<Vec<_>>(),
             vec![&[0, 2, 4][..], &[1, 3, 5]]
         );
         assert!(plan.padding_ratio() < 0.5);
-        let unbucketed = Plan::build(
-            &config(BatchSize::Samples(3)),
-            &lengths,
-            &RowIndex::from_counts([6]),
-            0,
-        );
+        let unbucketed = one_batch(&config(BatchSize::Samples(3)), &lengths, 0);
         assert!(unbucketed.padding_ratio() > plan.padding_ratio());
     }
 
@@ -481,16 +476,10 @@ mod tests {
         let lengths = [1; 100];
         let mut c = config(BatchSize::Samples(8));
         c.shuffle = Shuffle::Samples { seed: 42 };
-        let a = Plan::build(&c, &lengths, &RowIndex::from_counts([100]), 3);
+        let a = one_batch(&c, &lengths, 3);
         assert_eq!(sorted(&a), (0..100).collect::<Vec<_>>());
-        assert_eq!(
-            a,
-            Plan::build(&c, &lengths, &RowIndex::from_counts([100]), 3)
-        );
-        assert_ne!(
-            a.samples(),
-            Plan::build(&c, &lengths, &RowIndex::from_counts([100]), 4).samples()
-        );
+        assert_eq!(a, one_batch(&c, &lengths, 3));
+        assert_ne!(a.samples(), one_batch(&c, &lengths, 4).samples());
         // Fixed forever: the first samples of seed 42, epoch 3.
         assert_eq!(&a.samples()[..4], GOLDEN);
         c.shuffle = Shuffle::Chunks { seed: 42, rows: 10 };
@@ -516,7 +505,7 @@ mod tests {
             c.rank = rank;
             c.world_size = 3;
             c.shuffle = Shuffle::Samples { seed: 1 };
-            let p = Plan::build(&c, &lengths, &RowIndex::from_counts([10]), 0);
+            let p = one_batch(&c, &lengths, 0);
             assert!((3..=4).contains(&p.samples().len()));
             all.extend_from_slice(p.samples());
         }

@@ -228,35 +228,34 @@ pub(super) fn to_width(
     positions: Vec<usize>,
     width: OffsetWidth,
 ) -> Result<LevelOffsets> {
-    let overflow = |index: usize, value: usize, width: OffsetWidth| {
-        DataError::OffsetOverflow {
-            level,
-            index,
-            value: value as u128,
-            width: width.name(),
-        }
-        .into()
-    };
+    /// The positions as offsets of type `O`, each checked to fit.
+    fn convert<O: TryFrom<usize> + ArrowNativeType>(
+        level: usize,
+        positions: &[usize],
+        width: OffsetWidth,
+    ) -> Result<OffsetBuffer<O>> {
+        let v: Vec<O> = positions
+            .iter()
+            .enumerate()
+            .map(|(index, &p)| {
+                O::try_from(p).map_err(|_| {
+                    DataError::OffsetOverflow {
+                        level,
+                        index,
+                        value: p as u128,
+                        width: width.name(),
+                    }
+                    .into()
+                })
+            })
+            .collect::<Result<_>>()?;
+        // SAFETY: positions are non-decreasing and non-negative by the caller's contract,
+        // and each conversion is exact.
+        Ok(unsafe { OffsetBuffer::new_unchecked(v.into()) })
+    }
     let offsets = match width {
-        OffsetWidth::I64 => {
-            let v: Vec<i64> = positions
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| i64::try_from(p).map_err(|_| overflow(i, p, width)))
-                .collect::<Result<_>>()?;
-            // SAFETY: positions are non-decreasing and non-negative by the caller's contract
-            // and the conversion is exact.
-            LevelOffsets::I64(unsafe { OffsetBuffer::new_unchecked(v.into()) })
-        }
-        OffsetWidth::I32 => {
-            let v: Vec<i32> = positions
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| i32::try_from(p).map_err(|_| overflow(i, p, width)))
-                .collect::<Result<_>>()?;
-            // SAFETY: as above.
-            LevelOffsets::I32(unsafe { OffsetBuffer::new_unchecked(v.into()) })
-        }
+        OffsetWidth::I64 => LevelOffsets::I64(convert(level, &positions, width)?),
+        OffsetWidth::I32 => LevelOffsets::I32(convert(level, &positions, width)?),
     };
     if offsets.len() == 0 {
         return Err(DataError::EmptyLevel { level }.into());
