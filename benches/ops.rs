@@ -22,7 +22,7 @@ use std::time::Duration;
 use arrow_array::types::{Float32Type, Int64Type};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lodtensor::ops::{
-    PoolType, from_padded, sequence_enumerate, sequence_pool, sequence_softmax, to_padded,
+    PoolType, from_padded, sequence_enumerate, sequence_pool_typed, sequence_softmax, to_padded,
     to_padded_nested,
 };
 use lodtensor::{LodTensor, Values};
@@ -141,11 +141,15 @@ fn bench(c: &mut Criterion) {
         ("last", PoolType::Last),
     ] {
         g.bench_function(format!("sentences_{name}"), |b| {
-            b.iter(|| sequence_pool::<Float32Type>(black_box(&t), 1, pool, 0.0).expect("pool"))
+            b.iter(|| {
+                sequence_pool_typed::<Float32Type>(black_box(&t), 1, pool, 0.0).expect("pool")
+            })
         });
     }
     g.bench_function("documents_sum", |b| {
-        b.iter(|| sequence_pool::<Float32Type>(black_box(&t), 0, PoolType::Sum, 0.0).expect("pool"))
+        b.iter(|| {
+            sequence_pool_typed::<Float32Type>(black_box(&t), 0, PoolType::Sum, 0.0).expect("pool")
+        })
     });
     // The same sum as a bare loop over precomputed offsets: the floor for this layout.
     let items = t.typed_values::<Float32Type>().expect("f32");

@@ -6,8 +6,8 @@
 //! | `expand` | [`sequence_expand`] (and its zero-copy [`ExpandedView`]), [`sequence_expand_as`] |
 //! | `ids` | [`sequence_enumerate`], [`sequence_erase`] |
 //! | `mask` | [`sequence_mask`], [`sequence_mask_as`] |
-//! | `pad` | [`to_padded`], [`to_padded_truncating`], [`to_padded_nested`], [`from_padded`] |
-//! | `pool` | [`sequence_pool`], [`sequence_pool_any`], [`sequence_max_index`], [`sequence_first_step`], [`sequence_last_step`] |
+//! | `pad` | [`to_padded`] (with [`PadOptions`]), [`to_padded_nested`], [`from_padded`] |
+//! | `pool` | [`sequence_pool_any`] (any numeric dtype), [`sequence_pool_typed`], [`sequence_max_index`], [`sequence_first_step`], [`sequence_last_step`] |
 //! | `reshape` | [`sequence_reshape`] (a view) |
 //! | `scatter` | [`sequence_scatter`] |
 //! | `softmax` | [`sequence_softmax`] |
@@ -42,12 +42,14 @@ pub use context::context_project;
 pub use expand::{ExpandedView, sequence_expand, sequence_expand_as, sequence_expand_view};
 pub use ids::{sequence_enumerate, sequence_erase};
 pub use mask::{sequence_mask, sequence_mask_as};
-pub use pad::{
-    Padded, PaddedNested, from_padded, to_padded, to_padded_nested, to_padded_truncating,
-};
+#[allow(deprecated)]
+pub use pad::to_padded_truncating;
+pub use pad::{PadOptions, Padded, PaddedNested, from_padded, to_padded, to_padded_nested};
+#[allow(deprecated)]
+pub use pool::sequence_pool;
 pub use pool::{
-    PoolItem, PoolType, sequence_first_step, sequence_last_step, sequence_max_index, sequence_pool,
-    sequence_pool_any,
+    PoolItem, PoolType, sequence_first_step, sequence_last_step, sequence_max_index,
+    sequence_pool_any, sequence_pool_typed,
 };
 pub use reshape::sequence_reshape;
 pub use scatter::sequence_scatter;

@@ -9,8 +9,8 @@
 //!
 //! The dense values are [`Values`] of `n_seq · max_len` elements of the input's element
 //! shape, row-major, with the full shape beside them. `max_len` shorter than the longest
-//! sequence is an error in [`to_padded`] (as in Paddle) and cuts sequences in
-//! [`to_padded_truncating`], which says how many it cut.
+//! sequence is an error in [`to_padded`] (as in Paddle), or cuts sequences with
+//! [`PadOptions::with_truncation`], and [`Padded::truncated`] says how many were cut.
 
 use super::{Piece, assemble, element_offsets};
 use crate::error::Result;
@@ -21,6 +21,54 @@ use crate::{ArgumentError, DataError};
 
 const PAD: &str = "sequence_pad";
 const UNPAD: &str = "sequence_unpad";
+
+/// How [`to_padded`] pads: to the longest sequence (the default) or to `max_len`, and
+/// whether a longer sequence is an error (the default, Paddle's rule) or is cut.
+///
+/// `Option<usize>` converts into it (`None`: the default; `Some(n)`: `with_max_len(n)`).
+///
+/// # Example
+/// ```
+/// use lodtensor::arrow::types::Int32Type;
+/// use lodtensor::ops::{PadOptions, to_padded};
+/// use lodtensor::{LodTensor, Values};
+/// let x = LodTensor::from_lengths::<Int32Type>(&[vec![2, 3]], vec![1, 2, 3, 4, 5], vec![])?;
+/// let zero = Values::from_vec::<Int32Type>(vec![0], vec![])?;
+/// assert_eq!(to_padded(&x, 0, &zero, PadOptions::default())?.shape, vec![2, 3]);
+/// assert!(to_padded(&x, 0, &zero, PadOptions::default().with_max_len(2)).is_err());
+/// let cut = to_padded(&x, 0, &zero, PadOptions::default().with_max_len(2).with_truncation(true))?;
+/// assert_eq!((cut.shape, cut.truncated), (vec![2, 2], 1));
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PadOptions {
+    max_len: Option<usize>,
+    truncate: bool,
+}
+
+impl PadOptions {
+    /// Pads to `max_len` elements instead of the longest sequence.
+    pub fn with_max_len(mut self, max_len: usize) -> Self {
+        self.max_len = Some(max_len);
+        self
+    }
+
+    /// Whether a sequence longer than `max_len` is cut to its first `max_len` elements
+    /// (`true`) or is an error (`false`, the default).
+    pub fn with_truncation(mut self, truncate: bool) -> Self {
+        self.truncate = truncate;
+        self
+    }
+}
+
+impl From<Option<usize>> for PadOptions {
+    fn from(max_len: Option<usize>) -> Self {
+        PadOptions {
+            max_len,
+            truncate: false,
+        }
+    }
+}
 
 /// Sequences padded to one length: the result of [`to_padded`].
 #[derive(Clone, Debug)]
@@ -33,7 +81,7 @@ pub struct Padded {
     pub lengths: Vec<usize>,
     /// `n_seq · max_len` flags, row-major: `true` where an element holds data.
     pub mask: Vec<bool>,
-    /// How many sequences were cut to `max_len` (only [`to_padded_truncating`] cuts).
+    /// How many sequences were cut to `max_len` (only with [`PadOptions::with_truncation`]).
     pub truncated: usize,
 }
 
@@ -107,9 +155,9 @@ fn pad_level(
     x: &LodTensor,
     level: usize,
     pad_value: &Values,
-    max_len: Option<usize>,
-    truncate: bool,
+    options: PadOptions,
 ) -> Result<Padded> {
+    let PadOptions { max_len, truncate } = options;
     let offsets = element_offsets(x.lod(), level)?;
     let pad = pad_element(x, pad_value)?;
     let longest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
@@ -157,14 +205,15 @@ fn pad_level(
     })
 }
 
-/// Pads every sequence at `level` to `max_len` elements (Paddle's `sequence_pad` at the
-/// last level; at an outer level a sequence's elements are all those under it).
-/// `max_len: None` pads to the longest sequence. `pad_value` holds one item (used for every
-/// item of a pad element) or one element, of `x`'s dtype.
+/// Pads every sequence at `level` to one length (Paddle's `sequence_pad` at the last level;
+/// at an outer level a sequence's elements are all those under it): the longest sequence's,
+/// or the `max_len` of `options` ([`PadOptions`]; `None` and `Some(max_len)` convert into
+/// it). `pad_value` holds one item (used for every item of a pad element) or one element,
+/// of `x`'s dtype.
 ///
 /// # Errors
 /// [`DataError::SequenceTooLong`] when a sequence is longer than `max_len` (Paddle's rule; use
-/// [`to_padded_truncating`] to cut); [`ArgumentError::LevelOutOfBounds`];
+/// [`PadOptions::with_truncation`] to cut); [`ArgumentError::LevelOutOfBounds`];
 /// [`DataError::InputMismatch`] / [`ArgumentError::InvalidArgument`] for a pad value of another dtype
 /// or size.
 ///
@@ -194,35 +243,29 @@ pub fn to_padded(
     x: &LodTensor,
     level: usize,
     pad_value: &Values,
-    max_len: Option<usize>,
+    options: impl Into<PadOptions>,
 ) -> Result<Padded> {
-    pad_level(x, level, pad_value, max_len, false)
+    pad_level(x, level, pad_value, options.into())
 }
 
-/// [`to_padded`] that keeps the first `max_len` elements of longer sequences;
-/// [`Padded::truncated`] counts the sequences cut, [`Padded::lengths`] are what was kept.
+/// [`to_padded`] that keeps the first `max_len` elements of longer sequences.
 ///
 /// # Errors
 /// As [`to_padded`], without [`DataError::SequenceTooLong`].
-///
-/// # Example
-/// ```
-/// use arrow_array::types::Int32Type;
-/// use lodtensor::{LodTensor, Values};
-/// use lodtensor::ops::to_padded_truncating;
-/// let x = LodTensor::from_lengths::<Int32Type>(&[vec![2, 3]], vec![1, 2, 3, 4, 5], vec![])?;
-/// let p = to_padded_truncating(&x, 0, &Values::from_vec::<Int32Type>(vec![0], vec![])?, 2)?;
-/// assert_eq!(p.values.typed::<Int32Type>()?, &[1, 2, 3, 4]);
-/// assert_eq!((p.lengths, p.truncated), (vec![2, 2], 1));
-/// # Ok::<(), lodtensor::Error>(())
-/// ```
+#[deprecated(
+    since = "0.2.0",
+    note = "use `to_padded(x, level, pad_value, PadOptions::default().with_max_len(max_len).with_truncation(true))`"
+)]
 pub fn to_padded_truncating(
     x: &LodTensor,
     level: usize,
     pad_value: &Values,
     max_len: usize,
 ) -> Result<Padded> {
-    pad_level(x, level, pad_value, Some(max_len), true)
+    let options = PadOptions::default()
+        .with_max_len(max_len)
+        .with_truncation(true);
+    to_padded(x, level, pad_value, options)
 }
 
 /// Pads documents of sentences on two levels: sequences of `level` (documents) to the most
@@ -462,7 +505,8 @@ mod tests {
             let back = p.to_lod_tensor().unwrap();
             prop_assert_eq!(back, t.drop_outer_levels(1).unwrap());
             // Truncated to `cut`.
-            let p = to_padded_truncating(&t, 1, &pad, cut).unwrap();
+            let options = PadOptions::default().with_max_len(cut).with_truncation(true);
+            let p = to_padded(&t, 1, &pad, options).unwrap();
             let mut want = Vec::new();
             for s in &sentences {
                 let k = s.len().min(cut);

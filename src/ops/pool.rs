@@ -49,7 +49,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Item types [`sequence_pool`] has arithmetic for: every numeric [`crate::DType`].
+/// Item types [`sequence_pool_typed`] has arithmetic for: every numeric [`crate::DType`].
 ///
 /// Integer sums wrap on overflow; integer averages truncate; `Sqrt` on integers computes in
 /// `f64` and converts back with saturation.
@@ -131,7 +131,8 @@ fn fold_rows<N: Copy>(dst: &mut [N], seq: &[N], f: impl Fn(N, N) -> N) {
 }
 
 /// Pools every sequence at `level` of `x` (Paddle's `sequence_pool` when `level` is the
-/// last level). `T` must be the values' type.
+/// last level), for values of the Arrow type `T` (the `_typed` functions take the type as a
+/// parameter, as [`Values::typed`] does; [`sequence_pool_any`] takes any numeric dtype).
 ///
 /// The output keeps levels `0..level` (re-based to start at 0) and has one element per
 /// sequence of `level`, of `x`'s element shape; an empty sequence's element is `pad_value`
@@ -148,19 +149,19 @@ fn fold_rows<N: Copy>(dst: &mut [N], seq: &[N], f: impl Fn(N, N) -> N) {
 /// ```
 /// use arrow_array::types::Float32Type;
 /// use lodtensor::{Lod, LodTensor, Values};
-/// use lodtensor::ops::{PoolType, sequence_pool};
+/// use lodtensor::ops::{PoolType, sequence_pool_typed};
 /// let x = LodTensor::try_new(
 ///     Lod::try_from_offsets(&[vec![0, 2, 5, 7, 7]])?,
 ///     Values::from_vec::<Float32Type>(vec![1., 3., 2., 4., 6., 5., 1.], vec![1])?,
 /// )?;
-/// let avg = sequence_pool::<Float32Type>(&x, 0, PoolType::Average, 0.0)?;
+/// let avg = sequence_pool_typed::<Float32Type>(&x, 0, PoolType::Average, 0.0)?;
 /// assert_eq!(avg.num_levels(), 0);
 /// assert_eq!(avg.typed_values::<Float32Type>()?, &[2., 4., 3., 0.]);
-/// let max = sequence_pool::<Float32Type>(&x, 0, PoolType::Max, 0.0)?;
+/// let max = sequence_pool_typed::<Float32Type>(&x, 0, PoolType::Max, 0.0)?;
 /// assert_eq!(max.typed_values::<Float32Type>()?, &[3., 6., 5., 0.]);
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
-pub fn sequence_pool<T>(
+pub fn sequence_pool_typed<T>(
     x: &LodTensor,
     level: usize,
     pool: PoolType,
@@ -211,11 +212,32 @@ where
     LodTensor::try_new(lod, values)
 }
 
-/// [`sequence_pool`] for whatever numeric dtype `x` holds, with `pad_value` converted to
+/// [`sequence_pool_typed`], under its former name.
+///
+/// # Errors
+/// As [`sequence_pool_typed`].
+#[deprecated(
+    since = "0.2.0",
+    note = "use `sequence_pool_typed::<T>` (or `sequence_pool_any` for any dtype)"
+)]
+pub fn sequence_pool<T>(
+    x: &LodTensor,
+    level: usize,
+    pool: PoolType,
+    pad_value: T::Native,
+) -> Result<LodTensor>
+where
+    T: ArrowPrimitiveType,
+    T::Native: PoolItem,
+{
+    sequence_pool_typed::<T>(x, level, pool, pad_value)
+}
+
+/// [`sequence_pool_typed`] for whatever numeric dtype `x` holds, with `pad_value` converted to
 /// it (`as`-style).
 ///
 /// # Errors
-/// [`UnsupportedError::UnsupportedDType`](crate::UnsupportedError::UnsupportedDType) for booleans; otherwise as [`sequence_pool`].
+/// [`UnsupportedError::UnsupportedDType`](crate::UnsupportedError::UnsupportedDType) for booleans; otherwise as [`sequence_pool_typed`].
 ///
 /// # Example
 /// ```
@@ -239,7 +261,7 @@ pub fn sequence_pool_any(
 ) -> Result<LodTensor> {
     with_arrow_type!(
         x.dtype(),
-        |T| sequence_pool::<T>(x, level, pool, PoolItem::from_f64(pad_value)),
+        |T| sequence_pool_typed::<T>(x, level, pool, PoolItem::from_f64(pad_value)),
         bool => Err(unsupported(POOL, x.dtype()))
     )
 }
@@ -366,7 +388,7 @@ mod tests {
         )
         .unwrap();
         let run = |p| {
-            let out = sequence_pool::<Float32Type>(&x, 0, p, 0.0).unwrap();
+            let out = sequence_pool_typed::<Float32Type>(&x, 0, p, 0.0).unwrap();
             assert_eq!(out.shape(), vec![4, 1]);
             assert_eq!(out.num_levels(), 0);
             out.typed_values::<Float32Type>().unwrap().to_vec()
@@ -391,7 +413,7 @@ mod tests {
             vec![2],
         )
         .unwrap();
-        let out = sequence_pool::<Float64Type>(&x, 0, PoolType::Sum, -1.0).unwrap();
+        let out = sequence_pool_typed::<Float64Type>(&x, 0, PoolType::Sum, -1.0).unwrap();
         assert_eq!(
             out.typed_values::<Float64Type>().unwrap(),
             &[4., 40., -1., -1., 5., 50.]
@@ -419,7 +441,7 @@ mod tests {
             &[f16::from_f32(1.5)]
         );
         assert!(matches!(
-            sequence_pool::<Int32Type>(&x, 0, PoolType::Sum, 0).map_err(Error::into_kind),
+            sequence_pool_typed::<Int32Type>(&x, 0, PoolType::Sum, 0).map_err(Error::into_kind),
             Err(ErrorKind::Argument(ArgumentError::DTypeMismatch { .. }))
         ));
         assert!(matches!(
@@ -532,13 +554,13 @@ mod tests {
             let p = ALL[p];
             let t = model::tensor(&docs, skip);
             // The last level: one element per sentence, level 0 kept.
-            let out = sequence_pool::<Float64Type>(&t, 1, p, -7.0).unwrap();
+            let out = sequence_pool_typed::<Float64Type>(&t, 1, p, -7.0).unwrap();
             prop_assert_eq!(out.lod().lengths(), vec![docs.iter().map(Vec::len).collect::<Vec<_>>()]);
             prop_assert!(out.lod().is_zero_based());
             let want: Vec<f64> = docs.iter().flatten().map(|s| reduce(s, p, -7.0)).collect();
             prop_assert_eq!(out.typed_values::<Float64Type>().unwrap(), &want[..]);
             // Level 0: one element per document, over all its words.
-            let out = sequence_pool::<Float64Type>(&t, 0, p, -7.0).unwrap();
+            let out = sequence_pool_typed::<Float64Type>(&t, 0, p, -7.0).unwrap();
             prop_assert_eq!(out.num_levels(), 0);
             let want: Vec<f64> = docs
                 .iter()
@@ -546,5 +568,27 @@ mod tests {
                 .collect();
             prop_assert_eq!(out.typed_values::<Float64Type>().unwrap(), &want[..]);
         }
+    }
+
+    /// The former names, kept for one release, give what the new ones give.
+    #[test]
+    #[allow(deprecated)]
+    fn former_names_still_work() {
+        use crate::ops::{PadOptions, to_padded, to_padded_truncating};
+        let x = LodTensor::from_lengths::<Int32Type>(&[vec![2, 3]], vec![1, 2, 3, 4, 5], vec![])
+            .unwrap();
+        assert_eq!(
+            sequence_pool::<Int32Type>(&x, 0, PoolType::Max, 0).unwrap(),
+            sequence_pool_typed::<Int32Type>(&x, 0, PoolType::Max, 0).unwrap()
+        );
+        let zero = Values::from_vec::<Int32Type>(vec![0], vec![]).unwrap();
+        let old = to_padded_truncating(&x, 0, &zero, 2).unwrap();
+        let options = PadOptions::default().with_max_len(2).with_truncation(true);
+        let new = to_padded(&x, 0, &zero, options).unwrap();
+        assert_eq!((old.lengths, old.truncated), (new.lengths, new.truncated));
+        assert_eq!(
+            old.values.typed::<Int32Type>().unwrap(),
+            new.values.typed::<Int32Type>().unwrap()
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use arrow_array::types::Float32Type;
 use lodtensor::io::ipc_reader::MappedDataset;
-use lodtensor::ops::{PoolType, sequence_pool};
+use lodtensor::ops::{PoolType, sequence_pool_typed};
 
 use crate::Result;
 use crate::measure::{Samples, repeat};
@@ -24,7 +24,7 @@ pub fn measure(file: &MappedDataset) -> Result<Pooling> {
         move || -> Result<()> {
             for batch in file.batches() {
                 let tokens = batch.column("tokens")?;
-                std::hint::black_box(sequence_pool::<Float32Type>(tokens, 1, kind, 0.0)?);
+                std::hint::black_box(sequence_pool_typed::<Float32Type>(tokens, 1, kind, 0.0)?);
             }
             Ok(())
         }
