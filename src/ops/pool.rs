@@ -527,7 +527,7 @@ mod tests {
         fn max_index_matches_the_model(docs in model::nested(), skip in 0usize..3) {
             let t = model::tensor(&docs, skip);
             let got = sequence_max_index(&t, 1).unwrap();
-            let max = sequence_pool::<Float64Type>(&t, 1, PoolType::Max, 0.0).unwrap();
+            let max = sequence_pool_typed::<Float64Type>(&t, 1, PoolType::Max, 0.0).unwrap();
             let items = t.values().typed::<Float64Type>().unwrap();
             let mut want = Vec::new();
             let mut row = t.elements().start;
