@@ -8,6 +8,10 @@
 //! That is everything Arrow's decoder and array constructors rely on for the types a
 //! lodtensor column may have, so Arrow's own (slower, panicking on some bad inputs, and
 //! less specific) validation can be skipped, and errors name the column, level and index.
+//!
+//! References: "spec §N" is a section of `format-spec.md` (the format, normative); "Arrow
+//! IPC" and "Arrow layout" are the Arrow columnar format's sections on the IPC record batch
+//! message and on physical memory layout.
 
 use crate::{DataError, FormatError};
 use std::mem::size_of;
@@ -31,11 +35,14 @@ pub(crate) fn check_batch(
     batch: usize,
     offsets: bool,
 ) -> Result<()> {
+    // spec §6, §4 rule 6: a compressed body could only be read through a copy.
     if message.compression().is_some() {
         return Err(invalid(
             "compressed bodies cannot be mapped without a copy; write the file uncompressed",
         ));
     }
+    // Arrow IPC, RecordBatch message: `length` rows, then the field nodes and buffers of
+    // every column, in schema order, depth first.
     let rows = usize::try_from(message.length())
         .map_err(|_| invalid(format!("negative row count {}", message.length())))?;
     let mut walk = Walk {
@@ -62,6 +69,7 @@ pub(crate) fn check_batch(
             );
         }
     }
+    // Arrow IPC: the message holds exactly the nodes and buffers the schema's types use.
     if walk.next_node != walk.nodes.len() || walk.next_buffer != walk.buffers.len() {
         return Err(invalid(format!(
             "batch {batch}: {} nodes and {} buffers, the schema uses {} and {}",
@@ -97,6 +105,7 @@ impl Walk<'_> {
         self.next_node += 1;
         let len = usize::try_from(node.length())
             .map_err(|_| invalid(format!("negative length {}", node.length())))?;
+        // spec §2: no level and no element is null.
         let is_list = matches!(data_type, DataType::List(_) | DataType::LargeList(_));
         if node.null_count() != 0 {
             return Err(DataError::Nulls {
@@ -109,11 +118,14 @@ impl Walk<'_> {
             }
             .into());
         }
-        self.buffer(1)?; // validity: unused, since there are no nulls
+        // Arrow layout: every array's first buffer is its validity bitmap (unused: no nulls).
+        self.buffer(1)?;
         match data_type {
             DataType::List(f) => self.list::<i32>(f.data_type(), len, level),
             DataType::LargeList(f) => self.list::<i64>(f.data_type(), len, level),
             DataType::FixedSizeList(f, size) => {
+                // Arrow layout, fixed-size list: no buffer but validity; the child holds
+                // `size` entries per list (spec §2.1: the element's items).
                 let child = self.array(f.data_type(), level)?;
                 let needed = usize::try_from(*size).ok().and_then(|s| s.checked_mul(len));
                 if needed.is_none_or(|n| child < n) {
@@ -124,6 +136,7 @@ impl Walk<'_> {
                 Ok(len)
             }
             DataType::Boolean => {
+                // Arrow layout, boolean: one bit per item, least significant bit first.
                 let data = self.buffer(1)?;
                 self.long_enough(&data, len.div_ceil(8), "values")?;
                 Ok(len)
@@ -142,7 +155,9 @@ impl Walk<'_> {
         }
     }
 
-    /// Checks a list of `len` sequences at `level`: its offsets, then its child.
+    /// Checks a list of `len` sequences at `level`: its offsets, then its child (Arrow
+    /// layout, variable-size list: validity, then `len + 1` offsets of `O`; the child array
+    /// follows depth first).
     fn list<O: ArrowNativeType + Ord + Into<i64>>(
         &mut self,
         child_type: &DataType,
@@ -154,7 +169,8 @@ impl Walk<'_> {
         if len == 0 && buffer.is_empty() {
             return Ok(0);
         }
-        // `len` comes from the file: a length near i64::MAX must not wrap the byte count.
+        // spec §4 rule 5: at least `len + 1` offsets. `len` comes from the file: a length
+        // near i64::MAX must not wrap the byte count.
         let count = len + 1;
         let bytes = count
             .checked_mul(size_of::<O>())
@@ -163,7 +179,10 @@ impl Walk<'_> {
         if self.offsets {
             // Aligned and long enough: checked above.
             let offsets = ScalarBuffer::<O>::new(buffer, 0, count);
+            // spec §4 rules 1-2: at least one offset, the first >= 0, never decreasing.
             validate_offsets(level, &offsets)?;
+            // spec §4 rules 3-4: the last offset within the child (entries past it belong
+            // to no sequence).
             let last = offsets[len];
             if last.as_usize() > child {
                 return Err(DataError::OffsetOutOfBounds {
@@ -179,7 +198,7 @@ impl Walk<'_> {
     }
 
     /// The next buffer, checked to lie in the body, be 8-byte aligned and hold whole items
-    /// of `item` bytes.
+    /// of `item` bytes (spec §4 rule 5, §6; Arrow IPC, Buffer: offset and length in the body).
     fn buffer(&mut self, item: usize) -> Result<Buffer> {
         let i = self.next_buffer;
         let &(offset, length) = self

@@ -22,6 +22,8 @@ use crate::lod::{LevelOffsets, Lod, OffsetWidth, descend};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
+/// Each part of a gathered buffer starts at a multiple of 64 bytes, as the IPC writer aligns
+/// buffers (spec §6: at least 8, SHOULD 64), so that typed views of it are aligned.
 const ALIGN: usize = 64;
 
 fn align(n: usize) -> usize {
@@ -156,7 +158,8 @@ impl Gatherer {
                 _ => self.runs.push((b, local, local + 1)),
             }
         }
-        // Sizes first, so the buffer is reserved once.
+        // Sizes first, so the buffer is reserved once: per level `entries + 1` offsets
+        // (spec §4 rule 5), then the items, each part padded to ALIGN.
         let mut total = 0;
         for (c, info) in columns.iter().enumerate() {
             for (level, width) in info.widths.iter().enumerate() {
@@ -178,6 +181,8 @@ impl Gatherer {
         parts.clear();
         for (c, info) in columns.iter().enumerate() {
             for (level, &width) in info.widths.iter().enumerate() {
+                // spec §2, §4 rules 1-4: each level's offsets are rebuilt from 0 as running
+                // sums of the gathered lengths, so their last is the next level's count.
                 let at = out.len();
                 push_offset(&mut out, width, 0, level, 0)?;
                 let mut cur = 0usize;
@@ -202,6 +207,8 @@ impl Gatherer {
             let levels = info.widths.len();
             let items = self.elements(sources, c, levels) * info.element_size;
             match info.dtype.byte_width() {
+                // Arrow layout, primitive: the items back to back, row-major per element
+                // (spec §2.1), copied run by run.
                 Some(w) => {
                     for &(b, lo, hi) in &self.runs {
                         let src = &sources[b][c];
@@ -211,6 +218,8 @@ impl Gatherer {
                         out.extend_from_slice(&src.items.as_slice()[first..first + len]);
                     }
                 }
+                // Arrow layout, boolean: one bit per item, least significant bit first, so
+                // runs that do not start on a byte boundary are copied bit by bit.
                 None => {
                     out.extend_zeros(items.div_ceil(8));
                     let bits = &mut out.as_slice_mut()[at..];
