@@ -1,4 +1,5 @@
-//! Format constants: the version and the `lodtensor.*` metadata keys (see `format-spec.md`).
+//! Format constants: the version and the `lodtensor.*` metadata keys; the specification
+//! itself is [`spec`].
 
 /// The format version this crate writes and reads.
 pub const FORMAT_VERSION: &str = "1";
@@ -13,3 +14,7 @@ pub const KEY_LEVEL_NAMES: &str = "lodtensor.level_names";
 pub const KEY_DTYPE: &str = "lodtensor.dtype";
 /// Field metadata key: JSON array, the shape of one element (`[]` for scalars).
 pub const KEY_ELEMENT_SHAPE: &str = "lodtensor.element_shape";
+
+/// The file format's specification, `format-spec.md`, normative and versioned.
+#[doc = include_str!("../format-spec.md")]
+pub mod spec {}

@@ -5,16 +5,87 @@
 //! multi-level offset index, with no padding. This crate maps it exactly onto nested Arrow
 //! lists: a LoD of k levels is k nested `List`/`LargeList` types whose offsets are the LoD's
 //! offsets, over a `FixedSizeList` tagged `arrow.fixed_shape_tensor`; one top-level sequence
-//! is one Arrow row. See `format-spec.md` for the on-disk format.
+//! is one Arrow row. The on-disk format is specified in [`format::spec`] (`format-spec.md`).
 //!
-//! - [`Lod`]: the offset index, its rules, lengths ↔ offsets, slicing arithmetic.
-//! - [`LodTensor`]: a LoD over [`Values`]; views; Arrow conversion.
+//! # The three main paths
+//!
+//! **Write** a dataset file, atomically (the target appears whole, or keeps its old content):
+//!
+//! ```
+//! use lodtensor::arrow::types::Float32Type;
+//! use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, WriteOptions};
+//!
+//! // Three articles of 3, 1 and 2 sentences of 3, 2, 4, 1, 2 and 3 words of f32[2].
+//! let words = LodTensor::from_lengths::<Float32Type>(
+//!     &[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]],
+//!     (0..30).map(|i| i as f32).collect(),
+//!     vec![2],
+//! )?;
+//! let path = std::env::temp_dir().join(format!("crate-doc-{}.arrow", std::process::id()));
+//! let mut writer = DatasetWriter::create(&path, WriteOptions::default())?;
+//! writer.write(&Dataset::try_new(vec![Column::new("words", words)])?)?;
+//! writer.finish()?;
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), lodtensor::Error>(())
+//! ```
+//!
+//! **Map and view** it: opening validates every offset, and every sample, slice or
+//! sequence is a view into the mapping, never a copy:
+//!
+//! ```
+//! # use lodtensor::arrow::types::Float32Type;
+//! # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, WriteOptions};
+//! use lodtensor::MappedDataset;
+//! # let words = LodTensor::from_lengths::<Float32Type>(
+//! #     &[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..30).map(|i| i as f32).collect(), vec![2])?;
+//! # let path = std::env::temp_dir().join(format!("crate-doc-map-{}.arrow", std::process::id()));
+//! # let mut writer = DatasetWriter::create(&path, WriteOptions::default())?;
+//! # writer.write(&Dataset::try_new(vec![Column::new("words", words)])?)?;
+//! # writer.finish()?;
+//! let file = MappedDataset::open(&path)?;
+//! let article = file.sample(2)?;                       // row 2, every column
+//! assert_eq!(article.column("words")?.lod().lengths(), vec![vec![2], vec![2, 3]]);
+//! let sentence = file.slice_sequence("words", 1, 4)?;  // sentence 4 of the file
+//! assert_eq!(sentence.typed_values::<Float32Type>()?, &[20., 21., 22., 23.]);
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), lodtensor::Error>(())
+//! ```
+//!
+//! **Load batches** for training: budgets, buckets, shuffles, shards and resumable
+//! positions; in-order batches are views, shuffled ones are gathered once:
+//!
+//! ```
+//! use lodtensor::synthetic::{Documents, SplitMix64};
+//! use lodtensor::{DatasetWriter, Loader, MappedDataset, WriteOptions};
+//!
+//! let path = std::env::temp_dir().join(format!("crate-doc-docs-{}.arrow", std::process::id()));
+//! let mut writer = DatasetWriter::create(&path, WriteOptions::default())?;
+//! writer.write(&Documents::default().generate(&mut SplitMix64::new(1), 20)?)?;
+//! writer.finish()?;
+//! let file = MappedDataset::open(&path)?;
+//! let mut loader = Loader::builder(&file).with_token_budget(2048).with_shuffle(7).build()?;
+//! let mut rows = 0;
+//! while let Some(batch) = loader.next_batch()? {
+//!     rows += batch.data().num_rows();
+//! }
+//! assert_eq!(rows, 20);
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), lodtensor::Error>(())
+//! ```
+//!
+//! # The parts
+//!
+//! - [`Lod`]: the offset index, its rules, lengths ↔ offsets, [`Lod::descend`].
+//! - [`LodTensor`]: a LoD over [`Values`]; views; Arrow conversion ([`ColumnLayout`]).
 //! - [`Dataset`]: named columns sharing rows; an Arrow `RecordBatch`.
-//! - [`io`]: the atomic IPC writer, the memory-mapped reader, and PaddlePaddle LoDTensor
-//!   files (`.pdtensor`, `.pdiparams`), read with every check and written as Paddle does.
+//! - [`io`]: the atomic IPC writer ([`DatasetWriter`]), the memory-mapped reader
+//!   ([`MappedDataset`]), Parquet, and PaddlePaddle LoDTensor files.
 //! - [`ops`]: sequence operations (expand, pad, pool, concat, split, reverse, …) after
 //!   PaddlePaddle's sequence operators.
-//! - [`Loader`]: training batches from a mapped file: budgets, buckets, shuffles, shards.
+//! - [`Loader`]: training batches from a mapped file.
+//! - [`Error`]: one pointer wide; [`Error::kind`] says what went wrong, grouped by what a
+//!   caller does about it.
+//! - [`arrow`]: the Arrow types of the API, so that no Arrow crate is needed beside this one.
 #![deny(missing_docs)]
 
 /// The README's examples, run as doctests.
