@@ -14,6 +14,9 @@
 //! and `benches/ops_numpy.py` times `numpy.add.reduceat` over the same offsets and element
 //! shape.
 
+#[path = "../tests/common/plain.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
@@ -58,37 +61,23 @@ fn per_token(t: &LodTensor, values: Values) -> LodTensor {
     LodTensor::try_new(sentences, values).expect("one value per token")
 }
 
-/// Documents of 1..=20 sentences of 0..=40 tokens, until `bytes` of values.
+/// Documents of 1..=20 sentences of 0..=40 tokens of `f32[64]`, until `bytes` of values.
 fn dataset(bytes: usize) -> LodTensor {
-    let elements = bytes / (D * 4);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let (mut docs, mut sentences) = (Vec::new(), Vec::new());
-    let mut total = 0;
-    while total < elements {
-        let n = 1 + rng.below(20);
-        docs.push(n);
-        for _ in 0..n {
-            let len = rng.below(41).min(elements - total);
-            sentences.push(len);
-            total += len;
-        }
-    }
-    let items: Vec<f32> = (0..total * D)
-        .map(|_| (rng.next() >> 40) as f32 / (1u64 << 24) as f32)
-        .collect();
-    LodTensor::from_lengths::<Float32Type>(&[docs, sentences], items, vec![D]).expect("valid")
+    support::documents((1, 20), (0, 40), D, bytes as u64, 0x9e37_79b9_7f4a_7c15)
 }
 
 /// Runs `benches/ops_numpy.py` on the sentence offsets of `t`; prints its report.
 fn numpy_baseline(t: &LodTensor) {
     let python = match std::env::var("LODTENSOR_BENCH_PYTHON") {
         Ok(p) if p == "none" => return,
-        Ok(p) => p,
-        Err(_) if Path::new(".venv/bin/python").exists() => ".venv/bin/python".to_owned(),
-        Err(_) => {
-            eprintln!("numpy baseline skipped: set LODTENSOR_BENCH_PYTHON");
-            return;
-        }
+        Ok(p) => std::path::PathBuf::from(p),
+        Err(_) => match support::python() {
+            Some(p) => p,
+            None => {
+                eprintln!("numpy baseline skipped: set LODTENSOR_BENCH_PYTHON");
+                return;
+            }
+        },
     };
     let lod = t.lod();
     let n = lod.num_sequences(1).expect("2 levels");
@@ -110,7 +99,7 @@ fn numpy_baseline(t: &LodTensor) {
             print!("{}", String::from_utf8_lossy(&o.stdout));
             eprint!("{}", String::from_utf8_lossy(&o.stderr));
         }
-        Err(e) => eprintln!("numpy baseline failed to start ({python}): {e}"),
+        Err(e) => eprintln!("numpy baseline failed to start ({}): {e}", python.display()),
     }
 }
 

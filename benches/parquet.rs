@@ -12,11 +12,13 @@
 //! `LODTENSOR_BENCH_PYTHON` (a Python with pyarrow), `benches/parquet_pyarrow.py` times
 //! pyarrow on the same data, written to `target/parquet-bench/input.parquet`.
 
+#[path = "../tests/common/plain.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use arrow_array::types::Float32Type;
 use arrow_array::{Array, Float32Array};
 use criterion::{Criterion, Throughput, criterion_group};
 use lodtensor::io::parquet::{
@@ -32,34 +34,8 @@ const DIM: usize = 64;
 /// Documents of 1–15 sentences of 1–39 words, each word a `float32[64]`, until the values
 /// reach `mb` megabytes.
 fn dataset(mb: usize) -> Dataset {
-    let target = mb * 1_000_000 / (DIM * 4);
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let (mut docs, mut sentences, mut words) = (Vec::new(), Vec::new(), 0usize);
-    while words < target {
-        let n = 1 + (next() % 15) as usize;
-        docs.push(n);
-        for _ in 0..n {
-            let w = 1 + (next() % 39) as usize;
-            sentences.push(w);
-            words += w;
-        }
-    }
-    let items: Vec<f32> = (0..words * DIM)
-        .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32)
-        .collect();
-    let lod = Lod::try_from_lengths(&[docs, sentences]).expect("lengths add up");
-    let values = Values::from_vec::<Float32Type>(items, vec![DIM]).expect("whole elements");
-    Dataset::try_new(vec![Column::new(
-        "tokens",
-        LodTensor::try_new(lod, values).expect("the LoD indexes every word"),
-    )])
-    .expect("one column")
+    let tokens = support::documents((1, 15), (1, 39), DIM, mb as u64 * 1_000_000, 0x2545_f491);
+    Dataset::try_new(vec![Column::new("tokens", tokens)]).expect("one column")
 }
 
 fn write(ds: &Dataset, options: &ParquetWriteOptions, capacity: usize) -> Vec<u8> {

@@ -12,6 +12,9 @@ mod baseline;
 #[allow(dead_code)] // the bench times pairs only
 mod measure;
 
+#[path = "../tests/common/plain.rs"]
+mod support;
+
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -303,13 +306,7 @@ fn summary() {
         scan_raw / scan_ours,
     );
 
-    let python = std::env::var_os("LODTENSOR_PYTHON")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let v = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-            v.exists().then_some(v)
-        });
-    let Some(python) = python else {
+    let Some(python) = support::python() else {
         println!("\n(no Python with pyarrow: the pyarrow rows are skipped)");
         return;
     };

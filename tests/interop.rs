@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::case;
+use common::{case, python};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 #[cfg(feature = "parquet")]
@@ -15,14 +15,6 @@ use lodtensor::io::parquet::{ParquetWriteOptions, write_parquet};
 use lodtensor::{Column, DType, Dataset};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-
-fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LODTENSOR_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    venv.exists().then_some(venv)
-}
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

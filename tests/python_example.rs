@@ -2,7 +2,10 @@
 //! Python gets the same batches (rows, tokens, sums) as the Rust loader. Needs a Python with
 //! numpy and pyarrow: `LODTENSOR_PYTHON`, or the project's `.venv`; skipped otherwise.
 
-use std::path::{Path, PathBuf};
+#[path = "common/plain.rs"]
+mod support;
+
+use std::path::Path;
 use std::process::Command;
 
 use arrow_array::types::{Float32Type, Int64Type};
@@ -11,14 +14,6 @@ use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::loader::Loader;
 use lodtensor::synthetic::{Documents, SplitMix64};
 use serde_json::Value;
-
-fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LODTENSOR_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    venv.exists().then_some(venv)
-}
 
 fn run(python: &Path, args: &[&Path]) -> Vec<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/python_training_loop.py");
@@ -42,7 +37,7 @@ fn run(python: &Path, args: &[&Path]) -> Vec<Value> {
 
 #[test]
 fn python_gets_the_same_batches() {
-    let Some(python) = python() else {
+    let Some(python) = support::python() else {
         eprintln!("skipped: no Python with pyarrow (set LODTENSOR_PYTHON or create .venv)");
         return;
     };

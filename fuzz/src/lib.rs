@@ -1,6 +1,9 @@
 //! Helpers shared by the fuzz targets: a scratch directory for files, and a full read of
 //! every sample, sequence, offset and value that checks every view stays inside its file.
 
+#[path = "../../tests/common/plain.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -9,6 +12,7 @@ use arrow_array::Array;
 use arrow_array::types::Int64Type;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::{DType, Lod, LodTensor, Values};
+use support::inside;
 
 /// At most this many sequences of a level are sliced one by one (the rest are still
 /// reached through the offsets and the values).
@@ -36,11 +40,6 @@ pub fn open_bytes(bytes: &[u8]) -> lodtensor::Result<MappedDataset> {
     MappedDataset::from_bytes(bytes)
 }
 
-/// Whether `inner` lies inside `outer`.
-fn inside(inner: &[u8], outer: &[u8]) -> bool {
-    let (a, b) = (inner.as_ptr() as usize, outer.as_ptr() as usize);
-    a >= b && a + inner.len() <= b + outer.len()
-}
 
 /// Reads every byte of every buffer of `data` (and its children); with `within`, asserts
 /// each non-empty buffer lies inside it.

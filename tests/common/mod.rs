@@ -1,5 +1,10 @@
-//! Shared test fixtures: a reference model of a LoD tensor (nested `Vec`s) and strategies.
+//! Shared test fixtures: a reference model of a LoD tensor (nested `Vec`s) and strategies;
+//! with `plain`, the support the benches and fuzz targets share too.
 #![allow(dead_code)]
+
+mod plain;
+#[allow(unused_imports)]
+pub use plain::*;
 
 use std::sync::Arc;
 
@@ -155,10 +160,4 @@ pub fn reference_dataset(column: &str, labels: [i64; 3]) -> Dataset {
         Column::new("label", label),
     ])
     .unwrap()
-}
-
-/// Whether `inner` lies inside `outer`.
-pub fn inside(inner: &[u8], outer: &[u8]) -> bool {
-    let (a, b) = (inner.as_ptr() as usize, outer.as_ptr() as usize);
-    a >= b && a + inner.len() <= b + outer.len()
 }

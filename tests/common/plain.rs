@@ -1,0 +1,49 @@
+//! Support shared by the tests, the benches and the fuzz targets, without test-only
+//! dependencies: finding Python, the synthetic documents generator, a view check.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use lodtensor::LodTensor;
+use lodtensor::synthetic::{Documents, SplitMix64};
+
+/// The Python with pyarrow and numpy to run: `LODTENSOR_PYTHON`, else the project's
+/// `.venv` (which the test command creates), else none.
+pub fn python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("LODTENSOR_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+/// The `tokens` column of seeded synthetic documents (`sentences` and `tokens` per
+/// sentence as inclusive ranges, `f32[dim]` tokens of incompressible uniform floats) whose
+/// values take about `bytes` bytes.
+pub fn documents(
+    sentences: (usize, usize),
+    tokens: (usize, usize),
+    dim: usize,
+    bytes: u64,
+    seed: u64,
+) -> LodTensor {
+    let shape = Documents {
+        sentences,
+        tokens,
+        dim,
+    };
+    let docs = shape.docs_for_bytes(bytes);
+    let dataset = shape
+        .generate(&mut SplitMix64::new(seed), docs)
+        .expect("the generator makes valid documents");
+    dataset
+        .column("tokens")
+        .expect("the generator names its column tokens")
+        .clone()
+}
+
+/// Whether `inner` lies inside `outer` (a view's bytes inside its source or mapping).
+pub fn inside(inner: &[u8], outer: &[u8]) -> bool {
+    let (a, b) = (inner.as_ptr() as usize, outer.as_ptr() as usize);
+    a >= b && a + inner.len() <= b + outer.len()
+}
