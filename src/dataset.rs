@@ -18,6 +18,19 @@ use crate::lod::OffsetWidth;
 use crate::tensor::LodTensor;
 
 /// One named tensor column.
+///
+/// # Example
+/// ```
+/// use lodtensor::arrow::types::Int64Type;
+/// use lodtensor::{Column, LodTensor, OffsetWidth};
+/// let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).collect(), vec![])?;
+/// let c = Column::new("tokens", t).with_level_names(["documents", "sentences"])?;
+/// assert_eq!((c.name(), c.level_names()), ("tokens", &["documents".to_owned(), "sentences".to_owned()][..]));
+/// let narrow = c.with_offset_width(OffsetWidth::I32)?;   // Arrow List instead of LargeList
+/// assert_eq!(narrow.tensor(), c.tensor());
+/// assert!(narrow.arrow_field().data_type().to_string().starts_with("List("));
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Column {
     name: String,

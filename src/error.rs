@@ -37,6 +37,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// happened in.
 ///
 /// One pointer wide, so a `Result` costs little more than its value.
+///
+/// # Example
+/// ```
+/// use lodtensor::{ErrorKind, FormatError, MappedDataset};
+/// let path = std::env::temp_dir().join(format!("not-arrow-{}.arrow", std::process::id()));
+/// std::fs::write(&path, b"not an Arrow file at all")?;
+/// let err = MappedDataset::open(&path).unwrap_err();
+/// assert_eq!(err.path(), Some(path.as_path()));             // where
+/// match err.kind() {                                         // what, by what to do
+///     ErrorKind::Format(FormatError::InvalidFile(reason)) => assert!(reason.contains("ARROW1")),
+///     other => panic!("not a format error: {other}"),
+/// }
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Error {
     inner: Box<Inner>,
 }

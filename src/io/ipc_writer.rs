@@ -18,7 +18,16 @@ use crate::lod::OffsetWidth;
 /// Buffer alignment in the file: every buffer can be mapped without a copy.
 const ALIGNMENT: usize = 64;
 
-/// Options of [`DatasetWriter`].
+/// Options of [`DatasetWriter`]: the target size of a record batch and the offset width.
+///
+/// # Example
+/// ```
+/// use lodtensor::{OffsetWidth, WriteOptions};
+/// let options = WriteOptions::default()
+///     .with_batch_bytes(16 << 20)             // record batches of about 16 MiB
+///     .with_offset_width(OffsetWidth::I32);   // Arrow List, for readers without LargeList
+/// # let _ = options;
+/// ```
 #[derive(Clone, Debug)]
 pub struct WriteOptions {
     batch_bytes: usize,
