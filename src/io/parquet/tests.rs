@@ -13,13 +13,20 @@ use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use proptest::prelude::*;
 
 use super::*;
+use crate::dataset::{Column, Dataset};
+use crate::error::Error;
 use crate::format::KEY_LEVEL_NAMES;
+use crate::lod::{Lod, OffsetWidth};
+use crate::tensor::LodTensor;
+use crate::values::{DType, Values};
+use std::io::Write;
+use writer::State;
 
 /// A small deterministic generator (splitmix64), so one proptest seed makes one dataset.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -27,7 +34,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> usize {
+    pub(super) fn below(&mut self, n: u64) -> usize {
         (self.next() % n) as usize
     }
 }
@@ -80,7 +87,7 @@ fn tensor(
 }
 
 /// A dataset of a random tensor column (named levels) and an `int64` label column.
-fn dataset(
+pub(super) fn dataset(
     dtype: DType,
     depth: usize,
     shape: &[usize],
@@ -99,7 +106,7 @@ fn dataset(
     .unwrap()
 }
 
-fn write_bytes<'a>(
+pub(super) fn write_bytes<'a>(
     datasets: impl IntoIterator<Item = &'a Dataset>,
     options: &ParquetWriteOptions,
 ) -> Bytes {
@@ -138,7 +145,7 @@ fn arrow_writer_bytes(
     Bytes::from(writer.into_inner().unwrap())
 }
 
-fn read_bytes(bytes: Bytes, options: &ParquetReadOptions) -> Dataset {
+pub(super) fn read_bytes(bytes: Bytes, options: &ParquetReadOptions) -> Dataset {
     ParquetReader::try_new(bytes, options)
         .unwrap()
         .read_all()
@@ -155,7 +162,8 @@ fn widths(d: &Dataset) -> Vec<OffsetWidth> {
         .collect()
 }
 
-const CODECS: [Compression; 3] = [Compression::None, Compression::Snappy, Compression::Zstd(3)];
+pub(super) const CODECS: [Compression; 3] =
+    [Compression::None, Compression::Snappy, Compression::Zstd(3)];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]

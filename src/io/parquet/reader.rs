@@ -1,0 +1,291 @@
+//! The Parquet reader: a file's row groups as datasets.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
+use parquet::file::reader::ChunkReader;
+
+use super::pages;
+use super::shape::fold_levels;
+use crate::dataset::{Dataset, check_version};
+use crate::error::{Error, Result};
+use crate::{ArgumentError, FormatError};
+
+/// How a Parquet file is read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParquetReadOptions {
+    batch_size: usize,
+    element_shapes: Vec<(String, Vec<usize>)>,
+}
+
+impl Default for ParquetReadOptions {
+    /// Batches of 1024 rows, element shapes as the file declares them.
+    fn default() -> Self {
+        ParquetReadOptions {
+            batch_size: 1024,
+            element_shapes: Vec::new(),
+        }
+    }
+}
+
+impl ParquetReadOptions {
+    /// The same options reading `rows` rows (top-level sequences) per dataset.
+    pub fn with_batch_size(mut self, rows: usize) -> Self {
+        self.batch_size = rows.max(1);
+        self
+    }
+
+    /// The same options reading column `column` with elements of `shape`.
+    ///
+    /// For a file without an embedded Arrow schema (Parquet has no fixed-size lists, so
+    /// the element's `FixedSizeList` reads back as one more `List` level of scalars):
+    /// - when every sequence of the innermost level has `D1·D2·…` entries (one flat
+    ///   `fixed_shape_tensor`, as this crate writes it), that level becomes the elements;
+    /// - otherwise the `shape.len()` innermost levels do (nested fixed-size lists, one per
+    ///   dimension, as pyarrow writes `fixed_size_list<fixed_size_list<…>>`), each
+    ///   sequence of the j-th of them having `shape[j]` entries.
+    ///
+    /// Anything else is [`DataError::ElementShape`]. A column whose elements already have
+    /// `shape` is left as it is, so the option is harmless on files that keep their schema.
+    pub fn with_element_shape(mut self, column: impl Into<String>, shape: Vec<usize>) -> Self {
+        self.element_shapes.push((column.into(), shape));
+        self
+    }
+}
+
+/// Reads a Parquet file as [`Dataset`]s, one per record batch of
+/// [`ParquetReadOptions::with_batch_size`] rows.
+///
+/// Every page header is checked when the reader is made (one small read per page). A page
+/// the `parquet` crate fails on, or panics on, gives [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) naming the batch and
+/// its first row, and ends the iteration.
+///
+/// # Example
+/// ```
+/// use lodtensor::io::parquet::{write_parquet, ParquetReader, ParquetReadOptions, ParquetWriteOptions};
+/// use lodtensor::{Column, Dataset, LodTensor};
+/// use arrow_array::types::Int64Type;
+/// let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 0]], vec![1, 2, 3], vec![])?;
+/// let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("ids.parquet");
+/// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
+/// let reader = ParquetReader::open(&path, &ParquetReadOptions::default().with_batch_size(2))?;
+/// let parts = reader.collect::<Result<Vec<Dataset>, _>>()?;
+/// assert_eq!(parts.len(), 2);
+/// assert_eq!(parts[1], ds.slice_rows(2..3)?);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub struct ParquetReader {
+    batches: ParquetRecordBatchReader,
+    schema: SchemaRef,
+    num_rows: usize,
+    path: Option<PathBuf>,
+    options: ParquetReadOptions,
+    next_batch: usize,
+    next_row: usize,
+    /// Set when the parquet crate failed (or panicked) on a page: its reader is then in no
+    /// state to go on.
+    failed: bool,
+}
+
+impl std::fmt::Debug for ParquetReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetReader")
+            .field("schema", &self.schema)
+            .field("num_rows", &self.num_rows)
+            .field("path", &self.path)
+            .field("options", &self.options)
+            .field("next_batch", &self.next_batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ParquetReader {
+    /// A reader of the Parquet file at `path`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io), [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) (not Parquet, or a type Arrow cannot read),
+    /// [`FormatError::InvalidFile`] for a column chunk outside the file or a page header the
+    /// `parquet` crate would misread or spin on (naming the row group, column chunk, page
+    /// and byte), [`UnsupportedError::UnsupportedVersion`](crate::UnsupportedError::UnsupportedVersion), [`ArgumentError::NoSuchColumn`] for a column named
+    /// in the options that the file lacks; each with the path attached ([`Error::path`]).
+    pub fn open(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Self> {
+        let path = path.as_ref();
+        (|| {
+            let file = File::open(path)?;
+            let mut reader = Self::try_new(file, options)?;
+            reader.path = Some(path.to_path_buf());
+            Ok(reader)
+        })()
+        .map_err(|e: Error| e.in_file(path))
+    }
+
+    /// A reader of Parquet data in memory or in any [`ChunkReader`] (`bytes::Bytes`, a
+    /// `File`).
+    ///
+    /// # Errors
+    /// As [`ParquetReader::open`], without the file.
+    pub fn try_new<R: ChunkReader + 'static>(
+        reader: R,
+        options: &ParquetReadOptions,
+    ) -> Result<Self> {
+        let metadata = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::default())?;
+        // Before the parquet crate reads a page: it trusts chunk offsets and page headers.
+        pages::check_column_chunks(&reader, metadata.metadata())?;
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, metadata);
+        let schema = builder.schema().clone();
+        check_version(&schema)?;
+        for (column, _) in &options.element_shapes {
+            if schema.field_with_name(column).is_err() {
+                return Err(ArgumentError::NoSuchColumn(column.clone()).into());
+            }
+        }
+        let num_rows = usize::try_from(builder.metadata().file_metadata().num_rows())
+            .map_err(|_| FormatError::InvalidFile("negative row count in the footer".to_owned()))?;
+        let batches = builder.with_batch_size(options.batch_size).build()?;
+        Ok(ParquetReader {
+            batches,
+            schema,
+            num_rows,
+            path: None,
+            options: options.clone(),
+            next_batch: 0,
+            next_row: 0,
+            failed: false,
+        })
+    }
+
+    /// The Arrow schema the file's record batches have (before element shapes are applied).
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The number of rows of the file, from its footer.
+    pub fn num_rows(&self) -> usize {
+        self.num_rows
+    }
+
+    /// The dataset of one record batch, element shapes applied, with context on error.
+    fn to_dataset(&self, batch: &RecordBatch, index: usize) -> Result<Dataset> {
+        let result = (|| {
+            let dataset = Dataset::try_from_record_batch(batch).map_err(|e| e.with_batch(index))?;
+            if self.options.element_shapes.is_empty() {
+                return Ok(dataset);
+            }
+            let columns = dataset
+                .columns()
+                .iter()
+                .map(|c| {
+                    match self
+                        .options
+                        .element_shapes
+                        .iter()
+                        .rev()
+                        .find(|(name, _)| name == c.name())
+                    {
+                        None => Ok(c.clone()),
+                        Some((_, shape)) => {
+                            fold_levels(c, shape).map_err(|e| e.in_column(c.name(), index))
+                        }
+                    }
+                })
+                .collect::<Result<_>>()?;
+            Dataset::try_new(columns)
+        })();
+        match &self.path {
+            Some(path) => result.map_err(|e| e.in_file(path)),
+            None => result,
+        }
+    }
+
+    /// Every remaining row as one dataset (the batches concatenated: a copy); a dataset
+    /// with no rows when the file has none.
+    ///
+    /// # Errors
+    /// As the iterator.
+    pub fn read_all(mut self) -> Result<Dataset> {
+        let mut datasets = Vec::new();
+        for dataset in self.by_ref() {
+            datasets.push(dataset?);
+        }
+        if datasets.len() == 1 {
+            return Ok(datasets.pop().expect("one dataset"));
+        }
+        if datasets.is_empty() {
+            return self.to_dataset(&RecordBatch::new_empty(self.schema.clone()), 0);
+        }
+        let schema = datasets[0].schema();
+        let batches: Vec<RecordBatch> = datasets
+            .iter()
+            .map(|d| d.to_record_batch_with_schema(schema.clone()))
+            .collect();
+        let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+        Dataset::try_from_record_batch(&batch)
+    }
+}
+
+impl Iterator for ParquetReader {
+    type Item = Result<Dataset>;
+
+    fn next(&mut self) -> Option<Result<Dataset>> {
+        if self.failed {
+            return None;
+        }
+        let index = self.next_batch;
+        // The parquet crate panics on some malformed pages (levels past their buffer) where
+        // it should return an error; a reader of untrusted files turns that into an error.
+        // (A build with `panic = "abort"` cannot.)
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.batches.next()))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Some(Err(arrow_schema::ArrowError::ParquetError(format!(
+                    "malformed page ({what})"
+                ))))
+            });
+        let batch = match next? {
+            Ok(batch) => batch,
+            Err(e) => {
+                // After an error (or a panic) the parquet crate's reader is in no state to
+                // go on, and may return the same error forever: stop.
+                self.failed = true;
+                let what = match e {
+                    arrow_schema::ArrowError::ParquetError(what) => what,
+                    other => other.to_string(),
+                };
+                let e = Error::from(parquet::errors::ParquetError::General(format!(
+                    "batch {index}, from row {}: {what}",
+                    self.next_row
+                )));
+                return Some(Err(match &self.path {
+                    Some(path) => e.in_file(path),
+                    None => e,
+                }));
+            }
+        };
+        self.next_row += batch.num_rows();
+        self.next_batch += 1;
+        Some(self.to_dataset(&batch, index))
+    }
+}
+
+/// Reads every row of the Parquet file at `path` as one dataset.
+///
+/// # Errors
+/// As [`ParquetReader::open`] and its iterator.
+///
+/// # Example
+/// See the [module docs](self).
+pub fn read_parquet(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Dataset> {
+    ParquetReader::open(path, options)?.read_all()
+}

@@ -1,0 +1,434 @@
+//! The Parquet writer: rows gathered into row groups, encoded on `threads` threads, written
+//! in order, atomically for a file.
+
+use std::borrow::Borrow;
+use std::io::Write;
+
+use std::path::{Path, PathBuf};
+
+use arrow_schema::{Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::file::writer::SerializedFileWriter;
+
+use super::encode::{append_row_group, encode_row_group, raw_bytes, write_row_group};
+use super::{ParquetWriteOptions, RowGroupSize};
+use crate::dataset::Dataset;
+use crate::error::Result;
+use crate::io::AtomicFile;
+use crate::lod::OffsetWidth;
+use crate::values::DType;
+use crate::{ArgumentError, ColumnLayout, UnusableError};
+
+/// Writes datasets to Parquet one after the other, as rows of one table.
+///
+/// The first dataset fixes the file's schema; each later one must have the same columns
+/// (offset widths are converted to the file's when they differ and the file uses one width).
+/// The writer gathers rows (views of the datasets given, not copies) until a row group is
+/// full ([`ParquetWriteOptions::with_row_group_size`]), encodes it from the LoD offsets
+/// (see `format-spec.md` §8.1) and writes it out: memory is bounded by one row group of
+/// input and its encoded chunks per thread ([`ParquetWriteOptions::with_threads`]).
+///
+/// To write a file, prefer [`ParquetFileWriter`], which replaces the target atomically.
+///
+/// # Example
+/// ```
+/// use lodtensor::io::parquet::{ParquetWriter, ParquetWriteOptions};
+/// use lodtensor::{Column, Dataset, LodTensor};
+/// use arrow_array::types::Int64Type;
+/// let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1]], vec![1, 2, 3], vec![])?;
+/// let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+/// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
+/// writer.write(&ds)?;
+/// writer.write(&ds.slice_rows(1..2)?)?;
+/// let bytes = writer.finish()?;
+/// assert_eq!(&bytes[..4], b"PAR1");
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub struct ParquetWriter<W: Write + Send> {
+    options: ParquetWriteOptions,
+    pub(super) state: State<W>,
+    schema: Option<SchemaRef>,
+    batches: usize,
+    rows: usize,
+}
+
+impl<W: Write + Send> std::fmt::Debug for ParquetWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetWriter")
+            .field("options", &self.options)
+            .field("schema", &self.schema)
+            .field("batches", &self.batches)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Write + Send> ParquetWriter<W> {
+    /// A writer to `sink`; nothing is written before the first dataset.
+    pub fn new(sink: W, options: ParquetWriteOptions) -> Self {
+        ParquetWriter {
+            options,
+            state: State::Waiting(sink),
+            schema: None,
+            batches: 0,
+            rows: 0,
+        }
+    }
+
+    /// Appends the rows of `dataset` (a view is written as the rows it shows).
+    ///
+    /// # Errors
+    /// [`ArgumentError::SchemaMismatch`] when the columns differ from the first dataset's;
+    /// [`DataError::OffsetOverflow`] (with the column, [`Error::column`]) when an offset does not fit the
+    /// width asked for; [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) or [`ErrorKind::Io`](crate::ErrorKind::Io) from the writer.
+    pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
+        let batch = self.batches;
+        let mut dataset = match self.options.offset_width {
+            Some(width) => with_offset_width(dataset, width, batch)?,
+            None => dataset.clone(),
+        };
+        match &self.schema {
+            None => {
+                let schema = dataset.schema();
+                let dtypes: Vec<DType> = dataset
+                    .columns()
+                    .iter()
+                    .map(|c| c.tensor().dtype())
+                    .collect();
+                let props = self.options.properties(&schema, &dtypes)?;
+                let State::Waiting(sink) = std::mem::replace(&mut self.state, State::Broken) else {
+                    return Err(UnusableError::WriterBroken.into());
+                };
+                // The Arrow writer makes the file writer with the Parquet schema and the
+                // embedded Arrow schema; the row groups are encoded here.
+                let (file, _) = ArrowWriter::try_new(sink, schema.clone(), Some(props))?
+                    .into_serialized_writer()?;
+                self.state = State::Open(Box::new(RowGroups {
+                    file,
+                    size: self.options.row_group_size,
+                    threads: self.options.threads,
+                    current: Vec::new(),
+                    current_rows: 0,
+                    current_bytes: 0,
+                    full: Vec::new(),
+                    spare: Vec::new(),
+                }));
+                self.schema = Some(schema);
+            }
+            Some(schema) => {
+                if dataset.schema().fields() != schema.fields() {
+                    dataset = conform(&dataset, schema, batch)?;
+                }
+            }
+        }
+        let State::Open(groups) = &mut self.state else {
+            return Err(UnusableError::WriterBroken.into());
+        };
+        let rows = dataset.num_rows();
+        groups.push(dataset)?;
+        self.batches += 1;
+        self.rows += rows;
+        Ok(())
+    }
+
+    /// The number of rows written so far.
+    pub fn num_rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The file's schema, once the first dataset has set it.
+    pub fn schema(&self) -> Option<&SchemaRef> {
+        self.schema.as_ref()
+    }
+
+    /// Writes the last row group and the footer, and returns the sink.
+    ///
+    /// # Errors
+    /// [`ArgumentError::NoSchema`] when no dataset was written (a Parquet file needs a schema:
+    /// write an empty dataset to make a file with no rows); [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) from the
+    /// writer.
+    pub fn finish(self) -> Result<W> {
+        match self.state {
+            State::Waiting(_) => Err(ArgumentError::NoSchema.into()),
+            State::Open(groups) => groups.finish(),
+            State::Broken => Err(UnusableError::WriterBroken.into()),
+        }
+    }
+}
+
+/// Where a [`ParquetWriter`] is.
+pub(super) enum State<W: Write + Send> {
+    /// Before the first dataset: the sink, no schema yet.
+    Waiting(W),
+    /// Writing row groups.
+    Open(Box<RowGroups<W>>),
+    /// After making the writer failed: nothing more can be written.
+    Broken,
+}
+
+/// Row groups gathered from the datasets and encoded `threads` at a time.
+pub(super) struct RowGroups<W: Write + Send> {
+    file: SerializedFileWriter<W>,
+    size: RowGroupSize,
+    threads: usize,
+    /// The row group being gathered: views of the datasets' rows.
+    current: Vec<Dataset>,
+    current_rows: usize,
+    current_bytes: usize,
+    /// Gathered row groups waiting to be encoded.
+    full: Vec<Vec<Dataset>>,
+    /// Buffers of encoded chunks, emptied, for the next row groups encoded in memory.
+    spare: Vec<Vec<u8>>,
+}
+
+impl<W: Write + Send> RowGroups<W> {
+    /// Adds the rows of `dataset`, encoding once `threads` row groups are gathered.
+    fn push(&mut self, mut dataset: Dataset) -> Result<()> {
+        let row_bytes = row_bytes(&dataset);
+        while dataset.num_rows() > 0 {
+            let room = match self.size {
+                RowGroupSize::Rows(rows) => rows.max(1) - self.current_rows,
+                RowGroupSize::Bytes(bytes) => bytes
+                    .saturating_sub(self.current_bytes)
+                    .div_ceil(row_bytes)
+                    .max(1),
+            };
+            let take = room.min(dataset.num_rows());
+            let rest = dataset.slice_rows(take..dataset.num_rows())?;
+            self.current.push(dataset.slice_rows(0..take)?);
+            self.current_rows += take;
+            self.current_bytes += take * row_bytes;
+            dataset = rest;
+            if take == room {
+                self.close_current()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the row group being gathered to the full ones, encoding them once there are
+    /// `threads`.
+    fn close_current(&mut self) -> Result<()> {
+        self.full.push(std::mem::take(&mut self.current));
+        self.current_rows = 0;
+        self.current_bytes = 0;
+        if self.full.len() >= self.threads {
+            self.encode_full()?;
+        }
+        Ok(())
+    }
+
+    /// Encodes the full row groups and writes them in order: the first straight into the
+    /// file on the calling thread, the others at the same time into memory, each on a thread
+    /// of its own, into buffers kept from one round to the next.
+    fn encode_full(&mut self) -> Result<()> {
+        let groups = std::mem::take(&mut self.full);
+        let Some((first, others)) = groups.split_first() else {
+            return Ok(());
+        };
+        let schema = self.file.schema_descr().clone();
+        let props = self.file.properties().clone();
+        let buffers: Vec<Vec<Vec<u8>>> = others
+            .iter()
+            .map(|_| {
+                (0..schema.num_columns())
+                    .map(|_| self.spare.pop().unwrap_or_default())
+                    .collect()
+            })
+            .collect();
+        let file = &mut self.file;
+        let (schema, props) = (&schema, &props);
+        let (written, encoded) = std::thread::scope(|scope| {
+            let handles: Vec<_> = others
+                .iter()
+                .zip(buffers)
+                .map(|(group, buffers)| {
+                    scope.spawn(move || encode_row_group(group, schema, props, buffers))
+                })
+                .collect();
+            let written = write_row_group(file, first);
+            let encoded: Vec<Result<_>> = handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect();
+            (written, encoded)
+        });
+        written?;
+        for chunks in encoded {
+            let emptied = append_row_group(&mut self.file, chunks?)?;
+            self.spare.extend(emptied);
+        }
+        Ok(())
+    }
+
+    /// Encodes what is left and writes the footer.
+    fn finish(mut self) -> Result<W> {
+        if self.current_rows > 0 {
+            self.full.push(std::mem::take(&mut self.current));
+        }
+        self.encode_full()?;
+        Ok(self.file.into_inner()?)
+    }
+}
+
+/// About how many bytes one row of `dataset` holds (at least 1).
+fn row_bytes(dataset: &Dataset) -> usize {
+    let bytes: usize = dataset.columns().iter().map(raw_bytes).sum();
+    bytes.div_ceil(dataset.num_rows().max(1)).max(1)
+}
+
+/// Writes datasets to a Parquet file atomically: into a temporary file in the target's
+/// directory, synced and renamed over the target by [`ParquetFileWriter::finish`]. A writer
+/// dropped before `finish` (or failing) leaves the target as it was.
+///
+/// # Example
+/// ```
+/// use lodtensor::io::parquet::{ParquetFileWriter, ParquetWriteOptions};
+/// use lodtensor::{Column, Dataset, LodTensor};
+/// use arrow_array::types::Int64Type;
+/// let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1]], vec![1, 2, 3], vec![])?;
+/// let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("ids.parquet");
+/// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
+/// writer.write(&ds)?;
+/// assert!(!path.exists());
+/// writer.finish()?;
+/// assert!(path.exists());
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ParquetFileWriter {
+    inner: ParquetWriter<AtomicFile>,
+    path: PathBuf,
+}
+
+impl ParquetFileWriter {
+    /// A writer to a temporary file next to `path`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) (with the path, [`Error::path`]) when the temporary file cannot be created.
+    pub fn create(path: impl AsRef<Path>, options: ParquetWriteOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        Ok(ParquetFileWriter {
+            inner: ParquetWriter::new(AtomicFile::create(&path)?, options),
+            path,
+        })
+    }
+
+    /// Appends the rows of `dataset`, as [`ParquetWriter::write`].
+    ///
+    /// # Errors
+    /// As [`ParquetWriter::write`], with the path attached ([`Error::path`]).
+    pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
+        self.inner.write(dataset).map_err(|e| e.in_file(&self.path))
+    }
+
+    /// The number of rows written so far.
+    pub fn num_rows(&self) -> usize {
+        self.inner.num_rows()
+    }
+
+    /// The target path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Finishes the file, syncs it and renames it over the target.
+    ///
+    /// # Errors
+    /// As [`ParquetWriter::finish`]; [`ErrorKind::Io`](crate::ErrorKind::Io) when syncing or renaming fails;
+    /// each with the path attached ([`Error::path`]). The target is untouched on error.
+    pub fn finish(self) -> Result<()> {
+        let path = self.path;
+        self.inner.finish().map_err(|e| e.in_file(&path))?.commit()
+    }
+}
+
+/// Writes `datasets`, one after the other, to a Parquet file at `path`, atomically.
+///
+/// # Errors
+/// As [`ParquetFileWriter`]; [`ArgumentError::NoSchema`] when `datasets` is empty.
+///
+/// # Example
+/// See the [module docs](self).
+pub fn write_parquet<D: Borrow<Dataset>>(
+    path: impl AsRef<Path>,
+    datasets: impl IntoIterator<Item = D>,
+    options: &ParquetWriteOptions,
+) -> Result<()> {
+    let mut writer = ParquetFileWriter::create(path, options.clone())?;
+    for dataset in datasets {
+        writer.write(dataset.borrow())?;
+    }
+    writer.finish()
+}
+
+/// The dataset with every level of every column in `width`.
+fn with_offset_width(dataset: &Dataset, width: OffsetWidth, batch: usize) -> Result<Dataset> {
+    if dataset.columns().is_empty() {
+        return Ok(dataset.clone());
+    }
+    let columns = dataset
+        .columns()
+        .iter()
+        .map(|c| {
+            c.with_offset_width(width)
+                .map_err(|e| e.in_column(c.name(), batch))
+        })
+        .collect::<Result<_>>()?;
+    Dataset::try_new(columns)
+}
+
+/// The dataset with the offset widths of `schema`, or [`ArgumentError::SchemaMismatch`].
+fn conform(dataset: &Dataset, schema: &Schema, batch: usize) -> Result<Dataset> {
+    let mismatch = |reason: String| ArgumentError::SchemaMismatch { batch, reason }.into();
+    let fields = schema.fields();
+    if dataset.columns().len() != fields.len() {
+        return Err(mismatch(format!(
+            "{} columns, the file has {}",
+            dataset.columns().len(),
+            fields.len()
+        )));
+    }
+    let mut columns = Vec::with_capacity(fields.len());
+    for (c, f) in dataset.columns().iter().zip(fields.iter()) {
+        if c.name() != f.name() {
+            return Err(mismatch(format!(
+                "column {:?} where the file has {:?}",
+                c.name(),
+                f.name()
+            )));
+        }
+        let mut column = c.clone();
+        let mut field = column.arrow_field();
+        if field.data_type() != f.data_type() {
+            // Same layout in other offset widths: convert, when the file uses one width.
+            let layout = ColumnLayout::of(f);
+            let widths = layout.widths();
+            if let Some(&width) = widths.first()
+                && widths.iter().all(|&w| w == width)
+            {
+                column = c
+                    .with_offset_width(width)
+                    .map_err(|e| e.in_column(c.name(), batch))?;
+                field = column.arrow_field();
+            }
+        }
+        if field != **f {
+            return Err(mismatch(format!(
+                "column {:?} is {} with metadata {:?}, the file's is {} with metadata {:?}",
+                c.name(),
+                field.data_type(),
+                field.metadata(),
+                f.data_type(),
+                f.metadata()
+            )));
+        }
+        columns.push(column);
+    }
+    Dataset::try_new(columns)
+}
