@@ -443,26 +443,10 @@ fn check_pages<R: ChunkReader>(
     while pos < end {
         let left = end - pos;
         let at = |reason: String| PageFault::Bad(format!("page {page} at byte {pos}: {reason}"));
-        // Headers are small: fetch a little, more only when it runs out.
-        let mut window = left.min(256);
-        let (header_len, h) = loop {
-            let bytes = reader
-                .get_bytes(pos, window as usize)
-                .map_err(|e| PageFault::Io(e.into()))?;
-            let mut t = Thrift {
-                buf: &bytes,
-                pos: 0,
-                budget: left,
-            };
-            match read_header(&mut t) {
-                Ok(h) => break (t.pos as u64, h),
-                Err(Fault::Eof) if window < left => window = left.min(window * 4),
-                Err(Fault::Eof) => {
-                    return Err(at("the page header runs past the column chunk".to_owned()));
-                }
-                Err(Fault::Bad(reason)) => return Err(at(format!("page header: {reason}"))),
-            }
-        };
+        let (header_len, h) = fetch_header(reader, pos, left).map_err(|e| match e {
+            PageFault::Bad(reason) => at(reason),
+            io => io,
+        })?;
         let (Some(kind), Some(compressed), Some(uncompressed)) =
             (h.page_type, h.compressed_size, h.uncompressed_size)
         else {
@@ -477,54 +461,93 @@ fn check_pages<R: ChunkReader>(
                      of {header_len} bytes, with {left} bytes left in the column chunk"
                 ))
             })?;
-        let data = match kind {
-            DATA_PAGE => Some(
-                h.data
-                    .map(|(n, e)| (n, e, 0))
-                    .ok_or_else(|| at("a data page without its data page header".to_owned()))?,
-            ),
-            DATA_PAGE_V2 => Some(
-                h.data_v2
-                    .ok_or_else(|| at("a data page v2 without its data page header".to_owned()))?,
-            ),
-            DICTIONARY_PAGE => {
-                let (n, _) = h.dictionary.ok_or_else(|| {
-                    at("a dictionary page without its dictionary page header".to_owned())
-                })?;
-                if n < 0 {
-                    return Err(at(format!("a dictionary of {n} values")));
-                }
-                if dictionary || page > 0 {
-                    return Err(at(
-                        "a dictionary page that is not the chunk's first page".to_owned()
-                    ));
-                }
-                dictionary = true;
-                None
-            }
-            INDEX_PAGE => None,
-            other => return Err(at(format!("page type {other} is not a Parquet page type"))),
-        };
-        if let Some((n, encoding, levels)) = data {
-            if n < 0 {
-                return Err(at(format!("a data page of {n} values")));
-            }
-            if levels > i64::from(compressed) {
-                return Err(at(format!(
-                    "{levels} bytes of levels in a page of {compressed} bytes"
-                )));
-            }
-            if DICTIONARY_ENCODINGS.contains(&encoding) && !dictionary {
-                return Err(at(format!(
-                    "a data page in dictionary encoding {encoding}, and no dictionary page"
-                )));
-            }
-            values += i64::from(n);
-        }
+        values += page_values(&h, kind, compressed, page, &mut dictionary).map_err(at)?;
         pos += header_len + body;
         page += 1;
     }
     Ok(values)
+}
+
+/// Reads the page header at `pos`, with `left` bytes left in the chunk; returns its length
+/// and what it says. Headers are small: a little is fetched, more only when it runs out.
+fn fetch_header<R: ChunkReader>(
+    reader: &R,
+    pos: u64,
+    left: u64,
+) -> std::result::Result<(u64, PageHeader), PageFault> {
+    let mut window = left.min(256);
+    loop {
+        let bytes = reader
+            .get_bytes(pos, window as usize)
+            .map_err(|e| PageFault::Io(e.into()))?;
+        let mut t = Thrift {
+            buf: &bytes,
+            pos: 0,
+            budget: left,
+        };
+        match read_header(&mut t) {
+            Ok(h) => return Ok((t.pos as u64, h)),
+            Err(Fault::Eof) if window < left => window = left.min(window * 4),
+            Err(Fault::Eof) => {
+                return Err(PageFault::Bad(
+                    "the page header runs past the column chunk".to_owned(),
+                ));
+            }
+            Err(Fault::Bad(reason)) => {
+                return Err(PageFault::Bad(format!("page header: {reason}")));
+            }
+        }
+    }
+}
+
+/// The values page `page` of kind `kind` and `compressed` bytes declares (0 for a
+/// dictionary or index page), checked against its header; `dictionary` records whether
+/// the chunk has had its dictionary page.
+fn page_values(
+    h: &PageHeader,
+    kind: i32,
+    compressed: i32,
+    page: usize,
+    dictionary: &mut bool,
+) -> std::result::Result<i64, String> {
+    let (n, encoding, levels) = match kind {
+        DATA_PAGE => h
+            .data
+            .map(|(n, e)| (n, e, 0))
+            .ok_or_else(|| "a data page without its data page header".to_owned())?,
+        DATA_PAGE_V2 => h
+            .data_v2
+            .ok_or_else(|| "a data page v2 without its data page header".to_owned())?,
+        DICTIONARY_PAGE => {
+            let (n, _) = h
+                .dictionary
+                .ok_or_else(|| "a dictionary page without its dictionary page header".to_owned())?;
+            if n < 0 {
+                return Err(format!("a dictionary of {n} values"));
+            }
+            if *dictionary || page > 0 {
+                return Err("a dictionary page that is not the chunk's first page".to_owned());
+            }
+            *dictionary = true;
+            return Ok(0);
+        }
+        INDEX_PAGE => return Ok(0),
+        other => return Err(format!("page type {other} is not a Parquet page type")),
+    };
+    if n < 0 {
+        return Err(format!("a data page of {n} values"));
+    }
+    if levels > i64::from(compressed) {
+        return Err(format!(
+            "{levels} bytes of levels in a page of {compressed} bytes"
+        ));
+    }
+    if DICTIONARY_ENCODINGS.contains(&encoding) && !*dictionary {
+        return Err(format!(
+            "a data page in dictionary encoding {encoding}, and no dictionary page"
+        ));
+    }
+    Ok(i64::from(n))
 }
 
 #[cfg(test)]
