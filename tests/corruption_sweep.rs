@@ -78,9 +78,10 @@ fn arrow_files_of_0_to_3_levels() {
     }
 }
 
-/// Parquet files of 2 levels (snappy, plain) and 3 levels (zstd, dictionary): the `parquet`
-/// crate's page reader trusted page headers that a single changed byte can make it spin
-/// on, so every variant must also finish in well under a second.
+/// Parquet files of 2 levels (snappy, plain) and 3 levels (zstd, dictionary), read by the
+/// direct decoder and by the general reader: the `parquet` crate's page reader trusted page
+/// headers that a single changed byte can make it spin on, so every variant must also
+/// finish in well under a second.
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_files() {
@@ -96,29 +97,34 @@ fn parquet_files() {
         let mut writer = ParquetWriter::new(Vec::new(), options);
         writer.write(&dataset(levels)).unwrap();
         let good = writer.finish().unwrap();
-        let read_options = ParquetReadOptions::default().with_batch_size(2);
-        let mut read = 0;
-        for (case, bad) in variants(&good).enumerate() {
-            let start = Instant::now();
-            if let Ok(reader) = ParquetReader::try_new(bytes::Bytes::from(bad), &read_options) {
-                let mut complete = true;
-                for dataset in reader {
-                    let Ok(dataset) = dataset else {
-                        complete = false;
-                        break;
-                    };
-                    for column in dataset.columns() {
-                        read_tensor(column.tensor());
+        // The direct decoder (the default for this layout), then the general reader.
+        for direct in [true, false] {
+            let read_options = ParquetReadOptions::default()
+                .with_batch_size(2)
+                .with_direct(direct);
+            let mut read = 0;
+            for (case, bad) in variants(&good).enumerate() {
+                let start = Instant::now();
+                if let Ok(reader) = ParquetReader::try_new(bytes::Bytes::from(bad), &read_options) {
+                    let mut complete = true;
+                    for dataset in reader {
+                        let Ok(dataset) = dataset else {
+                            complete = false;
+                            break;
+                        };
+                        for column in dataset.columns() {
+                            read_tensor(column.tensor());
+                        }
                     }
+                    read += usize::from(complete);
                 }
-                read += usize::from(complete);
+                let took = start.elapsed();
+                assert!(
+                    took < Duration::from_secs(5),
+                    "{levels} levels, variant {case}: {took:?}"
+                );
             }
-            let took = start.elapsed();
-            assert!(
-                took < Duration::from_secs(5),
-                "{levels} levels, variant {case}: {took:?}"
-            );
+            assert!(read > 0, "{levels} levels: no variant read at all");
         }
-        assert!(read > 0, "{levels} levels: no variant read at all");
     }
 }

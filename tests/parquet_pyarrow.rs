@@ -82,3 +82,28 @@ fn nested_lists_without_the_arrow_schema_need_the_element_shape() {
         "{message}"
     );
 }
+
+#[test]
+fn the_direct_decoder_reads_pyarrow_files_as_the_general_reader_does() {
+    for file in ["pyarrow_nested_lists", "pyarrow_no_arrow_schema"] {
+        let path = format!("{DIR}/{file}.parquet");
+        for batch in [1, 2, 1024] {
+            let read = |direct: bool| {
+                let options = ParquetReadOptions::default()
+                    .with_batch_size(batch)
+                    .with_direct(direct);
+                let parts: Vec<Dataset> = ParquetReader::open(&path, &options)
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                (parts, read_parquet(&path, &options).unwrap())
+            };
+            let (direct_parts, direct_all) = read(true);
+            let (general_parts, general_all) = read(false);
+            assert_eq!(direct_all, general_all, "{file}");
+            let rows = |parts: &[Dataset]| parts.iter().map(Dataset::num_rows).sum::<usize>();
+            assert_eq!(rows(&direct_parts), rows(&general_parts), "{file}");
+            assert!(direct_parts.iter().all(|p| p.num_rows() <= batch));
+        }
+    }
+}

@@ -38,7 +38,8 @@ fn main() {
     let ipc = root.join("ipc_open");
     let pq = root.join("parquet_read");
     let pd = root.join("paddle_record");
-    for dir in [&ipc, &pq, &pd] {
+    let direct = root.join("parquet_direct");
+    for dir in [&ipc, &pq, &pd, &direct] {
         std::fs::create_dir_all(dir).expect("a seed directory");
     }
     for (i, (levels, dtype, shape, width, batch)) in cases.into_iter().enumerate() {
@@ -53,6 +54,11 @@ fn main() {
         if i < 3 {
             let path = pq.join(format!("levels{levels}_{}.parquet", dtype.name()));
             write_parquet(&path, [&ds], &ParquetWriteOptions::default()).expect("a parquet seed");
+            std::fs::copy(&path, direct.join(path.file_name().expect("a name")))
+                .expect("a direct-decoder seed");
+            let path = direct.join(format!("levels{levels}_{}_dictionary.parquet", dtype.name()));
+            let options = ParquetWriteOptions::default().with_dictionary(true);
+            write_parquet(&path, [&ds], &options).expect("a dictionary-encoded seed");
         }
         if dtype != DType::Float16 || i == 4 {
             let bytes = paddle::to_bytes(ds.column("x").expect("x")).expect("a paddle seed");

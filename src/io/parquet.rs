@@ -45,9 +45,12 @@ use crate::error::Result;
 use crate::lod::OffsetWidth;
 use crate::values::DType;
 
+mod decode;
+mod direct;
 mod encode;
 mod pages;
 mod reader;
+mod runs;
 mod shape;
 mod writer;
 

@@ -11,17 +11,19 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::file::reader::ChunkReader;
 
+use super::direct::{Direct, RowGroupSource};
 use super::pages;
 use super::shape::fold_levels;
 use crate::dataset::{Dataset, check_version};
 use crate::error::{Error, Result};
-use crate::{ArgumentError, FormatError};
+use crate::{ArgumentError, ErrorKind, FormatError};
 
 /// How a Parquet file is read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParquetReadOptions {
     batch_size: usize,
     element_shapes: Vec<(String, Vec<usize>)>,
+    direct: bool,
 }
 
 impl Default for ParquetReadOptions {
@@ -30,6 +32,7 @@ impl Default for ParquetReadOptions {
         ParquetReadOptions {
             batch_size: 1024,
             element_shapes: Vec::new(),
+            direct: true,
         }
     }
 }
@@ -51,19 +54,36 @@ impl ParquetReadOptions {
     ///   dimension, as pyarrow writes `fixed_size_list<fixed_size_list<…>>`), each
     ///   sequence of the j-th of them having `shape[j]` entries.
     ///
-    /// Anything else is [`DataError::ElementShape`]. A column whose elements already have
+    /// Anything else is [`DataError::ElementShape`](crate::DataError::ElementShape). A column whose elements already have
     /// `shape` is left as it is, so the option is harmless on files that keep their schema.
     pub fn with_element_shape(mut self, column: impl Into<String>, shape: Vec<usize>) -> Self {
         self.element_shapes.push((column.into(), shape));
         self
     }
+
+    /// The same options with the direct decoder on (the default) or off.
+    ///
+    /// A file whose every column has this crate's layout (nested lists over `f32`, `f64`,
+    /// `i32`, `u32`, `i64` or `u64` values, plain or dictionary-encoded, no nulls: what
+    /// this crate, pyarrow and arrow-rs write) is decoded directly, its levels turned into
+    /// offsets and its values copied once, one row group at a time; batches then never span
+    /// row groups. Off, or for any other file, the `parquet` crate's Arrow reader reads it.
+    /// Both give the same datasets.
+    pub fn with_direct(mut self, enabled: bool) -> Self {
+        self.direct = enabled;
+        self
+    }
 }
 
-/// Reads a Parquet file as [`Dataset`]s, one per record batch of
+/// Reads a Parquet file as [`Dataset`]s, one per record batch of at most
 /// [`ParquetReadOptions::with_batch_size`] rows.
 ///
+/// Files of this crate's layout are decoded directly, a row group at a time
+/// ([`ParquetReadOptions::with_direct`]): memory is one row group's decoded columns plus a
+/// page. Other files go through the `parquet` crate's Arrow reader.
+///
 /// Every page header is checked when the reader is made (one small read per page). A page
-/// the `parquet` crate fails on, or panics on, gives [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) naming the batch and
+/// the `parquet` crate fails on, or panics on, gives [`ErrorKind::Parquet`] naming the batch and
 /// its first row, and ends the iteration.
 ///
 /// # Example
@@ -83,7 +103,7 @@ impl ParquetReadOptions {
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
 pub struct ParquetReader {
-    batches: ParquetRecordBatchReader,
+    batches: Batches,
     schema: SchemaRef,
     num_rows: usize,
     path: Option<PathBuf>,
@@ -111,11 +131,13 @@ impl ParquetReader {
     /// A reader of the Parquet file at `path`.
     ///
     /// # Errors
-    /// [`ErrorKind::Io`](crate::ErrorKind::Io), [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) (not Parquet, or a type Arrow cannot read),
-    /// [`FormatError::InvalidFile`] for a column chunk outside the file or a page header the
+    /// [`ErrorKind::Io`], [`ErrorKind::Parquet`] (not Parquet, or a type Arrow cannot read),
+    /// [`FormatError::InvalidFile`] for a column chunk outside the file, a page header the
     /// `parquet` crate would misread or spin on (naming the row group, column chunk, page
-    /// and byte), [`UnsupportedError::UnsupportedVersion`](crate::UnsupportedError::UnsupportedVersion), [`ArgumentError::NoSuchColumn`] for a column named
-    /// in the options that the file lacks; each with the path attached ([`Error::path`]).
+    /// and byte) or, read by the direct decoder, a page it cannot decode (naming the row group,
+    /// column and page), [`UnsupportedError::UnsupportedVersion`](crate::UnsupportedError::UnsupportedVersion),
+    /// [`ArgumentError::NoSuchColumn`] for a column named in the options that the file
+    /// lacks; each with the path attached ([`Error::path`]).
     pub fn open(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Self> {
         let path = path.as_ref();
         (|| {
@@ -139,17 +161,36 @@ impl ParquetReader {
         let metadata = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::default())?;
         // Before the parquet crate reads a page: it trusts chunk offsets and page headers.
         pages::check_column_chunks(&reader, metadata.metadata())?;
-        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, metadata);
-        let schema = builder.schema().clone();
+        let schema = metadata.schema().clone();
         check_version(&schema)?;
         for (column, _) in &options.element_shapes {
             if schema.field_with_name(column).is_err() {
                 return Err(ArgumentError::NoSuchColumn(column.clone()).into());
             }
         }
-        let num_rows = usize::try_from(builder.metadata().file_metadata().num_rows())
+        let num_rows = usize::try_from(metadata.metadata().file_metadata().num_rows())
             .map_err(|_| FormatError::InvalidFile("negative row count in the footer".to_owned()))?;
-        let batches = builder.with_batch_size(options.batch_size).build()?;
+        let plans = options
+            .direct
+            .then(|| Direct::<R>::plans(metadata.metadata(), &schema))
+            .flatten();
+        let batches = match plans {
+            Some(plans) => Batches::Direct {
+                groups: Box::new(Direct::new(
+                    reader,
+                    metadata.metadata().clone(),
+                    schema.clone(),
+                    plans,
+                )),
+                next_group: 0,
+                pending: None,
+            },
+            None => Batches::General(
+                ParquetRecordBatchReaderBuilder::new_with_metadata(reader, metadata)
+                    .with_batch_size(options.batch_size)
+                    .build()?,
+            ),
+        };
         Ok(ParquetReader {
             batches,
             schema,
@@ -211,6 +252,22 @@ impl ParquetReader {
     /// # Errors
     /// As the iterator.
     pub fn read_all(mut self) -> Result<Dataset> {
+        if let Batches::Direct {
+            groups,
+            next_group: 0,
+            pending: None,
+        } = &mut self.batches
+        {
+            // Every row group into the same buffers: no concatenation.
+            let decoded = catch_panic(|| {
+                for index in 0..groups.num_row_groups() {
+                    groups.decode(index)?;
+                }
+                groups.take_batch()
+            });
+            let batch = decoded.map_err(|e| self.in_file(e))?;
+            return self.to_dataset(&batch, 0);
+        }
         let mut datasets = Vec::new();
         for dataset in self.by_ref() {
             datasets.push(dataset?);
@@ -238,45 +295,138 @@ impl Iterator for ParquetReader {
         if self.failed {
             return None;
         }
+        let next = match self.batches {
+            Batches::General(_) => self.next_general(),
+            Batches::Direct { .. } => self.next_direct(),
+        };
+        if let Some(Ok(dataset)) = &next {
+            self.next_row += dataset.num_rows();
+            self.next_batch += 1;
+        }
+        next
+    }
+}
+
+impl ParquetReader {
+    /// The next batch from the `parquet` crate's Arrow reader.
+    fn next_general(&mut self) -> Option<Result<Dataset>> {
+        let Batches::General(batches) = &mut self.batches else {
+            return None;
+        };
         let index = self.next_batch;
         // The parquet crate panics on some malformed pages (levels past their buffer) where
         // it should return an error; a reader of untrusted files turns that into an error.
         // (A build with `panic = "abort"` cannot.)
-        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.batches.next()))
-            .unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                Some(Err(arrow_schema::ArrowError::ParquetError(format!(
-                    "malformed page ({what})"
-                ))))
-            });
-        let batch = match next? {
-            Ok(batch) => batch,
+        match catch_panic(|| batches.next().transpose().map_err(Error::from)) {
+            Ok(batch) => batch.map(|b| self.to_dataset(&b, index)),
             Err(e) => {
                 // After an error (or a panic) the parquet crate's reader is in no state to
                 // go on, and may return the same error forever: stop.
                 self.failed = true;
-                let what = match e {
-                    arrow_schema::ArrowError::ParquetError(what) => what,
+                let what = match e.into_kind() {
+                    ErrorKind::Arrow(arrow_schema::ArrowError::ParquetError(what)) => what,
+                    ErrorKind::Parquet(parquet::errors::ParquetError::General(what)) => what,
                     other => other.to_string(),
                 };
                 let e = Error::from(parquet::errors::ParquetError::General(format!(
                     "batch {index}, from row {}: {what}",
                     self.next_row
                 )));
-                return Some(Err(match &self.path {
-                    Some(path) => e.in_file(path),
-                    None => e,
+                Some(Err(self.in_file(e)))
+            }
+        }
+    }
+
+    /// The next batch of the direct decoder: a view of the next rows of the row group
+    /// decoded last, decoding the next row group when none are left.
+    fn next_direct(&mut self) -> Option<Result<Dataset>> {
+        loop {
+            let Batches::Direct {
+                groups,
+                next_group,
+                pending,
+            } = &mut self.batches
+            else {
+                return None;
+            };
+            if let Some(rows) = pending.take().filter(|p| p.num_rows() > 0) {
+                let take = rows.num_rows().min(self.options.batch_size);
+                if take == rows.num_rows() {
+                    return Some(Ok(rows));
+                }
+                let views = rows
+                    .slice_rows(0..take)
+                    .and_then(|head| Ok((head, rows.slice_rows(take..rows.num_rows())?)));
+                return Some(views.map(|(head, rest)| {
+                    *pending = Some(rest);
+                    head
                 }));
             }
-        };
-        self.next_row += batch.num_rows();
-        self.next_batch += 1;
-        Some(self.to_dataset(&batch, index))
+            if *next_group == groups.num_row_groups() {
+                return None;
+            }
+            let group = *next_group;
+            *next_group += 1;
+            let decoded = catch_panic(|| {
+                groups.decode(group)?;
+                groups.take_batch()
+            })
+            .and_then(|batch| self.to_dataset(&batch, self.next_batch));
+            match decoded {
+                Ok(dataset) => {
+                    if let Batches::Direct { pending, .. } = &mut self.batches {
+                        *pending = Some(dataset);
+                    }
+                }
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(self.in_file(e)));
+                }
+            }
+        }
     }
+
+    /// Whether the direct decoder reads the file.
+    #[cfg(test)]
+    pub(super) fn is_direct(&self) -> bool {
+        matches!(self.batches, Batches::Direct { .. })
+    }
+
+    /// `e` in the reader's file, when it has one.
+    fn in_file(&self, e: Error) -> Error {
+        match &self.path {
+            Some(path) => e.in_file(path),
+            _ => e,
+        }
+    }
+}
+
+/// Where the reader's batches come from.
+enum Batches {
+    /// The `parquet` crate's Arrow reader.
+    General(ParquetRecordBatchReader),
+    /// The direct decoder, a row group at a time, and the rows of the last one not yet
+    /// handed out.
+    Direct {
+        groups: Box<dyn RowGroupSource>,
+        next_group: usize,
+        pending: Option<Dataset>,
+    },
+}
+
+/// `f`'s result, or a panic in it as [`Error::Parquet`]: the `parquet` crate panics on some
+/// malformed pages.
+fn catch_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(Error::from(parquet::errors::ParquetError::General(
+            format!("malformed page ({what})"),
+        )))
+    })
 }
 
 /// Reads every row of the Parquet file at `path` as one dataset.
