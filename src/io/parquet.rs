@@ -65,7 +65,7 @@ pub enum Compression {
     /// Snappy (pyarrow's default).
     #[default]
     Snappy,
-    /// Zstandard at a level (1 to 22; 3 is zstd's default).
+    /// Zstandard at a level (1 to 22; 1 is pyarrow's default, 3 zstd's).
     Zstd(i32),
 }
 
@@ -99,7 +99,8 @@ impl Default for RowGroupSize {
 /// How a dataset is written to Parquet.
 ///
 /// The defaults: snappy, row groups of about 128 MiB, offset widths as the datasets have
-/// them, `PLAIN` encoding, no dictionary, one thread.
+/// them, `PLAIN` encoding, no dictionary, one thread per core
+/// ([`ParquetWriteOptions::with_threads`]; the file is the same with any number).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParquetWriteOptions {
     compression: Compression,
@@ -118,7 +119,7 @@ impl Default for ParquetWriteOptions {
             offset_width: None,
             byte_stream_split: false,
             dictionary: false,
-            threads: 1,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -159,8 +160,8 @@ impl ParquetWriteOptions {
         self
     }
 
-    /// The same options encoding up to `threads` row groups at once (1, the default,
-    /// encodes on the calling thread).
+    /// The same options encoding up to `threads` row groups at once (by default, as many as
+    /// the machine has cores; 1 encodes on the calling thread).
     ///
     /// The writer holds up to `threads` row groups of rows (views of the datasets given, not
     /// copies), encodes them on scoped threads and writes them in order: the file is the

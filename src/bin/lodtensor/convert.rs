@@ -47,7 +47,7 @@ pub struct Args {
     input: PathBuf,
     /// The output file (.arrow, .parquet, .pdtensor or .pdiparams), written atomically.
     output: PathBuf,
-    /// Compression of a Parquet output (default snappy).
+    /// Compression of a Parquet output (default snappy; zstd at level 1, as pyarrow).
     #[arg(long, value_enum)]
     compression: Option<Codec>,
     /// Offset width of every level of an Arrow or Parquet output (default i64).
@@ -161,7 +161,7 @@ fn write_parquet(path: &Path, datasets: &[Dataset], output: Output) -> Result<u6
     let compression = match output.compression {
         None | Some(Codec::Snappy) => Compression::Snappy,
         Some(Codec::None) => Compression::None,
-        Some(Codec::Zstd) => Compression::Zstd(3),
+        Some(Codec::Zstd) => Compression::Zstd(1),
     };
     let mut options = ParquetWriteOptions::default().with_compression(compression);
     if let Some(offsets) = output.offsets {
