@@ -70,6 +70,23 @@ pub fn run(args: Args) -> Result<()> {
     };
     output.check(format)?;
     let started = Instant::now();
+    #[cfg(feature = "parquet")]
+    if format == Format::Arrow && Format::of(&args.input)? == Format::Parquet {
+        // A row group at a time: memory is one row group, not the file.
+        if let Some((rows, columns, bytes)) = parquet_to_arrow(&args.input, &args.output, output)? {
+            writeln!(
+                std::io::stdout().lock(),
+                "converted {} (Parquet, {}, {}) to {} (Arrow IPC): {} in {:.0} ms",
+                args.input.display(),
+                plural(rows, "row"),
+                plural(columns, "column"),
+                args.output.display(),
+                bytes_text(bytes),
+                started.elapsed().as_secs_f64() * 1e3
+            )?;
+            return Ok(());
+        }
+    }
     let source = Source::open(&args.input)?;
     let datasets = source.datasets()?;
     let bytes = write(&args.output, &datasets, output)?;
@@ -189,6 +206,38 @@ fn write_parquet(path: &Path, datasets: &[Dataset], output: Output) -> Result<u6
         .map_err(|e| lodtensor::Error::from(e).in_file(path))?
         .len();
     Ok(bytes)
+}
+
+/// Streams the row groups of the Parquet file `input` into the Arrow file `output`; returns
+/// its rows, columns and bytes written, or `None` for a file without rows (left to the
+/// general path).
+#[cfg(feature = "parquet")]
+fn parquet_to_arrow(
+    input: &Path,
+    output: &Path,
+    options: Output,
+) -> Result<Option<(usize, usize, u64)>> {
+    use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
+    let read = ParquetReadOptions::default().with_batch_size(usize::MAX);
+    let reader = ParquetReader::open(input, &read)?;
+    let (rows, columns) = (reader.num_rows(), reader.schema().fields().len());
+    if rows == 0 {
+        return Ok(None);
+    }
+    let mut write = WriteOptions::default();
+    if let Some(offsets) = options.offsets {
+        write = write.with_offset_width(offsets.into());
+    }
+    let bar = progress(rows as u64, "converting", "rows");
+    let mut writer = DatasetWriter::create(output, write)?;
+    for dataset in reader {
+        let dataset = dataset?;
+        writer.write(&dataset)?;
+        bar.inc(dataset.num_rows() as u64);
+    }
+    let summary = writer.finish()?;
+    bar.finish_and_clear();
+    Ok(Some((rows, columns, summary.bytes)))
 }
 
 #[cfg(not(feature = "parquet"))]

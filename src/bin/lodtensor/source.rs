@@ -334,7 +334,11 @@ fn open_parquet(path: &Path) -> Result<Source> {
     )?;
     let format_version = reader.schema().metadata().get(KEY_FORMAT_VERSION).cloned();
     let schema = reader.schema().clone();
-    let datasets = reader.collect::<lodtensor::Result<Vec<Dataset>>>()?;
+    let datasets = if reader.num_rows() == 0 {
+        Vec::new()
+    } else {
+        vec![reader.read_all()?]
+    };
     let columns = if datasets.is_empty() {
         empty_columns(path, &schema)?
     } else {
