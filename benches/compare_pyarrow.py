@@ -4,6 +4,16 @@ export per codec into memory, sum/mean pooling with numpy.add.reduceat. Prints o
 object of the best (fastest) of several runs of each, in seconds.
 
 usage: compare_pyarrow.py FILE.arrow WORKDIR ROW_GROUP_ROWS
+       compare_pyarrow.py parquet FILE.arrow WORKDIR ROW_GROUP_ROWS
+           Parquet both ways per codec, as lodtensor-bench's Parquet rows: `pq.write_table`
+           of FILE's table to WORKDIR/<FILE's stem>-<codec>.parquet (no dictionary,
+           ROW_GROUP_ROWS rows per row group, statistics on: the settings of lodtensor's
+           writer) and `pq.read_table` of that file; prints {codec: {"write": s, "read": s}}.
+       compare_pyarrow.py convert IN OUT [CODEC]
+           One conversion as a user runs it, timed by the caller as a whole process:
+           .parquet -> .arrow (`pq.read_table`, `ipc.new_file`, fsync) or .arrow -> .parquet
+           (`memory_map` + `read_all`, `pq.write_table` with pyarrow's defaults and CODEC,
+           fsync).
 """
 import json
 import os
@@ -109,5 +119,40 @@ def main(path, workdir, group_rows):
     print(json.dumps(figures))
 
 
+def parquet_both_ways(path, workdir, group_rows):
+    table = open_table(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    figures = {}
+    for key, options in CODECS.items():
+        out = os.path.join(workdir, f"{stem}-{key}.parquet")
+        write = best_seconds(
+            lambda: pq.write_table(table, out, use_dictionary=False, row_group_size=group_rows, **options), 3
+        )
+        read = best_seconds(lambda: pq.read_table(out), 3)
+        figures[key] = {"write": write, "read": read}
+    print(json.dumps(figures))
+
+
+def fsync(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+
+
+def convert(source, target, codec):
+    if source.endswith(".parquet"):
+        table = pq.read_table(source)
+        with ipc.new_file(target, table.schema) as writer:
+            writer.write_table(table)
+    else:
+        pq.write_table(open_table(source), target, **CODECS[codec])
+    fsync(target)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    if sys.argv[1] == "parquet":
+        parquet_both_ways(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1] == "convert":
+        convert(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "snappy")
+    else:
+        main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

@@ -7,31 +7,54 @@
 use std::process::Command;
 
 /// The start of every row of the table, in order, after its header and rule.
-const ROWS: [&str; 23] = [
-    "| machine: memcpy of the values in 1 MiB pieces |",
-    "| machine: plain `write` of the values to a new file in the page cache (",
-    "| machine: plain `write` of the values to a new file on the disk + `fsync` |",
-    "| machine: raw sum of the mapped `f32` values |",
-    "| write, `DatasetWriter`, into the page cache (",
-    "| write, `DatasetWriter` to the disk (atomic: `fsync` + rename) | ",
-    "| write, `DatasetWriter` to the disk (atomic: `fsync` + rename) | ",
-    "| open with validation, `MappedDataset::open` |",
-    "| open with validation, `MappedDataset::open` |",
-    "| random sentence view, `Sequences::get` |",
-    "| random sentence view, `Sequences::get` |",
-    "| random sentence view, `LodTensor::slice_sequence` |",
-    "| full scan, every sentence through `Sequences::get` |",
-    "| Parquet export, none, 1 thread |",
-    "| Parquet export, none, 2 threads |",
-    "| Parquet export, snappy, 1 thread |",
-    "| Parquet export, snappy, 2 threads |",
-    "| Parquet export, zstd(1), 1 thread |",
-    "| Parquet export, zstd(1), 2 threads |",
-    "| sum-pool of every sentence, `sequence_pool` |",
-    "| mean-pool of every sentence, `sequence_pool` |",
-    "| 4096-token batches, `Loader`, in file order (views) |",
-    "| 4096-token batches, `Loader`, shuffled (gathered) |",
-];
+fn rows() -> Vec<String> {
+    let mut rows: Vec<String> = [
+        "| machine: memcpy of the values in 1 MiB pieces |",
+        "| machine: plain `write` of the values to a new file in the page cache (",
+        "| machine: plain `write` of the values to a new file on the disk + `fsync` |",
+        "| machine: raw sum of the mapped `f32` values |",
+        "| write, `DatasetWriter`, into the page cache (",
+        "| write, `DatasetWriter` to the disk (atomic: `fsync` + rename) | ",
+        "| write, `DatasetWriter` to the disk (atomic: `fsync` + rename) | ",
+        "| open with validation, `MappedDataset::open` |",
+        "| open with validation, `MappedDataset::open` |",
+        "| random sentence view, `Sequences::get` |",
+        "| random sentence view, `Sequences::get` |",
+        "| random sentence view, `LodTensor::slice_sequence` |",
+        "| full scan, every sentence through `Sequences::get` |",
+    ]
+    .map(String::from)
+    .to_vec();
+    let codecs = ["none", "snappy", "zstd(1)"];
+    for codec in codecs {
+        for threads in ["1 thread", "2 threads"] {
+            rows.push(format!("| Parquet export, {codec}, {threads} |"));
+        }
+    }
+    for values in ["normal", "low-entropy"] {
+        for codec in codecs {
+            let name = format!("{values} values, {codec}");
+            rows.extend([
+                format!("| Parquet export to a file, {name}, 1 thread |"),
+                format!("| Parquet export to a file, {name}, every core |"),
+                format!("| Parquet import, `read_parquet`, {name} |"),
+                format!("| `lodtensor convert` .parquet → .arrow, whole process, {name} |"),
+                format!("| `lodtensor convert` .arrow → .parquet, whole process, {name} |"),
+            ]);
+        }
+    }
+    rows.push("| peak RSS of `lodtensor convert` .parquet → .arrow (normal, zstd(1)) |".into());
+    rows.extend(
+        [
+            "| sum-pool of every sentence, `sequence_pool` |",
+            "| mean-pool of every sentence, `sequence_pool` |",
+            "| 4096-token batches, `Loader`, in file order (views) |",
+            "| 4096-token batches, `Loader`, shuffled (gathered) |",
+        ]
+        .map(String::from),
+    );
+    rows
+}
 
 #[test]
 fn tiny_run_writes_every_row() {
@@ -60,11 +83,12 @@ fn tiny_run_writes_every_row() {
 
     let report = std::fs::read_to_string(&out).unwrap();
     let lines: Vec<&str> = report.lines().filter(|l| l.starts_with('|')).collect();
-    assert_eq!(lines.len(), 2 + ROWS.len(), "{report}");
+    let rows = rows();
+    assert_eq!(lines.len(), 2 + rows.len(), "{report}");
     assert!(lines[0].starts_with("| measurement |") && lines[1].starts_with("|---|"));
-    for (line, start) in lines[2..].iter().zip(ROWS) {
+    for (line, start) in lines[2..].iter().zip(&rows) {
         assert!(
-            line.starts_with(start),
+            line.starts_with(start.as_str()),
             "{line:?} should start with {start:?}"
         );
         assert_eq!(line.matches(" | ").count(), 5, "six cells: {line}");

@@ -15,7 +15,7 @@ const CODECS: [(&str, &str, Compression); 3] = [
 ];
 
 /// Values per row group, about: `group_rows` turns it into documents for both writers.
-const ROW_GROUP_BYTES: u64 = 128 << 20;
+pub const ROW_GROUP_BYTES: u64 = 128 << 20;
 
 /// The timings of one codec.
 pub struct CodecRuns {

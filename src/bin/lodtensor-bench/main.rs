@@ -8,6 +8,7 @@ mod batches;
 mod dataset;
 mod export;
 mod measure;
+mod parquet_io;
 mod pool;
 mod python;
 mod report;
@@ -56,25 +57,64 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: Args) -> Result<()> {
-    if !(args.scale.is_finite() && args.scale > 0.0) {
-        return Err(format!("--scale must be a positive number, not {}", args.scale).into());
+/// Parquet both ways per value distribution and codec; the peak RSS of an import and its
+/// bound.
+type ParquetFigures = (
+    Vec<(&'static str, Vec<parquet_io::CodecIo>)>,
+    Option<(u64, u64)>,
+);
+
+/// Parquet both ways per value distribution and codec, then the peak RSS of converting the
+/// normal-valued, zstd-compressed Parquet file (pyarrow's, else ours) to `.arrow` with its
+/// bound: 2 row groups of values + 64 MiB.
+fn parquet_both_ways(
+    file: &MappedDataset,
+    dir: &std::path::Path,
+    data: &dataset::BenchData,
+    group_rows: usize,
+) -> Result<ParquetFigures> {
+    // Whole processes twice (once on a tiny dataset, where they only check the rows).
+    let process_runs = if data.value_bytes < 16 << 20 { 1 } else { 2 };
+    let mut parquet = Vec::new();
+    for variant in parquet_io::variants(file, dir)? {
+        let codecs = parquet_io::measure(&variant, dir, group_rows, process_runs)?;
+        parquet.push((variant.label, codecs));
     }
-    let readme = match &args.readme {
-        Some(path) => Some((path, std::fs::read_to_string(path)?)),
-        None => None,
+    let theirs = dir.join("normal-zstd1.parquet");
+    let source = if theirs.exists() {
+        theirs
+    } else {
+        dir.join("normal-zstd1-ours.parquet")
     };
-    if readme
-        .as_ref()
-        .is_some_and(|(_, text)| report::replace_section(text, "").is_none())
-    {
+    let peak = parquet_io::convert_peak_rss(&source, &dir.join("peak.arrow"))?;
+    let group = data.value_bytes.min(export::ROW_GROUP_BYTES);
+    Ok((parquet, peak.map(|p| (p, 2 * group + (64 << 20)))))
+}
+
+/// The file whose bench section the report replaces, and its text; an error when it has
+/// no such section.
+fn read_readme(path: Option<&PathBuf>) -> Result<Option<(&PathBuf, String)>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)?;
+    if report::replace_section(&text, "").is_none() {
         return Err(format!(
-            "the README has no {} … {} section",
+            "{} has no {} … {} section",
+            path.display(),
             report::BEGIN,
             report::END
         )
         .into());
     }
+    Ok(Some((path, text)))
+}
+
+fn run(args: Args) -> Result<()> {
+    if !(args.scale.is_finite() && args.scale > 0.0) {
+        return Err(format!("--scale must be a positive number, not {}", args.scale).into());
+    }
+    let readme = read_readme(args.readme.as_ref())?;
     let load = report::load_average();
     let dir = match &args.dir {
         Some(d) => tempfile::tempdir_in(d)?,
@@ -97,6 +137,8 @@ fn run(args: Args) -> Result<()> {
     step.set_message("Parquet export");
     let group_rows = export::group_rows(data.docs, data.value_bytes);
     let export = export::measure(&file, group_rows)?;
+    step.set_message("Parquet both ways, normal and low-entropy values; peak memory");
+    let (parquet, peak_rss) = parquet_both_ways(&file, dir.path(), &data, group_rows)?;
     step.set_message("pooling");
     let pooling = pool::measure(&file)?;
     step.set_message("loader batches");
@@ -109,6 +151,8 @@ fn run(args: Args) -> Result<()> {
         data: &data,
         storage: &storage,
         export: &export,
+        parquet: &parquet,
+        peak_rss,
         pooling: &pooling,
         batches: &batches,
         python: &python,

@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 
 /// The script, in this crate's sources.
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/compare_pyarrow.py");
+pub const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/compare_pyarrow.py");
 
 /// Medians in seconds, from the script.
 pub struct PyFigures {

@@ -42,7 +42,7 @@ pub fn body(c: &Context<'_>, table: &str) -> String {
         Err(why) => format!("pyarrow and numpy were not measured: {why}"),
     };
     format!(
-        "Measured {} with `cargo run --release --bin lodtensor-bench --{scale}` on {} (load \
+        "Measured {} with `cargo build --release --bins && target/release/lodtensor-bench{scale}` on {} (load \
          average {} at the start). Dataset (seed 42): {} documents of 1–30 sentences of 1–120 \
          tokens of `f32[64]`: {} sentences, {} tokens, {:.1} MB of values in a {:.1} MB file \
          of {} record {}.\n\n{table}\nEach figure is the **best** (fastest) of 3 to 51 runs; an \
@@ -50,8 +50,15 @@ pub fn body(c: &Context<'_>, table: &str) -> String {
          {python}. Ratios: `×` is how many times faster than the baseline, `%` our speed as a \
          share of the baseline's. Writes include `fsync` on both sides (our write also renames \
          and syncs the directory), which costs nothing in the page cache of `/dev/shm` and \
-         decides the disk rows; Parquet is written into memory on both sides, no \
-         dictionary, row groups of {} documents (about 128 MiB of values at scale 1).\n",
+         decides the disk rows. Parquet: the first export rows write the dataset's uniform \
+         values into memory; the rows after them read and write files in the page cache, \
+         with the values replaced by normal ones (incompressible) and by the same quantized to \
+         steps of 0.25 (low entropy), same LoD. Both writers use the same settings: no \
+         dictionary, row groups of {} documents (about 128 MiB of values at scale 1), \
+         statistics on, zstd at level 1; the import reads pyarrow's file. The `convert` rows \
+         time whole processes, `lodtensor convert` against a Python process doing the same \
+         with pyarrow at its defaults (dictionary on, its row groups), both syncing the \
+         output; the peak RSS is the `convert` process's `VmHWM`, polled.\n",
         now_utc(),
         machine(),
         c.load,

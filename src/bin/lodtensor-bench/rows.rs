@@ -4,6 +4,8 @@
 use crate::batches::{Batches, TOKEN_BUDGET};
 use crate::dataset::BenchData;
 use crate::export::CodecRuns;
+use crate::measure::Samples;
+use crate::parquet_io::CodecIo;
 use crate::pool::Pooling;
 use crate::python::PyFigures;
 use crate::storage::Storage;
@@ -15,8 +17,13 @@ pub struct Measured<'a> {
     pub data: &'a BenchData,
     /// Write, open, views, scan.
     pub storage: &'a Storage,
-    /// Parquet export per codec.
+    /// Parquet export per codec, into memory.
     pub export: &'a [CodecRuns],
+    /// Parquet both ways on files, per value distribution and codec.
+    pub parquet: &'a [(&'static str, Vec<CodecIo>)],
+    /// The peak RSS of `convert` of a Parquet file to `.arrow`, and the bound it should
+    /// keep (2 row groups + 64 MiB).
+    pub peak_rss: Option<(u64, u64)>,
     /// Pooling.
     pub pooling: &'a Pooling,
     /// Loader batches.
@@ -27,6 +34,16 @@ pub struct Measured<'a> {
 
 /// The rows of the report, in order.
 pub fn rows(m: &Measured<'_>) -> Vec<Row> {
+    let mut rows = storage_rows(m);
+    rows.extend(view_rows(m));
+    rows.extend(export_rows(m));
+    rows.extend(parquet_rows(m));
+    rows.extend(compute_rows(m));
+    rows
+}
+
+/// The machine's limits and the IPC writer.
+fn storage_rows(m: &Measured<'_>) -> Vec<Row> {
     let (s, data) = (m.storage, m.data);
     let values =
         |samples: &crate::measure::Samples| Figure::gb_per_s(data.value_bytes, samples.best());
@@ -35,13 +52,9 @@ pub fn rows(m: &Measured<'_>) -> Vec<Row> {
     let raw_write = values(&s.raw_write);
     let raw_scan = values(&s.raw_scan);
     let write = Figure::gb_per_s(data.file_bytes, s.write.best());
-    let open = Figure::ms(s.open.best());
-    let per_lookup =
-        |samples: &crate::measure::Samples| Figure::ns(samples.best() / s.lookups as f64);
-    let get = per_lookup(&s.get);
     let cache_ours = Figure::gb_per_s(data.file_bytes, s.cache_write.0.best());
     let cache_plain = values(&s.cache_write.1);
-    let mut rows = vec![
+    vec![
         Row::alone("machine: memcpy of the values in 1 MiB pieces", memcpy),
         Row::alone(
             format!(
@@ -80,6 +93,18 @@ pub fn rows(m: &Measured<'_>) -> Vec<Row> {
             py(|p| p.write_ipc).map(|t| Figure::gb_per_s(data.file_bytes, t)),
             Ratio::Times,
         ),
+    ]
+}
+
+/// Open, views and the full scan.
+fn view_rows(m: &Measured<'_>) -> Vec<Row> {
+    let (s, data) = (m.storage, m.data);
+    let py = |f: fn(&PyFigures) -> f64| m.python.as_ref().map(f).map_err(Clone::clone);
+    let raw_scan = Figure::gb_per_s(data.value_bytes, s.raw_scan.best());
+    let open = Figure::ms(s.open.best());
+    let per_lookup = |samples: &Samples| Figure::ns(samples.best() / s.lookups as f64);
+    let get = per_lookup(&s.get);
+    vec![
         Row::compared(
             "open with validation, `MappedDataset::open`",
             open,
@@ -117,13 +142,19 @@ pub fn rows(m: &Measured<'_>) -> Vec<Row> {
         ),
         Row::compared(
             "full scan, every sentence through `Sequences::get`",
-            values(&s.scan),
+            Figure::gb_per_s(data.value_bytes, s.scan.best()),
             "raw sum of the mapped values",
             Ok(raw_scan),
             Ratio::Percent,
         )
         .with_target(Target::RatioAtLeast(0.9)),
-    ];
+    ]
+}
+
+/// Parquet export into memory, per codec and thread count.
+fn export_rows(m: &Measured<'_>) -> Vec<Row> {
+    let data = m.data;
+    let mut rows = Vec::new();
     for runs in m.export {
         let codec = runs.label;
         let pyarrow = m
@@ -148,6 +179,14 @@ pub fn rows(m: &Measured<'_>) -> Vec<Row> {
             );
         }
     }
+    rows
+}
+
+/// Pooling and loader batches.
+fn compute_rows(m: &Measured<'_>) -> Vec<Row> {
+    let data = m.data;
+    let py = |f: fn(&PyFigures) -> f64| m.python.as_ref().map(f).map_err(Clone::clone);
+    let mut rows = Vec::new();
     let tokens =
         |samples: &crate::measure::Samples| Figure::mtokens_per_s(data.tokens, samples.best());
     type Numpy = fn(&PyFigures) -> f64;
@@ -189,5 +228,87 @@ pub fn rows(m: &Measured<'_>) -> Vec<Row> {
         )
         .with_target(Target::RatioAtLeast(0.8)),
     ]);
+    rows
+}
+
+/// Parquet both ways on files, per value distribution and codec, and the peak memory of a
+/// whole-file import.
+fn parquet_rows(m: &Measured<'_>) -> Vec<Row> {
+    let data = m.data;
+    let rate = |samples: &Samples| Figure::mb_per_s(data.value_bytes, samples.best());
+    let mut rows = Vec::new();
+    for (values, codecs) in m.parquet {
+        for c in codecs {
+            let name = format!("{values} values, {}", c.label);
+            let pyarrow = |f: fn(&(f64, f64)) -> f64| {
+                c.pyarrow
+                    .as_ref()
+                    .map(|p| Figure::mb_per_s(data.value_bytes, f(p)))
+                    .map_err(Clone::clone)
+            };
+            let write = "pyarrow `pq.write_table` to a file";
+            for (threads, samples, target) in [
+                ("1 thread", &c.export_one, 1.0),
+                ("every core", &c.export_all, 1.5),
+            ] {
+                rows.push(
+                    Row::compared(
+                        format!("Parquet export to a file, {name}, {threads}"),
+                        rate(samples),
+                        write,
+                        pyarrow(|p| p.0),
+                        Ratio::Times,
+                    )
+                    .with_target(Target::RatioAtLeast(target)),
+                );
+            }
+            rows.push(
+                Row::compared(
+                    format!("Parquet import, `read_parquet`, {name}"),
+                    rate(&c.import),
+                    "pyarrow `pq.read_table`",
+                    pyarrow(|p| p.1),
+                    Ratio::Times,
+                )
+                .with_target(Target::RatioAtLeast(1.0)),
+            );
+            let process = |runs: &Option<(Samples, Samples)>, what: &str, python: &str| {
+                let (ours, theirs) = match runs {
+                    Some((ours, theirs)) => (ours.best(), Ok(rate(theirs))),
+                    None => (
+                        f64::NAN,
+                        Err("no `lodtensor` binary or no pyarrow".to_owned()),
+                    ),
+                };
+                Row::compared(
+                    format!("`lodtensor convert` {what}, whole process, {name}"),
+                    Figure::mb_per_s(data.value_bytes, ours),
+                    python,
+                    theirs,
+                    Ratio::Times,
+                )
+                .with_target(Target::RatioAtLeast(1.0))
+            };
+            rows.push(process(
+                &c.convert_import,
+                ".parquet → .arrow",
+                "python: `read_table`, `ipc.new_file`, fsync",
+            ));
+            rows.push(process(
+                &c.convert_export,
+                ".arrow → .parquet",
+                "python: `read_all`, `write_table`, fsync",
+            ));
+        }
+    }
+    if let Some((peak, bound)) = m.peak_rss {
+        rows.push(
+            Row::alone(
+                "peak RSS of `lodtensor convert` .parquet → .arrow (normal, zstd(1))",
+                Figure::mib(peak),
+            )
+            .with_target(Target::AtMost(Figure::mib(bound))),
+        );
+    }
     rows
 }

@@ -11,6 +11,7 @@ enum Unit {
     GigabytesPerSecond,
     MegabytesPerSecond,
     MegatokensPerSecond,
+    Mebibytes,
 }
 
 /// A measured quantity.
@@ -61,11 +62,19 @@ impl Figure {
         }
     }
 
-    /// How many times better `self` is than `other` (shorter or faster).
+    /// A size in MiB (memory).
+    pub fn mib(bytes: u64) -> Self {
+        Figure {
+            amount: bytes as f64 / (1u64 << 20) as f64,
+            unit: Unit::Mebibytes,
+        }
+    }
+
+    /// How many times better `self` is than `other` (shorter, faster or smaller).
     fn times_better_than(&self, other: &Figure) -> f64 {
         debug_assert_eq!(self.unit, other.unit);
         match self.unit {
-            Unit::Milliseconds | Unit::Nanoseconds => other.amount / self.amount,
+            Unit::Milliseconds | Unit::Nanoseconds | Unit::Mebibytes => other.amount / self.amount,
             _ => self.amount / other.amount,
         }
     }
@@ -80,6 +89,7 @@ impl fmt::Display for Figure {
             Unit::GigabytesPerSecond => write!(f, "{a:.2} GB/s"),
             Unit::MegabytesPerSecond => write!(f, "{a:.0} MB/s"),
             Unit::MegatokensPerSecond => write!(f, "{a:.1} M tokens/s"),
+            Unit::Mebibytes => write!(f, "{a:.0} MiB"),
         }
     }
 }
@@ -107,7 +117,7 @@ impl Ratio {
 pub enum Target {
     /// The ratio is at least this.
     RatioAtLeast(f64),
-    /// The figure is at most this (a duration).
+    /// The figure is at most this (a duration or a size).
     AtMost(Figure),
     /// The figure is at least this (a rate).
     AtLeast(Figure),
