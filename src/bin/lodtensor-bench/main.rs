@@ -66,7 +66,7 @@ type ParquetFigures = (
 
 /// Parquet both ways per value distribution and codec, then the peak RSS of converting the
 /// normal-valued, zstd-compressed Parquet file (pyarrow's, else ours) to `.arrow` with its
-/// bound: 2 row groups of values + 64 MiB.
+/// bound: 2 of its largest row group (uncompressed) + 64 MiB.
 fn parquet_both_ways(
     file: &MappedDataset,
     dir: &std::path::Path,
@@ -87,7 +87,7 @@ fn parquet_both_ways(
         dir.join("normal-zstd1-ours.parquet")
     };
     let peak = parquet_io::convert_peak_rss(&source, &dir.join("peak.arrow"))?;
-    let group = data.value_bytes.min(export::ROW_GROUP_BYTES);
+    let group = parquet_io::largest_row_group(&source)?;
     Ok((parquet, peak.map(|p| (p, 2 * group + (64 << 20)))))
 }
 

@@ -244,6 +244,21 @@ fn pyarrow_both_ways(
     serde_json::from_slice(&out.stdout).map_err(|e| format!("output: {e}"))
 }
 
+/// The uncompressed bytes of the largest row group of the Parquet file at `path`.
+///
+/// # Errors
+/// The file cannot be read as Parquet.
+pub fn largest_row_group(path: &Path) -> Result<u64> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader = SerializedFileReader::new(std::fs::File::open(path)?)?;
+    let groups = reader.metadata().row_groups();
+    Ok(groups
+        .iter()
+        .map(|g| g.total_byte_size().max(0) as u64)
+        .max()
+        .unwrap_or(0))
+}
+
 /// The peak resident memory of `lodtensor convert <parquet> <arrow>`, in bytes: the
 /// process's `VmHWM`, polled until it exits (Linux).
 ///

@@ -22,7 +22,7 @@ pub struct Measured<'a> {
     /// Parquet both ways on files, per value distribution and codec.
     pub parquet: &'a [(&'static str, Vec<CodecIo>)],
     /// The peak RSS of `convert` of a Parquet file to `.arrow`, and the bound it should
-    /// keep (2 row groups + 64 MiB).
+    /// keep (2 of its largest row group, uncompressed, + 64 MiB).
     pub peak_rss: Option<(u64, u64)>,
     /// Pooling.
     pub pooling: &'a Pooling,
