@@ -152,8 +152,8 @@ pub fn measure(
             let arrow_out = dir.join("converted.arrow");
             let parquet_out = dir.join("converted.parquet");
             let ours_in = [
-                &bin.as_os_str().to_owned(),
-                &"convert".into(),
+                bin.as_os_str(),
+                "convert".as_ref(),
                 source.as_os_str(),
                 arrow_out.as_os_str(),
             ];
