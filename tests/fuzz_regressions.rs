@@ -50,10 +50,34 @@ fn parquet_read_negative_chunk_offset() {
 /// Opens `name` from memory with batches of 7 rows, as the `parquet_read` target does.
 #[cfg(feature = "parquet")]
 fn open_parquet(name: &str) -> lodtensor::Result<lodtensor::io::parquet::ParquetReader> {
+    open_parquet_with(name, true)
+}
+
+/// As [`open_parquet`], with the direct decoder on or off (the general reader).
+#[cfg(feature = "parquet")]
+fn open_parquet_with(
+    name: &str,
+    direct: bool,
+) -> lodtensor::Result<lodtensor::io::parquet::ParquetReader> {
     use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
     let bytes = std::fs::read(data(name)).unwrap();
-    let options = ParquetReadOptions::default().with_batch_size(7);
+    let options = ParquetReadOptions::default()
+        .with_batch_size(7)
+        .with_direct(direct);
     ParquetReader::try_new(bytes::Bytes::from(bytes), &options)
+}
+
+/// The direct decoder's error on the one batch of `name`: a typed invalid-file error whose
+/// reason ends with `fault`, then nothing more.
+#[cfg(feature = "parquet")]
+fn direct_refuses(name: &str, fault: &str) {
+    let results: Vec<_> = open_parquet(name).unwrap().take(1000).collect();
+    assert_eq!(results.len(), 1, "{name}");
+    let err = results[0].as_ref().unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile(reason)) if reason.ends_with(fault)),
+        "{name}: {err}"
+    );
 }
 
 /// A data page header with an unknown field that is a list of 2³¹ − 1 elements (7 bytes;
@@ -123,12 +147,14 @@ fn parquet_read_page_headers_that_made_the_decoder_panic() {
 /// Definition levels that run past their buffer in a page whose header is sound (the seed
 /// `levels0_float32.parquet` with byte 27, in the levels, set to 0xFF). The `parquet` crate
 /// panics while decoding it ("offset + len out of bounds", arrow-buffer's
-/// `bit_chunk_iterator.rs`); the reader turns the panic into an error and stops.
+/// `bit_chunk_iterator.rs`); the reader turns the panic into an error and stops. The direct
+/// decoder finds the levels truncated.
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_read_page_decoder_panic_becomes_an_error() {
-    let reader = open_parquet("parquet_read-definition-levels-past-buffer.parquet")
-        .expect("the footer and page headers are valid");
+    let name = "parquet_read-definition-levels-past-buffer.parquet";
+    direct_refuses(name, "page 0: the runs end at byte 2, inside a run");
+    let reader = open_parquet_with(name, false).expect("the footer and page headers are valid");
     let results: Vec<_> = reader.collect();
     assert_eq!(results.len(), 1);
     let err = results[0].as_ref().unwrap_err();
@@ -142,12 +168,14 @@ fn parquet_read_page_decoder_panic_becomes_an_error() {
 
 /// The same seed with byte 27 set to 0: too few definition levels. The `parquet` crate's
 /// reader returned that error for every later batch too, so collecting the reader's results
-/// never ended; the reader now stops after an error.
+/// never ended; the reader now stops after an error. The direct decoder refuses the empty
+/// run.
 #[cfg(feature = "parquet")]
 #[test]
 fn parquet_read_stops_after_an_error() {
-    let reader = open_parquet("parquet_read-definition-levels-missing.parquet")
-        .expect("the footer and page headers are valid");
+    let name = "parquet_read-definition-levels-missing.parquet";
+    direct_refuses(name, "page 0: an RLE run of 0 values at byte 1");
+    let reader = open_parquet_with(name, false).expect("the footer and page headers are valid");
     let results: Vec<_> = reader.take(1000).collect();
     assert_eq!(results.len(), 1);
     let err = results[0].as_ref().unwrap_err();
