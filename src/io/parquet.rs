@@ -1,4 +1,4 @@
-//! Parquet export and import of [`Dataset`]s (feature `parquet`).
+//! Parquet export and import of [`Dataset`](crate::Dataset)s (feature `parquet`).
 //!
 //! A dataset is written as the `parquet` crate's Arrow writer maps it: each column's nested
 //! lists become nested Parquet `LIST`s, the `FixedSizeList` of an element becomes one more

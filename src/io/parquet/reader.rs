@@ -137,7 +137,7 @@ impl ParquetReader {
     /// and byte) or, read by the direct decoder, a page it cannot decode (naming the row group,
     /// column and page), [`UnsupportedError::UnsupportedVersion`](crate::UnsupportedError::UnsupportedVersion),
     /// [`ArgumentError::NoSuchColumn`] for a column named in the options that the file
-    /// lacks; each with the path attached ([`Error::path`]).
+    /// lacks; each with the path attached ([`Error::path`](crate::Error::path)).
     pub fn open(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Self> {
         let path = path.as_ref();
         (|| {
@@ -435,7 +435,7 @@ fn catch_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
 /// As [`ParquetReader::open`] and its iterator.
 ///
 /// # Example
-/// See the [module docs](self).
+/// See the [module docs](super).
 pub fn read_parquet(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Dataset> {
     ParquetReader::open(path, options)?.read_all()
 }

@@ -79,7 +79,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Errors
     /// [`ArgumentError::SchemaMismatch`] when the columns differ from the first dataset's;
-    /// [`DataError::OffsetOverflow`] (with the column, [`Error::column`]) when an offset does not fit the
+    /// [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) (with the column, [`Error::column`](crate::Error::column)) when an offset does not fit the
     /// width asked for; [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) or [`ErrorKind::Io`](crate::ErrorKind::Io) from the writer.
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         let batch = self.batches;
@@ -310,7 +310,7 @@ impl ParquetFileWriter {
     /// A writer to a temporary file next to `path`.
     ///
     /// # Errors
-    /// [`ErrorKind::Io`](crate::ErrorKind::Io) (with the path, [`Error::path`]) when the temporary file cannot be created.
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) (with the path, [`Error::path`](crate::Error::path)) when the temporary file cannot be created.
     pub fn create(path: impl AsRef<Path>, options: ParquetWriteOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         Ok(ParquetFileWriter {
@@ -322,7 +322,7 @@ impl ParquetFileWriter {
     /// Appends the rows of `dataset`, as [`ParquetWriter::write`].
     ///
     /// # Errors
-    /// As [`ParquetWriter::write`], with the path attached ([`Error::path`]).
+    /// As [`ParquetWriter::write`], with the path attached ([`Error::path`](crate::Error::path)).
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         self.inner.write(dataset).map_err(|e| e.in_file(&self.path))
     }
@@ -341,7 +341,7 @@ impl ParquetFileWriter {
     ///
     /// # Errors
     /// As [`ParquetWriter::finish`]; [`ErrorKind::Io`](crate::ErrorKind::Io) when syncing or renaming fails;
-    /// each with the path attached ([`Error::path`]). The target is untouched on error.
+    /// each with the path attached ([`Error::path`](crate::Error::path)). The target is untouched on error.
     pub fn finish(self) -> Result<()> {
         let path = self.path;
         self.inner.finish().map_err(|e| e.in_file(&path))?.commit()
@@ -354,7 +354,7 @@ impl ParquetFileWriter {
 /// As [`ParquetFileWriter`]; [`ArgumentError::NoSchema`] when `datasets` is empty.
 ///
 /// # Example
-/// See the [module docs](self).
+/// See the [module docs](super).
 pub fn write_parquet<D: Borrow<Dataset>>(
     path: impl AsRef<Path>,
     datasets: impl IntoIterator<Item = D>,
