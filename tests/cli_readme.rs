@@ -102,3 +102,25 @@ fn run_examples(section: &str) -> usize {
     }
     checked
 }
+
+/// The README opens with `cargo run --release -- demo`, which needs a default binary once
+/// the crate has more than one (`scripts/test` runs the command itself, as written).
+#[test]
+fn readme_first_command_runs_the_default_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let first = readme
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap();
+    assert!(first.starts_with("cargo run --release -- demo "), "{first}");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let bins = manifest.matches("[[bin]]").count();
+    assert!(
+        bins <= 1 || manifest.contains("\ndefault-run = \"lodtensor\"\n"),
+        "{bins} binaries and no default-run = \"lodtensor\""
+    );
+}

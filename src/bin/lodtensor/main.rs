@@ -73,7 +73,7 @@ pub fn usage<T>(message: impl Into<String>) -> Result<T> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo(args) => demo::run(args).map_err(CliError::from),
+        Command::Demo(args) => demo::run(args),
         Command::Info(args) => info::run(args),
         Command::Show(args) => show::run(args),
         Command::Validate(args) => validate::run(args),
