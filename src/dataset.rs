@@ -14,7 +14,7 @@ use crate::format::{
     FORMAT_VERSION, KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_FORMAT_VERSION, KEY_LEVEL_NAMES,
     KEY_LOD_LEVELS,
 };
-use crate::lod::OffsetWidth;
+use crate::lod::{LevelOffsets, OffsetWidth};
 use crate::tensor::LodTensor;
 
 /// One named tensor column.
@@ -136,8 +136,8 @@ impl Column {
         let column = column.with_level_names(names)?;
         for (key, expected) in column_metadata(&column) {
             if let Some(found) = metadata.get(key)
-                && *found != expected
                 && key != KEY_LEVEL_NAMES
+                && !same_metadata(key, found, &expected)
             {
                 return Err(FormatError::Metadata {
                     key,
@@ -158,6 +158,130 @@ impl Column {
             level_names: self.level_names.clone(),
             tensor: self.tensor.try_from_arrow_like(field, array)?,
         })
+    }
+}
+
+impl Column {
+    /// The column with its `shape.len()` innermost levels folded into elements of `shape`:
+    /// how a file that lost its element shape (a plain `list<float>` where a
+    /// `fixed_shape_tensor` was) reads as tensors again. The innermost level folds when every
+    /// one of its sequences has `D1·D2·…` entries, else the `shape.len()` innermost levels
+    /// fold when each has sequences of exactly `D_j` entries. The values stay a view; a
+    /// column whose elements already have `shape` is returned as it is.
+    ///
+    /// # Errors
+    /// [`Error::ElementShape`] naming the row, level and sequence whose length does not
+    /// fit, or when the column has no level to fold or elements of another shape.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{Column, LodTensor};
+    /// use arrow_array::types::Float32Type;
+    /// // Two rows of 2 and 1 sequences of 3 values each: what a `list<list<float>>` holds.
+    /// let plain = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![3, 3, 3]], vec![0.0; 9], vec![])?;
+    /// let folded = Column::new("x", plain).fold_element_shape(&[3])?;
+    /// assert_eq!(folded.tensor().element_shape(), &[3]);
+    /// assert_eq!(folded.tensor().lod().lengths(), vec![vec![2, 1]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    pub fn fold_element_shape(&self, shape: &[usize]) -> Result<Column> {
+        let t = self.tensor();
+        let bad = |reason: String| -> crate::Error {
+            DataError::ElementShape {
+                shape: shape.to_vec(),
+                reason,
+            }
+            .into()
+        };
+        if !t.element_shape().is_empty() {
+            if t.element_shape() == shape {
+                return Ok(self.clone());
+            }
+            return Err(bad(format!(
+                "the column's elements already have shape {:?}",
+                t.element_shape()
+            )));
+        }
+        let (k, r) = (t.num_levels(), shape.len());
+        if k == 0 || r == 0 {
+            return Err(bad(format!(
+                "the column has {k} levels and scalar elements: there is no level to fold"
+            )));
+        }
+        let t = t.rebased();
+        let levels = t.lod().levels();
+        let product: usize = shape.iter().product();
+        let misfit = |level: usize, (i, len): (usize, usize), expected: usize| {
+            bad(format!(
+                "row {}, level {level}: sequence {i} has {len} values, not {expected}",
+                row_of(levels, level, i)
+            ))
+        };
+        // One innermost level of `product` entries (a flat fixed_shape_tensor, as this crate
+        // writes it), else one level per dimension (nested fixed-size lists).
+        let folded = match uniform(&levels[k - 1], product) {
+            Ok(()) => 1,
+            Err(first) if r == 1 || r > k => return Err(misfit(k - 1, first, product)),
+            Err(_) => {
+                for (j, &dim) in shape.iter().enumerate() {
+                    let level = k - r + j;
+                    uniform(&levels[level], dim).map_err(|at| misfit(level, at, dim))?;
+                }
+                r
+            }
+        };
+        let kept = k - folded;
+        let lod = crate::lod::Lod::try_new(levels[..kept].to_vec())?;
+        let values = crate::values::Values::try_new(t.values().items().clone(), shape.to_vec())?;
+        let tensor = LodTensor::try_new(lod, values)?;
+        let names = match self.level_names.get(..kept) {
+            Some(names) if !self.level_names.is_empty() => names.to_vec(),
+            _ => Vec::new(),
+        };
+        Column::new(self.name(), tensor).with_level_names(names)
+    }
+}
+
+/// `Ok` when every sequence of `offsets` has `len` entries, else the first that does not
+/// and its length.
+fn uniform(offsets: &LevelOffsets, len: usize) -> std::result::Result<(), (usize, usize)> {
+    for i in 1..offsets.len() {
+        let found = offsets.get(i) - offsets.get(i - 1);
+        if found != len {
+            return Err((i - 1, found));
+        }
+    }
+    Ok(())
+}
+
+/// The row that sequence `index` of level `level` lies in.
+fn row_of(levels: &[LevelOffsets], level: usize, index: usize) -> usize {
+    levels[..level].iter().rev().fold(index, |index, offsets| {
+        // The last sequence of the level above that starts at or before `index`.
+        let (mut lo, mut hi) = (0, offsets.len() - 1);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if offsets.get(mid) <= index {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    })
+}
+
+/// Whether metadata value `found` says what `expected` (as this crate writes it) says:
+/// `lodtensor.element_shape` and `lodtensor.lod_levels` are JSON, compared as values (so
+/// `"[2, 4]"` from Python's `json.dumps` is `"[2,4]"`); `lodtensor.dtype` is a name.
+fn same_metadata(key: &str, found: &str, expected: &str) -> bool {
+    if key == KEY_DTYPE {
+        return found == expected;
+    }
+    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).ok();
+    match (parse(found), parse(expected)) {
+        (Some(f), Some(e)) => f == e,
+        _ => false,
     }
 }
 
@@ -511,6 +635,92 @@ mod tests {
             Err(ErrorKind::Unsupported(
                 UnsupportedError::UnsupportedVersion { .. }
             ))
+        ));
+    }
+
+    /// The batch of `dataset()` with `key` of column 0's metadata set to `value`.
+    fn with_metadata(key: &str, value: &str) -> RecordBatch {
+        let batch = dataset().to_record_batch();
+        let mut fields: Vec<Field> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| (**f).clone())
+            .collect();
+        let mut m = fields[0].metadata().clone();
+        m.insert(key.to_owned(), value.to_owned());
+        fields[0] = fields[0].clone().with_metadata(m);
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), batch.columns().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn metadata_is_read_as_json_not_text() {
+        // Python's json.dumps([2, 2]) and other spellings of the same values.
+        for (key, value) in [
+            (KEY_ELEMENT_SHAPE, "[2, 2]"),
+            (KEY_ELEMENT_SHAPE, " [ 2,\n2 ] "),
+            (KEY_LOD_LEVELS, " 2"),
+        ] {
+            let read = Dataset::try_from_record_batch(&with_metadata(key, value));
+            assert_eq!(read.unwrap(), dataset(), "{key} = {value:?}");
+        }
+        for (key, value) in [
+            (KEY_ELEMENT_SHAPE, "[2, 3]"),
+            (KEY_ELEMENT_SHAPE, "[4]"),
+            (KEY_ELEMENT_SHAPE, "2,2"),
+            (KEY_LOD_LEVELS, "3"),
+            (KEY_LOD_LEVELS, "two"),
+        ] {
+            let err = Dataset::try_from_record_batch(&with_metadata(key, value)).unwrap_err();
+            assert!(
+                matches!(err.kind(), ErrorKind::Format(FormatError::Metadata { .. })),
+                "{key} = {value:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn folds_innermost_levels_into_elements_naming_the_misfit() {
+        let tokens = dataset().columns()[0].tensor().clone();
+        // What a writer that lost the element shape stores: one more level of 4 scalars.
+        let items = tokens.values().items().clone();
+        let mut offsets = tokens.lod().offsets();
+        offsets.push((0..=15).map(|e| e * 4).collect());
+        let plain = LodTensor::try_new(
+            Lod::try_from_offsets(&offsets).unwrap(),
+            Values::try_new(items.clone(), vec![]).unwrap(),
+        )
+        .unwrap();
+        let column = Column::new("tokens", plain.clone());
+        let folded = column.fold_element_shape(&[2, 2]).unwrap();
+        assert_eq!(folded.tensor(), &tokens);
+        assert_eq!(folded.fold_element_shape(&[2, 2]).unwrap(), folded);
+        // The values stay where they were.
+        assert_eq!(
+            folded.tensor().values().items().to_data().buffers()[0].as_ptr(),
+            items.to_data().buffers()[0].as_ptr()
+        );
+        // Row 2 holds sentences 4 and 5 of level 1, words 10..15 of level 2.
+        let mut bad = offsets.clone();
+        bad[2] = (0..=15).map(|e| e * 4).collect();
+        bad[2][13] -= 1;
+        let misfit = Column::new(
+            "tokens",
+            LodTensor::try_new(
+                Lod::try_from_offsets(&bad).unwrap(),
+                Values::try_new(items, vec![]).unwrap(),
+            )
+            .unwrap(),
+        );
+        let err = misfit.fold_element_shape(&[4]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("row 2, level 2: sequence 12 has 3 values, not 4"),
+            "{err}"
+        );
+        assert!(matches!(
+            column.fold_element_shape(&[5]).map_err(Error::into_kind),
+            Err(ErrorKind::Data(DataError::ElementShape { .. }))
         ));
     }
 }

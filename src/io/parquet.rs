@@ -51,7 +51,6 @@ mod encode;
 mod pages;
 mod reader;
 mod runs;
-mod shape;
 mod writer;
 
 pub use reader::{ParquetReadOptions, ParquetReader, read_parquet};

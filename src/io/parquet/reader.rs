@@ -13,7 +13,6 @@ use parquet::file::reader::ChunkReader;
 
 use super::direct::{Direct, RowGroupSource};
 use super::pages;
-use super::shape::fold_levels;
 use crate::dataset::{Dataset, check_version};
 use crate::error::{Error, Result};
 use crate::{ArgumentError, ErrorKind, FormatError};
@@ -232,9 +231,9 @@ impl ParquetReader {
                         .find(|(name, _)| name == c.name())
                     {
                         None => Ok(c.clone()),
-                        Some((_, shape)) => {
-                            fold_levels(c, shape).map_err(|e| e.in_column(c.name(), index))
-                        }
+                        Some((_, shape)) => c
+                            .fold_element_shape(shape)
+                            .map_err(|e| e.in_column(c.name(), index)),
                     }
                 })
                 .collect::<Result<_>>()?;
