@@ -168,8 +168,7 @@ impl Error {
 
     /// Replaces the record batch of the attached column (a reader that counts batches across
     /// row groups knows the batch better than the decoder that named the column).
-    #[cfg_attr(not(feature = "parquet"), allow(dead_code))] // only the Parquet reader
-    pub(crate) fn with_batch(mut self, batch: usize) -> Self {
+    pub fn with_batch(mut self, batch: usize) -> Self {
         if let Some((_, b)) = &mut self.inner.column {
             *b = batch;
         }

@@ -145,16 +145,13 @@ fn missing_paths_and_unknown_extensions() {
     let dir = tempfile::tempdir().unwrap();
     for command in ["info", "show", "validate", "hist"] {
         let run = lodtensor_in(dir.path(), [command, "missing.arrow"]);
-        assert_eq!(
-            run.fails(1),
-            "lodtensor: missing.arrow: No such file or directory (os error 2)"
-        );
+        assert_eq!(run.fails(3), "lodtensor: missing.arrow: no such file");
         let run = lodtensor_in(dir.path(), [command, "missing.pdtensor"]);
-        assert!(run.fails(1).contains("missing.pdtensor"));
+        assert_eq!(run.fails(3), "lodtensor: missing.pdtensor: no such file");
         let run = lodtensor_in(dir.path(), [command, "data.csv"]);
         assert_eq!(
             run.fails(2),
-            "lodtensor: data.csv: unsupported extension \"csv\" (expected .arrow, .parquet, .pdtensor or .pdiparams)"
+            "lodtensor: data.csv: unsupported extension \"csv\" (expected .arrow, .arrows, .parquet, .pdtensor or .pdiparams)"
         );
     }
     // clap's own usage errors exit with 2 as well.
@@ -260,12 +257,12 @@ fn show_errors() {
     words_file(dir.path());
     let run = lodtensor_in(dir.path(), ["show", "words.arrow", "--rows", "2..9"]);
     assert_eq!(
-        run.fails(1),
+        run.fails(4),
         "lodtensor: rows 2..9 are out of bounds (there are 3 rows)"
     );
     let run = lodtensor_in(dir.path(), ["show", "words.arrow", "--column", "nope"]);
     assert_eq!(
-        run.fails(1),
+        run.fails(4),
         "lodtensor: words.arrow: no column named \"nope\""
     );
     let run = lodtensor_in(dir.path(), ["show", "words.arrow", "--rows", "3..1"]);
@@ -345,7 +342,7 @@ fn validate_names_the_fault_of_a_corrupt_file() {
     let run = lodtensor_in(dir.path(), ["validate", "zero.arrow"]);
     assert_eq!(
         run.fails(1),
-        "lodtensor: zero.arrow: invalid file: 0 bytes is too short for an Arrow IPC file"
+        "lodtensor: zero.arrow: invalid file: the file is empty (0 bytes)"
     );
 }
 
@@ -439,7 +436,7 @@ fn hist_draws_lengths_per_level() {
     );
     let run = lodtensor_in(dir.path(), ["hist", "words.arrow", "--level", "2"]);
     assert_eq!(
-        run.fails(1),
+        run.fails(4),
         "lodtensor: words.arrow: column \"words\", batch 0: level 2 does not exist (the LoD has 2 levels)"
     );
     let run = lodtensor_in(dir.path(), ["hist", "words.arrow", "--column", "label"]);

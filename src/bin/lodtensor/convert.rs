@@ -11,6 +11,7 @@ use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::io::paddle;
 use lodtensor::{Dataset, LodTensor, OffsetWidth};
 
+use crate::input::ReadArgs;
 use crate::source::{Format, Source, bytes_text, plural, progress};
 use crate::{Result, usage};
 
@@ -53,6 +54,8 @@ pub struct Args {
     /// Offset width of every level of an Arrow or Parquet output (default i64).
     #[arg(long, value_enum)]
     offsets: Option<Offsets>,
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 /// How to write an output file.
@@ -71,7 +74,11 @@ pub fn run(args: Args) -> Result<()> {
     output.check(format)?;
     let started = Instant::now();
     #[cfg(feature = "parquet")]
-    if format == Format::Arrow && Format::of(&args.input)? == Format::Parquet {
+    if format == Format::Arrow
+        && Format::of(&args.input)? == Format::Parquet
+        && args.read.element_shape.is_empty()
+    {
+        crate::input::check_path(&args.input)?;
         // A row group at a time: memory is one row group, not the file.
         if let Some((rows, columns, bytes)) = parquet_to_arrow(&args.input, &args.output, output)? {
             writeln!(
@@ -87,7 +94,7 @@ pub fn run(args: Args) -> Result<()> {
             return Ok(());
         }
     }
-    let source = Source::open(&args.input)?;
+    let source = Source::open_reading_streams(&args.input, &args.read)?;
     let datasets = source.datasets()?;
     let bytes = write(&args.output, &datasets, output)?;
     let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
@@ -135,6 +142,10 @@ pub fn write(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
     let format = Format::of(path)?;
     output.check(format)?;
     match format {
+        Format::ArrowStream => usage(format!(
+            "{}: lodtensor reads Arrow IPC streams but writes Arrow IPC files, which can be mapped: write .arrow",
+            path.display()
+        )),
         Format::Arrow => write_arrow(path, datasets, output),
         Format::Parquet => write_parquet(path, datasets, output),
         Format::PaddleTensor => {

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::input::ReadArgs;
 use crate::source::{Parts, Source, plural};
 use crate::{Result, usage};
 
@@ -24,10 +25,12 @@ pub struct Args {
     /// Width of the longest bar, in characters.
     #[arg(long, default_value_t = 50)]
     width: usize,
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let source = Source::open(&args.file)?;
+    let source = Source::open(&args.file, &args.read)?;
     let column = source.column(args.column.as_deref())?;
     let levels = column.num_levels();
     if levels == 0 {

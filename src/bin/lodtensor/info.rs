@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::Result;
+use crate::input::{ReadArgs, element_shape_hint};
 use crate::source::{Parts, Source, bytes_text, plural};
 
 /// Arguments of `lodtensor info`.
@@ -16,6 +17,8 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 /// Lengths of one level: min, mean, max (`None` for a level without sequences).
@@ -50,7 +53,7 @@ fn values_bytes(column: &Parts) -> u64 {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let source = Source::open(&args.file)?;
+    let source = Source::open(&args.file, &args.read)?;
     let out = &mut std::io::stdout().lock();
     if args.json {
         let object = to_json(&source)?;
@@ -107,6 +110,9 @@ pub fn run(args: Args) -> Result<()> {
                 plural(stats.sequences, "sequence"),
                 column.offset_width(level)
             )?;
+        }
+        if let Some(hint) = element_shape_hint(column)? {
+            writeln!(out, "  hint: {hint}")?;
         }
     }
     Ok(())

@@ -1,14 +1,13 @@
 //! `lodtensor`: the command-line tool. One file per subcommand, each with `run(args)`.
 //!
-//! Exit codes: 0 on success (and when stdout is closed early, `lodtensor … | head`), 1 when
-//! a file is missing, unreadable or invalid, 2 for a usage error (clap's, an unsupported
-//! extension, options that do not apply).
+//! One exit-code policy for every subcommand, [`EXIT_CODES`], printed by `--help`.
 
 mod convert;
 mod demo;
 mod draw;
 mod hist;
 mod info;
+mod input;
 mod show;
 mod slice;
 mod source;
@@ -18,9 +17,19 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// The exit codes of every subcommand, as `--help` prints them.
+pub const EXIT_CODES: &str = "\
+Exit codes (every subcommand):
+  0  success (also when stdout is closed early: lodtensor show ... | head)
+  1  bad data: the file is not a valid dataset (corrupt, truncated, empty, foreign, or its
+     values do not fit --element-shape), or it cannot be written in the output's format
+  2  usage: unknown option or extension, options that do not apply, a refused output
+  3  I/O: a missing file, a directory or FIFO given as a file, a failed read or write
+  4  out of range: a row, level, sequence index or column the file does not have";
+
 /// Zero-copy LoD tensor datasets: write, inspect, validate, convert.
 #[derive(Parser)]
-#[command(name = "lodtensor", version, about)]
+#[command(name = "lodtensor", version, about, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,18 +39,25 @@ struct Cli {
 enum Command {
     /// Build the synthetic documents → sentences → tokens dataset, write it, reopen it
     /// mapped, slice it, and report sizes and timings.
+    #[command(after_help = EXIT_CODES)]
     Demo(demo::Args),
     /// Columns, dtypes, element shapes, levels, sequences and lengths of a file.
+    #[command(after_help = EXIT_CODES)]
     Info(info::Args),
     /// Draw the LoD of some rows, level by level, above the elements.
+    #[command(after_help = EXIT_CODES)]
     Show(show::Args),
     /// Check every batch, column and level of a file.
+    #[command(after_help = EXIT_CODES)]
     Validate(validate::Args),
     /// Convert between .arrow, .parquet and Paddle .pdtensor / .pdiparams files.
+    #[command(after_help = EXIT_CODES)]
     Convert(convert::Args),
     /// Write a row range, or one sequence of one level, as a new file.
+    #[command(after_help = EXIT_CODES)]
     Slice(slice::Args),
     /// Histogram of the sequence lengths of each level.
+    #[command(after_help = EXIT_CODES)]
     Hist(hist::Args),
 }
 
@@ -86,10 +102,28 @@ fn main() -> ExitCode {
         Err(CliError::Lib(e)) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("lodtensor: {}", one_line(&e.to_string()));
-            match e {
-                CliError::Lib(_) => ExitCode::FAILURE,
-                CliError::Usage(_) => ExitCode::from(2),
-            }
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+impl CliError {
+    /// The exit code of [`EXIT_CODES`] that says what went wrong.
+    pub fn exit_code(&self) -> u8 {
+        use lodtensor::{ArgumentError, ErrorKind};
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Lib(e) => match e.kind() {
+                ErrorKind::Io(_) => 3,
+                ErrorKind::Arrow(arrow_schema::ArrowError::IoError(..)) => 3,
+                ErrorKind::Argument(
+                    ArgumentError::NoSuchColumn(_)
+                    | ArgumentError::LevelOutOfBounds { .. }
+                    | ArgumentError::SequenceOutOfBounds { .. }
+                    | ArgumentError::RowsOutOfBounds { .. },
+                ) => 4,
+                _ => 1,
+            },
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::Result;
 use crate::draw::draw;
+use crate::input::ReadArgs;
 use crate::source::{RowRange, Source, element_text};
 
 /// Rows drawn when `--rows` is not given.
@@ -29,10 +30,12 @@ pub struct Args {
     /// Cut lines to this many columns.
     #[arg(long, default_value_t = 120)]
     width: usize,
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let source = Source::open(&args.file)?;
+    let source = Source::open(&args.file, &args.read)?;
     let column = source.column(args.column.as_deref())?;
     let total = column.num_rows();
     let rows = match args.rows {

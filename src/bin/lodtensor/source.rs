@@ -19,6 +19,7 @@ use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::paddle;
 use lodtensor::{Column, DType, Dataset, Error, LodTensor, RowIndex, Values};
 
+use crate::input::{IpcKind, ReadArgs, check_path, ipc_kind, read_stream, stream_refused};
 use crate::{Result, usage};
 
 /// The file formats, chosen by extension.
@@ -26,6 +27,8 @@ use crate::{Result, usage};
 pub enum Format {
     /// `.arrow`: lodtensor's Arrow IPC file.
     Arrow,
+    /// `.arrows`: an Arrow IPC stream (read by `convert` only).
+    ArrowStream,
     /// `.parquet`.
     Parquet,
     /// `.pdtensor`: one Paddle LoDTensor record.
@@ -46,11 +49,12 @@ impl Format {
             .unwrap_or_default();
         match ext.as_str() {
             "arrow" => Ok(Format::Arrow),
+            "arrows" => Ok(Format::ArrowStream),
             "parquet" => Ok(Format::Parquet),
             "pdtensor" => Ok(Format::PaddleTensor),
             "pdiparams" => Ok(Format::PaddleCombined),
             _ => usage(format!(
-                "{}: unsupported extension {:?} (expected .arrow, .parquet, .pdtensor or .pdiparams)",
+                "{}: unsupported extension {:?} (expected .arrow, .arrows, .parquet, .pdtensor or .pdiparams)",
                 path.display(),
                 ext
             )),
@@ -61,6 +65,7 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Arrow => "Arrow IPC",
+            Format::ArrowStream => "Arrow IPC stream",
             Format::Parquet => "Parquet",
             Format::PaddleTensor => "Paddle LoDTensor",
             Format::PaddleCombined => "Paddle combined LoDTensors",
@@ -71,6 +76,7 @@ impl Format {
     pub fn key(self) -> &'static str {
         match self {
             Format::Arrow => "arrow",
+            Format::ArrowStream => "arrows",
             Format::Parquet => "parquet",
             Format::PaddleTensor => "pdtensor",
             Format::PaddleCombined => "pdiparams",
@@ -175,26 +181,63 @@ pub struct Source {
 }
 
 impl Source {
-    /// Opens `path`, validating everything the format's reader validates.
+    /// Opens `path`, validating everything the format's reader validates, then applies
+    /// `--element-shape`. An Arrow IPC stream is refused (it cannot be mapped in place).
     ///
     /// # Errors
-    /// A usage error for an unknown extension; the reader's error otherwise.
-    pub fn open(path: &Path) -> Result<Source> {
+    /// A usage error for an unknown extension or a stream; [`crate::input::check_path`]'s
+    /// errors; the reader's error otherwise.
+    pub fn open(path: &Path, read: &ReadArgs) -> Result<Source> {
+        Self::open_as(path, read, false)
+    }
+
+    /// Like [`Source::open`], reading an Arrow IPC stream into memory (for `convert`).
+    pub fn open_reading_streams(path: &Path, read: &ReadArgs) -> Result<Source> {
+        Self::open_as(path, read, true)
+    }
+
+    fn open_as(path: &Path, read: &ReadArgs, streams: bool) -> Result<Source> {
         let format = Format::of(path)?;
-        if format == Format::Arrow {
-            // Mapped: only metadata and offsets are read.
-            return Self::open_arrow(path);
-        }
-        // Parquet and Paddle files are decoded whole, which can take a while.
-        let spinner =
-            ProgressBar::new_spinner().with_message(format!("reading {}", path.display()));
-        spinner.enable_steady_tick(std::time::Duration::from_millis(200));
-        let source = match format {
-            Format::Parquet => open_parquet(path),
-            _ => Self::open_paddle(path, format),
+        let bytes = check_path(path)?;
+        let mut source = match format {
+            Format::Arrow | Format::ArrowStream => match (ipc_kind(path)?, streams) {
+                (IpcKind::File, _) => Self::open_arrow(path)?,
+                (IpcKind::Stream, true) => Self::open_stream(path, bytes)?,
+                (IpcKind::Stream, false) => return stream_refused(path),
+            },
+            _ => {
+                // Parquet and Paddle files are decoded whole, which can take a while.
+                let spinner =
+                    ProgressBar::new_spinner().with_message(format!("reading {}", path.display()));
+                spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+                let source = match format {
+                    Format::Parquet => open_parquet(path),
+                    _ => Self::open_paddle(path, format),
+                };
+                spinner.finish_and_clear();
+                source?
+            }
         };
-        spinner.finish_and_clear();
-        source
+        read.apply(path, &mut source.columns)?;
+        Ok(source)
+    }
+
+    fn open_stream(path: &Path, bytes: u64) -> Result<Source> {
+        let (schema, datasets) = read_stream(path)?;
+        let columns = if datasets.is_empty() {
+            empty_columns(path, &schema)?
+        } else {
+            Self::parts_of(&datasets)
+        };
+        Ok(Source {
+            path: path.to_path_buf(),
+            format: Format::ArrowStream,
+            format_version: schema.metadata().get(KEY_FORMAT_VERSION).cloned(),
+            bytes,
+            batches: datasets.len(),
+            columns,
+            _mapped: None,
+        })
     }
 
     fn open_arrow(path: &Path) -> Result<Source> {

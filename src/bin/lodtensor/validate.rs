@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use lodtensor::{Lod, LodTensor};
 
 use crate::Result;
+use crate::input::ReadArgs;
 use crate::source::{Source, bytes_text, plural};
 
 /// Arguments of `lodtensor validate`.
@@ -20,10 +21,12 @@ use crate::source::{Source, bytes_text, plural};
 pub struct Args {
     /// The file (.arrow, .parquet, .pdtensor or .pdiparams).
     file: PathBuf,
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let source = Source::open(&args.file)?;
+    let source = Source::open(&args.file, &args.read)?;
     let parts: usize = source.columns.iter().map(|c| c.tensors.len()).sum();
     let bar = crate::source::progress(parts as u64, "validating", "column batches");
     let (mut levels, mut sequences, mut elements) = (0, 0, 0);
