@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow_array::types::{Float32Type, Int64Type};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-use lodtensor::loader::{Loader, LoaderBuilder};
+use lodtensor::loader::{Loader, LoaderBuilder, Position};
 use lodtensor::{Batch, Column, Dataset, Error, Lod, LodTensor, Values};
 use proptest::prelude::*;
 
@@ -50,6 +50,9 @@ fn write(path: &Path, doc_sentences: &[usize], batch_bytes: usize) -> Vec<usize>
     // Written a document at a time, so record batches follow batch_bytes.
     for i in 0..ds.num_rows() {
         w.write(&ds.slice_rows(i..i + 1).unwrap()).unwrap();
+    }
+    if ds.num_rows() == 0 {
+        w.write(&ds).unwrap(); // A schema and no rows.
     }
     w.finish().unwrap();
     doc_tokens
@@ -130,7 +133,8 @@ proptest! {
 
     #[test]
     fn every_sample_once_per_epoch(
-        docs in prop::collection::vec(0usize..6, 1..40),
+        docs in prop::collection::vec(0usize..6, 0..40),
+        drop_last in any::<bool>(),
         mode in mode(),
         order in order(),
         world in 1usize..4,
@@ -145,16 +149,21 @@ proptest! {
         let n = docs.len();
         for e in 0..2u64 {
             let mut all = Vec::new();
+            let mut left_out = 0;
             for rank in 0..world {
                 let mut loader = configure(Loader::builder(&file), &mode, &order, &buckets)
+                    .with_drop_last(drop_last)
                     .shard(rank, world)
                     .build()
                     .unwrap();
                 loader.set_epoch(e);
                 let batches = epoch(&mut loader, &file);
                 let mine = samples(&batches);
+                let dropped = loader.plan(e).dropped();
+                prop_assert!(drop_last || dropped == 0);
                 // Near-equal shards.
-                prop_assert!(mine.len() >= n / world && mine.len() <= n.div_ceil(world));
+                let part = mine.len() + dropped;
+                prop_assert!(part >= n / world && part <= n.div_ceil(world));
                 for b in &batches {
                     let tokens: usize = b.samples().iter().map(|&s| doc_tokens[s]).sum();
                     prop_assert_eq!(tokens, b.tokens());
@@ -170,10 +179,85 @@ proptest! {
                     prop_assert!(b.samples().iter().all(|&s| bucket(s) == bucket(b.samples()[0])));
                 }
                 all.extend(mine);
+                left_out += dropped;
             }
             let distinct: HashSet<usize> = all.iter().copied().collect();
             prop_assert_eq!(distinct.len(), all.len(), "a sample twice");
-            prop_assert_eq!(distinct, (0..n).collect::<HashSet<_>>());
+            prop_assert_eq!(distinct.len() + left_out, n);
+            if left_out == 0 {
+                prop_assert_eq!(distinct, (0..n).collect::<HashSet<_>>());
+            }
+        }
+    }
+
+    /// Resume from every position of two epochs, in every mode, on the same file and on
+    /// the same rows written in other record batches: the identical continuation, or (only
+    /// where the boundaries decide the order: a chunk shuffle) a refusal saying so.
+    #[test]
+    fn resume_from_every_position_even_after_rebatching(
+        docs in prop::collection::vec(0usize..5, 0..24),
+        mode in mode(),
+        order in order(),
+        buckets in prop::collection::btree_set(1usize..40, 0..3),
+        drop_last in any::<bool>(),
+        (world, rank) in (1usize..3).prop_flat_map(|w| (Just(w), 0..w)),
+        (bytes_a, bytes_b) in (64usize..1500, 64usize..1500),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (path_a, path_b) = (dir.path().join("a.arrow"), dir.path().join("b.arrow"));
+        write(&path_a, &docs, bytes_a);
+        write(&path_b, &docs, bytes_b);
+        let (a, b) = (MappedDataset::open(&path_a).unwrap(), MappedDataset::open(&path_b).unwrap());
+        let buckets: Vec<usize> = buckets.into_iter().collect();
+        let build = |file: &MappedDataset| {
+            configure(Loader::builder(file), &mode, &order, &buckets)
+                .with_drop_last(drop_last)
+                .shard(rank, world)
+                .build()
+                .unwrap()
+        };
+        // The reference: two epochs straight through, with the position before each batch
+        // and at each epoch's end.
+        let mut reference = build(&a);
+        let mut straight = Vec::new();
+        let mut positions = vec![(reference.position(), 0)];
+        for _ in 0..2 {
+            for batch in &mut reference {
+                let batch = batch.unwrap();
+                positions.push((batch.next_position(), straight.len() + 1));
+                straight.push(batch);
+            }
+            positions.push((reference.position(), straight.len()));
+        }
+        let rebatched = a.batches().iter().map(|d| d.num_rows()).collect::<Vec<_>>()
+            != b.batches().iter().map(|d| d.num_rows()).collect::<Vec<_>>();
+        for (position, done) in positions {
+            let saved = Position::from_json(&position.to_json()).unwrap();
+            for file in [&a, &b] {
+                let mut loader = build(file);
+                match loader.seek(saved).map_err(Error::into_kind) {
+                    Err(ErrorKind::Argument(ArgumentError::PositionMismatch { differs })) => {
+                        prop_assert!(
+                            matches!(order, Order::Chunks(..)) && rebatched && std::ptr::eq(file, &b),
+                            "refused: {}", differs
+                        );
+                        prop_assert!(differs.starts_with("the record-batch boundaries"), "{}", differs);
+                        continue;
+                    }
+                    other => other.unwrap(),
+                }
+                let mut rest = Vec::new();
+                while rest.len() + done < straight.len() {
+                    if let Some(batch) = loader.next_batch().unwrap() {
+                        rest.push(batch);
+                    }
+                }
+                for (x, y) in straight[done..].iter().zip(&rest) {
+                    prop_assert_eq!(x.samples(), y.samples());
+                    prop_assert_eq!(x.data(), y.data());
+                    prop_assert_eq!(x.position(), y.position());
+                }
+            }
         }
     }
 
@@ -440,4 +524,177 @@ fn bad_options_and_positions_are_typed_errors() {
     a.seek(p).unwrap();
     assert!(a.next_batch().unwrap().is_none());
     let _ = Arc::new(b.next_batch().unwrap());
+}
+
+#[test]
+fn conflicting_options_are_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    write(&path, &[2; 10], 1 << 20);
+    let file = MappedDataset::open(&path).unwrap();
+    let cases: [(LoaderBuilder, &str, &str); 4] = [
+        (
+            Loader::builder(&file)
+                .with_batch_size(4)
+                .with_token_budget(40),
+            "with_batch_size",
+            "with_token_budget",
+        ),
+        (
+            Loader::builder(&file)
+                .with_token_budget(40)
+                .with_batch_size(4),
+            "with_token_budget",
+            "with_batch_size",
+        ),
+        (
+            Loader::builder(&file)
+                .with_shuffle(1)
+                .with_chunk_shuffle(1, 4),
+            "with_shuffle",
+            "with_chunk_shuffle",
+        ),
+        (
+            Loader::builder(&file)
+                .with_buckets(vec![3])
+                .with_quantile_buckets(2),
+            "with_buckets",
+            "with_quantile_buckets",
+        ),
+    ];
+    for (builder, first, second) in cases {
+        let err = builder.build().unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                ErrorKind::Argument(ArgumentError::LoaderConfig { option, .. }) if *option == first
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("loader option {first}: conflicts with {second}: give one of them")
+        );
+    }
+    // The same option twice is not a conflict: the last one counts.
+    let loader = Loader::builder(&file)
+        .with_batch_size(4)
+        .with_batch_size(5)
+        .build()
+        .unwrap();
+    assert_eq!(loader.plan(0).infos()[0].len(), 5);
+}
+
+/// A file with a schema and no rows (no record batch, or one of 0 rows): zero batches in
+/// every mode, and every option that names a column still checks it against the schema.
+#[test]
+fn empty_datasets_give_zero_batches_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_batch = dir.path().join("none.arrow");
+    let schema = {
+        let probe = dir.path().join("probe.arrow");
+        write(&probe, &[1], 1 << 20);
+        MappedDataset::open(&probe).unwrap().schema().clone()
+    };
+    let mut w =
+        arrow_ipc::writer::FileWriter::try_new(std::fs::File::create(&no_batch).unwrap(), &schema)
+            .unwrap();
+    w.finish().unwrap();
+    let zero_rows = dir.path().join("zero.arrow");
+    write(&zero_rows, &[], 1 << 20);
+    for path in [&no_batch, &zero_rows] {
+        let file = MappedDataset::open(path).unwrap();
+        assert_eq!(file.num_rows(), 0);
+        let modes: [fn(LoaderBuilder) -> LoaderBuilder; 6] = [
+            |b| b,
+            |b| b.with_length_column("tokens", 0).with_token_budget(8),
+            |b| b.with_length_column("tokens", 1).with_quantile_buckets(3),
+            |b| b.with_shuffle(3).with_buckets(vec![2, 5]),
+            |b| b.with_chunk_shuffle(3, 4).with_drop_last(true),
+            |b| b.with_batch_size(2).shard(1, 2),
+        ];
+        for (i, mode) in modes.iter().enumerate() {
+            let mut loader = mode(Loader::builder(&file)).build().unwrap();
+            for epoch in 0..2 {
+                assert!(loader.plan(epoch).is_empty(), "mode {i}");
+                assert!(loader.next_batch().unwrap().is_none(), "mode {i}");
+            }
+            assert_eq!(loader.by_ref().count(), 0);
+        }
+        assert!(matches!(
+            Loader::builder(&file)
+                .with_length_column("x", 0)
+                .build()
+                .map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::NoSuchColumn(_)))
+        ));
+        assert!(matches!(
+            Loader::builder(&file)
+                .with_length_column("tokens", 2)
+                .build()
+                .map_err(Error::into_kind),
+            Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
+                level: 2,
+                levels: 2
+            }))
+        ));
+    }
+}
+
+/// A sample over the token budget comes after the batch that was being filled: the epoch
+/// keeps file order, and in file order every batch in one record batch stays a view.
+#[test]
+fn oversize_samples_keep_the_order_and_the_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    // Document 3 has 12 sentences: far over a 30-token budget.
+    let doc_tokens = write(&path, &[1, 1, 1, 12, 1, 1, 2, 1], 1 << 20);
+    assert!(
+        doc_tokens[3] > 30
+            && doc_tokens
+                .iter()
+                .enumerate()
+                .all(|(i, &t)| i == 3 || t <= 30)
+    );
+    let file = MappedDataset::open(&path).unwrap();
+    assert_eq!(file.batches().len(), 1);
+    let mut loader = Loader::builder(&file)
+        .with_token_budget(30)
+        .build()
+        .unwrap();
+    let batches = epoch(&mut loader, &file);
+    assert_eq!(samples(&batches), (0..8).collect::<Vec<_>>());
+    assert!(batches.iter().all(Batch::is_view));
+    assert_eq!(batches.iter().filter(|b| b.is_oversize()).count(), 1);
+    assert_eq!(loader.stats().gathered, 0);
+}
+
+#[test]
+fn a_loader_is_an_iterator_over_its_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    write(&path, &[1, 2, 3, 1, 2, 3, 1], 200);
+    let file = MappedDataset::open(&path).unwrap();
+    let build = || {
+        Loader::builder(&file)
+            .with_batch_size(3)
+            .with_shuffle(4)
+            .build()
+            .unwrap()
+    };
+    let mut direct = build();
+    let expected = epoch(&mut direct, &file);
+    let mut loader = build();
+    let mut got = Vec::new();
+    for batch in &mut loader {
+        got.push(batch.unwrap());
+    }
+    assert_eq!(got.len(), expected.len());
+    for (a, b) in got.iter().zip(&expected) {
+        assert_eq!((a.samples(), a.data()), (b.samples(), b.data()));
+    }
+    // The next iteration is the next epoch.
+    let second: Vec<Batch> = loader.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(second[0].position().epoch, 1);
+    assert_eq!(second.len(), expected.len());
 }

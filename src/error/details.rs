@@ -426,15 +426,11 @@ pub enum ArgumentError {
         reason: String,
     },
 
-    /// A loader position saved by a loader with other options or data.
-    #[error(
-        "loader position was saved with fingerprint {found:016x}, this loader's is {expected:016x} (other options or data)"
-    )]
+    /// A loader position saved by a loader that makes other plans.
+    #[error("the loader position is from another plan: {differs} differ")]
     PositionMismatch {
-        /// This loader's fingerprint.
-        expected: u64,
-        /// The position's.
-        found: u64,
+        /// What differs between the position's plan and this loader's, in words.
+        differs: String,
     },
 
     /// A loader position past the last batch of its epoch.

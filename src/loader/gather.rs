@@ -149,7 +149,37 @@ impl Gatherer {
         sources: &[Vec<Source>],
         columns: &[ColumnInfo],
     ) -> Result<Dataset> {
-        // Consecutive rows of one record batch become one run.
+        self.find_runs(samples, rows);
+        // Sizes first, so the buffer is reserved once: per level `entries + 1` offsets
+        // (spec §4 rule 5), then the items, each part padded to ALIGN.
+        let total = self.total_bytes(sources, columns);
+        let mut out = self.take(total);
+        let mut parts = std::mem::take(&mut self.parts);
+        parts.clear();
+        for (c, info) in columns.iter().enumerate() {
+            for (level, &width) in info.widths.iter().enumerate() {
+                let at = out.len();
+                let count = self.copy_offsets(&mut out, sources, c, level, width)?;
+                parts.push((at, count));
+                pad_to_alignment(&mut out);
+            }
+            let at = out.len();
+            let items = self.copy_values(&mut out, sources, c, info);
+            parts.push((at, items));
+            pad_to_alignment(&mut out);
+        }
+        debug_assert_eq!(out.len(), total);
+        self.stats.bytes_copied += out.len() as u64;
+        self.stats.gathered += 1;
+        let buffer: Buffer = out.into();
+        self.keep(&buffer);
+        let dataset = build_dataset(&buffer, &parts, columns);
+        self.parts = parts;
+        dataset
+    }
+
+    /// Splits `samples` into runs: consecutive rows of one record batch become one run.
+    fn find_runs(&mut self, samples: &[usize], rows: &RowIndex) {
         self.runs.clear();
         for &row in samples {
             let (b, local) = rows.locate(row).expect("plans hold rows of the file");
@@ -158,8 +188,11 @@ impl Gatherer {
                 _ => self.runs.push((b, local, local + 1)),
             }
         }
-        // Sizes first, so the buffer is reserved once: per level `entries + 1` offsets
-        // (spec §4 rule 5), then the items, each part padded to ALIGN.
+    }
+
+    /// The bytes of the gathered buffer: every level's offsets and every column's values,
+    /// each part padded to the alignment.
+    fn total_bytes(&self, sources: &[Vec<Source>], columns: &[ColumnInfo]) -> usize {
         let mut total = 0;
         for (c, info) in columns.iter().enumerate() {
             for (level, width) in info.widths.iter().enumerate() {
@@ -176,118 +209,82 @@ impl Gatherer {
             let items = self.elements(sources, c, info.widths.len()) * info.element_size;
             total += align(item_bytes(info.dtype, items));
         }
-        let mut out = self.take(total);
-        let mut parts = std::mem::take(&mut self.parts);
-        parts.clear();
-        for (c, info) in columns.iter().enumerate() {
-            for (level, &width) in info.widths.iter().enumerate() {
-                // spec §2, §4 rules 1-4: each level's offsets are rebuilt from 0 as running
-                // sums of the gathered lengths, so their last is the next level's count.
-                let at = out.len();
-                push_offset(&mut out, width, 0, level, 0)?;
-                let mut cur = 0usize;
-                let mut count = 1;
+        total
+    }
+
+    /// Appends the rebased offsets of `level` of column `c` over the runs; returns how many.
+    /// Spec §2, §4 rules 1-4: the offsets are rebuilt from 0 as running sums of the gathered
+    /// lengths, so their last is the next level's count.
+    fn copy_offsets(
+        &self,
+        out: &mut MutableBuffer,
+        sources: &[Vec<Source>],
+        c: usize,
+        level: usize,
+        width: OffsetWidth,
+    ) -> Result<usize> {
+        push_offset(out, width, 0, level, 0)?;
+        let mut cur = 0usize;
+        let mut count = 1;
+        for &(b, lo, hi) in &self.runs {
+            let src = &sources[b][c];
+            let (s, e) = src.range((lo, hi), level);
+            let o = &src.levels[level];
+            let mut prev = o.get(s);
+            for j in s..e {
+                let next = o.get(j + 1);
+                cur += next - prev;
+                prev = next;
+                push_offset(out, width, cur, level, count)?;
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
+    /// Appends the values of column `c` under the runs; returns how many items.
+    fn copy_values(
+        &self,
+        out: &mut MutableBuffer,
+        sources: &[Vec<Source>],
+        c: usize,
+        info: &ColumnInfo,
+    ) -> usize {
+        let levels = info.widths.len();
+        let items = self.elements(sources, c, levels) * info.element_size;
+        match info.dtype.byte_width() {
+            // Arrow layout, primitive: the items back to back, row-major per element
+            // (spec §2.1), copied run by run.
+            Some(w) => {
                 for &(b, lo, hi) in &self.runs {
                     let src = &sources[b][c];
-                    let (s, e) = src.range((lo, hi), level);
-                    let o = &src.levels[level];
-                    let mut prev = o.get(s);
-                    for j in s..e {
-                        let next = o.get(j + 1);
-                        cur += next - prev;
-                        prev = next;
-                        push_offset(&mut out, width, cur, level, count)?;
-                        count += 1;
-                    }
+                    let (s, e) = src.range((lo, hi), levels);
+                    let first = (src.item_offset + s * info.element_size) * w;
+                    let len = (e - s) * info.element_size * w;
+                    out.extend_from_slice(&src.items.as_slice()[first..first + len]);
                 }
-                parts.push((at, count));
-                pad_to_alignment(&mut out);
             }
-            let at = out.len();
-            let levels = info.widths.len();
-            let items = self.elements(sources, c, levels) * info.element_size;
-            match info.dtype.byte_width() {
-                // Arrow layout, primitive: the items back to back, row-major per element
-                // (spec §2.1), copied run by run.
-                Some(w) => {
-                    for &(b, lo, hi) in &self.runs {
-                        let src = &sources[b][c];
-                        let (s, e) = src.range((lo, hi), levels);
-                        let first = (src.item_offset + s * info.element_size) * w;
-                        let len = (e - s) * info.element_size * w;
-                        out.extend_from_slice(&src.items.as_slice()[first..first + len]);
-                    }
-                }
-                // Arrow layout, boolean: one bit per item, least significant bit first, so
-                // runs that do not start on a byte boundary are copied bit by bit.
-                None => {
-                    out.extend_zeros(items.div_ceil(8));
-                    let bits = &mut out.as_slice_mut()[at..];
-                    let mut i = 0;
-                    for &(b, lo, hi) in &self.runs {
-                        let src = &sources[b][c];
-                        let (s, e) = src.range((lo, hi), levels);
-                        let from = src.items.as_slice();
-                        for k in s * info.element_size..e * info.element_size {
-                            if bit_util::get_bit(from, src.item_offset + k) {
-                                bit_util::set_bit(bits, i);
-                            }
-                            i += 1;
+            // Arrow layout, boolean: one bit per item, least significant bit first, so
+            // runs that do not start on a byte boundary are copied bit by bit.
+            None => {
+                let at = out.len();
+                out.extend_zeros(items.div_ceil(8));
+                let bits = &mut out.as_slice_mut()[at..];
+                let mut i = 0;
+                for &(b, lo, hi) in &self.runs {
+                    let src = &sources[b][c];
+                    let (s, e) = src.range((lo, hi), levels);
+                    let from = src.items.as_slice();
+                    for k in s * info.element_size..e * info.element_size {
+                        if bit_util::get_bit(from, src.item_offset + k) {
+                            bit_util::set_bit(bits, i);
                         }
+                        i += 1;
                     }
                 }
             }
-            parts.push((at, items));
-            pad_to_alignment(&mut out);
         }
-        debug_assert_eq!(out.len(), total);
-        self.stats.bytes_copied += out.len() as u64;
-        self.stats.gathered += 1;
-        let buffer: Buffer = out.into();
-        self.keep(&buffer);
-
-        let mut part = parts.iter().copied();
-        let mut built = Vec::with_capacity(columns.len());
-        for info in columns {
-            let mut levels = Vec::with_capacity(info.widths.len());
-            for &width in &info.widths {
-                let (at, count) = part.next().expect("one part per level");
-                levels.push(match width {
-                    // SAFETY: the offsets were written from 0 by adding non-negative lengths,
-                    // so they never decrease.
-                    OffsetWidth::I32 => LevelOffsets::I32(unsafe {
-                        OffsetBuffer::new_unchecked(ScalarBuffer::new(
-                            buffer.clone(),
-                            at / 4,
-                            count,
-                        ))
-                    }),
-                    // SAFETY: as above.
-                    OffsetWidth::I64 => LevelOffsets::I64(unsafe {
-                        OffsetBuffer::new_unchecked(ScalarBuffer::new(
-                            buffer.clone(),
-                            at / 8,
-                            count,
-                        ))
-                    }),
-                });
-            }
-            let (at, items) = part.next().expect("one part per column's values");
-            let bytes = item_bytes(info.dtype, items);
-            let data = ArrayData::builder(info.dtype.arrow_type())
-                .len(items)
-                .add_buffer(buffer.slice_with_length(at, bytes))
-                .build()?;
-            let array: ArrayRef = make_array(data);
-            let values = Values::try_new(array, info.element_shape.clone())?;
-            let tensor = LodTensor::try_new(Lod::try_new(levels)?, values)?;
-            built.push(
-                Column::new(info.name.clone(), tensor)
-                    .with_level_names(info.level_names.iter().cloned())?,
-            );
-        }
-        self.parts = parts;
-        Dataset::try_new(built)
+        items
     }
 
     /// The elements of column `c` under the current runs.
@@ -300,6 +297,48 @@ impl Gatherer {
             })
             .sum()
     }
+}
+
+/// The columns whose parts `parts` (`(byte position, count)`: each level's offsets, then
+/// the values, column after column) lie in `buffer`.
+fn build_dataset(
+    buffer: &Buffer,
+    parts: &[(usize, usize)],
+    columns: &[ColumnInfo],
+) -> Result<Dataset> {
+    let mut part = parts.iter().copied();
+    let mut built = Vec::with_capacity(columns.len());
+    for info in columns {
+        let mut levels = Vec::with_capacity(info.widths.len());
+        for &width in &info.widths {
+            let (at, count) = part.next().expect("one part per level");
+            levels.push(match width {
+                // SAFETY: the offsets were written from 0 by adding non-negative lengths,
+                // so they never decrease.
+                OffsetWidth::I32 => LevelOffsets::I32(unsafe {
+                    OffsetBuffer::new_unchecked(ScalarBuffer::new(buffer.clone(), at / 4, count))
+                }),
+                // SAFETY: as above.
+                OffsetWidth::I64 => LevelOffsets::I64(unsafe {
+                    OffsetBuffer::new_unchecked(ScalarBuffer::new(buffer.clone(), at / 8, count))
+                }),
+            });
+        }
+        let (at, items) = part.next().expect("one part per column's values");
+        let bytes = item_bytes(info.dtype, items);
+        let data = ArrayData::builder(info.dtype.arrow_type())
+            .len(items)
+            .add_buffer(buffer.slice_with_length(at, bytes))
+            .build()?;
+        let array: ArrayRef = make_array(data);
+        let values = Values::try_new(array, info.element_shape.clone())?;
+        let tensor = LodTensor::try_new(Lod::try_new(levels)?, values)?;
+        built.push(
+            Column::new(info.name.clone(), tensor)
+                .with_level_names(info.level_names.iter().cloned())?,
+        );
+    }
+    Dataset::try_new(built)
 }
 
 fn offset_bytes(width: OffsetWidth) -> usize {

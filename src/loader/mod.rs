@@ -14,11 +14,22 @@
 //! - `shard(rank, world_size)` for data-parallel training: contiguous, disjoint parts of
 //!   each epoch's order whose sizes differ by at most one sample;
 //! - a [`Position`] (epoch, batch) to save and restore, continuing with the exact next
-//!   batch.
+//!   batch; its [`Fingerprint`] covers everything that decides the order (options, sample
+//!   lengths, and the record-batch boundaries where a chunk shuffle follows them), so a
+//!   position from another plan is refused with what differs named.
 //!
-//! A batch whose samples are consecutive rows of one record batch of the file is a view
-//! into the mapping (no copy). Any other batch is gathered: copied once into a buffer taken
-//! from a small pool and reused once the batch it held has been dropped.
+//! Exactly when a batch copies: a batch whose samples are consecutive rows of one record
+//! batch of the file is a view into the mapping (no copy, [`Batch::is_view`]); any other
+//! batch is gathered, copied once into a buffer taken from a small pool and reused once the
+//! batch it held has been dropped. So in file order (no shuffle, one bucket) every batch is
+//! a view except those that straddle two record batches, oversize samples included (the
+//! batch being filled is closed before an oversize sample, keeping the order); with a chunk
+//! shuffle, batches that fall inside one run are views; with a sample shuffle or several
+//! buckets, batches are gathered unless their samples happen to be consecutive.
+//!
+//! Options that decide the same thing are alternatives, and giving two of them is an error
+//! of [`LoaderBuilder::build`] that names both. A [`Loader`] is also an [`Iterator`] over
+//! the batches of the current epoch.
 //!
 //! # Example
 //! ```
@@ -50,8 +61,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod builder;
 mod gather;
 mod plan;
+mod position;
 mod prefetch;
 
 use crate::{ArgumentError, RowIndex};
@@ -63,230 +76,14 @@ use crate::io::ipc_reader::MappedDataset;
 use crate::ops::{Padded, to_padded};
 use crate::values::{DType, Values};
 
+pub use builder::LoaderBuilder;
 pub use gather::GatherStats;
 pub use plan::{BatchInfo, BatchSize, Plan, Shuffle};
+pub use position::{Fingerprint, Position};
 pub use prefetch::Prefetch;
 
 use gather::{ColumnInfo, Gatherer, Source};
 use plan::PlanConfig;
-
-/// Where a loader stands: the next batch it returns is batch `batch` of epoch `epoch`.
-///
-/// `fingerprint` ties the position to the options and data that made the plan, so that a
-/// position is never restored into a loader that would make other batches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Position {
-    /// The epoch.
-    pub epoch: u64,
-    /// The batch within the epoch.
-    pub batch: usize,
-    /// The loader's fingerprint (see [`Loader::fingerprint`]).
-    pub fingerprint: u64,
-}
-
-impl Position {
-    /// The position as JSON: `{"epoch": 3, "batch": 120, "fingerprint": "…"}` (the
-    /// fingerprint as a hex string, since JSON numbers lose 64-bit integers in some readers).
-    pub fn to_json(&self) -> String {
-        serde_json::json!({
-            "epoch": self.epoch,
-            "batch": self.batch,
-            "fingerprint": format!("{:016x}", self.fingerprint),
-        })
-        .to_string()
-    }
-
-    /// A position from [`Position::to_json`].
-    ///
-    /// # Errors
-    /// [`ArgumentError::InvalidPosition`] for anything else.
-    pub fn from_json(json: &str) -> Result<Self> {
-        let bad = |reason: String| ArgumentError::InvalidPosition {
-            json: json.to_owned(),
-            reason,
-        };
-        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
-        let epoch = v["epoch"]
-            .as_u64()
-            .ok_or_else(|| bad("\"epoch\" is not an unsigned integer".to_owned()))?;
-        let batch = v["batch"]
-            .as_u64()
-            .and_then(|b| usize::try_from(b).ok())
-            .ok_or_else(|| bad("\"batch\" is not an unsigned integer".to_owned()))?;
-        let fingerprint = v["fingerprint"]
-            .as_str()
-            .and_then(|s| u64::from_str_radix(s, 16).ok())
-            .ok_or_else(|| bad("\"fingerprint\" is not a hex string".to_owned()))?;
-        Ok(Position {
-            epoch,
-            batch,
-            fingerprint,
-        })
-    }
-}
-
-/// Options of a [`Loader`]; see [`Loader::builder`].
-#[derive(Debug)]
-pub struct LoaderBuilder<'a> {
-    file: &'a MappedDataset,
-    config: PlanConfig,
-    length: Option<(String, usize)>,
-    quantiles: Option<usize>,
-}
-
-impl<'a> LoaderBuilder<'a> {
-    /// Batches of `samples` samples (the default is 32).
-    pub fn with_batch_size(mut self, samples: usize) -> Self {
-        self.config.batch = BatchSize::Samples(samples);
-        self
-    }
-
-    /// Batches of at most `tokens` tokens, a token being one unit of the length column
-    /// (see [`LoaderBuilder::with_length_column`]).
-    pub fn with_token_budget(mut self, tokens: usize) -> Self {
-        self.config.batch = BatchSize::Tokens(tokens);
-        self
-    }
-
-    /// The length of a sample: the sum of the lengths of `level` of column `column` under
-    /// it (for the last level: its elements). The default is the last level of the first
-    /// column that has levels, or 1 per sample when none has.
-    pub fn with_length_column(mut self, column: impl Into<String>, level: usize) -> Self {
-        self.length = Some((column.into(), level));
-        self
-    }
-
-    /// Leaves out the last batch of each bucket when it is incomplete: fewer samples than
-    /// the batch size, or (with a token budget) not closed by a sample that did not fit.
-    pub fn with_drop_last(mut self, drop_last: bool) -> Self {
-        self.config.drop_last = drop_last;
-        self
-    }
-
-    /// Shuffles the samples each epoch with `seed`.
-    pub fn with_shuffle(mut self, seed: u64) -> Self {
-        self.config.shuffle = Shuffle::Samples { seed };
-        self
-    }
-
-    /// Shuffles runs of up to `rows` consecutive samples each epoch with `seed`, keeping
-    /// each run in file order, so most batches stay views of the mapping.
-    pub fn with_chunk_shuffle(mut self, seed: u64, rows: usize) -> Self {
-        self.config.shuffle = Shuffle::Chunks { seed, rows };
-        self
-    }
-
-    /// Length buckets by inclusive upper bounds (`[64, 256, 1024]`: four buckets, the last
-    /// for longer samples). Batches hold samples of one bucket.
-    pub fn with_buckets(mut self, bounds: Vec<usize>) -> Self {
-        self.config.buckets = bounds;
-        self.quantiles = None;
-        self
-    }
-
-    /// `n` length buckets with about as many samples each (bounds at the length quantiles).
-    pub fn with_quantile_buckets(mut self, n: usize) -> Self {
-        self.quantiles = Some(n);
-        self
-    }
-
-    /// Only part `rank` of `world_size` contiguous, near-equal parts of each epoch's order.
-    pub fn shard(mut self, rank: usize, world_size: usize) -> Self {
-        self.config.rank = rank;
-        self.config.world_size = world_size;
-        self
-    }
-
-    /// The loader, positioned at batch 0 of epoch 0.
-    ///
-    /// # Errors
-    /// [`ArgumentError::LoaderConfig`] for an option out of range; [`ArgumentError::NoSuchColumn`] or
-    /// [`ArgumentError::LevelOutOfBounds`] for a length column or level the file does not have.
-    pub fn build(self) -> Result<Loader> {
-        let LoaderBuilder {
-            file,
-            mut config,
-            length,
-            quantiles,
-        } = self;
-        let batches: Vec<Dataset> = file.batches().to_vec();
-        let rows = file.row_index().clone();
-        let columns: Vec<ColumnInfo> = match batches.first() {
-            Some(b) => b.columns().iter().map(ColumnInfo::new).collect(),
-            None => Vec::new(),
-        };
-        let length = match length {
-            Some((name, level)) => {
-                let Some(c) = columns.iter().position(|c| c.name == name) else {
-                    return Err(ArgumentError::NoSuchColumn(name).into());
-                };
-                let levels = columns[c].widths.len();
-                ArgumentError::check_level(level, levels)?;
-                Some((c, level))
-            }
-            None => columns
-                .iter()
-                .position(|c| !c.widths.is_empty())
-                .map(|c| (c, columns[c].widths.len() - 1)),
-        };
-        let sources: Vec<Vec<Source>> = batches
-            .iter()
-            .map(|b| {
-                b.columns()
-                    .iter()
-                    .map(|c| Source::new(c.tensor()))
-                    .collect()
-            })
-            .collect();
-        let mut lengths = Vec::with_capacity(file.num_rows());
-        for b in &batches {
-            match length {
-                Some((c, level)) => {
-                    let t = b.columns()[c].tensor();
-                    let lod = t.lod();
-                    for row in 0..b.num_rows() {
-                        lengths.push(lod.descend(0, row..row + 1, level + 1).len());
-                    }
-                }
-                None => lengths.extend(std::iter::repeat_n(1, b.num_rows())),
-            }
-        }
-        if let Some(n) = quantiles {
-            if n == 0 {
-                return Err(ArgumentError::LoaderConfig {
-                    option: "quantile buckets",
-                    reason: "need at least 1 bucket".to_owned(),
-                }
-                .into());
-            }
-            let mut sorted = lengths.clone();
-            sorted.sort_unstable();
-            let mut bounds: Vec<usize> = (1..n)
-                .filter_map(|q| {
-                    // The longest length of the lower q/n of the samples.
-                    let i = q * sorted.len() / n;
-                    i.checked_sub(1).and_then(|i| sorted.get(i)).copied()
-                })
-                .collect();
-            bounds.dedup();
-            config.buckets = bounds;
-        }
-        config.validate()?;
-        let fingerprint = config.fingerprint(&lengths);
-        Ok(Loader {
-            batches,
-            rows,
-            sources,
-            columns,
-            lengths,
-            config,
-            fingerprint,
-            plan: None,
-            position: (0, 0),
-            gatherer: Gatherer::default(),
-        })
-    }
-}
 
 /// Streams the batches of a [`MappedDataset`]; see the [module docs](self).
 ///
@@ -300,7 +97,7 @@ pub struct Loader {
     columns: Vec<ColumnInfo>,
     lengths: Vec<usize>,
     config: PlanConfig,
-    fingerprint: u64,
+    fingerprint: Fingerprint,
     plan: Option<Arc<Plan>>,
     /// (epoch, batch) of the next batch.
     position: (u64, usize),
@@ -330,19 +127,7 @@ impl Loader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn builder(file: &MappedDataset) -> LoaderBuilder<'_> {
-        LoaderBuilder {
-            file,
-            config: PlanConfig {
-                batch: BatchSize::Samples(32),
-                drop_last: false,
-                shuffle: Shuffle::None,
-                buckets: Vec::new(),
-                rank: 0,
-                world_size: 1,
-            },
-            length: None,
-            quantiles: None,
-        }
+        LoaderBuilder::new(file)
     }
 
     /// The plan of `epoch` (cached for the epoch being read, else computed in O(samples)).
@@ -375,8 +160,9 @@ impl Loader {
         &self.config.buckets
     }
 
-    /// A portable hash of the options and the sample lengths.
-    pub fn fingerprint(&self) -> u64 {
+    /// Portable hashes of everything that decides the plans: the options, the sample
+    /// lengths and (with a chunk shuffle) the record-batch boundaries.
+    pub fn fingerprint(&self) -> Fingerprint {
         self.fingerprint
     }
 
@@ -393,13 +179,14 @@ impl Loader {
     /// `position.epoch`.
     ///
     /// # Errors
-    /// [`ArgumentError::PositionMismatch`] when the position was saved by a loader with other options
-    /// or data; [`ArgumentError::BatchOutOfRange`] when the epoch has fewer batches.
+    /// [`ArgumentError::PositionMismatch`] when the position was saved by a loader that makes
+    /// other plans (other options, data or record-batch boundaries), saying what differs;
+    /// [`ArgumentError::BatchOutOfRange`] when the epoch has fewer batches.
     pub fn seek(&mut self, position: Position) -> Result<()> {
-        if position.fingerprint != self.fingerprint {
+        let differences = self.fingerprint.differences(&position.fingerprint);
+        if !differences.is_empty() {
             return Err(ArgumentError::PositionMismatch {
-                expected: self.fingerprint,
-                found: position.fingerprint,
+                differs: differences.join("; "),
             }
             .into());
         }
@@ -488,6 +275,41 @@ impl Loader {
     }
 }
 
+/// The batches of the current epoch, as [`Loader::next_batch`] gives them: the iteration
+/// ends with the epoch, and iterating again gives the next epoch. After an error the
+/// position has not moved, so the same error comes again: stop at the first one (`?`, or
+/// collecting into a `Result`).
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
+/// # use arrow_array::types::Float32Type;
+/// use lodtensor::loader::Loader;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// let file = MappedDataset::open(&path)?;
+/// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+/// let mut rows = 0;
+/// for batch in &mut loader {
+///     rows += batch?.data().num_rows();
+/// }
+/// assert_eq!(rows, 5);
+/// assert_eq!(loader.position().epoch, 1);     // the next `for` reads epoch 1
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl Iterator for Loader {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Result<Batch>> {
+        self.next_batch().transpose()
+    }
+}
+
 /// One batch: a dataset of every column for the batch's samples, and where it stands.
 #[derive(Clone, Debug)]
 pub struct Batch {
@@ -495,7 +317,7 @@ pub struct Batch {
     view: bool,
     plan: Arc<Plan>,
     index: usize,
-    fingerprint: u64,
+    fingerprint: Fingerprint,
 }
 
 impl Batch {
@@ -587,7 +409,6 @@ fn zero(dtype: DType) -> Result<Values> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ArgumentError, Error, ErrorKind};
 
     use crate::dataset::Column;
     use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
@@ -645,27 +466,6 @@ mod tests {
         for dtype in DType::ALL {
             let z = zero(dtype).unwrap();
             assert_eq!((z.dtype(), z.num_elements()), (dtype, 1));
-        }
-    }
-
-    #[test]
-    fn positions_round_trip_through_json() {
-        let p = Position {
-            epoch: 3,
-            batch: 120,
-            fingerprint: u64::MAX - 5,
-        };
-        assert_eq!(Position::from_json(&p.to_json()).unwrap(), p);
-        for bad in [
-            "{",
-            r#"{"epoch": -1, "batch": 0, "fingerprint": "0"}"#,
-            r#"{"epoch": 1, "fingerprint": "0"}"#,
-            r#"{"epoch": 1, "batch": 0, "fingerprint": 7}"#,
-        ] {
-            assert!(matches!(
-                Position::from_json(bad).map_err(Error::into_kind),
-                Err(ErrorKind::Argument(ArgumentError::InvalidPosition { .. }))
-            ));
         }
     }
 }

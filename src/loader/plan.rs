@@ -11,6 +11,7 @@
 use crate::{ArgumentError, RowIndex};
 use std::ops::Range;
 
+use super::position::{Fingerprint, Hasher};
 use crate::error::Result;
 use crate::synthetic::SplitMix64;
 
@@ -105,41 +106,47 @@ impl PlanConfig {
 
     /// A portable hash of the options and the data, stored in every [`super::Position`]
     /// so that a position is only restored into a loader that makes the same plans.
-    pub fn fingerprint(&self, lengths: &[usize]) -> u64 {
-        let mut h = Hasher(0x6c6f_6474_656e_736f);
+    /// `row_starts` (the record-batch boundaries) count only where they decide the order.
+    pub fn fingerprint(&self, lengths: &[usize], row_starts: &[usize]) -> Fingerprint {
+        let mut options = Hasher::new();
         match self.batch {
-            BatchSize::Samples(n) => h.add(&[1, n as u64]),
-            BatchSize::Tokens(n) => h.add(&[2, n as u64]),
+            BatchSize::Samples(n) => options.add(&[1, n as u64]),
+            BatchSize::Tokens(n) => options.add(&[2, n as u64]),
         }
         match self.shuffle {
-            Shuffle::None => h.add(&[0]),
-            Shuffle::Samples { seed } => h.add(&[1, seed]),
-            Shuffle::Chunks { seed, rows } => h.add(&[2, seed, rows as u64]),
+            Shuffle::None => options.add(&[0]),
+            Shuffle::Samples { seed } => options.add(&[1, seed]),
+            Shuffle::Chunks { seed, rows } => options.add(&[2, seed, rows as u64]),
         }
-        h.add(&[
+        options.add(&[
             self.drop_last as u64,
             self.rank as u64,
             self.world_size as u64,
             self.buckets.len() as u64,
         ]);
         for &b in &self.buckets {
-            h.add(&[b as u64]);
+            options.add(&[b as u64]);
         }
-        h.add(&[lengths.len() as u64]);
+        let mut data = Hasher::new();
+        data.add(&[lengths.len() as u64]);
         for &l in lengths {
-            h.add(&[l as u64]);
+            data.add(&[l as u64]);
         }
-        h.0
-    }
-}
-
-/// A small portable hash built on the SplitMix64 mixer.
-struct Hasher(u64);
-
-impl Hasher {
-    fn add(&mut self, words: &[u64]) {
-        for &w in words {
-            self.0 = SplitMix64::new(self.0 ^ w).next_u64();
+        let record_batches = match self.shuffle {
+            Shuffle::Chunks { .. } => {
+                let mut h = Hasher::new();
+                h.add(&[row_starts.len() as u64]);
+                for &r in row_starts {
+                    h.add(&[r as u64]);
+                }
+                h.finish()
+            }
+            Shuffle::None | Shuffle::Samples { .. } => 0,
+        };
+        Fingerprint {
+            options: options.finish(),
+            lengths: data.finish(),
+            record_batches,
         }
     }
 }
@@ -286,6 +293,12 @@ impl Plan {
                 }
                 BatchSize::Tokens(budget) => {
                     if len > budget {
+                        // The batch being filled comes first: the epoch keeps its order,
+                        // and in file order both stay views.
+                        if !pending[b].is_empty() {
+                            plan.close(&mut pending[b], lengths, false);
+                            pending_tokens[b] = 0;
+                        }
                         plan.close(&mut vec![s], lengths, true);
                         continue;
                     }
@@ -447,12 +460,15 @@ mod tests {
     fn token_budgets_and_oversize() {
         let lengths = [3, 4, 2, 9, 1, 5];
         let plan = one_batch(&config(BatchSize::Tokens(7)), &lengths, 0);
+        // Sample 3 (9 tokens) is over the budget: the batch being filled ([2]) comes first,
+        // so the samples keep their order.
         assert_eq!(
             plan.batches().collect::<Vec<_>>(),
-            vec![&[0, 1][..], &[3], &[2, 4], &[5]]
+            vec![&[0, 1][..], &[2], &[3], &[4, 5]]
         );
+        assert_eq!(plan.samples(), &[0, 1, 2, 3, 4, 5]);
         assert_eq!(plan.oversize(), 1);
-        assert!(plan.infos()[1].oversize);
+        assert!(plan.infos()[2].oversize);
         assert_eq!(plan.infos()[0].tokens, 7);
     }
 

@@ -1,0 +1,271 @@
+//! The options of a [`Loader`], checked together when it is built.
+
+use arrow_schema::Schema;
+
+use super::Loader;
+use super::gather::{ColumnInfo, Gatherer, Source};
+use super::plan::{BatchSize, PlanConfig, Shuffle};
+use crate::ArgumentError;
+use crate::dataset::{Column, Dataset};
+use crate::error::Result;
+use crate::io::ipc_reader::MappedDataset;
+
+/// Options of a [`Loader`]; see [`Loader::builder`].
+///
+/// Options that decide the same thing (`with_batch_size` and `with_token_budget`,
+/// `with_shuffle` and `with_chunk_shuffle`, `with_buckets` and `with_quantile_buckets`)
+/// are alternatives: giving both is refused by [`LoaderBuilder::build`], naming both.
+#[derive(Debug)]
+pub struct LoaderBuilder<'a> {
+    file: &'a MappedDataset,
+    config: PlanConfig,
+    length: Option<(String, usize)>,
+    quantiles: Option<usize>,
+    /// The option that set each group of alternatives: batch size, shuffle, buckets.
+    chosen: [Option<&'static str>; 3],
+    /// The first two alternatives both given.
+    conflict: Option<(&'static str, &'static str)>,
+}
+
+/// The groups of alternative options, indices into [`LoaderBuilder::chosen`].
+const BATCHING: usize = 0;
+const SHUFFLING: usize = 1;
+const BUCKETING: usize = 2;
+
+impl<'a> LoaderBuilder<'a> {
+    pub(super) fn new(file: &'a MappedDataset) -> Self {
+        LoaderBuilder {
+            file,
+            config: PlanConfig {
+                batch: BatchSize::Samples(32),
+                drop_last: false,
+                shuffle: Shuffle::None,
+                buckets: Vec::new(),
+                rank: 0,
+                world_size: 1,
+            },
+            length: None,
+            quantiles: None,
+            chosen: [None; 3],
+            conflict: None,
+        }
+    }
+
+    /// Records that option `name` of group `group` was given.
+    fn choose(&mut self, group: usize, name: &'static str) {
+        match self.chosen[group] {
+            Some(earlier) if earlier != name => {
+                self.conflict.get_or_insert((earlier, name));
+            }
+            _ => self.chosen[group] = Some(name),
+        }
+    }
+
+    /// Batches of `samples` samples (the default is 32). Not with
+    /// [`LoaderBuilder::with_token_budget`].
+    pub fn with_batch_size(mut self, samples: usize) -> Self {
+        self.choose(BATCHING, "with_batch_size");
+        self.config.batch = BatchSize::Samples(samples);
+        self
+    }
+
+    /// Batches of at most `tokens` tokens, a token being one unit of the length column
+    /// (see [`LoaderBuilder::with_length_column`]). Not with
+    /// [`LoaderBuilder::with_batch_size`].
+    pub fn with_token_budget(mut self, tokens: usize) -> Self {
+        self.choose(BATCHING, "with_token_budget");
+        self.config.batch = BatchSize::Tokens(tokens);
+        self
+    }
+
+    /// The length of a sample: the sum of the lengths of `level` of column `column` under
+    /// it (for the last level: its elements). The default is the last level of the first
+    /// column that has levels, or 1 per sample when none has.
+    pub fn with_length_column(mut self, column: impl Into<String>, level: usize) -> Self {
+        self.length = Some((column.into(), level));
+        self
+    }
+
+    /// Leaves out the last batch of each bucket when it is incomplete: fewer samples than
+    /// the batch size, or (with a token budget) not closed by a sample that did not fit.
+    pub fn with_drop_last(mut self, drop_last: bool) -> Self {
+        self.config.drop_last = drop_last;
+        self
+    }
+
+    /// Shuffles the samples each epoch with `seed`. Not with
+    /// [`LoaderBuilder::with_chunk_shuffle`].
+    pub fn with_shuffle(mut self, seed: u64) -> Self {
+        self.choose(SHUFFLING, "with_shuffle");
+        self.config.shuffle = Shuffle::Samples { seed };
+        self
+    }
+
+    /// Shuffles runs of up to `rows` consecutive samples each epoch with `seed`, keeping
+    /// each run in file order, so most batches stay views of the mapping. Not with
+    /// [`LoaderBuilder::with_shuffle`].
+    pub fn with_chunk_shuffle(mut self, seed: u64, rows: usize) -> Self {
+        self.choose(SHUFFLING, "with_chunk_shuffle");
+        self.config.shuffle = Shuffle::Chunks { seed, rows };
+        self
+    }
+
+    /// Length buckets by inclusive upper bounds (`[64, 256, 1024]`: four buckets, the last
+    /// for longer samples). Batches hold samples of one bucket. Not with
+    /// [`LoaderBuilder::with_quantile_buckets`].
+    pub fn with_buckets(mut self, bounds: Vec<usize>) -> Self {
+        self.choose(BUCKETING, "with_buckets");
+        self.config.buckets = bounds;
+        self
+    }
+
+    /// `n` length buckets with about as many samples each (bounds at the length
+    /// quantiles). Not with [`LoaderBuilder::with_buckets`].
+    pub fn with_quantile_buckets(mut self, n: usize) -> Self {
+        self.choose(BUCKETING, "with_quantile_buckets");
+        self.quantiles = Some(n);
+        self
+    }
+
+    /// Only part `rank` of `world_size` contiguous, near-equal parts of each epoch's order.
+    pub fn shard(mut self, rank: usize, world_size: usize) -> Self {
+        self.config.rank = rank;
+        self.config.world_size = world_size;
+        self
+    }
+
+    /// The loader, positioned at batch 0 of epoch 0.
+    ///
+    /// # Errors
+    /// [`ArgumentError::LoaderConfig`] for an option out of range or two alternatives given
+    /// (naming both); [`ArgumentError::NoSuchColumn`] or [`ArgumentError::LevelOutOfBounds`] for a length
+    /// column or level the file does not have.
+    pub fn build(self) -> Result<Loader> {
+        if let Some((first, second)) = self.conflict {
+            return Err(ArgumentError::LoaderConfig {
+                option: first,
+                reason: format!("conflicts with {second}: give one of them"),
+            }
+            .into());
+        }
+        let LoaderBuilder {
+            file,
+            mut config,
+            length,
+            quantiles,
+            ..
+        } = self;
+        let batches: Vec<Dataset> = file.batches().to_vec();
+        let rows = file.row_index().clone();
+        let columns = column_infos(file)?;
+        let length = length_column(&columns, length)?;
+        let lengths = sample_lengths(&batches, length, file.num_rows());
+        if let Some(n) = quantiles {
+            config.buckets = quantile_bounds(&lengths, n)?;
+        }
+        config.validate()?;
+        let fingerprint = config.fingerprint(&lengths, rows.starts());
+        let sources = batches
+            .iter()
+            .map(|b| {
+                b.columns()
+                    .iter()
+                    .map(|c| Source::new(c.tensor()))
+                    .collect()
+            })
+            .collect();
+        Ok(Loader {
+            batches,
+            rows,
+            sources,
+            columns,
+            lengths,
+            config,
+            fingerprint,
+            plan: None,
+            position: (0, 0),
+            gatherer: Gatherer::default(),
+        })
+    }
+}
+
+/// What every record batch of each column shares, from the file's first batch, or from
+/// its schema when it has no batch (a file with a schema and no rows).
+fn column_infos(file: &MappedDataset) -> Result<Vec<ColumnInfo>> {
+    if let Some(b) = file.batches().first() {
+        return Ok(b.columns().iter().map(ColumnInfo::new).collect());
+    }
+    empty_columns(file.schema()).map(|columns| columns.iter().map(ColumnInfo::new).collect())
+}
+
+/// The columns of `schema`, without rows.
+fn empty_columns(schema: &Schema) -> Result<Vec<Column>> {
+    schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let empty = arrow_array::new_empty_array(field.data_type());
+            Column::try_from_arrow(field, empty.as_ref()).map_err(|e| e.in_column(field.name(), 0))
+        })
+        .collect()
+}
+
+/// The column and level that give a sample's length: the one asked for, checked, or the
+/// last level of the first column with levels (`None`: every sample has length 1).
+fn length_column(
+    columns: &[ColumnInfo],
+    asked: Option<(String, usize)>,
+) -> Result<Option<(usize, usize)>> {
+    match asked {
+        Some((name, level)) => {
+            let Some(c) = columns.iter().position(|c| c.name == name) else {
+                return Err(ArgumentError::NoSuchColumn(name).into());
+            };
+            ArgumentError::check_level(level, columns[c].widths.len())?;
+            Ok(Some((c, level)))
+        }
+        None => Ok(columns
+            .iter()
+            .position(|c| !c.widths.is_empty())
+            .map(|c| (c, columns[c].widths.len() - 1))),
+    }
+}
+
+/// The length of every sample of the file, in order.
+fn sample_lengths(batches: &[Dataset], length: Option<(usize, usize)>, rows: usize) -> Vec<usize> {
+    let mut lengths = Vec::with_capacity(rows);
+    for b in batches {
+        match length {
+            Some((c, level)) => {
+                let lod = b.columns()[c].tensor().lod();
+                for row in 0..b.num_rows() {
+                    lengths.push(lod.descend(0, row..row + 1, level + 1).len());
+                }
+            }
+            None => lengths.extend(std::iter::repeat_n(1, b.num_rows())),
+        }
+    }
+    lengths
+}
+
+/// Bounds of `n` buckets with about as many samples each.
+fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>> {
+    if n == 0 {
+        return Err(ArgumentError::LoaderConfig {
+            option: "quantile buckets",
+            reason: "need at least 1 bucket".to_owned(),
+        }
+        .into());
+    }
+    let mut sorted = lengths.to_vec();
+    sorted.sort_unstable();
+    let mut bounds: Vec<usize> = (1..n)
+        .filter_map(|q| {
+            // The longest length of the lower q/n of the samples.
+            let i = q * sorted.len() / n;
+            i.checked_sub(1).and_then(|i| sorted.get(i)).copied()
+        })
+        .collect();
+    bounds.dedup();
+    Ok(bounds)
+}
