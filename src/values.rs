@@ -309,7 +309,7 @@ fn element_size(shape: &[usize]) -> Result<usize> {
     if i32::try_from(size).is_err() {
         return Err(DataError::ElementShape {
             shape: shape.to_vec(),
-            reason: "the element size does not fit an Arrow FixedSizeList (i32)".to_owned(),
+            reason: "the element size does not fit an Arrow FixedSizeList (int32)".to_owned(),
         }
         .into());
     }

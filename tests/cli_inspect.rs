@@ -39,8 +39,8 @@ fn info_describes_columns_and_levels() {
         format!(
             "words.arrow: Arrow IPC, format version 1, {bytes} bytes, 3 rows in 1 batch, 2 columns\n\
              column \"words\": float32, element shape [2], 2 levels, 3 rows, 15 elements, 120 bytes of values\n\
-             \x20 level 0 (articles)   3 sequences, i64 offsets, lengths min 1, mean 2.00, max 3\n\
-             \x20 level 1 (sentences)  6 sequences, i64 offsets, lengths min 1, mean 2.50, max 4\n\
+             \x20 level 0 (articles)   3 sequences, int64 offsets, lengths min 1, mean 2.00, max 3\n\
+             \x20 level 1 (sentences)  6 sequences, int64 offsets, lengths min 1, mean 2.50, max 4\n\
              column \"label\": int64, element shape [], 0 levels, 3 rows, 3 elements, 24 bytes of values\n"
         )
     );

@@ -135,7 +135,7 @@ fn arrow_to_paddle_and_parquet_options() {
     }
     assert_eq!(
         info(dir.path(), "narrow.arrow")["columns"][0]["lengths"][1]["offsets"],
-        "i32"
+        "int32"
     );
     for codec in ["none", "snappy", "zstd"] {
         let out = format!("{codec}.parquet");
@@ -148,7 +148,7 @@ fn arrow_to_paddle_and_parquet_options() {
                 "--compression",
                 codec,
                 "--offsets",
-                "i32",
+                "int32",
             ],
         )
         .ok();
@@ -233,7 +233,7 @@ fn convert_refuses_what_the_output_cannot_hold() {
         (
             &["convert", "words.arrow", "old.pdtensor", "--offsets", "i32"],
             2,
-            "lodtensor: --offsets applies to .arrow and .parquet output: Paddle files always hold u64 offsets",
+            "lodtensor: --offsets applies to .arrow and .parquet output: Paddle files always hold uint64 offsets",
         ),
         (
             &["convert", "words.arrow", "out.txt"],

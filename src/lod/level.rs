@@ -19,11 +19,11 @@ pub enum OffsetWidth {
 }
 
 impl OffsetWidth {
-    /// The Rust name of the integer type.
+    /// The Arrow name of the integer type (`int32`, `int64`), as dtypes are named.
     pub fn name(self) -> &'static str {
         match self {
-            OffsetWidth::I32 => "i32",
-            OffsetWidth::I64 => "i64",
+            OffsetWidth::I32 => "int32",
+            OffsetWidth::I64 => "int64",
         }
     }
 }

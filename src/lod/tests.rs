@@ -132,7 +132,7 @@ fn i32_offsets_on_request() {
         ErrorKind::Data(DataError::OffsetOverflow {
             level: 0,
             index: 1,
-            width: "i32",
+            width: "int32",
             ..
         })
     ));

@@ -1,4 +1,4 @@
-//! `lodtensor convert IN OUT [--compression none|snappy|zstd] [--offsets i32|i64]`: between
+//! `lodtensor convert IN OUT [--compression none|snappy|zstd] [--offsets int32|int64]`: between
 //! `.arrow`, `.parquet` and Paddle `.pdtensor` / `.pdiparams`, by extension. The output
 //! appears whole or not at all.
 
@@ -27,8 +27,10 @@ pub enum Codec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Offsets {
     /// Arrow `List`.
+    #[value(name = "int32", alias = "i32")]
     I32,
     /// Arrow `LargeList`.
+    #[value(name = "int64", alias = "i64")]
     I64,
 }
 
@@ -51,7 +53,7 @@ pub struct Args {
     /// Compression of a Parquet output (default snappy; zstd at level 1, as pyarrow).
     #[arg(long, value_enum)]
     compression: Option<Codec>,
-    /// Offset width of every level of an Arrow or Parquet output (default i64).
+    /// Offset width of every level of an Arrow or Parquet output (default int64).
     #[arg(long, value_enum)]
     offsets: Option<Offsets>,
     #[command(flatten)]
@@ -125,7 +127,7 @@ impl Output {
                 usage("--compression applies to .parquet output: Paddle files are not compressed")
             }
             Format::PaddleTensor | Format::PaddleCombined if self.offsets.is_some() => usage(
-                "--offsets applies to .arrow and .parquet output: Paddle files always hold u64 offsets",
+                "--offsets applies to .arrow and .parquet output: Paddle files always hold uint64 offsets",
             ),
             _ => Ok(()),
         }

@@ -32,7 +32,7 @@ pub struct Args {
     /// The column to write (default: every column with --rows, the first with --level).
     #[arg(long)]
     column: Option<String>,
-    /// Offset width of every level of an Arrow or Parquet output (default i64).
+    /// Offset width of every level of an Arrow or Parquet output (default int64).
     #[arg(long, value_enum)]
     offsets: Option<Offsets>,
     #[command(flatten)]

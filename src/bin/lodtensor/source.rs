@@ -136,7 +136,7 @@ impl Parts {
         Ok(all)
     }
 
-    /// The offset width of `level` (`i32` or `i64`; the schema fixes it for every batch).
+    /// The offset width of `level` (`int32` or `int64`; the schema fixes it for every batch).
     pub fn offset_width(&self, level: usize) -> &'static str {
         self.first().lod().levels()[level].width().name()
     }

@@ -194,7 +194,7 @@ impl<'a> Reader<'a> {
                                 level,
                                 index,
                                 value: u128::from(value),
-                                width: "i64",
+                                width: "int64",
                             }
                             .into(),
                         )

@@ -198,7 +198,7 @@ fn lod_rules() {
         ErrorKind::Data(DataError::OffsetOverflow {
             level: 0,
             index: 1,
-            width: "i64",
+            width: "int64",
             ..
         })
     ));
