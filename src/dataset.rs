@@ -602,17 +602,7 @@ mod tests {
         ));
         // Metadata that contradicts the layout.
         let batch = ds.to_record_batch();
-        let mut fields: Vec<Field> = batch
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| (**f).clone())
-            .collect();
-        let mut m = fields[0].metadata().clone();
-        m.insert(KEY_DTYPE.to_owned(), "float64".to_owned());
-        fields[0] = fields[0].clone().with_metadata(m);
-        let lying =
-            RecordBatch::try_new(Arc::new(Schema::new(fields)), batch.columns().to_vec()).unwrap();
+        let lying = with_metadata(KEY_DTYPE, "float64");
         let err = Dataset::try_from_record_batch(&lying).unwrap_err();
         assert!(
             matches!(

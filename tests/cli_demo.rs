@@ -5,18 +5,10 @@
 
 mod cli_support;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cli_support::common::python;
 use cli_support::lodtensor_in;
-
-fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LODTENSOR_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    venv.exists().then_some(venv)
-}
 
 /// The indented command lines after "next, try".
 fn next_commands(stdout: &str) -> Vec<String> {

@@ -14,6 +14,7 @@ use arrow_array::{ArrayRef, Float32Array, ListArray, RecordBatch};
 use arrow_buffer::OffsetBuffer;
 use arrow_ipc::writer::{FileWriter, StreamWriter};
 use arrow_schema::{DataType, Field, Schema};
+use cli_support::common::python;
 use cli_support::{lodtensor_in, words, words_file};
 
 const READERS: [&str; 6] = ["info", "show", "validate", "hist", "slice", "convert"];
@@ -120,14 +121,6 @@ fn element_shape_reads_files_that_lost_it() {
     );
     let run = lodtensor_in(dir.path(), ["info", "plain.arrow", "--element-shape", "0"]);
     assert_eq!(run.code, 2);
-}
-
-fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LODTENSOR_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    venv.exists().then_some(venv)
 }
 
 /// Files DuckDB and pyarrow write from plain nested lists, read with `--element-shape`.

@@ -9,7 +9,7 @@ use lodtensor::Dataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 
 #[path = "../common/mod.rs"]
-mod common;
+pub mod common;
 
 /// What a run printed and its exit code.
 #[derive(Debug)]
