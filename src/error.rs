@@ -17,7 +17,7 @@
 //!     err.kind(),
 //!     ErrorKind::Argument(ArgumentError::LevelOutOfBounds { level: 4, levels: 1 })
 //! ));
-//! assert_eq!(err.to_string(), "level 4 does not exist (the LoD has 1 levels)");
+//! assert_eq!(err.to_string(), "level 4 does not exist (the LoD has 1 level)");
 //! # Ok::<(), lodtensor::Error>(())
 //! ```
 
@@ -299,5 +299,49 @@ mod tests {
             "inner.arrow: column \"a\", batch 1: invalid file: short"
         );
         assert_eq!(e.with_batch(5).column(), Some(("a", 5)));
+    }
+
+    #[test]
+    fn counts_read_as_plain_english() {
+        let nulls = |count| {
+            Error::from(DataError::Nulls {
+                what: "values".to_owned(),
+                count,
+            })
+            .to_string()
+        };
+        assert_eq!(
+            nulls(1),
+            "values contain 1 null entry; LoD tensors have no nulls"
+        );
+        assert_eq!(
+            nulls(2),
+            "values contain 2 null entries; LoD tensors have no nulls"
+        );
+        let batch = Error::from(ArgumentError::BatchOutOfRange {
+            epoch: 0,
+            batch: 3,
+            batches: 1,
+        });
+        assert_eq!(
+            batch.to_string(),
+            "epoch 0: batch 3 does not exist (the epoch has 1 batch)"
+        );
+        let level = Error::from(ArgumentError::LevelOutOfBounds {
+            level: 1,
+            levels: 1,
+        });
+        assert_eq!(
+            level.to_string(),
+            "level 1 does not exist (the LoD has 1 level)"
+        );
+        let records = Error::from(ArgumentError::PaddleRecordCount {
+            found: 1,
+            expected: 2,
+        });
+        assert_eq!(
+            records.to_string(),
+            "Paddle file holds 1 record, 2 names were given"
+        );
     }
 }

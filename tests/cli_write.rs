@@ -412,7 +412,7 @@ fn slice_errors() {
     );
     assert_eq!(
         run.fails(4),
-        "lodtensor: words.arrow: rows 1..9 are out of bounds (there are 3 rows)"
+        "lodtensor: words.arrow: rows 1..9 are out of bounds (the data has 3 rows)"
     );
     let run = lodtensor_in(
         dir.path(),

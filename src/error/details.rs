@@ -45,7 +45,8 @@ pub enum DataError {
 
     /// An offset past the end of the level below it (or of the elements).
     #[error(
-        "level {level}: offset at index {index} ({offset}) is past the end of its child ({len} entries)"
+        "level {level}: offset at index {index} ({offset}) is past the end of its child ({})",
+        counted(.len, "entry", "entries")
     )]
     OffsetOutOfBounds {
         /// The level, 0 being the outermost.
@@ -108,7 +109,10 @@ pub enum DataError {
     },
 
     /// Null entries where the layout allows none.
-    #[error("{what} contain {count} null entries; LoD tensors have no nulls")]
+    #[error(
+        "{what} contain {}; LoD tensors have no nulls",
+        counted(.count, "null entry", "null entries")
+    )]
     Nulls {
         /// Which part held nulls (`"level 1"`, `"values"`).
         what: String,
@@ -117,7 +121,10 @@ pub enum DataError {
     },
 
     /// Columns of one dataset that do not share the row count.
-    #[error("column {column:?} has {rows} rows, the dataset has {expected}")]
+    #[error(
+        "column {column:?} has {}, the dataset has {expected}",
+        counted(.rows, "row", "rows")
+    )]
     ColumnRows {
         /// The column.
         column: String,
@@ -161,7 +168,8 @@ pub enum DataError {
 
     /// A sequence longer than the length it must fit.
     #[error(
-        "level {level}: sequence {index} has {found} elements, more than the maximum length {expected}"
+        "level {level}: sequence {index} has {}, more than the maximum length {expected}",
+        counted(.found, "element", "elements")
     )]
     SequenceTooLong {
         /// The level of the sequence.
@@ -206,7 +214,8 @@ pub enum FormatError {
 
     /// A Paddle LoDTensor record ends before a field it declares.
     #[error(
-        "Paddle record {record}: {what} at byte {offset} needs {needed} bytes, {available} remain"
+        "Paddle record {record}: {what} at byte {offset} needs {}, {available} remain",
+        counted(.needed, "byte", "bytes")
     )]
     PaddleTruncated {
         /// The record, in file order.
@@ -238,7 +247,8 @@ pub enum FormatError {
 
     /// A LoD level whose byte size is not a whole number of `u64` offsets.
     #[error(
-        "Paddle record {record}: level {level} at byte {offset} declares {size} bytes, not a multiple of 8"
+        "Paddle record {record}: level {level} at byte {offset} declares {}, not a multiple of 8",
+        counted(.size, "byte", "bytes")
     )]
     PaddleLevelSize {
         /// The record, in file order.
@@ -310,7 +320,10 @@ pub enum FormatError {
     },
 
     /// Bytes after the last record of a Paddle file.
-    #[error("Paddle file: {count} bytes after the last record, at byte {offset}")]
+    #[error(
+        "Paddle file: {} after the last record, at byte {offset}",
+        counted(.count, "byte", "bytes")
+    )]
     PaddleTrailingBytes {
         /// The byte offset where they start.
         offset: u64,
@@ -326,7 +339,10 @@ pub enum FormatError {
 #[non_exhaustive]
 pub enum ArgumentError {
     /// A level index past the last level.
-    #[error("level {level} does not exist (the LoD has {levels} levels)")]
+    #[error(
+        "level {level} does not exist (the LoD has {})",
+        counted(.levels, "level", "levels")
+    )]
     LevelOutOfBounds {
         /// The level asked for.
         level: usize,
@@ -335,7 +351,10 @@ pub enum ArgumentError {
     },
 
     /// A sequence index past the end of its level.
-    #[error("level {level}: sequence {index} does not exist (the level has {len} sequences)")]
+    #[error(
+        "level {level}: sequence {index} does not exist (the level has {})",
+        counted(.len, "sequence", "sequences")
+    )]
     SequenceOutOfBounds {
         /// The level.
         level: usize,
@@ -346,7 +365,10 @@ pub enum ArgumentError {
     },
 
     /// A row range that is reversed or ends past the last row.
-    #[error("rows {start}..{end} are out of bounds (there are {len} rows)")]
+    #[error(
+        "rows {start}..{end} are out of bounds (the data has {})",
+        counted(.len, "row", "rows")
+    )]
     RowsOutOfBounds {
         /// Start of the range.
         start: usize,
@@ -434,7 +456,10 @@ pub enum ArgumentError {
     },
 
     /// A loader position past the last batch of its epoch.
-    #[error("epoch {epoch}: batch {batch} does not exist (the epoch has {batches} batches)")]
+    #[error(
+        "epoch {epoch}: batch {batch} does not exist (the epoch has {})",
+        counted(.batches, "batch", "batches")
+    )]
     BatchOutOfRange {
         /// The epoch.
         epoch: u64,
@@ -445,7 +470,11 @@ pub enum ArgumentError {
     },
 
     /// A combined Paddle file with another number of records than names given.
-    #[error("Paddle file holds {found} records, {expected} names were given")]
+    #[error(
+        "Paddle file holds {}, {} given",
+        counted(.found, "record", "records"),
+        counted(.expected, "name was", "names were")
+    )]
     PaddleRecordCount {
         /// The records in the file.
         found: usize,
@@ -500,7 +529,10 @@ pub enum UnsupportedError {
     },
 
     /// An input with more LoD levels than the operation accepts.
-    #[error("{op}: input has {found} LoD levels, expected at most {expected}")]
+    #[error(
+        "{op}: input has {}, expected at most {expected}",
+        counted(.found, "LoD level", "LoD levels")
+    )]
     TooManyLevels {
         /// The operation.
         op: &'static str,
@@ -555,5 +587,14 @@ impl ArgumentError {
             return Err(ArgumentError::LevelOutOfBounds { level, levels }.into());
         }
         Ok(())
+    }
+}
+
+/// `1 row`, `3 rows`: a count in plain English, for messages.
+fn counted<N: std::fmt::Display + PartialEq + From<u8>>(n: &N, one: &str, many: &str) -> String {
+    if *n == N::from(1) {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
     }
 }
