@@ -153,7 +153,7 @@ impl Inner {
         if self.depth == 0 {
             let loader = self.idle()?;
             let batch = loader.next_batch()?;
-            self.next = loader.position();
+            self.next = lodtensor::Loader::position(loader);
             return Ok(batch);
         }
         if let State::Idle(_) = self.state {
@@ -178,7 +178,7 @@ impl Inner {
                 Err(e)
             }
             None => {
-                self.next = self.idle()?.position();
+                self.next = lodtensor::Loader::position(self.idle()?);
                 Ok(None)
             }
         }
@@ -285,7 +285,7 @@ impl Loader {
         self.with(py, |inner| {
             let loader = inner.idle()?;
             loader.set_epoch(epoch);
-            inner.next = loader.position();
+            inner.next = lodtensor::Loader::position(loader);
             Ok(())
         })
     }

@@ -280,6 +280,9 @@ impl Loader {
 /// position has not moved, so the same error comes again: stop at the first one (`?`, or
 /// collecting into a `Result`).
 ///
+/// Through a `&mut Loader`, `loader.position()` names `Iterator::position` (std implements
+/// `Iterator` for `&mut I`): write `Loader::position(loader)` there.
+///
 /// # Example
 /// ```
 /// # use lodtensor::{Column, Dataset, LodTensor};
