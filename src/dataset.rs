@@ -170,7 +170,7 @@ impl Column {
     /// column whose elements already have `shape` is returned as it is.
     ///
     /// # Errors
-    /// [`Error::ElementShape`] naming the row, level and sequence whose length does not
+    /// [`DataError::ElementShape`] naming the row, level and sequence whose length does not
     /// fit, or when the column has no level to fold or elements of another shape.
     ///
     /// # Example
