@@ -63,6 +63,19 @@ impl Lod {
     /// # Errors
     /// [`DataError::LevelEndMismatch`] when a level's last offset is not the number of
     /// sequences of the next level.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LevelOffsets, Lod};
+    /// let top = LevelOffsets::try_new_i64(0, vec![0, 2, 3].into())?;
+    /// let bottom = LevelOffsets::try_new_i64(1, vec![0, 1, 3, 6].into())?;
+    /// let lod = Lod::try_new(vec![top.clone(), bottom])?;
+    /// assert_eq!(lod.lengths(), vec![vec![2, 1], vec![1, 2, 3]]);
+    /// // Level 0 ends at 3, but level 1 holds one sequence:
+    /// let short = LevelOffsets::try_new_i64(1, vec![0, 4].into())?;
+    /// assert!(Lod::try_new(vec![top, short]).is_err());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn try_new(levels: Vec<LevelOffsets>) -> Result<Self> {
         for (level, pair) in levels.windows(2).enumerate() {
             let sequences = pair[1].len() - 1;
@@ -112,6 +125,15 @@ impl Lod {
     /// # Errors
     /// [`DataError::LevelEndMismatch`] when a level's lengths do not add up to the number of
     /// sequences of the next level; [`DataError::OffsetOverflow`] when a sum overflows.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// assert_eq!(lod.offsets(), vec![vec![0, 3, 4, 6], vec![0, 3, 5, 9, 10, 12, 15]]);
+    /// assert!(Lod::try_from_lengths(&[vec![2], vec![1]]).is_err()); // 2 sequences named, 1 given
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn try_from_lengths<L: AsRef<[usize]>>(lengths: &[L]) -> Result<Self> {
         Self::try_from_lengths_with_width(lengths, OffsetWidth::I64)
     }
@@ -121,6 +143,14 @@ impl Lod {
     /// # Errors
     /// As [`Lod::try_from_lengths`]; [`DataError::OffsetOverflow`] when an offset does not fit
     /// `width`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{Lod, OffsetWidth};
+    /// let lod = Lod::try_from_lengths_with_width(&[vec![2, 1]], OffsetWidth::I32)?;
+    /// assert_eq!(lod.levels()[0].width(), OffsetWidth::I32);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn try_from_lengths_with_width<L: AsRef<[usize]>>(
         lengths: &[L],
         width: OffsetWidth,
@@ -152,6 +182,16 @@ impl Lod {
     ///
     /// # Errors
     /// [`DataError::OffsetOverflow`] when an offset does not fit `width`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{Lod, OffsetWidth};
+    /// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// let narrow = lod.clone().with_offset_width(OffsetWidth::I32)?;
+    /// assert_eq!(narrow, lod); // equal LoDs: the same lengths, whatever the width
+    /// assert_eq!(narrow.levels()[1].width(), OffsetWidth::I32);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn with_offset_width(self, width: OffsetWidth) -> Result<Self> {
         let levels = self
             .levels
@@ -216,6 +256,17 @@ impl Lod {
     ///
     /// # Errors
     /// [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// assert_eq!(lod.num_sequences(1)?, 6);
+    /// assert_eq!(lod.elements(), 0..15);
+    /// assert_eq!(lod.sequence_elements(1, 4)?, 10..12); // sentence 4
+    /// assert_eq!(lod.sequence_elements(0, 2)?, 10..15); // article 2
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     #[inline]
     pub fn sequence_elements(&self, level: usize, index: usize) -> Result<Range<usize>> {
         let range = self.sequence_children(level, index)?;
@@ -342,6 +393,20 @@ impl Lod {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`]; [`ArgumentError::LevelOutOfBounds`] for a 0-level LoD.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// let view = lod.slice_rows(1..3)?;
+    /// assert_eq!(view.lengths(), vec![vec![1, 2], vec![1, 2, 3]]);
+    /// assert_eq!(view.elements(), 9..15);
+    /// assert!(!view.is_zero_based());
+    /// let (rebased, elements) = view.rebased();
+    /// assert_eq!(rebased.offsets(), vec![vec![0, 1, 3], vec![0, 1, 3, 6]]);
+    /// assert_eq!(elements, 9..15);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
         let Some(top) = self.levels.first() else {
             return Err(ArgumentError::LevelOutOfBounds {
@@ -364,6 +429,14 @@ impl Lod {
     ///
     /// # Errors
     /// [`ArgumentError::LevelOutOfBounds`] when `n > num_levels()`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// assert_eq!(lod.drop_outer_levels(1)?.lengths(), vec![vec![3, 2, 4, 1, 2, 3]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn drop_outer_levels(&self, n: usize) -> Result<Self> {
         if n > self.levels.len() {
             return Err(ArgumentError::LevelOutOfBounds {
@@ -385,6 +458,15 @@ impl Lod {
     ///
     /// # Errors
     /// [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// let article = lod.slice_sequence(0, 2)?;
+    /// assert_eq!(article.lengths(), vec![vec![2], vec![2, 3]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn slice_sequence(&self, level: usize, index: usize) -> Result<Self> {
         self.sequence_children(level, index)?;
         self.drop_outer_levels(level)?.slice_rows(index..index + 1)
@@ -396,6 +478,14 @@ impl Lod {
     /// # Errors
     /// [`ArgumentError::LevelOutOfBounds`] for an empty branch or one longer than the levels;
     /// [`ArgumentError::SequenceOutOfBounds`] for a step past its parent's children.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// assert_eq!(lod.branch_position(&[2, 1])?, (1, 5)); // sentence 1 of article 2
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn branch_position(&self, branch: &[usize]) -> Result<(usize, usize)> {
         let Some((&first, rest)) = branch.split_first() else {
             return Err(ArgumentError::LevelOutOfBounds {
