@@ -45,6 +45,18 @@ impl LodTensor {
     /// # Errors
     /// [`DataError::ElementCountMismatch`] when the last level's last offset is not the number
     /// of elements of `values`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::{Lod, LodTensor, Values};
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
+    /// let t = LodTensor::try_new(lod.clone(), Values::from_vec::<Float32Type>(vec![1., 2., 3., 4., 5., 6.], vec![2])?)?;
+    /// assert_eq!(t.shape(), vec![3, 2]);
+    /// // Two elements where the LoD indexes three:
+    /// assert!(LodTensor::try_new(lod, Values::from_vec::<Float32Type>(vec![1., 2.], vec![])?).is_err());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn try_new(lod: Lod, values: Values) -> Result<Self> {
         if let Some(last) = lod.levels().last()
             && last.last() != values.num_elements()
@@ -71,6 +83,16 @@ impl LodTensor {
     ///
     /// # Errors
     /// As [`Lod::try_from_lengths`], [`Values::from_vec`] and [`LodTensor::try_new`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::Int64Type;
+    /// use lodtensor::LodTensor;
+    /// let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![])?;
+    /// assert_eq!((t.num_levels(), t.num_rows(), t.shape()), (2, 3, vec![15]));
+    /// assert_eq!(t.typed_values::<Int64Type>()?.len(), 15);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn from_lengths<T: ArrowPrimitiveType>(
         lengths: &[Vec<usize>],
         items: Vec<T::Native>,
@@ -149,6 +171,16 @@ impl LodTensor {
     ///
     /// # Errors
     /// [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`], [`ArgumentError::DTypeMismatch`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::Int64Type;
+    /// use lodtensor::LodTensor;
+    /// let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![])?;
+    /// assert_eq!(t.sequence_values::<Int64Type>(1, 4)?, &[10, 11]);     // sentence 4
+    /// assert_eq!(t.sequence_values::<Int64Type>(0, 1)?, &[9]);          // article 1
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     #[inline]
     pub fn sequence_values<T: ArrowPrimitiveType>(
         &self,
@@ -200,6 +232,18 @@ impl LodTensor {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::Int64Type;
+    /// use lodtensor::LodTensor;
+    /// let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![])?;
+    /// let v = t.slice_rows(1..3)?;                      // articles 1 and 2, a view
+    /// assert_eq!(v.lod().lengths(), vec![vec![1, 2], vec![1, 2, 3]]);
+    /// assert_eq!(v.typed_values::<Int64Type>()?, &[9, 10, 11, 12, 13, 14]);
+    /// assert_eq!(v.rebased().lod().offsets(), vec![vec![0, 1, 3], vec![0, 1, 3, 6]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
         if self.lod.num_levels() == 0 {
             ArgumentError::check_rows(&rows, self.values.num_elements())?;
@@ -216,6 +260,17 @@ impl LodTensor {
     ///
     /// # Errors
     /// [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::Int64Type;
+    /// use lodtensor::LodTensor;
+    /// let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![])?;
+    /// let article = t.slice_sequence(0, 2)?;
+    /// assert_eq!(article.lod().lengths(), vec![vec![2], vec![2, 3]]);
+    /// assert_eq!(t.branch(&[2, 0])?.typed_values::<Int64Type>()?, &[10, 11]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn slice_sequence(&self, level: usize, index: usize) -> Result<Self> {
         self.with_lod(self.lod.slice_sequence(level, index)?)
     }
@@ -233,6 +288,16 @@ impl LodTensor {
     ///
     /// # Errors
     /// [`ArgumentError::LevelOutOfBounds`] when `n > num_levels()`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::Int64Type;
+    /// use lodtensor::LodTensor;
+    /// let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![])?;
+    /// let sentences = t.drop_outer_levels(1)?;
+    /// assert_eq!(sentences.lod().lengths(), vec![vec![3, 2, 4, 1, 2, 3]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn drop_outer_levels(&self, n: usize) -> Result<Self> {
         let lod = self.lod.drop_outer_levels(n)?;
         if lod.num_levels() == 0 {
