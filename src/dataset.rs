@@ -333,6 +333,19 @@ impl Dataset {
     ///
     /// # Errors
     /// [`DataError::ColumnRows`], [`DataError::DuplicateColumn`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::{Float32Type, Int64Type};
+    /// use lodtensor::{Column, Dataset, Lod, LodTensor, Values};
+    /// let tokens = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], vec![0.5; 6], vec![])?;
+    /// let label = LodTensor::try_new(Lod::default(), Values::from_vec::<Int64Type>(vec![7, 9], vec![])?)?;
+    /// let ds = Dataset::try_new(vec![Column::new("tokens", tokens.clone()), Column::new("label", label)])?;
+    /// assert_eq!((ds.num_rows(), ds.columns().len()), (2, 2));
+    /// // One name twice, or columns of other row counts, are refused:
+    /// assert!(Dataset::try_new(vec![Column::new("x", tokens.clone()), Column::new("x", tokens)]).is_err());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn try_new(columns: Vec<Column>) -> Result<Self> {
         let num_rows = columns.first().map_or(0, |c| c.tensor.num_rows());
         for (i, c) in columns.iter().enumerate() {
@@ -365,6 +378,18 @@ impl Dataset {
     ///
     /// # Errors
     /// [`ArgumentError::NoSuchColumn`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::{Float32Type, Int64Type};
+    /// use lodtensor::{Column, Dataset, Lod, LodTensor, Values};
+    /// let tokens = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], vec![0.5; 6], vec![])?;
+    /// let label = LodTensor::try_new(Lod::default(), Values::from_vec::<Int64Type>(vec![7, 9], vec![])?)?;
+    /// let ds = Dataset::try_new(vec![Column::new("tokens", tokens), Column::new("label", label)])?;
+    /// assert_eq!(ds.column("label")?.typed_values::<Int64Type>()?, &[7, 9]);
+    /// assert!(ds.column("nope").is_err());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn column(&self, name: &str) -> Result<&LodTensor> {
         self.columns
             .iter()
@@ -377,6 +402,19 @@ impl Dataset {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::{Float32Type, Int64Type};
+    /// use lodtensor::{Column, Dataset, Lod, LodTensor, Values};
+    /// let tokens = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], vec![0.5; 6], vec![])?;
+    /// let label = LodTensor::try_new(Lod::default(), Values::from_vec::<Int64Type>(vec![7, 9], vec![])?)?;
+    /// let ds = Dataset::try_new(vec![Column::new("tokens", tokens), Column::new("label", label)])?;
+    /// let second = ds.slice_rows(1..2)?;                       // a view of every column
+    /// assert_eq!(second.column("label")?.typed_values::<Int64Type>()?, &[9]);
+    /// assert_eq!(second.column("tokens")?.lod().lengths(), vec![vec![1], vec![3]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
         ArgumentError::check_rows(&rows, self.num_rows)?;
         let columns = self
