@@ -170,6 +170,38 @@ fn shuffle<T>(rng: &mut SplitMix64, items: &mut [T]) {
     }
 }
 
+/// The samples of the rank's shard of epoch `epoch`, in the order they are visited: file
+/// order, a shuffle of samples, or a shuffle of runs that never cross a record batch; then
+/// the rank's contiguous part, sizes differing by at most one.
+fn shard_order(config: &PlanConfig, n: usize, batches: &RowIndex, epoch: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = match config.shuffle {
+        Shuffle::None => (0..n).collect(),
+        Shuffle::Samples { seed } => {
+            let mut order: Vec<usize> = (0..n).collect();
+            shuffle(&mut epoch_rng(seed, epoch), &mut order);
+            order
+        }
+        Shuffle::Chunks { seed, rows } => {
+            let mut chunks: Vec<Range<usize>> = Vec::new();
+            for w in batches.starts().windows(2) {
+                let mut start = w[0];
+                while start < w[1] {
+                    let end = (start + rows).min(w[1]);
+                    chunks.push(start..end);
+                    start = end;
+                }
+            }
+            shuffle(&mut epoch_rng(seed, epoch), &mut chunks);
+            chunks.into_iter().flatten().collect()
+        }
+    };
+    let (r, w) = (config.rank, config.world_size);
+    let part = n * r / w..n * (r + 1) / w;
+    order.truncate(part.end);
+    order.drain(..part.start);
+    order
+}
+
 /// One batch of a plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchInfo {
@@ -244,34 +276,7 @@ impl Plan {
         batches: &RowIndex,
         epoch: u64,
     ) -> Plan {
-        let n = lengths.len();
-        let mut order: Vec<usize> = match config.shuffle {
-            Shuffle::None => (0..n).collect(),
-            Shuffle::Samples { seed } => {
-                let mut order: Vec<usize> = (0..n).collect();
-                shuffle(&mut epoch_rng(seed, epoch), &mut order);
-                order
-            }
-            Shuffle::Chunks { seed, rows } => {
-                let mut chunks: Vec<Range<usize>> = Vec::new();
-                for w in batches.starts().windows(2) {
-                    let mut start = w[0];
-                    while start < w[1] {
-                        let end = (start + rows).min(w[1]);
-                        chunks.push(start..end);
-                        start = end;
-                    }
-                }
-                shuffle(&mut epoch_rng(seed, epoch), &mut chunks);
-                chunks.into_iter().flatten().collect()
-            }
-        };
-        // The rank's contiguous part: sizes differ by at most one.
-        let (r, w) = (config.rank, config.world_size);
-        let part = n * r / w..n * (r + 1) / w;
-        order.truncate(part.end);
-        order.drain(..part.start);
-
+        let order = shard_order(config, lengths.len(), batches, epoch);
         let buckets = config.buckets.len() + 1;
         let mut pending: Vec<Vec<usize>> = vec![Vec::new(); buckets];
         let mut pending_tokens = vec![0usize; buckets];
