@@ -361,6 +361,42 @@ fn in_order_batches_are_views_into_the_mapping() {
 }
 
 #[test]
+fn next_is_view_predicts_the_next_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    // Small record batches: some in-order batches cross one and are gathered.
+    write(&path, &[3; 60], 2000);
+    let file = MappedDataset::open(&path).unwrap();
+    assert!(file.batches().len() > 2);
+    for shuffle in [false, true] {
+        let mut b = Loader::builder(&file).with_batch_size(5);
+        if shuffle {
+            b = b.with_shuffle(9);
+        }
+        let mut loader = b.build().unwrap();
+        // No plan yet: building it is work, so no promise.
+        assert!(!loader.next_is_view());
+        let (mut views, mut gathered) = (0, 0);
+        loop {
+            let predicted = loader.next_is_view();
+            let Some(batch) = loader.next_batch().unwrap() else {
+                assert!(!predicted);
+                break;
+            };
+            if batch.position().batch > 0 {
+                assert_eq!(predicted, batch.is_view(), "batch {:?}", batch.position());
+            }
+            if batch.is_view() {
+                views += 1
+            } else {
+                gathered += 1
+            }
+        }
+        assert!(gathered > 0 && (shuffle || views > 0), "{views} {gathered}");
+    }
+}
+
+#[test]
 fn shuffled_batches_reuse_their_buffer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.arrow");

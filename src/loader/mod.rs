@@ -68,6 +68,7 @@ mod position;
 mod prefetch;
 
 use crate::{ArgumentError, RowIndex};
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::dataset::Dataset;
@@ -238,29 +239,39 @@ impl Loader {
     /// The rows `samples` of every column: a view when they are consecutive rows of one
     /// record batch, else gathered.
     fn load(&mut self, samples: &[usize]) -> Result<(Dataset, bool)> {
-        if let (Some(&first), Some(&last)) = (samples.first(), samples.last()) {
-            let (b, _) = self
-                .rows
-                .locate(first)
-                .expect("plans hold rows of the file");
-            let part = self.rows.part_rows(b);
-            let contiguous = last >= first
-                && last - first + 1 == samples.len()
-                && last < part.end
-                && samples.windows(2).all(|w| w[1] == w[0] + 1);
-            if contiguous {
-                let start = part.start;
-                self.gatherer.stats.views += 1;
-                return Ok((
-                    self.batches[b].slice_rows(first - start..last + 1 - start)?,
-                    true,
-                ));
-            }
+        if let Some((b, rows)) = self.view_rows(samples) {
+            self.gatherer.stats.views += 1;
+            return Ok((self.batches[b].slice_rows(rows)?, true));
         }
         let data = self
             .gatherer
             .gather(samples, &self.rows, &self.sources, &self.columns)?;
         Ok((data, false))
+    }
+
+    /// (record batch, its rows) when `samples` are consecutive rows of one record batch.
+    fn view_rows(&self, samples: &[usize]) -> Option<(usize, Range<usize>)> {
+        let (&first, &last) = (samples.first()?, samples.last()?);
+        let (b, _) = self.rows.locate(first).expect("plans hold rows of the file");
+        let part = self.rows.part_rows(b);
+        let contiguous = last >= first
+            && last - first + 1 == samples.len()
+            && last < part.end
+            && samples.windows(2).all(|w| w[1] == w[0] + 1);
+        contiguous.then(|| (b, first - part.start..last + 1 - part.start))
+    }
+
+    /// Whether [`next_batch`](Self::next_batch) would now return a view with no work but
+    /// slicing (the epoch's plan is made and the next batch's rows are consecutive rows of
+    /// one record batch): a caller may then skip handing the step to another thread.
+    pub fn next_is_view(&self) -> bool {
+        let (epoch, index) = self.position;
+        match &self.plan {
+            Some(p) if p.epoch() == epoch => {
+                p.batch(index).is_some_and(|s| self.view_rows(s).is_some())
+            }
+            _ => false,
+        }
     }
 
     /// Counters of views, gathers, buffer allocations and bytes copied so far.
