@@ -16,13 +16,6 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::error::IntoPy;
 use crate::numpy_api;
 
-/// The byte-order mark of numpy type strings on this machine.
-const ORDER: char = if cfg!(target_endian = "little") {
-    '<'
-} else {
-    '>'
-};
-
 /// A buffer for numpy: owner, address, shape and item type. Pass it to `numpy.asarray`.
 #[pyclass(frozen, module = "lodtensor", name = "_Array")]
 pub struct Array {
@@ -30,7 +23,7 @@ pub struct Array {
     _owner: Arc<dyn Any + Send + Sync>,
     address: usize,
     shape: Vec<usize>,
-    typestr: String,
+    typestr: &'static str,
     /// numpy's type number of the items.
     typenum: c_int,
     writable: bool,
@@ -76,7 +69,7 @@ impl Array {
         let d = PyDict::new(py);
         d.set_item("data", (self.address, !self.writable))?;
         d.set_item("shape", PyTuple::new(py, &self.shape)?)?;
-        d.set_item("typestr", &self.typestr)?;
+        d.set_item("typestr", self.typestr)?;
         d.set_item("version", 3)?;
         Ok(d)
     }
@@ -116,23 +109,25 @@ fn typenum(dtype: DType) -> c_int {
     }
 }
 
-/// numpy's type string of `dtype` (booleans as numpy's one-byte `bool`).
-fn typestr(dtype: DType) -> String {
-    let code = match dtype {
-        DType::Bool => return "|b1".to_owned(),
-        DType::UInt8 => return "|u1".to_owned(),
-        DType::Int8 => return "|i1".to_owned(),
-        DType::Int16 => "i2",
-        DType::Int32 => "i4",
-        DType::Int64 => "i8",
-        DType::UInt16 => "u2",
-        DType::UInt32 => "u4",
-        DType::UInt64 => "u8",
-        DType::Float16 => "f2",
-        DType::Float32 => "f4",
-        DType::Float64 => "f8",
-    };
-    format!("{ORDER}{code}")
+/// numpy's type string of `dtype` (booleans as numpy's one-byte `bool`), in this
+/// machine's byte order.
+fn typestr(dtype: DType) -> &'static str {
+    let little = cfg!(target_endian = "little");
+    let pick = |le: &'static str, be: &'static str| if little { le } else { be };
+    match dtype {
+        DType::Bool => "|b1",
+        DType::UInt8 => "|u1",
+        DType::Int8 => "|i1",
+        DType::Int16 => pick("<i2", ">i2"),
+        DType::Int32 => pick("<i4", ">i4"),
+        DType::Int64 => pick("<i8", ">i8"),
+        DType::UInt16 => pick("<u2", ">u2"),
+        DType::UInt32 => pick("<u4", ">u4"),
+        DType::UInt64 => pick("<u8", ">u8"),
+        DType::Float16 => pick("<f2", ">f2"),
+        DType::Float32 => pick("<f4", ">f4"),
+        DType::Float64 => pick("<f8", ">f8"),
+    }
 }
 
 /// Elements `elements` of `values` as `[n, *element_shape]`: a read-only view kept alive by
@@ -142,23 +137,81 @@ pub fn values_array(
     values: &Values,
     elements: Range<usize>,
 ) -> PyResult<Array> {
+    if let Some((address, shape)) = values_view(values, elements.clone()) {
+        return Ok(Array::view(owner, address, shape, values.dtype()));
+    }
     let size = values.element_size();
-    let shape: Vec<usize> = std::iter::once(elements.len())
-        .chain(values.element_shape().iter().copied())
+    let shape = values_shape(values, elements.len());
+    let bits = values.booleans().py_err()?.values();
+    let bytes: Vec<bool> = (elements.start * size..elements.end * size)
+        .map(|i| bits.value(i))
         .collect();
-    let items = elements.start * size..elements.end * size;
-    match values.dtype().byte_width() {
-        Some(width) => {
-            // `items` lies inside the values: the LoD that gave `elements` was validated
-            // against them, so the address stays inside the buffer.
-            let address = values.as_ptr().wrapping_add(items.start * width);
-            Ok(Array::view(owner, address, shape, values.dtype()))
+    Ok(Array::owned(bytes, shape))
+}
+
+/// The address and shape `[n, *element_shape]` of elements `elements` of `values`; `None`
+/// for booleans (bits, which numpy cannot view).
+pub fn values_view(values: &Values, elements: Range<usize>) -> Option<(*const u8, Vec<usize>)> {
+    let width = values.dtype().byte_width()?;
+    // The elements lie inside the values: the LoD that gave them was validated against
+    // them, so the address stays inside the buffer.
+    let address = values
+        .as_ptr()
+        .wrapping_add(elements.start * values.element_size() * width);
+    Some((address, values_shape(values, elements.len())))
+}
+
+fn values_shape(values: &Values, n: usize) -> Vec<usize> {
+    std::iter::once(n)
+        .chain(values.element_shape().iter().copied())
+        .collect()
+}
+
+/// The numpy array of dtype `dtype` over `address`, `shape`, with `base` (a Python object
+/// that keeps the memory alive) as its base, read-only; `None` when numpy's C API was not
+/// found (then make an [`Array`]).
+///
+/// # Safety
+/// As [`numpy_api::new_array`]: `address` holds `shape` aligned items of `dtype`, valid
+/// while `base` lives.
+pub unsafe fn view_numpy<'py>(
+    base: &Bound<'py, PyAny>,
+    address: *const u8,
+    shape: &[usize],
+    dtype: DType,
+) -> Option<PyResult<Bound<'py, PyAny>>> {
+    // SAFETY: the caller vouches for the memory and its owner.
+    unsafe {
+        numpy_api::new_array(
+            base.py(),
+            base.clone(),
+            address as *mut _,
+            shape,
+            typenum(dtype),
+            false,
+        )
+    }
+}
+
+/// A numpy `int64` array of `items`, allocated by numpy (no `Vec`, no owner object): for
+/// small copies such as offsets.
+pub fn i64_numpy<'py>(
+    py: Python<'py>,
+    items: impl ExactSizeIterator<Item = i64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let n = items.len();
+    match numpy_api::empty(py, n, typenum(DType::Int64)) {
+        Some(made) => {
+            let (array, data) = made?;
+            // SAFETY: numpy allocated `n` aligned `int64` items at `data` for this new array,
+            // which nothing else holds yet.
+            let out = unsafe { std::slice::from_raw_parts_mut(data.cast::<i64>(), n) };
+            for (slot, item) in out.iter_mut().zip(items) {
+                *slot = item;
+            }
+            Ok(array)
         }
-        None => {
-            let bits = values.booleans().py_err()?.values();
-            let bytes: Vec<bool> = items.map(|i| bits.value(i)).collect();
-            Ok(Array::owned(bytes, shape))
-        }
+        None => Array::owned(items.collect(), vec![n]).into_numpy(py),
     }
 }
 
@@ -167,14 +220,15 @@ pub fn values_array(
 ///
 /// # Panics
 /// When `level` is not a level of `lod` (callers check it).
-pub fn rebased_offsets(lod: &lodtensor::Lod, level: usize) -> Vec<i64> {
+pub fn rebased_offsets(
+    lod: &lodtensor::Lod,
+    level: usize,
+) -> impl ExactSizeIterator<Item = i64> + '_ {
     let rows = lod.num_rows().expect("a level exists");
     let entries = lod.descend(0, 0..rows, level);
     let offsets = &lod.levels()[level];
     let first = offsets.get(entries.start) as i64;
-    (entries.start..=entries.end)
-        .map(|i| offsets.get(i) as i64 - first)
-        .collect()
+    (entries.start..entries.end + 1).map(move |i| offsets.get(i) as i64 - first)
 }
 
 /// `numpy.asarray`, looked up once.

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict};
 
-use crate::array::{Array, rebased_offsets, values_array};
+use crate::array::{Array, i64_numpy, rebased_offsets, values_array, values_view, view_numpy};
 use crate::error::IntoPy;
 use crate::ffi;
 use crate::loader::position_dict;
@@ -129,9 +129,19 @@ impl Batch {
     /// The values of `column` in this batch, `[n_elements, *element_shape]`, as a numpy
     /// array: a read-only view when the batch is a view of the mapping (booleans, packed in
     /// bits by Arrow, are copied into bytes).
-    fn values<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Bound<'py, PyAny>> {
-        let tensor = self.tensor(column)?;
-        values_array(self.inner.clone(), tensor.values(), tensor.elements())?.into_numpy(py)
+    fn values<'py>(slf: &Bound<'py, Self>, column: &str) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        let tensor = this.tensor(column)?;
+        let (values, elements) = (tensor.values(), tensor.elements());
+        if let Some((address, shape)) = values_view(values, elements.clone()) {
+            // SAFETY: the items lie in the batch's buffers, which the `Batch` (the base)
+            // keeps alive.
+            let made = unsafe { view_numpy(slf.as_any(), address, &shape, values.dtype()) };
+            if let Some(array) = made {
+                return array;
+            }
+        }
+        values_array(this.inner.clone(), values, elements)?.into_numpy(slf.py())
     }
 
     /// The offsets of level `level` of `column` (0 the outermost), as numpy `int64` starting
@@ -149,9 +159,7 @@ impl Batch {
             let e = lodtensor::ArgumentError::LevelOutOfBounds { level, levels };
             return Err(crate::error::to_py(e.into()));
         }
-        let offsets = rebased_offsets(lod, level);
-        let n = offsets.len();
-        Array::owned(offsets, vec![n]).into_numpy(py)
+        i64_numpy(py, rebased_offsets(lod, level))
     }
 
     /// The sequences of level `level` of `column`, zero-padded to the longest:

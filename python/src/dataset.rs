@@ -127,8 +127,7 @@ impl Dataset {
                     levels.resize_with(lod.num_levels(), || vec![0]);
                     for (level, out) in levels.iter_mut().enumerate() {
                         let total = *out.last().expect("starts with 0");
-                        let offsets = rebased_offsets(lod, level);
-                        out.extend(offsets[1..].iter().map(|o| o + total));
+                        out.extend(rebased_offsets(lod, level).skip(1).map(|o| o + total));
                     }
                 }
                 if file.batches().is_empty() && !self.names.iter().any(|n| n == column) {

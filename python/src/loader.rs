@@ -5,11 +5,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use lodtensor::MappedDataset;
 use lodtensor::loader::Prefetch;
-use lodtensor::{Error, Position, UnusableError};
+use lodtensor::{ArgumentError, Error, Position, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
+use crate::array::{rebased_offsets, values_view};
 use crate::batch::Batch;
 use crate::error::{IntoPy, invalid};
 
@@ -184,6 +185,20 @@ impl Inner {
         }
     }
 
+    /// The next batch when it is a view made with no work but slicing (no prefetch thread,
+    /// the plan made, consecutive rows of one record batch): cheaper to make with the GIL
+    /// held than to release and re-take it. `None` otherwise.
+    fn next_view(&mut self) -> Option<lodtensor::Result<Option<lodtensor::Batch>>> {
+        match &mut self.state {
+            State::Idle(loader) if self.depth == 0 && loader.next_is_view() => {
+                let batch = loader.next_batch();
+                self.next = loader.position();
+                Some(batch)
+            }
+            _ => None,
+        }
+    }
+
     fn epoch_len(&mut self) -> lodtensor::Result<usize> {
         let epoch = self.next.epoch;
         match (&self.state, self.len) {
@@ -250,7 +265,17 @@ impl Loader {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Batch>> {
-        let batch = self.with(py, Inner::next)?;
+        // `try_lock` never waits with the GIL held (a thread holding the lock may wait for
+        // nothing but the lock's work, done with the GIL released).
+        let view = self
+            .inner
+            .try_lock()
+            .ok()
+            .and_then(|mut inner| inner.next_view());
+        let batch = match view {
+            Some(batch) => batch.py_err()?,
+            None => self.with(py, Inner::next)?,
+        };
         Ok(batch.map(|b| Batch::new(b, self.schema.clone())))
     }
 
@@ -304,11 +329,30 @@ impl Loader {
     }
 
     /// Reads the rest of the current epoch in Rust, handing nothing to Python: the Rust
-    /// loader's speed in the same process, for benchmarks. Returns (batches, tokens).
-    fn _epoch_in_rust(&self, py: Python<'_>) -> PyResult<(usize, usize)> {
+    /// loader's speed in the same process, for benchmarks. With `column`, each batch also
+    /// takes what `Batch.values(column)` and `Batch.offsets(column, level)` hand Python:
+    /// the values' address and shape, and the level's offsets from 0 in a new `Vec`.
+    /// Returns (batches, tokens).
+    #[pyo3(signature = (column = None, level = 0))]
+    fn _epoch_in_rust(
+        &self,
+        py: Python<'_>,
+        column: Option<String>,
+        level: usize,
+    ) -> PyResult<(usize, usize)> {
         self.with(py, |inner| {
             let (mut batches, mut tokens) = (0, 0);
             while let Some(b) = inner.next()? {
+                if let Some(column) = &column {
+                    let tensor = b.data().column(column)?;
+                    std::hint::black_box(values_view(tensor.values(), tensor.elements()));
+                    let levels = tensor.num_levels();
+                    if level >= levels {
+                        return Err(ArgumentError::LevelOutOfBounds { level, levels }.into());
+                    }
+                    let offsets: Vec<i64> = rebased_offsets(tensor.lod(), level).collect();
+                    std::hint::black_box(offsets);
+                }
                 batches += 1;
                 tokens += b.tokens();
             }
