@@ -192,7 +192,7 @@ impl Inner {
         match &mut self.state {
             State::Idle(loader) if self.depth == 0 && loader.next_is_view() => {
                 let batch = loader.next_batch();
-                self.next = loader.position();
+                self.next = lodtensor::Loader::position(loader);
                 Some(batch)
             }
             _ => None,
