@@ -2,6 +2,7 @@
 epoch, resume, prefetch, and the arrays of a batch."""
 
 import gc
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -88,6 +89,34 @@ def test_every_sample_once_per_epoch(docs_path, prefetch):
             loader.set_epoch(epoch)
             samples = np.concatenate([b.samples for b in loader])
             assert sorted(samples.tolist()) == list(range(ds.num_rows))
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_threads_sharing_a_loader_get_each_batch_once(docs_path, shuffle):
+    # In file order, view batches are made with the GIL held and gathered ones without it:
+    # threads pulling from one loader mix both, and must neither hang nor repeat a batch.
+    ds = lt.open(docs_path)
+    loader = ds.loader(batch_size=3, shuffle=shuffle, seed=2)
+    expected = [b.index for b in ds.loader(batch_size=3, shuffle=shuffle, seed=2)]
+    seen = [[] for _ in range(4)]
+
+    def pull(out):
+        for batch in loader:
+            if batch.epoch != 0:  # another thread ended epoch 0
+                break
+            batch.values("tokens")
+            out.append((batch.index, batch.samples.tolist()))
+
+    threads = [threading.Thread(target=pull, args=(out,)) for out in seen]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+        assert not t.is_alive()
+    got = sorted(i for out in seen for i, _ in out)
+    assert got == expected
+    samples = sorted(s for out in seen for _, rows in out for s in rows)
+    assert samples == list(range(ds.num_rows))
 
 
 def test_shards_cover_the_epoch_once(docs_path):

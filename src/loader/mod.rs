@@ -252,7 +252,10 @@ impl Loader {
     /// (record batch, its rows) when `samples` are consecutive rows of one record batch.
     fn view_rows(&self, samples: &[usize]) -> Option<(usize, Range<usize>)> {
         let (&first, &last) = (samples.first()?, samples.last()?);
-        let (b, _) = self.rows.locate(first).expect("plans hold rows of the file");
+        let (b, _) = self
+            .rows
+            .locate(first)
+            .expect("plans hold rows of the file");
         let part = self.rows.part_rows(b);
         let contiguous = last >= first
             && last - first + 1 == samples.len()
