@@ -220,14 +220,14 @@ proptest! {
         // and at each epoch's end.
         let mut reference = build(&a);
         let mut straight = Vec::new();
-        let mut positions = vec![(reference.position(), 0)];
+        let mut positions = vec![(reference.next_position(), 0)];
         for _ in 0..2 {
             for batch in &mut reference {
                 let batch = batch.unwrap();
                 positions.push((batch.next_position(), straight.len() + 1));
                 straight.push(batch);
             }
-            positions.push((reference.position(), straight.len()));
+            positions.push((reference.next_position(), straight.len()));
         }
         let rebatched = a.batches().iter().map(|d| d.num_rows()).collect::<Vec<_>>()
             != b.batches().iter().map(|d| d.num_rows()).collect::<Vec<_>>();
@@ -280,7 +280,7 @@ proptest! {
         let stop = stop.min(straight.len());
         // A job that stops after `stop` batches, saving its position as JSON.
         let mut first = build();
-        let mut saved = first.position().to_json();
+        let mut saved = first.next_position().to_json();
         let mut taken = 0;
         while taken < stop {
             match first.next_batch().unwrap() {
@@ -288,7 +288,7 @@ proptest! {
                     saved = b.next_position().to_json();
                     taken += 1;
                 }
-                None => saved = first.position().to_json(),
+                None => saved = first.next_position().to_json(),
             }
         }
         let mut second = build();
@@ -462,7 +462,7 @@ fn prefetch_gives_the_same_batches() {
         assert_eq!((a.samples(), a.data()), (b.samples(), b.data()));
     }
     let loader = prefetch.into_loader().unwrap();
-    assert_eq!(loader.position().epoch, 1);
+    assert_eq!(loader.next_position().epoch, 1);
     // Dropping a prefetch midway stops its thread.
     let mut early = build().prefetch(1);
     assert!(early.next().is_some());
@@ -543,10 +543,10 @@ fn bad_options_and_positions_are_typed_errors() {
     let mut a = Loader::builder(&file).with_batch_size(3).build().unwrap();
     let mut b = Loader::builder(&file).with_batch_size(4).build().unwrap();
     assert!(matches!(
-        b.seek(a.position()).map_err(Error::into_kind),
+        b.seek(a.next_position()).map_err(Error::into_kind),
         Err(ErrorKind::Argument(ArgumentError::PositionMismatch { .. }))
     ));
-    let mut p = a.position();
+    let mut p = a.next_position();
     p.batch = 5;
     assert!(matches!(
         a.seek(p).map_err(Error::into_kind),
@@ -733,4 +733,18 @@ fn a_loader_is_an_iterator_over_its_epoch() {
     let second: Vec<Batch> = loader.by_ref().collect::<Result<_, _>>().unwrap();
     assert_eq!(second[0].position().epoch, 1);
     assert_eq!(second.len(), expected.len());
+}
+
+/// `Loader::position` stays for one release as a deprecated alias of `next_position`.
+#[test]
+#[allow(deprecated)]
+fn deprecated_position_is_next_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    write(&path, &[3, 1, 2], 400);
+    let file = MappedDataset::open(&path).unwrap();
+    let mut loader = Loader::builder(&file).with_batch_size(2).build().unwrap();
+    loader.next_batch().unwrap();
+    assert_eq!(loader.position(), loader.next_position());
+    assert_eq!(loader.next_position().batch, 1);
 }

@@ -154,7 +154,7 @@ impl Inner {
         if self.depth == 0 {
             let loader = self.idle()?;
             let batch = loader.next_batch()?;
-            self.next = lodtensor::Loader::position(loader);
+            self.next = loader.next_position();
             return Ok(batch);
         }
         if let State::Idle(_) = self.state {
@@ -179,7 +179,7 @@ impl Inner {
                 Err(e)
             }
             None => {
-                self.next = lodtensor::Loader::position(self.idle()?);
+                self.next = self.idle()?.next_position();
                 Ok(None)
             }
         }
@@ -192,7 +192,7 @@ impl Inner {
         match &mut self.state {
             State::Idle(loader) if self.depth == 0 && loader.next_is_view() => {
                 let batch = loader.next_batch();
-                self.next = lodtensor::Loader::position(loader);
+                self.next = loader.next_position();
                 Some(batch)
             }
             _ => None,
@@ -233,7 +233,7 @@ impl Loader {
         let loader = py.detach(|| options.build(file))?;
         Ok(Loader {
             inner: Mutex::new(Inner {
-                next: loader.position(),
+                next: loader.next_position(),
                 state: State::Idle(Box::new(loader)),
                 depth,
                 len: None,
@@ -310,7 +310,7 @@ impl Loader {
         self.with(py, |inner| {
             let loader = inner.idle()?;
             loader.set_epoch(epoch);
-            inner.next = lodtensor::Loader::position(loader);
+            inner.next = loader.next_position();
             Ok(())
         })
     }

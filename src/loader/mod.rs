@@ -167,13 +167,23 @@ impl Loader {
         self.fingerprint
     }
 
-    /// The position of the next batch.
-    pub fn position(&self) -> Position {
+    /// The position of the next batch: save it, restore it with [`Loader::seek`] to continue
+    /// from there (as [`Batch::next_position`] does for the batch just handed out).
+    pub fn next_position(&self) -> Position {
         Position {
             epoch: self.position.0,
             batch: self.position.1,
             fingerprint: self.fingerprint,
         }
+    }
+
+    /// The position of the next batch.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `next_position`: through a `&mut Loader`, `.position()` names `Iterator::position`"
+    )]
+    pub fn position(&self) -> Position {
+        self.next_position()
     }
 
     /// Continues from `position`: the next batch is batch `position.batch` of epoch
@@ -294,9 +304,6 @@ impl Loader {
 /// position has not moved, so the same error comes again: stop at the first one (`?`, or
 /// collecting into a `Result`).
 ///
-/// Through a `&mut Loader`, `loader.position()` names `Iterator::position` (std implements
-/// `Iterator` for `&mut I`): write `Loader::position(loader)` there.
-///
 /// # Example
 /// ```
 /// # use lodtensor::{Column, Dataset, LodTensor};
@@ -316,7 +323,7 @@ impl Loader {
 ///     rows += batch?.data().num_rows();
 /// }
 /// assert_eq!(rows, 5);
-/// assert_eq!(loader.position().epoch, 1);     // the next `for` reads epoch 1
+/// assert_eq!(loader.next_position().epoch, 1);     // the next `for` reads epoch 1
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 impl Iterator for Loader {

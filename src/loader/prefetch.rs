@@ -32,7 +32,7 @@ use crate::error::Result;
 /// let rows: usize = prefetch.by_ref().map(|b| b.map(|b| b.data().num_rows())).sum::<Result<_, _>>()?;
 /// assert_eq!(rows, 5);
 /// let loader = prefetch.into_loader()?;          // back, at the start of epoch 1
-/// assert_eq!((loader.position().epoch, loader.position().batch), (1, 0));
+/// assert_eq!((loader.next_position().epoch, loader.next_position().batch), (1, 0));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
