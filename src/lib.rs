@@ -82,6 +82,8 @@
 //!   ([`MappedDataset`]), Parquet, and PaddlePaddle LoDTensor files.
 //! - [`ops`]: sequence operations (expand, pad, pool, concat, split, reverse, …) after
 //!   PaddlePaddle's sequence operators.
+//! - [`shards`]: sharded datasets, a directory of files and a manifest, written atomically
+//!   and read lazily.
 //! - [`Loader`]: training batches from a mapped file.
 //! - [`Error`]: one pointer wide; [`Error::kind`] says what went wrong, grouped by what a
 //!   caller does about it.
@@ -104,6 +106,7 @@ pub mod loader;
 mod lod;
 pub mod ops;
 mod row_index;
+pub mod shards;
 pub mod synthetic;
 mod tensor;
 mod values;

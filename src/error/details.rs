@@ -212,6 +212,27 @@ pub enum FormatError {
         reason: String,
     },
 
+    /// A sharded dataset's manifest (`_lodtensor.json`) that cannot be parsed or breaks
+    /// its rules; `field` is the JSON path (`shards[3].rows`).
+    #[error("manifest field {field}: {reason}")]
+    Manifest {
+        /// The JSON path of the field.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A shard of a sharded dataset that disagrees with what the manifest says of it.
+    #[error("shard disagrees with the manifest: {field} is {found}, the manifest says {manifest}")]
+    ShardMismatch {
+        /// What disagrees (`bytes`, `crc32c`, `rows`, `columns[0].sequences`, …).
+        field: String,
+        /// The manifest's value.
+        manifest: String,
+        /// The shard's value.
+        found: String,
+    },
+
     /// A Paddle LoDTensor record ends before a field it declares.
     #[error(
         "Paddle record {record}: {what} at byte {offset} needs {}, {available} remain",

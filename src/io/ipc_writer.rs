@@ -56,6 +56,11 @@ impl WriteOptions {
         self.offset_width = width;
         self
     }
+
+    /// The offset width of every level.
+    pub fn offset_width(&self) -> OffsetWidth {
+        self.offset_width
+    }
 }
 
 /// What a finished write produced.
@@ -251,7 +256,7 @@ impl DatasetWriter {
 }
 
 /// Bytes of values and offsets that row `row` adds to a batch.
-fn row_bytes(dataset: &Dataset, row: usize) -> usize {
+pub(crate) fn row_bytes(dataset: &Dataset, row: usize) -> usize {
     dataset
         .columns()
         .iter()

@@ -1,6 +1,6 @@
 //! Files: the atomic Arrow IPC writer, the memory-mapped reader, Parquet, PaddlePaddle files.
 
-mod atomic;
+pub(crate) mod atomic;
 mod ipc_check;
 pub mod ipc_reader;
 pub mod ipc_writer;

@@ -1,0 +1,599 @@
+//! `_lodtensor.json`: the manifest of a sharded dataset, parsed as untrusted input and
+//! written atomically.
+
+use std::io::Read;
+use std::path::Path;
+
+use arrow_schema::Schema;
+use serde_json::{Map, Value, json};
+
+use crate::dataset::Column;
+use crate::error::{Error, Result};
+use crate::io::atomic::write_atomically;
+use crate::lod::OffsetWidth;
+use crate::tensor::LodTensor;
+use crate::values::DType;
+use crate::{FormatError, UnsupportedError};
+
+/// The manifest's file name inside the dataset directory.
+pub const MANIFEST_NAME: &str = "_lodtensor.json";
+/// The value of the manifest's `format` key.
+pub const MANIFEST_FORMAT: &str = "lodtensor.shards";
+/// The manifest version this crate writes and reads.
+pub const MANIFEST_VERSION: u64 = 1;
+/// The largest manifest read (a million shards take about 300 MB).
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
+/// The most LoD levels a manifest column may declare.
+const MAX_LEVELS: usize = 64;
+
+/// One column of a sharded dataset: what every shard's Arrow field must hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnSpec {
+    /// The column's name.
+    pub name: String,
+    /// The element dtype.
+    pub dtype: DType,
+    /// The shape of one element (`[]` for scalars).
+    pub element_shape: Vec<usize>,
+    /// The offset width of each level, outermost first (its length is the number of levels).
+    pub offsets: Vec<OffsetWidth>,
+    /// The level names, outermost first; empty when not given.
+    pub level_names: Vec<String>,
+}
+
+impl ColumnSpec {
+    /// The spec of a column.
+    pub fn of_column(column: &Column) -> Self {
+        let t = column.tensor();
+        ColumnSpec {
+            name: column.name().to_owned(),
+            dtype: t.dtype(),
+            element_shape: t.element_shape().to_vec(),
+            offsets: t.lod().levels().iter().map(|l| l.width()).collect(),
+            level_names: column.level_names().to_vec(),
+        }
+    }
+
+    /// The specs of every field of a lodtensor file's schema.
+    ///
+    /// # Errors
+    /// The error of [`Column::try_from_arrow`] for a field that is no LoD tensor column.
+    pub fn of_schema(schema: &Schema) -> Result<Vec<Self>> {
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                let empty = arrow_array::new_empty_array(f.data_type());
+                Ok(Self::of_column(&Column::try_from_arrow(f, empty.as_ref())?))
+            })
+            .collect()
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "dtype": self.dtype.name(),
+            "element_shape": self.element_shape,
+            "offsets": self.offsets.iter().map(|w| w.name()).collect::<Vec<_>>(),
+            "level_names": self.level_names,
+        })
+    }
+}
+
+/// What one column of one shard holds: the sequences of each level and the elements.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ColumnStats {
+    /// The number of sequences of each level, outermost first (level 0 counts the rows).
+    pub sequences: Vec<usize>,
+    /// The number of elements (each of the column's element shape).
+    pub elements: usize,
+}
+
+impl ColumnStats {
+    /// Adds the sequences and elements of `tensor`, a part of the shard's column.
+    pub(crate) fn add(&mut self, tensor: &LodTensor) {
+        let levels = tensor.lod().levels();
+        self.sequences.resize(levels.len(), 0);
+        for (level, count) in self.sequences.iter_mut().enumerate() {
+            *count += tensor.lod().num_sequences(level).expect("level exists");
+        }
+        self.elements += tensor.elements().len();
+    }
+}
+
+/// One shard: a lodtensor Arrow file in the dataset directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardEntry {
+    /// The file name, relative to the dataset directory.
+    pub file: String,
+    /// Rows (top-level sequences).
+    pub rows: usize,
+    /// Record batches.
+    pub batches: usize,
+    /// The file's size.
+    pub bytes: u64,
+    /// CRC-32C (Castagnoli) of the whole file.
+    pub crc32c: u32,
+    /// What each column holds, in the manifest's column order.
+    pub columns: Vec<ColumnStats>,
+}
+
+/// A sharded dataset's manifest: the columns every shard holds and the shards, in row order.
+///
+/// # Example
+/// ```
+/// use lodtensor::shards::Manifest;
+/// let text = r#"{"format": "lodtensor.shards", "version": 1, "columns": [], "shards": []}"#;
+/// let manifest = Manifest::parse(text)?;
+/// assert_eq!(manifest.num_rows(), 0);
+/// assert_eq!(Manifest::parse(&manifest.to_json())?, manifest);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Manifest {
+    /// The columns, in order.
+    pub columns: Vec<ColumnSpec>,
+    /// The shards, in row order.
+    pub shards: Vec<ShardEntry>,
+}
+
+impl Manifest {
+    /// The rows of every shard.
+    pub fn num_rows(&self) -> usize {
+        self.shards.iter().map(|s| s.rows).sum()
+    }
+
+    /// Reads and parses the manifest at `path`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io); [`FormatError::Manifest`] naming the field;
+    /// all with the path attached.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let read = || -> Result<Self> {
+            let file = std::fs::File::open(path)?;
+            let mut text = String::new();
+            file.take(MAX_MANIFEST_BYTES + 1)
+                .read_to_string(&mut text)
+                .map_err(|e| manifest_error("", format!("not UTF-8 text: {e}")))?;
+            if text.len() as u64 > MAX_MANIFEST_BYTES {
+                return Err(manifest_error(
+                    "",
+                    format!("larger than the limit of {MAX_MANIFEST_BYTES} bytes"),
+                ));
+            }
+            Self::parse(&text)
+        };
+        read().map_err(|e| e.in_file(path))
+    }
+
+    /// Parses a manifest, checking every field and rule of `format-spec.md`.
+    ///
+    /// # Errors
+    /// [`FormatError::Manifest`] naming the field; [`UnsupportedError::UnsupportedVersion`].
+    pub fn parse(text: &str) -> Result<Self> {
+        let root: Value =
+            serde_json::from_str(text).map_err(|e| manifest_error("", e.to_string()))?;
+        let root = object(&root, "")?;
+        let format = string(field(root, "", "format")?, "format")?;
+        if format != MANIFEST_FORMAT {
+            return Err(manifest_error(
+                "format",
+                format!("is {format:?}, expected {MANIFEST_FORMAT:?}"),
+            ));
+        }
+        let version = count(field(root, "", "version")?, "version")?;
+        if version as u64 != MANIFEST_VERSION {
+            return Err(UnsupportedError::UnsupportedVersion {
+                found: version.to_string(),
+                expected: "1",
+            }
+            .into());
+        }
+        let columns = array(field(root, "", "columns")?, "columns")?
+            .iter()
+            .enumerate()
+            .map(|(i, c)| parse_column(c, &format!("columns[{i}]")))
+            .collect::<Result<Vec<_>>>()?;
+        for (i, c) in columns.iter().enumerate() {
+            if columns[..i].iter().any(|o| o.name == c.name) {
+                return Err(manifest_error(
+                    &format!("columns[{i}].name"),
+                    format!("{:?} names two columns", c.name),
+                ));
+            }
+        }
+        let shards = array(field(root, "", "shards")?, "shards")?
+            .iter()
+            .enumerate()
+            .map(|(i, s)| parse_shard(s, &format!("shards[{i}]"), &columns))
+            .collect::<Result<Vec<_>>>()?;
+        check_shards(&shards)?;
+        Ok(Manifest { columns, shards })
+    }
+
+    /// The manifest as JSON text (one shard per line).
+    pub fn to_json(&self) -> String {
+        let columns: Vec<Value> = self.columns.iter().map(ColumnSpec::to_json).collect();
+        let shards: Vec<String> = self
+            .shards
+            .iter()
+            .map(|s| {
+                let stats: Vec<Value> = s
+                    .columns
+                    .iter()
+                    .map(|c| json!({"sequences": c.sequences, "elements": c.elements}))
+                    .collect();
+                let shard = json!({
+                    "file": s.file, "rows": s.rows, "batches": s.batches, "bytes": s.bytes,
+                    "crc32c": s.crc32c, "columns": stats,
+                });
+                format!("    {shard}")
+            })
+            .collect();
+        format!(
+            "{{\n  \"format\": {},\n  \"version\": {MANIFEST_VERSION},\n  \"columns\": {},\n  \"shards\": [\n{}\n  ]\n}}\n",
+            json!(MANIFEST_FORMAT),
+            Value::Array(columns),
+            shards.join(",\n")
+        )
+    }
+
+    /// Writes the manifest to `path` atomically (a temporary file renamed over it).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) with the path; the previous manifest is then untouched.
+    pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
+        let text = self.to_json();
+        write_atomically(path.as_ref(), |out| {
+            Ok(std::io::Write::write_all(out, text.as_bytes())?)
+        })
+    }
+}
+
+/// CRC-32C of the file at `path`, read in chunks.
+pub(crate) fn file_crc32c(path: &Path) -> Result<u32> {
+    let read = || -> std::io::Result<u32> {
+        let mut file = std::fs::File::open(path)?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut crc = 0;
+        loop {
+            match file.read(&mut buf)? {
+                0 => return Ok(crc),
+                n => crc = crc32c::crc32c_append(crc, &buf[..n]),
+            }
+        }
+    };
+    read().map_err(|e| Error::from(e).in_file(path))
+}
+
+/// Whether `name` may name a shard: a plain `.arrow` file name inside the directory, not
+/// hidden from dataset discovery (`.` or `_` first).
+pub(crate) fn is_shard_name(name: &str) -> bool {
+    name.ends_with(".arrow")
+        && name.len() > ".arrow".len()
+        && !name.starts_with(['.', '_'])
+        && !name.contains(['/', '\\', '\0'])
+}
+
+fn manifest_error(field: &str, reason: impl Into<String>) -> Error {
+    FormatError::Manifest {
+        field: if field.is_empty() { "(root)" } else { field }.to_owned(),
+        reason: reason.into(),
+    }
+    .into()
+}
+
+fn join(at: &str, key: &str) -> String {
+    if at.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{at}.{key}")
+    }
+}
+
+fn object<'a>(v: &'a Value, at: &str) -> Result<&'a Map<String, Value>> {
+    v.as_object()
+        .ok_or_else(|| manifest_error(at, format!("is {v}, expected an object")))
+}
+
+fn field<'a>(object: &'a Map<String, Value>, at: &str, key: &str) -> Result<&'a Value> {
+    object
+        .get(key)
+        .ok_or_else(|| manifest_error(&join(at, key), "is missing"))
+}
+
+fn array<'a>(v: &'a Value, at: &str) -> Result<&'a Vec<Value>> {
+    v.as_array()
+        .ok_or_else(|| manifest_error(at, format!("is {}, expected an array", short(v))))
+}
+
+fn string<'a>(v: &'a Value, at: &str) -> Result<&'a str> {
+    v.as_str()
+        .ok_or_else(|| manifest_error(at, format!("is {}, expected a string", short(v))))
+}
+
+fn count(v: &Value, at: &str) -> Result<usize> {
+    v.as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| {
+            manifest_error(
+                at,
+                format!("is {}, expected a non-negative integer", short(v)),
+            )
+        })
+}
+
+/// A value for an error message, cut to 60 characters.
+fn short(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+fn parse_column(v: &Value, at: &str) -> Result<ColumnSpec> {
+    let o = object(v, at)?;
+    let name = string(field(o, at, "name")?, &join(at, "name"))?.to_owned();
+    let dtype_at = join(at, "dtype");
+    let dtype = DType::from_name(string(field(o, at, "dtype")?, &dtype_at)?)
+        .map_err(|e| manifest_error(&dtype_at, e.to_string()))?;
+    let shape_at = join(at, "element_shape");
+    let element_shape = array(field(o, at, "element_shape")?, &shape_at)?
+        .iter()
+        .enumerate()
+        .map(|(i, d)| count(d, &format!("{shape_at}[{i}]")))
+        .collect::<Result<Vec<_>>>()?;
+    let offsets_at = join(at, "offsets");
+    let offsets = array(field(o, at, "offsets")?, &offsets_at)?;
+    if offsets.len() > MAX_LEVELS {
+        return Err(manifest_error(
+            &offsets_at,
+            format!("{} levels, at most {MAX_LEVELS} are read", offsets.len()),
+        ));
+    }
+    let offsets = offsets
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let at = format!("{offsets_at}[{i}]");
+            match string(w, &at)? {
+                "i32" => Ok(OffsetWidth::I32),
+                "i64" => Ok(OffsetWidth::I64),
+                other => Err(manifest_error(
+                    &at,
+                    format!("is {other:?}, expected \"i32\" or \"i64\""),
+                )),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let names_at = join(at, "level_names");
+    let level_names = match o.get("level_names") {
+        None => Vec::new(),
+        Some(v) => array(v, &names_at)?
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Ok(string(n, &format!("{names_at}[{i}]"))?.to_owned()))
+            .collect::<Result<Vec<_>>>()?,
+    };
+    if !level_names.is_empty() && level_names.len() != offsets.len() {
+        return Err(manifest_error(
+            &names_at,
+            format!(
+                "names {} levels, the column has {}",
+                level_names.len(),
+                offsets.len()
+            ),
+        ));
+    }
+    Ok(ColumnSpec {
+        name,
+        dtype,
+        element_shape,
+        offsets,
+        level_names,
+    })
+}
+
+fn parse_shard(v: &Value, at: &str, columns: &[ColumnSpec]) -> Result<ShardEntry> {
+    let o = object(v, at)?;
+    let file_at = join(at, "file");
+    let file = string(field(o, at, "file")?, &file_at)?.to_owned();
+    if !is_shard_name(&file) {
+        return Err(manifest_error(
+            &file_at,
+            format!(
+                "{file:?} is not a shard file name (a `.arrow` name inside the directory, not starting with `.` or `_`)"
+            ),
+        ));
+    }
+    let number = |key: &str| count(field(o, at, key)?, &join(at, key));
+    let (rows, batches) = (number("rows")?, number("batches")?);
+    let bytes = number("bytes")? as u64;
+    let crc_at = join(at, "crc32c");
+    let crc32c = u32::try_from(number("crc32c")?)
+        .map_err(|_| manifest_error(&crc_at, "does not fit 32 bits"))?;
+    let stats_at = join(at, "columns");
+    let stats = array(field(o, at, "columns")?, &stats_at)?;
+    if stats.len() != columns.len() {
+        return Err(manifest_error(
+            &stats_at,
+            format!(
+                "{} entries, the dataset has {} columns",
+                stats.len(),
+                columns.len()
+            ),
+        ));
+    }
+    let columns = stats
+        .iter()
+        .zip(columns)
+        .enumerate()
+        .map(|(i, (s, spec))| parse_stats(s, &format!("{stats_at}[{i}]"), spec, rows))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ShardEntry {
+        file,
+        rows,
+        batches,
+        bytes,
+        crc32c,
+        columns,
+    })
+}
+
+fn parse_stats(v: &Value, at: &str, spec: &ColumnSpec, rows: usize) -> Result<ColumnStats> {
+    let o = object(v, at)?;
+    let seq_at = join(at, "sequences");
+    let sequences = array(field(o, at, "sequences")?, &seq_at)?;
+    if sequences.len() != spec.offsets.len() {
+        return Err(manifest_error(
+            &seq_at,
+            format!(
+                "{} levels, column {:?} has {}",
+                sequences.len(),
+                spec.name,
+                spec.offsets.len()
+            ),
+        ));
+    }
+    let sequences = sequences
+        .iter()
+        .enumerate()
+        .map(|(i, n)| count(n, &format!("{seq_at}[{i}]")))
+        .collect::<Result<Vec<_>>>()?;
+    let elements = count(field(o, at, "elements")?, &join(at, "elements"))?;
+    let outer = sequences.first().copied().unwrap_or(elements);
+    if outer != rows {
+        return Err(manifest_error(
+            at,
+            format!("{outer} top-level sequences, the shard has {rows} rows"),
+        ));
+    }
+    Ok(ColumnStats {
+        sequences,
+        elements,
+    })
+}
+
+/// Shard names are distinct and the rows add up without overflow.
+fn check_shards(shards: &[ShardEntry]) -> Result<()> {
+    let mut names: Vec<&str> = shards.iter().map(|s| s.file.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(manifest_error(
+            "shards",
+            format!("{:?} is listed twice", w[0]),
+        ));
+    }
+    shards
+        .iter()
+        .try_fold(0usize, |total, s| total.checked_add(s.rows))
+        .ok_or_else(|| manifest_error("shards", "the rows add up past the address space"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn sample() -> Manifest {
+        Manifest {
+            columns: vec![ColumnSpec {
+                name: "tokens".into(),
+                dtype: DType::Float32,
+                element_shape: vec![4],
+                offsets: vec![OffsetWidth::I64, OffsetWidth::I32],
+                level_names: vec!["documents".into(), "sentences".into()],
+            }],
+            shards: vec![ShardEntry {
+                file: "part-00000.arrow".into(),
+                rows: 2,
+                batches: 1,
+                bytes: 1000,
+                crc32c: 0xdead_beef,
+                columns: vec![ColumnStats {
+                    sequences: vec![2, 3],
+                    elements: 7,
+                }],
+            }],
+        }
+    }
+
+    fn fault(text: &str) -> (String, String) {
+        match Manifest::parse(text).unwrap_err().into_kind() {
+            ErrorKind::Format(FormatError::Manifest { field, reason }) => (field, reason),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let m = sample();
+        assert_eq!(Manifest::parse(&m.to_json()).unwrap(), m);
+    }
+
+    #[test]
+    fn faults_name_the_field() {
+        let good = sample().to_json();
+        let cases = [
+            ("\"rows\":2", "\"rows\":-2", "shards[0].rows"),
+            ("\"rows\":2", "\"rows\":3", "shards[0].columns[0]"),
+            (
+                "\"crc32c\":3735928559",
+                "\"crc32c\":1e40",
+                "shards[0].crc32c",
+            ),
+            (
+                "\"crc32c\":3735928559",
+                "\"crc32c\":4294967296",
+                "shards[0].crc32c",
+            ),
+            ("part-00000.arrow", "../etc/passwd.arrow", "shards[0].file"),
+            ("part-00000.arrow", "_hidden.arrow", "shards[0].file"),
+            ("\"float32\"", "\"float33\"", "columns[0].dtype"),
+            ("\"i32\"", "\"i16\"", "columns[0].offsets[1]"),
+            ("[2,3]", "[2]", "shards[0].columns[0].sequences"),
+            (
+                "\"elements\":7",
+                "\"elements\":\"7\"",
+                "shards[0].columns[0].elements",
+            ),
+            ("\"version\": 1,", "", "version"),
+            ("\"lodtensor.shards\"", "\"other\"", "format"),
+        ];
+        for (from, to, expected) in cases {
+            assert!(good.contains(from), "{from} not in {good}");
+            let (field, reason) = fault(&good.replacen(from, to, 1));
+            assert_eq!(field, expected, "{from} -> {to}: {reason}");
+        }
+        let mut twice = sample();
+        twice.shards.push(twice.shards[0].clone());
+        assert_eq!(fault(&twice.to_json()).0, "shards");
+        assert_eq!(fault("[1, 2]").0, "(root)");
+        assert_eq!(fault(&good[..good.len() / 2]).0, "(root)");
+        let newer = good.replacen("\"version\": 1", "\"version\": 2", 1);
+        assert!(matches!(
+            Manifest::parse(&newer).unwrap_err().kind(),
+            ErrorKind::Unsupported(UnsupportedError::UnsupportedVersion { .. })
+        ));
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_NAME);
+        sample().write(&path).unwrap();
+        assert_eq!(Manifest::load(&path).unwrap(), sample());
+        std::fs::write(&path, b"{").unwrap();
+        let err = Manifest::load(&path).unwrap_err();
+        assert_eq!(err.path(), Some(path.as_path()));
+        assert!(matches!(
+            Manifest::load(dir.path().join("none.json"))
+                .unwrap_err()
+                .kind(),
+            ErrorKind::Io(_)
+        ));
+    }
+}

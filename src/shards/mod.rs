@@ -1,0 +1,23 @@
+//! Sharded datasets: a directory of ordinary lodtensor Arrow files (`part-00000.arrow`, …)
+//! and a manifest `_lodtensor.json` listing them, with their rows, sizes, checksums and
+//! per-column counts (see `format-spec.md` and `docs/shards.md`).
+//!
+//! - [`ShardWriter`]: rolls to a new shard at a row or byte budget; shards are written
+//!   atomically and the manifest replaced atomically last; appends; independent writers
+//!   with their own prefixes, merged by [`commit`].
+//! - [`ShardedDataset`]: opens by reading the manifest only; a shard is mapped and checked
+//!   against the manifest when first touched; global rows across shards.
+//! - [`Manifest`]: the manifest, parsed as untrusted input.
+
+mod commit;
+mod manifest;
+mod reader;
+mod writer;
+
+pub use commit::commit;
+pub use manifest::{
+    ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION, MAX_MANIFEST_BYTES,
+    Manifest, ShardEntry,
+};
+pub use reader::ShardedDataset;
+pub use writer::{ShardOptions, ShardWriter};

@@ -1,0 +1,249 @@
+//! The sharded dataset reader: the manifest on open, each shard mapped and checked against
+//! it when first touched.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::io::ipc_reader::MappedDataset;
+use crate::shards::manifest::{ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry};
+use crate::{ArgumentError, FormatError};
+
+/// A sharded dataset, open: the manifest read, each shard mapped on first touch.
+///
+/// Opening reads and checks the manifest only, so it costs the same for shards of a
+/// kilobyte or a gigabyte. The first access to a shard maps it and checks it against the
+/// manifest (size, CRC-32C, rows, batches, columns, sequence and element counts) and with
+/// every check of [`MappedDataset::open`]; [`ShardedDataset::validate`] does so for all.
+/// Rows are numbered across shards, in manifest order; every sample and row range is a view
+/// into a shard's mapping, as with one file.
+///
+/// `ShardedDataset` is `Send + Sync`: threads can touch shards concurrently.
+///
+/// # Example
+/// ```
+/// use lodtensor::{Column, Dataset, LodTensor};
+/// use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+/// use arrow_array::types::Int64Type;
+/// let dir = tempfile::tempdir()?;
+/// let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+/// writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+/// writer.finish()?;
+///
+/// let data = ShardedDataset::open(dir.path())?;
+/// assert_eq!((data.num_rows(), data.num_shards()), (3, 2));
+/// let rows = data.rows(1..3)?;   // row 1 in shard 0, row 2 in shard 1
+/// assert_eq!(rows.len(), 2);
+/// assert_eq!(rows[1].column("ids")?.typed_values::<Int64Type>()?, &[3, 4, 5]);
+/// data.validate()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ShardedDataset {
+    dir: PathBuf,
+    manifest: Manifest,
+    /// `row_starts[s]` is the first row of shard `s`; one more entry closes the last shard.
+    row_starts: Vec<usize>,
+    shards: Vec<OnceLock<MappedDataset>>,
+}
+
+impl ShardedDataset {
+    /// Opens the dataset in `dir`, reading its manifest only.
+    ///
+    /// # Errors
+    /// [`Manifest::load`]'s errors, with the manifest's path.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref();
+        let manifest = Manifest::load(dir.join(MANIFEST_NAME))?;
+        let mut row_starts = Vec::with_capacity(manifest.shards.len() + 1);
+        row_starts.push(0);
+        for shard in &manifest.shards {
+            // The manifest's parser checked that the rows add up without overflow.
+            row_starts.push(row_starts.last().expect("starts with 0") + shard.rows);
+        }
+        let shards = manifest.shards.iter().map(|_| OnceLock::new()).collect();
+        Ok(ShardedDataset {
+            dir: dir.to_path_buf(),
+            manifest,
+            row_starts,
+            shards,
+        })
+    }
+
+    /// The dataset directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The columns every shard holds.
+    pub fn columns(&self) -> &[ColumnSpec] {
+        &self.manifest.columns
+    }
+
+    /// The number of rows over all shards.
+    pub fn num_rows(&self) -> usize {
+        *self.row_starts.last().expect("never empty")
+    }
+
+    /// The number of shards.
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The first row of each shard, and one past the last row.
+    pub fn row_starts(&self) -> &[usize] {
+        &self.row_starts
+    }
+
+    /// Shard `index`, mapped and checked against the manifest on first touch.
+    ///
+    /// # Errors
+    /// [`ArgumentError::InvalidArgument`] for an index past the last shard; for a shard
+    /// that is missing, differs from the manifest ([`FormatError::ShardMismatch`]) or is
+    /// invalid, the error with the shard's path.
+    pub fn shard(&self, index: usize) -> Result<&MappedDataset> {
+        let cell = self.shards.get(index).ok_or_else(|| {
+            Error::invalid_argument(
+                "ShardedDataset::shard",
+                "index",
+                index,
+                format!("less than {}", self.shards.len()),
+            )
+        })?;
+        if let Some(shard) = cell.get() {
+            return Ok(shard);
+        }
+        let entry = &self.manifest.shards[index];
+        let path = self.dir.join(&entry.file);
+        let shard =
+            open_checked(&path, entry, &self.manifest.columns).map_err(|e| e.in_file(&path))?;
+        // Another thread may have opened it meanwhile: either mapping serves.
+        Ok(cell.get_or_init(|| shard))
+    }
+
+    /// Maps and checks every shard not touched yet.
+    ///
+    /// # Errors
+    /// The first shard's error, as [`ShardedDataset::shard`].
+    pub fn validate(&self) -> Result<()> {
+        (0..self.num_shards()).try_for_each(|s| self.shard(s).map(|_| ()))
+    }
+
+    /// The shard holding row `row` and the row's index inside it, in O(log shards).
+    ///
+    /// # Errors
+    /// [`ArgumentError::RowsOutOfBounds`].
+    pub fn locate_row(&self, row: usize) -> Result<(usize, usize)> {
+        if row >= self.num_rows() {
+            return Err(ArgumentError::RowsOutOfBounds {
+                start: row,
+                end: row + 1,
+                len: self.num_rows(),
+            }
+            .into());
+        }
+        let shard = self.row_starts.partition_point(|&start| start <= row) - 1;
+        Ok((shard, row - self.row_starts[shard]))
+    }
+
+    /// Sample `row` (one row of every column), as a view into its shard.
+    ///
+    /// # Errors
+    /// [`ArgumentError::RowsOutOfBounds`]; the shard's errors on first touch.
+    pub fn sample(&self, row: usize) -> Result<Dataset> {
+        let (shard, local) = self.locate_row(row)?;
+        self.shard(shard)?.sample(local)
+    }
+
+    /// Rows `rows`, as one view per record batch they touch, across shards, in order.
+    ///
+    /// # Errors
+    /// [`ArgumentError::RowsOutOfBounds`]; the shards' errors on first touch.
+    pub fn rows(&self, rows: Range<usize>) -> Result<Vec<Dataset>> {
+        if rows.start > rows.end || rows.end > self.num_rows() {
+            return Err(ArgumentError::RowsOutOfBounds {
+                start: rows.start,
+                end: rows.end,
+                len: self.num_rows(),
+            }
+            .into());
+        }
+        let mut out = Vec::new();
+        let first = self
+            .row_starts
+            .partition_point(|&start| start <= rows.start)
+            - 1;
+        for s in first..self.num_shards() {
+            let (start, end) = (self.row_starts[s], self.row_starts[s + 1]);
+            if start >= rows.end {
+                break;
+            }
+            let (lo, hi) = (rows.start.max(start), rows.end.min(end));
+            if lo < hi {
+                out.extend(self.shard(s)?.rows(lo - start..hi - start)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Maps the shard at `path` and checks it against its manifest entry.
+fn open_checked(path: &Path, entry: &ShardEntry, columns: &[ColumnSpec]) -> Result<MappedDataset> {
+    let len = std::fs::metadata(path)?.len();
+    mismatch("bytes", entry.bytes, len)?;
+    let shard = MappedDataset::open(path)?;
+    mismatch("bytes", entry.bytes, shard.as_bytes().len() as u64)?;
+    mismatch("crc32c", entry.crc32c, crc32c::crc32c(shard.as_bytes()))?;
+    mismatch("rows", entry.rows, shard.num_rows())?;
+    mismatch("batches", entry.batches, shard.batches().len())?;
+    let specs = ColumnSpec::of_schema(shard.schema())?;
+    if specs != columns {
+        return Err(FormatError::ShardMismatch {
+            field: "columns".to_owned(),
+            manifest: format!("{columns:?}"),
+            found: format!("{specs:?}"),
+        }
+        .into());
+    }
+    for (c, expected) in entry.columns.iter().enumerate() {
+        let mut found = ColumnStats::default();
+        for batch in shard.batches() {
+            found.add(batch.columns()[c].tensor());
+        }
+        if found.sequences.is_empty() {
+            found.sequences = vec![0; expected.sequences.len()];
+        }
+        mismatch(
+            &format!("columns[{c}].sequences"),
+            format!("{:?}", expected.sequences),
+            format!("{:?}", found.sequences),
+        )?;
+        mismatch(
+            &format!("columns[{c}].elements"),
+            expected.elements,
+            found.elements,
+        )?;
+    }
+    Ok(shard)
+}
+
+/// [`FormatError::ShardMismatch`] unless the manifest's value equals the shard's.
+fn mismatch<T: PartialEq + std::fmt::Display>(field: &str, manifest: T, found: T) -> Result<()> {
+    if manifest == found {
+        return Ok(());
+    }
+    Err(FormatError::ShardMismatch {
+        field: field.to_owned(),
+        manifest: manifest.to_string(),
+        found: found.to_string(),
+    }
+    .into())
+}
