@@ -94,6 +94,16 @@ impl MappedDataset {
     }
 
     fn open_impl(path: &Path, validate: bool) -> Result<Self> {
+        Self::open_verified(path, validate, |_| Ok(()))
+    }
+
+    /// Maps the file at `path`, runs `verify` on its bytes (a checksum, say), then decodes
+    /// and checks it as [`MappedDataset::open`] does.
+    pub(crate) fn open_verified(
+        path: &Path,
+        validate: bool,
+        verify: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Result<Self> {
         let in_file = |e: Error| e.in_file(path);
         let file = File::open(path).map_err(|e| in_file(e.into()))?;
         match file.try_lock_shared() {
@@ -116,6 +126,7 @@ impl MappedDataset {
         // taken above and the module docs guard against.
         let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| in_file(e.into()))?;
         let mapping = Buffer::from(bytes::Bytes::from_owner(mmap));
+        verify(mapping.as_slice()).map_err(in_file)?;
         Self::from_mapping(path.to_path_buf(), mapping, Some(file), validate).map_err(in_file)
     }
 

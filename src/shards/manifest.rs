@@ -359,11 +359,11 @@ fn parse_column(v: &Value, at: &str) -> Result<ColumnSpec> {
         .map(|(i, w)| {
             let at = format!("{offsets_at}[{i}]");
             match string(w, &at)? {
-                "i32" => Ok(OffsetWidth::I32),
-                "i64" => Ok(OffsetWidth::I64),
+                "int32" => Ok(OffsetWidth::I32),
+                "int64" => Ok(OffsetWidth::I64),
                 other => Err(manifest_error(
                     &at,
-                    format!("is {other:?}, expected \"i32\" or \"i64\""),
+                    format!("is {other:?}, expected \"int32\" or \"int64\""),
                 )),
             }
         })

@@ -21,3 +21,8 @@ pub use manifest::{
 };
 pub use reader::ShardedDataset;
 pub use writer::{ShardOptions, ShardWriter};
+
+/// The examples of `docs/shards.md`, run as doctests.
+#[doc = include_str!("../../docs/shards.md")]
+#[cfg(doctest)]
+pub struct ShardsDocDoctests;

@@ -9,7 +9,7 @@ use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
 use crate::shards::manifest::{ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry};
-use crate::{ArgumentError, FormatError};
+use crate::{ArgumentError, FormatError, RowIndex};
 
 /// A sharded dataset, open: the manifest read, each shard mapped on first touch.
 ///
@@ -45,8 +45,8 @@ use crate::{ArgumentError, FormatError};
 pub struct ShardedDataset {
     dir: PathBuf,
     manifest: Manifest,
-    /// `row_starts[s]` is the first row of shard `s`; one more entry closes the last shard.
-    row_starts: Vec<usize>,
+    /// The global rows of each shard.
+    rows: RowIndex,
     shards: Vec<OnceLock<MappedDataset>>,
 }
 
@@ -58,17 +58,13 @@ impl ShardedDataset {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
         let manifest = Manifest::load(dir.join(MANIFEST_NAME))?;
-        let mut row_starts = Vec::with_capacity(manifest.shards.len() + 1);
-        row_starts.push(0);
-        for shard in &manifest.shards {
-            // The manifest's parser checked that the rows add up without overflow.
-            row_starts.push(row_starts.last().expect("starts with 0") + shard.rows);
-        }
+        // The manifest's parser checked that the rows add up without overflow.
+        let rows = RowIndex::from_counts(manifest.shards.iter().map(|s| s.rows));
         let shards = manifest.shards.iter().map(|_| OnceLock::new()).collect();
         Ok(ShardedDataset {
             dir: dir.to_path_buf(),
             manifest,
-            row_starts,
+            rows,
             shards,
         })
     }
@@ -90,7 +86,7 @@ impl ShardedDataset {
 
     /// The number of rows over all shards.
     pub fn num_rows(&self) -> usize {
-        *self.row_starts.last().expect("never empty")
+        self.rows.num_rows()
     }
 
     /// The number of shards.
@@ -98,9 +94,9 @@ impl ShardedDataset {
         self.shards.len()
     }
 
-    /// The first row of each shard, and one past the last row.
-    pub fn row_starts(&self) -> &[usize] {
-        &self.row_starts
+    /// The global rows of each shard.
+    pub fn row_index(&self) -> &RowIndex {
+        &self.rows
     }
 
     /// Shard `index`, mapped and checked against the manifest on first touch.
@@ -142,16 +138,14 @@ impl ShardedDataset {
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
     pub fn locate_row(&self, row: usize) -> Result<(usize, usize)> {
-        if row >= self.num_rows() {
-            return Err(ArgumentError::RowsOutOfBounds {
+        self.rows.locate(row).ok_or_else(|| {
+            ArgumentError::RowsOutOfBounds {
                 start: row,
                 end: row + 1,
                 len: self.num_rows(),
             }
-            .into());
-        }
-        let shard = self.row_starts.partition_point(|&start| start <= row) - 1;
-        Ok((shard, row - self.row_starts[shard]))
+            .into()
+        })
     }
 
     /// Sample `row` (one row of every column), as a view into its shard.
@@ -168,28 +162,9 @@ impl ShardedDataset {
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`]; the shards' errors on first touch.
     pub fn rows(&self, rows: Range<usize>) -> Result<Vec<Dataset>> {
-        if rows.start > rows.end || rows.end > self.num_rows() {
-            return Err(ArgumentError::RowsOutOfBounds {
-                start: rows.start,
-                end: rows.end,
-                len: self.num_rows(),
-            }
-            .into());
-        }
         let mut out = Vec::new();
-        let first = self
-            .row_starts
-            .partition_point(|&start| start <= rows.start)
-            - 1;
-        for s in first..self.num_shards() {
-            let (start, end) = (self.row_starts[s], self.row_starts[s + 1]);
-            if start >= rows.end {
-                break;
-            }
-            let (lo, hi) = (rows.start.max(start), rows.end.min(end));
-            if lo < hi {
-                out.extend(self.shard(s)?.rows(lo - start..hi - start)?);
-            }
+        for (shard, local) in self.rows.split(rows)? {
+            out.extend(self.shard(shard)?.rows(local)?);
         }
         Ok(out)
     }
@@ -199,9 +174,11 @@ impl ShardedDataset {
 fn open_checked(path: &Path, entry: &ShardEntry, columns: &[ColumnSpec]) -> Result<MappedDataset> {
     let len = std::fs::metadata(path)?.len();
     mismatch("bytes", entry.bytes, len)?;
-    let shard = MappedDataset::open(path)?;
-    mismatch("bytes", entry.bytes, shard.as_bytes().len() as u64)?;
-    mismatch("crc32c", entry.crc32c, crc32c::crc32c(shard.as_bytes()))?;
+    // The checksum comes before the structural checks: a changed shard is named as such.
+    let shard = MappedDataset::open_verified(path, true, |bytes| {
+        mismatch("bytes", entry.bytes, bytes.len() as u64)?;
+        mismatch("crc32c", entry.crc32c, crc32c::crc32c(bytes))
+    })?;
     mismatch("rows", entry.rows, shard.num_rows())?;
     mismatch("batches", entry.batches, shard.batches().len())?;
     let specs = ColumnSpec::of_schema(shard.schema())?;
