@@ -85,6 +85,21 @@ impl RowIndex {
         Some((part, row - self.starts[part]))
     }
 
+    /// As [`RowIndex::locate`], with an error past the last row.
+    ///
+    /// # Errors
+    /// [`ArgumentError::RowsOutOfBounds`] when `row >= num_rows()`.
+    pub fn try_locate(&self, row: usize) -> Result<(usize, usize)> {
+        self.locate(row).ok_or_else(|| {
+            ArgumentError::RowsOutOfBounds {
+                start: row,
+                end: row + 1,
+                len: self.num_rows(),
+            }
+            .into()
+        })
+    }
+
     /// The pieces of the global rows `rows`, one per part they touch, in order, each as the
     /// part and the rows inside it. An empty range touches no part.
     ///
@@ -136,6 +151,12 @@ mod tests {
                 prop_assert_eq!(index.locate(row), Some(at));
             }
             prop_assert_eq!(index.locate(listed.len()), None);
+            let past = index.try_locate(listed.len()).map_err(crate::Error::into_kind);
+            let refused = matches!(
+                past,
+                Err(crate::ErrorKind::Argument(ArgumentError::RowsOutOfBounds { .. }))
+            );
+            prop_assert!(refused);
             let rows = a.min(b)..a.max(b);
             match index.split(rows.clone()) {
                 Ok(pieces) => {

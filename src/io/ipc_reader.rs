@@ -195,14 +195,7 @@ impl MappedDataset {
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
     pub fn locate_row(&self, row: usize) -> Result<(usize, usize)> {
-        self.rows.locate(row).ok_or_else(|| {
-            ArgumentError::RowsOutOfBounds {
-                start: row,
-                end: row + 1,
-                len: self.num_rows(),
-            }
-            .into()
-        })
+        self.rows.try_locate(row)
     }
 
     /// Sample `row` (one row of every column), as a view.

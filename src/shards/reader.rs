@@ -9,7 +9,7 @@ use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
 use crate::shards::manifest::{ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry};
-use crate::{ArgumentError, FormatError, RowIndex};
+use crate::{FormatError, RowIndex};
 
 /// A sharded dataset, open: the manifest read, each shard mapped on first touch.
 ///
@@ -102,7 +102,7 @@ impl ShardedDataset {
     /// Shard `index`, mapped and checked against the manifest on first touch.
     ///
     /// # Errors
-    /// [`ArgumentError::InvalidArgument`] for an index past the last shard; for a shard
+    /// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for an index past the last shard; for a shard
     /// that is missing, differs from the manifest ([`FormatError::ShardMismatch`]) or is
     /// invalid, the error with the shard's path.
     pub fn shard(&self, index: usize) -> Result<&MappedDataset> {
@@ -136,22 +136,15 @@ impl ShardedDataset {
     /// The shard holding row `row` and the row's index inside it, in O(log shards).
     ///
     /// # Errors
-    /// [`ArgumentError::RowsOutOfBounds`].
+    /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds).
     pub fn locate_row(&self, row: usize) -> Result<(usize, usize)> {
-        self.rows.locate(row).ok_or_else(|| {
-            ArgumentError::RowsOutOfBounds {
-                start: row,
-                end: row + 1,
-                len: self.num_rows(),
-            }
-            .into()
-        })
+        self.rows.try_locate(row)
     }
 
     /// Sample `row` (one row of every column), as a view into its shard.
     ///
     /// # Errors
-    /// [`ArgumentError::RowsOutOfBounds`]; the shard's errors on first touch.
+    /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds); the shard's errors on first touch.
     pub fn sample(&self, row: usize) -> Result<Dataset> {
         let (shard, local) = self.locate_row(row)?;
         self.shard(shard)?.sample(local)
@@ -160,7 +153,7 @@ impl ShardedDataset {
     /// Rows `rows`, as one view per record batch they touch, across shards, in order.
     ///
     /// # Errors
-    /// [`ArgumentError::RowsOutOfBounds`]; the shards' errors on first touch.
+    /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds); the shards' errors on first touch.
     pub fn rows(&self, rows: Range<usize>) -> Result<Vec<Dataset>> {
         let mut out = Vec::new();
         for (shard, local) in self.rows.split(rows)? {
