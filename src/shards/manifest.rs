@@ -553,7 +553,7 @@ mod tests {
             ("part-00000.arrow", "../etc/passwd.arrow", "shards[0].file"),
             ("part-00000.arrow", "_hidden.arrow", "shards[0].file"),
             ("\"float32\"", "\"float33\"", "columns[0].dtype"),
-            ("\"i32\"", "\"i16\"", "columns[0].offsets[1]"),
+            ("\"int32\"", "\"int16\"", "columns[0].offsets[1]"),
             ("[2,3]", "[2]", "shards[0].columns[0].sequences"),
             (
                 "\"elements\":7",
