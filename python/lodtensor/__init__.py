@@ -1,4 +1,6 @@
-"""lodtensor: LoD tensor datasets, memory-mapped and validated, and a training-batch loader.
+"""lodtensor: LoD tensor datasets, memory-mapped and validated, sharded datasets written by
+many workers, and a training-batch loader (``lodtensor.ray`` reads and writes shards from Ray
+Data).
 
     import lodtensor as lt
     ds = lt.open("docs.arrow")
@@ -19,23 +21,46 @@ from typing import Any
 import pyarrow as pa
 
 from . import _native
-from ._native import Batch, Dataset, Loader, LodTensorError
+from ._native import Batch, Dataset, Loader, LodTensorError, ShardedDataset, ShardWriter
 
-__all__ = ["open", "write", "Dataset", "Loader", "Batch", "LodTensorError"]
+__all__ = [
+    "open",
+    "write",
+    "write_shards",
+    "commit",
+    "Dataset",
+    "ShardedDataset",
+    "ShardWriter",
+    "Loader",
+    "Batch",
+    "LodTensorError",
+]
 __version__ = "0.1.0"
 
 
-def open(path: str | os.PathLike, columns: list[str] | None = None) -> Dataset:  # noqa: A001
-    """Maps and validates the dataset file at ``path``.
+def open(  # noqa: A001
+    path: str | os.PathLike, columns: list[str] | None = None
+) -> Dataset | ShardedDataset:
+    """Opens the dataset file, or the sharded dataset directory, at ``path``.
 
-    Every offset of every level is checked before anything is read; no value is read or
-    copied. Raises ``FileNotFoundError`` for a missing file and ``LodTensorError`` (a
-    ``ValueError``) for an invalid one, with the file, column, level and index at fault.
-    ``columns`` is not supported yet (every column is mapped; mapping costs no reads).
+    A file is mapped and validated: every offset of every level is checked before anything
+    is read; no value is read or copied. A directory (``_lodtensor.json`` and its shards)
+    gives a ``ShardedDataset``: opening reads the manifest only, and each shard is mapped
+    and checked against the manifest (size, CRC-32C, counts) when first touched.
+    Raises ``FileNotFoundError`` for a missing file or manifest and ``LodTensorError`` (a
+    ``ValueError``) for an invalid one, with the file, shard, column, level and index at
+    fault. ``columns`` is not supported yet (every column is mapped; mapping costs no reads).
+
+        >>> ds = lt.open("shards/")              # doctest: +SKIP
+        >>> ds.num_rows, ds.num_shards           # doctest: +SKIP
+        (200, 4)
     """
     if columns is not None:
         raise LodTensorError("open(path, columns=...): column projection is not supported yet")
-    return _native.open(os.fspath(path))
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return _native.open_shards(path)
+    return _native.open(path)
 
 
 def write(
@@ -55,9 +80,61 @@ def write(
     ``batch_bytes`` the target size of one record batch (default 64 MiB).
     Returns ``{"rows", "batches", "bytes"}``.
     """
+    return _native.write(os.fspath(path), _as_stream(data), offset_width, batch_bytes)
+
+
+def write_shards(
+    path: str | os.PathLike,
+    data: Any,
+    *,
+    mode: str = "create",
+    shard_rows: int | None = None,
+    shard_bytes: int | None = None,
+    prefix: str | None = None,
+    offset_width: str = "i64",
+    batch_bytes: int | None = None,
+) -> dict:
+    """Writes ``data`` to the directory ``path`` as a sharded dataset (``format-spec.md``
+    §7.1): lodtensor files ``PREFIX-00000.arrow``, … and the manifest ``_lodtensor.json``.
+
+    ``data`` is what ``write`` takes. A shard is closed at ``shard_rows`` rows or
+    ``shard_bytes`` bytes of values and offsets (default 256 MiB). Each shard is written
+    atomically and the manifest replaced atomically last, so a crash leaves the previous
+    dataset readable. ``mode`` is ``"create"``, ``"append"`` (to an existing dataset), or
+    ``"pending"`` for one of many independent writers: each takes its own ``prefix``
+    (default ``"part"``) and records its shards in a pending manifest, and
+    ``lodtensor.commit(path)`` then merges them. Returns the manifest written, as a dict.
+
+        >>> lt.write_shards("shards/", table, shard_rows=1000)         # doctest: +SKIP
+        >>> lt.write_shards("shards/", part, mode="pending", prefix="w3")  # doctest: +SKIP
+        >>> lt.commit("shards/")                                       # doctest: +SKIP
+    """
+    with ShardWriter(
+        os.fspath(path),
+        mode=mode,
+        shard_rows=shard_rows,
+        shard_bytes=shard_bytes,
+        prefix=prefix,
+        offset_width=offset_width,
+        batch_bytes=batch_bytes,
+    ) as writer:
+        writer.write(_as_stream(data))
+        return writer.finish()
+
+
+def commit(path: str | os.PathLike) -> dict:
+    """Merges every pending manifest in the directory ``path`` (written by
+    ``write_shards(..., mode="pending")`` or ``ShardWriter(mode="pending")`` workers) into
+    the dataset's manifest, replaced atomically, then removes them. Idempotent: run it
+    again after a crash. Returns the manifest, as a dict."""
+    return _native.commit(os.fspath(path))
+
+
+def _as_stream(data: Any) -> Any:
+    """``data`` as an object with ``__arrow_c_stream__``: record batches become a table."""
     if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    elif isinstance(data, (list, tuple)):
-        data = pa.Table.from_batches(list(data))
-    return _native.write(os.fspath(path), data, offset_width, batch_bytes)
+        return pa.Table.from_batches([data])
+    if isinstance(data, (list, tuple)):
+        return pa.Table.from_batches(list(data))
+    return data
 

@@ -25,8 +25,23 @@ class WriteSummary(TypedDict):
     batches: int
     bytes: int
 
-def open(path: _Path, columns: Sequence[str] | None = None) -> Dataset:
-    """Maps and validates the dataset file at ``path``."""
+class ShardSummary(TypedDict):
+    file: str
+    rows: int
+    batches: int
+    bytes: int
+    crc32c: int
+    columns: list[dict[str, Any]]
+
+class Manifest(TypedDict):
+    format: str
+    version: int
+    columns: list[dict[str, Any]]
+    shards: list[ShardSummary]
+
+def open(path: _Path, columns: Sequence[str] | None = None) -> Dataset | ShardedDataset:
+    """Maps and validates the dataset file at ``path``; a directory gives a ``ShardedDataset``
+    (the manifest read, each shard mapped and checked when first touched)."""
 
 def write(
     path: _Path,
@@ -36,6 +51,80 @@ def write(
     batch_bytes: int | None = None,
 ) -> WriteSummary:
     """Writes pyarrow data to ``path`` as a validated lodtensor file, atomically."""
+
+def write_shards(
+    path: _Path,
+    data: Any,
+    *,
+    mode: str = "create",
+    shard_rows: int | None = None,
+    shard_bytes: int | None = None,
+    prefix: str | None = None,
+    offset_width: str = "i64",
+    batch_bytes: int | None = None,
+) -> Manifest:
+    """Writes pyarrow data to the directory ``path`` as a sharded dataset; ``mode`` is
+    ``"create"``, ``"append"`` or ``"pending"`` (one of many writers, then ``commit``)."""
+
+def commit(path: _Path) -> Manifest:
+    """Merges the pending manifests in ``path`` into its manifest, atomically; idempotent."""
+
+class ShardedDataset:
+    """A sharded dataset: the manifest read, each shard mapped and checked when first touched."""
+
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def column_names(self) -> list[str]: ...
+    @property
+    def num_shards(self) -> int: ...
+    @property
+    def path(self) -> pathlib.Path: ...
+    @property
+    def schema(self) -> pa.Schema: ...
+    @property
+    def manifest(self) -> Manifest: ...
+    @property
+    def shards(self) -> list[ShardSummary]: ...
+    @property
+    def shard_offsets(self) -> npt.NDArray[np.int64]:
+        """``num_shards + 1`` offsets: shard ``s`` holds rows ``offsets[s]..offsets[s + 1]``."""
+    def __len__(self) -> int: ...
+    def validate(self) -> None:
+        """Maps and checks every shard not touched yet; raises the first shard's error."""
+    def lod(self, column: str) -> list[npt.NDArray[np.int64]]:
+        """The offsets of each level of ``column`` over every shard, level 0 first."""
+    def sample(self, row: int) -> pa.RecordBatch:
+        """Row ``row`` as a one-row record batch, a view into its shard's mapping."""
+    def reader(self, shards: Sequence[int] | None = None) -> pa.RecordBatchReader:
+        """The record batches of ``shards`` (all by default), in order, zero-copy."""
+    def to_pyarrow(self) -> pa.Table:
+        """Every shard as one table, zero-copy."""
+    def __arrow_c_schema__(self) -> object: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class ShardWriter:
+    """Writes a sharded dataset: shards closed at a row or byte budget, the manifest last."""
+
+    def __init__(
+        self,
+        dir: _Path,
+        *,
+        mode: str = "create",
+        shard_rows: int | None = None,
+        shard_bytes: int | None = None,
+        prefix: str | None = None,
+        offset_width: str = "i64",
+        batch_bytes: int | None = None,
+    ) -> None: ...
+    @property
+    def dir(self) -> pathlib.Path: ...
+    def write(self, data: Any) -> None:
+        """Appends the rows of a ``pyarrow.Table`` or any ``__arrow_c_stream__`` object."""
+    def finish(self) -> Manifest:
+        """Closes the open shard and writes the (pending) manifest atomically."""
+    def __enter__(self) -> ShardWriter: ...
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
 
 class Dataset:
     """A dataset file, memory-mapped and validated."""

@@ -188,11 +188,7 @@ impl Batch {
     fn to_pyarrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let data = self.inner.data();
         let schema = self.schema.get_or_try_init(py, || {
-            let capsule = ffi::schema_capsule(py, &data.schema())?;
-            py.import("pyarrow")?
-                .getattr("Schema")?
-                .call_method1("_import_from_c_capsule", (capsule,))
-                .map(Bound::unbind)
+            ffi::to_pyarrow_schema(py, &data.schema()).map(Bound::unbind)
         })?;
         ffi::to_pyarrow_batch(py, data.to_record_batch(), schema.bind(py))
     }

@@ -9,7 +9,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyList};
 
 use crate::array::{Array, rebased_offsets};
-use crate::error::{IntoPy, invalid};
+use crate::error::IntoPy;
 use crate::ffi;
 use crate::loader::{Loader, Options};
 
@@ -51,10 +51,7 @@ impl Dataset {
 
     fn pyarrow_batches<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyList>> {
         let list = self.pyarrow_batches.get_or_try_init(py, || {
-            let reader = py
-                .import("pyarrow")?
-                .getattr("RecordBatchReader")?
-                .call_method1("_import_from_c_capsule", (self.stream(py)?,))?;
+            let reader = ffi::to_pyarrow_reader(py, self.stream(py)?)?;
             let batches = reader
                 .call_method0("read_all")?
                 .call_method0("to_batches")?;
@@ -108,10 +105,7 @@ impl Dataset {
     /// The schema, a `pyarrow.Schema` (with the file's metadata).
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        py.import("pyarrow")?.getattr("Schema")?.call_method1(
-            "_import_from_c_capsule",
-            (ffi::schema_capsule(py, self.file.schema())?,),
-        )
+        ffi::to_pyarrow_schema(py, self.file.schema())
     }
 
     /// The offsets of each level of `column` over the whole file, as numpy `int64` arrays
@@ -119,30 +113,11 @@ impl Dataset {
     /// level's the elements of `values`.
     fn lod<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let file = self.file.clone();
+        let known = self.names.iter().any(|n| n == column);
         let levels = py
-            .detach(|| -> lodtensor::Result<Vec<Vec<i64>>> {
-                let mut levels: Vec<Vec<i64>> = Vec::new();
-                for batch in file.batches() {
-                    let lod = batch.column(column)?.lod();
-                    levels.resize_with(lod.num_levels(), || vec![0]);
-                    for (level, out) in levels.iter_mut().enumerate() {
-                        let total = *out.last().expect("starts with 0");
-                        out.extend(rebased_offsets(lod, level).skip(1).map(|o| o + total));
-                    }
-                }
-                if file.batches().is_empty() && !self.names.iter().any(|n| n == column) {
-                    return Err(lodtensor::ArgumentError::NoSuchColumn(column.to_owned()).into());
-                }
-                Ok(levels)
-            })
+            .detach(|| offsets_per_level(file.batches().iter(), column, known))
             .py_err()?;
-        levels
-            .into_iter()
-            .map(|o| {
-                let n = o.len();
-                Array::owned(o, vec![n]).into_numpy(py)
-            })
-            .collect()
+        offsets_to_numpy(py, levels)
     }
 
     /// Row `row` as a one-row `pyarrow.RecordBatch`, a view into the mapping.
@@ -174,11 +149,7 @@ impl Dataset {
         py: Python<'py>,
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        if requested_schema.is_some_and(|s| !s.is_none()) {
-            return Err(invalid(
-                "a requested schema is not supported: the file has one schema",
-            ));
-        }
+        ffi::refuse_requested_schema(requested_schema)?;
         self.stream(py)
     }
 
@@ -232,4 +203,38 @@ impl Dataset {
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf,))> {
         Ok((py.import("lodtensor")?.getattr("open")?, (self.path(),)))
     }
+}
+
+/// The offsets of each level of `column` over `batches` (level 0 first), each batch's
+/// offsets rebased to follow the previous batch's. `known`: whether the column exists, for
+/// an error even without batches.
+pub fn offsets_per_level<'a>(
+    batches: impl Iterator<Item = &'a lodtensor::Dataset>,
+    column: &str,
+    known: bool,
+) -> lodtensor::Result<Vec<Vec<i64>>> {
+    if !known {
+        return Err(lodtensor::ArgumentError::NoSuchColumn(column.to_owned()).into());
+    }
+    let mut levels: Vec<Vec<i64>> = Vec::new();
+    for batch in batches {
+        let lod = batch.column(column)?.lod();
+        levels.resize_with(lod.num_levels(), || vec![0]);
+        for (level, out) in levels.iter_mut().enumerate() {
+            let total = *out.last().expect("starts with 0");
+            out.extend(rebased_offsets(lod, level).skip(1).map(|o| o + total));
+        }
+    }
+    Ok(levels)
+}
+
+/// Offsets per level as numpy `int64` arrays.
+pub fn offsets_to_numpy(py: Python<'_>, levels: Vec<Vec<i64>>) -> PyResult<Vec<Bound<'_, PyAny>>> {
+    levels
+        .into_iter()
+        .map(|o| {
+            let n = o.len();
+            Array::owned(o, vec![n]).into_numpy(py)
+        })
+        .collect()
 }

@@ -9,7 +9,7 @@ use std::ffi::CStr;
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
-use arrow_array::{Array as _, RecordBatch, RecordBatchIterator, StructArray};
+use arrow_array::{Array as _, RecordBatch, RecordBatchIterator, RecordBatchReader, StructArray};
 use arrow_schema::{ArrowError, Schema};
 use lodtensor::Dataset;
 use lodtensor::OffsetWidth;
@@ -27,6 +27,34 @@ const STREAM: &CStr = c"arrow_array_stream";
 pub fn schema_capsule<'py>(py: Python<'py>, schema: &Schema) -> PyResult<Bound<'py, PyCapsule>> {
     let ffi = FFI_ArrowSchema::try_from(schema).map_err(|e| to_py(e.into()))?;
     PyCapsule::new_with_value(py, ffi, SCHEMA)
+}
+
+/// `schema` as a `pyarrow.Schema` (through the C data interface).
+pub fn to_pyarrow_schema<'py>(py: Python<'py>, schema: &Schema) -> PyResult<Bound<'py, PyAny>> {
+    py.import(pyo3::intern!(py, "pyarrow"))?
+        .getattr(pyo3::intern!(py, "Schema"))?
+        .call_method1("_import_from_c_capsule", (schema_capsule(py, schema)?,))
+}
+
+/// An `arrow_array_stream` capsule as a `pyarrow.RecordBatchReader`.
+pub fn to_pyarrow_reader<'py>(
+    py: Python<'py>,
+    stream: Bound<'py, PyCapsule>,
+) -> PyResult<Bound<'py, PyAny>> {
+    py.import(pyo3::intern!(py, "pyarrow"))?
+        .getattr(pyo3::intern!(py, "RecordBatchReader"))?
+        .call_method1("_import_from_c_capsule", (stream,))
+}
+
+/// Refuses a `requested_schema` of `__arrow_c_stream__` (`None` is no request): the data
+/// has one schema.
+pub fn refuse_requested_schema(requested: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+    match requested {
+        Some(s) if !s.is_none() => Err(invalid(
+            "a requested schema is not supported: the data has one schema",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// `batch` as a pair of `arrow_schema` and `arrow_array` capsules (a struct array of its
@@ -66,7 +94,48 @@ pub fn stream_capsule(
     schema: arrow_schema::SchemaRef,
 ) -> PyResult<Bound<'_, PyCapsule>> {
     let reader = RecordBatchIterator::new(batches.into_iter().map(Ok::<_, ArrowError>), schema);
-    PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(Box::new(reader)), STREAM)
+    reader_capsule(py, Box::new(reader))
+}
+
+/// `reader` as an `arrow_array_stream` capsule: the consumer pulls its batches.
+pub fn reader_capsule(
+    py: Python<'_>,
+    reader: Box<dyn RecordBatchReader + Send>,
+) -> PyResult<Bound<'_, PyCapsule>> {
+    PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(reader), STREAM)
+}
+
+/// The options of a file written from Python: `offset_width` is `"i64"` (`LargeList`) or
+/// `"i32"` (`List`), `batch_bytes` the target size of a record batch.
+pub fn write_options(offset_width: &str, batch_bytes: Option<usize>) -> PyResult<WriteOptions> {
+    let width = match offset_width {
+        "i64" => OffsetWidth::I64,
+        "i32" => OffsetWidth::I32,
+        other => {
+            return Err(invalid(format!(
+                "offset_width must be \"i32\" or \"i64\", not {other:?}"
+            )));
+        }
+    };
+    let options = WriteOptions::default().with_offset_width(width);
+    Ok(match batch_bytes {
+        Some(bytes) => options.with_batch_bytes(bytes),
+        None => options,
+    })
+}
+
+/// The record batches of `data`, any object with `__arrow_c_stream__` (a `pyarrow.Table`,
+/// a `RecordBatchReader`), as a Rust reader that can be read without the GIL.
+pub fn import_stream(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
+    let capsule = data
+        .call_method0(pyo3::intern!(py, "__arrow_c_stream__"))?
+        .cast_into::<PyCapsule>()?;
+    let pointer = capsule.pointer_checked(Some(STREAM))?;
+    // SAFETY: the capsule is named `arrow_array_stream`, so by the PyCapsule protocol it
+    // points to a valid `ArrowArrayStream`; `from_raw` moves it out and marks the original
+    // released, so the capsule's destructor does not release it again.
+    unsafe { RecordBatchStreamReader::from_raw(pointer.as_ptr().cast()) }
+        .map_err(|e| to_py(e.into()))
 }
 
 /// Writes `data` (any object with `__arrow_c_stream__`: a `pyarrow.Table`, a
@@ -82,28 +151,8 @@ pub fn write<'py>(
     offset_width: &str,
     batch_bytes: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let width = match offset_width {
-        "i64" => OffsetWidth::I64,
-        "i32" => OffsetWidth::I32,
-        other => {
-            return Err(invalid(format!(
-                "offset_width must be \"i32\" or \"i64\", not {other:?}"
-            )));
-        }
-    };
-    let mut options = WriteOptions::default().with_offset_width(width);
-    if let Some(bytes) = batch_bytes {
-        options = options.with_batch_bytes(bytes);
-    }
-    let capsule = data
-        .call_method0(pyo3::intern!(py, "__arrow_c_stream__"))?
-        .cast_into::<PyCapsule>()?;
-    let pointer = capsule.pointer_checked(Some(STREAM))?;
-    // SAFETY: the capsule is named `arrow_array_stream`, so by the PyCapsule protocol it
-    // points to a valid `ArrowArrayStream`; `from_raw` moves it out and marks the original
-    // released, so the capsule's destructor does not release it again.
-    let reader = unsafe { RecordBatchStreamReader::from_raw(pointer.as_ptr().cast()) }
-        .map_err(|e| to_py(e.into()))?;
+    let options = write_options(offset_width, batch_bytes)?;
+    let reader = import_stream(py, data)?;
     let summary = py
         .detach(move || -> lodtensor::Result<_> {
             let mut writer = DatasetWriter::create(&path, options)?;

@@ -1,6 +1,7 @@
-//! The `lodtensor` Python package's native module: the mapped reader, the writer and the
-//! loader of the `lodtensor` crate, handing data to numpy through `__array_interface__` and
-//! to pyarrow through the Arrow C data and C stream interfaces, without copying values.
+//! The `lodtensor` Python package's native module: the mapped reader, the writer, the
+//! sharded datasets and the loader of the `lodtensor` crate, handing data to numpy through
+//! `__array_interface__` and to pyarrow through the Arrow C data and C stream interfaces,
+//! without copying values.
 //!
 //! Everything Rust does here runs with the GIL released; every error becomes a Python
 //! exception ([`error`]).
@@ -12,6 +13,8 @@ mod error;
 mod ffi;
 mod loader;
 mod numpy_api;
+mod shard_writer;
+mod shards;
 
 use pyo3::prelude::*;
 
@@ -23,7 +26,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<loader::Loader>()?;
     m.add_class::<batch::Batch>()?;
+    m.add_class::<shards::ShardedDataset>()?;
+    m.add_class::<shard_writer::ShardWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(ffi::write, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
     Ok(())
 }

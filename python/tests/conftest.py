@@ -100,3 +100,18 @@ def inside_mapping(array: np.ndarray, path) -> bool:
     start = array.__array_interface__["data"][0]
     end = start + array.nbytes
     return any(lo <= start and end <= hi for lo, hi in mapping_of(path))
+
+
+@pytest.fixture(scope="session")
+def shards_dir(tmp_path_factory) -> Path:
+    """The 200 documents of `docs_path` as a sharded dataset: 7 shards of at most 30 rows,
+    each of several record batches."""
+    path = tmp_path_factory.mktemp("data") / "docs"
+    lt.write_shards(path, documents(200, seed=1), shard_rows=30, batch_bytes=4096)
+    return path
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "ray: needs Ray Data and starts a local Ray cluster (skip with -m 'not ray')"
+    )

@@ -1,0 +1,165 @@
+//! `ShardWriter` and `commit`: sharded datasets written from Python, by one process or by
+//! many independent ones that each write pending shards under their own prefix.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use lodtensor::Dataset;
+use lodtensor::shards::ShardOptions;
+use pyo3::prelude::*;
+
+use crate::error::{IntoPy, invalid};
+use crate::ffi::{import_stream, write_options};
+use crate::shards::manifest_dict;
+
+/// Writes a sharded dataset: a directory of lodtensor files (`PREFIX-00000.arrow`, …) and
+/// its manifest. Each shard is written atomically and closed at `shard_rows` rows or
+/// `shard_bytes` bytes; `finish()` replaces the manifest atomically, last.
+///
+/// `mode`: `"create"` a new dataset (refused where a manifest exists), `"append"` shards to
+/// an existing one (one writer at a time), or `"pending"`: one of many independent writers,
+/// each with its own `prefix`, recording its shards in `_lodtensor.pending.PREFIX.json`
+/// until `lodtensor.commit(dir)` merges them.
+#[pyclass(frozen, module = "lodtensor")]
+pub struct ShardWriter {
+    /// `None` once finished.
+    writer: Mutex<Option<lodtensor::shards::ShardWriter>>,
+    dir: PathBuf,
+}
+
+#[pymethods]
+impl ShardWriter {
+    #[new]
+    #[pyo3(signature = (dir, *, mode = "create", shard_rows = None, shard_bytes = None,
+        prefix = None, offset_width = "i64", batch_bytes = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        dir: PathBuf,
+        mode: &str,
+        shard_rows: Option<usize>,
+        shard_bytes: Option<usize>,
+        prefix: Option<String>,
+        offset_width: &str,
+        batch_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let mut options =
+            ShardOptions::default().with_write_options(write_options(offset_width, batch_bytes)?);
+        if let Some(rows) = shard_rows {
+            options = options.with_shard_rows(rows);
+        }
+        if let Some(bytes) = shard_bytes {
+            options = options.with_shard_bytes(bytes);
+        }
+        if let Some(prefix) = prefix {
+            options = options.with_prefix(prefix);
+        }
+        let open = match mode {
+            "create" => lodtensor::shards::ShardWriter::create,
+            "append" => lodtensor::shards::ShardWriter::append,
+            "pending" => lodtensor::shards::ShardWriter::pending,
+            other => {
+                return Err(invalid(format!(
+                    "mode must be \"create\", \"append\" or \"pending\", not {other:?}"
+                )));
+            }
+        };
+        let writer = py.detach(|| open(&dir, options)).py_err()?;
+        Ok(ShardWriter {
+            writer: Mutex::new(Some(writer)),
+            dir,
+        })
+    }
+
+    /// The dataset directory.
+    #[getter]
+    fn dir(&self) -> PathBuf {
+        self.dir.clone()
+    }
+
+    /// Appends the rows of `data` (a `pyarrow.Table` or anything with
+    /// `__arrow_c_stream__`), closing shards at the budget. The first data of a new dataset
+    /// fix its columns (also when it has no rows); later data must match them.
+    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let reader = import_stream(py, data)?;
+        py.detach(|| -> lodtensor::Result<()> {
+            let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let writer = guard.as_mut().ok_or_else(finished)?;
+            // No batch at all still gives the columns (pyarrow streams skip empty batches).
+            let empty = RecordBatch::new_empty(reader.schema());
+            let mut rows = 0;
+            for batch in reader {
+                let batch = batch?;
+                rows += batch.num_rows();
+                writer.write(&Dataset::try_from_record_batch(&batch)?)?;
+            }
+            if rows == 0 {
+                writer.write(&Dataset::try_from_record_batch(&empty)?)?;
+            }
+            Ok(())
+        })
+        .py_err()
+    }
+
+    /// Closes the open shard and writes the manifest (or the pending manifest) atomically.
+    /// Returns what it wrote, as a dict (`format-spec.md` §7.1).
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let manifest = py
+            .detach(|| {
+                let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+                guard.take().ok_or_else(finished)?.finish()
+            })
+            .py_err()?;
+        manifest_dict(py, &manifest)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Finishes when the block ended without an exception; otherwise leaves the manifest as
+    /// it was (shards already written stay unlisted, so not part of the dataset).
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<Bound<'_, PyAny>>,
+        _exc_value: Option<Bound<'_, PyAny>>,
+        _traceback: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            guard.take();
+            return Ok(false);
+        }
+        let open = guard.is_some();
+        drop(guard);
+        if open {
+            self.finish(py)?;
+        }
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("lodtensor.ShardWriter({:?})", self.dir)
+    }
+}
+
+/// Merges every pending manifest in `dir` (written by `ShardWriter(mode="pending")`) into
+/// the dataset's manifest, atomically, then removes them. Idempotent. Returns the manifest
+/// as a dict.
+#[pyfunction]
+pub fn commit(py: Python<'_>, dir: PathBuf) -> PyResult<Bound<'_, PyAny>> {
+    let manifest = py.detach(|| lodtensor::shards::commit(&dir)).py_err()?;
+    manifest_dict(py, &manifest)
+}
+
+/// The error of a call on a finished writer.
+fn finished() -> lodtensor::Error {
+    lodtensor::Error::invalid_argument(
+        "ShardWriter",
+        "state",
+        "finished",
+        "a writer not finished yet",
+    )
+}

@@ -1,0 +1,318 @@
+//! `lodtensor.open(DIR)` and `ShardedDataset`: a directory of lodtensor files (shards) and
+//! its manifest, `_lodtensor.json`, handed to pyarrow shard by shard without a copy.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use lodtensor::shards::{ColumnSpec, Manifest};
+use lodtensor::{Column, LevelOffsets, Lod, LodTensor, OffsetWidth, Values};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyCapsule, PyList};
+
+use crate::dataset::offsets_per_level;
+use crate::error::{IntoPy, invalid};
+use crate::ffi;
+
+/// Opens the sharded dataset in the directory `path`, reading its manifest only (no shard
+/// is mapped until it is touched). Raises `FileNotFoundError` when there is no manifest and
+/// `LodTensorError` for an invalid one.
+#[pyfunction]
+pub fn open_shards(py: Python<'_>, path: PathBuf) -> PyResult<ShardedDataset> {
+    let data = py
+        .detach(|| lodtensor::shards::ShardedDataset::open(&path))
+        .py_err()?;
+    let schema = manifest_schema(&data.manifest().columns).py_err()?;
+    let pyarrow_shards = (0..data.num_shards()).map(|_| PyOnceLock::new()).collect();
+    Ok(ShardedDataset {
+        data: Arc::new(data),
+        schema,
+        pyarrow_shards,
+    })
+}
+
+/// A sharded dataset, open: made by `lodtensor.open(DIR)`.
+///
+/// Opening reads the manifest only; a shard is mapped and checked against the manifest
+/// (size, CRC-32C, rows, batches, columns, counts) the first time it is touched. Rows are
+/// numbered across shards in manifest order. Every array it hands out is a view into a
+/// shard's mapping and keeps that mapping alive.
+#[pyclass(frozen, module = "lodtensor")]
+pub struct ShardedDataset {
+    data: Arc<lodtensor::shards::ShardedDataset>,
+    /// The schema every shard's batches are handed out with, made from the manifest.
+    schema: SchemaRef,
+    /// Each shard's record batches as `pyarrow.RecordBatch`es, imported on first use.
+    pyarrow_shards: Vec<PyOnceLock<Py<PyList>>>,
+}
+
+impl ShardedDataset {
+    /// A C stream of the record batches of `shards`, in order.
+    fn stream<'py>(&self, py: Python<'py>, shards: Vec<usize>) -> PyResult<Bound<'py, PyCapsule>> {
+        if let Some(bad) = shards.iter().find(|&&s| s >= self.data.num_shards()) {
+            return Err(invalid(format!(
+                "shard {bad} is out of range: the dataset has {} shards",
+                self.data.num_shards()
+            )));
+        }
+        let reader = ShardStream {
+            data: self.data.clone(),
+            schema: self.schema.clone(),
+            shards: shards.into_iter(),
+            current: None,
+        };
+        ffi::reader_capsule(py, Box::new(reader))
+    }
+
+    /// The `pyarrow.RecordBatchReader` of `shards`.
+    fn pyarrow_reader<'py>(
+        &self,
+        py: Python<'py>,
+        shards: Vec<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        ffi::to_pyarrow_reader(py, self.stream(py, shards)?)
+    }
+
+    /// Shard `shard`'s record batches as a list of `pyarrow.RecordBatch`es (imported once).
+    fn pyarrow_shard<'py>(&self, py: Python<'py>, shard: usize) -> PyResult<&Bound<'py, PyList>> {
+        let list = self.pyarrow_shards[shard].get_or_try_init(py, || {
+            let batches = self
+                .pyarrow_reader(py, vec![shard])?
+                .call_method0("read_all")?
+                .call_method0("to_batches")?;
+            Ok::<_, PyErr>(batches.cast_into::<PyList>()?.unbind())
+        })?;
+        Ok(list.bind(py))
+    }
+}
+
+#[pymethods]
+impl ShardedDataset {
+    /// The number of rows over all shards (from the manifest).
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.data.num_rows()
+    }
+
+    /// The number of rows.
+    fn __len__(&self) -> usize {
+        self.data.num_rows()
+    }
+
+    /// The column names, in schema order.
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        self.data.columns().iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// The number of shards.
+    #[getter]
+    fn num_shards(&self) -> usize {
+        self.data.num_shards()
+    }
+
+    /// The dataset directory.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.data.dir().to_path_buf()
+    }
+
+    /// The schema, a `pyarrow.Schema` made from the manifest (what lodtensor writes).
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ffi::to_pyarrow_schema(py, &self.schema)
+    }
+
+    /// The manifest as a dict (`format-spec.md` §7.1): `columns` and `shards`.
+    #[getter]
+    fn manifest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        manifest_dict(py, self.data.manifest())
+    }
+
+    /// The manifest's shards: one dict per shard (`file`, `rows`, `batches`, `bytes`,
+    /// `crc32c`, `columns`), in row order.
+    #[getter]
+    fn shards<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.manifest(py)?.get_item("shards")
+    }
+
+    /// The global rows of every shard: `num_shards + 1` numpy `int64` offsets (shard `s`
+    /// holds rows `offsets[s]..offsets[s + 1]`).
+    #[getter]
+    fn shard_offsets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let mut offsets = Vec::with_capacity(self.data.num_shards() + 1);
+        offsets.push(0i64);
+        for shard in &self.data.manifest().shards {
+            offsets.push(offsets[offsets.len() - 1] + shard.rows as i64);
+        }
+        let n = offsets.len();
+        crate::array::Array::owned(offsets, vec![n]).into_numpy(py)
+    }
+
+    /// Maps and checks every shard not touched yet. Raises the first shard's error
+    /// (`LodTensorError` naming the shard and the field, or `FileNotFoundError`).
+    fn validate(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.data.validate()).py_err()
+    }
+
+    /// The offsets of each level of `column` over every shard, as numpy `int64` arrays
+    /// (level 0 first), as `Dataset.lod`. Touches every shard.
+    fn lod<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let data = self.data.clone();
+        let known = self.data.columns().iter().any(|c| c.name == column);
+        let levels = py
+            .detach(|| {
+                let mut batches = Vec::new();
+                for s in 0..data.num_shards() {
+                    batches.extend(data.shard(s)?.batches());
+                }
+                offsets_per_level(batches.into_iter(), column, known)
+            })
+            .py_err()?;
+        crate::dataset::offsets_to_numpy(py, levels)
+    }
+
+    /// Row `row` as a one-row `pyarrow.RecordBatch`, a view into its shard's mapping.
+    fn sample<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
+        let (shard, local) = self.data.locate_row(row).py_err()?;
+        let data = self.data.clone();
+        let (batch, local) = py
+            .detach(|| data.shard(shard)?.locate_row(local))
+            .py_err()?;
+        self.pyarrow_shard(py, shard)?
+            .get_item(batch)?
+            .call_method1(pyo3::intern!(py, "slice"), (local, 1))
+    }
+
+    /// A `pyarrow.RecordBatchReader` over the record batches of `shards` (every shard by
+    /// default), in order; each shard is mapped and checked when the reader reaches it, and
+    /// every batch is a view into its mapping.
+    #[pyo3(signature = (shards = None))]
+    fn reader<'py>(
+        &self,
+        py: Python<'py>,
+        shards: Option<Vec<usize>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let shards = shards.unwrap_or_else(|| (0..self.data.num_shards()).collect());
+        self.pyarrow_reader(py, shards)
+    }
+
+    /// Every shard as one `pyarrow.Table`, zero-copy (touches every shard).
+    fn to_pyarrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.reader(py, None)?.call_method0("read_all")
+    }
+
+    /// The Arrow PyCapsule protocol: the schema.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        ffi::schema_capsule(py, &self.schema)
+    }
+
+    /// The Arrow PyCapsule protocol: every shard's record batches as one C stream, each
+    /// shard mapped and checked when the stream reaches it.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        ffi::refuse_requested_schema(requested_schema)?;
+        self.stream(py, (0..self.data.num_shards()).collect())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "lodtensor.ShardedDataset({:?}, num_rows={}, num_shards={}, columns={:?})",
+            self.data.dir(),
+            self.data.num_rows(),
+            self.data.num_shards(),
+            self.column_names()
+        )
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf,))> {
+        Ok((py.import("lodtensor")?.getattr("open")?, (self.path(),)))
+    }
+}
+
+/// The manifest as a Python dict (its JSON, parsed by Python's `json`).
+pub fn manifest_dict<'py>(py: Python<'py>, manifest: &Manifest) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?
+        .call_method1("loads", (manifest.to_json(),))
+}
+
+/// The Arrow schema of a dataset with `columns`: the schema lodtensor writes for them.
+fn manifest_schema(columns: &[ColumnSpec]) -> lodtensor::Result<SchemaRef> {
+    let columns = columns
+        .iter()
+        .map(|spec| {
+            let levels = spec
+                .offsets
+                .iter()
+                .enumerate()
+                .map(|(level, width)| match width {
+                    OffsetWidth::I32 => LevelOffsets::try_new_i32(level, vec![0].into()),
+                    OffsetWidth::I64 => LevelOffsets::try_new_i64(level, vec![0].into()),
+                })
+                .collect::<lodtensor::Result<_>>()?;
+            let items = arrow_array::new_empty_array(&spec.dtype.arrow_type());
+            let values = Values::try_new(items, spec.element_shape.clone())?;
+            let tensor = LodTensor::try_new(Lod::try_new(levels)?, values)?;
+            Column::new(spec.name.clone(), tensor).with_level_names(spec.level_names.clone())
+        })
+        .collect::<lodtensor::Result<Vec<_>>>()?;
+    Ok(lodtensor::Dataset::try_new(columns)?.schema())
+}
+
+/// The record batches of some shards, in order, each shard mapped and checked when the
+/// stream reaches it: the `RecordBatchReader` behind the C stream of a sharded dataset.
+struct ShardStream {
+    data: Arc<lodtensor::shards::ShardedDataset>,
+    schema: SchemaRef,
+    shards: std::vec::IntoIter<usize>,
+    /// The shard being read and its next record batch.
+    current: Option<(usize, usize)>,
+}
+
+impl Iterator for ShardStream {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (shard, batch) = match self.current {
+                Some(at) => at,
+                None => (self.shards.next()?, 0),
+            };
+            let file = match self.data.shard(shard) {
+                Ok(file) => file,
+                Err(e) => {
+                    // The stream ends with the error.
+                    self.shards = Vec::new().into_iter();
+                    self.current = None;
+                    return Some(Err(ArrowError::ExternalError(Box::new(e))));
+                }
+            };
+            let Some(dataset) = file.batches().get(batch) else {
+                self.current = None;
+                continue;
+            };
+            self.current = Some((shard, batch + 1));
+            // The shard's columns equal the manifest's (checked on touch), so its batches
+            // take the manifest's schema.
+            let rb = dataset.to_record_batch();
+            let options = RecordBatchOptions::new().with_row_count(Some(rb.num_rows()));
+            return Some(RecordBatch::try_new_with_options(
+                self.schema.clone(),
+                rb.columns().to_vec(),
+                &options,
+            ));
+        }
+    }
+}
+
+impl RecordBatchReader for ShardStream {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}

@@ -1,0 +1,228 @@
+"""Sharded datasets from Python: lt.open(DIR), its views and streams, the writers, commit."""
+
+import os
+import pickle
+import threading
+
+import crc32c
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pds
+import pytest
+
+import lodtensor as lt
+from conftest import documents, inside_mapping, mapping_of
+
+
+def shard_paths(path) -> list:
+    return [path / s["file"] for s in lt.open(path).shards]
+
+
+def test_metadata_comes_from_the_manifest(shards_dir, docs_path):
+    ds = lt.open(shards_dir)
+    assert isinstance(ds, lt.ShardedDataset)
+    assert ds.num_rows == len(ds) == 200
+    assert ds.num_shards == 7
+    assert ds.column_names == ["tokens", "label", "ids"]
+    assert ds.schema == lt.open(docs_path).schema
+    assert ds.schema.metadata == lt.open(docs_path).schema.metadata
+    np.testing.assert_array_equal(ds.shard_offsets, [0, 30, 60, 90, 120, 150, 180, 200])
+    assert ds.manifest["format"] == "lodtensor.shards"
+    for shard, path in zip(ds.shards, shard_paths(shards_dir)):
+        data = path.read_bytes()
+        assert shard["bytes"] == len(data)
+        assert shard["crc32c"] == crc32c.crc32c(data)
+        assert shard["columns"][0]["sequences"][0] == shard["rows"]
+
+
+def test_opening_maps_no_shard_and_a_reader_maps_what_it_reaches(shards_dir):
+    ds = lt.open(shards_dir)
+    paths = shard_paths(shards_dir)
+    assert not any(mapping_of(p) for p in paths)
+    reader = ds.reader([3])
+    batch = reader.read_next_batch()
+    assert batch.num_rows > 0
+    assert mapping_of(paths[3])
+    assert not any(mapping_of(p) for i, p in enumerate(paths) if i != 3)
+
+
+def test_to_pyarrow_equals_the_single_file_and_pyarrows_own_dataset(shards_dir, docs_path):
+    ds = lt.open(shards_dir)
+    expected = lt.open(docs_path).to_pyarrow()
+    table = ds.to_pyarrow()
+    assert table.schema == expected.schema
+    assert table.equals(expected)
+    assert pa.table(ds).equals(expected)
+    assert pa.RecordBatchReader.from_stream(ds).read_all().equals(expected)
+    # The manifest's leading `_` keeps pyarrow's discovery off it.
+    discovered = pds.dataset(shards_dir, format="ipc").to_table()
+    assert discovered.num_rows == 200
+    assert discovered.equals(expected)
+
+
+def test_reader_takes_the_shards_given_in_order(shards_dir, docs_path):
+    ds = lt.open(shards_dir)
+    expected = lt.open(docs_path).to_pyarrow()
+    part = ds.reader([5, 1]).read_all()
+    assert part.equals(pa.concat_tables([expected.slice(150, 30), expected.slice(30, 30)]))
+    with pytest.raises(lt.LodTensorError, match="shard 7"):
+        ds.reader([7])
+
+
+def test_to_pyarrow_is_zero_copy(shards_dir):
+    ds = lt.open(shards_dir)
+    pool_before = pa.total_allocated_bytes()
+    table = ds.to_pyarrow()
+    assert pa.total_allocated_bytes() == pool_before
+    paths = shard_paths(shards_dir)
+    for chunk in table.column("tokens").chunks:
+        values = chunk.flatten().flatten().to_numpy_ndarray()
+        if values.size:
+            assert any(inside_mapping(values, p) for p in paths)
+
+
+def test_sample_crosses_shard_boundaries(shards_dir, docs_path):
+    ds = lt.open(shards_dir)
+    expected = lt.open(docs_path).to_pyarrow()
+    for row in [0, 29, 30, 31, 119, 199]:
+        sample = ds.sample(row)
+        assert isinstance(sample, pa.RecordBatch) and sample.num_rows == 1
+        assert pa.Table.from_batches([sample]).equals(expected.slice(row, 1))
+    with pytest.raises(lt.LodTensorError, match="200"):
+        ds.sample(200)
+
+
+def test_lod_over_shards_equals_the_single_files(shards_dir, docs_path):
+    ds, file = lt.open(shards_dir), lt.open(docs_path)
+    for column in ["tokens", "ids", "label"]:
+        got, expected = ds.lod(column), file.lod(column)
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
+    with pytest.raises(lt.LodTensorError, match="nope"):
+        ds.lod("nope")
+
+
+def test_pickles_by_path(shards_dir):
+    ds = pickle.loads(pickle.dumps(lt.open(shards_dir)))
+    assert isinstance(ds, lt.ShardedDataset) and ds.num_rows == 200
+
+
+def copy_of(src, dst):
+    dst.mkdir()
+    for name in os.listdir(src):
+        (dst / name).write_bytes((src / name).read_bytes())
+    return dst
+
+
+def test_a_changed_shard_is_named_and_the_others_still_read(shards_dir, tmp_path):
+    path = copy_of(shards_dir, tmp_path / "bad")
+    victim = shard_paths(path)[2]
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    ds = lt.open(path)  # the manifest alone: still fine
+    with pytest.raises(lt.LodTensorError, match=rf"{victim.name}.*crc32c"):
+        ds.validate()
+    with pytest.raises(lt.LodTensorError, match=victim.name):
+        ds.sample(65)
+    with pytest.raises(Exception, match=victim.name):
+        ds.to_pyarrow()
+    assert ds.sample(10).num_rows == 1
+    assert ds.reader([0, 1, 3]).read_all().num_rows == 90
+
+
+def test_missing_shard_and_missing_manifest(shards_dir, tmp_path):
+    path = copy_of(shards_dir, tmp_path / "gone")
+    os.remove(shard_paths(path)[6])
+    with pytest.raises(FileNotFoundError, match="part-00006.arrow"):
+        lt.open(path).validate()
+    os.remove(path / "_lodtensor.json")
+    with pytest.raises(FileNotFoundError, match="_lodtensor.json"):
+        lt.open(path)
+
+
+def test_an_invalid_manifest_is_refused(tmp_path):
+    (tmp_path / "_lodtensor.json").write_text('{"format": "something else"}')
+    with pytest.raises(lt.LodTensorError, match="format"):
+        lt.open(tmp_path)
+
+
+def test_create_append_and_atomic_failure(tmp_path):
+    table = documents(40, seed=9)
+    path = tmp_path / "ds"
+    manifest = lt.write_shards(path, table.slice(0, 25), shard_rows=10)
+    assert [s["rows"] for s in manifest["shards"]] == [10, 10, 5]
+    with pytest.raises(FileExistsError):
+        lt.write_shards(path, table, shard_rows=10)
+    lt.write_shards(path, table.slice(25), mode="append", shard_rows=10)
+    ds = lt.open(path)
+    assert ds.num_shards == 5 and ds.num_rows == 40
+    assert ds.to_pyarrow().equals(lt.open(path).to_pyarrow())
+    for name in table.column_names:
+        assert ds.to_pyarrow().column(name).to_pylist() == table.column(name).to_pylist()
+    before = (path / "_lodtensor.json").read_bytes()
+    with pytest.raises(RuntimeError, match="stop"):
+        with lt.ShardWriter(path, mode="append", shard_rows=10) as writer:
+            writer.write(table)
+            raise RuntimeError("stop")
+    assert (path / "_lodtensor.json").read_bytes() == before
+    lt.open(path).validate()
+
+
+def test_writes_that_do_not_fit_are_refused(tmp_path):
+    path = tmp_path / "ds"
+    lt.write_shards(path, documents(5, seed=1))
+    with pytest.raises(lt.LodTensorError, match="columns"):
+        lt.write_shards(path, pa.table({"x": pa.array([1.0, 2.0])}), mode="append")
+    with pytest.raises(lt.LodTensorError, match="mode"):
+        lt.ShardWriter(tmp_path / "other", mode="overwrite")
+    with pytest.raises(lt.LodTensorError, match="prefix"):
+        lt.ShardWriter(tmp_path / "other", mode="pending", prefix="_hidden")
+    writer = lt.ShardWriter(tmp_path / "third")
+    writer.write(documents(3, seed=2))
+    writer.finish()
+    with pytest.raises(lt.LodTensorError, match="finished"):
+        writer.write(documents(3, seed=2))
+
+
+def test_independent_writers_then_commit(tmp_path):
+    path = tmp_path / "ds"
+    parts = [documents(30, seed=10 + w) for w in range(4)]
+
+    def work(w):
+        with lt.ShardWriter(path, mode="pending", prefix=f"w{w}", shard_rows=8) as writer:
+            writer.write(parts[w])
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not (path / "_lodtensor.json").exists()
+    assert len([n for n in os.listdir(path) if n.startswith("_lodtensor.pending.")]) == 4
+    manifest = lt.commit(path)
+    assert len(manifest["shards"]) == 16
+    assert lt.commit(path) == manifest, "a commit is idempotent"
+    assert not [n for n in os.listdir(path) if n.startswith("_lodtensor.pending.")]
+    ds = lt.open(path)
+    ds.validate()
+    expected = pa.concat_tables(parts)  # pending manifests merge in name order
+    assert ds.to_pyarrow().column("label").to_pylist() == expected.column("label").to_pylist()
+    assert ds.to_pyarrow().column("tokens").to_pylist() == expected.column("tokens").to_pylist()
+
+
+def test_commit_of_nothing_is_refused(tmp_path):
+    with pytest.raises(lt.LodTensorError):
+        lt.commit(tmp_path)
+
+
+def test_an_empty_table_makes_an_empty_dataset_with_its_columns(tmp_path):
+    empty = documents(0, seed=1)
+    manifest = lt.write_shards(tmp_path / "empty", empty)
+    assert manifest["shards"] == [] and len(manifest["columns"]) == 3
+    ds = lt.open(tmp_path / "empty")
+    assert ds.num_rows == 0 and ds.column_names == ["tokens", "label", "ids"]
+    assert ds.to_pyarrow().num_rows == 0
+    lt.write_shards(tmp_path / "empty", documents(4, seed=2), mode="append")
+    assert lt.open(tmp_path / "empty").num_rows == 4
