@@ -1,0 +1,262 @@
+"""Ray Data over sharded lodtensor datasets: ``read_lodtensor`` and ``write_lodtensor``.
+
+    import ray
+    from lodtensor.ray import read_lodtensor, write_lodtensor
+
+    ds = read_lodtensor("shards/")                  # one read task per group of shards
+    ds = ds.map_batches(clean, batch_format="pyarrow")
+    write_lodtensor(ds, "clean/", shard_rows=10_000)  # each task its own shards, one commit
+
+Reading maps each shard in the read task (the manifest was read on the driver) and hands
+Ray its record batches as views of the mapping; Ray then moves them into its object store.
+Nested lists and ``arrow.fixed_shape_tensor`` columns arrive intact; keep
+``batch_format="pyarrow"`` in ``map_batches`` and ``iter_batches`` to keep them so (the
+numpy and pandas formats turn them into Ray's own tensor types, which the writer refuses).
+
+Writing: each write task writes its blocks as pending shards under a prefix of its own
+(``part-JOB-TASK-ATTEMPT``); when every task has finished, the driver commits them into
+the dataset's manifest in one atomic replacement. A task that failed and was retried
+leaves nothing in the dataset: its shards are not committed, and are removed.
+
+Needs ``ray[data]`` (tested with 2.60; the Datasource and Datasink interfaces are Ray
+developer APIs).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+from typing import Any, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+import ray.data
+from ray.data.block import Block, BlockAccessor, BlockMetadata
+from ray.data.datasource import Datasink, Datasource, ReadTask, WriteResult
+
+import lodtensor as lt
+
+__all__ = ["read_lodtensor", "write_lodtensor", "LodTensorDatasource", "LodTensorDatasink"]
+
+_MANIFEST = "_lodtensor.json"
+_PENDING = "_lodtensor.pending."
+
+
+def read_lodtensor(
+    path: str | os.PathLike,
+    *,
+    override_num_blocks: int | None = None,
+    concurrency: int | None = None,
+    ray_remote_args: dict[str, Any] | None = None,
+) -> ray.data.Dataset:
+    """A ``ray.data.Dataset`` of the sharded dataset in the directory ``path``.
+
+    One read task per shard, or per group of consecutive shards when Ray asks for fewer
+    tasks (``override_num_blocks`` sets how many); rows keep the manifest's order within
+    a task. Each shard is checked against the manifest (size, CRC-32C, counts) by the task
+    that maps it. ``concurrency`` and ``ray_remote_args`` are
+    ``ray.data.read_datasource``'s.
+
+        >>> ds = read_lodtensor("shards/")                        # doctest: +SKIP
+        >>> for batch in ds.iter_batches(batch_size=256, batch_format="pyarrow"):  # doctest: +SKIP
+        ...     tokens = batch.column("tokens")                   # nested lists intact
+    """
+    return ray.data.read_datasource(
+        LodTensorDatasource(path),
+        override_num_blocks=override_num_blocks,
+        concurrency=concurrency,
+        ray_remote_args=ray_remote_args,
+    )
+
+
+def write_lodtensor(
+    dataset: ray.data.Dataset,
+    path: str | os.PathLike,
+    *,
+    mode: str = "create",
+    shard_rows: int | None = None,
+    shard_bytes: int | None = None,
+    offset_width: str = "i64",
+    batch_bytes: int | None = None,
+    min_rows_per_write: int | None = None,
+    concurrency: int | None = None,
+    ray_remote_args: dict[str, Any] | None = None,
+) -> dict:
+    """Writes ``dataset`` to the directory ``path`` as a sharded dataset and returns its
+    manifest (a dict).
+
+    ``mode="create"`` refuses a directory that already holds a dataset; ``"append"`` adds
+    the shards after its own (the columns must match). Every write task writes its blocks
+    as pending shards of at most ``shard_rows`` rows or ``shard_bytes`` bytes under its own
+    prefix; the driver then commits them all at once, so readers see the dataset before the
+    write or after it. ``min_rows_per_write`` bundles small blocks into bigger tasks (and
+    so bigger shards). The columns must be LoD tensor columns: nested lists over
+    ``arrow.fixed_shape_tensor`` or primitives, without nulls.
+
+        >>> write_lodtensor(ds.map_batches(f, batch_format="pyarrow"), "out/")  # doctest: +SKIP
+    """
+    sink = LodTensorDatasink(
+        path,
+        mode=mode,
+        shard_rows=shard_rows,
+        shard_bytes=shard_bytes,
+        offset_width=offset_width,
+        batch_bytes=batch_bytes,
+        min_rows_per_write=min_rows_per_write,
+    )
+    dataset.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
+    return lt.open(sink.path).manifest
+
+
+def _groups(sizes: Sequence[int], count: int) -> list[list[int]]:
+    """Splits the indices of ``sizes`` into at most ``count`` runs of consecutive indices of
+    about equal total size (each run non-empty)."""
+    count = max(1, min(count, len(sizes)))
+    total = sum(sizes) or 1
+    groups: list[list[int]] = [[]]
+    done = 0
+    for index, size in enumerate(sizes):
+        # Close the run once it reaches its share, leaving an index for each run to come.
+        runs_left = count - len(groups)
+        if groups[-1] and runs_left > 0 and (
+            done >= total * len(groups) / count or len(sizes) - index <= runs_left
+        ):
+            groups.append([])
+        groups[-1].append(index)
+        done += size
+    return groups
+
+
+def _read_shards(path: str, shards: list[int]) -> Iterator[pa.Table]:
+    """The read task: the shards' record batches, views of their mappings, one block each."""
+    reader = lt.open(path).reader(shards)
+    for batch in reader:
+        yield pa.Table.from_batches([batch])
+
+
+class LodTensorDatasource(Datasource):
+    """The Ray Data ``Datasource`` of a sharded lodtensor dataset (see ``read_lodtensor``).
+
+    The manifest is read once, on the driver; read tasks map their shards.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        super().__init__()
+        self._path = os.path.abspath(os.fspath(path))
+        dataset = lt.open(self._path)
+        if not isinstance(dataset, lt.ShardedDataset):
+            raise lt.LodTensorError(f"{self._path}: not a sharded dataset directory")
+        self._shards = dataset.shards
+        self._schema = dataset.schema
+
+    def get_name(self) -> str:
+        return "LodTensor"
+
+    def estimate_inmemory_data_size(self) -> int:
+        return sum(s["bytes"] for s in self._shards)
+
+    def get_read_tasks(
+        self,
+        parallelism: int,
+        per_task_row_limit: int | None = None,
+        data_context: Any = None,
+    ) -> list[ReadTask]:
+        if not self._shards:
+            return []
+        tasks = []
+        for group in _groups([s["bytes"] for s in self._shards], parallelism):
+            shards = [self._shards[i] for i in group]
+            metadata = BlockMetadata(
+                num_rows=sum(s["rows"] for s in shards),
+                size_bytes=sum(s["bytes"] for s in shards),
+                input_files=[os.path.join(self._path, s["file"]) for s in shards],
+                exec_stats=None,
+            )
+            read = functools.partial(_read_shards, self._path, group)
+            tasks.append(ReadTask(read, metadata, self._schema, per_task_row_limit))
+        return tasks
+
+
+class LodTensorDatasink(Datasink):
+    """The Ray Data ``Datasink`` of a sharded lodtensor dataset (see ``write_lodtensor``):
+    each write task writes pending shards under its own prefix, and the driver commits."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        mode: str = "create",
+        shard_rows: int | None = None,
+        shard_bytes: int | None = None,
+        offset_width: str = "i64",
+        batch_bytes: int | None = None,
+        min_rows_per_write: int | None = None,
+    ):
+        if mode not in ("create", "append"):
+            raise lt.LodTensorError(f'mode must be "create" or "append", not {mode!r}')
+        self.path = os.path.abspath(os.fspath(path))
+        self._mode = mode
+        self._options = dict(
+            shard_rows=shard_rows,
+            shard_bytes=shard_bytes,
+            offset_width=offset_width,
+            batch_bytes=batch_bytes,
+        )
+        self._min_rows = min_rows_per_write
+        # Every file of this write starts with it: the job's own pending manifests and
+        # shards are told apart from anyone else's.
+        self._job = f"part-{uuid.uuid4().hex[:8]}"
+        self._schema: pa.Schema | None = None
+
+    def get_name(self) -> str:
+        return "LodTensor"
+
+    @property
+    def min_rows_per_write(self) -> int | None:
+        return self._min_rows
+
+    def on_write_start(self, schema: Any = None) -> None:
+        exists = os.path.exists(os.path.join(self.path, _MANIFEST))
+        if self._mode == "create" and exists:
+            raise FileExistsError(
+                f"{self.path}: a sharded dataset is already there: use mode=\"append\""
+            )
+        if self._mode == "append" and not exists:
+            raise FileNotFoundError(f"{os.path.join(self.path, _MANIFEST)}: nothing to append to")
+        os.makedirs(self.path, exist_ok=True)
+        self._schema = schema if isinstance(schema, pa.Schema) else None
+
+    def write(self, blocks: Iterable[Block], ctx: Any) -> str | None:
+        """Writes this task's blocks as pending shards; returns their prefix (None: no rows)."""
+        prefix = f"{self._job}-{ctx.task_idx:05d}-{uuid.uuid4().hex[:6]}"
+        writer = None
+        for block in blocks:
+            table = BlockAccessor.for_block(block).to_arrow()
+            if table.num_rows == 0:
+                continue
+            if writer is None:
+                writer = lt.ShardWriter(self.path, mode="pending", prefix=prefix, **self._options)
+            writer.write(table)
+        if writer is None:
+            return None
+        writer.finish()
+        return prefix
+
+    def on_write_complete(self, write_result: WriteResult) -> None:
+        """Drops what failed attempts left, then commits every task's shards at once."""
+        committed = {p for p in write_result.write_returns if p}
+        for name in os.listdir(self.path):
+            if name.startswith(_PENDING + self._job):
+                prefix = name[len(_PENDING) : -len(".json")]
+                if prefix not in committed:
+                    os.remove(os.path.join(self.path, name))
+        if not committed and not os.path.exists(os.path.join(self.path, _MANIFEST)):
+            if self._schema is None:
+                raise lt.LodTensorError(f"{self.path}: no rows and no schema to write")
+            empty = [pa.nulls(0, field.type) for field in self._schema]
+            lt.write_shards(self.path, pa.table(empty, schema=self._schema), **self._options)
+            return
+        listed = {s["file"] for s in lt.commit(self.path)["shards"]}
+        for name in os.listdir(self.path):
+            if name.startswith(self._job) and name not in listed:
+                os.remove(os.path.join(self.path, name))

@@ -1,0 +1,149 @@
+"""lodtensor.ray on a local Ray cluster: read_lodtensor and write_lodtensor."""
+
+import collections
+import os
+import threading
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import lodtensor as lt
+
+pytestmark = pytest.mark.ray
+ray = pytest.importorskip("ray")
+lray = pytest.importorskip("lodtensor.ray")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=256 << 20,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield
+    ray.shutdown()
+
+
+def collect(dataset) -> pa.Table:
+    """Every row of a Ray dataset, in label order."""
+    tables = list(dataset.iter_batches(batch_size=None, batch_format="pyarrow"))
+    return pa.concat_tables(tables).sort_by("label")
+
+
+def test_read_gives_every_row_with_its_types(cluster, shards_dir):
+    expected = lt.open(shards_dir).to_pyarrow()
+    dataset = lray.read_lodtensor(shards_dir)
+    assert dataset.count() == 200
+    table = collect(dataset)
+    assert table.schema == expected.schema
+    assert isinstance(table.schema.field("tokens").type.value_type.value_type, pa.FixedShapeTensorType)
+    assert table.equals(expected)
+
+
+def test_read_tasks_cover_the_shards_in_order(shards_dir):
+    source = lray.LodTensorDatasource(shards_dir)
+    for parallelism in [1, 3, 7, 50]:
+        tasks = source.get_read_tasks(parallelism)
+        assert len(tasks) == min(parallelism, 7)
+        files = [f for t in tasks for f in t.metadata.input_files]
+        assert files == [str(shards_dir / s["file"]) for s in lt.open(shards_dir).shards]
+        assert sum(t.metadata.num_rows for t in tasks) == 200
+
+
+def test_groups_are_consecutive_runs_of_about_equal_size():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        sizes = [int(x) for x in rng.integers(0, 100, rng.integers(1, 40))]
+        count = int(rng.integers(1, 50))
+        groups = lray._groups(sizes, count)
+        assert [i for g in groups for i in g] == list(range(len(sizes)))
+        assert len(groups) == min(count, len(sizes)) and all(groups)
+        if sum(sizes) and len(groups) > 1:
+            largest = max(sum(sizes[i] for i in g) for g in groups)
+            assert largest <= sum(sizes) / len(groups) + max(sizes)
+
+
+def test_streaming_split_feeds_two_consumers_every_row_once(cluster, shards_dir):
+    dataset = lray.read_lodtensor(shards_dir)
+    left, right = dataset.streaming_split(2)
+    seen = {0: [], 1: []}
+
+    def consume(i, iterator):
+        for batch in iterator.iter_batches(batch_size=16, batch_format="pyarrow"):
+            seen[i].extend(batch.column("label").to_pylist())
+
+    threads = [threading.Thread(target=consume, args=(i, it)) for i, it in enumerate([left, right])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    counts = collections.Counter(seen[0] + seen[1])
+    assert sorted(counts) == list(range(0, 2000, 10))
+    assert set(counts.values()) == {1}
+    assert seen[0] and seen[1]
+
+
+def test_a_map_batches_pipeline_writes_a_valid_dataset(cluster, shards_dir, tmp_path):
+    def shift(batch: pa.Table) -> pa.Table:
+        return batch.set_column(1, "label", pc.add(batch.column("label"), 1))
+
+    out = tmp_path / "shifted"
+    pipeline = lray.read_lodtensor(shards_dir).map_batches(shift, batch_format="pyarrow")
+    manifest = lray.write_lodtensor(pipeline, out, shard_rows=40)
+    written = lt.open(out)
+    written.validate()
+    assert written.num_rows == 200 and manifest == written.manifest
+    assert all(s["rows"] <= 40 for s in manifest["shards"])
+    listed = {s["file"] for s in manifest["shards"]}
+    assert set(os.listdir(out)) == listed | {"_lodtensor.json"}, "nothing else left behind"
+    source = lt.open(shards_dir).to_pyarrow()
+    expected = source.set_column(1, "label", pc.add(source.column("label"), 1))
+    assert written.to_pyarrow().sort_by("label").equals(expected)
+    assert collect(lray.read_lodtensor(out)).equals(expected)
+
+
+def test_create_refuses_a_dataset_and_append_adds_to_it(cluster, shards_dir, tmp_path):
+    out = tmp_path / "out"
+    lray.write_lodtensor(lray.read_lodtensor(shards_dir), out)
+    with pytest.raises(Exception, match="already there"):
+        lray.write_lodtensor(lray.read_lodtensor(shards_dir), out)
+    lray.write_lodtensor(lray.read_lodtensor(shards_dir), out, mode="append")
+    ds = lt.open(out)
+    ds.validate()
+    labels = ds.to_pyarrow().column("label").to_pylist()
+    assert sorted(labels) == sorted(list(range(0, 2000, 10)) * 2)
+
+
+def test_a_failed_attempt_leaves_nothing_behind(shards_dir, tmp_path):
+    """A task that wrote its shards and was then retried: only the attempt that returned is
+    committed, and the other's files are removed."""
+    out = tmp_path / "out"
+    sink = lray.LodTensorDatasink(out, shard_rows=20)
+    table = lt.open(shards_dir).to_pyarrow()
+    sink.on_write_start(table.schema)
+    task = SimpleNamespace(task_idx=0)
+    sink.write([table.slice(0, 50)], task)                      # lost attempt
+    kept = sink.write([table.slice(0, 50)], task)                # its retry
+    other = sink.write([table.slice(50, 150)], SimpleNamespace(task_idx=1))
+    nothing = sink.write([table.slice(0, 0)], SimpleNamespace(task_idx=2))
+    assert nothing is None
+    sink.on_write_complete(SimpleNamespace(write_returns=[kept, other, nothing]))
+    ds = lt.open(out)
+    ds.validate()
+    assert ds.to_pyarrow().equals(table)
+    assert set(os.listdir(out)) == {s["file"] for s in ds.shards} | {"_lodtensor.json"}
+
+
+def test_an_empty_write_makes_an_empty_dataset(shards_dir, tmp_path):
+    sink = lray.LodTensorDatasink(tmp_path / "empty")
+    sink.on_write_start(lt.open(shards_dir).schema)
+    sink.on_write_complete(SimpleNamespace(write_returns=[None]))
+    ds = lt.open(tmp_path / "empty")
+    assert ds.num_rows == 0 and ds.schema == lt.open(shards_dir).schema
