@@ -44,16 +44,26 @@ BUDGET = 4096
 
 
 def make_file(path: str, mib: int, seed: int = 1) -> None:
+    lt.write(path, documents(mib, seed))
+
+
+def documents(mib: int, seed: int = 1, easy: bool = False) -> pa.Table:
+    """About `mib` MiB of documents -> sentences -> tokens of f32[64]: normal floats, or
+    with `easy` small whole numbers (compressible, as embeddings of a few distinct tokens)."""
     rng = np.random.default_rng(seed)
     tokens_wanted = mib * 2**20 // (DIM * 4)
     n_docs = max(1, tokens_wanted * 2 // 315)  # 10.5 sentences of 15 tokens on average
     sentences = rng.integers(1, 21, n_docs)
     tokens = rng.integers(1, 30, int(sentences.sum()))
-    values = rng.standard_normal(int(tokens.sum()) * DIM, dtype=np.float32)
+    n_values = int(tokens.sum()) * DIM
+    if easy:
+        values = rng.integers(0, 4, n_values).astype(np.float32)
+    else:
+        values = rng.standard_normal(n_values, dtype=np.float32)
     elements = pa.FixedSizeListArray.from_arrays(pa.array(values), DIM)
     sents = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(tokens)]), elements)
     docs = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(sentences)]), sents)
-    lt.write(path, pa.table({"tokens": docs}))
+    return pa.table({"tokens": docs})
 
 
 def race(contenders: dict, repeat: int) -> dict:

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lodtensor as lt
+from conftest import inside_mapping
 
 pytestmark = pytest.mark.ray
 ray = pytest.importorskip("ray")
@@ -55,6 +56,17 @@ def test_read_tasks_cover_the_shards_in_order(shards_dir):
         files = [f for t in tasks for f in t.metadata.input_files]
         assert files == [str(shards_dir / s["file"]) for s in lt.open(shards_dir).shards]
         assert sum(t.metadata.num_rows for t in tasks) == 200
+
+
+def test_a_read_task_hands_ray_views_of_the_shards_mapping(shards_dir):
+    path = shards_dir / lt.open(shards_dir).shards[4]["file"]
+    pool_before = pa.total_allocated_bytes()
+    tables = list(lray._read_shards(str(shards_dir), [4]))
+    assert pa.total_allocated_bytes() == pool_before
+    assert sum(t.num_rows for t in tables) == 30 and len(tables) > 1
+    for table in tables:
+        values = table.column("tokens").chunk(0).flatten().flatten().to_numpy_ndarray()
+        assert values.size == 0 or inside_mapping(values, path)
 
 
 def test_groups_are_consecutive_runs_of_about_equal_size():
