@@ -45,6 +45,7 @@ _PENDING = "_lodtensor.pending."
 def read_lodtensor(
     path: str | os.PathLike,
     *,
+    columns: Sequence[str] | None = None,
     override_num_blocks: int | None = None,
     concurrency: int | None = None,
     ray_remote_args: dict[str, Any] | None = None,
@@ -54,15 +55,15 @@ def read_lodtensor(
     One read task per shard, or per group of consecutive shards when Ray asks for fewer
     tasks (``override_num_blocks`` sets how many); rows keep the manifest's order within
     a task. Each shard is checked against the manifest (size, CRC-32C, counts) by the task
-    that maps it. ``concurrency`` and ``ray_remote_args`` are
-    ``ray.data.read_datasource``'s.
+    that maps it. ``columns`` keeps only those columns (in that order). ``concurrency`` and
+    ``ray_remote_args`` are ``ray.data.read_datasource``'s.
 
         >>> ds = read_lodtensor("shards/")                        # doctest: +SKIP
         >>> for batch in ds.iter_batches(batch_size=256, batch_format="pyarrow"):  # doctest: +SKIP
         ...     tokens = batch.column("tokens")                   # nested lists intact
     """
     return ray.data.read_datasource(
-        LodTensorDatasource(path),
+        LodTensorDatasource(path, columns=columns),
         override_num_blocks=override_num_blocks,
         concurrency=concurrency,
         ray_remote_args=ray_remote_args,
@@ -127,11 +128,15 @@ def _groups(sizes: Sequence[int], count: int) -> list[list[int]]:
     return groups
 
 
-def _read_shards(path: str, shards: list[int]) -> Iterator[pa.Table]:
-    """The read task: the shards' record batches, views of their mappings, one block each."""
+def _read_shards(
+    path: str, shards: list[int], columns: list[str] | None = None
+) -> Iterator[pa.Table]:
+    """The read task: the shards' record batches, views of their mappings, one block each
+    (only ``columns`` when given)."""
     reader = lt.open(path).reader(shards)
     for batch in reader:
-        yield pa.Table.from_batches([batch])
+        table = pa.Table.from_batches([batch])
+        yield table if columns is None else table.select(columns)
 
 
 class LodTensorDatasource(Datasource):
@@ -140,14 +145,24 @@ class LodTensorDatasource(Datasource):
     The manifest is read once, on the driver; read tasks map their shards.
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, columns: Sequence[str] | None = None):
         super().__init__()
         self._path = os.path.abspath(os.fspath(path))
         dataset = lt.open(self._path)
         if not isinstance(dataset, lt.ShardedDataset):
             raise lt.LodTensorError(f"{self._path}: not a sharded dataset directory")
         self._shards = dataset.shards
-        self._schema = dataset.schema
+        self._columns = None if columns is None else list(columns)
+        missing = [c for c in self._columns or [] if c not in dataset.column_names]
+        if missing:
+            raise lt.LodTensorError(
+                f"{self._path}: no column {missing[0]!r}; the columns are {dataset.column_names}"
+            )
+        schema = dataset.schema
+        if self._columns is not None:
+            fields = [schema.field(c) for c in self._columns]
+            schema = pa.schema(fields, metadata=schema.metadata)
+        self._schema = schema
 
     def get_name(self) -> str:
         return "LodTensor"
@@ -172,7 +187,7 @@ class LodTensorDatasource(Datasource):
                 input_files=[os.path.join(self._path, s["file"]) for s in shards],
                 exec_stats=None,
             )
-            read = functools.partial(_read_shards, self._path, group)
+            read = functools.partial(_read_shards, self._path, group, self._columns)
             tasks.append(ReadTask(read, metadata, self._schema, per_task_row_limit))
         return tasks
 

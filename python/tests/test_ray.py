@@ -48,6 +48,14 @@ def test_read_gives_every_row_with_its_types(cluster, shards_dir):
     assert table.equals(expected)
 
 
+def test_read_keeps_the_columns_asked_for(cluster, shards_dir):
+    table = collect(lray.read_lodtensor(shards_dir, columns=["label", "tokens"]))
+    assert table.column_names == ["label", "tokens"]
+    assert table.equals(lt.open(shards_dir).to_pyarrow().select(["label", "tokens"]))
+    with pytest.raises(lt.LodTensorError, match="nope"):
+        lray.read_lodtensor(shards_dir, columns=["nope"])
+
+
 def test_read_tasks_cover_the_shards_in_order(shards_dir):
     source = lray.LodTensorDatasource(shards_dir)
     for parallelism in [1, 3, 7, 50]:
