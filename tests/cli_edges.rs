@@ -226,7 +226,7 @@ fn paths_that_are_not_files_get_one_clear_line() {
             (
                 "dir.arrow",
                 3,
-                "lodtensor: dir.arrow: is a directory, not a file",
+                "lodtensor: dir.arrow: a directory without _lodtensor.json, not a sharded dataset",
             ),
             (
                 "fifo.arrow",

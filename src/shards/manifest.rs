@@ -10,9 +10,9 @@ use serde_json::{Map, Value, json};
 use crate::dataset::Column;
 use crate::error::{Error, Result};
 use crate::io::atomic::write_atomically;
-use crate::lod::OffsetWidth;
+use crate::lod::{LevelOffsets, Lod, OffsetWidth};
 use crate::tensor::LodTensor;
-use crate::values::DType;
+use crate::values::{DType, Values};
 use crate::{FormatError, UnsupportedError};
 
 /// The manifest's file name inside the dataset directory.
@@ -67,6 +67,41 @@ impl ColumnSpec {
                 Ok(Self::of_column(&Column::try_from_arrow(f, empty.as_ref())?))
             })
             .collect()
+    }
+
+    /// A column of this spec without rows: what a dataset's schema is made from when no
+    /// shard is at hand (a dataset without shards).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::shards::ColumnSpec;
+    /// use lodtensor::{DType, OffsetWidth};
+    /// let spec = ColumnSpec {
+    ///     name: "tokens".into(), dtype: DType::Float32, element_shape: vec![4],
+    ///     offsets: vec![OffsetWidth::I64; 2], level_names: vec![],
+    /// };
+    /// let column = spec.empty_column()?;
+    /// assert_eq!((column.tensor().num_rows(), column.tensor().num_levels()), (0, 2));
+    /// assert_eq!(ColumnSpec::of_column(&column), spec);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The errors of [`Column::with_level_names`] when the level names do not fit.
+    pub fn empty_column(&self) -> Result<Column> {
+        let levels = self
+            .offsets
+            .iter()
+            .enumerate()
+            .map(|(level, width)| match width {
+                OffsetWidth::I32 => LevelOffsets::try_new_i32(level, vec![0].into()),
+                OffsetWidth::I64 => LevelOffsets::try_new_i64(level, vec![0].into()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let items = arrow_array::new_empty_array(&self.dtype.arrow_type());
+        let values = Values::try_new(items, self.element_shape.clone())?;
+        let tensor = LodTensor::try_new(Lod::try_new(levels)?, values)?;
+        Column::new(self.name.clone(), tensor).with_level_names(self.level_names.clone())
     }
 
     fn to_json(&self) -> Value {

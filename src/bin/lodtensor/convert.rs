@@ -1,6 +1,7 @@
 //! `lodtensor convert IN OUT [--compression none|snappy|zstd] [--offsets int32|int64]`: between
-//! `.arrow`, `.parquet` and Paddle `.pdtensor` / `.pdiparams`, by extension. The output
-//! appears whole or not at all.
+//! `.arrow`, `.parquet` and Paddle `.pdtensor` / `.pdiparams`, by extension, and sharded
+//! datasets (a directory, `--shard-rows N` / `--shard-bytes N`). The output appears whole or
+//! not at all.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use lodtensor::io::paddle;
 use lodtensor::{Dataset, LodTensor, OffsetWidth};
 
 use crate::input::ReadArgs;
+use crate::shards::{self, ShardArgs};
 use crate::source::{Format, Source, bytes_text, plural, progress};
 use crate::{Result, usage};
 
@@ -46,9 +48,11 @@ impl From<Offsets> for OffsetWidth {
 /// Arguments of `lodtensor convert`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The input file (.arrow, .parquet, .pdtensor or .pdiparams).
+    /// The input file (.arrow, .arrows, .parquet, .pdtensor or .pdiparams), or a sharded
+    /// dataset's directory.
     input: PathBuf,
-    /// The output file (.arrow, .parquet, .pdtensor or .pdiparams), written atomically.
+    /// The output file (.arrow, .parquet, .pdtensor or .pdiparams), written atomically; or a
+    /// directory (ending with /) to write a sharded dataset into.
     output: PathBuf,
     /// Compression of a Parquet output (default snappy; zstd at level 1, as pyarrow).
     #[arg(long, value_enum)]
@@ -56,6 +60,8 @@ pub struct Args {
     /// Offset width of every level of an Arrow or Parquet output (default int64).
     #[arg(long, value_enum)]
     offsets: Option<Offsets>,
+    #[command(flatten)]
+    shards: ShardArgs,
     #[command(flatten)]
     read: ReadArgs,
 }
@@ -68,6 +74,15 @@ pub struct Output {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if shards::is_dir_output(&args.output) {
+        return to_shards(args);
+    }
+    if args.shards.given() {
+        return usage(format!(
+            "--shard-rows, --shard-bytes and --append write a sharded dataset into a directory: end OUT with / ({}/)",
+            args.output.display()
+        ));
+    }
     let format = Format::of(&args.output)?;
     let output = Output {
         compression: args.compression,
@@ -77,6 +92,7 @@ pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
     #[cfg(feature = "parquet")]
     if format == Format::Arrow
+        && !shards::is_dir(&args.input)
         && Format::of(&args.input)? == Format::Parquet
         && args.read.element_shape.is_empty()
     {
@@ -109,6 +125,39 @@ pub fn run(args: Args) -> Result<()> {
         plural(source.columns.len(), "column"),
         args.output.display(),
         format.name(),
+        bytes_text(bytes),
+        started.elapsed().as_secs_f64() * 1e3
+    )?;
+    Ok(())
+}
+
+/// `convert IN DIR/`: the input written as a sharded dataset.
+fn to_shards(args: Args) -> Result<()> {
+    if args.compression.is_some_and(|c| c != Codec::None) {
+        return usage(
+            "--compression applies to .parquet output: shards are .arrow files, uncompressed so they can be mapped",
+        );
+    }
+    let started = Instant::now();
+    let source = Source::open_reading_streams(&args.input, &args.read)?;
+    let datasets = source.datasets()?;
+    let mut options = WriteOptions::default();
+    if let Some(offsets) = args.offsets {
+        options = options.with_offset_width(offsets.into());
+    }
+    let manifest = shards::write(&args.output, &datasets, &args.shards, options)?;
+    let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
+    let bytes: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
+    writeln!(
+        std::io::stdout().lock(),
+        "converted {} ({}, {}, {}) to {} (sharded dataset of {}, {}): {} in {:.0} ms",
+        source.path.display(),
+        source.format.name(),
+        plural(rows, "row"),
+        plural(source.columns.len(), "column"),
+        args.output.display(),
+        plural(manifest.shards.len(), "shard"),
+        plural(manifest.num_rows(), "row"),
         bytes_text(bytes),
         started.elapsed().as_secs_f64() * 1e3
     )?;
@@ -148,6 +197,7 @@ pub fn write(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
             "{}: lodtensor reads Arrow IPC streams but writes Arrow IPC files, which can be mapped: write .arrow",
             path.display()
         )),
+        Format::Shards => unreachable!("Format::of names files only"),
         Format::Arrow => write_arrow(path, datasets, output),
         Format::Parquet => write_parquet(path, datasets, output),
         Format::PaddleTensor => {

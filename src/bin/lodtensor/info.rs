@@ -1,18 +1,24 @@
-//! `lodtensor info FILE [--json]`: what a file holds, column by column and level by level.
+//! `lodtensor info FILE [--json]`: what a file holds, column by column and level by level;
+//! for a sharded dataset's directory, what its manifest says (no shard is opened).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::Result;
+use lodtensor::DType;
+use lodtensor::shards::{ColumnSpec, ColumnStats, MANIFEST_VERSION};
+
 use crate::input::{ReadArgs, element_shape_hint};
-use crate::source::{Parts, Source, bytes_text, plural};
+use crate::shards::{Sharded, is_dir};
+use crate::source::{Format, Parts, Source, bytes_text, level_label, plural};
+use crate::{Result, usage};
 
 /// Arguments of `lodtensor info`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file (.arrow, .parquet, .pdtensor or .pdiparams).
+    /// The file (.arrow, .parquet, .pdtensor or .pdiparams), or a sharded dataset's
+    /// directory.
     file: PathBuf,
     /// Print one JSON object instead of text.
     #[arg(long)]
@@ -21,48 +27,194 @@ pub struct Args {
     read: ReadArgs,
 }
 
-/// Lengths of one level: min, mean, max (`None` for a level without sequences).
+/// One level of a column: its sequences, offset width and lengths (min and max only when
+/// the offsets were read, not from a manifest).
 struct LevelStats {
     sequences: usize,
-    lengths: Option<(usize, f64, usize)>,
+    offsets: &'static str,
+    mean: Option<f64>,
+    min_max: Option<(usize, usize)>,
 }
 
-fn level_stats(column: &Parts, level: usize) -> Result<LevelStats> {
-    let lengths = column.lengths(level)?;
-    let stats = match (lengths.iter().min(), lengths.iter().max()) {
-        (Some(&min), Some(&max)) => {
-            let mean = lengths.iter().sum::<usize>() as f64 / lengths.len() as f64;
-            Some((min, mean, max))
+/// What `info` says of one column.
+struct ColumnSummary {
+    name: String,
+    dtype: DType,
+    element_shape: Vec<usize>,
+    level_names: Vec<String>,
+    rows: usize,
+    elements: usize,
+    levels: Vec<LevelStats>,
+    hint: Option<String>,
+}
+
+impl ColumnSummary {
+    /// From the column's offsets.
+    fn of_parts(column: &Parts) -> Result<Self> {
+        let mut levels = Vec::new();
+        for level in 0..column.num_levels() {
+            let lengths = column.lengths(level)?;
+            let min_max = lengths.iter().min().zip(lengths.iter().max());
+            levels.push(LevelStats {
+                sequences: lengths.len(),
+                offsets: column.offset_width(level),
+                mean: (!lengths.is_empty())
+                    .then(|| lengths.iter().sum::<usize>() as f64 / lengths.len() as f64),
+                min_max: min_max.map(|(&min, &max)| (min, max)),
+            });
         }
-        _ => None,
-    };
-    Ok(LevelStats {
-        sequences: lengths.len(),
-        lengths: stats,
-    })
-}
+        Ok(ColumnSummary {
+            name: column.name.clone(),
+            dtype: column.dtype(),
+            element_shape: column.element_shape().to_vec(),
+            level_names: column.level_names.clone(),
+            rows: column.num_rows(),
+            elements: column.num_elements(),
+            levels,
+            hint: element_shape_hint(column)?,
+        })
+    }
 
-/// Bytes of the values in view: items times the item size (bools are bits).
-fn values_bytes(column: &Parts) -> u64 {
-    let items =
-        column.num_elements() as u64 * column.element_shape().iter().product::<usize>() as u64;
-    match column.dtype().byte_width() {
-        Some(w) => items * w as u64,
-        None => items.div_ceil(8),
+    /// From a manifest's counts, summed over the shards: the mean length of a level is the
+    /// sequences (or elements) below it over its sequences.
+    fn of_manifest<'a>(spec: &ColumnSpec, shards: impl Iterator<Item = &'a ColumnStats>) -> Self {
+        let mut sequences = vec![0; spec.offsets.len()];
+        let mut elements = 0;
+        for stats in shards {
+            for (total, n) in sequences.iter_mut().zip(&stats.sequences) {
+                *total += n;
+            }
+            elements += stats.elements;
+        }
+        let below = |level: usize| sequences.get(level + 1).copied().unwrap_or(elements);
+        let levels = spec
+            .offsets
+            .iter()
+            .enumerate()
+            .map(|(level, width)| LevelStats {
+                sequences: sequences[level],
+                offsets: width.name(),
+                mean: (sequences[level] > 0).then(|| below(level) as f64 / sequences[level] as f64),
+                min_max: None,
+            })
+            .collect();
+        ColumnSummary {
+            name: spec.name.clone(),
+            dtype: spec.dtype,
+            element_shape: spec.element_shape.clone(),
+            level_names: spec.level_names.clone(),
+            rows: sequences.first().copied().unwrap_or(elements),
+            elements,
+            levels,
+            hint: None,
+        }
+    }
+
+    /// Bytes of the values in view: items times the item size (bools are bits).
+    fn values_bytes(&self) -> u64 {
+        let items = self.elements as u64 * self.element_shape.iter().product::<usize>() as u64;
+        match self.dtype.byte_width() {
+            Some(w) => items * w as u64,
+            None => items.div_ceil(8),
+        }
+    }
+
+    fn write_text(&self, out: &mut impl Write) -> Result<()> {
+        writeln!(
+            out,
+            "column {:?}: {}, element shape {:?}, {}, {}, {}, {} of values",
+            self.name,
+            self.dtype,
+            self.element_shape,
+            plural(self.levels.len(), "level"),
+            plural(self.rows, "row"),
+            plural(self.elements, "element"),
+            bytes_text(self.values_bytes())
+        )?;
+        let labels: Vec<String> = (0..self.levels.len())
+            .map(|l| level_label(&self.level_names, l))
+            .collect();
+        let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        for (stats, label) in self.levels.iter().zip(&labels) {
+            let lengths = match (stats.min_max, stats.mean) {
+                (Some((min, max)), Some(mean)) => {
+                    format!("lengths min {min}, mean {mean:.2}, max {max}")
+                }
+                (None, Some(mean)) => format!("mean length {mean:.2}"),
+                _ => "no lengths".to_owned(),
+            };
+            writeln!(
+                out,
+                "  {label:width$}  {}, {} offsets, {lengths}",
+                plural(stats.sequences, "sequence"),
+                stats.offsets
+            )?;
+        }
+        if let Some(hint) = &self.hint {
+            writeln!(out, "  hint: {hint}")?;
+        }
+        Ok(())
+    }
+
+    fn to_json(&self) -> Value {
+        let levels: Vec<Value> = self
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(level, stats)| {
+                json!({
+                    "level": level,
+                    "name": self.level_names.get(level),
+                    "sequences": stats.sequences,
+                    "offsets": stats.offsets,
+                    "min_length": stats.min_max.map(|m| m.0),
+                    "mean_length": stats.mean,
+                    "max_length": stats.min_max.map(|m| m.1),
+                })
+            })
+            .collect();
+        json!({
+            "name": self.name,
+            "dtype": self.dtype.name(),
+            "element_shape": self.element_shape,
+            "levels": self.levels.len(),
+            "level_names": self.level_names,
+            "sequences_per_level": self.levels.iter().map(|l| l.sequences).collect::<Vec<_>>(),
+            "lengths": levels,
+            "rows": self.rows,
+            "values": self.elements,
+            "values_bytes": self.values_bytes(),
+        })
     }
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if is_dir(&args.file) {
+        if !args.read.element_shape.is_empty() {
+            return usage(
+                "--element-shape does not apply to `info` on a sharded dataset, which reads the manifest only",
+            );
+        }
+        return run_shards(&Sharded::open(&args.file)?, args.json);
+    }
     let source = Source::open(&args.file, &args.read)?;
+    let columns = source
+        .columns
+        .iter()
+        .map(ColumnSummary::of_parts)
+        .collect::<Result<Vec<_>>>()?;
     let out = &mut std::io::stdout().lock();
     if args.json {
-        let object = to_json(&source)?;
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&object).expect("a JSON value serialises")
-        )?;
-        return Ok(());
+        let object = json!({
+            "path": source.path.display().to_string(),
+            "format": source.format.key(),
+            "format_version": source.format_version,
+            "rows": source.num_rows(),
+            "batches": source.batches,
+            "bytes": source.bytes,
+            "columns": columns.iter().map(ColumnSummary::to_json).collect::<Vec<_>>(),
+        });
+        return print_json(out, &object);
     }
     let rows = match source.num_rows() {
         Some(rows) => format!("{} in {}", plural(rows, "row"), source.batches_text()),
@@ -80,86 +232,83 @@ pub fn run(args: Args) -> Result<()> {
         bytes_text(source.bytes),
         plural(source.columns.len(), "column")
     )?;
-    for column in &source.columns {
-        let shape = format!("{:?}", column.element_shape());
-        writeln!(
-            out,
-            "column {:?}: {}, element shape {shape}, {}, {}, {}, {} of values",
-            column.name,
-            column.dtype(),
-            plural(column.num_levels(), "level"),
-            plural(column.num_rows(), "row"),
-            plural(column.num_elements(), "element"),
-            bytes_text(values_bytes(column))
-        )?;
-        let labels: Vec<String> = (0..column.num_levels())
-            .map(|l| column.level_label(l))
-            .collect();
-        let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-        for (level, label) in labels.iter().enumerate() {
-            let stats = level_stats(column, level)?;
-            let lengths = match stats.lengths {
-                Some((min, mean, max)) => {
-                    format!("lengths min {min}, mean {mean:.2}, max {max}")
-                }
-                None => "no lengths".to_owned(),
-            };
-            writeln!(
-                out,
-                "  {label:width$}  {}, {} offsets, {lengths}",
-                plural(stats.sequences, "sequence"),
-                column.offset_width(level)
-            )?;
-        }
-        if let Some(hint) = element_shape_hint(column)? {
-            writeln!(out, "  hint: {hint}")?;
-        }
-    }
-    Ok(())
+    columns.iter().try_for_each(|c| c.write_text(out))
 }
 
-fn to_json(source: &Source) -> Result<Value> {
-    let mut columns = Vec::new();
-    for column in &source.columns {
-        let mut levels = Vec::new();
-        let mut sequences = Vec::new();
-        for level in 0..column.num_levels() {
-            let stats = level_stats(column, level)?;
-            sequences.push(stats.sequences);
-            let (min, mean, max) = match stats.lengths {
-                Some((min, mean, max)) => (json!(min), json!(mean), json!(max)),
-                None => (Value::Null, Value::Null, Value::Null),
-            };
-            levels.push(json!({
-                "level": level,
-                "name": column.level_names.get(level),
-                "sequences": stats.sequences,
-                "offsets": column.offset_width(level),
-                "min_length": min,
-                "mean_length": mean,
-                "max_length": max,
-            }));
-        }
-        columns.push(json!({
-            "name": column.name,
-            "dtype": column.dtype().name(),
-            "element_shape": column.element_shape(),
-            "levels": column.num_levels(),
-            "level_names": column.level_names,
-            "sequences_per_level": sequences,
-            "lengths": levels,
-            "rows": column.num_rows(),
-            "values": column.num_elements(),
-            "values_bytes": values_bytes(column),
-        }));
+/// `info DIR`: the manifest alone (no shard is opened), so it takes the same time for
+/// shards of a kilobyte or a gigabyte.
+fn run_shards(sharded: &Sharded, json: bool) -> Result<()> {
+    let manifest = sharded.manifest();
+    let columns: Vec<ColumnSummary> = manifest
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(c, spec)| {
+            ColumnSummary::of_manifest(spec, manifest.shards.iter().map(|s| &s.columns[c]))
+        })
+        .collect();
+    let bytes: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
+    let batches: usize = manifest.shards.iter().map(|s| s.batches).sum();
+    let out = &mut std::io::stdout().lock();
+    if json {
+        let shards: Vec<Value> = manifest
+            .shards
+            .iter()
+            .map(|s| json!({"file": s.file, "rows": s.rows, "batches": s.batches, "bytes": s.bytes, "crc32c": s.crc32c}))
+            .collect();
+        let object = json!({
+            "path": sharded.path.display().to_string(),
+            "format": Format::Shards.key(),
+            "format_version": MANIFEST_VERSION.to_string(),
+            "rows": manifest.num_rows(),
+            "batches": batches,
+            "bytes": bytes,
+            "shards": shards,
+            "columns": columns.iter().map(ColumnSummary::to_json).collect::<Vec<_>>(),
+        });
+        return print_json(out, &object);
     }
-    Ok(json!({
-        "path": source.path.display().to_string(),
-        "format": source.format.key(),
-        "format_version": source.format_version,
-        "rows": source.num_rows(),
-        "batches": source.batches,
-        "bytes": source.bytes,
-        "columns": columns,
-    }))
+    writeln!(
+        out,
+        "{}: {}, manifest version {MANIFEST_VERSION}, {}, {}, {} in {}, {}",
+        sharded.path.display(),
+        Format::Shards.name(),
+        plural(manifest.shards.len(), "shard"),
+        bytes_text(bytes),
+        plural(manifest.num_rows(), "row"),
+        plural(batches, "batch"),
+        plural(manifest.columns.len(), "column")
+    )?;
+    if let (Some(first), Some(last)) = (manifest.shards.first(), manifest.shards.last()) {
+        let rows: Vec<u64> = manifest.shards.iter().map(|s| s.rows as u64).collect();
+        let sizes: Vec<u64> = manifest.shards.iter().map(|s| s.bytes).collect();
+        let names = match manifest.shards.len() {
+            1 => first.file.clone(),
+            _ => format!("{} … {}", first.file, last.file),
+        };
+        writeln!(
+            out,
+            "shards {names}: rows {}, bytes {}",
+            min_mean_max(&rows),
+            min_mean_max(&sizes)
+        )?;
+    }
+    columns.iter().try_for_each(|c| c.write_text(out))
+}
+
+/// `min 1, mean 2.00, max 3` of non-empty `values`.
+fn min_mean_max(values: &[u64]) -> String {
+    let (min, max) = (values.iter().min(), values.iter().max());
+    let mean = values.iter().sum::<u64>() as f64 / values.len().max(1) as f64;
+    format!(
+        "min {}, mean {mean:.2}, max {}",
+        min.copied().unwrap_or(0),
+        max.copied().unwrap_or(0)
+    )
+}
+
+fn print_json(out: &mut impl Write, object: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(object).expect("a JSON value serialises");
+    writeln!(out, "{text}")?;
+    Ok(())
 }

@@ -8,6 +8,7 @@ mod draw;
 mod hist;
 mod info;
 mod input;
+mod shards;
 mod show;
 mod slice;
 mod source;
@@ -22,9 +23,11 @@ pub const EXIT_CODES: &str = "\
 Exit codes (every subcommand):
   0  success (also when stdout is closed early: lodtensor show ... | head)
   1  bad data: the file is not a valid dataset (corrupt, truncated, empty, foreign, or its
-     values do not fit --element-shape), or it cannot be written in the output's format
+     values do not fit --element-shape; a shard that disagrees with its manifest, a bad
+     manifest), or it cannot be written in the output's format
   2  usage: unknown option or extension, options that do not apply, a refused output
-  3  I/O: a missing file, a directory or FIFO given as a file, a failed read or write
+  3  I/O: a missing file or shard, a directory without a sharded dataset's manifest, a FIFO
+     given as a file, a failed read or write
   4  out of range: a row, level, sequence index or column the file does not have";
 
 /// Zero-copy LoD tensor datasets: write, inspect, validate, convert.
@@ -41,16 +44,19 @@ enum Command {
     /// mapped, slice it, and report sizes and timings.
     #[command(after_help = EXIT_CODES)]
     Demo(demo::Args),
-    /// Columns, dtypes, element shapes, levels, sequences and lengths of a file.
+    /// Columns, dtypes, element shapes, levels, sequences and lengths of a file (of a
+    /// sharded dataset's manifest, for a directory).
     #[command(after_help = EXIT_CODES)]
     Info(info::Args),
     /// Draw the LoD of some rows, level by level, above the elements.
     #[command(after_help = EXIT_CODES)]
     Show(show::Args),
-    /// Check every batch, column and level of a file.
+    /// Check every batch, column and level of a file (every shard of a directory, against
+    /// its manifest too).
     #[command(after_help = EXIT_CODES)]
     Validate(validate::Args),
-    /// Convert between .arrow, .parquet and Paddle .pdtensor / .pdiparams files.
+    /// Convert between .arrow, .parquet and Paddle .pdtensor / .pdiparams files and sharded
+    /// datasets (directories).
     #[command(after_help = EXIT_CODES)]
     Convert(convert::Args),
     /// Write a row range, or one sequence of one level, as a new file.
@@ -108,6 +114,15 @@ fn main() -> ExitCode {
 }
 
 impl CliError {
+    /// A library error with `path` attached (unless it names a file already); a usage error
+    /// as it is.
+    pub fn in_file(self, path: &std::path::Path) -> Self {
+        match self {
+            CliError::Lib(e) => CliError::Lib(e.in_file(path)),
+            usage => usage,
+        }
+    }
+
     /// The exit code of [`EXIT_CODES`] that says what went wrong.
     pub fn exit_code(&self) -> u8 {
         use lodtensor::{ArgumentError, ErrorKind};

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use crate::Result;
 use crate::draw::draw;
 use crate::input::ReadArgs;
+use crate::shards::{Sharded, is_dir};
 use crate::source::{RowRange, Source, element_text};
 
 /// Rows drawn when `--rows` is not given.
@@ -16,7 +17,8 @@ const DEFAULT_ROWS: usize = 5;
 /// Arguments of `lodtensor show`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file (.arrow, .parquet, .pdtensor or .pdiparams).
+    /// The file (.arrow, .parquet, .pdtensor or .pdiparams), or a sharded dataset's
+    /// directory.
     file: PathBuf,
     /// The column to draw (default: the first).
     #[arg(long)]
@@ -35,14 +37,29 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let source = Source::open(&args.file, &args.read)?;
-    let column = source.column(args.column.as_deref())?;
-    let total = column.num_rows();
-    let rows = match args.rows {
+    let pick = |total: usize| match args.rows {
         Some(r) => r.resolve(total),
         None => 0..total.min(DEFAULT_ROWS),
     };
-    let views = column.rows(rows.clone())?;
+    // A sharded dataset opens only the shards that hold the rows.
+    let (source, total, rows) = if is_dir(&args.file) {
+        let sharded = Sharded::open(&args.file)?;
+        let (total, rows) = (sharded.num_rows(), pick(sharded.num_rows()));
+        (
+            sharded.source_of_rows(rows.clone(), &args.read)?,
+            total,
+            rows,
+        )
+    } else {
+        let source = Source::open(&args.file, &args.read)?;
+        let total = source.column(args.column.as_deref())?.num_rows();
+        (source, total, pick(total))
+    };
+    let column = source.column(args.column.as_deref())?;
+    let first = source.first_row();
+    let views = column
+        .rows(rows.start.saturating_sub(first)..rows.end.saturating_sub(first))
+        .map_err(|e| e.in_file(&source.path))?;
     let out = &mut std::io::stdout().lock();
     let cells = if args.values {
         "values"
@@ -66,15 +83,17 @@ pub fn run(args: Args) -> Result<()> {
         .chain(["elements".to_owned()])
         .collect();
     let label_width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) + 2;
-    for (i, (batch, rows, view)) in views.iter().enumerate() {
+    for (i, (part, rows, view)) in views.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
         }
         if views.len() > 1 {
             writeln!(
                 out,
-                "rows {}..{} (record batch {batch}):",
-                rows.start, rows.end
+                "rows {}..{} ({}):",
+                first + rows.start,
+                first + rows.end,
+                source.part_label(*part)
             )?;
         }
         let values = view.values();

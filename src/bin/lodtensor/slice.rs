@@ -4,19 +4,22 @@
 //! whole or not at all.
 
 use std::io::Write;
+use std::ops::Range;
 use std::path::PathBuf;
 
 use lodtensor::{Column, Dataset};
 
 use crate::convert::{Offsets, Output, write};
 use crate::input::ReadArgs;
+use crate::shards::{Sharded, is_dir};
 use crate::source::{RowRange, Source, bytes_text, plural};
 use crate::{Result, usage};
 
 /// Arguments of `lodtensor slice`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The input file (.arrow, .parquet, .pdtensor or .pdiparams).
+    /// The input file (.arrow, .parquet, .pdtensor or .pdiparams), or a sharded dataset's
+    /// directory.
     file: PathBuf,
     /// The output file (.arrow, .parquet, .pdtensor or .pdiparams), written atomically.
     out: PathBuf,
@@ -26,7 +29,8 @@ pub struct Args {
     /// With --index: the level of the sequence to cut out (0 is the outermost).
     #[arg(long, requires = "index")]
     level: Option<usize>,
-    /// With --level: the sequence's index in its level, counted over the whole file.
+    /// With --level: the sequence's index in its level, counted over the whole file (or
+    /// dataset).
     #[arg(long, requires = "level")]
     index: Option<usize>,
     /// The column to write (default: every column with --rows, the first with --level).
@@ -40,11 +44,35 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let source = Source::open(&args.file, &args.read)?;
-    let (what, datasets) = match (args.rows, args.level, args.index) {
-        (Some(rows), _, _) => rows_of(&source, rows, args.column.as_deref())?,
-        (None, Some(level), Some(index)) => {
-            sequence_of(&source, level, index, args.column.as_deref())?
+    let column = args.column.as_deref();
+    // A sharded dataset opens only the shards that hold the rows or the sequence.
+    let sharded = match is_dir(&args.file) {
+        true => Some(Sharded::open(&args.file)?),
+        false => None,
+    };
+    let (source, (what, datasets)) = match (args.rows, args.level, args.index, &sharded) {
+        (Some(rows), _, _, Some(sharded)) => {
+            let (total, rows) = (sharded.num_rows(), rows.resolve(sharded.num_rows()));
+            let source = sharded.source_of_rows(rows.clone(), &args.read)?;
+            let cut = rows_of(&source, rows, total, column)?;
+            (source, cut)
+        }
+        (Some(rows), _, _, None) => {
+            let source = Source::open(&args.file, &args.read)?;
+            let total = source.num_rows().unwrap_or(0);
+            let cut = rows_of(&source, rows.resolve(total), total, column)?;
+            (source, cut)
+        }
+        (None, Some(level), Some(index), Some(sharded)) => {
+            let (shard, local) = sharded.locate_sequence(column, level, index)?;
+            let source = sharded.source(shard..shard + 1, &args.read)?;
+            let cut = sequence_of(&source, level, (index, local), column)?;
+            (source, cut)
+        }
+        (None, Some(level), Some(index), None) => {
+            let source = Source::open(&args.file, &args.read)?;
+            let cut = sequence_of(&source, level, (index, index), column)?;
+            (source, cut)
         }
         _ => return usage("give --rows, or --level with --index"),
     };
@@ -63,22 +91,24 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Rows `rows` of every column, or of `column`, as views (one per record batch touched).
+/// Rows `rows` (of `total`, counted over the dataset) of every column, or of `column`, as
+/// views (one per record batch touched).
 fn rows_of(
     source: &Source,
-    rows: RowRange,
+    rows: Range<usize>,
+    total: usize,
     column: Option<&str>,
 ) -> Result<(String, Vec<Dataset>)> {
     if let Some(name) = column {
         source.column(Some(name))?;
     }
-    let total = source.num_rows().unwrap_or(0);
-    let rows = rows.resolve(total);
     let batches = source.datasets()?;
     let counts: Vec<usize> = batches.iter().map(Dataset::num_rows).collect();
+    let first = source.first_row();
+    let local = rows.start.saturating_sub(first)..rows.end.saturating_sub(first);
     let mut views = Vec::new();
     for (batch, range) in
-        crate::source::split_rows(&counts, rows.clone()).map_err(|e| in_file(e, source))?
+        crate::source::split_rows(&counts, local).map_err(|e| e.in_file(&source.path))?
     {
         let view = batches[batch].slice_rows(range)?;
         views.push(match column {
@@ -103,19 +133,20 @@ fn rows_of(
     Ok((what, views))
 }
 
-/// The `<level, index>`-slice of `column` (default: the first), the index counted over the
-/// whole file.
+/// The `<level, index>`-slice of `column` (default: the first): `index` counted over the
+/// dataset, `local` over the source.
 fn sequence_of(
     source: &Source,
     level: usize,
-    index: usize,
+    (index, local): (usize, usize),
     column: Option<&str>,
 ) -> Result<(String, Vec<Dataset>)> {
     let column = source.column(column)?;
-    let mut remaining = index;
+    let mut remaining = local;
     let mut found = None;
-    for (batch, tensor) in column.tensors.iter().enumerate() {
-        let at = |e: lodtensor::Error| e.in_column(&column.name, batch).in_file(&source.path);
+    for (part, tensor) in column.tensors.iter().enumerate() {
+        let (file, batch) = source.origin(part);
+        let at = |e: lodtensor::Error| e.in_column(&column.name, batch).in_file(file);
         let n = tensor.lod().num_sequences(level).map_err(at)?;
         if remaining < n {
             found = Some(tensor.slice_sequence(level, remaining).map_err(at)?);
@@ -125,15 +156,12 @@ fn sequence_of(
     }
     let Some(tensor) = found else {
         let len = column.num_sequences(level)?;
-        return Err(in_file(
-            lodtensor::Error::from(lodtensor::ArgumentError::SequenceOutOfBounds {
-                level,
-                index,
-                len,
-            })
-            .into(),
-            source,
-        ));
+        let e = lodtensor::Error::from(lodtensor::ArgumentError::SequenceOutOfBounds {
+            level,
+            index,
+            len,
+        });
+        return Err(e.in_file(&source.path).into());
     };
     let names = column.level_names.get(level..).unwrap_or_default().to_vec();
     let dataset = Dataset::try_new(vec![
@@ -145,12 +173,4 @@ fn sequence_of(
         column.name
     );
     Ok((what, vec![dataset]))
-}
-
-/// A library error inside the command's result, wrapped with the source's path.
-fn in_file(e: crate::CliError, source: &Source) -> crate::CliError {
-    match e {
-        crate::CliError::Lib(e) => e.in_file(&source.path).into(),
-        usage => usage,
-    }
 }

@@ -35,6 +35,8 @@ pub enum Format {
     PaddleTensor,
     /// `.pdiparams`: Paddle records back to back (`save_combine`).
     PaddleCombined,
+    /// A directory of shards and their manifest (`docs/shards.md`).
+    Shards,
 }
 
 impl Format {
@@ -69,6 +71,7 @@ impl Format {
             Format::Parquet => "Parquet",
             Format::PaddleTensor => "Paddle LoDTensor",
             Format::PaddleCombined => "Paddle combined LoDTensors",
+            Format::Shards => "sharded dataset",
         }
     }
 
@@ -80,6 +83,7 @@ impl Format {
             Format::Parquet => "parquet",
             Format::PaddleTensor => "pdtensor",
             Format::PaddleCombined => "pdiparams",
+            Format::Shards => "shards",
         }
     }
 }
@@ -143,10 +147,7 @@ impl Parts {
 
     /// `level` with its name: `level 1 (sentences)`, or `level 1`.
     pub fn level_label(&self, level: usize) -> String {
-        match self.level_names.get(level) {
-            Some(name) => format!("level {level} ({name})"),
-            None => format!("level {level}"),
-        }
+        level_label(&self.level_names, level)
     }
 
     /// Rows `rows` as views, one per part they touch, each with its part (record batch)
@@ -164,20 +165,52 @@ impl Parts {
     }
 }
 
-/// A file, open.
+/// `level` with its name in `names`: `level 1 (sentences)`, or `level 1`.
+pub fn level_label(names: &[String], level: usize) -> String {
+    match names.get(level) {
+        Some(name) => format!("level {level} ({name})"),
+        None => format!("level {level}"),
+    }
+}
+
+/// A file, or some shards of a sharded dataset, open.
 pub struct Source {
     pub path: PathBuf,
     pub format: Format,
     /// The format version the file declares (the `lodtensor.format_version` of an Arrow
     /// file, the LoDTensor version of a Paddle file).
     pub format_version: Option<String>,
-    /// The file's size.
+    /// The file's size (the shards' sizes, for a sharded dataset).
     pub bytes: u64,
     /// Record batches (Arrow), row groups (Parquet), 1 for Paddle files.
     pub batches: usize,
     pub columns: Vec<Parts>,
-    /// Keeps the mapping's shared lock while the columns' views are in use.
-    _mapped: Option<MappedDataset>,
+    /// Where the parts come from, for a sharded dataset.
+    pub shards: Option<ShardParts>,
+    /// Keeps the mappings' shared locks while the columns' views are in use.
+    pub(crate) _held: Held,
+}
+
+/// What keeps the mappings of a [`Source`] locked.
+pub enum Held {
+    /// Nothing: the file was read into memory.
+    Nothing,
+    /// A mapped Arrow file.
+    File { _mapped: MappedDataset },
+    /// The mapped shards of a sharded dataset.
+    Shards {
+        _data: std::sync::Arc<lodtensor::shards::ShardedDataset>,
+    },
+}
+
+/// The shards some parts of a [`Source`] come from.
+pub struct ShardParts {
+    /// The shards opened, of the dataset's.
+    pub opened: Range<usize>,
+    /// The dataset's row of the source's first row.
+    pub first_row: usize,
+    /// Each part's shard file and record batch in it.
+    pub origins: Vec<(PathBuf, usize)>,
 }
 
 impl Source {
@@ -197,6 +230,10 @@ impl Source {
     }
 
     fn open_as(path: &Path, read: &ReadArgs, streams: bool) -> Result<Source> {
+        if crate::shards::is_dir(path) {
+            let sharded = crate::shards::Sharded::open(path)?;
+            return sharded.source(0..sharded.data.num_shards(), read);
+        }
         let format = Format::of(path)?;
         let bytes = check_path(path)?;
         let mut source = match format {
@@ -205,6 +242,7 @@ impl Source {
                 (IpcKind::Stream, true) => Self::open_stream(path, bytes)?,
                 (IpcKind::Stream, false) => return stream_refused(path),
             },
+            Format::Shards => unreachable!("a directory is opened above"),
             _ => {
                 // Parquet and Paddle files are decoded whole, which can take a while.
                 let spinner =
@@ -236,7 +274,8 @@ impl Source {
             bytes,
             batches: datasets.len(),
             columns,
-            _mapped: None,
+            shards: None,
+            _held: Held::Nothing,
         })
     }
 
@@ -255,7 +294,8 @@ impl Source {
             bytes: file.as_bytes().len() as u64,
             batches: file.batches().len(),
             columns,
-            _mapped: Some(file),
+            shards: None,
+            _held: Held::File { _mapped: file },
         })
     }
 
@@ -306,15 +346,45 @@ impl Source {
                     tensors: vec![tensor],
                 })
                 .collect(),
-            _mapped: None,
+            shards: None,
+            _held: Held::Nothing,
         })
     }
 
-    /// `3 batches`, or `3 row groups` for a Parquet file.
+    /// `3 batches`, `3 row groups` for a Parquet file, `3 batches in 2 shards` for shards.
     pub fn batches_text(&self) -> String {
-        match self.format {
-            Format::Parquet => plural(self.batches, "row group"),
+        match (self.format, &self.shards) {
+            (Format::Parquet, _) => plural(self.batches, "row group"),
+            (_, Some(shards)) => format!(
+                "{} in {}",
+                plural(self.batches, "batch"),
+                plural(shards.opened.len(), "shard")
+            ),
             _ => plural(self.batches, "batch"),
+        }
+    }
+
+    /// The dataset's row of the source's first row (0 but for some shards of a dataset).
+    pub fn first_row(&self) -> usize {
+        self.shards.as_ref().map_or(0, |s| s.first_row)
+    }
+
+    /// The file part `part` comes from and its record batch there.
+    pub fn origin(&self, part: usize) -> (&Path, usize) {
+        match self.shards.as_ref().and_then(|s| s.origins.get(part)) {
+            Some((file, batch)) => (file, *batch),
+            None => (&self.path, part),
+        }
+    }
+
+    /// `record batch 3`, or `part-00002.arrow, record batch 0` for a shard's part.
+    pub fn part_label(&self, part: usize) -> String {
+        match self.shards.as_ref().and_then(|s| s.origins.get(part)) {
+            Some((file, batch)) => {
+                let name = file.file_name().unwrap_or_default().to_string_lossy();
+                format!("{name}, record batch {batch}")
+            }
+            None => format!("record batch {part}"),
         }
     }
 
@@ -398,7 +468,8 @@ fn open_parquet(path: &Path) -> Result<Source> {
         bytes,
         batches: footer.metadata().num_row_groups(),
         columns,
-        _mapped: None,
+        shards: None,
+        _held: Held::Nothing,
     })
 }
 
@@ -411,7 +482,7 @@ fn open_parquet(path: &Path) -> Result<Source> {
 }
 
 /// Columns of `schema` without rows (a file with a schema and no batch).
-fn empty_columns(path: &Path, schema: &arrow_schema::Schema) -> Result<Vec<Parts>> {
+pub(crate) fn empty_columns(path: &Path, schema: &arrow_schema::Schema) -> Result<Vec<Parts>> {
     let mut columns = Vec::new();
     for field in schema.fields() {
         let empty = arrow_array::new_empty_array(field.data_type());

@@ -1,4 +1,6 @@
-//! `lodtensor validate FILE`: every batch, column and level checked.
+//! `lodtensor validate FILE`: every batch, column and level checked. On a sharded
+//! dataset's directory, every shard first against the manifest (size, CRC-32C, rows,
+//! batches, columns, counts), then as a file.
 //!
 //! Opening already validates everything the readers check (for an Arrow file: the footer,
 //! every block and buffer against the file, Arrow's offset checks and the LoD rules; for a
@@ -19,7 +21,8 @@ use crate::source::{Source, bytes_text, plural};
 /// Arguments of `lodtensor validate`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file (.arrow, .parquet, .pdtensor or .pdiparams).
+    /// The file (.arrow, .parquet, .pdtensor or .pdiparams), or a sharded dataset's
+    /// directory.
     file: PathBuf,
     #[command(flatten)]
     read: ReadArgs,
@@ -32,8 +35,9 @@ pub fn run(args: Args) -> Result<()> {
     let (mut levels, mut sequences, mut elements) = (0, 0, 0);
     for column in &source.columns {
         levels += column.num_levels();
-        for (batch, tensor) in column.tensors.iter().enumerate() {
-            let at = |e: lodtensor::Error| e.in_column(&column.name, batch).in_file(&source.path);
+        for (part, tensor) in column.tensors.iter().enumerate() {
+            let (file, batch) = source.origin(part);
+            let at = |e: lodtensor::Error| e.in_column(&column.name, batch).in_file(file);
             let lod = Lod::try_new(tensor.lod().levels().to_vec()).map_err(at)?;
             LodTensor::try_new(lod, tensor.values().clone()).map_err(at)?;
             tensor

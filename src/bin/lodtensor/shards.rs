@@ -1,0 +1,258 @@
+//! Sharded datasets (`docs/shards.md`) on the command line: a directory opened by its
+//! manifest and read as a [`Source`] of the shards a command needs, each mapped and checked
+//! against the manifest when opened; and `convert`'s directory output.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lodtensor::format::KEY_FORMAT_VERSION;
+use lodtensor::io::ipc_writer::WriteOptions;
+use lodtensor::shards::{MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, ShardedDataset};
+use lodtensor::{ArgumentError, Dataset, Error};
+
+use crate::input::ReadArgs;
+use crate::source::{Format, Held, Parts, ShardParts, Source, progress, split_rows};
+use crate::{Result, usage};
+
+/// Whether `path` names a directory (a sharded dataset as an input).
+pub fn is_dir(path: &Path) -> bool {
+    path.is_dir()
+}
+
+/// A sharded dataset, open: its manifest read, no shard mapped yet.
+pub struct Sharded {
+    /// The dataset directory.
+    pub path: PathBuf,
+    pub data: Arc<ShardedDataset>,
+}
+
+impl Sharded {
+    /// Opens the dataset in the directory `path`, reading its manifest only.
+    ///
+    /// # Errors
+    /// An I/O error naming the directory when it holds no manifest; the manifest's errors.
+    pub fn open(path: &Path) -> Result<Sharded> {
+        if !path.join(MANIFEST_NAME).exists() {
+            let e = std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("a directory without {MANIFEST_NAME}, not a sharded dataset"),
+            );
+            return Err(Error::from(e).in_file(path).into());
+        }
+        Ok(Sharded {
+            path: path.to_path_buf(),
+            data: Arc::new(ShardedDataset::open(path)?),
+        })
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        self.data.manifest()
+    }
+
+    /// The rows of every shard.
+    pub fn num_rows(&self) -> usize {
+        self.data.num_rows()
+    }
+
+    /// The shards that hold `rows` (for an empty range, the shard it starts in), opened.
+    ///
+    /// # Errors
+    /// [`ArgumentError::RowsOutOfBounds`](lodtensor::ArgumentError::RowsOutOfBounds) naming
+    /// the directory; [`Sharded::source`]'s errors.
+    pub fn source_of_rows(&self, rows: Range<usize>, read: &ReadArgs) -> Result<Source> {
+        let counts: Vec<usize> = self.manifest().shards.iter().map(|s| s.rows).collect();
+        let pieces = split_rows(&counts, rows).map_err(|e| e.in_file(&self.path))?;
+        let shards = match (pieces.first(), pieces.last()) {
+            (Some(first), Some(last)) => first.0..last.0 + 1,
+            _ => 0..0,
+        };
+        self.source(shards, read)
+    }
+
+    /// The shard holding sequence `index` of `level` of `column` (default: the first), and
+    /// the sequence's index in it, from the manifest's counts.
+    ///
+    /// # Errors
+    /// [`ArgumentError::NoSuchColumn`], [`ArgumentError::LevelOutOfBounds`] or
+    /// [`ArgumentError::SequenceOutOfBounds`], naming the directory.
+    pub fn locate_sequence(
+        &self,
+        column: Option<&str>,
+        level: usize,
+        index: usize,
+    ) -> Result<(usize, usize)> {
+        let columns = &self.manifest().columns;
+        let c = match column {
+            Some(name) => columns
+                .iter()
+                .position(|c| c.name == name)
+                .ok_or_else(|| ArgumentError::NoSuchColumn(name.to_owned())),
+            None if columns.is_empty() => {
+                return usage(format!(
+                    "{}: the dataset has no columns",
+                    self.path.display()
+                ));
+            }
+            None => Ok(0),
+        };
+        let located = c.and_then(|c| {
+            let levels = columns[c].offsets.len();
+            if level >= levels {
+                return Err(ArgumentError::LevelOutOfBounds { level, levels });
+            }
+            let mut before = 0;
+            for (shard, entry) in self.manifest().shards.iter().enumerate() {
+                let n = entry.columns[c].sequences.get(level).copied().unwrap_or(0);
+                if index < before + n {
+                    return Ok((shard, index - before));
+                }
+                before += n;
+            }
+            Err(ArgumentError::SequenceOutOfBounds {
+                level,
+                index,
+                len: before,
+            })
+        });
+        located.map_err(|e| Error::from(e).in_file(&self.path).into())
+    }
+
+    /// The shards `shards`, each mapped and checked against the manifest, as one source:
+    /// a part per record batch, in order; then `--element-shape` applied.
+    ///
+    /// # Errors
+    /// A shard that is missing, differs from the manifest or is invalid, naming the shard.
+    pub fn source(&self, shards: Range<usize>, read: &ReadArgs) -> Result<Source> {
+        let bar = progress(shards.len() as u64, "opening", "shards");
+        let (mut batches, mut origins, mut bytes) = (Vec::new(), Vec::new(), 0);
+        let mut format_version = None;
+        for shard in shards.clone() {
+            let file = self.data.shard(shard)?;
+            bytes += file.as_bytes().len() as u64;
+            format_version = format_version
+                .or_else(|| file.schema().metadata().get(KEY_FORMAT_VERSION).cloned());
+            for (batch, dataset) in file.batches().iter().enumerate() {
+                batches.push(dataset.clone());
+                origins.push((file.path().to_path_buf(), batch));
+            }
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        let columns = if batches.is_empty() {
+            self.empty_columns()?
+        } else {
+            Source::parts_of(&batches)
+        };
+        let starts = self.data.row_index().starts();
+        let mut source = Source {
+            path: self.path.clone(),
+            format: Format::Shards,
+            format_version,
+            bytes,
+            batches: batches.len(),
+            columns,
+            shards: Some(ShardParts {
+                first_row: starts.get(shards.start).copied().unwrap_or(0),
+                opened: shards,
+                origins,
+            }),
+            _held: Held::Shards {
+                _data: self.data.clone(),
+            },
+        };
+        read.apply(&self.path, &mut source.columns)?;
+        Ok(source)
+    }
+
+    /// The manifest's columns without rows.
+    fn empty_columns(&self) -> Result<Vec<Parts>> {
+        self.data
+            .columns()
+            .iter()
+            .map(|spec| {
+                let column = spec.empty_column().map_err(|e| e.in_file(&self.path))?;
+                Ok(Parts {
+                    name: spec.name.clone(),
+                    level_names: spec.level_names.clone(),
+                    tensors: vec![column.tensor().clone()],
+                })
+            })
+            .collect()
+    }
+}
+
+/// Options of a sharded output (`convert … DIR/`).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ShardArgs {
+    /// Write a sharded dataset (OUT a directory) with at most N rows per shard.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    shard_rows: Option<u64>,
+    /// Write a sharded dataset (OUT a directory) closing a shard once its rows hold N bytes
+    /// of values and offsets (default 268435456, 256 MiB).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    shard_bytes: Option<u64>,
+    /// Add the shards to the sharded dataset already in OUT.
+    #[arg(long)]
+    append: bool,
+}
+
+impl ShardArgs {
+    /// Whether any option asks for a sharded output.
+    pub fn given(&self) -> bool {
+        self.shard_rows.is_some() || self.shard_bytes.is_some() || self.append
+    }
+}
+
+/// Whether `path` names a directory output: it ends with `/` or is a directory.
+pub fn is_dir_output(path: &Path) -> bool {
+    path.as_os_str().to_string_lossy().ends_with('/') || path.is_dir()
+}
+
+/// Writes `datasets` as the sharded dataset `dir` (created, or appended to with
+/// `--append`): each shard atomically, the manifest last. Returns the new manifest.
+///
+/// # Errors
+/// A usage error when `dir` holds a dataset and `--append` is not given (or the reverse);
+/// the writer's errors.
+pub fn write(
+    dir: &Path,
+    datasets: &[Dataset],
+    args: &ShardArgs,
+    write: WriteOptions,
+) -> Result<Manifest> {
+    let exists = dir.join(MANIFEST_NAME).exists();
+    if exists && !args.append {
+        return usage(format!(
+            "{}: a sharded dataset is already there: add --append to add shards to it, or remove it first",
+            dir.display()
+        ));
+    }
+    if !exists && args.append {
+        return usage(format!(
+            "{}: --append needs a sharded dataset there (no {MANIFEST_NAME})",
+            dir.display()
+        ));
+    }
+    let mut options = ShardOptions::default().with_write_options(write);
+    if let Some(rows) = args.shard_rows {
+        options = options.with_shard_rows(usize::try_from(rows).unwrap_or(usize::MAX));
+    }
+    if let Some(bytes) = args.shard_bytes {
+        options = options.with_shard_bytes(usize::try_from(bytes).unwrap_or(usize::MAX));
+    }
+    let mut writer = match args.append {
+        true => ShardWriter::append(dir, options)?,
+        false => ShardWriter::create(dir, options)?,
+    };
+    let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
+    let bar = progress(rows as u64, "writing", "rows");
+    for dataset in datasets {
+        writer.write(dataset)?;
+        bar.inc(dataset.num_rows() as u64);
+    }
+    let manifest = writer.finish()?;
+    bar.finish_and_clear();
+    Ok(manifest)
+}
