@@ -258,7 +258,7 @@ fn show_errors() {
     let run = lodtensor_in(dir.path(), ["show", "words.arrow", "--rows", "2..9"]);
     assert_eq!(
         run.fails(4),
-        "lodtensor: rows 2..9 are out of bounds (the data has 3 rows)"
+        "lodtensor: words.arrow: rows 2..9 are out of bounds (the data has 3 rows)"
     );
     let run = lodtensor_in(dir.path(), ["show", "words.arrow", "--column", "nope"]);
     assert_eq!(
