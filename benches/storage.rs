@@ -15,10 +15,8 @@ mod measure;
 #[path = "../tests/common/plain.rs"]
 mod support;
 
-use std::convert::Infallible;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
@@ -28,6 +26,7 @@ use criterion::{Criterion, criterion_group};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::synthetic::{Documents, SplitMix64};
+use measure::bests;
 
 fn docs() -> usize {
     std::env::var("LODTENSOR_BENCH_DOCS")
@@ -184,17 +183,6 @@ fn benches(c: &mut Criterion) {
 
 criterion_group!(storage, benches);
 
-/// The best of `n` timings each of `a` and `b`, measured alternately so that both see the
-/// same machine.
-fn bests(n: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
-    let ok = |f: &mut dyn FnMut()| {
-        f();
-        Ok::<_, Infallible>(())
-    };
-    let Ok((a, b)) = measure::alternate(n, || ok(&mut a), || ok(&mut b));
-    (a.best(), b.best())
-}
-
 fn row(operation: &str, ours: String, baseline: &str, theirs: String, ratio: f64) {
     println!("| {operation} | {ours} | {baseline}: {theirs} | {ratio:.2}× |");
 }
@@ -306,31 +294,15 @@ fn summary() {
         scan_raw / scan_ours,
     );
 
-    let Some(python) = support::python() else {
-        println!("\n(no Python with pyarrow: the pyarrow rows are skipped)");
-        return;
+    let figures = match support::script_figures("storage_pyarrow.py", &[path.as_os_str()]) {
+        Ok(figures) => figures,
+        Err(why) => {
+            println!("\n(pyarrow rows skipped: {why})");
+            return;
+        }
     };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/storage_pyarrow.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(&path)
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        println!(
-            "pyarrow script failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return;
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let figure = |key: &str| -> f64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(f64::NAN)
-    };
-    let open_ms = figure("open_read_all_ms ");
+    let figure = |key: &str| figures.get(key).copied().unwrap_or(f64::NAN);
+    let open_ms = figure("open_read_all_ms");
     row(
         "open, validated",
         format!("{:.3} ms", ours * 1e3),
@@ -338,7 +310,7 @@ fn summary() {
         format!("{open_ms:.3} ms"),
         open_ms / (ours * 1e3),
     );
-    let view_ns = figure("random_sentence_view_ns ");
+    let view_ns = figure("random_sentence_view_ns");
     row(
         "random sentence view (`Sequences::get`)",
         format!("{view:.1} ns"),
@@ -346,7 +318,7 @@ fn summary() {
         format!("{view_ns:.1} ns"),
         view_ns / view,
     );
-    let scan_ms = figure("full_scan_ms ");
+    let scan_ms = figure("full_scan_ms");
     row(
         "full scan (sum of the mapped f32)",
         format!("{:.1} GB/s", gbs(scan_ours)),

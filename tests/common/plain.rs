@@ -17,6 +17,33 @@ pub fn python() -> Option<PathBuf> {
     venv.exists().then_some(venv)
 }
 
+/// Runs the benchmark script `script` (under `benches/`) with `args` and returns its
+/// `name value` lines, or why there are none (no Python, a failure).
+pub fn script_figures(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+) -> Result<std::collections::HashMap<String, f64>, String> {
+    let python = python().ok_or("no Python with pyarrow")?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches")
+        .join(script);
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, value) = l.split_once(' ')?;
+            Some((name.to_owned(), value.trim().parse().ok()?))
+        })
+        .collect())
+}
+
 /// The `tokens` column of seeded synthetic documents (`sentences` and `tokens` per
 /// sentence as inclusive ranges, `f32[dim]` tokens of incompressible uniform floats) whose
 /// values take about `bytes` bytes.

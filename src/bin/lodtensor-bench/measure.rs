@@ -1,7 +1,7 @@
 //! Repeated timings on a noisy machine: each figure is the best (fastest) of several runs,
 //! since another process can only slow a run down, and two operations compared with each
 //! other run alternately, so that both see the same machine.
-//! Shared with `benches/storage.rs`.
+//! Shared with `benches/storage.rs` and `benches/shards_open.rs`.
 
 use std::time::Instant;
 
@@ -54,4 +54,15 @@ pub fn alternate<E>(
         tb.push(time(&mut b)?);
     }
     Ok((Samples(ta), Samples(tb)))
+}
+
+/// The best of `n` timings each of `a` and `b`, run alternately, in seconds.
+#[allow(dead_code)] // for the criterion benches, which time operations that cannot fail
+pub fn bests(n: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+    let infallible = |f: &mut dyn FnMut()| {
+        f();
+        Ok::<_, std::convert::Infallible>(())
+    };
+    let Ok((a, b)) = alternate(n, || infallible(&mut a), || infallible(&mut b));
+    (a.best(), b.best())
 }
