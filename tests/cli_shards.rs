@@ -114,7 +114,7 @@ fn file_to_shards_and_back_is_equal() {
     assert!(resharded.num_shards() > 3, "{run:?}");
     assert_eq!(columns(&resharded.rows(0..40).unwrap()), expected);
 
-    // Parquet in, shards out; --offsets applies to every shard.
+    // Parquet in, shards out (a row group at a time); --offsets applies to every shard.
     let run = lodtensor_in(
         dir.path(),
         [
@@ -130,6 +130,7 @@ fn file_to_shards_and_back_is_equal() {
     run.ok();
     let pq = ShardedDataset::open(dir.path().join("pq")).unwrap();
     assert_eq!(pq.num_shards(), 5);
+    assert_eq!(columns(&pq.rows(0..40).unwrap()), expected);
     let offsets = &pq.manifest().columns[0].offsets;
     assert!(offsets.iter().all(|w| w.name() == "int32"), "{offsets:?}");
     lodtensor_in(dir.path(), ["validate", "pq"]).ok();

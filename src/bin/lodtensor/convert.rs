@@ -10,6 +10,7 @@ use std::time::Instant;
 use lodtensor::io::AtomicFile;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::io::paddle;
+use lodtensor::shards::Manifest;
 use lodtensor::{Dataset, LodTensor, OffsetWidth};
 
 use crate::input::ReadArgs;
@@ -92,46 +93,38 @@ pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
     #[cfg(feature = "parquet")]
     if format == Format::Arrow
-        && !shards::is_dir(&args.input)
-        && Format::of(&args.input)? == Format::Parquet
-        && args.read.element_shape.is_empty()
+        && let Some(reader) = parquet_stream(&args.input, &args.read)?
     {
-        crate::input::check_path(&args.input)?;
-        // A row group at a time: memory is one row group, not the file.
-        if let Some((rows, columns, bytes)) = parquet_to_arrow(&args.input, &args.output, output)? {
-            writeln!(
-                std::io::stdout().lock(),
-                "converted {} (Parquet, {}, {}) to {} (Arrow IPC): {} in {:.0} ms",
-                args.input.display(),
-                plural(rows, "row"),
-                plural(columns, "column"),
-                args.output.display(),
-                bytes_text(bytes),
-                started.elapsed().as_secs_f64() * 1e3
-            )?;
-            return Ok(());
-        }
+        let mut writer = DatasetWriter::create(&args.output, arrow_options(output.offsets))?;
+        let (rows, columns) = drain(reader, |d| Ok(writer.write(d)?))?;
+        let bytes = writer.finish()?.bytes;
+        let what = (Format::Parquet.name(), rows, columns);
+        return report(
+            &args.input,
+            what,
+            &args.output,
+            format.name(),
+            bytes,
+            started,
+        );
     }
     let source = Source::open_reading_streams(&args.input, &args.read)?;
     let datasets = source.datasets()?;
     let bytes = write(&args.output, &datasets, output)?;
     let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
-    writeln!(
-        std::io::stdout().lock(),
-        "converted {} ({}, {}, {}) to {} ({}): {} in {:.0} ms",
-        source.path.display(),
-        source.format.name(),
-        plural(rows, "row"),
-        plural(source.columns.len(), "column"),
-        args.output.display(),
+    let what = (source.format.name(), rows, source.columns.len());
+    report(
+        &source.path,
+        what,
+        &args.output,
         format.name(),
-        bytes_text(bytes),
-        started.elapsed().as_secs_f64() * 1e3
-    )?;
-    Ok(())
+        bytes,
+        started,
+    )
 }
 
-/// `convert IN DIR/`: the input written as a sharded dataset.
+/// `convert IN DIR/`: the input written as a sharded dataset, each shard atomically and the
+/// manifest last; a Parquet input a row group at a time.
 fn to_shards(args: Args) -> Result<()> {
     if args.compression.is_some_and(|c| c != Codec::None) {
         return usage(
@@ -139,29 +132,69 @@ fn to_shards(args: Args) -> Result<()> {
         );
     }
     let started = Instant::now();
+    let (input, what, manifest) = write_shards(&args)?;
+    let bytes: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
+    let dataset = format!(
+        "sharded dataset of {}, {}",
+        plural(manifest.shards.len(), "shard"),
+        plural(manifest.num_rows(), "row")
+    );
+    report(&input, what, &args.output, &dataset, bytes, started)
+}
+
+/// The input of `args` written as shards; returns the input's path, its format's name, rows
+/// and columns, and the dataset's manifest.
+fn write_shards(args: &Args) -> Result<(PathBuf, (&'static str, usize, usize), Manifest)> {
+    let options = arrow_options(args.offsets);
+    #[cfg(feature = "parquet")]
+    if let Some(reader) = parquet_stream(&args.input, &args.read)? {
+        let mut writer = shards::writer(&args.output, &args.shards, options)?;
+        let (rows, columns) = drain(reader, |d| Ok(writer.write(d)?))?;
+        let what = (Format::Parquet.name(), rows, columns);
+        return Ok((args.input.clone(), what, writer.finish()?));
+    }
     let source = Source::open_reading_streams(&args.input, &args.read)?;
     let datasets = source.datasets()?;
-    let mut options = WriteOptions::default();
-    if let Some(offsets) = args.offsets {
-        options = options.with_offset_width(offsets.into());
-    }
-    let manifest = shards::write(&args.output, &datasets, &args.shards, options)?;
+    let mut writer = shards::writer(&args.output, &args.shards, options)?;
     let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
-    let bytes: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
+    let bar = progress(rows as u64, "writing", "rows");
+    for dataset in &datasets {
+        writer.write(dataset)?;
+        bar.inc(dataset.num_rows() as u64);
+    }
+    bar.finish_and_clear();
+    let what = (source.format.name(), rows, source.columns.len());
+    Ok((source.path.clone(), what, writer.finish()?))
+}
+
+/// `converted IN (FORMAT, N rows, C columns) to OUT (WHAT): BYTES in T ms`, on stdout.
+fn report(
+    input: &Path,
+    (format, rows, columns): (&str, usize, usize),
+    output: &Path,
+    what: &str,
+    bytes: u64,
+    started: Instant,
+) -> Result<()> {
     writeln!(
         std::io::stdout().lock(),
-        "converted {} ({}, {}, {}) to {} (sharded dataset of {}, {}): {} in {:.0} ms",
-        source.path.display(),
-        source.format.name(),
+        "converted {} ({format}, {}, {}) to {} ({what}): {} in {:.0} ms",
+        input.display(),
         plural(rows, "row"),
-        plural(source.columns.len(), "column"),
-        args.output.display(),
-        plural(manifest.shards.len(), "shard"),
-        plural(manifest.num_rows(), "row"),
+        plural(columns, "column"),
+        output.display(),
         bytes_text(bytes),
         started.elapsed().as_secs_f64() * 1e3
     )?;
     Ok(())
+}
+
+/// The options of an Arrow output (a file or shards) with `--offsets`.
+fn arrow_options(offsets: Option<Offsets>) -> WriteOptions {
+    match offsets {
+        Some(offsets) => WriteOptions::default().with_offset_width(offsets.into()),
+        None => WriteOptions::default(),
+    }
 }
 
 impl Output {
@@ -219,13 +252,9 @@ pub fn write(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
 }
 
 fn write_arrow(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
-    let mut options = WriteOptions::default();
-    if let Some(offsets) = output.offsets {
-        options = options.with_offset_width(offsets.into());
-    }
     let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
     let bar = progress(rows as u64, "writing", "rows");
-    let mut writer = DatasetWriter::create(path, options)?;
+    let mut writer = DatasetWriter::create(path, arrow_options(output.offsets))?;
     for dataset in datasets {
         writer.write(dataset)?;
         bar.inc(dataset.num_rows() as u64);
@@ -271,36 +300,41 @@ fn write_parquet(path: &Path, datasets: &[Dataset], output: Output) -> Result<u6
     Ok(bytes)
 }
 
-/// Streams the row groups of the Parquet file `input` into the Arrow file `output`; returns
-/// its rows, columns and bytes written, or `None` for a file without rows (left to the
-/// general path).
+/// The Parquet file `input`, open to be read a row group at a time (memory is one row group,
+/// not the file), when it is a Parquet file with rows read without `--element-shape`.
 #[cfg(feature = "parquet")]
-fn parquet_to_arrow(
+fn parquet_stream(
     input: &Path,
-    output: &Path,
-    options: Output,
-) -> Result<Option<(usize, usize, u64)>> {
+    read: &ReadArgs,
+) -> Result<Option<lodtensor::io::parquet::ParquetReader>> {
     use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
-    let read = ParquetReadOptions::default().with_batch_size(usize::MAX);
-    let reader = ParquetReader::open(input, &read)?;
-    let (rows, columns) = (reader.num_rows(), reader.schema().fields().len());
-    if rows == 0 {
+    if shards::is_dir(input)
+        || Format::of(input)? != Format::Parquet
+        || !read.element_shape.is_empty()
+    {
         return Ok(None);
     }
-    let mut write = WriteOptions::default();
-    if let Some(offsets) = options.offsets {
-        write = write.with_offset_width(offsets.into());
-    }
+    crate::input::check_path(input)?;
+    let options = ParquetReadOptions::default().with_batch_size(usize::MAX);
+    let reader = ParquetReader::open(input, &options)?;
+    Ok((reader.num_rows() > 0).then_some(reader))
+}
+
+/// Every row group of `reader` into `sink`, in order; returns the rows and columns.
+#[cfg(feature = "parquet")]
+fn drain(
+    reader: lodtensor::io::parquet::ParquetReader,
+    mut sink: impl FnMut(&Dataset) -> Result<()>,
+) -> Result<(usize, usize)> {
+    let (rows, columns) = (reader.num_rows(), reader.schema().fields().len());
     let bar = progress(rows as u64, "converting", "rows");
-    let mut writer = DatasetWriter::create(output, write)?;
     for dataset in reader {
         let dataset = dataset?;
-        writer.write(&dataset)?;
+        sink(&dataset)?;
         bar.inc(dataset.num_rows() as u64);
     }
-    let summary = writer.finish()?;
     bar.finish_and_clear();
-    Ok(Some((rows, columns, summary.bytes)))
+    Ok((rows, columns))
 }
 
 #[cfg(not(feature = "parquet"))]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use lodtensor::format::KEY_FORMAT_VERSION;
 use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::shards::{MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, ShardedDataset};
-use lodtensor::{ArgumentError, Dataset, Error};
+use lodtensor::{ArgumentError, Error};
 
 use crate::input::ReadArgs;
 use crate::source::{Format, Held, Parts, ShardParts, Source, progress, split_rows};
@@ -210,18 +210,13 @@ pub fn is_dir_output(path: &Path) -> bool {
     path.as_os_str().to_string_lossy().ends_with('/') || path.is_dir()
 }
 
-/// Writes `datasets` as the sharded dataset `dir` (created, or appended to with
-/// `--append`): each shard atomically, the manifest last. Returns the new manifest.
+/// The writer of the sharded dataset `dir` (a new one, or the one there with `--append`):
+/// each shard is written atomically, the manifest by [`ShardWriter::finish`], last.
 ///
 /// # Errors
 /// A usage error when `dir` holds a dataset and `--append` is not given (or the reverse);
 /// the writer's errors.
-pub fn write(
-    dir: &Path,
-    datasets: &[Dataset],
-    args: &ShardArgs,
-    write: WriteOptions,
-) -> Result<Manifest> {
+pub fn writer(dir: &Path, args: &ShardArgs, write: WriteOptions) -> Result<ShardWriter> {
     let exists = dir.join(MANIFEST_NAME).exists();
     if exists && !args.append {
         return usage(format!(
@@ -242,17 +237,8 @@ pub fn write(
     if let Some(bytes) = args.shard_bytes {
         options = options.with_shard_bytes(usize::try_from(bytes).unwrap_or(usize::MAX));
     }
-    let mut writer = match args.append {
+    Ok(match args.append {
         true => ShardWriter::append(dir, options)?,
         false => ShardWriter::create(dir, options)?,
-    };
-    let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
-    let bar = progress(rows as u64, "writing", "rows");
-    for dataset in datasets {
-        writer.write(dataset)?;
-        bar.inc(dataset.num_rows() as u64);
-    }
-    let manifest = writer.finish()?;
-    bar.finish_and_clear();
-    Ok(manifest)
+    })
 }
