@@ -7,12 +7,16 @@
 //! file's key-value metadata (`ARROW:schema`), so a reader that honours it (this one,
 //! pyarrow, arrow-rs) gets the same types back. See `format-spec.md` §8 for the mapping to
 //! repetition and definition levels. The column chunks are encoded here, straight from the
-//! LoD offsets and the values' slices: the file is byte for byte the Arrow writer's, made
-//! about twice as fast.
+//! LoD offsets and the values' slices. Columns of 32- and 64-bit floats and integers (with
+//! the default `PLAIN` encoding) are written page by page, their levels as runs and their
+//! pages compressed on `threads` threads; the `parquet` crate reads back from them exactly
+//! the rows and chunk statistics its own Arrow writer writes. Other columns (dictionary,
+//! byte-stream split, narrow integers, booleans, float16) go through the crate's column
+//! writer, byte for byte the Arrow writer's file.
 //!
 //! ```text
 //! write:  Dataset views ──► row group ──► levels from offsets + value slices ──► column
-//!         chunks ──► … ──► footer   (row groups encoded on `threads` threads, in order)
+//!         chunks ──► … ──► footer   (pages, or else row groups, on `threads` threads)
 //! read:   row groups ──► RecordBatch (batch_size rows) ──► Dataset
 //! ```
 //!
@@ -48,9 +52,12 @@ use crate::values::DType;
 mod decode;
 mod direct;
 mod encode;
+mod page_encoder;
 mod pages;
+mod plain_file;
 mod reader;
 mod runs;
+mod stats;
 mod writer;
 
 pub use reader::{ParquetReadOptions, ParquetReader, read_parquet};
@@ -159,12 +166,15 @@ impl ParquetWriteOptions {
         self
     }
 
-    /// The same options encoding up to `threads` row groups at once (by default, as many as
-    /// the machine has cores; 1 encodes on the calling thread).
+    /// The same options encoding on up to `threads` threads (by default, as many as the
+    /// machine has cores; 1 encodes on the calling thread). The file is the same with any
+    /// number.
     ///
-    /// The writer holds up to `threads` row groups of rows (views of the datasets given, not
-    /// copies), encodes them on scoped threads and writes them in order: the file is the
-    /// same as with one thread, and memory is `threads` row groups of input plus their
+    /// Columns of plain numbers (see the module docs) have their pages made and compressed
+    /// on the threads while the calling thread writes the pages made before, in order, into
+    /// the file: memory is one row group of input (views of the datasets given, not copies)
+    /// and a few pages per thread. Otherwise up to `threads` row groups are encoded at once,
+    /// into memory, and written in order: memory is `threads` row groups of input plus their
     /// encoded chunks.
     pub fn with_threads(mut self, threads: usize) -> Self {
         self.threads = threads.max(1);

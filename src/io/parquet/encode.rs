@@ -8,7 +8,8 @@
 //! go to the column writer as the slice they are in the dataset (converted only where the
 //! Parquet physical type is wider or a byte array). The file is byte for byte what the
 //! `parquet` crate's Arrow writer makes of the same rows, without its per-item index of
-//! values.
+//! values. Columns of plain numbers are written by [`super::page_encoder`] instead, which
+//! keeps these levels as runs.
 
 use std::io::Write;
 use std::ops::Range;
@@ -141,20 +142,21 @@ fn write_column(
 }
 
 /// What the levels of one column's leaf are made of.
-struct Leaf {
+#[derive(Clone)]
+pub(super) struct Leaf {
     /// The LoD levels.
-    levels: usize,
+    pub(super) levels: usize,
     /// Items per element when elements are tensors (a `FixedSizeList`), `None` for scalars.
-    element_items: Option<usize>,
-    max_rep: i16,
-    max_def: i16,
+    pub(super) element_items: Option<usize>,
+    pub(super) max_rep: i16,
+    pub(super) max_def: i16,
 }
 
 impl Leaf {
     /// The leaf of `tensor`, checked against the Parquet column it is written to. Every
     /// field of the layout is nullable, so each list adds two definition levels (present,
     /// non-empty) and one repetition level, and the item one definition level.
-    fn of(tensor: &LodTensor, descr: &ColumnDescPtr) -> Result<Leaf> {
+    pub(super) fn of(tensor: &LodTensor, descr: &ColumnDescPtr) -> Result<Leaf> {
         let levels = tensor.num_levels();
         let element_items =
             (!tensor.element_shape().is_empty()).then(|| tensor.values().element_size());
@@ -281,7 +283,7 @@ pub(super) fn raw_bytes(column: &Column) -> usize {
 }
 
 /// Where row `row`'s elements begin, followed down the levels.
-fn element_position(lod: &Lod, row: usize) -> usize {
+pub(super) fn element_position(lod: &Lod, row: usize) -> usize {
     lod.descend(0, row..row, lod.num_levels()).start
 }
 
@@ -390,6 +392,6 @@ fn convert<'a, T: ArrowPrimitiveType, O>(
 }
 
 /// An inconsistency between the dataset and the Parquet schema made from it.
-fn internal(message: String) -> crate::Error {
+pub(super) fn internal(message: String) -> crate::Error {
     ParquetError::General(message).into()
 }

@@ -1,4 +1,4 @@
-//! Parquet's RLE / bit-packed hybrid encoding, read as runs of equal values.
+//! Parquet's RLE / bit-packed hybrid encoding, read and written as runs of equal values.
 //!
 //! Repetition and definition levels and dictionary indices are stored this way. A column
 //! chunk of this crate's layout holds long runs (every definition level is the maximum,
@@ -153,9 +153,110 @@ pub(super) fn bit_width(max: i16) -> u8 {
     (16 - (max.max(0) as u16).leading_zeros()) as u8
 }
 
+/// The RLE / bit-packing hybrid encoding of levels (Parquet format, "Run Length Encoding /
+/// Bit-Packing Hybrid"), fed with runs: a run of 8 or more equal values becomes an RLE run,
+/// shorter ones gather into bit-packed groups of 8.
+pub(super) struct Hybrid {
+    bytes: Vec<u8>,
+    bit_width: u8,
+    /// Values not yet written, bit-packed when written.
+    literals: Vec<u16>,
+    /// The run being gathered: value and length.
+    run: (u16, usize),
+}
+
+impl Hybrid {
+    pub(super) fn new(max: i16) -> Self {
+        Hybrid {
+            bytes: Vec::new(),
+            bit_width: bit_width(max),
+            literals: Vec::new(),
+            run: (0, 0),
+        }
+    }
+
+    pub(super) fn push(&mut self, value: u16, count: usize) {
+        if self.run.1 > 0 && self.run.0 == value {
+            self.run.1 += count;
+        } else {
+            self.settle();
+            self.run = (value, count);
+        }
+    }
+
+    /// Writes the run being gathered: topping the literals up to whole groups, then as an
+    /// RLE run if 8 or more values remain, else as literals.
+    fn settle(&mut self) {
+        let (value, count) = std::mem::take(&mut self.run);
+        let fill = (8 - self.literals.len() % 8) % 8;
+        if count >= fill + 8 {
+            self.literals.extend(std::iter::repeat_n(value, fill));
+            self.flush_literals();
+            self.rle(value, count - fill);
+        } else {
+            self.literals.extend(std::iter::repeat_n(value, count));
+            if self.literals.len() >= 512 {
+                let whole = self.literals.len() / 8 * 8;
+                let rest = self.literals.split_off(whole);
+                self.flush_literals();
+                self.literals = rest;
+            }
+        }
+    }
+
+    /// An RLE run: a ULEB128 header `count << 1`, then the value in whole bytes.
+    fn rle(&mut self, value: u16, count: usize) {
+        uleb128(&mut self.bytes, (count as u64) << 1);
+        let width = usize::from(self.bit_width).div_ceil(8);
+        self.bytes.extend_from_slice(&value.to_le_bytes()[..width]);
+    }
+
+    /// The literals as one bit-packed run (a ULEB128 header `groups << 1 | 1`, then the
+    /// values, `bit_width` bits each from the least significant bit), padded with zeros to
+    /// a whole group (only the last run can need it: readers stop at the page's count).
+    fn flush_literals(&mut self) {
+        if self.literals.is_empty() {
+            return;
+        }
+        let groups = self.literals.len().div_ceil(8);
+        self.literals.resize(groups * 8, 0);
+        uleb128(&mut self.bytes, ((groups as u64) << 1) | 1);
+        let (mut acc, mut bits) = (0u64, 0u32);
+        for &v in &self.literals {
+            acc |= u64::from(v) << bits;
+            bits += u32::from(self.bit_width);
+            while bits >= 8 {
+                self.bytes.push(acc as u8);
+                acc >>= 8;
+                bits -= 8;
+            }
+        }
+        self.literals.clear();
+    }
+
+    pub(super) fn byte_len(&self) -> usize {
+        self.bytes.len() + self.literals.len() * 2 + 16
+    }
+
+    pub(super) fn finish(&mut self) -> &[u8] {
+        self.settle();
+        self.flush_literals();
+        &self.bytes
+    }
+}
+
+fn uleb128(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn all(buf: &[u8], bit_width: u8, n: usize) -> Result<Vec<u32>, Fault> {
         let mut runs = Runs::new(buf, bit_width)?;
@@ -203,5 +304,29 @@ mod tests {
     #[test]
     fn bit_widths_of_levels() {
         assert_eq!([0, 1, 2, 3, 4, 7, 8].map(bit_width), [0, 1, 2, 2, 3, 3, 4]);
+    }
+    proptest! {
+        #[test]
+        fn hybrid_runs_read_back(
+            max in 1i16..200,
+            runs in proptest::collection::vec((0u16..200, 1usize..40), 0..60),
+        ) {
+            let mut hybrid = Hybrid::new(max);
+            let mut expected = Vec::new();
+            for &(value, count) in &runs {
+                let value = value % (max as u16 + 1);
+                hybrid.push(value, count);
+                expected.extend(std::iter::repeat_n(u32::from(value), count));
+            }
+            let bytes = hybrid.finish().to_vec();
+            let mut read = Runs::new(&bytes, bit_width(max)).unwrap();
+            let mut got = Vec::new();
+            while got.len() < expected.len() {
+                let (value, count) = read.next_run().unwrap();
+                got.extend(std::iter::repeat_n(value, count));
+            }
+            got.truncate(expected.len());
+            prop_assert_eq!(got, expected);
+        }
     }
 }

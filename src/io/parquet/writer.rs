@@ -7,10 +7,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use arrow_schema::{Schema, SchemaRef};
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::{ArrowSchemaConverter, ArrowWriter, add_encoded_arrow_schema_to_metadata};
+use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
+use std::sync::Arc;
 
 use super::encode::{append_row_group, encode_row_group, raw_bytes, write_row_group};
+use super::page_encoder;
+use super::plain_file::PlainFile;
 use super::{ParquetWriteOptions, RowGroupSize};
 use crate::dataset::Dataset;
 use crate::error::Result;
@@ -26,7 +30,9 @@ use crate::{ArgumentError, ColumnLayout, UnusableError};
 /// The writer gathers rows (views of the datasets given, not copies) until a row group is
 /// full ([`ParquetWriteOptions::with_row_group_size`]), encodes it from the LoD offsets
 /// (see `format-spec.md` §8.1) and writes it out: memory is bounded by one row group of
-/// input and its encoded chunks per thread ([`ParquetWriteOptions::with_threads`]).
+/// input and a few pages per thread, or for columns other than plain numbers one row
+/// group of input and its encoded chunks per thread
+/// ([`ParquetWriteOptions::with_threads`]).
 ///
 /// To write a file, prefer [`ParquetFileWriter`], which replaces the target atomically.
 ///
@@ -99,12 +105,8 @@ impl<W: Write + Send> ParquetWriter<W> {
                 let State::Waiting(sink) = std::mem::replace(&mut self.state, State::Broken) else {
                     return Err(UnusableError::WriterBroken.into());
                 };
-                // The Arrow writer makes the file writer with the Parquet schema and the
-                // embedded Arrow schema; the row groups are encoded here.
-                let (file, _) = ArrowWriter::try_new(sink, schema.clone(), Some(props))?
-                    .into_serialized_writer()?;
                 self.state = State::Open(Box::new(RowGroups {
-                    file,
+                    file: Target::new(sink, &schema, &dtypes, props)?,
                     size: self.options.row_group_size,
                     threads: self.options.threads,
                     current: Vec::new(),
@@ -166,9 +168,44 @@ pub(super) enum State<W: Write + Send> {
     Broken,
 }
 
+/// Where the row groups go.
+pub(super) enum Target<W: Write + Send> {
+    /// Every column is written by the page encoder, page by page into the file, its
+    /// pages compressed on `threads` threads: row groups are written one at a time.
+    Plain(PlainFile<W>),
+    /// The `parquet` crate's file writer, `threads` row groups encoded at a time.
+    Crate(SerializedFileWriter<W>),
+}
+
+impl<W: Write + Send> Target<W> {
+    /// The file of `schema`, whose columns hold `dtypes`, with `props`, in `sink`.
+    fn new(sink: W, schema: &SchemaRef, dtypes: &[DType], props: WriterProperties) -> Result<Self> {
+        let leaves = ArrowSchemaConverter::new()
+            .with_coerce_types(props.coerce_types())
+            .convert(schema)?;
+        // One leaf per column (format-spec.md §8.1).
+        let plain = (leaves.columns().iter().zip(dtypes))
+            .all(|(leaf, &dtype)| page_encoder::encodes(dtype, leaf, &props));
+        if plain {
+            let mut props = props;
+            add_encoded_arrow_schema_to_metadata(schema, &mut props);
+            return Ok(Target::Plain(PlainFile::new(
+                sink,
+                Arc::new(leaves),
+                Arc::new(props),
+            )?));
+        }
+        // The Arrow writer makes the file writer with the Parquet schema and the embedded
+        // Arrow schema; the row groups are encoded here.
+        let (file, _) =
+            ArrowWriter::try_new(sink, schema.clone(), Some(props))?.into_serialized_writer()?;
+        Ok(Target::Crate(file))
+    }
+}
+
 /// Row groups gathered from the datasets and encoded `threads` at a time.
 pub(super) struct RowGroups<W: Write + Send> {
-    file: SerializedFileWriter<W>,
+    file: Target<W>,
     size: RowGroupSize,
     threads: usize,
     /// The row group being gathered: views of the datasets' rows.
@@ -212,7 +249,11 @@ impl<W: Write + Send> RowGroups<W> {
         self.full.push(std::mem::take(&mut self.current));
         self.current_rows = 0;
         self.current_bytes = 0;
-        if self.full.len() >= self.threads {
+        let at_once = match self.file {
+            Target::Plain(_) => 1,
+            Target::Crate(_) => self.threads,
+        };
+        if self.full.len() >= at_once {
             self.encode_full()?;
         }
         Ok(())
@@ -223,11 +264,20 @@ impl<W: Write + Send> RowGroups<W> {
     /// of its own, into buffers kept from one round to the next.
     fn encode_full(&mut self) -> Result<()> {
         let groups = std::mem::take(&mut self.full);
+        let file = match &mut self.file {
+            Target::Plain(file) => {
+                for group in &groups {
+                    file.write_row_group(group, self.threads)?;
+                }
+                return Ok(());
+            }
+            Target::Crate(file) => file,
+        };
         let Some((first, others)) = groups.split_first() else {
             return Ok(());
         };
-        let schema = self.file.schema_descr().clone();
-        let props = self.file.properties().clone();
+        let schema = file.schema_descr().clone();
+        let props = file.properties().clone();
         let buffers: Vec<Vec<Vec<u8>>> = others
             .iter()
             .map(|_| {
@@ -236,7 +286,6 @@ impl<W: Write + Send> RowGroups<W> {
                     .collect()
             })
             .collect();
-        let file = &mut self.file;
         let (schema, props) = (&schema, &props);
         let (written, encoded) = std::thread::scope(|scope| {
             let handles: Vec<_> = others
@@ -258,7 +307,7 @@ impl<W: Write + Send> RowGroups<W> {
         });
         written?;
         for chunks in encoded {
-            let emptied = append_row_group(&mut self.file, chunks?)?;
+            let emptied = append_row_group(file, chunks?)?;
             self.spare.extend(emptied);
         }
         Ok(())
@@ -270,7 +319,10 @@ impl<W: Write + Send> RowGroups<W> {
             self.full.push(std::mem::take(&mut self.current));
         }
         self.encode_full()?;
-        Ok(self.file.into_inner()?)
+        match self.file {
+            Target::Plain(file) => file.finish(),
+            Target::Crate(file) => Ok(file.into_inner()?),
+        }
     }
 }
 

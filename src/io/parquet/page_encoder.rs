@@ -1,0 +1,488 @@
+//! Column chunks of plain numbers encoded page by page straight from the LoD offsets.
+//!
+//! For the writer's common settings (32- and 64-bit floats and integers, `PLAIN`, no
+//! dictionary, data page v1, uncompressed, snappy or zstd) a column chunk is made here
+//! rather than by the `parquet` crate's column writer, which takes one repetition and one
+//! definition level per item and encodes them one at a time. Here the levels are runs
+//! computed from the offsets (an element of `f32[64]` is two runs, not 64 entries), the
+//! values are the bytes they are in the dataset, and the pages are compressed on
+//! `threads` threads. The levels are those of [`super::encode`] (format-spec.md §8.1);
+//! the chunk is what the Parquet format's "Data Pages" section describes: per page, the
+//! repetition levels then the definition levels, each as a 4-byte length and the
+//! RLE/bit-packing hybrid ([`Hybrid`]), then the `PLAIN` values, compressed together.
+//! Chunk statistics (min, max, null count) are kept; no page index, as pyarrow by default.
+
+use std::io::Write;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::thread::ScopedJoinHandle;
+
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_buffer::ToByteSlice;
+use bytes::Bytes;
+use parquet::basic::{Compression as ParquetCompression, Encoding, Type as PhysicalType};
+use parquet::column::page::{CompressedPage, Page, PageWriteSpec, PageWriter};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::properties::{WriterProperties, WriterVersion};
+use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::ColumnDescPtr;
+
+use super::encode::{Leaf, element_position, internal};
+use super::runs::Hybrid;
+use super::stats::Stats;
+use crate::dataset::Dataset;
+use crate::error::Result;
+use crate::lod::Lod;
+use crate::tensor::LodTensor;
+use crate::values::{DType, Values};
+
+/// Whether this module encodes column `descr` holding `dtype` under `props`.
+pub(super) fn encodes(dtype: DType, descr: &ColumnDescPtr, props: &WriterProperties) -> bool {
+    let path = descr.path();
+    let physical = matches!(
+        (dtype, descr.physical_type()),
+        (DType::Float32, PhysicalType::FLOAT)
+            | (DType::Float64, PhysicalType::DOUBLE)
+            | (DType::Int32, PhysicalType::INT32)
+            | (DType::Int64, PhysicalType::INT64)
+    );
+    let codec = matches!(
+        props.compression(path),
+        ParquetCompression::UNCOMPRESSED | ParquetCompression::SNAPPY | ParquetCompression::ZSTD(_)
+    );
+    physical
+        && codec
+        && !props.dictionary_enabled(path)
+        && matches!(props.encoding(path), None | Some(Encoding::PLAIN))
+        && props.writer_version() == WriterVersion::PARQUET_1_0
+        && props.bloom_filter_properties(path).is_none()
+}
+
+/// Writes column `column` of `parts` (in order) as one column chunk of leaf `descr` into
+/// `sink`, compressing pages on up to `threads` threads; returns the chunk's metadata.
+pub(super) fn write_column<W: Write + Send>(
+    sink: &mut TrackedWrite<W>,
+    parts: &[Dataset],
+    column: usize,
+    descr: &ColumnDescPtr,
+    props: &WriterProperties,
+    threads: usize,
+) -> Result<ColumnChunkMetaData> {
+    let codec = props.compression(descr.path());
+    let page_bytes = props.data_page_size_limit().max(1);
+    let mut pages = Vec::new();
+    for part in parts {
+        let tensor = part
+            .columns()
+            .get(column)
+            .ok_or_else(|| internal(format!("no column {column} for leaf {}", descr.path())))?
+            .tensor();
+        let leaf = Leaf::of(tensor, descr)?;
+        pages.extend(plan_pages(tensor, &leaf, page_bytes));
+    }
+    let mut totals = Totals::default();
+    let mut stats = Stats::default();
+    let pool = Pool::default();
+    let start = sink.bytes_written() as u64;
+    {
+        let mut writer = SerializedPageWriter::new(sink);
+        let mut write = |made: Vec<(CompressedPage, Stats)>| -> Result<()> {
+            for (page, page_stats) in made {
+                totals.add(&writer.write_page(page)?);
+                stats.merge(page_stats);
+            }
+            Ok(())
+        };
+        if threads <= 1 {
+            for plan in &pages {
+                write(vec![make_page(plan, codec, &pool)?])?;
+            }
+        } else {
+            // A few pages per thread at a time: made on `threads` threads while the
+            // calling thread writes the ones made before, in order.
+            let mut made = Vec::new();
+            for group in pages.chunks(threads * 4).map(Some).chain([None]) {
+                made = std::thread::scope(|scope| {
+                    let making =
+                        group.map(|plans| spawn_pages(scope, plans, codec, threads, &pool));
+                    write(std::mem::take(&mut made))?;
+                    making.map_or(Ok(Vec::new()), join_pages)
+                })?;
+            }
+        }
+        writer.close()?;
+    }
+    Ok(ColumnChunkMetaData::builder(descr.clone())
+        .set_compression(codec)
+        .set_encodings(vec![Encoding::PLAIN, Encoding::RLE])
+        .set_num_values(totals.values as i64)
+        .set_total_compressed_size(totals.compressed as i64)
+        .set_total_uncompressed_size(totals.uncompressed as i64)
+        .set_data_page_offset(totals.first_offset.unwrap_or(start) as i64)
+        .set_statistics(stats.finish(descr.physical_type()))
+        .build()?)
+}
+
+/// One page to make: rows of one tensor.
+struct PagePlan<'a> {
+    tensor: &'a LodTensor,
+    leaf: Leaf,
+    rows: Range<usize>,
+}
+
+/// The pages of `tensor`: runs of whole rows of about `page_bytes` bytes of values each (a
+/// longer row is a page of its own).
+fn plan_pages<'a>(tensor: &'a LodTensor, leaf: &Leaf, page_bytes: usize) -> Vec<PagePlan<'a>> {
+    let item_bytes = tensor.dtype().byte_width().unwrap_or(1).max(1);
+    let element_bytes = (tensor.values().element_size() * item_bytes).max(1);
+    let rows = tensor.num_rows();
+    let mut pages = Vec::new();
+    let mut first = 0;
+    while first < rows {
+        // At least one row; then rows while the page stays under `page_bytes`.
+        let start = element_of_row(tensor, leaf, first);
+        let mut end = first + 1;
+        while end < rows
+            && (element_of_row(tensor, leaf, end + 1) - start) * element_bytes <= page_bytes
+        {
+            end += 1;
+        }
+        pages.push(PagePlan {
+            tensor,
+            leaf: leaf.clone(),
+            rows: first..end,
+        });
+        first = end;
+    }
+    pages
+}
+
+/// Where row `row`'s elements begin.
+fn element_of_row(tensor: &LodTensor, leaf: &Leaf, row: usize) -> usize {
+    if leaf.levels == 0 {
+        tensor.elements().start + row
+    } else {
+        element_position(tensor.lod(), row)
+    }
+}
+
+/// Pages made, in order, with their statistics.
+type Made = Vec<(CompressedPage, Stats)>;
+
+/// Starts making (levels, values, compression) the pages of `plans` on `threads` threads.
+fn spawn_pages<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    plans: &'env [PagePlan<'env>],
+    codec: ParquetCompression,
+    threads: usize,
+    pool: &'env Pool,
+) -> Vec<ScopedJoinHandle<'scope, Result<Made>>> {
+    plans
+        .chunks(plans.len().div_ceil(threads).max(1))
+        .map(|chunk| scope.spawn(move || chunk.iter().map(|p| make_page(p, codec, pool)).collect()))
+        .collect()
+}
+
+/// The pages made by `handles`, in order.
+fn join_pages(
+    handles: Vec<ScopedJoinHandle<'_, Result<Made>>>,
+) -> Result<Vec<(CompressedPage, Stats)>> {
+    let mut pages = Vec::new();
+    for handle in handles {
+        let made = handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        pages.extend(made);
+    }
+    Ok(pages)
+}
+
+/// One data page v1 (repetition levels, definition levels, values, compressed together)
+/// and its statistics.
+fn make_page(
+    plan: &PagePlan<'_>,
+    codec: ParquetCompression,
+    pool: &Pool,
+) -> Result<(CompressedPage, Stats)> {
+    let leaf = &plan.leaf;
+    let mut levels = LevelRuns::new(leaf);
+    let lod = plan.tensor.lod();
+    for row in plan.rows.clone() {
+        if leaf.levels == 0 {
+            levels.elements(leaf, 0, 1);
+        } else {
+            levels.sequence(lod, leaf, 0, row, 0);
+        }
+    }
+    let size = plan.tensor.values().element_size();
+    let tensor = plan.tensor;
+    let elements =
+        element_of_row(tensor, leaf, plan.rows.start)..element_of_row(tensor, leaf, plan.rows.end);
+    let items = elements.start * size..elements.end * size;
+    let mut stats = Stats::default();
+    stats.add(tensor.values(), items.clone(), levels.nulls)?;
+    let values = value_bytes(tensor.values(), items)?;
+    let mut page = pool.take(levels.byte_len() + values.len());
+    let num_values = levels.write(&mut page);
+    page.extend_from_slice(values);
+    let uncompressed = page.len();
+    let buf = compress(page, codec, pool)?;
+    let data = Page::DataPage {
+        buf: Bytes::from_owner(Pooled {
+            buf,
+            pool: pool.clone(),
+        }),
+        num_values,
+        encoding: Encoding::PLAIN,
+        def_level_encoding: Encoding::RLE,
+        rep_level_encoding: Encoding::RLE,
+        statistics: None,
+    };
+    Ok((CompressedPage::new(data, uncompressed), stats))
+}
+
+/// The `PLAIN` encoding of `items` of `values`: their little-endian bytes.
+fn value_bytes(values: &Values, items: Range<usize>) -> Result<&[u8]> {
+    Ok(match values.dtype() {
+        DType::Float32 => values.typed::<Float32Type>()?[items].to_byte_slice(),
+        DType::Float64 => values.typed::<Float64Type>()?[items].to_byte_slice(),
+        DType::Int32 => values.typed::<Int32Type>()?[items].to_byte_slice(),
+        DType::Int64 => values.typed::<Int64Type>()?[items].to_byte_slice(),
+        other => {
+            return Err(internal(format!(
+                "{} values for a plain page",
+                other.name()
+            )));
+        }
+    })
+}
+
+/// `page` compressed with `codec` (the Parquet codecs' framing: raw snappy, a zstd frame).
+/// `page` compressed with `codec` into a buffer of `pool` (given back to it).
+fn compress(page: Vec<u8>, codec: ParquetCompression, pool: &Pool) -> Result<Vec<u8>> {
+    let mut out = match codec {
+        ParquetCompression::UNCOMPRESSED => return Ok(page),
+        ParquetCompression::SNAPPY => pool.take(snap::raw::max_compress_len(page.len())),
+        ParquetCompression::ZSTD(_) => pool.take(zstd::zstd_safe::compress_bound(page.len())),
+        other => return Err(internal(format!("codec {other} for a plain page"))),
+    };
+    let room = out.capacity();
+    out.resize(room, 0);
+    let len = match codec {
+        ParquetCompression::ZSTD(level) => {
+            zstd::bulk::compress_to_buffer(&page, &mut out[..], level.compression_level())
+                .map_err(|e| internal(format!("zstd: {e}")))?
+        }
+        _ => snap::raw::Encoder::new()
+            .compress(&page, &mut out)
+            .map_err(|e| internal(format!("snappy: {e}")))?,
+    };
+    out.truncate(len);
+    pool.give(page);
+    Ok(out)
+}
+
+/// Page buffers, reused: a buffer freed and allocated again for every page would be
+/// faulted in (zeroed by the kernel) every time.
+#[derive(Clone, Default)]
+struct Pool(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl Pool {
+    /// An empty buffer of at least `capacity` bytes.
+    fn take(&self, capacity: usize) -> Vec<u8> {
+        let mut buf = self
+            .0
+            .lock()
+            .map(|mut p| p.pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        buf.clear();
+        buf.reserve(capacity);
+        buf
+    }
+
+    fn give(&self, buf: Vec<u8>) {
+        if let Ok(mut pool) = self.0.lock() {
+            pool.push(buf);
+        }
+    }
+}
+
+/// A page's bytes, whose buffer goes back to its pool when the page is dropped.
+struct Pooled {
+    buf: Vec<u8>,
+    pool: Pool,
+}
+
+impl AsRef<[u8]> for Pooled {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        self.pool.give(std::mem::take(&mut self.buf));
+    }
+}
+
+/// The repetition and definition levels of one page, as runs.
+struct LevelRuns {
+    rep: Option<Hybrid>,
+    def: Hybrid,
+    entries: u32,
+    /// Entries without a value (empty sequences).
+    nulls: u64,
+}
+
+impl LevelRuns {
+    fn new(leaf: &Leaf) -> Self {
+        LevelRuns {
+            rep: (leaf.max_rep > 0).then(|| Hybrid::new(leaf.max_rep)),
+            def: Hybrid::new(leaf.max_def),
+            entries: 0,
+            nulls: 0,
+        }
+    }
+
+    /// Sequence `index` of `level`, whose first entry repeats at `rep` (as
+    /// `encode::Levels::sequence`, in runs).
+    fn sequence(&mut self, lod: &Lod, leaf: &Leaf, level: usize, index: usize, rep: i16) {
+        let offsets = &lod.levels()[level];
+        let children = offsets.get(index)..offsets.get(index + 1);
+        if children.is_empty() {
+            // `level` < `leaf.levels` <= `max_rep`, an i16.
+            self.entries(rep, 2 * level as i16 + 1, 1);
+            self.nulls += 1;
+            return;
+        }
+        let next = level as i16 + 1;
+        if level + 1 == leaf.levels {
+            self.elements(leaf, rep, 1);
+            self.elements(leaf, next, children.len() - 1);
+            return;
+        }
+        for child in children.clone() {
+            let rep = if child == children.start { rep } else { next };
+            self.sequence(lod, leaf, level + 1, child, rep);
+        }
+    }
+
+    /// `count` elements, each one's first item repeating at `rep`.
+    fn elements(&mut self, leaf: &Leaf, rep: i16, count: usize) {
+        match leaf.element_items {
+            None => self.entries(rep, leaf.max_def, count),
+            Some(items) => {
+                for _ in 0..count {
+                    self.entries(rep, leaf.max_def, 1);
+                    self.entries(leaf.max_rep, leaf.max_def, items - 1);
+                }
+            }
+        }
+    }
+
+    /// `count` entries of the same levels.
+    fn entries(&mut self, rep: i16, def: i16, count: usize) {
+        if count == 0 {
+            return;
+        }
+        if let Some(r) = &mut self.rep {
+            r.push(rep as u16, count);
+        }
+        self.def.push(def as u16, count);
+        self.entries += count as u32;
+    }
+
+    /// About how many bytes [`LevelRuns::write`] appends.
+    fn byte_len(&self) -> usize {
+        self.rep.as_ref().map_or(0, Hybrid::byte_len) + self.def.byte_len() + 8
+    }
+
+    /// Appends the levels to `page` (each a 4-byte length and its runs); returns the number
+    /// of entries.
+    fn write(mut self, page: &mut Vec<u8>) -> u32 {
+        for levels in self.rep.iter_mut().chain([&mut self.def]) {
+            let bytes = levels.finish();
+            page.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            page.extend_from_slice(bytes);
+        }
+        self.entries
+    }
+}
+
+/// Sizes and offsets of the pages written.
+#[derive(Default)]
+struct Totals {
+    values: u64,
+    compressed: u64,
+    uncompressed: u64,
+    first_offset: Option<u64>,
+}
+
+impl Totals {
+    fn add(&mut self, page: &PageWriteSpec) {
+        self.values += u64::from(page.num_values);
+        self.compressed += page.compressed_size as u64;
+        self.uncompressed += page.uncompressed_size as u64;
+        self.first_offset.get_or_insert(page.offset);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{
+        CODECS, arrow_read, arrow_writer_bytes, dataset, read_bytes, write_bytes,
+    };
+    use super::super::{ParquetReadOptions, ParquetWriteOptions, RowGroupSize};
+    use super::*;
+    use crate::lod::OffsetWidth;
+
+    /// The data pages of the first column chunk of `file`.
+    fn pages(file: &Bytes) -> usize {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let reader = SerializedFileReader::new(file.clone()).unwrap();
+        let group = reader.get_row_group(0).unwrap();
+        group.get_column_page_reader(0).unwrap().count()
+    }
+
+    /// Columns of many pages, every plain dtype, depth and codec, on 1 and 3 threads: the
+    /// rows, row groups and chunk statistics the `parquet` crate reads are those of its
+    /// own Arrow writer's file, and this crate reads the dataset back.
+    #[test]
+    fn many_pages_read_as_the_arrow_writers_file() {
+        for (i, dtype) in [DType::Float32, DType::Float64, DType::Int32, DType::Int64]
+            .into_iter()
+            .enumerate()
+        {
+            for depth in 0..3 {
+                for shape in [&[][..], &[300][..]] {
+                    let codec = CODECS[(i + depth) % CODECS.len()];
+                    let ds = dataset(dtype, depth, shape, 1500, OffsetWidth::I64, i as u64);
+                    let parts = [
+                        ds.slice_rows(0..567).unwrap(),
+                        ds.slice_rows(567..1500).unwrap(),
+                    ];
+                    for threads in [1, 3] {
+                        let options = ParquetWriteOptions::default()
+                            .with_compression(codec)
+                            .with_row_group_size(RowGroupSize::Rows(1000))
+                            .with_threads(threads);
+                        let ours = write_bytes(&parts, &options);
+                        let theirs = arrow_writer_bytes(&parts, &options, 1000);
+                        if shape.len() == 1 && depth == 0 {
+                            assert!(pages(&ours) > 1, "several pages in a chunk");
+                        }
+                        assert_eq!(
+                            arrow_read(&ours),
+                            arrow_read(&theirs),
+                            "{dtype:?} {depth} {shape:?} {threads}"
+                        );
+                        let back = read_bytes(ours, &ParquetReadOptions::default());
+                        assert_eq!(back, ds, "{dtype:?} {depth} {shape:?} {threads}");
+                    }
+                }
+            }
+        }
+    }
+}
