@@ -79,6 +79,41 @@ fn large_pending_rows_are_written_alone() {
     assert_eq!(file.batches().len(), 1);
 }
 
+/// The tail of a dataset larger than a batch, left pending for the next write, is copied
+/// out of it: the writer does not keep the caller's dataset alive (a converter writing row
+/// groups of 128 MiB would otherwise hold two of them).
+#[test]
+fn a_pending_tail_does_not_keep_the_dataset_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.arrow");
+    // 10 rows of 48 bytes, batches of 200: 4 + 4 written, 2 pending.
+    let lengths = vec![vec![10; 10]];
+    let values: Vec<f32> = (0..100).map(|v| v as f32).collect();
+    let t = LodTensor::from_lengths::<Float32Type>(&lengths, values, vec![]).unwrap();
+    let ds = Dataset::try_new(vec![Column::new("x", t)]).unwrap();
+    let buffer = ds.columns()[0]
+        .tensor()
+        .values()
+        .items()
+        .to_data()
+        .buffers()[0]
+        .clone();
+    let mut writer =
+        DatasetWriter::create(&path, WriteOptions::default().with_batch_bytes(200)).unwrap();
+    writer.write(&ds).unwrap();
+    // Ours, `ds`'s: nothing else holds the values.
+    assert_eq!(buffer.strong_count(), 2);
+    writer.write(&ds.slice_rows(0..1).unwrap()).unwrap();
+    writer.finish().unwrap();
+    let file = MappedDataset::open(&path).unwrap();
+    let batches: Vec<usize> = file.batches().iter().map(Dataset::num_rows).collect();
+    assert_eq!(batches, vec![4, 4, 3]);
+    for r in 0..10 {
+        assert_eq!(file.sample(r).unwrap(), ds.slice_rows(r..r + 1).unwrap());
+    }
+    assert_eq!(file.sample(10).unwrap(), ds.slice_rows(0..1).unwrap());
+}
+
 #[test]
 fn views_lie_inside_the_mapping() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,6 @@
-//! Parquet files written by pyarrow from plain nested Python lists (no lodtensor metadata)
-//! import with the LoD, dtype, element shape and values they hold. The files and the
-//! script that made them are in `tests/data/parquet/`.
+//! Parquet files written by pyarrow, DuckDB and Polars from plain nested Python lists (no
+//! lodtensor metadata) import with the LoD, dtype, element shape and values they hold. The
+//! files and the script that made them are in `tests/data/parquet/`.
 #![cfg(feature = "parquet")]
 
 use arrow_array::types::{Float32Type, Int32Type, Int64Type};
@@ -84,8 +84,34 @@ fn nested_lists_without_the_arrow_schema_need_the_element_shape() {
 }
 
 #[test]
-fn the_direct_decoder_reads_pyarrow_files_as_the_general_reader_does() {
-    for file in ["pyarrow_nested_lists", "pyarrow_no_arrow_schema"] {
+fn polars_files_keep_the_element_shape() {
+    // Polars embeds its Arrow schema: large lists over fixed-size lists.
+    let path = format!("{DIR}/polars_nested_lists.parquet");
+    let ds = read_parquet(&path, &ParquetReadOptions::default()).unwrap();
+    expected_tokens(&ds);
+    let tokens = ds.column("tokens").unwrap();
+    let widths: Vec<OffsetWidth> = tokens.lod().levels().iter().map(|l| l.width()).collect();
+    assert_eq!(widths, vec![OffsetWidth::I64; 2]);
+}
+
+#[test]
+fn duckdb_files_need_the_element_shape() {
+    // DuckDB keeps no Arrow schema: its arrays are plain lists, one level per dimension.
+    let path = format!("{DIR}/duckdb_nested_lists.parquet");
+    let plain = read_parquet(&path, &ParquetReadOptions::default()).unwrap();
+    assert_eq!(plain.column("tokens").unwrap().num_levels(), 4);
+    let options = ParquetReadOptions::default().with_element_shape("tokens", vec![2, 2]);
+    expected_tokens(&read_parquet(&path, &options).unwrap());
+}
+
+#[test]
+fn the_direct_decoder_reads_other_writers_files_as_the_general_reader_does() {
+    for file in [
+        "pyarrow_nested_lists",
+        "pyarrow_no_arrow_schema",
+        "duckdb_nested_lists",
+        "polars_nested_lists",
+    ] {
         let path = format!("{DIR}/{file}.parquet");
         for batch in [1, 2, 1024] {
             let read = |direct: bool| {

@@ -143,6 +143,7 @@ impl DatasetWriter {
         let target = self.options.batch_bytes;
         let rows = dataset.num_rows();
         let mut remaining: usize = (0..rows).map(|row| row_bytes(&dataset, row)).sum();
+        let start_bytes = remaining;
         let mut start = 0;
         while start < rows {
             if self.pending_bytes >= target / 2 && self.pending_bytes + remaining > target {
@@ -166,6 +167,30 @@ impl DatasetWriter {
             }
             start = end;
         }
+        if rows > 0 && start_bytes > target {
+            self.own_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Copies the rows pending (the tail of a dataset larger than a batch: less than half a
+    /// batch) out of that dataset, so that it is not kept alive, whole, until the next
+    /// write fills the batch: writing datasets of a row group each, memory stays at about
+    /// one of them plus a batch.
+    fn own_pending(&mut self) -> Result<()> {
+        let Some((_, schema)) = &self.ipc else {
+            return Ok(());
+        };
+        let Some(first) = self.pending.first() else {
+            return Ok(());
+        };
+        let batches: Vec<RecordBatch> = (self.pending.iter())
+            .map(|d| d.to_record_batch_with_schema(schema.clone()))
+            .collect();
+        // An empty slice beside a single batch makes `concat` copy rather than slice.
+        let empty = batches[0].slice(0, 0);
+        let owned = arrow_select::concat::concat_batches(schema, batches.iter().chain([&empty]))?;
+        self.pending = vec![first.try_from_record_batch_like(&owned, self.batches)?];
         Ok(())
     }
 

@@ -1,6 +1,7 @@
-"""Writes the pyarrow-made Parquet files that tests/parquet_pyarrow.rs reads.
+"""Writes the Parquet files that tests/parquet_pyarrow.rs reads: the same table as pyarrow,
+DuckDB and Polars write it.
 
-Run with pyarrow installed: python tests/data/parquet/make.py
+Run with pyarrow, duckdb and polars installed: python tests/data/parquet/make.py
 The files are committed; rerunning must give files that read back the same.
 """
 import pathlib
@@ -35,3 +36,13 @@ pq.write_table(table, HERE / "pyarrow_nested_lists.parquet", compression="snappy
 pq.write_table(
     table, HERE / "pyarrow_no_arrow_schema.parquet", compression="zstd", store_schema=False
 )
+
+# The same table written by DuckDB and by Polars, the other writers users bring.
+import duckdb  # noqa: E402
+import polars as pl  # noqa: E402
+
+arrow_table = table
+duckdb.sql(
+    f"COPY (SELECT * FROM arrow_table) TO '{HERE / 'duckdb_nested_lists.parquet'}' (FORMAT parquet)"
+)
+pl.from_arrow(table).write_parquet(HERE / "polars_nested_lists.parquet")
