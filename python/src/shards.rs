@@ -7,7 +7,6 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use lodtensor::shards::{ColumnSpec, Manifest};
-use lodtensor::{Column, LevelOffsets, Lod, LodTensor, OffsetWidth, Values};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyList};
@@ -246,21 +245,7 @@ pub fn manifest_dict<'py>(py: Python<'py>, manifest: &Manifest) -> PyResult<Boun
 fn manifest_schema(columns: &[ColumnSpec]) -> lodtensor::Result<SchemaRef> {
     let columns = columns
         .iter()
-        .map(|spec| {
-            let levels = spec
-                .offsets
-                .iter()
-                .enumerate()
-                .map(|(level, width)| match width {
-                    OffsetWidth::I32 => LevelOffsets::try_new_i32(level, vec![0].into()),
-                    OffsetWidth::I64 => LevelOffsets::try_new_i64(level, vec![0].into()),
-                })
-                .collect::<lodtensor::Result<_>>()?;
-            let items = arrow_array::new_empty_array(&spec.dtype.arrow_type());
-            let values = Values::try_new(items, spec.element_shape.clone())?;
-            let tensor = LodTensor::try_new(Lod::try_new(levels)?, values)?;
-            Column::new(spec.name.clone(), tensor).with_level_names(spec.level_names.clone())
-        })
+        .map(ColumnSpec::empty_column)
         .collect::<lodtensor::Result<Vec<_>>>()?;
     Ok(lodtensor::Dataset::try_new(columns)?.schema())
 }
