@@ -20,15 +20,19 @@ use lodtensor::synthetic::{Documents, SplitMix64};
 use lodtensor::{Dataset, LodTensor};
 use serde_json::Value;
 
-/// `docs.arrow`: 40 synthetic documents (sentences of `f32[4]` tokens, level names, a
-/// label column) in record batches of 7 documents.
-fn docs_file(dir: &Path) -> Dataset {
-    let shape = Documents {
+/// Documents of 1–5 sentences of 1–9 `f32[4]` tokens.
+fn docs_shape() -> Documents {
+    Documents {
         sentences: (1, 5),
         tokens: (1, 9),
         dim: 4,
-    };
-    let data = shape.generate(&mut SplitMix64::new(7), 40).unwrap();
+    }
+}
+
+/// `docs.arrow`: 40 synthetic documents (sentences of `f32[4]` tokens, level names, a
+/// label column) in record batches of 7 documents.
+fn docs_file(dir: &Path) -> Dataset {
+    let data = docs_shape().generate(&mut SplitMix64::new(7), 40).unwrap();
     let batches: Vec<Dataset> = (0..40)
         .step_by(7)
         .map(|start| data.slice_rows(start..(start + 7).min(40)).unwrap())
@@ -518,4 +522,53 @@ fn convert_refuses_what_it_cannot_write_and_appends() {
         columns(&shards.rows(40..80).unwrap()),
         columns(&shards.rows(0..40).unwrap())
     );
+}
+
+/// `convert … --append` killed (SIGKILL) at several points: the dataset opens and validates
+/// as it was before, or, once the manifest was replaced, with every new row.
+#[test]
+fn killed_append_leaves_the_dataset_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = columns(&[sharded_docs(dir.path())]);
+    let more = docs_shape().generate(&mut SplitMix64::new(9), 300).unwrap();
+    write(
+        dir.path(),
+        "more.arrow",
+        std::slice::from_ref(&more),
+        WriteOptions::default(),
+    );
+    for delay_ms in [2, 10, 40, 120, 400] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lodtensor"))
+            .args([
+                "convert",
+                "more.arrow",
+                "ds/",
+                "--append",
+                "--shard-rows",
+                "1",
+            ])
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let shards = ShardedDataset::open(dir.path().join("ds")).unwrap();
+        shards.validate().unwrap();
+        match shards.num_rows() {
+            40 => assert_eq!(columns(&shards.rows(0..40).unwrap()), before),
+            340 => {
+                let added = columns(&shards.rows(40..340).unwrap());
+                assert_eq!(added, columns(&[more]));
+                return;
+            }
+            rows => panic!("{rows} rows after a kill at {delay_ms} ms"),
+        }
+        lodtensor_in(dir.path(), ["validate", "ds"]).ok();
+    }
 }
