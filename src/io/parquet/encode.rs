@@ -124,13 +124,8 @@ fn write_column(
 ) -> Result<()> {
     let mut levels = Levels::default();
     let mut scratch = Scratch::default();
-    for part in parts {
-        let tensor = part
-            .columns()
-            .get(column)
-            .ok_or_else(|| internal(format!("no column {column} for leaf {}", descr.path())))?
-            .tensor();
-        let leaf = Leaf::of(tensor, descr)?;
+    for part in leaves(parts, column, descr) {
+        let (tensor, leaf) = part?;
         let mut row = 0;
         while row < tensor.num_rows() {
             let (end, items) = levels.fill(tensor, &leaf, row);
@@ -139,6 +134,22 @@ fn write_column(
         }
     }
     Ok(())
+}
+
+/// Column `column` of each of `parts`, with the leaf `descr` it is written to.
+pub(super) fn leaves<'a>(
+    parts: &'a [Dataset],
+    column: usize,
+    descr: &'a ColumnDescPtr,
+) -> impl Iterator<Item = Result<(&'a LodTensor, Leaf)>> + 'a {
+    parts.iter().map(move |part| {
+        let tensor = part
+            .columns()
+            .get(column)
+            .ok_or_else(|| internal(format!("no column {column} for leaf {}", descr.path())))?
+            .tensor();
+        Ok((tensor, Leaf::of(tensor, descr)?))
+    })
 }
 
 /// What the levels of one column's leaf are made of.

@@ -27,7 +27,7 @@ use parquet::file::properties::{WriterProperties, WriterVersion};
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
-use super::encode::{Leaf, element_position, internal};
+use super::encode::{Leaf, element_position, internal, leaves};
 use super::runs::Hybrid;
 use super::stats::Stats;
 use crate::dataset::Dataset;
@@ -71,13 +71,8 @@ pub(super) fn write_column<W: Write + Send>(
     let codec = props.compression(descr.path());
     let page_bytes = props.data_page_size_limit().max(1);
     let mut pages = Vec::new();
-    for part in parts {
-        let tensor = part
-            .columns()
-            .get(column)
-            .ok_or_else(|| internal(format!("no column {column} for leaf {}", descr.path())))?
-            .tensor();
-        let leaf = Leaf::of(tensor, descr)?;
+    for part in leaves(parts, column, descr) {
+        let (tensor, leaf) = part?;
         pages.extend(plan_pages(tensor, &leaf, page_bytes));
     }
     let mut totals = Totals::default();
