@@ -55,7 +55,8 @@ pub fn body(c: &Context<'_>, table: &str) -> String {
          with the values replaced by normal ones (incompressible) and by the same quantized to \
          steps of 0.25 (low entropy), same LoD. Both writers use the same settings: no \
          dictionary, row groups of {} documents (about 128 MiB of values at scale 1), \
-         statistics on, zstd at level 1; the import reads pyarrow's file. The `convert` rows \
+         column-chunk statistics on, no page index, zstd at level 1; the import reads \
+         pyarrow's file. The `convert` rows \
          time whole processes, `lodtensor convert` against a Python process doing the same \
          with pyarrow at its defaults (dictionary on, its row groups), both syncing the \
          output; the peak RSS is the `convert` process's `VmHWM`, polled.\n",
