@@ -6,20 +6,24 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{Field, FieldRef, Schema, SchemaRef};
 
 use crate::error::Result;
 use crate::format::{
-    FORMAT_VERSION, KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_FORMAT_VERSION, KEY_LEVEL_NAMES,
-    KEY_LOD_LEVELS,
+    FORMAT_VERSION, FORMAT_VERSION_SIDE_COLUMNS, KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_FORMAT_VERSION,
+    KEY_LEVEL_NAMES, KEY_LOD_LEVELS,
 };
 use crate::lod::OffsetWidth;
 use crate::tensor::LodTensor;
 
 mod shape;
+mod side;
 
-/// One named tensor column.
+pub(crate) use side::{check_type, is_side};
+
+/// One named column: a LoD tensor, or a side column of any other Arrow type (format-spec
+/// §2.2) that rides along with the rows.
 ///
 /// # Example
 /// ```
@@ -29,7 +33,7 @@ mod shape;
 /// let c = Column::new("tokens", t).with_level_names(["documents", "sentences"])?;
 /// assert_eq!((c.name(), c.level_names()), ("tokens", &["documents".to_owned(), "sentences".to_owned()][..]));
 /// let narrow = c.with_offset_width(OffsetWidth::I32)?;   // Arrow List instead of LargeList
-/// assert_eq!(narrow.tensor(), c.tensor());
+/// assert_eq!(narrow.tensor()?, c.tensor()?);
 /// assert!(narrow.arrow_field().data_type().to_string().starts_with("List("));
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
@@ -37,33 +41,46 @@ mod shape;
 pub struct Column {
     name: String,
     level_names: Vec<String>,
-    tensor: LodTensor,
+    data: ColumnData,
+}
+
+/// What a column holds.
+#[derive(Clone, Debug, PartialEq)]
+enum ColumnData {
+    Tensor(LodTensor),
+    /// A side column: its field (type, nullability, metadata) and its array.
+    Side(FieldRef, ArrayRef),
 }
 
 impl Column {
-    /// A column with unnamed levels.
+    /// A LoD tensor column with unnamed levels.
     pub fn new(name: impl Into<String>, tensor: LodTensor) -> Self {
         Column {
             name: name.into(),
             level_names: Vec::new(),
-            tensor,
+            data: ColumnData::Tensor(tensor),
         }
     }
 
     /// The same column with its levels named, outermost first (`["documents", "sentences"]`).
     ///
     /// # Errors
-    /// [`FormatError::Metadata`] when the number of names is not the number of levels.
+    /// [`FormatError::Metadata`] when the number of names is not the number of levels;
+    /// [`ArgumentError::NotATensor`] for names given to a side column.
     pub fn with_level_names<S: Into<String>>(
         mut self,
         names: impl IntoIterator<Item = S>,
     ) -> Result<Self> {
         let names: Vec<String> = names.into_iter().map(Into::into).collect();
-        if !names.is_empty() && names.len() != self.tensor.num_levels() {
+        if names.is_empty() {
+            return Ok(self);
+        }
+        let levels = self.tensor()?.num_levels();
+        if names.len() != levels {
             return Err(FormatError::Metadata {
                 key: KEY_LEVEL_NAMES,
                 value: format!("{names:?}"),
-                reason: format!("the column has {} levels", self.tensor.num_levels()),
+                reason: format!("the column has {levels} levels"),
             }
             .into());
         }
@@ -76,52 +93,123 @@ impl Column {
         &self.name
     }
 
-    /// The level names, outermost first; empty when not given.
+    /// The level names, outermost first; empty when not given (and for a side column).
     pub fn level_names(&self) -> &[String] {
         &self.level_names
     }
 
     /// The tensor.
-    pub fn tensor(&self) -> &LodTensor {
-        &self.tensor
+    ///
+    /// # Errors
+    /// [`ArgumentError::NotATensor`] for a side column, naming it and its type.
+    pub fn tensor(&self) -> Result<&LodTensor> {
+        match &self.data {
+            ColumnData::Tensor(t) => Ok(t),
+            ColumnData::Side(field, _) => Err(side::not_a_tensor(&self.name, field.data_type())),
+        }
+    }
+
+    /// The tensor, or `None` for a side column.
+    pub fn as_tensor(&self) -> Option<&LodTensor> {
+        match &self.data {
+            ColumnData::Tensor(t) => Some(t),
+            ColumnData::Side(..) => None,
+        }
+    }
+
+    /// The array of a side column, or `None` for a tensor column.
+    pub fn side_array(&self) -> Option<&ArrayRef> {
+        match &self.data {
+            ColumnData::Tensor(_) => None,
+            ColumnData::Side(_, array) => Some(array),
+        }
+    }
+
+    /// Whether this is a side column.
+    pub fn is_side(&self) -> bool {
+        matches!(self.data, ColumnData::Side(..))
+    }
+
+    /// The number of rows.
+    pub fn num_rows(&self) -> usize {
+        match &self.data {
+            ColumnData::Tensor(t) => t.num_rows(),
+            ColumnData::Side(_, array) => array.len(),
+        }
+    }
+
+    /// The column as one Arrow array, one row per row, sharing every buffer.
+    pub fn to_arrow(&self) -> ArrayRef {
+        match &self.data {
+            ColumnData::Tensor(t) => t.to_arrow(),
+            ColumnData::Side(_, array) => array.clone(),
+        }
+    }
+
+    /// Rows `rows`, as a view (Arrow's zero-copy slice for a side column).
+    ///
+    /// # Errors
+    /// [`ArgumentError::RowsOutOfBounds`].
+    pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
+        ArgumentError::check_rows(&rows, self.num_rows())?;
+        let data = match &self.data {
+            ColumnData::Tensor(t) => ColumnData::Tensor(t.slice_rows(rows)?),
+            ColumnData::Side(field, array) => {
+                ColumnData::Side(field.clone(), array.slice(rows.start, rows.len()))
+            }
+        };
+        Ok(Column {
+            data,
+            ..self.clone()
+        })
     }
 
     /// The same column with every level's offsets in `width` (copies the offsets that
-    /// change, never the values).
+    /// change, never the values); a side column is returned as it is.
     ///
     /// # Errors
     /// [`DataError::OffsetOverflow`] when an offset does not fit `width`.
     pub fn with_offset_width(&self, width: OffsetWidth) -> Result<Self> {
-        if self
-            .tensor
-            .lod()
-            .levels()
-            .iter()
-            .all(|l| l.width() == width)
-        {
+        let ColumnData::Tensor(tensor) = &self.data else {
+            return Ok(self.clone());
+        };
+        if tensor.lod().levels().iter().all(|l| l.width() == width) {
             return Ok(self.clone());
         }
-        let (lod, values) = self.tensor.clone().into_parts();
+        let (lod, values) = tensor.clone().into_parts();
         Ok(Column {
-            tensor: LodTensor::try_new(lod.with_offset_width(width)?, values)?,
+            data: ColumnData::Tensor(LodTensor::try_new(lod.with_offset_width(width)?, values)?),
             ..self.clone()
         })
     }
 
     /// The Arrow field, with this column's `lodtensor.*` metadata.
     pub fn arrow_field(&self) -> Field {
-        let field = self.tensor.arrow_field(&self.name);
-        let mut metadata = field.metadata().clone();
-        metadata.extend(column_metadata(self));
-        field.with_metadata(metadata)
+        match &self.data {
+            ColumnData::Tensor(tensor) => {
+                let field = tensor.arrow_field(&self.name);
+                let mut metadata = field.metadata().clone();
+                metadata.extend(column_metadata(self.level_names(), tensor));
+                field.with_metadata(metadata)
+            }
+            ColumnData::Side(field, _) => side::field(field),
+        }
     }
 
-    /// The column an Arrow field and array hold, its metadata checked against its layout.
+    /// The column an Arrow field and array hold: a LoD tensor when the field says so or its
+    /// type is a LoD tensor's (format-spec §2.2), its metadata checked against its layout;
+    /// else a side column.
     ///
     /// # Errors
     /// As [`LodTensor::try_from_arrow`]; [`FormatError::Metadata`] when a `lodtensor.*` key
     /// contradicts the layout.
     pub fn try_from_arrow(field: &Field, array: &dyn arrow_array::Array) -> Result<Self> {
+        if side::is_side(field)? {
+            return Column::side_with_field(
+                field.clone(),
+                arrow_array::make_array(array.to_data()),
+            );
+        }
         let tensor = LodTensor::try_from_arrow(field, array)?;
         let column = Column::new(field.name(), tensor);
         let metadata = field.metadata();
@@ -136,7 +224,8 @@ impl Column {
             }
         };
         let column = column.with_level_names(names)?;
-        for (key, expected) in column_metadata(&column) {
+        let tensor = column.tensor()?;
+        for (key, expected) in column_metadata(column.level_names(), tensor) {
             if let Some(found) = metadata.get(key)
                 && key != KEY_LEVEL_NAMES
                 && !same_metadata(key, found, &expected)
@@ -154,11 +243,20 @@ impl Column {
 
     /// The column of `array`, another batch of the same field as `self` (see
     /// [`LodTensor::try_from_arrow_like`]): name, level names and element shape are `self`'s.
-    fn try_from_arrow_like(&self, field: &Field, array: &dyn arrow_array::Array) -> Result<Self> {
+    fn try_from_arrow_like(&self, field: &Field, array: &ArrayRef) -> Result<Self> {
+        let data = match &self.data {
+            ColumnData::Tensor(t) => {
+                ColumnData::Tensor(t.try_from_arrow_like(field, array.as_ref())?)
+            }
+            ColumnData::Side(side_field, _) => {
+                side::check_array(side_field, array.as_ref())?;
+                ColumnData::Side(side_field.clone(), array.clone())
+            }
+        };
         Ok(Column {
             name: self.name.clone(),
             level_names: self.level_names.clone(),
-            tensor: self.tensor.try_from_arrow_like(field, array)?,
+            data,
         })
     }
 }
@@ -177,9 +275,8 @@ fn same_metadata(key: &str, found: &str, expected: &str) -> bool {
     }
 }
 
-/// The `lodtensor.*` field metadata of a column.
-fn column_metadata(column: &Column) -> Vec<(&'static str, String)> {
-    let t = &column.tensor;
+/// The `lodtensor.*` field metadata of a tensor column.
+fn column_metadata(level_names: &[String], t: &LodTensor) -> Vec<(&'static str, String)> {
     let mut m = vec![
         (KEY_LOD_LEVELS, t.num_levels().to_string()),
         (KEY_DTYPE, t.dtype().name().to_owned()),
@@ -188,10 +285,10 @@ fn column_metadata(column: &Column) -> Vec<(&'static str, String)> {
             serde_json::to_string(t.element_shape()).expect("integers serialise"),
         ),
     ];
-    if !column.level_names.is_empty() {
+    if !level_names.is_empty() {
         m.push((
             KEY_LEVEL_NAMES,
-            serde_json::to_string(&column.level_names).expect("strings serialise"),
+            serde_json::to_string(level_names).expect("strings serialise"),
         ));
     }
     m
@@ -239,12 +336,12 @@ impl Dataset {
     /// # Ok::<(), lodtensor::Error>(())
     /// ```
     pub fn try_new(columns: Vec<Column>) -> Result<Self> {
-        let num_rows = columns.first().map_or(0, |c| c.tensor.num_rows());
+        let num_rows = columns.first().map_or(0, Column::num_rows);
         for (i, c) in columns.iter().enumerate() {
-            if c.tensor.num_rows() != num_rows {
+            if c.num_rows() != num_rows {
                 return Err(DataError::ColumnRows {
                     column: c.name.clone(),
-                    rows: c.tensor.num_rows(),
+                    rows: c.num_rows(),
                     expected: num_rows,
                 }
                 .into());
@@ -269,7 +366,7 @@ impl Dataset {
     /// The tensor of the column named `name`.
     ///
     /// # Errors
-    /// [`ArgumentError::NoSuchColumn`].
+    /// [`ArgumentError::NoSuchColumn`]; [`ArgumentError::NotATensor`] for a side column.
     ///
     /// # Example
     /// ```
@@ -283,10 +380,33 @@ impl Dataset {
     /// # Ok::<(), lodtensor::Error>(())
     /// ```
     pub fn column(&self, name: &str) -> Result<&LodTensor> {
+        self.column_by_name(name)?.tensor()
+    }
+
+    /// The column named `name`, tensor or side column.
+    ///
+    /// # Errors
+    /// [`ArgumentError::NoSuchColumn`].
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodtensor::arrow::array::StringArray;
+    /// use lodtensor::{Column, Dataset, LodTensor};
+    /// let embedding = LodTensor::dense::<lodtensor::arrow::types::Float32Type>(vec![0.5; 4], &[2, 2])?;
+    /// let ds = Dataset::try_new(vec![
+    ///     Column::new("embedding", embedding),
+    ///     Column::side("id", Arc::new(StringArray::from(vec![Some("a"), None])))?,
+    /// ])?;
+    /// let id = ds.column_by_name("id")?;
+    /// assert_eq!(id.side_array().unwrap().null_count(), 1);
+    /// assert!(ds.column("id").unwrap_err().to_string().contains("side column of type Utf8"));
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    pub fn column_by_name(&self, name: &str) -> Result<&Column> {
         self.columns
             .iter()
             .find(|c| c.name == name)
-            .map(|c| &c.tensor)
             .ok_or_else(|| ArgumentError::NoSuchColumn(name.to_owned()).into())
     }
 
@@ -312,12 +432,7 @@ impl Dataset {
         let columns = self
             .columns
             .iter()
-            .map(|c| {
-                Ok(Column {
-                    tensor: c.tensor.slice_rows(rows.clone())?,
-                    ..c.clone()
-                })
-            })
+            .map(|c| c.slice_rows(rows.clone()))
             .collect::<Result<_>>()?;
         Ok(Dataset {
             columns,
@@ -342,12 +457,18 @@ impl Dataset {
         })
     }
 
-    /// The Arrow schema, with the format version and every column's metadata.
+    /// The Arrow schema, with the format version (2 when a column is a side column, else 1)
+    /// and every column's metadata.
     pub fn schema(&self) -> SchemaRef {
         let fields: Vec<Field> = self.columns.iter().map(Column::arrow_field).collect();
+        let version = if self.columns.iter().any(Column::is_side) {
+            FORMAT_VERSION_SIDE_COLUMNS
+        } else {
+            FORMAT_VERSION
+        };
         Arc::new(Schema::new(fields).with_metadata(HashMap::from([(
             KEY_FORMAT_VERSION.to_owned(),
-            FORMAT_VERSION.to_owned(),
+            version.to_owned(),
         )])))
     }
 
@@ -358,7 +479,7 @@ impl Dataset {
 
     /// Like [`Dataset::to_record_batch`], with a schema already made by [`Dataset::schema`].
     pub(crate) fn to_record_batch_with_schema(&self, schema: SchemaRef) -> RecordBatch {
-        let arrays = self.columns.iter().map(|c| c.tensor.to_arrow()).collect();
+        let arrays = self.columns.iter().map(Column::to_arrow).collect();
         RecordBatch::try_new_with_options(
             schema,
             arrays,
@@ -399,7 +520,7 @@ impl Dataset {
             .zip(batch.schema_ref().fields().iter().zip(batch.columns()))
             .map(|(column, (f, a))| {
                 column
-                    .try_from_arrow_like(f, a.as_ref())
+                    .try_from_arrow_like(f, a)
                     .map_err(|e| e.in_column(f.name(), index))
             })
             .collect::<Result<_>>()?;
@@ -425,17 +546,19 @@ impl Dataset {
     }
 }
 
-/// Checks the schema's format version, when it has one.
+/// Checks the schema's format version, when it has one: 1, or 2 (side columns).
 ///
 /// # Errors
 /// [`UnsupportedError::UnsupportedVersion`].
 pub fn check_version(schema: &Schema) -> Result<()> {
     match schema.metadata().get(KEY_FORMAT_VERSION) {
-        Some(v) if v != FORMAT_VERSION => Err(UnsupportedError::UnsupportedVersion {
-            found: v.clone(),
-            expected: FORMAT_VERSION,
+        Some(v) if v != FORMAT_VERSION && v != FORMAT_VERSION_SIDE_COLUMNS => {
+            Err(UnsupportedError::UnsupportedVersion {
+                found: v.clone(),
+                expected: "1 or 2",
+            }
+            .into())
         }
-        .into()),
         _ => Ok(()),
     }
 }
@@ -508,7 +631,7 @@ mod tests {
     #[test]
     fn bad_datasets_are_errors() {
         let ds = dataset();
-        let short = ds.columns()[1].tensor().slice_rows(0..2).unwrap();
+        let short = ds.columns()[1].tensor().unwrap().slice_rows(0..2).unwrap();
         assert!(matches!(
             Dataset::try_new(vec![ds.columns()[0].clone(), Column::new("label", short)])
                 .map_err(Error::into_kind),
@@ -545,7 +668,7 @@ mod tests {
         let newer =
             RecordBatch::try_new(
                 Arc::new(Schema::new(batch.schema().fields().clone()).with_metadata(
-                    HashMap::from([(KEY_FORMAT_VERSION.to_owned(), "2".to_owned())]),
+                    HashMap::from([(KEY_FORMAT_VERSION.to_owned(), "3".to_owned())]),
                 )),
                 batch.columns().to_vec(),
             )

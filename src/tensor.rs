@@ -104,6 +104,41 @@ impl LodTensor {
         )
     }
 
+    /// A dense tensor of `shape` `[N, D1, …]` with no LoD level (a 0-level tensor: one row
+    /// per element, an `arrow.fixed_shape_tensor` column), `items` row-major: an embedding or
+    /// an image per sample, a label (`[N]`).
+    ///
+    /// # Errors
+    /// [`DataError::ElementShape`](crate::DataError::ElementShape) when `shape` is empty or
+    /// its product is not the number of items; as [`Values::from_vec`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::LodTensor;
+    /// let embedding = LodTensor::dense::<Float32Type>((0..6).map(|i| i as f32).collect(), &[3, 2])?;
+    /// assert_eq!((embedding.num_levels(), embedding.num_rows(), embedding.shape()), (0, 3, vec![3, 2]));
+    /// assert_eq!(embedding.slice_rows(1..2)?.typed_values::<Float32Type>()?, &[2., 3.]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    pub fn dense<T: ArrowPrimitiveType>(items: Vec<T::Native>, shape: &[usize]) -> Result<Self> {
+        let product = shape.iter().try_fold(1usize, |p, &d| p.checked_mul(d));
+        if shape.is_empty() || product != Some(items.len()) {
+            return Err(crate::DataError::ElementShape {
+                shape: shape.to_vec(),
+                reason: format!(
+                    "a dense tensor's shape is [N, D1, …] with N·D1·… = {} items",
+                    items.len()
+                ),
+            }
+            .into());
+        }
+        Self::try_new(
+            Lod::default(),
+            Values::from_vec::<T>(items, shape[1..].to_vec())?,
+        )
+    }
+
     /// The LoD index.
     pub fn lod(&self) -> &Lod {
         &self.lod

@@ -77,7 +77,7 @@ fn paddle_files_round_trip_through_arrow_and_parquet() {
         }
         let column = read_arrow(&dir.path().join("x.arrow"));
         assert_eq!(column.columns()[0].name(), name);
-        assert_eq!(column.columns()[0].tensor(), &tensor);
+        assert_eq!(column.columns()[0].tensor().unwrap(), &tensor);
     }
     // The three parameters have different row counts: no dataset, but .pdiparams to
     // .pdiparams keeps every record.

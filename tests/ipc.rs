@@ -267,7 +267,7 @@ fn open_bytes(dir: &Path, bytes: &[u8]) -> lodtensor::Result<MappedDataset> {
 fn read_everything(file: &MappedDataset) {
     for batch in file.batches() {
         for c in batch.columns() {
-            let t = c.tensor();
+            let t = c.tensor().unwrap();
             let _ = t.lod().absolute_offsets();
             let items = t.values().items();
             let _ = items

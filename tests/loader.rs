@@ -342,7 +342,7 @@ fn in_order_batches_are_views_into_the_mapping() {
     while let Some(b) = loader.next_batch().unwrap() {
         assert!(b.is_view());
         for c in b.data().columns() {
-            let t = c.tensor();
+            let t = c.tensor().unwrap();
             let values = t
                 .typed_values::<Float32Type>()
                 .map(|v| v.as_ptr() as *const u8);

@@ -102,7 +102,11 @@ impl Options {
 fn default_length_column(file: &MappedDataset) -> PyResult<String> {
     file.batches()
         .first()
-        .and_then(|b| b.columns().iter().find(|c| c.tensor().num_levels() > 0))
+        .and_then(|b| {
+            b.columns()
+                .iter()
+                .find(|c| c.as_tensor().is_some_and(|t| t.num_levels() > 0))
+        })
         .map(|c| c.name().to_owned())
         .ok_or_else(|| invalid("level given, but no column has levels: name length_column"))
 }

@@ -412,6 +412,16 @@ pub enum ArgumentError {
     #[error("no column named {0:?}")]
     NoSuchColumn(String),
 
+    /// A LoD operation asked of a side column (a column of another Arrow type beside the
+    /// tensors, format-spec §2.2).
+    #[error("column {column:?} is a side column of type {data_type}, not a LoD tensor")]
+    NotATensor {
+        /// The column.
+        column: String,
+        /// Its Arrow type.
+        data_type: DataType,
+    },
+
     /// A `ref_level` that names no level of the reference LoD.
     #[error(
         "{op}: ref_level {ref_level} does not exist (y has {levels} levels; expected -1 or 0..{levels})"

@@ -1,5 +1,9 @@
 //! Checks one record batch of an IPC file against its schema before Arrow touches a buffer.
 //!
+//! Side columns (format-spec §2.2) and columns left out of a projection are only walked
+//! past: their nodes counted and their buffers checked to lie in the body, 8-byte aligned,
+//! so that Arrow's decoder (which validates side columns itself) never slices outside it.
+//!
 //! The walk follows the IPC layout — for each array, depth first, one field node, then its
 //! buffers: validity, offsets (lists), data (primitives) — and checks that every node's
 //! null count is 0, every buffer lies in the body, is 8-byte aligned, is a whole number of
@@ -16,6 +20,8 @@
 use crate::{DataError, FormatError};
 use std::mem::size_of;
 
+use std::collections::VecDeque;
+
 use arrow_buffer::{ArrowNativeType, Buffer, ScalarBuffer};
 use arrow_ipc::{FieldNode, RecordBatch as BatchMessage};
 use arrow_schema::{DataType, Schema};
@@ -23,13 +29,15 @@ use arrow_schema::{DataType, Schema};
 use crate::error::{Error, Result};
 use crate::lod::validate_offsets;
 
-/// Checks the record batch message `message`, whose body is `body`, against `schema`.
-/// Errors are wrapped with the column and `batch`.
+/// Checks the record batch message `message`, whose body is `body`, against `schema`:
+/// fully the columns for which `tensors` says `true` (LoD tensor columns to be read), the
+/// others walked past. Errors are wrapped with the column and `batch`.
 ///
 /// With `offsets == false` (trusted files) the order and bounds of offsets are not read;
 /// everything else is still checked.
 pub(crate) fn check_batch(
     schema: &Schema,
+    tensors: &[bool],
     message: &BatchMessage<'_>,
     body: &Buffer,
     batch: usize,
@@ -56,13 +64,20 @@ pub(crate) fn check_batch(
             .unwrap_or_default(),
         next_node: 0,
         next_buffer: 0,
+        variadic: message
+            .variadicBufferCounts()
+            .map(|v| v.iter().collect())
+            .unwrap_or_default(),
         body,
         offsets,
     };
-    for field in schema.fields() {
-        let len = walk
-            .array(field.data_type(), 0)
-            .map_err(|e| e.in_column(field.name(), batch))?;
+    for (field, &tensor) in schema.fields().iter().zip(tensors) {
+        let len = if tensor {
+            walk.array(field.data_type(), 0)
+        } else {
+            walk.skip(field.data_type())
+        }
+        .map_err(|e| e.in_column(field.name(), batch))?;
         if len != rows {
             return Err(
                 invalid(format!("{len} rows in a batch of {rows}")).in_column(field.name(), batch)
@@ -91,13 +106,15 @@ struct Walk<'a> {
     buffers: Vec<(i64, i64)>,
     next_node: usize,
     next_buffer: usize,
+    /// The buffer counts of the view arrays, in order.
+    variadic: VecDeque<i64>,
     body: &'a Buffer,
     offsets: bool,
 }
 
 impl Walk<'_> {
-    /// Checks one array of `data_type` (at LoD level `level`) and returns its length.
-    fn array(&mut self, data_type: &DataType, level: usize) -> Result<usize> {
+    /// The next field node and its length.
+    fn node(&mut self) -> Result<(FieldNode, usize)> {
         let node = *self
             .nodes
             .get(self.next_node)
@@ -105,6 +122,57 @@ impl Walk<'_> {
         self.next_node += 1;
         let len = usize::try_from(node.length())
             .map_err(|_| invalid(format!("negative length {}", node.length())))?;
+        Ok((node, len))
+    }
+
+    /// Walks past one array of `data_type` that Arrow decodes and validates itself (or
+    /// that is not read): its nodes, and its buffers, each checked to lie in the body, in
+    /// the IPC order (Arrow IPC, buffer layout of each type). Returns its length.
+    fn skip(&mut self, data_type: &DataType) -> Result<usize> {
+        let (_, len) = self.node()?;
+        let buffers = match data_type {
+            DataType::Null => 0,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary => 3,
+            DataType::Utf8View | DataType::BinaryView => {
+                let count = self
+                    .variadic
+                    .pop_front()
+                    .and_then(|c| usize::try_from(c).ok());
+                2 + count.ok_or_else(|| invalid(format!("no buffer count for {data_type}")))?
+            }
+            DataType::List(_) | DataType::LargeList(_) | DataType::Map(..) => 2,
+            DataType::FixedSizeList(..) | DataType::Struct(_) => 1,
+            DataType::Union(..)
+            | DataType::RunEndEncoded(..)
+            | DataType::ListView(_)
+            | DataType::LargeListView(_) => {
+                return Err(invalid(format!("unsupported type {data_type}")));
+            }
+            _ => 2,
+        };
+        for _ in 0..buffers {
+            self.buffer(1)?;
+        }
+        match data_type {
+            DataType::List(f)
+            | DataType::LargeList(f)
+            | DataType::Map(f, _)
+            | DataType::FixedSizeList(f, _) => {
+                self.skip(f.data_type())?;
+            }
+            DataType::Struct(fields) => {
+                for f in fields {
+                    self.skip(f.data_type())?;
+                }
+            }
+            _ => {}
+        }
+        Ok(len)
+    }
+
+    /// Checks one array of `data_type` (at LoD level `level`) and returns its length.
+    fn array(&mut self, data_type: &DataType, level: usize) -> Result<usize> {
+        let (node, len) = self.node()?;
         // spec §2: no level and no element is null.
         let is_list = matches!(data_type, DataType::List(_) | DataType::LargeList(_));
         if node.null_count() != 0 {

@@ -14,18 +14,19 @@
 //! rewriting in place waits for readers; tools that ignore locks cannot be stopped, so do
 //! not edit dataset files in place.
 
-use crate::{ArgumentError, FormatError};
+use crate::{ArgumentError, DataError, FormatError};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::FileDecoder;
 use arrow_ipc::{Block, MetadataVersion};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{DataType, Schema, SchemaRef};
 
-use crate::dataset::{Dataset, check_version};
+use crate::dataset::{Dataset, check_type, check_version, is_side};
 use crate::error::{Error, Result};
 use crate::io::ipc_check::check_batch;
 use crate::tensor::LodTensor;
@@ -82,6 +83,36 @@ impl MappedDataset {
         Self::open_impl(path.as_ref(), true)
     }
 
+    /// Maps the file at `path` and reads and validates only the columns named `columns`,
+    /// in that order: the others are walked past, never decoded or validated, so opening
+    /// costs what the chosen columns cost. [`MappedDataset::schema`] is then theirs.
+    ///
+    /// # Errors
+    /// As [`MappedDataset::open`]; [`ArgumentError::NoSuchColumn`] for a name the file has
+    /// not; [`DataError::DuplicateColumn`](crate::DataError::DuplicateColumn) for a name given twice.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodtensor::arrow::array::StringArray;
+    /// use lodtensor::arrow::types::Int64Type;
+    /// use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// let path = tempfile::tempdir()?.keep().join("two.arrow");
+    /// let tokens = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1]], vec![1, 2, 3], vec![])?;
+    /// let id = Column::side("id", Arc::new(StringArray::from(vec!["a", "b"])))?;
+    /// let mut writer = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// writer.write(&Dataset::try_new(vec![Column::new("tokens", tokens), id])?)?;
+    /// writer.finish()?;
+    /// let file = MappedDataset::open_columns(&path, &["id"])?;
+    /// assert_eq!(file.schema().fields().len(), 1);
+    /// assert_eq!(file.sample(1)?.column_by_name("id")?.to_arrow().as_ref(), &StringArray::from(vec!["b"]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_columns(path: impl AsRef<Path>, columns: &[&str]) -> Result<Self> {
+        let path = path.as_ref();
+        Self::open_mapped(path, Some(columns), true, |_| Ok(()))
+    }
+
     /// Maps the file at `path` without reading its offsets for order and bounds (the layout,
     /// bounds and sizes of every buffer and the LoD rules between levels are still checked).
     ///
@@ -101,6 +132,17 @@ impl MappedDataset {
     /// and checks it as [`MappedDataset::open`] does.
     pub(crate) fn open_verified(
         path: &Path,
+        validate: bool,
+        verify: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Result<Self> {
+        Self::open_mapped(path, None, validate, verify)
+    }
+
+    /// Maps the file at `path`, runs `verify` on its bytes, then decodes and checks the
+    /// columns named `columns` (all when `None`).
+    fn open_mapped(
+        path: &Path,
+        columns: Option<&[&str]>,
         validate: bool,
         verify: impl FnOnce(&[u8]) -> Result<()>,
     ) -> Result<Self> {
@@ -127,7 +169,8 @@ impl MappedDataset {
         let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| in_file(e.into()))?;
         let mapping = Buffer::from(bytes::Bytes::from_owner(mmap));
         verify(mapping.as_slice()).map_err(in_file)?;
-        Self::from_mapping(path.to_path_buf(), mapping, Some(file), validate).map_err(in_file)
+        Self::from_mapping(path.to_path_buf(), mapping, Some(file), columns, validate)
+            .map_err(in_file)
     }
 
     /// Reads a dataset file held in memory, copied into an aligned buffer, with every check
@@ -139,16 +182,17 @@ impl MappedDataset {
     #[doc(hidden)]
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         check_len(bytes.len() as u64)?;
-        Self::from_mapping(PathBuf::new(), Buffer::from(bytes), None, true)
+        Self::from_mapping(PathBuf::new(), Buffer::from(bytes), None, None, true)
     }
 
     fn from_mapping(
         path: PathBuf,
         mapping: Buffer,
         file: Option<File>,
+        columns: Option<&[&str]>,
         validate: bool,
     ) -> Result<Self> {
-        let (schema, batches) = decode(&mapping, validate)?;
+        let (schema, batches) = decode(&mapping, columns, validate)?;
         let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
         Ok(MappedDataset {
             path,
@@ -262,8 +306,13 @@ fn check_len(len: u64) -> Result<()> {
     Ok(())
 }
 
-/// Reads the footer, the schema and every record batch of a mapped IPC file.
-fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)> {
+/// Reads the footer, the schema and every record batch of a mapped IPC file: of the
+/// columns named `columns` (all when `None`), in that order.
+fn decode(
+    mapping: &Buffer,
+    columns: Option<&[&str]>,
+    validate: bool,
+) -> Result<(SchemaRef, Vec<Dataset>)> {
     let bytes = mapping.as_slice();
     let len = bytes.len();
     if &bytes[..MAGIC.len()] != MAGIC {
@@ -291,33 +340,47 @@ fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)>
         .ok_or_else(|| FormatError::InvalidFile("footer has no schema".to_owned()))?;
     let schema: SchemaRef = Arc::new(arrow_ipc::convert::try_fb_to_schema(fb_schema)?);
     check_version(&schema)?;
-    check_column_types(&schema)?;
-    if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
-        return Err(FormatError::InvalidFile(
-            "dictionary batches are not part of the format".to_owned(),
-        )
-        .into());
-    }
+    let chosen = Chosen::of(&schema, columns)?;
+    let version = footer.version();
     // SAFETY: check_block verifies, for every batch before it is decoded, everything Arrow's
     // validation would (buffer bounds, alignment and sizes, child lengths, no nulls, and —
     // unless the caller of open_trusted vouched for the file — every offset's order and
-    // bounds), for the only types check_column_types lets through.
-    let decoder = unsafe {
-        FileDecoder::new(schema.clone(), footer.version())
+    // bounds) for the tensor columns, the only ones this decoder reads (check_column_types
+    // lets only LoD tensor types through as tensors).
+    let tensors = unsafe {
+        FileDecoder::new(schema.clone(), version)
+            .with_projection(chosen.tensors.clone())
             .with_require_alignment(true)
             .with_skip_validation(true)
     };
-    let blocks = footer
-        .recordBatches()
-        .map(|b| b.iter().collect::<Vec<_>>())
-        .unwrap_or_default();
-    let mut batches: Vec<Dataset> = Vec::with_capacity(blocks.len());
-    for (index, block) in blocks.iter().enumerate() {
-        let data = check_block(mapping, block, footer.version(), &schema, index, validate)?;
-        let batch = decoder
-            .read_record_batch(block, &data)
-            .map_err(|e| FormatError::InvalidFile(format!("batch {index}: {e}")))?
-            .ok_or_else(|| FormatError::InvalidFile(format!("batch {index}: no record batch")))?;
+    // Side columns: Arrow's decoder with its full validation, after check_block has seen
+    // that every buffer lies in the body.
+    let mut sides = FileDecoder::new(schema.clone(), version)
+        .with_projection(chosen.sides.clone())
+        .with_require_alignment(true);
+    if chosen.dictionaries {
+        let dictionaries = footer.dictionaries().map(|b| b.iter().collect::<Vec<_>>());
+        for (index, block) in dictionaries.unwrap_or_default().into_iter().enumerate() {
+            let data = block_bytes(mapping, block, &format!("dictionary {index}"))?;
+            sides
+                .read_dictionary(block, &data)
+                .map_err(|e| FormatError::InvalidFile(format!("dictionary {index}: {e}")))?;
+        }
+    }
+    let projected: SchemaRef = Arc::new(schema.project(&chosen.order)?);
+    let mut batches: Vec<Dataset> = Vec::new();
+    let blocks = footer.recordBatches().map(|b| b.iter().collect::<Vec<_>>());
+    for (index, block) in blocks.unwrap_or_default().into_iter().enumerate() {
+        let data = check_block(
+            mapping,
+            block,
+            version,
+            &schema,
+            &chosen.checked,
+            index,
+            validate,
+        )?;
+        let batch = chosen.read(&tensors, &sides, block, &data, &projected, index)?;
         // Every batch has the file's schema: its fields are checked with the first batch.
         let dataset = match batches.first() {
             Some(first) => first.try_from_record_batch_like(&batch, index)?,
@@ -325,40 +388,144 @@ fn decode(mapping: &Buffer, validate: bool) -> Result<(SchemaRef, Vec<Dataset>)>
         };
         batches.push(dataset);
     }
-    Ok((schema, batches))
+    Ok((projected, batches))
 }
 
-/// Checks that every column is nested lists over fixed-size lists or primitives of a
-/// supported dtype, before any batch is decoded.
-fn check_column_types(schema: &Schema) -> Result<()> {
-    for field in schema.fields() {
-        ColumnLayout::of(field)
-            .dtype()
-            .map_err(|e| e.in_column(field.name(), 0))?;
+/// The columns a reader reads: tensors and side columns, by their index in the file.
+struct Chosen {
+    /// The columns, in the order asked for.
+    order: Vec<usize>,
+    /// The tensor columns, in file order (Arrow's projection reads in file order).
+    tensors: Vec<usize>,
+    /// The side columns, in file order.
+    sides: Vec<usize>,
+    /// For each column of the file, whether its layout and offsets are checked.
+    checked: Vec<bool>,
+    /// Whether a side column read has a dictionary.
+    dictionaries: bool,
+}
+
+impl Chosen {
+    /// The columns of `schema` named `names` (all when `None`), each checked to be a LoD
+    /// tensor of a supported dtype or a side column of a supported type.
+    fn of(schema: &Schema, names: Option<&[&str]>) -> Result<Self> {
+        let order: Vec<usize> = match names {
+            None => (0..schema.fields().len()).collect(),
+            Some(names) => names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    if names[..i].contains(name) {
+                        return Err(DataError::DuplicateColumn((*name).to_owned()).into());
+                    }
+                    schema
+                        .index_of(name)
+                        .map_err(|_| ArgumentError::NoSuchColumn((*name).to_owned()).into())
+                })
+                .collect::<Result<_>>()?,
+        };
+        let mut chosen = Chosen {
+            tensors: Vec::new(),
+            sides: Vec::new(),
+            checked: vec![false; schema.fields().len()],
+            dictionaries: false,
+            order,
+        };
+        let mut sorted = chosen.order.clone();
+        sorted.sort_unstable();
+        for i in sorted {
+            let field = schema.field(i);
+            let in_column = |e: Error| e.in_column(field.name(), 0);
+            if is_side(field).map_err(in_column)? {
+                check_type(field.data_type()).map_err(in_column)?;
+                chosen.dictionaries |= has_dictionary(field.data_type());
+                chosen.sides.push(i);
+            } else {
+                ColumnLayout::of(field).dtype().map_err(in_column)?;
+                chosen.checked[i] = true;
+                chosen.tensors.push(i);
+            }
+        }
+        Ok(chosen)
     }
-    Ok(())
+
+    /// The record batch `block` holds (its bytes `data`, already checked), of the chosen
+    /// columns in the order asked for, under `schema` (the projected schema).
+    fn read(
+        &self,
+        tensors: &FileDecoder,
+        sides: &FileDecoder,
+        block: &Block,
+        data: &Buffer,
+        schema: &SchemaRef,
+        index: usize,
+    ) -> Result<RecordBatch> {
+        let decode = |decoder: &FileDecoder, columns: &[usize]| -> Result<Option<RecordBatch>> {
+            if columns.is_empty() && !self.order.is_empty() {
+                return Ok(None);
+            }
+            decoder
+                .read_record_batch(block, data)
+                .map_err(|e| FormatError::InvalidFile(format!("batch {index}: {e}")))?
+                .ok_or_else(|| {
+                    FormatError::InvalidFile(format!("batch {index}: no record batch")).into()
+                })
+                .map(Some)
+        };
+        let tensor_batch = decode(tensors, &self.tensors)?;
+        let side_batch = decode(sides, &self.sides)?;
+        let rows = tensor_batch
+            .iter()
+            .chain(&side_batch)
+            .map(RecordBatch::num_rows)
+            .next()
+            .unwrap_or(0);
+        let arrays = self
+            .order
+            .iter()
+            .map(|i| {
+                let (batch, columns) = match self.tensors.binary_search(i) {
+                    Ok(_) => (&tensor_batch, &self.tensors),
+                    Err(_) => (&side_batch, &self.sides),
+                };
+                let at = columns
+                    .binary_search(i)
+                    .expect("every chosen column is read");
+                batch.as_ref().expect("a decoded batch").column(at).clone()
+            })
+            .collect();
+        Ok(RecordBatch::try_new_with_options(
+            schema.clone(),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?)
+    }
 }
 
-/// The bytes of one block, after checking that the block lies inside the file, that it
-/// holds a record batch, and (see [`check_batch`]) that the batch's layout and offsets are
-/// valid.
-fn check_block(
-    mapping: &Buffer,
-    block: &Block,
-    version: MetadataVersion,
-    schema: &Schema,
-    index: usize,
-    validate: bool,
-) -> Result<Buffer> {
-    let at_batch =
-        |reason: String| FormatError::InvalidFile(format!("batch {index}: {reason}")).into();
+/// Whether `data_type` holds a dictionary at any depth.
+fn has_dictionary(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Dictionary(..) => true,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => has_dictionary(f.data_type()),
+        DataType::Struct(fields) => fields.iter().any(|f| has_dictionary(f.data_type())),
+        _ => false,
+    }
+}
+
+/// The bytes of `block` (named `what` in errors), checked to lie in the file with an 8-byte
+/// aligned body.
+fn block_bytes(mapping: &Buffer, block: &Block, what: &str) -> Result<Buffer> {
+    let at_block = |reason: String| FormatError::InvalidFile(format!("{what}: {reason}")).into();
     let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
     let (Ok(offset), Ok(meta), Ok(body)) = (
         usize::try_from(offset),
         usize::try_from(meta),
         usize::try_from(body),
     ) else {
-        return Err(at_batch(format!(
+        return Err(at_block(format!(
             "block has a negative offset or length (offset {offset}, metadata {meta}, body {body})"
         )));
     };
@@ -367,23 +534,41 @@ fn check_block(
         .and_then(|e| e.checked_add(body))
         .filter(|&e| e <= mapping.len())
         .ok_or_else(|| {
-            at_batch(format!(
+            at_block(format!(
                 "block at {offset} of {meta} + {body} bytes ends past the file's {} bytes",
                 mapping.len()
             ))
         })?;
     if meta < 8 {
-        return Err(at_batch(format!("metadata of {meta} bytes is too short")));
+        return Err(at_block(format!("metadata of {meta} bytes is too short")));
     }
     // The IPC format pads every buffer to 8 bytes and the mapping is page-aligned: a
     // misaligned body would otherwise be copied.
     if (offset + meta) % 8 != 0 {
-        return Err(at_batch(format!(
+        return Err(at_block(format!(
             "body at {} is not 8-byte aligned",
             offset + meta
         )));
     }
-    let data = mapping.slice_with_length(offset, end - offset);
+    Ok(mapping.slice_with_length(offset, end - offset))
+}
+
+/// The bytes of one block, after checking that the block lies inside the file, that it
+/// holds a record batch, and (see [`check_batch`]) that the batch's layout and offsets are
+/// valid (`checked`: for which columns fully).
+fn check_block(
+    mapping: &Buffer,
+    block: &Block,
+    version: MetadataVersion,
+    schema: &Schema,
+    checked: &[bool],
+    index: usize,
+    validate: bool,
+) -> Result<Buffer> {
+    let at_batch =
+        |reason: String| FormatError::InvalidFile(format!("batch {index}: {reason}")).into();
+    let data = block_bytes(mapping, block, &format!("batch {index}"))?;
+    let meta = block.metaDataLength() as usize;
     let bytes = data.as_slice();
     let skip = if bytes[..4] == [0xff; 4] { 8 } else { 4 };
     let message = arrow_ipc::root_as_message(&bytes[skip..meta])
@@ -396,6 +581,6 @@ fn check_block(
     let batch = message
         .header_as_record_batch()
         .ok_or_else(|| at_batch("block is not a record batch".to_owned()))?;
-    check_batch(schema, &batch, &data.slice(meta), index, validate)?;
+    check_batch(schema, checked, &batch, &data.slice(meta), index, validate)?;
     Ok(data)
 }

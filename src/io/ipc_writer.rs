@@ -286,7 +286,11 @@ pub(crate) fn row_bytes(dataset: &Dataset, row: usize) -> usize {
         .columns()
         .iter()
         .map(|c| {
-            let t = c.tensor();
+            let Some(t) = c.as_tensor() else {
+                // A side column: its buffers' bytes spread evenly over its rows.
+                let array = c.side_array().expect("not a tensor: a side column");
+                return array.get_buffer_memory_size() / array.len().max(1);
+            };
             let elements = match t.num_levels() {
                 0 => 1,
                 _ => t.lod().sequence_elements(0, row).map_or(0, |r| r.len()),

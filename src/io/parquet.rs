@@ -181,8 +181,13 @@ impl ParquetWriteOptions {
         self
     }
 
-    /// The Parquet writer properties for a file of `schema` whose columns hold `dtypes`.
-    pub(super) fn properties(&self, schema: &Schema, dtypes: &[DType]) -> Result<WriterProperties> {
+    /// The Parquet writer properties for a file of `schema` whose columns hold `dtypes`
+    /// (`None`: a side column).
+    pub(super) fn properties(
+        &self,
+        schema: &Schema,
+        dtypes: &[Option<DType>],
+    ) -> Result<WriterProperties> {
         let mut builder = WriterProperties::builder()
             .set_compression(self.compression.to_parquet()?)
             .set_dictionary_enabled(self.dictionary);
@@ -190,7 +195,10 @@ impl ParquetWriteOptions {
             let descr = ArrowSchemaConverter::new().convert(schema)?;
             for (i, leaf) in descr.columns().iter().enumerate() {
                 let dtype = dtypes[descr.get_column_root_idx(i)];
-                if matches!(dtype, DType::Float16 | DType::Float32 | DType::Float64) {
+                if matches!(
+                    dtype,
+                    Some(DType::Float16 | DType::Float32 | DType::Float64)
+                ) {
                     builder = builder
                         .set_column_encoding(leaf.path().clone(), Encoding::BYTE_STREAM_SPLIT)
                         .set_column_dictionary_enabled(leaf.path().clone(), false);

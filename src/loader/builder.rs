@@ -3,7 +3,7 @@
 use arrow_schema::Schema;
 
 use super::Loader;
-use super::gather::{ColumnInfo, Gatherer, Source};
+use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
 use super::plan::{BatchSize, PlanConfig, Shuffle};
 use crate::ArgumentError;
 use crate::dataset::{Column, Dataset};
@@ -167,12 +167,7 @@ impl<'a> LoaderBuilder<'a> {
         let fingerprint = config.fingerprint(&lengths, rows.starts());
         let sources = batches
             .iter()
-            .map(|b| {
-                b.columns()
-                    .iter()
-                    .map(|c| Source::new(c.tensor()))
-                    .collect()
-            })
+            .map(|b| b.columns().iter().map(Source::new).collect())
             .collect();
         Ok(Loader {
             batches,
@@ -221,6 +216,13 @@ fn length_column(
             let Some(c) = columns.iter().position(|c| c.name == name) else {
                 return Err(ArgumentError::NoSuchColumn(name).into());
             };
+            if let ValuesInfo::Side(field) = &columns[c].values {
+                return Err(ArgumentError::NotATensor {
+                    column: name,
+                    data_type: field.data_type().clone(),
+                }
+                .into());
+            }
             ArgumentError::check_level(level, columns[c].widths.len())?;
             Ok(Some((c, level)))
         }
@@ -237,7 +239,10 @@ fn sample_lengths(batches: &[Dataset], length: Option<(usize, usize)>, rows: usi
     for b in batches {
         match length {
             Some((c, level)) => {
-                let lod = b.columns()[c].tensor().lod();
+                let lod = b.columns()[c]
+                    .as_tensor()
+                    .expect("the length column is a tensor")
+                    .lod();
                 for row in 0..b.num_rows() {
                     lengths.push(lod.descend(0, row..row + 1, level + 1).len());
                 }

@@ -7,14 +7,18 @@
 //! | col 0 level 0 offsets | col 0 level 1 offsets | col 0 values ……… | col 1 values | pad
 //! ```
 //!
+//! Side columns (format-spec §2.2) are gathered by Arrow's `interleave` into arrays of
+//! their own, row for row with the tensors.
+//!
 //! The buffers come from a small pool: a buffer whose batch has been dropped (the pool then
 //! holds the only reference) is taken back and refilled in place, so once the pool holds
 //! buffers as large as the largest batch, gathering allocates no data buffer.
 
 use crate::{DataError, RowIndex};
-use arrow_array::{ArrayRef, make_array};
+use arrow_array::{Array, ArrayRef, make_array};
 use arrow_buffer::{Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer, bit_util};
 use arrow_data::ArrayData;
+use arrow_schema::FieldRef;
 
 use crate::dataset::{Column, Dataset};
 use crate::error::Result;
@@ -39,15 +43,26 @@ pub(crate) struct Source {
     items: Buffer,
     /// Where item 0 is in `items` (in items, bits for booleans).
     item_offset: usize,
+    /// A side column's array (then the other fields are empty).
+    side: Option<ArrayRef>,
 }
 
 impl Source {
-    pub(crate) fn new(tensor: &LodTensor) -> Self {
+    pub(crate) fn new(column: &Column) -> Self {
+        let Some(tensor) = column.as_tensor() else {
+            return Source {
+                levels: Vec::new(),
+                items: Buffer::from_vec(Vec::<u8>::new()),
+                item_offset: 0,
+                side: column.side_array().cloned(),
+            };
+        };
         let data = tensor.values().items().to_data();
         Source {
             levels: tensor.lod().levels().to_vec(),
             items: data.buffers()[0].clone(),
             item_offset: data.offset(),
+            side: None,
         }
     }
 
@@ -64,22 +79,44 @@ impl Source {
 pub(crate) struct ColumnInfo {
     pub name: String,
     pub level_names: Vec<String>,
-    pub dtype: DType,
-    pub element_shape: Vec<usize>,
-    pub element_size: usize,
+    /// Every level's offset width (none for a side column).
     pub widths: Vec<OffsetWidth>,
+    pub values: ValuesInfo,
+}
+
+/// What a column's values are.
+#[derive(Debug)]
+pub(crate) enum ValuesInfo {
+    /// A tensor's elements.
+    Tensor {
+        dtype: DType,
+        element_shape: Vec<usize>,
+        element_size: usize,
+    },
+    /// A side column, of this field.
+    Side(FieldRef),
 }
 
 impl ColumnInfo {
     pub(crate) fn new(column: &Column) -> Self {
-        let t = column.tensor();
+        let Some(t) = column.as_tensor() else {
+            let field = column.arrow_field().with_name(column.name());
+            return ColumnInfo {
+                name: column.name().to_owned(),
+                level_names: Vec::new(),
+                widths: Vec::new(),
+                values: ValuesInfo::Side(std::sync::Arc::new(field)),
+            };
+        };
         ColumnInfo {
             name: column.name().to_owned(),
             level_names: column.level_names().to_vec(),
-            dtype: t.dtype(),
-            element_shape: t.element_shape().to_vec(),
-            element_size: t.values().element_size(),
             widths: t.lod().levels().iter().map(LevelOffsets::width).collect(),
+            values: ValuesInfo::Tensor {
+                dtype: t.dtype(),
+                element_shape: t.element_shape().to_vec(),
+                element_size: t.values().element_size(),
+            },
         }
     }
 }
@@ -156,7 +193,17 @@ impl Gatherer {
         let mut out = self.take(total);
         let mut parts = std::mem::take(&mut self.parts);
         parts.clear();
+        let mut sides = Vec::new();
         for (c, info) in columns.iter().enumerate() {
+            let ValuesInfo::Tensor {
+                dtype,
+                element_size,
+                ..
+            } = info.values
+            else {
+                sides.push(self.gather_side(sources, c)?);
+                continue;
+            };
             for (level, &width) in info.widths.iter().enumerate() {
                 let at = out.len();
                 let count = self.copy_offsets(&mut out, sources, c, level, width)?;
@@ -164,7 +211,13 @@ impl Gatherer {
                 pad_to_alignment(&mut out);
             }
             let at = out.len();
-            let items = self.copy_values(&mut out, sources, c, info);
+            let items = self.copy_values(
+                &mut out,
+                sources,
+                c,
+                info.widths.len(),
+                (dtype, element_size),
+            );
             parts.push((at, items));
             pad_to_alignment(&mut out);
         }
@@ -173,7 +226,7 @@ impl Gatherer {
         self.stats.gathered += 1;
         let buffer: Buffer = out.into();
         self.keep(&buffer);
-        let dataset = build_dataset(&buffer, &parts, columns);
+        let dataset = build_dataset(&buffer, &parts, columns, sides);
         self.parts = parts;
         dataset
     }
@@ -195,6 +248,14 @@ impl Gatherer {
     fn total_bytes(&self, sources: &[Vec<Source>], columns: &[ColumnInfo]) -> usize {
         let mut total = 0;
         for (c, info) in columns.iter().enumerate() {
+            let ValuesInfo::Tensor {
+                dtype,
+                element_size,
+                ..
+            } = info.values
+            else {
+                continue;
+            };
             for (level, width) in info.widths.iter().enumerate() {
                 let entries: usize = self
                     .runs
@@ -206,8 +267,8 @@ impl Gatherer {
                     .sum();
                 total += align((entries + 1) * offset_bytes(*width));
             }
-            let items = self.elements(sources, c, info.widths.len()) * info.element_size;
-            total += align(item_bytes(info.dtype, items));
+            let items = self.elements(sources, c, info.widths.len()) * element_size;
+            total += align(item_bytes(dtype, items));
         }
         total
     }
@@ -242,25 +303,26 @@ impl Gatherer {
         Ok(count)
     }
 
-    /// Appends the values of column `c` under the runs; returns how many items.
+    /// Appends the values of column `c` (of `levels` levels, elements of `element_size`
+    /// items of `dtype`) under the runs; returns how many items.
     fn copy_values(
         &self,
         out: &mut MutableBuffer,
         sources: &[Vec<Source>],
         c: usize,
-        info: &ColumnInfo,
+        levels: usize,
+        (dtype, element_size): (DType, usize),
     ) -> usize {
-        let levels = info.widths.len();
-        let items = self.elements(sources, c, levels) * info.element_size;
-        match info.dtype.byte_width() {
+        let items = self.elements(sources, c, levels) * element_size;
+        match dtype.byte_width() {
             // Arrow layout, primitive: the items back to back, row-major per element
             // (spec §2.1), copied run by run.
             Some(w) => {
                 for &(b, lo, hi) in &self.runs {
                     let src = &sources[b][c];
                     let (s, e) = src.range((lo, hi), levels);
-                    let first = (src.item_offset + s * info.element_size) * w;
-                    let len = (e - s) * info.element_size * w;
+                    let first = (src.item_offset + s * element_size) * w;
+                    let len = (e - s) * element_size * w;
                     out.extend_from_slice(&src.items.as_slice()[first..first + len]);
                 }
             }
@@ -275,7 +337,7 @@ impl Gatherer {
                     let src = &sources[b][c];
                     let (s, e) = src.range((lo, hi), levels);
                     let from = src.items.as_slice();
-                    for k in s * info.element_size..e * info.element_size {
+                    for k in s * element_size..e * element_size {
                         if bit_util::get_bit(from, src.item_offset + k) {
                             bit_util::set_bit(bits, i);
                         }
@@ -285,6 +347,28 @@ impl Gatherer {
             }
         }
         items
+    }
+
+    /// The rows of side column `c` under the current runs, gathered by Arrow's
+    /// `interleave` (a slice, sharing the buffers, when they are one run).
+    fn gather_side(&self, sources: &[Vec<Source>], c: usize) -> Result<ArrayRef> {
+        let arrays: Vec<&dyn Array> = sources
+            .iter()
+            .map(|b| {
+                b[c].side
+                    .as_deref()
+                    .expect("a side column's source has its array")
+            })
+            .collect();
+        if let [(b, lo, hi)] = self.runs[..] {
+            return Ok(arrays[b].slice(lo, hi - lo));
+        }
+        let rows: Vec<(usize, usize)> = self
+            .runs
+            .iter()
+            .flat_map(|&(b, lo, hi)| (lo..hi).map(move |row| (b, row)))
+            .collect();
+        Ok(arrow_select::interleave::interleave(&arrays, &rows)?)
     }
 
     /// The elements of column `c` under the current runs.
@@ -300,15 +384,30 @@ impl Gatherer {
 }
 
 /// The columns whose parts `parts` (`(byte position, count)`: each level's offsets, then
-/// the values, column after column) lie in `buffer`.
+/// the values, tensor column after tensor column) lie in `buffer`, and whose side columns
+/// are `sides`, in order.
 fn build_dataset(
     buffer: &Buffer,
     parts: &[(usize, usize)],
     columns: &[ColumnInfo],
+    sides: Vec<ArrayRef>,
 ) -> Result<Dataset> {
     let mut part = parts.iter().copied();
+    let mut sides = sides.into_iter();
     let mut built = Vec::with_capacity(columns.len());
     for info in columns {
+        let (dtype, element_shape) = match &info.values {
+            ValuesInfo::Tensor {
+                dtype,
+                element_shape,
+                ..
+            } => (*dtype, element_shape),
+            ValuesInfo::Side(field) => {
+                let array = sides.next().expect("one array per side column");
+                built.push(Column::side_with_field(field.as_ref().clone(), array)?);
+                continue;
+            }
+        };
         let mut levels = Vec::with_capacity(info.widths.len());
         for &width in &info.widths {
             let (at, count) = part.next().expect("one part per level");
@@ -325,13 +424,13 @@ fn build_dataset(
             });
         }
         let (at, items) = part.next().expect("one part per column's values");
-        let bytes = item_bytes(info.dtype, items);
-        let data = ArrayData::builder(info.dtype.arrow_type())
+        let bytes = item_bytes(dtype, items);
+        let data = ArrayData::builder(dtype.arrow_type())
             .len(items)
             .add_buffer(buffer.slice_with_length(at, bytes))
             .build()?;
         let array: ArrayRef = make_array(data);
-        let values = Values::try_new(array, info.element_shape.clone())?;
+        let values = Values::try_new(array, element_shape.clone())?;
         let tensor = LodTensor::try_new(Lod::try_new(levels)?, values)?;
         built.push(
             Column::new(info.name.clone(), tensor)

@@ -43,15 +43,19 @@ pub struct ColumnSpec {
 
 impl ColumnSpec {
     /// The spec of a column.
-    pub fn of_column(column: &Column) -> Self {
-        let t = column.tensor();
-        ColumnSpec {
+    ///
+    /// # Errors
+    /// [`ArgumentError::NotATensor`](crate::ArgumentError::NotATensor) for a side column: a
+    /// sharded dataset holds LoD tensor columns only (format-spec §7.1).
+    pub fn of_column(column: &Column) -> Result<Self> {
+        let t = column.tensor()?;
+        Ok(ColumnSpec {
             name: column.name().to_owned(),
             dtype: t.dtype(),
             element_shape: t.element_shape().to_vec(),
             offsets: t.lod().levels().iter().map(|l| l.width()).collect(),
             level_names: column.level_names().to_vec(),
-        }
+        })
     }
 
     /// The specs of every field of a lodtensor file's schema.
@@ -64,7 +68,7 @@ impl ColumnSpec {
             .iter()
             .map(|f| {
                 let empty = arrow_array::new_empty_array(f.data_type());
-                Ok(Self::of_column(&Column::try_from_arrow(f, empty.as_ref())?))
+                Self::of_column(&Column::try_from_arrow(f, empty.as_ref())?)
             })
             .collect()
     }

@@ -186,7 +186,7 @@ fn open_checked(path: &Path, entry: &ShardEntry, columns: &[ColumnSpec]) -> Resu
     for (c, expected) in entry.columns.iter().enumerate() {
         let mut found = ColumnStats::default();
         for batch in shard.batches() {
-            found.add(batch.columns()[c].tensor());
+            found.add(batch.columns()[c].tensor()?);
         }
         if found.sequences.is_empty() {
             found.sequences = vec![0; expected.sequences.len()];

@@ -206,7 +206,7 @@ impl ShardWriter {
             .columns()
             .iter()
             .map(ColumnSpec::of_column)
-            .collect();
+            .collect::<Result<_>>()?;
         if self.manifest.columns.is_empty() && self.manifest.shards.is_empty() {
             self.manifest.columns = specs;
         } else if specs != self.manifest.columns {
@@ -238,7 +238,7 @@ impl ShardWriter {
             let part = dataset.slice_rows(start..end)?;
             shard.writer.write(&part)?;
             for (stats, column) in shard.stats.iter_mut().zip(part.columns()) {
-                stats.add(column.tensor());
+                stats.add(column.tensor()?);
             }
             let full = shard_rows.is_some_and(|l| shard.rows >= l)
                 || shard_bytes.is_some_and(|l| shard.bytes >= l);

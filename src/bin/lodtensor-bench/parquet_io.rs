@@ -70,7 +70,7 @@ pub fn variants(file: &MappedDataset, dir: &Path) -> Result<Vec<Variant>> {
                 .columns()
                 .iter()
                 .map(|c| {
-                    let t = c.tensor();
+                    let t = c.tensor().expect("the bench's columns are tensors");
                     let n = t.values().items().len();
                     let items: Vec<f32> = (0..n)
                         .map(|_| {

@@ -356,8 +356,8 @@ fn concat_columns(datasets: &[Dataset]) -> Result<Vec<(String, LodTensor)>> {
     for (c, column) in first.columns().iter().enumerate() {
         let parts: Vec<LodTensor> = datasets
             .iter()
-            .map(|d| d.columns()[c].tensor().clone())
-            .collect();
+            .map(|d| d.columns()[c].tensor().cloned())
+            .collect::<lodtensor::Result<_>>()?;
         let tensor = match parts.as_slice() {
             [one] => one.clone(),
             _ => lodtensor::ops::concat(&parts).map_err(|e| e.in_column(column.name(), 0))?,

@@ -102,7 +102,7 @@ fn fold(path: &Path, parts: &mut Parts, shape: &[usize]) -> Result<()> {
             .map_err(at)?;
         let folded = column.fold_element_shape(shape).map_err(at)?;
         level_names = folded.level_names().to_vec();
-        *tensor = folded.tensor().clone();
+        *tensor = folded.tensor().map_err(at)?.clone();
     }
     parts.level_names = level_names;
     Ok(())

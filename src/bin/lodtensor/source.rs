@@ -265,7 +265,7 @@ impl Source {
         let columns = if datasets.is_empty() {
             empty_columns(path, &schema)?
         } else {
-            Self::parts_of(&datasets)
+            Self::parts_of(&datasets)?
         };
         Ok(Source {
             path: path.to_path_buf(),
@@ -285,7 +285,7 @@ impl Source {
         let columns = if file.batches().is_empty() {
             empty_columns(path, file.schema())?
         } else {
-            Self::parts_of(file.batches())
+            Self::parts_of(file.batches())?
         };
         Ok(Source {
             path: path.to_path_buf(),
@@ -300,21 +300,23 @@ impl Source {
     }
 
     /// The columns of batches that share a schema.
-    pub(crate) fn parts_of(batches: &[Dataset]) -> Vec<Parts> {
+    pub(crate) fn parts_of(batches: &[Dataset]) -> Result<Vec<Parts>> {
         let Some(first) = batches.first() else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         first
             .columns()
             .iter()
             .enumerate()
-            .map(|(c, column)| Parts {
-                name: column.name().to_owned(),
-                level_names: column.level_names().to_vec(),
-                tensors: batches
-                    .iter()
-                    .map(|b| b.columns()[c].tensor().clone())
-                    .collect(),
+            .map(|(c, column)| {
+                Ok(Parts {
+                    name: column.name().to_owned(),
+                    level_names: column.level_names().to_vec(),
+                    tensors: batches
+                        .iter()
+                        .map(|b| b.columns()[c].tensor().cloned())
+                        .collect::<lodtensor::Result<_>>()?,
+                })
             })
             .collect()
     }
@@ -455,7 +457,7 @@ fn open_parquet(path: &Path) -> Result<Source> {
     let columns = if datasets.is_empty() {
         empty_columns(path, &schema)?
     } else {
-        Source::parts_of(&datasets)
+        Source::parts_of(&datasets)?
     };
     let in_file = |e: lodtensor::Error| e.in_file(path);
     let file = std::fs::File::open(path).map_err(|e| in_file(e.into()))?;
@@ -491,7 +493,7 @@ pub(crate) fn empty_columns(path: &Path, schema: &arrow_schema::Schema) -> Resul
         columns.push(Parts {
             name: field.name().clone(),
             level_names: column.level_names().to_vec(),
-            tensors: vec![column.tensor().clone()],
+            tensors: vec![column.tensor().map_err(|e| e.in_file(path))?.clone()],
         });
     }
     Ok(columns)

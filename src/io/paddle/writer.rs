@@ -58,7 +58,8 @@ pub fn write_tensor<W: Write + ?Sized>(writer: &mut W, tensor: &LodTensor) -> Re
 ///     Column::new("pos", LodTensor::from_lengths::<Int32Type>(&[vec![1, 1]], vec![0, 1, 2, 3], vec![2])?),
 /// ])?;
 /// let mut bytes = Vec::new();
-/// paddle::write_combined(&mut bytes, ds.columns().iter().map(|c| c.tensor()))?;
+/// let tensors = ds.columns().iter().map(|c| c.tensor()).collect::<lodtensor::Result<Vec<_>>>()?;
+/// paddle::write_combined(&mut bytes, tensors)?;   // a side column would be refused here
 /// let back = paddle::read_combined(&bytes, &["ids", "pos"])?;
 /// assert_eq!(back[1], ("pos".to_owned(), ds.column("pos")?.clone()));
 /// # Ok::<(), lodtensor::Error>(())

@@ -34,8 +34,9 @@ pub(super) struct Direct<R> {
 
 impl<R: ChunkReader + 'static> Direct<R> {
     /// The plans of the columns of a file, or `None` when a column needs the general
-    /// reader: a type or level structure other than this crate's layout, a column that is
-    /// not one Parquet leaf, or an encoding the decoder does not read in some row group.
+    /// reader: a side column (format-spec §2.2), a type or level structure other than this
+    /// crate's layout, a column that is not one Parquet leaf, or an encoding the decoder
+    /// does not read in some row group.
     pub(super) fn plans(metadata: &ParquetMetaData, schema: &SchemaRef) -> Option<Vec<Plan>> {
         let descr = metadata.file_metadata().schema_descr();
         if schema.fields().is_empty() || descr.num_columns() != schema.fields().len() {
@@ -43,6 +44,9 @@ impl<R: ChunkReader + 'static> Direct<R> {
         }
         let mut plans = Vec::with_capacity(schema.fields().len());
         for (i, field) in schema.fields().iter().enumerate() {
+            if crate::dataset::is_side(field).unwrap_or(true) {
+                return None;
+            }
             let leaf = descr.column(i);
             if descr.get_column_root_idx(i) != i || leaf.path().parts()[0] != *field.name() {
                 return None;

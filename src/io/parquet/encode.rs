@@ -14,12 +14,14 @@
 use std::io::Write;
 use std::ops::Range;
 
-use arrow_array::ArrowPrimitiveType;
 use arrow_array::types::{
     Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
     UInt16Type, UInt32Type, UInt64Type,
 };
+use arrow_array::{Array, ArrowPrimitiveType};
+use arrow_schema::{DataType, SchemaRef};
 use bytes::Bytes;
+use parquet::arrow::arrow_writer::{ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::column::writer::{ColumnCloseResult, ColumnWriter, get_column_writer};
 use parquet::data_type::{ByteArray, FixedLenByteArray};
 use parquet::errors::ParquetError;
@@ -38,22 +40,70 @@ use crate::values::{DType, Values};
 const LEVELS_PER_WRITE: usize = 1 << 16;
 
 /// Writes the rows of `parts` (in order) as one row group of `file`, column after column,
-/// each page straight into the file.
+/// each page straight into the file. Side columns (any number of leaves each) go through
+/// the `parquet` crate's Arrow column writers, made for `schema` (the file's Arrow schema).
 pub(super) fn write_row_group<W: Write + Send>(
     file: &mut SerializedFileWriter<W>,
     parts: &[Dataset],
+    schema: &SchemaRef,
 ) -> Result<()> {
     let leaves = file.schema_descr().columns().to_vec();
+    let mut side_writers = match parts.first() {
+        Some(p) if p.columns().iter().any(Column::is_side) => {
+            let index = file.flushed_row_groups().len();
+            ArrowRowGroupWriterFactory::new(file, schema.clone()).create_column_writers(index)?
+        }
+        _ => Vec::new(),
+    }
+    .into_iter();
     let mut row_group = file.next_row_group()?;
-    for (column, descr) in leaves.iter().enumerate() {
-        let mut writer = row_group
-            .next_column()?
-            .ok_or_else(|| internal(format!("no column writer for leaf {}", descr.path())))?;
-        write_column(writer.untyped(), parts, column, descr)?;
-        writer.close()?;
+    let mut leaf = 0;
+    for (column, field) in schema.fields().iter().enumerate() {
+        let side = parts.first().is_some_and(|p| p.columns()[column].is_side());
+        if !side {
+            let descr = &leaves[leaf];
+            let mut writer = row_group
+                .next_column()?
+                .ok_or_else(|| internal(format!("no column writer for leaf {}", descr.path())))?;
+            write_column(writer.untyped(), parts, column, descr)?;
+            writer.close()?;
+            if let Some(skipped) = side_writers.next() {
+                drop(skipped); // The Arrow writer of this tensor's leaf, not used.
+            }
+            leaf += 1;
+            continue;
+        }
+        let n = leaf_count(field.data_type());
+        let mut writers: Vec<_> = side_writers.by_ref().take(n).collect();
+        for part in parts {
+            let array = part.columns()[column].to_arrow();
+            for (writer, leaf) in writers.iter_mut().zip(compute_leaves(field, &array)?) {
+                writer.write(&leaf)?;
+            }
+        }
+        for writer in writers {
+            writer.close()?.append_to_row_group(&mut row_group)?;
+        }
+        leaf += n;
     }
     row_group.close()?;
     Ok(())
+}
+
+/// The number of Parquet leaves of a column of `data_type`, as the `parquet` crate's Arrow
+/// writer maps it: one per primitive, through lists, maps and dictionaries, summed over a
+/// struct's fields.
+pub(super) fn leaf_count(data_type: &DataType) -> usize {
+    match data_type {
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::Map(f, _) => leaf_count(f.data_type()),
+        DataType::Struct(fields) => fields.iter().map(|f| leaf_count(f.data_type())).sum(),
+        _ => 1,
+    }
 }
 
 /// One column chunk, encoded in memory, ready to be appended to its row group.
@@ -147,7 +197,7 @@ pub(super) fn leaves<'a>(
             .columns()
             .get(column)
             .ok_or_else(|| internal(format!("no column {column} for leaf {}", descr.path())))?
-            .tensor();
+            .tensor()?;
         Ok((tensor, Leaf::of(tensor, descr)?))
     })
 }
@@ -280,7 +330,9 @@ impl Levels {
 
 /// About how many bytes the rows in view of `column` hold (values and offsets).
 pub(super) fn raw_bytes(column: &Column) -> usize {
-    let t = column.tensor();
+    let Some(t) = column.as_tensor() else {
+        return column.to_arrow().get_buffer_memory_size();
+    };
     let elements = t.elements();
     let items = (elements.end - elements.start) * t.values().element_size();
     let values = match t.dtype().byte_width() {

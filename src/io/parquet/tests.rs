@@ -125,10 +125,10 @@ pub(super) fn arrow_writer_bytes(
     row_group_rows: usize,
 ) -> Bytes {
     let schema = parts[0].schema();
-    let dtypes: Vec<DType> = parts[0]
+    let dtypes: Vec<Option<DType>> = parts[0]
         .columns()
         .iter()
-        .map(|c| c.tensor().dtype())
+        .map(|c| c.as_tensor().map(|t| t.dtype()))
         .collect();
     let props = options
         .properties(&schema, &dtypes)
@@ -186,6 +186,7 @@ pub(super) fn read_bytes(bytes: Bytes, options: &ParquetReadOptions) -> Dataset 
 fn widths(d: &Dataset) -> Vec<OffsetWidth> {
     d.columns()[0]
         .tensor()
+        .unwrap()
         .lod()
         .levels()
         .iter()
@@ -297,25 +298,26 @@ fn embedded_schema_keeps_metadata_and_extension() {
 fn sliced_views_export_the_rows_in_view() {
     let ds = dataset(DType::Int64, 2, &[3], 10, OffsetWidth::I32, 7);
     let view = ds.slice_rows(3..7).unwrap();
-    assert!(!view.columns()[0].tensor().lod().is_zero_based());
+    assert!(!view.columns()[0].tensor().unwrap().lod().is_zero_based());
     let back = read_bytes(
         write_bytes([&view], &ParquetWriteOptions::default()),
         &ParquetReadOptions::default(),
     );
     assert_eq!(back, view);
     assert_eq!(back.num_rows(), 4);
-    let t = back.columns()[0].tensor();
+    let t = back.columns()[0].tensor().unwrap();
     assert!(t.lod().is_zero_based());
     assert_eq!(
         t.typed_values::<Int64Type>().unwrap(),
         view.columns()[0]
             .tensor()
+            .unwrap()
             .typed_values::<Int64Type>()
             .unwrap()
     );
     assert_eq!(
         t.lod().lengths(),
-        view.columns()[0].tensor().lod().lengths()
+        view.columns()[0].tensor().unwrap().lod().lengths()
     );
 }
 
@@ -359,7 +361,7 @@ fn mismatched_datasets_are_errors() {
     let other_depth = dataset(DType::Int32, 1, &[], 4, OffsetWidth::I32, 1);
     let fewer = Dataset::try_new(vec![a.columns()[0].clone()]).unwrap();
     let renamed = Dataset::try_new(vec![
-        Column::new("y", a.columns()[0].tensor().clone()),
+        Column::new("y", a.columns()[0].tensor().unwrap().clone()),
         a.columns()[1].clone(),
     ])
     .unwrap();
@@ -492,11 +494,11 @@ fn without_arrow_schema_elements_read_as_levels() {
     let bytes = without_arrow_schema(&ds);
     // Each dimension of the element is one more list level, of scalars.
     let plain = read_bytes(bytes.clone(), &ParquetReadOptions::default());
-    let x = plain.columns()[0].tensor();
+    let x = plain.columns()[0].tensor().unwrap();
     assert_eq!(x.num_levels(), 3);
     assert!(x.element_shape().is_empty());
     assert_eq!(widths(&plain), vec![OffsetWidth::I32; 3]);
-    let original = ds.columns()[0].tensor();
+    let original = ds.columns()[0].tensor().unwrap();
     assert_eq!(
         x.typed_values::<Float32Type>().unwrap(),
         original.typed_values::<Float32Type>().unwrap()
@@ -508,7 +510,7 @@ fn without_arrow_schema_elements_read_as_levels() {
             .with_element_shape("x", vec![2, 3])
             .with_batch_size(4),
     );
-    assert_eq!(folded.columns()[0].tensor(), original);
+    assert_eq!(folded.columns()[0].tensor().unwrap(), original);
     assert_eq!(folded.columns()[1], ds.columns()[1]);
     // The same options are harmless on a file that keeps its shapes.
     let kept = read_bytes(

@@ -16,7 +16,7 @@ use super::encode::{append_row_group, encode_row_group, raw_bytes, write_row_gro
 use super::page_encoder;
 use super::plain_file::PlainFile;
 use super::{ParquetWriteOptions, RowGroupSize};
-use crate::dataset::Dataset;
+use crate::dataset::{Dataset, is_side};
 use crate::error::Result;
 use crate::io::AtomicFile;
 use crate::lod::OffsetWidth;
@@ -96,10 +96,10 @@ impl<W: Write + Send> ParquetWriter<W> {
         match &self.schema {
             None => {
                 let schema = dataset.schema();
-                let dtypes: Vec<DType> = dataset
+                let dtypes: Vec<Option<DType>> = dataset
                     .columns()
                     .iter()
-                    .map(|c| c.tensor().dtype())
+                    .map(|c| c.as_tensor().map(|t| t.dtype()))
                     .collect();
                 let props = self.options.properties(&schema, &dtypes)?;
                 let State::Waiting(sink) = std::mem::replace(&mut self.state, State::Broken) else {
@@ -107,6 +107,7 @@ impl<W: Write + Send> ParquetWriter<W> {
                 };
                 self.state = State::Open(Box::new(RowGroups {
                     file: Target::new(sink, &schema, &dtypes, props)?,
+                    schema: schema.clone(),
                     size: self.options.row_group_size,
                     threads: self.options.threads,
                     current: Vec::new(),
@@ -178,14 +179,23 @@ pub(super) enum Target<W: Write + Send> {
 }
 
 impl<W: Write + Send> Target<W> {
-    /// The file of `schema`, whose columns hold `dtypes`, with `props`, in `sink`.
-    fn new(sink: W, schema: &SchemaRef, dtypes: &[DType], props: WriterProperties) -> Result<Self> {
+    /// The file of `schema`, whose columns hold `dtypes` (`None`: a side column), with
+    /// `props`, in `sink`.
+    fn new(
+        sink: W,
+        schema: &SchemaRef,
+        dtypes: &[Option<DType>],
+        props: WriterProperties,
+    ) -> Result<Self> {
         let leaves = ArrowSchemaConverter::new()
             .with_coerce_types(props.coerce_types())
             .convert(schema)?;
-        // One leaf per column (format-spec.md §8.1).
-        let plain = (leaves.columns().iter().zip(dtypes))
-            .all(|(leaf, &dtype)| page_encoder::encodes(dtype, leaf, &props));
+        // One leaf per tensor column (format-spec.md §8.1); side columns (`None`) go to the
+        // crate's writer.
+        let plain = leaves.num_columns() == dtypes.len()
+            && (leaves.columns().iter().zip(dtypes)).all(|(leaf, dtype)| {
+                dtype.is_some_and(|dtype| page_encoder::encodes(dtype, leaf, &props))
+            });
         if plain {
             let mut props = props;
             add_encoded_arrow_schema_to_metadata(schema, &mut props);
@@ -206,6 +216,8 @@ impl<W: Write + Send> Target<W> {
 /// Row groups gathered from the datasets and encoded `threads` at a time.
 pub(super) struct RowGroups<W: Write + Send> {
     file: Target<W>,
+    /// The file's Arrow schema.
+    schema: SchemaRef,
     size: RowGroupSize,
     threads: usize,
     /// The row group being gathered: views of the datasets' rows.
@@ -273,6 +285,18 @@ impl<W: Write + Send> RowGroups<W> {
             }
             Target::Crate(file) => file,
         };
+        if self
+            .schema
+            .fields()
+            .iter()
+            .any(|f| is_side(f).unwrap_or(true))
+        {
+            // Side columns go through the parquet crate's writers: one row group at a time.
+            for group in &groups {
+                write_row_group(file, group, &self.schema)?;
+            }
+            return Ok(());
+        }
         let Some((first, others)) = groups.split_first() else {
             return Ok(());
         };
@@ -286,6 +310,7 @@ impl<W: Write + Send> RowGroups<W> {
                     .collect()
             })
             .collect();
+        let arrow_schema = &self.schema;
         let (schema, props) = (&schema, &props);
         let (written, encoded) = std::thread::scope(|scope| {
             let handles: Vec<_> = others
@@ -295,7 +320,7 @@ impl<W: Write + Send> RowGroups<W> {
                     scope.spawn(move || encode_row_group(group, schema, props, buffers))
                 })
                 .collect();
-            let written = write_row_group(file, first);
+            let written = write_row_group(file, first, arrow_schema);
             let encoded: Vec<Result<_>> = handles
                 .into_iter()
                 .map(|h| {

@@ -121,7 +121,7 @@ fn pages_of_every_version_and_dictionary_fallback_decode() {
 fn low_entropy_values_decode_through_the_dictionary() {
     let mut ds = dataset(DType::Float32, 1, &[8], 200, OffsetWidth::I32, 3);
     // Quantized values: 4 distinct.
-    let t = ds.columns()[0].tensor();
+    let t = ds.columns()[0].tensor().unwrap();
     let items: Vec<f32> = (0..t.values().items().len())
         .map(|i| (i % 4) as f32)
         .collect();

@@ -1,0 +1,268 @@
+//! Side columns: columns of any other Arrow type beside the LoD tensors (`id`, `text`,
+//! `label`, a `meta` struct), carried row for row (format-spec §2.2).
+//!
+//! A column is a LoD tensor when its field says `lodtensor.kind = "tensor"` or carries
+//! `lodtensor.lod_levels`, or, with no such key, when its type is a LoD tensor's (nested
+//! lists over fixed-size lists or items of a [`DType`]); a column marked
+//! `lodtensor.kind = "side"`, or of any other type, is a side column. Side columns hold
+//! nulls freely; LoD tensors hold none.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::{DataType, Field, FieldRef};
+
+use super::{Column, ColumnData};
+use crate::error::Result;
+use crate::format::{KEY_KIND, KEY_LOD_LEVELS};
+use crate::values::DType;
+use crate::{ArgumentError, FormatError, UnsupportedError};
+
+/// `lodtensor.kind` of a side column.
+const SIDE: &str = "side";
+/// `lodtensor.kind` of a tensor column (the default).
+const TENSOR: &str = "tensor";
+
+impl Column {
+    /// A side column named `name` holding `array` as it is (nullable, no metadata): any
+    /// Arrow type but unions, run-end encoded arrays and list views.
+    ///
+    /// # Errors
+    /// [`UnsupportedError::UnsupportedType`] for a type a lodtensor file cannot hold.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodtensor::arrow::array::{Int64Array, StringArray};
+    /// use lodtensor::{Column, Dataset};
+    /// let text = Column::side("text", Arc::new(StringArray::from(vec!["a b", "c"])))?;
+    /// let label = Column::side("label", Arc::new(Int64Array::from(vec![Some(1), None])))?;
+    /// let ds = Dataset::try_new(vec![text, label])?;
+    /// let second = ds.slice_rows(1..2)?;   // Arrow's zero-copy slice
+    /// assert_eq!(second.column_by_name("label")?.side_array().unwrap().null_count(), 1);
+    /// assert!(second.column("text").is_err());   // not a LoD tensor: a typed error
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    pub fn side(name: impl Into<String>, array: ArrayRef) -> Result<Self> {
+        let field = Field::new(name, array.data_type().clone(), true);
+        Self::side_with_field(field, array)
+    }
+
+    /// A side column of `array` under `field` (its name, nullability and metadata kept, but
+    /// `lodtensor.kind`, which the writer adds).
+    ///
+    /// # Errors
+    /// [`UnsupportedError::UnsupportedType`] as for [`Column::side`]; an Arrow schema error
+    /// when the array is not of the field's type, or holds nulls the field says it has not.
+    pub fn side_with_field(field: Field, array: ArrayRef) -> Result<Self> {
+        check_type(field.data_type())?;
+        // The mark is the writer's to add (see `field`), so that equal columns compare equal.
+        let mut metadata = field.metadata().clone();
+        metadata.remove(KEY_KIND);
+        let field = Arc::new(field.with_metadata(metadata));
+        check_array(&field, array.as_ref())?;
+        if !field.is_nullable() && array.null_count() > 0 {
+            return Err(arrow_schema::ArrowError::SchemaError(format!(
+                "field {:?} is not nullable but its array holds {} nulls",
+                field.name(),
+                array.null_count()
+            ))
+            .into());
+        }
+        Ok(Column {
+            name: field.name().clone(),
+            level_names: Vec::new(),
+            data: ColumnData::Side(field, array),
+        })
+    }
+}
+
+/// Whether `field` is a side column (see the module docs).
+///
+/// # Errors
+/// [`FormatError::Metadata`] for a `lodtensor.kind` that is neither `side` nor `tensor`, or
+/// `side` beside `lodtensor.lod_levels`.
+pub(crate) fn is_side(field: &Field) -> Result<bool> {
+    let metadata = field.metadata();
+    match metadata.get(KEY_KIND).map(String::as_str) {
+        Some(SIDE) if metadata.contains_key(KEY_LOD_LEVELS) => Err(FormatError::Metadata {
+            key: KEY_KIND,
+            value: SIDE.to_owned(),
+            reason: format!("the field also has {KEY_LOD_LEVELS}"),
+        }
+        .into()),
+        Some(SIDE) => Ok(true),
+        Some(TENSOR) => Ok(false),
+        Some(other) => Err(FormatError::Metadata {
+            key: KEY_KIND,
+            value: other.to_owned(),
+            reason: format!("expected {SIDE:?} or {TENSOR:?}"),
+        }
+        .into()),
+        None if metadata.contains_key(KEY_LOD_LEVELS) => Ok(false),
+        None => Ok(!is_tensor_type(field.data_type())),
+    }
+}
+
+/// Whether `data_type` is a LoD tensor's: lists over fixed-size lists or items of a dtype.
+pub(crate) fn is_tensor_type(data_type: &DataType) -> bool {
+    let mut data_type = data_type;
+    while let DataType::List(f) | DataType::LargeList(f) = data_type {
+        data_type = f.data_type();
+    }
+    while let DataType::FixedSizeList(f, _) = data_type {
+        data_type = f.data_type();
+    }
+    DType::try_from_arrow(data_type).is_ok()
+}
+
+/// The field a side column is written with: `field` marked `lodtensor.kind = "side"`.
+pub(super) fn field(field: &FieldRef) -> Field {
+    let mut metadata = field.metadata().clone();
+    metadata.insert(KEY_KIND.to_owned(), SIDE.to_owned());
+    field.as_ref().clone().with_metadata(metadata)
+}
+
+/// Refuses an array that is not of the side column's type.
+pub(super) fn check_array(field: &Field, array: &dyn Array) -> Result<()> {
+    if field.data_type() != array.data_type() {
+        return Err(arrow_schema::ArrowError::SchemaError(format!(
+            "field {:?} is {} but its array is {}",
+            field.name(),
+            field.data_type(),
+            array.data_type()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Refuses the types a side column cannot have (format-spec §2.2): unions, run-end
+/// encoded arrays and list views, at any depth.
+pub(crate) fn check_type(data_type: &DataType) -> Result<()> {
+    let refuse = || {
+        Err(UnsupportedError::UnsupportedType {
+            what: "side column",
+            data_type: data_type.clone(),
+        }
+        .into())
+    };
+    match data_type {
+        DataType::Union(..)
+        | DataType::RunEndEncoded(..)
+        | DataType::ListView(_)
+        | DataType::LargeListView(_) => refuse(),
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => check_type(f.data_type()).or_else(|_| refuse()),
+        DataType::Struct(fields) => fields
+            .iter()
+            .try_for_each(|f| check_type(f.data_type()))
+            .or_else(|_| refuse()),
+        DataType::Dictionary(_, values) => check_type(values).or_else(|_| refuse()),
+        _ => Ok(()),
+    }
+}
+
+/// The error for a LoD operation on a side column.
+pub(crate) fn not_a_tensor(column: &str, data_type: &DataType) -> crate::Error {
+    ArgumentError::NotATensor {
+        column: column.to_owned(),
+        data_type: data_type.clone(),
+    }
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Dataset, Error, ErrorKind, LodTensor};
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Int64Array, StringArray, StructArray};
+    use std::collections::HashMap;
+
+    fn marked(data_type: DataType, kind: Option<&str>, levels: bool) -> Field {
+        let mut m = HashMap::new();
+        if let Some(k) = kind {
+            m.insert(KEY_KIND.to_owned(), k.to_owned());
+        }
+        if levels {
+            m.insert(KEY_LOD_LEVELS.to_owned(), "0".to_owned());
+        }
+        Field::new("x", data_type, true).with_metadata(m)
+    }
+
+    #[test]
+    fn kind_follows_the_metadata_then_the_type() {
+        assert!(!is_side(&marked(DataType::Int64, None, false)).unwrap());
+        assert!(is_side(&marked(DataType::Int64, Some("side"), false)).unwrap());
+        assert!(is_side(&marked(DataType::Utf8, None, false)).unwrap());
+        assert!(!is_side(&marked(DataType::Int64, Some("tensor"), false)).unwrap());
+        for bad in [
+            marked(DataType::Int64, Some("other"), false),
+            marked(DataType::Int64, Some("side"), true),
+        ] {
+            assert!(matches!(
+                is_side(&bad).map_err(Error::into_kind),
+                Err(ErrorKind::Format(FormatError::Metadata {
+                    key: KEY_KIND,
+                    ..
+                }))
+            ));
+        }
+        let ts = DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, None);
+        assert!(is_side(&marked(ts, None, false)).unwrap());
+    }
+
+    #[test]
+    fn side_columns_round_trip_and_refuse_lod_operations() {
+        let label = Arc::new(Int64Array::from(vec![Some(3), None, Some(5)])) as ArrayRef;
+        let meta = Arc::new(StructArray::from(vec![(
+            Arc::new(Field::new("source", DataType::Utf8, true)),
+            Arc::new(StringArray::from(vec!["a", "b", "c"])) as ArrayRef,
+        )])) as ArrayRef;
+        let tokens =
+            LodTensor::from_lengths::<Int64Type>(&[vec![1, 0, 2]], vec![1, 2, 3], vec![]).unwrap();
+        let ds = Dataset::try_new(vec![
+            Column::new("tokens", tokens),
+            Column::side("label", label.clone()).unwrap(),
+            Column::side("meta", meta).unwrap(),
+        ])
+        .unwrap();
+        let batch = ds.to_record_batch();
+        assert_eq!(batch.schema().metadata()["lodtensor.format_version"], "2");
+        assert_eq!(batch.schema().field(1).metadata()[KEY_KIND], "side");
+        let back = Dataset::try_from_record_batch(&batch).unwrap();
+        assert_eq!(back, ds);
+        assert!(back.columns()[1].is_side());
+        // A view: the same buffer, one row in.
+        let view = ds.slice_rows(1..3).unwrap();
+        let sliced = view.columns()[1].side_array().unwrap();
+        let base = label.to_data().buffers()[0].as_ptr();
+        assert_eq!(sliced.to_data().buffers()[0].as_ptr(), base.wrapping_add(8));
+        assert_eq!(sliced.null_count(), 1);
+        let err = ds.column("meta").unwrap_err();
+        assert!(matches!(
+            err.kind(),
+            ErrorKind::Argument(ArgumentError::NotATensor { column, .. }) if column == "meta"
+        ));
+        assert!(
+            ds.columns()[1].clone().with_level_names(["a"]).is_err(),
+            "a side column has no levels to name"
+        );
+        let union = DataType::Union(
+            arrow_schema::UnionFields::empty(),
+            arrow_schema::UnionMode::Sparse,
+        );
+        assert!(matches!(
+            check_type(&DataType::LargeList(Arc::new(Field::new(
+                "item", union, true
+            ))))
+            .map_err(Error::into_kind),
+            Err(ErrorKind::Unsupported(
+                UnsupportedError::UnsupportedType { .. }
+            ))
+        ));
+    }
+}
