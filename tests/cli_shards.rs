@@ -56,7 +56,7 @@ fn columns(parts: &[Dataset]) -> Vec<(String, LodTensor)> {
         .map(|c| {
             let tensors: Vec<LodTensor> = parts
                 .iter()
-                .map(|p| p.columns()[c].tensor().clone())
+                .map(|p| p.columns()[c].tensor().unwrap().clone())
                 .collect();
             let name = first.columns()[c].name().to_owned();
             (name, lodtensor::ops::concat(&tensors).unwrap())

@@ -85,8 +85,8 @@ impl ColumnSpec {
     ///     offsets: vec![OffsetWidth::I64; 2], level_names: vec![],
     /// };
     /// let column = spec.empty_column()?;
-    /// assert_eq!((column.tensor().num_rows(), column.tensor().num_levels()), (0, 2));
-    /// assert_eq!(ColumnSpec::of_column(&column), spec);
+    /// assert_eq!((column.tensor()?.num_rows(), column.tensor()?.num_levels()), (0, 2));
+    /// assert_eq!(ColumnSpec::of_column(&column)?, spec);
     /// # Ok::<(), lodtensor::Error>(())
     /// ```
     ///

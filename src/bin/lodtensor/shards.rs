@@ -143,7 +143,7 @@ impl Sharded {
         let columns = if batches.is_empty() {
             self.empty_columns()?
         } else {
-            Source::parts_of(&batches)
+            Source::parts_of(&batches)?
         };
         let starts = self.data.row_index().starts();
         let mut source = Source {
@@ -176,7 +176,7 @@ impl Sharded {
                 Ok(Parts {
                     name: spec.name.clone(),
                     level_names: spec.level_names.clone(),
-                    tensors: vec![column.tensor().clone()],
+                    tensors: vec![column.tensor().map_err(|e| e.in_file(&self.path))?.clone()],
                 })
             })
             .collect()
