@@ -93,6 +93,7 @@ fn a_pending_tail_does_not_keep_the_dataset_alive() {
     let ds = Dataset::try_new(vec![Column::new("x", t)]).unwrap();
     let buffer = ds.columns()[0]
         .tensor()
+        .unwrap()
         .values()
         .items()
         .to_data()

@@ -6,7 +6,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
 use arrow_array::types::{Float32Type, Int64Type};
 use lodtensor::io::ipc_reader::MappedDataset;
@@ -17,19 +16,7 @@ use serde_json::Value;
 
 fn run(python: &Path, args: &[&Path]) -> Vec<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/python_training_loop.py");
-    let out = Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    support::run_script(python, &script, args)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()

@@ -307,12 +307,19 @@ fn loader_batches_carry_side_columns_row_aligned() {
         .with_shuffle(9)
         .build()
         .unwrap();
-    let mut seen = 0;
+    let mut seen = Vec::new();
+    let again = file.path().with_extension("again.arrow");
+    let mut writer = DatasetWriter::create(&again, WriteOptions::default()).unwrap();
     while let Some(batch) = loader.next_batch().unwrap() {
         assert_eq!(batch.data().to_record_batch(), take(&ds, batch.samples()));
-        seen += batch.samples().len();
+        seen.extend_from_slice(batch.samples());
+        // Gathered dictionaries keep the file's one dictionary, so they can be written.
+        writer.write(batch.data()).unwrap();
     }
-    assert_eq!(seen, 60);
+    writer.finish().unwrap();
+    assert_eq!(seen.len(), 60);
+    let written = MappedDataset::open(&again).unwrap();
+    assert_eq!(concat(written.batches()), take(&ds, &seen));
     // A side column gives no lengths.
     let err = Loader::builder(&file)
         .with_token_budget(10)

@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::python;
 use lodtensor::io::ipc_reader::MappedDataset;
@@ -19,18 +18,7 @@ use lodtensor::{Dataset, LodTensor};
 
 fn hf_table(python: &Path, args: &[&Path]) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/hf_table.py");
-    let out = Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    common::run_script(python, &script, args)
 }
 
 fn write(path: &Path, datasets: &[Dataset]) {

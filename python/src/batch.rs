@@ -7,7 +7,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict};
 
 use crate::array::{Array, i64_numpy, rebased_offsets, values_array, values_view, view_numpy};
-use crate::error::IntoPy;
+use crate::error::{IntoPy, invalid};
 use crate::ffi;
 use crate::loader::position_dict;
 
@@ -128,9 +128,14 @@ impl Batch {
 
     /// The values of `column` in this batch, `[n_elements, *element_shape]`, as a numpy
     /// array: a read-only view when the batch is a view of the mapping (booleans, packed in
-    /// bits by Arrow, are copied into bytes).
+    /// bits by Arrow, are copied into bytes). A side column gives its rows: a numpy view
+    /// for primitives without nulls, else a `pyarrow.Array` (sharing the buffers).
     fn values<'py>(slf: &Bound<'py, Self>, column: &str) -> PyResult<Bound<'py, PyAny>> {
         let this = slf.get();
+        let found = this.inner.data().column_by_name(column).py_err()?;
+        if let Some(array) = found.side_array() {
+            return side_values(slf.py(), found.arrow_field(), array.clone());
+        }
         let tensor = this.tensor(column)?;
         let (values, elements) = (tensor.values(), tensor.elements());
         if let Some((address, shape)) = values_view(values, elements.clone()) {
@@ -229,4 +234,25 @@ impl Batch {
             self.inner.is_view()
         )
     }
+}
+
+/// A side column's rows as a `pyarrow.Array` sharing its buffers, or its numpy view (no
+/// copy) when it is a primitive array without nulls.
+fn side_values(
+    py: Python<'_>,
+    field: arrow_schema::Field,
+    array: arrow_array::ArrayRef,
+) -> PyResult<Bound<'_, PyAny>> {
+    let numeric = array.data_type().is_primitive() && array.null_count() == 0;
+    let schema = Arc::new(arrow_schema::Schema::new(vec![field]));
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![array])
+        .map_err(|e| invalid(e.to_string()))?;
+    let pyarrow_schema = ffi::to_pyarrow_schema(py, &schema)?;
+    let column = ffi::to_pyarrow_batch(py, batch, &pyarrow_schema)?.call_method1("column", (0,))?;
+    if numeric {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("zero_copy_only", true)?;
+        return column.call_method("to_numpy", (), Some(&kwargs));
+    }
+    Ok(column)
 }

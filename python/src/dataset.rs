@@ -14,11 +14,21 @@ use crate::ffi;
 use crate::loader::{Loader, Options};
 
 /// Maps and validates the dataset file at `path` (every offset of every level is checked;
-/// no value is read). Raises `FileNotFoundError` for a missing file and `LodTensorError`
-/// for an invalid one.
+/// no value is read): only the columns `columns`, in that order, when given (the others
+/// are not decoded or validated). Raises `FileNotFoundError` for a missing file and
+/// `LodTensorError` for an invalid one or a column it has not.
 #[pyfunction]
-pub fn open(py: Python<'_>, path: PathBuf) -> PyResult<Dataset> {
-    let file = py.detach(|| MappedDataset::open(&path)).py_err()?;
+#[pyo3(signature = (path, columns = None))]
+pub fn open(py: Python<'_>, path: PathBuf, columns: Option<Vec<String>>) -> PyResult<Dataset> {
+    let file = py
+        .detach(|| match &columns {
+            None => MappedDataset::open(&path),
+            Some(names) => {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                MappedDataset::open_columns(&path, &names)
+            }
+        })
+        .py_err()?;
     Ok(Dataset::new(file))
 }
 

@@ -12,11 +12,17 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, Field, FieldRef};
 
-use super::{Column, ColumnData};
+use super::Column;
+use super::column::ColumnData;
 use crate::error::Result;
 use crate::format::{KEY_KIND, KEY_LOD_LEVELS};
 use crate::values::DType;
 use crate::{ArgumentError, FormatError, UnsupportedError};
+
+/// The examples of `docs/side-columns.md`, run as doctests.
+#[doc = include_str!("../../docs/side-columns.md")]
+#[cfg(doctest)]
+pub struct SideColumnsDocDoctests;
 
 /// `lodtensor.kind` of a side column.
 const SIDE: &str = "side";

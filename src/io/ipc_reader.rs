@@ -89,7 +89,7 @@ impl MappedDataset {
     ///
     /// # Errors
     /// As [`MappedDataset::open`]; [`ArgumentError::NoSuchColumn`] for a name the file has
-    /// not; [`DataError::DuplicateColumn`](crate::DataError::DuplicateColumn) for a name given twice.
+    /// not; [`DataError::DuplicateColumn`] for a name given twice.
     ///
     /// # Example
     /// ```
@@ -313,28 +313,7 @@ fn decode(
     columns: Option<&[&str]>,
     validate: bool,
 ) -> Result<(SchemaRef, Vec<Dataset>)> {
-    let bytes = mapping.as_slice();
-    let len = bytes.len();
-    if &bytes[..MAGIC.len()] != MAGIC {
-        return Err(FormatError::InvalidFile(format!(
-            "starts with {:?}, not the Arrow file magic \"ARROW1\"",
-            String::from_utf8_lossy(&bytes[..MAGIC.len()])
-        ))
-        .into());
-    }
-    let tail: [u8; 10] = bytes[len - 10..].try_into().expect("10 bytes");
-    let footer_len = arrow_ipc::reader::read_footer_length(tail)
-        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?;
-    let footer_start = (len - 10)
-        .checked_sub(footer_len)
-        .filter(|&s| s >= MAGIC.len() + 2)
-        .ok_or_else(|| {
-            FormatError::InvalidFile(format!(
-                "footer length {footer_len} does not fit in a file of {len} bytes"
-            ))
-        })?;
-    let footer = arrow_ipc::root_as_footer(&bytes[footer_start..len - 10])
-        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?;
+    let footer = read_footer(mapping.as_slice())?;
     let fb_schema = footer
         .schema()
         .ok_or_else(|| FormatError::InvalidFile("footer has no schema".to_owned()))?;
@@ -391,6 +370,31 @@ fn decode(
         batches.push(dataset);
     }
     Ok((projected, batches))
+}
+
+/// The footer of the IPC file `bytes`, after checking the magic and the footer's length.
+fn read_footer(bytes: &[u8]) -> Result<arrow_ipc::Footer<'_>> {
+    let len = bytes.len();
+    if &bytes[..MAGIC.len()] != MAGIC {
+        return Err(FormatError::InvalidFile(format!(
+            "starts with {:?}, not the Arrow file magic \"ARROW1\"",
+            String::from_utf8_lossy(&bytes[..MAGIC.len()])
+        ))
+        .into());
+    }
+    let tail: [u8; 10] = bytes[len - 10..].try_into().expect("10 bytes");
+    let footer_len = arrow_ipc::reader::read_footer_length(tail)
+        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?;
+    let footer_start = (len - 10)
+        .checked_sub(footer_len)
+        .filter(|&s| s >= MAGIC.len() + 2)
+        .ok_or_else(|| {
+            FormatError::InvalidFile(format!(
+                "footer length {footer_len} does not fit in a file of {len} bytes"
+            ))
+        })?;
+    Ok(arrow_ipc::root_as_footer(&bytes[footer_start..len - 10])
+        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?)
 }
 
 /// The columns a reader reads: tensors and side columns, by their index in the file.

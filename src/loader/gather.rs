@@ -18,7 +18,7 @@ use crate::{DataError, RowIndex};
 use arrow_array::{Array, ArrayRef, make_array};
 use arrow_buffer::{Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer, bit_util};
 use arrow_data::ArrayData;
-use arrow_schema::FieldRef;
+use arrow_schema::{DataType, FieldRef};
 
 use crate::dataset::{Column, Dataset};
 use crate::error::Result;
@@ -368,6 +368,9 @@ impl Gatherer {
             .iter()
             .flat_map(|&(b, lo, hi)| (lo..hi).map(move |row| (b, row)))
             .collect();
+        if let Some(gathered) = interleave_keys(&arrays, &rows)? {
+            return Ok(gathered);
+        }
         Ok(arrow_select::interleave::interleave(&arrays, &rows)?)
     }
 
@@ -381,6 +384,38 @@ impl Gatherer {
             })
             .sum()
     }
+}
+
+/// The rows `rows` of dictionary arrays that share one dictionary (every record batch of a
+/// file does): their keys interleaved over that dictionary, which Arrow's `interleave`
+/// would concatenate once per array. `None` for other arrays.
+fn interleave_keys(arrays: &[&dyn Array], rows: &[(usize, usize)]) -> Result<Option<ArrayRef>> {
+    let DataType::Dictionary(key_type, _) = arrays[0].data_type() else {
+        return Ok(None);
+    };
+    let datas: Vec<ArrayData> = arrays.iter().map(|a| a.to_data()).collect();
+    let values = &datas[0].child_data()[0];
+    if !datas.iter().all(|d| d.child_data()[0].ptr_eq(values)) {
+        return Ok(None);
+    }
+    let keys = datas
+        .iter()
+        .map(|d| {
+            let keys = d
+                .clone()
+                .into_builder()
+                .data_type(key_type.as_ref().clone());
+            Ok(make_array(keys.child_data(Vec::new()).build()?))
+        })
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    let keys: Vec<&dyn Array> = keys.iter().map(AsRef::as_ref).collect();
+    let gathered = arrow_select::interleave::interleave(&keys, rows)?.to_data();
+    let dictionary = gathered
+        .into_builder()
+        .data_type(arrays[0].data_type().clone())
+        .child_data(vec![values.clone()])
+        .build()?;
+    Ok(Some(make_array(dictionary)))
 }
 
 /// The columns whose parts `parts` (`(byte position, count)`: each level's offsets, then

@@ -44,6 +44,22 @@ pub fn script_figures(
         .collect())
 }
 
+/// Runs `python script ARGS…`, asserting success (else printing its output); its stdout.
+pub fn run_script(python: &Path, script: &Path, args: &[&Path]) -> String {
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// The `tokens` column of seeded synthetic documents (`sentences` and `tokens` per
 /// sentence as inclusive ranges, `f32[dim]` tokens of incompressible uniform floats) whose
 /// values take about `bytes` bytes.

@@ -112,7 +112,11 @@ pub fn run(args: Args) -> Result<()> {
     let datasets = source.datasets()?;
     let bytes = write(&args.output, &datasets, output)?;
     let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
-    let what = (source.format.name(), rows, source.columns.len());
+    let what = (
+        source.format.name(),
+        rows,
+        source.columns.len() + source.sides.len(),
+    );
     report(
         &source.path,
         what,
@@ -163,7 +167,11 @@ fn write_shards(args: &Args) -> Result<(PathBuf, (&'static str, usize, usize), M
         bar.inc(dataset.num_rows() as u64);
     }
     bar.finish_and_clear();
-    let what = (source.format.name(), rows, source.columns.len());
+    let what = (
+        source.format.name(),
+        rows,
+        source.columns.len() + source.sides.len(),
+    );
     Ok((source.path.clone(), what, writer.finish()?))
 }
 
@@ -311,6 +319,7 @@ fn parquet_stream(
     if shards::is_dir(input)
         || Format::of(input)? != Format::Parquet
         || !read.element_shape.is_empty()
+        || !read.columns.is_empty()
     {
         return Ok(None);
     }
@@ -351,6 +360,13 @@ fn concat_columns(datasets: &[Dataset]) -> Result<Vec<(String, LodTensor)>> {
     let Some(first) = datasets.first() else {
         return Ok(Vec::new());
     };
+    if let Some(side) = first.columns().iter().find(|c| c.is_side()) {
+        return usage(format!(
+            "column {:?} is a side column ({}): Paddle LoDTensor files hold LoD tensors only; write .arrow or .parquet, or keep the tensor columns with --columns",
+            side.name(),
+            side.to_arrow().data_type()
+        ));
+    }
     let bar = progress(datasets.len() as u64, "joining batches", "batches");
     let mut out = Vec::new();
     for (c, column) in first.columns().iter().enumerate() {

@@ -11,6 +11,7 @@ use lodtensor::shards::{ColumnSpec, ColumnStats, MANIFEST_VERSION};
 
 use crate::input::{ReadArgs, element_shape_hint};
 use crate::shards::{Sharded, is_dir};
+use crate::side::SideParts;
 use crate::source::{Format, Parts, Source, bytes_text, level_label, plural};
 use crate::{Result, usage};
 
@@ -213,6 +214,7 @@ pub fn run(args: Args) -> Result<()> {
             "batches": source.batches,
             "bytes": source.bytes,
             "columns": columns.iter().map(ColumnSummary::to_json).collect::<Vec<_>>(),
+            "side_columns": source.sides.iter().map(side_json).collect::<Vec<_>>(),
         });
         return print_json(out, &object);
     }
@@ -230,9 +232,32 @@ pub fn run(args: Args) -> Result<()> {
         source.path.display(),
         source.format.name(),
         bytes_text(source.bytes),
-        plural(source.columns.len(), "column")
+        plural(source.columns.len() + source.sides.len(), "column")
     )?;
-    columns.iter().try_for_each(|c| c.write_text(out))
+    columns.iter().try_for_each(|c| c.write_text(out))?;
+    for side in &source.sides {
+        writeln!(
+            out,
+            "side column {:?}: {}, {}, {}, {}",
+            side.name(),
+            side.field.data_type(),
+            plural(side.num_rows(), "row"),
+            plural(side.null_count(), "null"),
+            bytes_text(side.bytes() as u64)
+        )?;
+    }
+    Ok(())
+}
+
+/// A side column in `info --json`.
+fn side_json(side: &SideParts) -> Value {
+    json!({
+        "name": side.name(),
+        "type": side.field.data_type().to_string(),
+        "rows": side.num_rows(),
+        "nulls": side.null_count(),
+        "bytes": side.bytes(),
+    })
 }
 
 /// `info DIR`: the manifest alone (no shard is opened), so it takes the same time for

@@ -27,6 +27,10 @@ pub struct ReadArgs {
     /// level. Repeatable.
     #[arg(long, value_name = "[COLUMN=]SHAPE")]
     pub element_shape: Vec<ElementShape>,
+    /// Read only these columns, in this order (comma-separated): an Arrow file then maps
+    /// and validates only them, so opening costs what they cost.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub columns: Vec<String>,
 }
 
 /// One `--element-shape`: a shape, for one column or for every column of plain values.

@@ -10,6 +10,7 @@ mod info;
 mod input;
 mod shards;
 mod show;
+mod side;
 mod slice;
 mod source;
 mod validate;
@@ -25,7 +26,8 @@ Exit codes (every subcommand):
   1  bad data: the file is not a valid dataset (corrupt, truncated, empty, foreign, or its
      values do not fit --element-shape; a shard that disagrees with its manifest, a bad
      manifest), or it cannot be written in the output's format
-  2  usage: unknown option or extension, options that do not apply, a refused output
+  2  usage: unknown option or extension, options that do not apply, a refused output, a
+     LoD operation asked of a side column
   3  I/O: a missing file or shard, a directory without a sharded dataset's manifest, a FIFO
      given as a file, a failed read or write
   4  out of range: a row, level, sequence index or column the file does not have";
@@ -137,6 +139,7 @@ impl CliError {
                     | ArgumentError::SequenceOutOfBounds { .. }
                     | ArgumentError::RowsOutOfBounds { .. },
                 ) => 4,
+                ErrorKind::Argument(ArgumentError::NotATensor { .. }) => 2,
                 _ => 1,
             },
         }

@@ -153,6 +153,7 @@ impl Sharded {
             bytes,
             batches: batches.len(),
             columns,
+            sides: Vec::new(),
             shards: Some(ShardParts {
                 first_row: starts.get(shards.start).copied().unwrap_or(0),
                 opened: shards,
@@ -162,6 +163,7 @@ impl Sharded {
                 _data: self.data.clone(),
             },
         };
+        source.project(&read.columns)?;
         read.apply(&self.path, &mut source.columns)?;
         Ok(source)
     }

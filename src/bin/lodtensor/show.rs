@@ -3,13 +3,15 @@
 //! elements.
 
 use std::io::Write;
+use std::ops::Range;
 use std::path::PathBuf;
 
 use crate::Result;
 use crate::draw::draw;
 use crate::input::ReadArgs;
 use crate::shards::{Sharded, is_dir};
-use crate::source::{RowRange, Source, element_text};
+use crate::side::SideParts;
+use crate::source::{Parts, RowRange, Source, element_text};
 
 /// Rows drawn when `--rows` is not given.
 const DEFAULT_ROWS: usize = 5;
@@ -52,6 +54,9 @@ pub fn run(args: Args) -> Result<()> {
         )
     } else {
         let source = Source::open(&args.file, &args.read)?;
+        if let Some(side) = args.column.as_deref().and_then(|n| source.side(n)) {
+            return show_side(side, pick(side.num_rows()), &source);
+        }
         let total = source.column(args.column.as_deref())?.num_rows();
         (source, total, pick(total))
     };
@@ -71,17 +76,7 @@ pub fn run(args: Args) -> Result<()> {
         "column {:?}, rows {}..{} of {} ({cells}):",
         column.name, rows.start, rows.end, total
     )?;
-    let levels = column.num_levels();
-    let labels: Vec<String> = (0..levels)
-        .map(|l| {
-            column
-                .level_names
-                .get(l)
-                .cloned()
-                .unwrap_or_else(|| format!("level {l}"))
-        })
-        .chain(["elements".to_owned()])
-        .collect();
+    let labels = row_labels(column);
     let label_width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) + 2;
     for (i, (part, rows, view)) in views.iter().enumerate() {
         if i > 0 {
@@ -115,6 +110,50 @@ pub fn run(args: Args) -> Result<()> {
         let offset = labels.len() - lines.len();
         for (line, label) in lines.iter().zip(&labels[offset..]) {
             writeln!(out, "{:label_width$}{}", label, line.trim_end())?;
+        }
+    }
+    Ok(())
+}
+
+/// The label of each line of a drawing: each level's name (or `level N`), then `elements`.
+fn row_labels(column: &Parts) -> Vec<String> {
+    (0..column.num_levels())
+        .map(|l| {
+            column
+                .level_names
+                .get(l)
+                .cloned()
+                .unwrap_or_else(|| format!("level {l}"))
+        })
+        .chain(["elements".to_owned()])
+        .collect()
+}
+
+/// Rows `rows` of a side column, one line each, as Arrow prints its values.
+fn show_side(side: &SideParts, rows: Range<usize>, source: &Source) -> Result<()> {
+    let out = &mut std::io::stdout().lock();
+    writeln!(
+        out,
+        "side column {:?} ({}), rows {}..{} of {}:",
+        side.name(),
+        side.field.data_type(),
+        rows.start,
+        rows.end,
+        side.num_rows()
+    )?;
+    for (_, range, view) in side.rows(rows).map_err(|e| e.in_file(&source.path))? {
+        for (i, row) in range.enumerate() {
+            let value = format!("{:?}", view.slice(i, 1));
+            // Arrow's Debug of a one-row array: the type, then `[`, the value, `]`.
+            let lines: Vec<&str> = value.lines().collect();
+            let inner = lines
+                .get(2..lines.len().saturating_sub(1))
+                .unwrap_or_default();
+            let text: Vec<&str> = inner
+                .iter()
+                .map(|l| l.trim().trim_end_matches(','))
+                .collect();
+            writeln!(out, "  row {row}: {}", text.join(" "))?;
         }
     }
     Ok(())

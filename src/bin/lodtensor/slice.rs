@@ -99,7 +99,9 @@ fn rows_of(
     total: usize,
     column: Option<&str>,
 ) -> Result<(String, Vec<Dataset>)> {
-    if let Some(name) = column {
+    if let Some(name) = column
+        && source.side(name).is_none()
+    {
         source.column(Some(name))?;
     }
     let batches = source.datasets()?;

@@ -20,6 +20,7 @@ use lodtensor::io::paddle;
 use lodtensor::{Column, DType, Dataset, Error, LodTensor, RowIndex, Values};
 
 use crate::input::{IpcKind, ReadArgs, check_path, ipc_kind, read_stream, stream_refused};
+use crate::side::SideParts;
 use crate::{Result, usage};
 
 /// The file formats, chosen by extension.
@@ -184,7 +185,10 @@ pub struct Source {
     pub bytes: u64,
     /// Record batches (Arrow), row groups (Parquet), 1 for Paddle files.
     pub batches: usize,
+    /// The LoD tensor columns.
     pub columns: Vec<Parts>,
+    /// The side columns.
+    pub sides: Vec<SideParts>,
     /// Where the parts come from, for a sharded dataset.
     pub shards: Option<ShardParts>,
     /// Keeps the mappings' shared locks while the columns' views are in use.
@@ -238,7 +242,7 @@ impl Source {
         let bytes = check_path(path)?;
         let mut source = match format {
             Format::Arrow | Format::ArrowStream => match (ipc_kind(path)?, streams) {
-                (IpcKind::File, _) => Self::open_arrow(path)?,
+                (IpcKind::File, _) => Self::open_arrow(path, &read.columns)?,
                 (IpcKind::Stream, true) => Self::open_stream(path, bytes)?,
                 (IpcKind::Stream, false) => return stream_refused(path),
             },
@@ -256,6 +260,9 @@ impl Source {
                 source?
             }
         };
+        if format != Format::Arrow {
+            source.project(&read.columns)?;
+        }
         read.apply(path, &mut source.columns)?;
         Ok(source)
     }
@@ -273,14 +280,21 @@ impl Source {
             format_version: schema.metadata().get(KEY_FORMAT_VERSION).cloned(),
             bytes,
             batches: datasets.len(),
+            sides: SideParts::of(&datasets, &schema).map_err(|e| e.in_file(path))?,
             columns,
             shards: None,
             _held: Held::Nothing,
         })
     }
 
-    fn open_arrow(path: &Path) -> Result<Source> {
-        let file = MappedDataset::open(path)?;
+    /// Maps the Arrow file at `path`: only the columns `columns` when some are named.
+    fn open_arrow(path: &Path, columns: &[String]) -> Result<Source> {
+        let file = if columns.is_empty() {
+            MappedDataset::open(path)?
+        } else {
+            let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+            MappedDataset::open_columns(path, &names)?
+        };
         let format_version = file.schema().metadata().get(KEY_FORMAT_VERSION).cloned();
         let columns = if file.batches().is_empty() {
             empty_columns(path, file.schema())?
@@ -293,13 +307,14 @@ impl Source {
             format_version,
             bytes: file.as_bytes().len() as u64,
             batches: file.batches().len(),
+            sides: SideParts::of(file.batches(), file.schema()).map_err(|e| e.in_file(path))?,
             columns,
             shards: None,
             _held: Held::File { _mapped: file },
         })
     }
 
-    /// The columns of batches that share a schema.
+    /// The LoD tensor columns of batches that share a schema.
     pub(crate) fn parts_of(batches: &[Dataset]) -> Result<Vec<Parts>> {
         let Some(first) = batches.first() else {
             return Ok(Vec::new());
@@ -308,6 +323,7 @@ impl Source {
             .columns()
             .iter()
             .enumerate()
+            .filter(|(_, column)| !column.is_side())
             .map(|(c, column)| {
                 Ok(Parts {
                     name: column.name().to_owned(),
@@ -340,6 +356,7 @@ impl Source {
             format_version: Some(paddle::LOD_TENSOR_VERSION.to_string()),
             bytes,
             batches: 1,
+            sides: Vec::new(),
             columns: named
                 .into_iter()
                 .map(|(name, tensor)| Parts {
@@ -393,7 +410,8 @@ impl Source {
     /// The row count every column shares, `None` when they differ (a `.pdiparams` file of
     /// unrelated parameters).
     pub fn num_rows(&self) -> Option<usize> {
-        let mut rows = self.columns.iter().map(Parts::num_rows);
+        let sides = self.sides.iter().map(SideParts::num_rows);
+        let mut rows = self.columns.iter().map(Parts::num_rows).chain(sides);
         let first = rows.next().unwrap_or(0);
         rows.all(|r| r == first).then_some(first)
     }
@@ -401,8 +419,15 @@ impl Source {
     /// The column named `name`, or the first column.
     ///
     /// # Errors
-    /// [`ArgumentError::NoSuchColumn`](crate::ArgumentError::NoSuchColumn); a usage error for a file without columns.
+    /// [`ArgumentError::NoSuchColumn`](crate::ArgumentError::NoSuchColumn), `NotATensor` for a side column; a usage error for a file without columns.
     pub fn column(&self, name: Option<&str>) -> Result<&Parts> {
+        if let Some(side) = name.and_then(|n| self.side(n)) {
+            let e = ArgumentError::NotATensor {
+                column: side.name().to_owned(),
+                data_type: side.field.data_type().clone(),
+            };
+            return Err(Error::from(e).in_file(&self.path).into());
+        }
         match name {
             Some(name) => self.columns.iter().find(|c| c.name == name).ok_or_else(|| {
                 Error::from(ArgumentError::NoSuchColumn(name.to_owned()))
@@ -421,10 +446,14 @@ impl Source {
     /// # Errors
     /// [`DataError::ColumnRows`](crate::DataError::ColumnRows) when the columns do not share a row count.
     pub fn datasets(&self) -> Result<Vec<Dataset>> {
-        let parts = self.columns.first().map_or(0, |c| c.tensors.len());
+        let parts = match (self.columns.first(), self.sides.first()) {
+            (Some(c), _) => c.tensors.len(),
+            (None, Some(s)) => s.arrays.len(),
+            (None, None) => 0,
+        };
         (0..parts)
             .map(|p| {
-                let columns = self
+                let mut columns = self
                     .columns
                     .iter()
                     .map(|c| {
@@ -432,6 +461,12 @@ impl Source {
                             .with_level_names(c.level_names.clone())
                     })
                     .collect::<lodtensor::Result<Vec<_>>>()?;
+                // Side columns back in their places (increasing positions).
+                for side in &self.sides {
+                    let column =
+                        Column::side_with_field(side.field.clone(), side.arrays[p].clone())?;
+                    columns.insert(side.position.min(columns.len()), column);
+                }
                 Dataset::try_new(columns).map_err(|e| e.in_file(&self.path).into())
             })
             .collect()
@@ -469,6 +504,7 @@ fn open_parquet(path: &Path) -> Result<Source> {
         format_version,
         bytes,
         batches: footer.metadata().num_row_groups(),
+        sides: SideParts::of(&datasets, &schema).map_err(in_file)?,
         columns,
         shards: None,
         _held: Held::Nothing,
@@ -490,6 +526,9 @@ pub(crate) fn empty_columns(path: &Path, schema: &arrow_schema::Schema) -> Resul
         let empty = arrow_array::new_empty_array(field.data_type());
         let column = Column::try_from_arrow(field, empty.as_ref())
             .map_err(|e| e.in_column(field.name(), 0).in_file(path))?;
+        if column.is_side() {
+            continue;
+        }
         columns.push(Parts {
             name: field.name().clone(),
             level_names: column.level_names().to_vec(),
