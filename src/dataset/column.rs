@@ -159,7 +159,7 @@ impl Column {
     /// change, never the values); a side column is returned as it is.
     ///
     /// # Errors
-    /// [`DataError::OffsetOverflow`] when an offset does not fit `width`.
+    /// [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) when an offset does not fit `width`.
     pub fn with_offset_width(&self, width: OffsetWidth) -> Result<Self> {
         let ColumnData::Tensor(tensor) = &self.data else {
             return Ok(self.clone());
