@@ -22,7 +22,7 @@ use arrow_schema::{DataType, Field, FieldRef};
 
 use crate::error::{Error, Result};
 use crate::extension;
-use crate::lod::{LevelOffsets, Lod};
+use crate::lod::{LevelOffsets, Lod, ascend};
 use crate::tensor::LodTensor;
 use crate::values::Values;
 
@@ -116,14 +116,16 @@ impl LodTensor {
             // Each level keeps its offsets up to its parent's last one (Arrow allows a
             // child to run on past it; those entries belong to no sequence).
             let bound = levels.last().map(LevelOffsets::last);
-            let level = levels.len();
+            if array.null_count() > 0 {
+                return Err(nulls_at(&levels, array));
+            }
             let (offsets, child, child_field) = match array.data_type() {
                 DataType::List(f) => {
-                    let (o, child) = level_parts::<i32>(level, array, bound)?;
+                    let (o, child) = level_parts::<i32>(array, bound);
                     (LevelOffsets::I32(o), child, f)
                 }
                 DataType::LargeList(f) => {
-                    let (o, child) = level_parts::<i64>(level, array, bound)?;
+                    let (o, child) = level_parts::<i64>(array, bound);
                     (LevelOffsets::I64(o), child, f)
                 }
                 _ => break,
@@ -133,6 +135,9 @@ impl LodTensor {
             field = child_field;
         }
         let bound = levels.last().map(LevelOffsets::last);
+        if array.null_count() > 0 {
+            return Err(nulls_at(&levels, array));
+        }
         let mut values = elements(field, array)?;
         if let Some(elements) = bound
             && elements < values.num_elements()
@@ -146,27 +151,34 @@ impl LodTensor {
 /// The offsets of one list level, cut to `bound` sequences when its parent ends there,
 /// and its child.
 fn level_parts<O: OffsetSizeTrait>(
-    level: usize,
     array: &dyn Array,
     bound: Option<usize>,
-) -> Result<(OffsetBuffer<O>, &dyn Array)> {
+) -> (OffsetBuffer<O>, &dyn Array) {
     let list = array
         .as_any()
         .downcast_ref::<GenericListArray<O>>()
         .expect("the data type says this is a list of this offset width");
-    if list.null_count() > 0 {
-        return Err(DataError::Nulls {
-            what: format!("level {level}"),
-            count: list.null_count(),
-        }
-        .into());
-    }
     let offsets = match bound {
         // Arrow guarantees the parent's last offset <= this list's length.
         Some(n) if n < list.len() => list.offsets().slice(0, n),
         _ => list.offsets().clone(),
     };
-    Ok((offsets, list.values().as_ref()))
+    (offsets, list.values().as_ref())
+}
+
+/// The error for `array`, the entries of the level below `levels` (a list level, or the
+/// elements), holding nulls: naming the level and the row of the first.
+fn nulls_at(levels: &[LevelOffsets], array: &dyn Array) -> Error {
+    let first = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
+    let what = match array.data_type() {
+        DataType::List(_) | DataType::LargeList(_) => format!("level {}", levels.len()),
+        _ => "elements".to_owned(),
+    };
+    DataError::Nulls {
+        what: format!("{what} (the first in row {})", ascend(levels, first)),
+        count: array.null_count(),
+    }
+    .into()
 }
 
 /// The element field of `values`, named `name`: a tagged `FixedSizeList` or the item type.

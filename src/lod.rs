@@ -34,7 +34,7 @@ use crate::{ArgumentError, DataError};
 
 use level::to_width;
 pub use level::{LevelOffsets, OffsetWidth};
-pub(crate) use level::{OffsetSlice, descend, validate_offsets};
+pub(crate) use level::{OffsetSlice, ascend, descend, validate_offsets};
 
 /// A LoD index: zero or more levels of offsets, level 0 outermost.
 ///

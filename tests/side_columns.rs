@@ -268,9 +268,35 @@ fn nulls_in_a_tensor_column_are_refused_and_in_a_side_column_kept() {
         vec![with_null.clone()],
     )
     .unwrap();
-    // Unmarked, an int64 column is a 0-level tensor: the null is refused.
+    // Unmarked, an int64 column is a 0-level tensor: the null is refused, naming its row,
+    // in memory and in a file another writer made.
     let err = Dataset::try_from_record_batch(&batch).unwrap_err();
-    assert!(err.to_string().contains("null"), "{err}");
+    assert!(err.to_string().contains("(the first in row 1)"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nulls.arrow");
+    let file = std::fs::File::create(&path).unwrap();
+    let mut writer = arrow_ipc::writer::FileWriter::try_new(file, &batch.schema()).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    let err = MappedDataset::open(&path).unwrap_err();
+    assert!(err.to_string().contains("(the first in row 1)"), "{err}");
+    // A null sentence (level 1) in row 2 of three documents.
+    let mut b = ListBuilder::new(ListBuilder::new(arrow_array::builder::Int64Builder::new()));
+    for (doc, null_sentence) in [(0, false), (1, false), (2, true)] {
+        b.values().values().append_value(doc);
+        b.values().append(true);
+        if null_sentence {
+            b.values().append_null();
+        }
+        b.append(true);
+    }
+    let nested = Arc::new(b.finish()) as ArrayRef;
+    let field = Field::new("tokens", nested.data_type().clone(), true);
+    let err = Column::try_from_arrow(&field, nested.as_ref()).unwrap_err();
+    assert!(
+        err.to_string().contains("level 1 (the first in row 2)"),
+        "{err}"
+    );
     // As a side column, kept.
     let side = Column::side("label", with_null).unwrap();
     let ds = Dataset::try_new(vec![side]).unwrap();

@@ -4,7 +4,7 @@
 use super::Column;
 use crate::DataError;
 use crate::error::Result;
-use crate::lod::{LevelOffsets, Lod};
+use crate::lod::{LevelOffsets, Lod, ascend};
 use crate::tensor::LodTensor;
 use crate::values::Values;
 
@@ -61,7 +61,7 @@ impl Column {
         let misfit = |level: usize, (i, len): (usize, usize), expected: usize| {
             bad(format!(
                 "row {}, level {level}: sequence {i} has {len} values, not {expected}",
-                row_of(levels, level, i)
+                ascend(&levels[..level], i)
             ))
         };
         // One innermost level of `product` entries (a flat fixed_shape_tensor, as this crate
@@ -99,23 +99,6 @@ fn uniform(offsets: &LevelOffsets, len: usize) -> std::result::Result<(), (usize
         }
     }
     Ok(())
-}
-
-/// The row that sequence `index` of level `level` lies in.
-fn row_of(levels: &[LevelOffsets], level: usize, index: usize) -> usize {
-    levels[..level].iter().rev().fold(index, |index, offsets| {
-        // The last sequence of the level above that starts at or before `index`.
-        let (mut lo, mut hi) = (0, offsets.len() - 1);
-        while hi - lo > 1 {
-            let mid = (lo + hi) / 2;
-            if offsets.get(mid) <= index {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    })
 }
 
 #[cfg(test)]

@@ -173,21 +173,30 @@ impl Walk<'_> {
     /// Checks one array of `data_type` (at LoD level `level`) and returns its length.
     fn array(&mut self, data_type: &DataType, level: usize) -> Result<usize> {
         let (node, len) = self.node()?;
+        // Arrow layout: every array's first buffer is its validity bitmap (unused: no nulls).
+        let validity = self.buffer(1)?;
         // spec §2: no level and no element is null.
-        let is_list = matches!(data_type, DataType::List(_) | DataType::LargeList(_));
         if node.null_count() != 0 {
+            let is_list = matches!(data_type, DataType::List(_) | DataType::LargeList(_));
+            let what = if is_list {
+                format!("level {level}")
+            } else {
+                "values".to_owned()
+            };
+            // The first null entry, when the bitmap covers it: at level 0, a row.
+            let first = (0..len.min(validity.len() * 8))
+                .find(|&i| !arrow_buffer::bit_util::get_bit(validity.as_slice(), i));
+            let at = match (first, level) {
+                (Some(i), 0) => format!("{what} (the first in row {i})"),
+                (Some(i), _) => format!("{what} (the first at entry {i})"),
+                (None, _) => what,
+            };
             return Err(DataError::Nulls {
-                what: if is_list {
-                    format!("level {level}")
-                } else {
-                    "values".to_owned()
-                },
+                what: at,
                 count: usize::try_from(node.null_count()).unwrap_or(usize::MAX),
             }
             .into());
         }
-        // Arrow layout: every array's first buffer is its validity bitmap (unused: no nulls).
-        self.buffer(1)?;
         match data_type {
             DataType::List(f) => self.list::<i32>(f.data_type(), len, level),
             DataType::LargeList(f) => self.list::<i64>(f.data_type(), len, level),

@@ -272,3 +272,21 @@ pub(crate) fn descend(levels: &[LevelOffsets], range: Range<usize>) -> Range<usi
         .iter()
         .fold(range, |r, offsets| offsets.get(r.start)..offsets.get(r.end))
 }
+
+/// The row that entry `index` of the level below `levels` lies in (an element, for every
+/// level): `levels` followed up, each time to the last sequence that starts at or before
+/// the position. An empty `levels` gives `index` back. O(levels · log sequences).
+pub(crate) fn ascend(levels: &[LevelOffsets], index: usize) -> usize {
+    levels.iter().rev().fold(index, |index, offsets| {
+        let (mut lo, mut hi) = (0, offsets.len().saturating_sub(1));
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if offsets.get(mid) <= index {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    })
+}
