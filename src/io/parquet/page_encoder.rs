@@ -218,7 +218,7 @@ fn make_page(
     stats.add(tensor.values(), items.clone(), levels.nulls)?;
     let values = value_bytes(tensor.values(), items)?;
     let mut page = pool.take(levels.byte_len() + values.len());
-    let num_values = levels.write(&mut page);
+    let num_values = levels.write(&mut page)?;
     page.extend_from_slice(values);
     let uncompressed = page.len();
     let buf = compress(page, codec, pool)?;
@@ -326,7 +326,7 @@ impl Drop for Pooled {
 struct LevelRuns {
     rep: Option<Hybrid>,
     def: Hybrid,
-    entries: u32,
+    entries: u64,
     /// Entries without a value (empty sequences).
     nulls: u64,
 }
@@ -386,7 +386,7 @@ impl LevelRuns {
             r.push(rep as u16, count);
         }
         self.def.push(def as u16, count);
-        self.entries += count as u32;
+        self.entries += count as u64;
     }
 
     /// About how many bytes [`LevelRuns::write`] appends.
@@ -396,13 +396,25 @@ impl LevelRuns {
 
     /// Appends the levels to `page` (each a 4-byte length and its runs); returns the number
     /// of entries.
-    fn write(mut self, page: &mut Vec<u8>) -> u32 {
+    ///
+    /// # Errors
+    /// More entries, or level bytes, than a data page header can count (a row of over
+    /// 2³² − 1 items).
+    fn write(mut self, page: &mut Vec<u8>) -> Result<u32> {
+        let too_many = || {
+            internal(format!(
+                "a row of {} level entries: more than a page holds",
+                self.entries
+            ))
+        };
+        let entries = u32::try_from(self.entries).map_err(|_| too_many())?;
         for levels in self.rep.iter_mut().chain([&mut self.def]) {
             let bytes = levels.finish();
-            page.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            let len = u32::try_from(bytes.len()).map_err(|_| too_many())?;
+            page.extend_from_slice(&len.to_le_bytes());
             page.extend_from_slice(bytes);
         }
-        self.entries
+        Ok(entries)
     }
 }
 
