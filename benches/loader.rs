@@ -1,7 +1,8 @@
 //! Loader throughput on the synthetic documents dataset: 4096-token batches in file order
 //! (views) and shuffled (gathered), each consumed by summing its token values, against a
 //! raw loop over the mapped values and a memcpy of the same bytes, in the same run; and the
-//! shuffled gather alone, against the memcpy.
+//! shuffled gather alone, against the memcpy; and the same loaders over the same rows
+//! written as 16 shards (`ShardedDataset`), against the single file.
 //!
 //! `LODTENSOR_BENCH_MB` sets the dataset size (default 200 MB of values).
 
@@ -11,7 +12,8 @@ use arrow_array::types::Float32Type;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-use lodtensor::loader::Loader;
+use lodtensor::loader::{Loader, LoaderSource};
+use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 use lodtensor::synthetic::{Documents, SplitMix64};
 
 fn sum(values: &[f32]) -> f32 {
@@ -37,16 +39,21 @@ fn bench(c: &mut Criterion) {
     let docs = Documents::default();
     let total_docs = docs.docs_for_bytes((mb << 20) as u64);
     let mut rng = SplitMix64::new(2026);
+    let shards_dir = dir.path().join("shards");
     let mut writer = DatasetWriter::create(&path, WriteOptions::default()).expect("create");
+    let shard_options = ShardOptions::default().with_shard_rows(total_docs.div_ceil(16));
+    let mut shard_writer = ShardWriter::create(&shards_dir, shard_options).expect("create");
     let mut left = total_docs;
     while left > 0 {
         let n = left.min(200);
-        writer
-            .write(&docs.generate(&mut rng, n).expect("generate"))
-            .expect("write");
+        let part = docs.generate(&mut rng, n).expect("generate");
+        writer.write(&part).expect("write");
+        shard_writer.write(&part).expect("write a shard");
         left -= n;
     }
     writer.finish().expect("finish");
+    shard_writer.finish().expect("finish the shards");
+    let shards = ShardedDataset::open(&shards_dir).expect("open the shards");
     let file = MappedDataset::open(&path).expect("open");
     let tokens: usize = file
         .batches()
@@ -93,8 +100,22 @@ fn bench(c: &mut Criterion) {
         })
     });
 
-    for (name, shuffle) in [("loader in order", false), ("loader shuffled", true)] {
-        let builder = Loader::builder(&file).with_token_budget(4096);
+    let loaders = [
+        ("loader in order", false, LoaderSource::File(&file)),
+        (
+            "loader in order, 16 shards",
+            false,
+            LoaderSource::Shards(&shards),
+        ),
+        ("loader shuffled", true, LoaderSource::File(&file)),
+        (
+            "loader shuffled, 16 shards",
+            true,
+            LoaderSource::Shards(&shards),
+        ),
+    ];
+    for (name, shuffle, source) in loaders {
+        let builder = Loader::builder(source).with_token_budget(4096);
         let builder = if shuffle {
             builder.with_shuffle(7)
         } else {

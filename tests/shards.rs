@@ -122,6 +122,87 @@ proptest! {
     }
 }
 
+/// Loader options by number: in order, token budgets, shuffled, buckets, drop last.
+fn loader_mode(
+    b: lodtensor::LoaderBuilder<'_>,
+    mode: usize,
+    seed: u64,
+) -> lodtensor::LoaderBuilder<'_> {
+    match mode {
+        0 => b.with_batch_size(3),
+        1 => b.with_token_budget(12),
+        2 => b.with_batch_size(4).with_shuffle(seed),
+        3 => b
+            .with_token_budget(10)
+            .with_quantile_buckets(3)
+            .with_shuffle(seed),
+        _ => b.with_batch_size(2).with_drop_last(true),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// The loader over shards makes the batches the loader over the single file makes
+    /// (same options, same samples in the same order), in every mode whose plan does not
+    /// follow record batches; a batch inside one record batch of a shard is a view of
+    /// that shard's mapping; with a chunk shuffle (runs within a shard's record batches)
+    /// the ranks together see every sample once.
+    #[test]
+    fn the_loader_over_shards_is_the_loader_over_the_file(
+        docs in 1usize..60,
+        seed in 0u64..1000,
+        shard_rows in 1usize..12,
+        mode in 0usize..5,
+        world_size in 1usize..4,
+    ) {
+        use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
+        use lodtensor::{Loader, MappedDataset};
+        let ds = documents(seed, docs, 0);
+        let dir = tempfile::tempdir().unwrap();
+        let shards_dir = dir.path().join("shards");
+        write_pieces(&shards_dir, &ds, &[0.5], ShardOptions::default().with_shard_rows(shard_rows));
+        let path = dir.path().join("one.arrow");
+        let mut writer = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
+        writer.write(&ds).unwrap();
+        writer.finish().unwrap();
+        let (file, shards) = (MappedDataset::open(&path).unwrap(), ShardedDataset::open(&shards_dir).unwrap());
+        let options = |b, rank| loader_mode(b, mode, seed).shard(rank, world_size);
+        let mut seen = vec![0; docs];
+        for rank in 0..world_size {
+            let mut from_file = options(Loader::builder(&file), rank).build().unwrap();
+            let mut from_shards = options(Loader::builder(&shards), rank).build().unwrap();
+            for epoch in 0..2 {
+                from_file.set_epoch(epoch);
+                from_shards.set_epoch(epoch);
+                loop {
+                    let (a, b) = (from_file.next_batch().unwrap(), from_shards.next_batch().unwrap());
+                    prop_assert_eq!(a.is_some(), b.is_some());
+                    let (Some(a), Some(b)) = (a, b) else { break };
+                    prop_assert_eq!(a.samples(), b.samples());
+                    prop_assert_eq!(flatten(&[a.data().clone()]), flatten(&[b.data().clone()]));
+                    if b.is_view() {
+                        let shard = shards.locate_row(b.samples()[0]).unwrap().0;
+                        prop_assert!(in_mapping(b.data(), &shards, shard));
+                    }
+                }
+            }
+            // A chunk shuffle over the shards: every sample once across the ranks.
+            let mut chunks = Loader::builder(&shards)
+                .shard(rank, world_size)
+                .with_chunk_shuffle(seed, 3)
+                .build()
+                .unwrap();
+            while let Some(batch) = chunks.next_batch().unwrap() {
+                for &s in batch.samples() {
+                    seen[s] += 1;
+                }
+            }
+        }
+        prop_assert!(seen.iter().all(|&n| n == 1), "{:?}", seen);
+    }
+}
+
 /// A dataset of 3 shards of 4 rows.
 fn three_shards(dir: &Path) {
     let mut writer = ShardWriter::create(dir, ShardOptions::default().with_shard_rows(4)).unwrap();

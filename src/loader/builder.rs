@@ -6,9 +6,57 @@ use super::Loader;
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
 use super::plan::{BatchSize, PlanConfig, Shuffle};
 use crate::ArgumentError;
+use crate::RowIndex;
 use crate::dataset::{Column, Dataset};
 use crate::error::Result;
 use crate::io::ipc_reader::MappedDataset;
+use crate::shards::ShardedDataset;
+
+/// What a [`Loader`] reads: the record batches of one mapped file, or of every shard of a
+/// sharded dataset, one after the other (`Loader::builder` takes either).
+#[derive(Clone, Copy, Debug)]
+pub enum LoaderSource<'a> {
+    /// One file.
+    File(&'a MappedDataset),
+    /// The shards of a sharded dataset, in the manifest's order: each is mapped and checked
+    /// against the manifest when the loader is built.
+    Shards(&'a ShardedDataset),
+}
+
+impl<'a> From<&'a MappedDataset> for LoaderSource<'a> {
+    fn from(file: &'a MappedDataset) -> Self {
+        LoaderSource::File(file)
+    }
+}
+
+impl<'a> From<&'a ShardedDataset> for LoaderSource<'a> {
+    fn from(shards: &'a ShardedDataset) -> Self {
+        LoaderSource::Shards(shards)
+    }
+}
+
+impl LoaderSource<'_> {
+    /// The record batches, in order, and what every one of them shares per column (from
+    /// the first batch, else from the schema: a source without rows).
+    fn batches(self) -> Result<(Vec<Dataset>, Vec<ColumnInfo>)> {
+        let (batches, empty) = match self {
+            LoaderSource::File(file) => (file.batches().to_vec(), empty_columns(file.schema())),
+            LoaderSource::Shards(data) => {
+                let mut batches = Vec::new();
+                for shard in 0..data.num_shards() {
+                    batches.extend_from_slice(data.shard(shard)?.batches());
+                }
+                let empty = data.columns().iter().map(|c| c.empty_column()).collect();
+                (batches, empty)
+            }
+        };
+        let columns = match batches.first() {
+            Some(b) => b.columns().iter().map(ColumnInfo::new).collect(),
+            None => empty?.iter().map(ColumnInfo::new).collect(),
+        };
+        Ok((batches, columns))
+    }
+}
 
 /// Options of a [`Loader`]; see [`Loader::builder`].
 ///
@@ -17,7 +65,7 @@ use crate::io::ipc_reader::MappedDataset;
 /// are alternatives: giving both is refused by [`LoaderBuilder::build`], naming both.
 #[derive(Debug)]
 pub struct LoaderBuilder<'a> {
-    file: &'a MappedDataset,
+    source: LoaderSource<'a>,
     config: PlanConfig,
     length: Option<(String, usize)>,
     quantiles: Option<usize>,
@@ -33,9 +81,9 @@ const SHUFFLING: usize = 1;
 const BUCKETING: usize = 2;
 
 impl<'a> LoaderBuilder<'a> {
-    pub(super) fn new(file: &'a MappedDataset) -> Self {
+    pub(super) fn new(source: LoaderSource<'a>) -> Self {
         LoaderBuilder {
-            file,
+            source,
             config: PlanConfig {
                 batch: BatchSize::Samples(32),
                 drop_last: false,
@@ -149,17 +197,16 @@ impl<'a> LoaderBuilder<'a> {
             .into());
         }
         let LoaderBuilder {
-            file,
+            source,
             mut config,
             length,
             quantiles,
             ..
         } = self;
-        let batches: Vec<Dataset> = file.batches().to_vec();
-        let rows = file.row_index().clone();
-        let columns = column_infos(file)?;
+        let (batches, columns) = source.batches()?;
+        let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
         let length = length_column(&columns, length)?;
-        let lengths = sample_lengths(&batches, length, file.num_rows());
+        let lengths = sample_lengths(&batches, length, rows.num_rows());
         if let Some(n) = quantiles {
             config.buckets = quantile_bounds(&lengths, n)?;
         }
@@ -182,15 +229,6 @@ impl<'a> LoaderBuilder<'a> {
             gatherer: Gatherer::default(),
         })
     }
-}
-
-/// What every record batch of each column shares, from the file's first batch, or from
-/// its schema when it has no batch (a file with a schema and no rows).
-fn column_infos(file: &MappedDataset) -> Result<Vec<ColumnInfo>> {
-    if let Some(b) = file.batches().first() {
-        return Ok(b.columns().iter().map(ColumnInfo::new).collect());
-    }
-    empty_columns(file.schema()).map(|columns| columns.iter().map(ColumnInfo::new).collect())
 }
 
 /// The columns of `schema`, without rows.

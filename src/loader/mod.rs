@@ -1,7 +1,14 @@
-//! Mini-batches for a training loop, streamed from a memory-mapped dataset file.
+//! Mini-batches for a training loop, streamed from a memory-mapped dataset file or from
+//! the shards of a sharded dataset.
 //!
-//! A [`Loader`] turns the samples (rows) of a [`MappedDataset`] into batches, each a
-//! [`Dataset`] of every column, following a [`Plan`] made per epoch:
+//! A [`Loader`] turns the samples (rows) of a [`MappedDataset`] or a
+//! [`ShardedDataset`](crate::shards::ShardedDataset) into batches, each a [`Dataset`] of
+//! every column, following a [`Plan`] made per epoch. Over shards, the rows are those of
+//! the shards one after the other (global row numbers, as `ShardedDataset::sample` counts
+//! them), and a shard's record batches are record batches like a file's: a batch inside
+//! one of them is a view of that shard's mapping, chunks of a chunk shuffle never cross a
+//! shard, and the chunk shuffle is a global shuffle that still reads contiguously. Every
+//! shard is mapped and checked against the manifest when the loader is built.
 //!
 //! - batches of a fixed number of samples, or of at most a token budget (the sum of one
 //!   column's level lengths per sample; a longer sample is a batch of its own and flagged,
@@ -73,11 +80,12 @@ use std::sync::Arc;
 
 use crate::dataset::Dataset;
 use crate::error::Result;
+#[cfg(doc)]
 use crate::io::ipc_reader::MappedDataset;
 use crate::ops::{Padded, to_padded};
 use crate::values::{DType, Values};
 
-pub use builder::LoaderBuilder;
+pub use builder::{LoaderBuilder, LoaderSource};
 pub use gather::GatherStats;
 pub use plan::{BatchInfo, BatchSize, Plan, Shuffle};
 pub use position::{Fingerprint, Position};
@@ -106,7 +114,11 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// Options for a loader over `file`: batches of 32 samples in file order, one shard.
+    /// Options for a loader over `source` (a `&MappedDataset` or a `&ShardedDataset`, see
+    /// [`LoaderSource`]): batches of 32 samples in file order, one rank.
+    ///
+    /// # Errors
+    /// None here; [`LoaderBuilder::build`] maps and checks the shards of a sharded dataset.
     ///
     /// # Example
     /// ```
@@ -127,8 +139,8 @@ impl Loader {
     /// assert_eq!(first.to_padded("x", 0)?.shape, vec![2, 2]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn builder(file: &MappedDataset) -> LoaderBuilder<'_> {
-        LoaderBuilder::new(file)
+    pub fn builder<'a>(source: impl Into<LoaderSource<'a>>) -> LoaderBuilder<'a> {
+        LoaderBuilder::new(source.into())
     }
 
     /// The plan of `epoch` (cached for the epoch being read, else computed in O(samples)).
@@ -435,6 +447,7 @@ mod tests {
     use super::*;
 
     use crate::dataset::Column;
+    use crate::io::ipc_reader::MappedDataset;
     use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
     use crate::lod::{Lod, OffsetWidth};
     use crate::tensor::LodTensor;
