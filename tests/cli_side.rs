@@ -73,6 +73,10 @@ fn info_show_slice_and_convert_carry_side_columns() {
     assert_eq!(json["side_columns"][0]["name"], "id");
     assert_eq!(json["side_columns"][1]["nulls"], 1);
     assert_eq!(json["columns"].as_array().unwrap().len(), 1);
+    let valid = lodtensor_in(dir.path(), ["validate", "side.arrow"])
+        .ok()
+        .to_owned();
+    assert!(valid.contains("3 columns"), "{valid}");
 
     let shown = lodtensor_in(
         dir.path(),

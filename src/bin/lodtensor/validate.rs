@@ -52,6 +52,14 @@ pub fn run(args: Args) -> Result<()> {
             bar.inc(1);
         }
     }
+    // Side columns: Arrow's full validation again (the mapped reader ran it already).
+    for side in &source.sides {
+        for (part, array) in side.arrays.iter().enumerate() {
+            let (file, batch) = source.origin(part);
+            let at = |e: lodtensor::Error| e.in_column(side.name(), batch).in_file(file);
+            array.to_data().validate_full().map_err(|e| at(e.into()))?;
+        }
+    }
     bar.finish_and_clear();
     let version = source
         .format_version
@@ -68,7 +76,7 @@ pub fn run(args: Args) -> Result<()> {
         source.format.name(),
         bytes_text(source.bytes),
         source.batches_text(),
-        plural(source.columns.len(), "column"),
+        plural(source.columns.len() + source.sides.len(), "column"),
         plural(sequences, "sequence"),
         plural(levels, "level"),
         plural(elements, "element")
