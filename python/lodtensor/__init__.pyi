@@ -102,6 +102,25 @@ class ShardedDataset:
         """Every shard as one table, zero-copy."""
     def __arrow_c_schema__(self) -> object: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def loader(
+        self,
+        *,
+        batch_size: int | None = None,
+        token_budget: int | None = None,
+        length_column: str | None = None,
+        level: int | None = None,
+        shuffle: bool = False,
+        seed: int = 0,
+        chunk_rows: int | None = None,
+        buckets: int | Sequence[int] | None = None,
+        drop_last: bool = False,
+        rank: int = 0,
+        world_size: int = 1,
+        prefetch: int = 0,
+    ) -> Loader:
+        """Training batches over the shards, one after the other: ``Dataset.loader``'s
+        options and batches (those of the same rows in one file); every shard is mapped and
+        checked when the loader is made."""
 
 class ShardWriter:
     """Writes a sharded dataset: shards closed at a row or byte budget, the manifest last."""

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lodtensor::MappedDataset;
+use lodtensor::loader::LoaderSource;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyList};
@@ -198,7 +199,7 @@ impl Dataset {
             world_size,
             prefetch,
         };
-        Loader::build(py, &self.file, options)
+        Loader::build(py, LoaderSource::File(&self.file), options)
     }
 
     fn __repr__(&self) -> String {

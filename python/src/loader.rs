@@ -3,8 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lodtensor::MappedDataset;
-use lodtensor::loader::Prefetch;
+use lodtensor::loader::{LoaderSource, Prefetch};
 use lodtensor::{ArgumentError, Error, Position, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -57,9 +56,9 @@ pub struct Options {
 }
 
 impl Options {
-    /// The crate's loader with these options.
-    fn build(self, file: &MappedDataset) -> PyResult<lodtensor::Loader> {
-        let mut b = lodtensor::Loader::builder(file);
+    /// The crate's loader over `source` with these options.
+    fn build(self, source: LoaderSource<'_>) -> PyResult<lodtensor::Loader> {
+        let mut b = lodtensor::Loader::builder(source);
         b = match (self.batch_size, self.token_budget) {
             (Some(_), Some(_)) => {
                 return Err(invalid("give batch_size or token_budget, not both"));
@@ -70,13 +69,13 @@ impl Options {
         };
         let column = match (self.length_column, self.level) {
             (Some(c), _) => Some(c),
-            (None, Some(_)) => Some(default_length_column(file)?),
+            (None, Some(_)) => Some(default_length_column(source)?),
             (None, None) => None,
         };
         if let Some(column) = column {
             let level = match self.level {
                 Some(l) => l,
-                None => column_levels(file, &column)?.saturating_sub(1),
+                None => column_levels(source, &column)?.saturating_sub(1),
             };
             b = b.with_length_column(column, level);
         }
@@ -98,25 +97,38 @@ impl Options {
     }
 }
 
+/// The tensor columns of `source` and their numbers of levels: from a file's first
+/// batch (none for a file without rows), from a sharded dataset's manifest.
+fn tensor_levels(source: LoaderSource<'_>) -> Vec<(String, usize)> {
+    match source {
+        LoaderSource::File(file) => (file.batches().first().into_iter())
+            .flat_map(|b| b.columns())
+            .filter_map(|c| c.as_tensor().map(|t| (c.name().to_owned(), t.num_levels())))
+            .collect(),
+        LoaderSource::Shards(data) => (data.columns().iter())
+            .map(|c| (c.name.clone(), c.offsets.len()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The first column that has levels (the crate's default length column).
-fn default_length_column(file: &MappedDataset) -> PyResult<String> {
-    file.batches()
-        .first()
-        .and_then(|b| {
-            b.columns()
-                .iter()
-                .find(|c| c.as_tensor().is_some_and(|t| t.num_levels() > 0))
-        })
-        .map(|c| c.name().to_owned())
+fn default_length_column(source: LoaderSource<'_>) -> PyResult<String> {
+    (tensor_levels(source).into_iter())
+        .find(|(_, levels)| *levels > 0)
+        .map(|(name, _)| name)
         .ok_or_else(|| invalid("level given, but no column has levels: name length_column"))
 }
 
 /// The number of levels of `column`.
-fn column_levels(file: &MappedDataset, column: &str) -> PyResult<usize> {
-    match file.batches().first() {
-        Some(b) => Ok(b.column(column).py_err()?.num_levels()),
+fn column_levels(source: LoaderSource<'_>, column: &str) -> PyResult<usize> {
+    match tensor_levels(source)
+        .into_iter()
+        .find(|(name, _)| name == column)
+    {
+        Some((_, levels)) => Ok(levels),
         None => Err(invalid(format!(
-            "length_column {column:?} of an empty file: give level as well"
+            "length_column {column:?}: no such tensor column (or no rows to tell): give level as well"
         ))),
     }
 }
@@ -231,10 +243,10 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// A loader over `file` with `options`.
-    pub fn build(py: Python<'_>, file: &MappedDataset, options: Options) -> PyResult<Self> {
+    /// A loader over `source` (a file or a sharded dataset) with `options`.
+    pub fn build(py: Python<'_>, source: LoaderSource<'_>, options: Options) -> PyResult<Self> {
         let depth = options.prefetch;
-        let loader = py.detach(|| options.build(file))?;
+        let loader = py.detach(|| options.build(source))?;
         Ok(Loader {
             inner: Mutex::new(Inner {
                 next: loader.next_position(),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
+use lodtensor::loader::LoaderSource;
 use lodtensor::shards::{ColumnSpec, Manifest};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -14,6 +15,7 @@ use pyo3::types::{PyCapsule, PyList};
 use crate::dataset::offsets_per_level;
 use crate::error::{IntoPy, invalid};
 use crate::ffi;
+use crate::loader::{Buckets, Loader, Options};
 
 /// Opens the sharded dataset in the directory `path`, reading its manifest only (no shard
 /// is mapped until it is touched). Raises `FileNotFoundError` when there is no manifest and
@@ -218,6 +220,47 @@ impl ShardedDataset {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         ffi::refuse_requested_schema(requested_schema)?;
         self.stream(py, (0..self.data.num_shards()).collect())
+    }
+
+    /// A `Loader` of training batches over the shards, one after the other (rows numbered
+    /// across shards); the options are `Dataset.loader`'s. Every shard is mapped and checked
+    /// against the manifest when the loader is made; a batch inside one record batch of a
+    /// shard is a view of that shard's mapping.
+    #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
+        level = None, shuffle = false, seed = 0, chunk_rows = None, buckets = None,
+        drop_last = false, rank = 0, world_size = 1, prefetch = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn loader(
+        &self,
+        py: Python<'_>,
+        batch_size: Option<usize>,
+        token_budget: Option<usize>,
+        length_column: Option<String>,
+        level: Option<usize>,
+        shuffle: bool,
+        seed: u64,
+        chunk_rows: Option<usize>,
+        buckets: Option<Bound<'_, PyAny>>,
+        drop_last: bool,
+        rank: usize,
+        world_size: usize,
+        prefetch: usize,
+    ) -> PyResult<Loader> {
+        let options = Options {
+            batch_size,
+            token_budget,
+            length_column,
+            level,
+            shuffle,
+            seed,
+            chunk_rows,
+            buckets: Buckets::from_py(buckets)?,
+            drop_last,
+            rank,
+            world_size,
+            prefetch,
+        };
+        Loader::build(py, LoaderSource::Shards(&self.data), options)
     }
 
     fn __repr__(&self) -> String {

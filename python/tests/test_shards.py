@@ -226,3 +226,36 @@ def test_an_empty_table_makes_an_empty_dataset_with_its_columns(tmp_path):
     assert ds.to_pyarrow().num_rows == 0
     lt.write_shards(tmp_path / "empty", documents(4, seed=2), mode="append")
     assert lt.open(tmp_path / "empty").num_rows == 4
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(batch_size=7),
+        dict(token_budget=300, shuffle=True, seed=3),
+        dict(batch_size=5, buckets=3, shuffle=True, seed=1, drop_last=True),
+        dict(batch_size=4, rank=1, world_size=3, prefetch=2),
+    ],
+)
+def test_loader_over_shards_gives_the_files_batches(shards_dir, docs_path, options):
+    shards, file = lt.open(shards_dir), lt.open(docs_path)
+    ours, theirs = shards.loader(**options), file.loader(**options)
+    for epoch in range(2):
+        a, b = list(ours), list(theirs)
+        assert len(a) == len(b) > 0
+        for x, y in zip(a, b):
+            assert x.samples.tolist() == y.samples.tolist()
+            assert x.to_pyarrow().equals(y.to_pyarrow())
+
+
+def test_loader_over_shards_views_the_shard_and_covers_every_sample(shards_dir):
+    data = lt.open(shards_dir)
+    first = next(iter(data.loader(batch_size=3)))
+    assert first.is_view
+    shard0 = shards_dir / data.shards[0]["file"]
+    assert inside_mapping(first.values("tokens"), shard0)
+    seen = []
+    for rank in range(3):
+        for batch in data.loader(batch_size=8, shuffle=True, chunk_rows=5, seed=9, rank=rank, world_size=3):
+            seen.extend(batch.samples.tolist())
+    assert sorted(seen) == list(range(data.num_rows))

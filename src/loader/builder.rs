@@ -15,6 +15,7 @@ use crate::shards::ShardedDataset;
 /// What a [`Loader`] reads: the record batches of one mapped file, or of every shard of a
 /// sharded dataset, one after the other (`Loader::builder` takes either).
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum LoaderSource<'a> {
     /// One file.
     File(&'a MappedDataset),
