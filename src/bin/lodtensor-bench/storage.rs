@@ -118,27 +118,7 @@ pub fn measure(data: &BenchData, dir: &Path, file: &MappedDataset, scale: f64) -
         Ok::<_, lodtensor::Error>(())
     })?;
 
-    let (scan, raw_scan) = alternate(
-        5,
-        || {
-            let mut total = Sum::default();
-            for s in &sequences {
-                for j in 0..s.len() {
-                    total.add(s.get(j).unwrap_or_default());
-                }
-            }
-            black_box(total.value());
-            Ok::<_, lodtensor::Error>(())
-        },
-        || {
-            let mut total = Sum::default();
-            for (_, floats) in &raw {
-                total.add(floats);
-            }
-            black_box(total.value());
-            Ok(())
-        },
-    )?;
+    let (scan, raw_scan) = measure_scan(&sequences, &raw)?;
     Ok(Storage {
         lookups,
         cache_dir,
@@ -153,6 +133,36 @@ pub fn measure(data: &BenchData, dir: &Path, file: &MappedDataset, scale: f64) -
         scan,
         raw_scan,
     })
+}
+
+/// A full scan summing every sentence's floats through `sequences`, alternating with the
+/// same sum over `raw`, arrow-rs's mapped slices.
+fn measure_scan(
+    sequences: &[Sequences<'_, f32>],
+    raw: &[(&[i64], &[f32])],
+) -> Result<(Samples, Samples)> {
+    alternate(
+        5,
+        || {
+            let mut total = Sum::default();
+            for s in sequences {
+                for j in 0..s.len() {
+                    total.add(s.get(j).unwrap_or_default());
+                }
+            }
+            black_box(total.value());
+            Ok::<_, lodtensor::Error>(())
+        },
+        || {
+            let mut total = Sum::default();
+            for (_, floats) in raw {
+                total.add(floats);
+            }
+            black_box(total.value());
+            Ok(())
+        },
+    )
+    .map_err(Into::into)
 }
 
 /// Which written files stay until the last run.

@@ -369,77 +369,86 @@ fn write_values(
 ) -> Result<()> {
     let (def, rep) = (Some(&levels.def[..]), levels.rep());
     let count = items.len();
-    let written =
-        match (writer, values.dtype()) {
-            (ColumnWriter::FloatColumnWriter(w), DType::Float32) => {
-                w.write_batch(&values.typed::<Float32Type>()?[items], def, rep)
-            }
-            (ColumnWriter::DoubleColumnWriter(w), DType::Float64) => {
-                w.write_batch(&values.typed::<Float64Type>()?[items], def, rep)
-            }
-            (ColumnWriter::Int32ColumnWriter(w), DType::Int32) => {
-                w.write_batch(&values.typed::<Int32Type>()?[items], def, rep)
-            }
-            (ColumnWriter::Int64ColumnWriter(w), DType::Int64) => {
-                w.write_batch(&values.typed::<Int64Type>()?[items], def, rep)
-            }
-            // Narrower and unsigned integers are stored as INT32 / INT64, unsigned ones by
-            // their bits (the column's INTEGER annotation says how to read them back).
-            (ColumnWriter::Int32ColumnWriter(w), DType::Int8) => {
-                let v = convert::<Int8Type, _>(values, items, &mut scratch.int32, i32::from)?;
-                w.write_batch(v, def, rep)
-            }
-            (ColumnWriter::Int32ColumnWriter(w), DType::Int16) => {
-                let v = convert::<Int16Type, _>(values, items, &mut scratch.int32, i32::from)?;
-                w.write_batch(v, def, rep)
-            }
-            (ColumnWriter::Int32ColumnWriter(w), DType::UInt8) => {
-                let v = convert::<UInt8Type, _>(values, items, &mut scratch.int32, i32::from)?;
-                w.write_batch(v, def, rep)
-            }
-            (ColumnWriter::Int32ColumnWriter(w), DType::UInt16) => {
-                let v = convert::<UInt16Type, _>(values, items, &mut scratch.int32, i32::from)?;
-                w.write_batch(v, def, rep)
-            }
-            (ColumnWriter::Int32ColumnWriter(w), DType::UInt32) => {
-                let v = convert::<UInt32Type, _>(values, items, &mut scratch.int32, |x| x as i32)?;
-                w.write_batch(v, def, rep)
-            }
-            (ColumnWriter::Int64ColumnWriter(w), DType::UInt64) => {
-                let v = convert::<UInt64Type, _>(values, items, &mut scratch.int64, |x| x as i64)?;
-                w.write_batch(v, def, rep)
-            }
-            (ColumnWriter::BoolColumnWriter(w), DType::Bool) => {
-                let bits = values.booleans()?.values().slice(items.start, items.len());
-                scratch.booleans.clear();
-                scratch.booleans.extend(bits.iter());
-                w.write_batch(&scratch.booleans, def, rep)
-            }
-            (ColumnWriter::FixedLenByteArrayColumnWriter(w), DType::Float16) => {
-                let halves = &values.typed::<Float16Type>()?[items];
-                let bytes = Bytes::from(
-                    halves
-                        .iter()
-                        .flat_map(|h| h.to_le_bytes())
-                        .collect::<Vec<u8>>(),
-                );
-                scratch.fixed.clear();
-                scratch.fixed.extend((0..halves.len()).map(|i| {
-                    FixedLenByteArray::from(ByteArray::from(bytes.slice(2 * i..2 * i + 2)))
-                }));
-                w.write_batch(&scratch.fixed, def, rep)
-            }
-            (_, dtype) => {
-                return Err(internal(format!(
-                    "{} values for a leaf of another physical type",
-                    dtype.name()
-                )));
-            }
-        }?;
+    let written = match (writer, values.dtype()) {
+        (ColumnWriter::FloatColumnWriter(w), DType::Float32) => {
+            w.write_batch(&values.typed::<Float32Type>()?[items], def, rep)
+        }
+        (ColumnWriter::DoubleColumnWriter(w), DType::Float64) => {
+            w.write_batch(&values.typed::<Float64Type>()?[items], def, rep)
+        }
+        (ColumnWriter::Int32ColumnWriter(w), DType::Int32) => {
+            w.write_batch(&values.typed::<Int32Type>()?[items], def, rep)
+        }
+        (ColumnWriter::Int64ColumnWriter(w), DType::Int64) => {
+            w.write_batch(&values.typed::<Int64Type>()?[items], def, rep)
+        }
+        // Narrower and unsigned integers are stored as INT32 / INT64, unsigned ones by
+        // their bits (the column's INTEGER annotation says how to read them back).
+        (ColumnWriter::Int32ColumnWriter(w), DType::Int8) => {
+            let v = convert::<Int8Type, _>(values, items, &mut scratch.int32, i32::from)?;
+            w.write_batch(v, def, rep)
+        }
+        (ColumnWriter::Int32ColumnWriter(w), DType::Int16) => {
+            let v = convert::<Int16Type, _>(values, items, &mut scratch.int32, i32::from)?;
+            w.write_batch(v, def, rep)
+        }
+        (ColumnWriter::Int32ColumnWriter(w), DType::UInt8) => {
+            let v = convert::<UInt8Type, _>(values, items, &mut scratch.int32, i32::from)?;
+            w.write_batch(v, def, rep)
+        }
+        (ColumnWriter::Int32ColumnWriter(w), DType::UInt16) => {
+            let v = convert::<UInt16Type, _>(values, items, &mut scratch.int32, i32::from)?;
+            w.write_batch(v, def, rep)
+        }
+        (ColumnWriter::Int32ColumnWriter(w), DType::UInt32) => {
+            let v = convert::<UInt32Type, _>(values, items, &mut scratch.int32, |x| x as i32)?;
+            w.write_batch(v, def, rep)
+        }
+        (ColumnWriter::Int64ColumnWriter(w), DType::UInt64) => {
+            let v = convert::<UInt64Type, _>(values, items, &mut scratch.int64, |x| x as i64)?;
+            w.write_batch(v, def, rep)
+        }
+        (ColumnWriter::BoolColumnWriter(w), DType::Bool) => {
+            let bits = values.booleans()?.values().slice(items.start, items.len());
+            scratch.booleans.clear();
+            scratch.booleans.extend(bits.iter());
+            w.write_batch(&scratch.booleans, def, rep)
+        }
+        (ColumnWriter::FixedLenByteArrayColumnWriter(w), DType::Float16) => {
+            let halves = &values.typed::<Float16Type>()?[items];
+            w.write_batch(float16_bytes(halves, &mut scratch.fixed), def, rep)
+        }
+        (_, dtype) => {
+            return Err(internal(format!(
+                "{} values for a leaf of another physical type",
+                dtype.name()
+            )));
+        }
+    }?;
     if written != count {
         return Err(internal(format!("{written} of {count} values written")));
     }
     Ok(())
+}
+
+/// `halves` as the 2-byte little-endian arrays Parquet stores float16 in (a
+/// `FIXED_LEN_BYTE_ARRAY(2)` annotated `FLOAT16`), in `out`.
+fn float16_bytes<'a>(
+    halves: &[half::f16],
+    out: &'a mut Vec<FixedLenByteArray>,
+) -> &'a [FixedLenByteArray] {
+    let bytes = Bytes::from(
+        halves
+            .iter()
+            .flat_map(|h| h.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    );
+    out.clear();
+    out.extend(
+        (0..halves.len())
+            .map(|i| FixedLenByteArray::from(ByteArray::from(bytes.slice(2 * i..2 * i + 2)))),
+    );
+    out
 }
 
 /// `items` of `values` converted by `f` into `out`.
