@@ -95,6 +95,14 @@ impl Lod {
     ///
     /// # Panics
     /// When [`Lod::try_new`] fails.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LevelOffsets, Lod};
+    /// let lod = Lod::new(vec![LevelOffsets::try_new_i64(0, vec![0, 2, 3].into())?]);
+    /// assert_eq!(lod.lengths(), vec![vec![2, 1]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn new(levels: Vec<LevelOffsets>) -> Self {
         Self::try_new(levels).expect("invalid LoD")
     }
@@ -209,16 +217,43 @@ impl Lod {
     }
 
     /// The number of levels (0 for a plain tensor).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// assert_eq!(lod.num_levels(), 2);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn num_levels(&self) -> usize {
         self.levels.len()
     }
 
     /// The levels' offset buffers, as a whole (including entries before the part in view).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// assert_eq!(lod.levels()[1].to_vec(), vec![0, 1, 3, 6]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn levels(&self) -> &[LevelOffsets] {
         &self.levels
     }
 
     /// The number of top-level sequences (Arrow rows); `None` for a 0-level LoD.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// assert_eq!(lod.num_rows(), Some(2));
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn num_rows(&self) -> Option<usize> {
         self.levels.first().map(|o| o.len() - 1)
     }
@@ -238,6 +273,15 @@ impl Lod {
     ///
     /// # Errors
     /// [`ArgumentError::LevelOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// assert_eq!((lod.num_sequences(0)?, lod.num_sequences(1)?), (2, 3));
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn num_sequences(&self, level: usize) -> Result<usize> {
         self.check_level(level)?;
         Ok(self.levels[level].len() - 1 - self.window_start(level))
@@ -245,6 +289,16 @@ impl Lod {
 
     /// The elements in view: from the first level's first offset, followed down, to the
     /// last level's last offset. `0..0` for a 0-level LoD (the tensor knows its rows).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// assert_eq!(lod.elements(), 0..6);
+    /// assert_eq!(lod.slice_rows(1..2)?.elements(), 3..6);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn elements(&self) -> Range<usize> {
         let Some(last) = self.levels.last() else {
             return 0..0;
@@ -333,6 +387,15 @@ impl Lod {
     }
 
     /// The offsets in view, one `Vec` per level, as stored (a view's may start past 0).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// assert_eq!(lod.offsets(), vec![vec![0, 2, 3], vec![0, 1, 3, 6]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn offsets(&self) -> Vec<Vec<i64>> {
         let mut start = 0;
         self.levels
@@ -346,6 +409,15 @@ impl Lod {
     }
 
     /// The lengths in view, one `Vec` per level (Paddle's `recursive_sequence_lengths`).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// assert_eq!(lod.lengths(), vec![vec![2, 1], vec![1, 2, 3]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn lengths(&self) -> Vec<Vec<usize>> {
         (0..self.levels.len())
             .map(|level| self.level_lengths(level).expect("level exists"))
@@ -356,6 +428,15 @@ impl Lod {
     ///
     /// # Errors
     /// [`ArgumentError::LevelOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// assert_eq!(lod.level_lengths(1)?, vec![1, 2, 3]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn level_lengths(&self, level: usize) -> Result<Vec<usize>> {
         self.check_level(level)?;
         let o = &self.levels[level];
@@ -515,6 +596,17 @@ impl Lod {
 
     /// A copy of the levels in view with offsets starting at 0, and the elements they
     /// index (the part of the values to keep).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// let (rebased, elements) = lod.slice_rows(1..2)?.rebased();
+    /// assert_eq!(rebased.offsets(), vec![vec![0, 1], vec![0, 3]]);
+    /// assert_eq!(elements, 3..6);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn rebased(&self) -> (Self, Range<usize>) {
         let mut start = 0;
         let levels = self
@@ -533,6 +625,16 @@ impl Lod {
     }
 
     /// Whether the offsets in view start at 0 at every level (as Paddle requires).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Lod;
+    /// // Paddle's example: 2 sequences of 2 and 1 sub-sequences of 1, 2 and 3 elements.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// assert!(lod.is_zero_based());
+    /// assert!(!lod.slice_rows(1..2)?.is_zero_based());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn is_zero_based(&self) -> bool {
         self.levels.first().is_none_or(|o| o.get(0) == 0) && self.elements().start == 0
     }

@@ -41,6 +41,14 @@ impl Default for RowIndex {
 
 impl RowIndex {
     /// The index of parts of `counts` rows, in order.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::RowIndex;
+    /// // Three record batches (or shards) of 4, 0 and 3 rows.
+    /// let rows = RowIndex::from_counts([4, 0, 3]);
+    /// assert_eq!(rows.starts(), &[0, 4, 4, 7]);
+    /// ```
     pub fn from_counts(counts: impl IntoIterator<Item = usize>) -> Self {
         let mut starts = vec![0];
         let mut total = 0;
@@ -52,16 +60,40 @@ impl RowIndex {
     }
 
     /// The number of rows of all parts.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::RowIndex;
+    /// // Three record batches (or shards) of 4, 0 and 3 rows.
+    /// let rows = RowIndex::from_counts([4, 0, 3]);
+    /// assert_eq!(rows.num_rows(), 7);
+    /// ```
     pub fn num_rows(&self) -> usize {
         *self.starts.last().expect("never empty")
     }
 
     /// The number of parts.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::RowIndex;
+    /// // Three record batches (or shards) of 4, 0 and 3 rows.
+    /// let rows = RowIndex::from_counts([4, 0, 3]);
+    /// assert_eq!(rows.num_parts(), 3);
+    /// ```
     pub fn num_parts(&self) -> usize {
         self.starts.len() - 1
     }
 
     /// The first row of every part, closed by the number of rows.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::RowIndex;
+    /// // Three record batches (or shards) of 4, 0 and 3 rows.
+    /// let rows = RowIndex::from_counts([4, 0, 3]);
+    /// assert_eq!(rows.starts(), &[0, 4, 4, 7]);
+    /// ```
     pub fn starts(&self) -> &[usize] {
         &self.starts
     }
@@ -70,12 +102,29 @@ impl RowIndex {
     ///
     /// # Panics
     /// When `part >= num_parts()`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::RowIndex;
+    /// // Three record batches (or shards) of 4, 0 and 3 rows.
+    /// let rows = RowIndex::from_counts([4, 0, 3]);
+    /// assert_eq!(rows.part_rows(2), 4..7);
+    /// ```
     pub fn part_rows(&self, part: usize) -> Range<usize> {
         self.starts[part]..self.starts[part + 1]
     }
 
     /// The part holding global row `row` and the row's index inside it; `None` past the
     /// last row. Empty parts hold no row.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::RowIndex;
+    /// // Three record batches (or shards) of 4, 0 and 3 rows.
+    /// let rows = RowIndex::from_counts([4, 0, 3]);
+    /// assert_eq!(rows.locate(4), Some((2, 0)));  // the empty part is skipped
+    /// assert_eq!(rows.locate(7), None);
+    /// ```
     #[inline]
     pub fn locate(&self, row: usize) -> Option<(usize, usize)> {
         if row >= self.num_rows() {
@@ -89,6 +138,16 @@ impl RowIndex {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`] when `row >= num_rows()`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::RowIndex;
+    /// // Three record batches (or shards) of 4, 0 and 3 rows.
+    /// let rows = RowIndex::from_counts([4, 0, 3]);
+    /// assert_eq!(rows.try_locate(6)?, (2, 2));
+    /// assert!(rows.try_locate(7).is_err());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn try_locate(&self, row: usize) -> Result<(usize, usize)> {
         self.locate(row).ok_or_else(|| {
             ArgumentError::RowsOutOfBounds {
@@ -105,6 +164,15 @@ impl RowIndex {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`] when `rows` is reversed or ends past the last row.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::RowIndex;
+    /// // Three record batches (or shards) of 4, 0 and 3 rows.
+    /// let rows = RowIndex::from_counts([4, 0, 3]);
+    /// assert_eq!(rows.split(2..6)?, vec![(0, 2..4), (2, 0..2)]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn split(&self, rows: Range<usize>) -> Result<Vec<(usize, Range<usize>)>> {
         self.check(&rows)?;
         Ok(self

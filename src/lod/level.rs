@@ -20,6 +20,12 @@ pub enum OffsetWidth {
 
 impl OffsetWidth {
     /// The Arrow name of the integer type (`int32`, `int64`), as dtypes are named.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::OffsetWidth;
+    /// assert_eq!(OffsetWidth::I64.name(), "int64");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             OffsetWidth::I32 => "int32",
@@ -68,6 +74,15 @@ impl LevelOffsets {
     ///
     /// # Errors
     /// As [`LevelOffsets::try_new_i64`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LevelOffsets, OffsetWidth};
+    /// let level = LevelOffsets::try_new_i32(0, vec![0, 2, 2, 5].into())?;
+    /// assert_eq!(level.width(), OffsetWidth::I32);
+    /// assert!(LevelOffsets::try_new_i32(0, vec![0, 3, 2].into()).is_err()); // decreasing
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn try_new_i32(level: usize, offsets: ScalarBuffer<i32>) -> Result<Self> {
         validate_offsets(level, &offsets)?;
         // SAFETY: as in try_new_i64.
@@ -77,6 +92,14 @@ impl LevelOffsets {
     }
 
     /// The width of these offsets.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LevelOffsets, OffsetWidth};
+    /// let level = LevelOffsets::try_new_i32(0, vec![0, 2, 2, 5].into())?;
+    /// assert_eq!(level.width(), OffsetWidth::I32);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn width(&self) -> OffsetWidth {
         match self {
             LevelOffsets::I32(_) => OffsetWidth::I32,
@@ -85,6 +108,14 @@ impl LevelOffsets {
     }
 
     /// The number of offsets (one more than the sequences they delimit).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LevelOffsets, OffsetWidth};
+    /// let level = LevelOffsets::try_new_i32(0, vec![0, 2, 2, 5].into())?;
+    /// assert_eq!(level.len(), 4); // 3 sequences
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     #[allow(clippy::len_without_is_empty)] // never empty
     #[inline]
     pub fn len(&self) -> usize {
@@ -98,6 +129,14 @@ impl LevelOffsets {
     ///
     /// # Panics
     /// If `index >= self.len()`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LevelOffsets, OffsetWidth};
+    /// let level = LevelOffsets::try_new_i32(0, vec![0, 2, 2, 5].into())?;
+    /// assert_eq!(level.get(3), 5);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     #[inline]
     pub fn get(&self, index: usize) -> usize {
         // Offsets are >= 0 (OffsetBuffer's contract), so `as_usize` is exact.
@@ -109,6 +148,15 @@ impl LevelOffsets {
 
     /// Offsets `index` and `index + 1`: where sequence `index` begins and ends; `None`
     /// past the last sequence.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LevelOffsets, OffsetWidth};
+    /// let level = LevelOffsets::try_new_i32(0, vec![0, 2, 2, 5].into())?;
+    /// assert_eq!(level.pair(2), Some(2..5));
+    /// assert_eq!(level.pair(3), None);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     #[inline]
     pub fn pair(&self, index: usize) -> Option<Range<usize>> {
         let window = index..index.checked_add(2)?;
@@ -127,11 +175,27 @@ impl LevelOffsets {
     }
 
     /// The last offset.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LevelOffsets, OffsetWidth};
+    /// let level = LevelOffsets::try_new_i32(0, vec![0, 2, 2, 5].into())?;
+    /// assert_eq!(level.last(), 5);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn last(&self) -> usize {
         self.get(self.len() - 1)
     }
 
     /// The offsets as `i64`, copied.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LevelOffsets, OffsetWidth};
+    /// let level = LevelOffsets::try_new_i32(0, vec![0, 2, 2, 5].into())?;
+    /// assert_eq!(level.to_vec(), vec![0, 2, 2, 5]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn to_vec(&self) -> Vec<i64> {
         match self {
             LevelOffsets::I32(o) => o.iter().map(|&v| i64::from(v)).collect(),
