@@ -75,6 +75,15 @@ impl LodTensor {
     ///
     /// # Panics
     /// When [`LodTensor::try_new`] fails.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::types::Int64Type;
+    /// use lodtensor::{Lod, LodTensor, Values};
+    /// let t = LodTensor::new(Lod::try_from_lengths(&[vec![2, 1]])?, Values::from_vec::<Int64Type>(vec![7, 8, 9], vec![])?);
+    /// assert_eq!(t.num_rows(), 2);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn new(lod: Lod, values: Values) -> Self {
         Self::try_new(lod, values).expect("invalid LodTensor")
     }
@@ -140,27 +149,78 @@ impl LodTensor {
     }
 
     /// The LoD index.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert_eq!(t.lod().lengths(), vec![vec![2, 1], vec![1, 2, 3]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn lod(&self) -> &Lod {
         &self.lod
     }
 
     /// The values the last level indexes (elements before the view included).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert_eq!(t.values().num_elements(), 6);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn values(&self) -> &Values {
         &self.values
     }
 
     /// The LoD and the values.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// let (lod, values) = t.into_parts();
+    /// assert_eq!((lod.num_levels(), values.element_size()), (2, 2));
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn into_parts(self) -> (Lod, Values) {
         (self.lod, self.values)
     }
 
     /// The number of levels.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert_eq!(t.num_levels(), 2);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn num_levels(&self) -> usize {
         self.lod.num_levels()
     }
 
     /// The number of top-level sequences (samples, Arrow rows); the number of elements for a
     /// 0-level tensor.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert_eq!(t.num_rows(), 2);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn num_rows(&self) -> usize {
         self.lod
             .num_rows()
@@ -168,16 +228,47 @@ impl LodTensor {
     }
 
     /// The item type.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert_eq!(t.dtype(), lodtensor::DType::Float32);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn dtype(&self) -> DType {
         self.values.dtype()
     }
 
     /// The shape of one element.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert_eq!(t.element_shape(), &[2]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn element_shape(&self) -> &[usize] {
         self.values.element_shape()
     }
 
     /// The elements in view.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert_eq!(t.elements(), 0..6);
+    /// assert_eq!(t.slice_rows(1..2)?.elements(), 3..6);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn elements(&self) -> Range<usize> {
         if self.lod.num_levels() == 0 {
             0..self.values.num_elements()
@@ -187,6 +278,17 @@ impl LodTensor {
     }
 
     /// The shape of the dense tensor in view, `[N, D1, D2, …]`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert_eq!(t.shape(), vec![6, 2]);
+    /// assert_eq!(t.slice_rows(1..2)?.shape(), vec![3, 2]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn shape(&self) -> Vec<usize> {
         let elements = self.elements();
         std::iter::once(elements.end - elements.start)
@@ -198,6 +300,17 @@ impl LodTensor {
     ///
     /// # Errors
     /// [`ArgumentError::DTypeMismatch`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// let second = t.slice_rows(1..2)?;
+    /// assert_eq!(second.typed_values::<Float32Type>()?, &[6., 7., 8., 9., 10., 11.]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn typed_values<T: ArrowPrimitiveType>(&self) -> Result<&[T::Native]> {
         self.items_of::<T>(self.elements())
     }
@@ -314,6 +427,17 @@ impl LodTensor {
     ///
     /// # Errors
     /// As [`Lod::branch_position`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// // Document 0, its sentence 1: words 1 and 2.
+    /// assert_eq!(t.branch(&[0, 1])?.typed_values::<Float32Type>()?, &[2., 3., 4., 5.]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn branch(&self, branch: &[usize]) -> Result<Self> {
         let (level, index) = self.lod.branch_position(branch)?;
         self.slice_sequence(level, index)
@@ -346,6 +470,17 @@ impl LodTensor {
 
     /// A copy of the LoD with offsets starting at 0 (as Paddle requires) over a view of
     /// the values in view.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// let second = t.slice_rows(1..2)?.rebased();
+    /// assert_eq!(second.lod().offsets(), vec![vec![0, 1], vec![0, 3]]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn rebased(&self) -> Self {
         if self.lod.is_zero_based() {
             return self.clone();
@@ -379,6 +514,18 @@ pub struct Sequences<'a, T> {
 
 impl<'a, T> Sequences<'a, T> {
     /// The items of sequence `index`, row-major; `None` past the last sequence.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// let sentences = t.sequences::<Float32Type>(1)?;
+    /// assert_eq!(sentences.get(2), Some(&[6., 7., 8., 9., 10., 11.][..]));
+    /// assert_eq!(sentences.get(3), None);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     #[inline]
     pub fn get(&self, index: usize) -> Option<&'a [T]> {
         let elements = descend(self.below, self.offsets.pair(index)?);
@@ -387,11 +534,31 @@ impl<'a, T> Sequences<'a, T> {
     }
 
     /// The number of sequences.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert_eq!(t.sequences::<Float32Type>(1)?.len(), 3);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.offsets.num_sequences()
     }
 
     /// Whether there are no sequences.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LodTensor;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
+    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
+    /// assert!(!t.sequences::<Float32Type>(0)?.is_empty());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

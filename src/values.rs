@@ -63,6 +63,12 @@ impl DType {
     ];
 
     /// The name used in metadata and on the command line (numpy's names).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::DType;
+    /// assert_eq!(DType::Float32.name(), "float32");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
@@ -84,6 +90,14 @@ impl DType {
     ///
     /// # Errors
     /// [`UnsupportedError::UnknownDType`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::DType;
+    /// assert_eq!(DType::from_name("int64")?, DType::Int64);
+    /// assert!(DType::from_name("complex").is_err());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn from_name(name: &str) -> Result<Self> {
         Self::ALL
             .into_iter()
@@ -92,6 +106,13 @@ impl DType {
     }
 
     /// The Arrow type of one item.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::DType;
+    /// use lodtensor::arrow::DataType;
+    /// assert_eq!(DType::Float16.arrow_type(), DataType::Float16);
+    /// ```
     pub fn arrow_type(self) -> DataType {
         match self {
             DType::Bool => DataType::Boolean,
@@ -113,6 +134,15 @@ impl DType {
     ///
     /// # Errors
     /// [`UnsupportedError::UnsupportedType`] for any other Arrow type.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::DType;
+    /// use lodtensor::arrow::DataType;
+    /// assert_eq!(DType::try_from_arrow(&DataType::UInt8)?, DType::UInt8);
+    /// assert!(DType::try_from_arrow(&DataType::Utf8).is_err());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn try_from_arrow(data_type: &DataType) -> Result<Self> {
         Self::ALL
             .into_iter()
@@ -127,6 +157,13 @@ impl DType {
     }
 
     /// Bytes per item; `None` for bit-packed booleans.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::DType;
+    /// assert_eq!(DType::Float64.byte_width(), Some(8));
+    /// assert_eq!(DType::Bool.byte_width(), None); // bits
+    /// ```
     pub fn byte_width(self) -> Option<usize> {
         self.arrow_type().primitive_width()
     }
@@ -196,6 +233,16 @@ impl Values {
     ///
     /// # Errors
     /// As [`Values::try_new`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DType, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 3 elements of shape [2].
+    /// let v = Values::from_vec::<Float32Type>(vec![1., 2., 3., 4., 5., 6.], vec![2])?;
+    /// assert_eq!(v.num_elements(), 3);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn from_vec<T: ArrowPrimitiveType>(
         items: Vec<T::Native>,
         element_shape: Vec<usize>,
@@ -207,27 +254,77 @@ impl Values {
     }
 
     /// The item type.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DType, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 3 elements of shape [2].
+    /// let v = Values::from_vec::<Float32Type>(vec![1., 2., 3., 4., 5., 6.], vec![2])?;
+    /// assert_eq!(v.dtype(), DType::Float32);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
     /// The shape of one element, `[]` for scalars.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DType, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 3 elements of shape [2].
+    /// let v = Values::from_vec::<Float32Type>(vec![1., 2., 3., 4., 5., 6.], vec![2])?;
+    /// assert_eq!(v.element_shape(), &[2]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn element_shape(&self) -> &[usize] {
         &self.element_shape
     }
 
     /// Items per element (the product of the element shape).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DType, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 3 elements of shape [2].
+    /// let v = Values::from_vec::<Float32Type>(vec![1., 2., 3., 4., 5., 6.], vec![2])?;
+    /// assert_eq!(v.element_size(), 2);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     #[inline]
     pub fn element_size(&self) -> usize {
         self.element_size
     }
 
     /// The number of elements `N`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DType, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 3 elements of shape [2].
+    /// let v = Values::from_vec::<Float32Type>(vec![1., 2., 3., 4., 5., 6.], vec![2])?;
+    /// assert_eq!(v.num_elements(), 3);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn num_elements(&self) -> usize {
         self.items.len() / self.element_size
     }
 
     /// The flat array of items.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DType, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 3 elements of shape [2].
+    /// let v = Values::from_vec::<Float32Type>(vec![1., 2., 3., 4., 5., 6.], vec![2])?;
+    /// assert_eq!(v.items().len(), 6);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     pub fn items(&self) -> &ArrayRef {
         &self.items
     }
@@ -236,6 +333,17 @@ impl Values {
     ///
     /// # Errors
     /// [`ArgumentError::DTypeMismatch`] when `T` is not the values' type.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DType, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// // 3 elements of shape [2].
+    /// let v = Values::from_vec::<Float32Type>(vec![1., 2., 3., 4., 5., 6.], vec![2])?;
+    /// assert_eq!(v.typed::<Float32Type>()?, &[1., 2., 3., 4., 5., 6.]);
+    /// assert!(v.typed::<lodtensor::arrow::types::Int32Type>().is_err());
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
     #[inline]
     pub fn typed<T: ArrowPrimitiveType>(&self) -> Result<&[T::Native]> {
         self.items
