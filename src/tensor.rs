@@ -5,14 +5,17 @@
 //! holds run from element 0 to the last element in view, and [`LodTensor::elements`] says
 //! which of them are in view.
 
+mod sequences;
+
 use crate::{ArgumentError, DataError};
 use std::ops::Range;
 
 use arrow_array::types::ArrowPrimitiveType;
 
 use crate::error::Result;
-use crate::lod::{LevelOffsets, Lod, OffsetSlice, descend};
+use crate::lod::Lod;
 use crate::values::{DType, Values};
+pub use sequences::Sequences;
 
 /// A mini-batch of nested variable-length sequences: a [`Lod`] over [`Values`].
 ///
@@ -499,68 +502,6 @@ impl LodTensor {
             lod,
             values: self.values.slice_elements(0..end),
         })
-    }
-}
-
-/// The sequences of one level of a [`LodTensor`], for fast random access (see
-/// [`LodTensor::sequences`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Sequences<'a, T> {
-    offsets: OffsetSlice<'a>,
-    below: &'a [LevelOffsets],
-    items: &'a [T],
-    element_size: usize,
-}
-
-impl<'a, T> Sequences<'a, T> {
-    /// The items of sequence `index`, row-major; `None` past the last sequence.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::LodTensor;
-    /// use lodtensor::arrow::types::Float32Type;
-    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
-    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
-    /// let sentences = t.sequences::<Float32Type>(1)?;
-    /// assert_eq!(sentences.get(2), Some(&[6., 7., 8., 9., 10., 11.][..]));
-    /// assert_eq!(sentences.get(3), None);
-    /// # Ok::<(), lodtensor::Error>(())
-    /// ```
-    #[inline]
-    pub fn get(&self, index: usize) -> Option<&'a [T]> {
-        let elements = descend(self.below, self.offsets.pair(index)?);
-        self.items
-            .get(elements.start * self.element_size..elements.end * self.element_size)
-    }
-
-    /// The number of sequences.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::LodTensor;
-    /// use lodtensor::arrow::types::Float32Type;
-    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
-    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
-    /// assert_eq!(t.sequences::<Float32Type>(1)?.len(), 3);
-    /// # Ok::<(), lodtensor::Error>(())
-    /// ```
-    pub fn len(&self) -> usize {
-        self.offsets.num_sequences()
-    }
-
-    /// Whether there are no sequences.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::LodTensor;
-    /// use lodtensor::arrow::types::Float32Type;
-    /// // 2 documents of 2 and 1 sentences of 1, 2 and 3 words, each word a f32[2].
-    /// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..12).map(|v| v as f32).collect(), vec![2])?;
-    /// assert!(!t.sequences::<Float32Type>(0)?.is_empty());
-    /// # Ok::<(), lodtensor::Error>(())
-    /// ```
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
