@@ -190,6 +190,23 @@ impl Error {
     }
 }
 
+/// `f`'s result, or a panic in it as the error `wrap` makes of its message: for the places
+/// where a dependency (the `parquet` crate on some malformed pages, Arrow's decoder and
+/// validation on some malformed side columns) panics instead of returning an error.
+pub(crate) fn catch_panic<T>(
+    f: impl FnOnce() -> Result<T>,
+    wrap: impl FnOnce(String) -> Error,
+) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(wrap(what))
+    })
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(path) = &self.inner.path {

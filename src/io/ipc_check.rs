@@ -97,6 +97,27 @@ pub(crate) fn check_batch(
     Ok(())
 }
 
+/// Checks that every buffer of the record batch message `message` lies inside `body`,
+/// 8-byte aligned, whatever the types (for dictionary batches, which Arrow decodes itself).
+pub(crate) fn check_buffers(message: &BatchMessage<'_>, body: &Buffer) -> Result<()> {
+    let mut walk = Walk {
+        nodes: Vec::new(),
+        buffers: message
+            .buffers()
+            .map(|b| b.iter().map(|b| (b.offset(), b.length())).collect())
+            .unwrap_or_default(),
+        next_node: 0,
+        next_buffer: 0,
+        variadic: VecDeque::new(),
+        body,
+        offsets: false,
+    };
+    while walk.next_buffer < walk.buffers.len() {
+        walk.buffer(1)?;
+    }
+    Ok(())
+}
+
 fn invalid(reason: impl Into<String>) -> Error {
     FormatError::InvalidFile(reason.into()).into()
 }

@@ -27,8 +27,8 @@ use arrow_ipc::{Block, MetadataVersion};
 use arrow_schema::{DataType, Schema, SchemaRef};
 
 use crate::dataset::{Dataset, check_type, check_version, is_side};
-use crate::error::{Error, Result};
-use crate::io::ipc_check::check_batch;
+use crate::error::{Error, Result, catch_panic};
+use crate::io::ipc_check::{check_batch, check_buffers};
 use crate::tensor::LodTensor;
 use crate::{ColumnLayout, RowIndex};
 
@@ -342,10 +342,18 @@ fn decode(
     if chosen.dictionaries {
         let dictionaries = footer.dictionaries().map(|b| b.iter().collect::<Vec<_>>());
         for (index, block) in dictionaries.unwrap_or_default().into_iter().enumerate() {
-            let data = block_bytes(mapping, block, &format!("dictionary {index}"))?;
-            sides
-                .read_dictionary(block, &data)
-                .map_err(|e| FormatError::InvalidFile(format!("dictionary {index}: {e}")))?;
+            let what = format!("dictionary {index}");
+            let data = block_bytes(mapping, block, &what)?;
+            check_dictionary(&data, block.metaDataLength() as usize, &what)?;
+            let invalid = |e: String| FormatError::InvalidFile(format!("{what}: {e}")).into();
+            catch_panic(
+                || {
+                    sides
+                        .read_dictionary(block, &data)
+                        .map_err(|e| invalid(e.to_string()))
+                },
+                invalid,
+            )?;
         }
     }
     let projected: SchemaRef = Arc::new(schema.project(&chosen.order)?);
@@ -479,7 +487,11 @@ impl Chosen {
                 .map(Some)
         };
         let tensor_batch = decode(tensors, &self.tensors)?;
-        let side_batch = decode(sides, &self.sides)?;
+        // Arrow's decoder and validation panic on some malformed side columns.
+        let side_batch = catch_panic(
+            || decode(sides, &self.sides),
+            |what| FormatError::InvalidFile(format!("batch {index}: side columns: {what}")).into(),
+        )?;
         let rows = tensor_batch
             .iter()
             .chain(&side_batch)
@@ -557,6 +569,21 @@ fn block_bytes(mapping: &Buffer, block: &Block, what: &str) -> Result<Buffer> {
         )));
     }
     Ok(mapping.slice_with_length(offset, end - offset))
+}
+
+/// Checks that the dictionary batch in `data` (its message in the first `meta` bytes) has
+/// every buffer inside its body, 8-byte aligned: Arrow's decoder slices them unchecked.
+fn check_dictionary(data: &Buffer, meta: usize, what: &str) -> Result<()> {
+    let invalid = |reason: String| FormatError::InvalidFile(format!("{what}: {reason}"));
+    let bytes = data.as_slice();
+    let skip = if bytes[..4] == [0xff; 4] { 8 } else { 4 };
+    let message = arrow_ipc::root_as_message(&bytes[skip..meta])
+        .map_err(|e| invalid(format!("message: {e}")))?;
+    let batch = message
+        .header_as_dictionary_batch()
+        .and_then(|d| d.data())
+        .ok_or_else(|| invalid("block is not a dictionary batch".to_owned()))?;
+    check_buffers(&batch, &data.slice(meta)).map_err(|e| invalid(e.to_string()).into())
 }
 
 /// The bytes of one block, after checking that the block lies inside the file, that it

@@ -413,17 +413,12 @@ enum Batches {
     },
 }
 
-/// `f`'s result, or a panic in it as [`Error::Parquet`]: the `parquet` crate panics on some
+/// `f`'s result, or a panic in it as a Parquet error: the `parquet` crate panics on some
 /// malformed pages.
 fn catch_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        Err(Error::from(parquet::errors::ParquetError::General(
-            format!("malformed page ({what})"),
+    crate::error::catch_panic(f, |what| {
+        Error::from(parquet::errors::ParquetError::General(format!(
+            "malformed page ({what})"
         )))
     })
 }
