@@ -97,6 +97,20 @@ pub(crate) enum ValuesInfo {
     Side(FieldRef),
 }
 
+impl ValuesInfo {
+    /// A tensor's item type and items per element; `None` for a side column.
+    fn tensor(&self) -> Option<(DType, usize)> {
+        match *self {
+            ValuesInfo::Tensor {
+                dtype,
+                element_size,
+                ..
+            } => Some((dtype, element_size)),
+            ValuesInfo::Side(_) => None,
+        }
+    }
+}
+
 impl ColumnInfo {
     pub(crate) fn new(column: &Column) -> Self {
         let Some(t) = column.as_tensor() else {
@@ -195,12 +209,7 @@ impl Gatherer {
         parts.clear();
         let mut sides = Vec::new();
         for (c, info) in columns.iter().enumerate() {
-            let ValuesInfo::Tensor {
-                dtype,
-                element_size,
-                ..
-            } = info.values
-            else {
+            let Some((dtype, element_size)) = info.values.tensor() else {
                 sides.push(self.gather_side(sources, c)?);
                 continue;
             };
@@ -248,12 +257,7 @@ impl Gatherer {
     fn total_bytes(&self, sources: &[Vec<Source>], columns: &[ColumnInfo]) -> usize {
         let mut total = 0;
         for (c, info) in columns.iter().enumerate() {
-            let ValuesInfo::Tensor {
-                dtype,
-                element_size,
-                ..
-            } = info.values
-            else {
+            let Some((dtype, element_size)) = info.values.tensor() else {
                 continue;
             };
             for (level, width) in info.widths.iter().enumerate() {
