@@ -203,6 +203,57 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// The windowed shuffle over shards: the ranks together see every sample once, the
+    /// same on every build; with a window of 1 each shard's samples come together, in runs
+    /// of consecutive samples that start at a chunk start of their shard's record batches.
+    #[test]
+    fn the_windowed_shuffle_reads_shards_then_runs(
+        docs in 1usize..60,
+        seed in 0u64..1000,
+        shard_rows in 1usize..12,
+        rows in 1usize..5,
+        window in 1usize..20,
+        world_size in 1usize..4,
+    ) {
+        use lodtensor::Loader;
+        let ds = documents(seed, docs, 0);
+        let dir = tempfile::tempdir().unwrap();
+        write_pieces(dir.path(), &ds, &[0.5], ShardOptions::default().with_shard_rows(shard_rows));
+        let shards = ShardedDataset::open(dir.path()).unwrap();
+        let mut seen = vec![0; docs];
+        for rank in 0..world_size {
+            let build = || Loader::builder(&shards)
+                .with_windowed_shuffle(seed, rows, window)
+                .shard(rank, world_size)
+                .build()
+                .unwrap();
+            let plan = build().plan(1);
+            prop_assert_eq!(&plan, &build().plan(1));
+            let mut loader = build();
+            loader.set_epoch(1);
+            while let Some(batch) = loader.next_batch().unwrap() {
+                for &s in batch.samples() {
+                    seen[s] += 1;
+                }
+            }
+        }
+        prop_assert!(seen.iter().all(|&n| n == 1), "{:?}", seen);
+        let plan = Loader::builder(&shards).with_windowed_shuffle(seed, rows, 1).build().unwrap().plan(0);
+        let order = plan.samples();
+        let shard_of = |s: usize| shards.locate_row(s).unwrap().0;
+        let mut done = std::collections::HashSet::new();
+        for (i, w) in order.windows(2).enumerate() {
+            if shard_of(w[0]) != shard_of(w[1]) {
+                prop_assert!(done.insert(shard_of(w[0])), "shard {} split at {}", shard_of(w[0]), i);
+            }
+        }
+        prop_assert!(!done.contains(&shard_of(order[order.len() - 1])));
+    }
+}
+
 /// A dataset of 3 shards of 4 rows.
 fn three_shards(dir: &Path) {
     let mut writer = ShardWriter::create(dir, ShardOptions::default().with_shard_rows(4)).unwrap();

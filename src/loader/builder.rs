@@ -37,25 +37,32 @@ impl<'a> From<&'a ShardedDataset> for LoaderSource<'a> {
 }
 
 impl LoaderSource<'_> {
-    /// The record batches, in order, and what every one of them shares per column (from
-    /// the first batch, else from the schema: a source without rows).
-    fn batches(self) -> Result<(Vec<Dataset>, Vec<ColumnInfo>)> {
-        let (batches, empty) = match self {
-            LoaderSource::File(file) => (file.batches().to_vec(), empty_columns(file.schema())),
+    /// The record batches, in order, the rows of every shard (a file is one shard), and
+    /// what every batch shares per column (from the first batch, else from the schema: a
+    /// source without rows).
+    fn batches(self) -> Result<(Vec<Dataset>, RowIndex, Vec<ColumnInfo>)> {
+        let (batches, shards, empty) = match self {
+            LoaderSource::File(file) => {
+                let rows = RowIndex::from_counts([file.num_rows()]);
+                (file.batches().to_vec(), rows, empty_columns(file.schema()))
+            }
             LoaderSource::Shards(data) => {
                 let mut batches = Vec::new();
+                let mut counts = Vec::with_capacity(data.num_shards());
                 for shard in 0..data.num_shards() {
-                    batches.extend_from_slice(data.shard(shard)?.batches());
+                    let file = data.shard(shard)?;
+                    counts.push(file.num_rows());
+                    batches.extend_from_slice(file.batches());
                 }
                 let empty = data.columns().iter().map(|c| c.empty_column()).collect();
-                (batches, empty)
+                (batches, RowIndex::from_counts(counts), empty)
             }
         };
         let columns = match batches.first() {
             Some(b) => b.columns().iter().map(ColumnInfo::new).collect(),
             None => empty?.iter().map(ColumnInfo::new).collect(),
         };
-        Ok((batches, columns))
+        Ok((batches, shards, columns))
     }
 }
 
@@ -159,6 +166,39 @@ impl<'a> LoaderBuilder<'a> {
         self
     }
 
+    /// Shuffles globally yet reads contiguously, each epoch with `seed`
+    /// ([`Shuffle::Windowed`]): the shards in a seeded order, within each its runs of up to
+    /// `rows` samples in a seeded order, then a window of `window` samples mixing them
+    /// (the bound: a sample comes at most `window - 1` places from where the stream has
+    /// it). A single file is one shard. Not with [`LoaderBuilder::with_shuffle`] or
+    /// [`LoaderBuilder::with_chunk_shuffle`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
+    /// # use arrow_array::types::Float32Type;
+    /// use lodtensor::loader::Loader;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1; 64]], vec![1.0; 64], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// let file = MappedDataset::open(&path)?;
+    /// let loader = Loader::builder(&file).with_windowed_shuffle(7, 8, 16).build()?;
+    /// let mut samples = loader.plan(0).samples().to_vec();
+    /// assert_ne!(samples, (0..64).collect::<Vec<_>>());
+    /// samples.sort();
+    /// assert_eq!(samples, (0..64).collect::<Vec<_>>()); // every sample once
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_windowed_shuffle(mut self, seed: u64, rows: usize, window: usize) -> Self {
+        self.choose(SHUFFLING, "with_windowed_shuffle");
+        self.config.shuffle = Shuffle::Windowed { seed, rows, window };
+        self
+    }
+
     /// Length buckets by inclusive upper bounds (`[64, 256, 1024]`: four buckets, the last
     /// for longer samples). Batches hold samples of one bucket. Not with
     /// [`LoaderBuilder::with_quantile_buckets`].
@@ -204,7 +244,7 @@ impl<'a> LoaderBuilder<'a> {
             quantiles,
             ..
         } = self;
-        let (batches, columns) = source.batches()?;
+        let (batches, shards, columns) = source.batches()?;
         let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
         let length = length_column(&columns, length)?;
         let lengths = sample_lengths(&batches, length, rows.num_rows());
@@ -212,7 +252,7 @@ impl<'a> LoaderBuilder<'a> {
             config.buckets = quantile_bounds(&lengths, n)?;
         }
         config.validate()?;
-        let fingerprint = config.fingerprint(&lengths, rows.starts());
+        let fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
         let sources = batches
             .iter()
             .map(|b| b.columns().iter().map(Source::new).collect())
@@ -220,6 +260,7 @@ impl<'a> LoaderBuilder<'a> {
         Ok(Loader {
             batches,
             rows,
+            shards,
             sources,
             columns,
             lengths,

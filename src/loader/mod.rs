@@ -15,9 +15,10 @@
 //!   never dropped), optionally dropping each bucket's last incomplete batch;
 //! - length buckets, so that samples of similar length share batches (the padding a padded
 //!   batch would carry is reported per batch and per plan);
-//! - a seeded shuffle per epoch, of samples or of contiguous chunks of samples, computed
-//!   with the crate's fixed SplitMix64 so that a seed and an epoch give the same order on
-//!   every machine;
+//! - a seeded shuffle per epoch, of samples, of contiguous chunks of samples, or windowed
+//!   (the shards in a seeded order, the chunks within each shard, then a bounded window of
+//!   samples mixing them: [`Shuffle::Windowed`]), computed with the crate's fixed
+//!   SplitMix64 so that a seed and an epoch give the same order on every machine;
 //! - `shard(rank, world_size)` for data-parallel training: contiguous, disjoint parts of
 //!   each epoch's order whose sizes differ by at most one sample;
 //! - a [`Position`] (epoch, batch) to save and restore, continuing with the exact next
@@ -102,6 +103,8 @@ use plan::PlanConfig;
 pub struct Loader {
     batches: Vec<Dataset>,
     rows: RowIndex,
+    /// Where every shard starts (one shard for a single file).
+    shards: RowIndex,
     sources: Vec<Vec<Source>>,
     columns: Vec<ColumnInfo>,
     lengths: Vec<usize>,
@@ -147,7 +150,13 @@ impl Loader {
     pub fn plan(&self, epoch: u64) -> Arc<Plan> {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
-            _ => Arc::new(Plan::build(&self.config, &self.lengths, &self.rows, epoch)),
+            _ => Arc::new(Plan::build(
+                &self.config,
+                &self.lengths,
+                &self.rows,
+                &self.shards,
+                epoch,
+            )),
         }
     }
 
@@ -156,7 +165,13 @@ impl Loader {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
             _ => {
-                let p = Arc::new(Plan::build(&self.config, &self.lengths, &self.rows, epoch));
+                let p = Arc::new(Plan::build(
+                    &self.config,
+                    &self.lengths,
+                    &self.rows,
+                    &self.shards,
+                    epoch,
+                ));
                 self.plan = Some(p.clone());
                 p
             }

@@ -43,6 +43,22 @@ pub enum Shuffle {
         /// Samples per run.
         rows: usize,
     },
+    /// A global shuffle that still reads contiguously: the shards in a seeded order (a
+    /// single file is one shard), within each shard its runs of up to `rows` samples
+    /// (never crossing a record batch) in a seeded order, then that stream through a
+    /// window of `window` samples out of which a seeded one is taken at each step.
+    ///
+    /// The bound: the sample at place `i` of the epoch comes from place `i + window - 1`
+    /// of the stream at the latest, so a reader that keeps `window` samples in memory reads
+    /// every shard's runs front to back, one shard after another.
+    Windowed {
+        /// The seed.
+        seed: u64,
+        /// Samples per run.
+        rows: usize,
+        /// Samples in the window (1: no mixing beyond runs and shards).
+        window: usize,
+    },
 }
 
 /// Everything that decides a plan besides the lengths and the epoch.
@@ -76,6 +92,15 @@ impl PlanConfig {
         if let Shuffle::Chunks { rows: 0, .. } = self.shuffle {
             return bad("chunk shuffle", "chunks must hold at least 1 sample");
         }
+        match self.shuffle {
+            Shuffle::Windowed { rows: 0, .. } => {
+                return bad("windowed shuffle", "chunks must hold at least 1 sample");
+            }
+            Shuffle::Windowed { window: 0, .. } => {
+                return bad("windowed shuffle", "the window must hold at least 1 sample");
+            }
+            _ => {}
+        }
         if self.world_size == 0 {
             return bad("shard", "world size must be at least 1");
         }
@@ -106,8 +131,14 @@ impl PlanConfig {
 
     /// A portable hash of the options and the data, stored in every [`super::Position`]
     /// so that a position is only restored into a loader that makes the same plans.
-    /// `row_starts` (the record-batch boundaries) count only where they decide the order.
-    pub fn fingerprint(&self, lengths: &[usize], row_starts: &[usize]) -> Fingerprint {
+    /// `row_starts` (the record-batch boundaries) and `shard_starts` count only where they
+    /// decide the order.
+    pub fn fingerprint(
+        &self,
+        lengths: &[usize],
+        row_starts: &[usize],
+        shard_starts: &[usize],
+    ) -> Fingerprint {
         let mut options = Hasher::new();
         match self.batch {
             BatchSize::Samples(n) => options.add(&[1, n as u64]),
@@ -117,6 +148,9 @@ impl PlanConfig {
             Shuffle::None => options.add(&[0]),
             Shuffle::Samples { seed } => options.add(&[1, seed]),
             Shuffle::Chunks { seed, rows } => options.add(&[2, seed, rows as u64]),
+            Shuffle::Windowed { seed, rows, window } => {
+                options.add(&[3, seed, rows as u64, window as u64])
+            }
         }
         options.add(&[
             self.drop_last as u64,
@@ -138,6 +172,16 @@ impl PlanConfig {
                 h.add(&[row_starts.len() as u64]);
                 for &r in row_starts {
                     h.add(&[r as u64]);
+                }
+                h.finish()
+            }
+            Shuffle::Windowed { .. } => {
+                let mut h = Hasher::new();
+                for starts in [row_starts, shard_starts] {
+                    h.add(&[starts.len() as u64]);
+                    for &r in starts {
+                        h.add(&[r as u64]);
+                    }
                 }
                 h.finish()
             }
@@ -170,10 +214,64 @@ fn shuffle<T>(rng: &mut SplitMix64, items: &mut [T]) {
     }
 }
 
+/// The runs of up to `rows` samples of `rows_in` that never cross a record batch.
+fn runs(batches: &RowIndex, rows_in: Range<usize>, rows: usize) -> Vec<Range<usize>> {
+    let mut chunks = Vec::new();
+    for w in batches.starts().windows(2) {
+        let mut start = w[0].max(rows_in.start);
+        let stop = w[1].min(rows_in.end);
+        while start < stop {
+            let end = (start + rows).min(stop);
+            chunks.push(start..end);
+            start = end;
+        }
+    }
+    chunks
+}
+
+/// The order of [`Shuffle::Windowed`]: shards, then runs within each shard, then the
+/// stream through a window of `window` samples. The window draws from a generator of its
+/// own, so the stream is the same whatever the window.
+fn windowed_order(
+    rng: &mut SplitMix64,
+    batches: &RowIndex,
+    shards: &RowIndex,
+    rows: usize,
+    window: usize,
+) -> Vec<usize> {
+    let mut picks = SplitMix64::new(rng.next_u64());
+    let mut shard_order: Vec<usize> = (0..shards.num_parts()).collect();
+    shuffle(rng, &mut shard_order);
+    let mut order = Vec::with_capacity(batches.num_rows());
+    let mut held: Vec<usize> = Vec::with_capacity(window.min(batches.num_rows()));
+    for shard in shard_order {
+        let mut chunks = runs(batches, shards.part_rows(shard), rows);
+        shuffle(rng, &mut chunks);
+        for sample in chunks.into_iter().flatten() {
+            if held.len() < window {
+                held.push(sample);
+            } else {
+                let i = below(&mut picks, window);
+                order.push(std::mem::replace(&mut held[i], sample));
+            }
+        }
+    }
+    shuffle(&mut picks, &mut held);
+    order.extend(held);
+    order
+}
+
 /// The samples of the rank's shard of epoch `epoch`, in the order they are visited: file
-/// order, a shuffle of samples, or a shuffle of runs that never cross a record batch; then
-/// the rank's contiguous part, sizes differing by at most one.
-fn shard_order(config: &PlanConfig, n: usize, batches: &RowIndex, epoch: u64) -> Vec<usize> {
+/// order, a shuffle of samples, a shuffle of runs that never cross a record batch, or the
+/// windowed shuffle of shards and runs; then the rank's contiguous part, sizes differing
+/// by at most one.
+fn shard_order(
+    config: &PlanConfig,
+    n: usize,
+    batches: &RowIndex,
+    shards: &RowIndex,
+    epoch: u64,
+) -> Vec<usize> {
     let mut order: Vec<usize> = match config.shuffle {
         Shuffle::None => (0..n).collect(),
         Shuffle::Samples { seed } => {
@@ -182,17 +280,12 @@ fn shard_order(config: &PlanConfig, n: usize, batches: &RowIndex, epoch: u64) ->
             order
         }
         Shuffle::Chunks { seed, rows } => {
-            let mut chunks: Vec<Range<usize>> = Vec::new();
-            for w in batches.starts().windows(2) {
-                let mut start = w[0];
-                while start < w[1] {
-                    let end = (start + rows).min(w[1]);
-                    chunks.push(start..end);
-                    start = end;
-                }
-            }
+            let mut chunks = runs(batches, 0..n, rows);
             shuffle(&mut epoch_rng(seed, epoch), &mut chunks);
             chunks.into_iter().flatten().collect()
+        }
+        Shuffle::Windowed { seed, rows, window } => {
+            windowed_order(&mut epoch_rng(seed, epoch), batches, shards, rows, window)
         }
     };
     let (r, w) = (config.rank, config.world_size);
@@ -269,14 +362,16 @@ pub struct Plan {
 
 impl Plan {
     /// Makes the plan of `epoch`. `lengths` has one entry per sample of the file;
-    /// `batches` says where every record batch starts.
+    /// `batches` says where every record batch starts, `shards` where every shard does
+    /// (one shard for a single file).
     pub(crate) fn build(
         config: &PlanConfig,
         lengths: &[usize],
         batches: &RowIndex,
+        shards: &RowIndex,
         epoch: u64,
     ) -> Plan {
-        let order = shard_order(config, lengths.len(), batches, epoch);
+        let order = shard_order(config, lengths.len(), batches, shards, epoch);
         let buckets = config.buckets.len() + 1;
         let mut pending: Vec<Vec<usize>> = vec![Vec::new(); buckets];
         let mut pending_tokens = vec![0usize; buckets];
@@ -421,12 +516,8 @@ mod tests {
 
     /// The plan of `epoch` for a file of one record batch.
     fn one_batch(config: &PlanConfig, lengths: &[usize], epoch: u64) -> Plan {
-        Plan::build(
-            config,
-            lengths,
-            &RowIndex::from_counts([lengths.len()]),
-            epoch,
-        )
+        let all = RowIndex::from_counts([lengths.len()]);
+        Plan::build(config, lengths, &all, &all, epoch)
     }
     use crate::{ArgumentError, ErrorKind};
 
@@ -504,7 +595,8 @@ mod tests {
         // Fixed forever: the first samples of seed 42, epoch 3.
         assert_eq!(&a.samples()[..4], GOLDEN);
         c.shuffle = Shuffle::Chunks { seed: 42, rows: 10 };
-        let chunks = Plan::build(&c, &lengths, &RowIndex::from_counts([35, 65]), 0);
+        let rows = RowIndex::from_counts([35, 65]);
+        let chunks = Plan::build(&c, &lengths, &rows, &RowIndex::from_counts([100]), 0);
         assert_eq!(sorted(&chunks), (0..100).collect::<Vec<_>>());
         // Every run starts at a chunk start: chunks of 10 from 0 and from 35.
         let starts: Vec<usize> = (0..35).step_by(10).chain((35..100).step_by(10)).collect();
@@ -513,6 +605,66 @@ mod tests {
         for w in s.windows(2) {
             assert!(w[1] == w[0] + 1 || starts.contains(&w[1]), "{w:?}");
         }
+    }
+
+    #[test]
+    fn the_windowed_shuffle_keeps_its_bound() {
+        let lengths = [1; 100];
+        let rows = RowIndex::from_counts([35, 65]);
+        let shards = RowIndex::from_counts([20, 30, 50]);
+        let mut c = config(BatchSize::Samples(8));
+        let order = |c: &PlanConfig, epoch| {
+            Plan::build(c, &lengths, &rows, &shards, epoch)
+                .samples()
+                .to_vec()
+        };
+        // Window 1: the stream itself, so every shard's samples together and each run of
+        // consecutive samples starting at a chunk start (chunks of 10 from 0, 20, 35, 50).
+        c.shuffle = Shuffle::Windowed {
+            seed: 9,
+            rows: 10,
+            window: 1,
+        };
+        let stream = order(&c, 2);
+        let starts = [0, 10, 20, 30, 35, 45, 50, 60, 70, 80, 90];
+        for w in stream.windows(2) {
+            assert!(w[1] == w[0] + 1 || starts.contains(&w[1]), "{w:?}");
+        }
+        let shard = |s| shards.locate(s).unwrap().0;
+        let switches = stream
+            .windows(2)
+            .filter(|w| shard(w[0]) != shard(w[1]))
+            .count();
+        assert_eq!(switches, 2);
+        // A window of 8 over the same stream: a permutation, each sample at most 7 places
+        // ahead of where the stream has it.
+        c.shuffle = Shuffle::Windowed {
+            seed: 9,
+            rows: 10,
+            window: 8,
+        };
+        let mixed = order(&c, 2);
+        assert_ne!(mixed, stream);
+        assert_eq!(
+            sorted(&Plan::build(&c, &lengths, &rows, &shards, 2)),
+            stream
+                .iter()
+                .copied()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+        );
+        for (o, s) in mixed.iter().enumerate() {
+            let p = stream.iter().position(|x| x == s).unwrap();
+            assert!(p < o + 8, "sample {s}: stream place {p}, epoch place {o}");
+        }
+        assert_ne!(mixed, order(&c, 3));
+        c.shuffle = Shuffle::Windowed {
+            seed: 9,
+            rows: 10,
+            window: 0,
+        };
+        assert!(c.validate().is_err());
     }
 
     const GOLDEN: &[usize] = &[34, 61, 12, 50];
