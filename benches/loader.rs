@@ -2,7 +2,9 @@
 //! (views) and shuffled (gathered), each consumed by summing its token values, against a
 //! raw loop over the mapped values and a memcpy of the same bytes, in the same run; and the
 //! shuffled gather alone, against the memcpy; and the same loaders over the same rows
-//! written as 16 shards (`ShardedDataset`), against the single file.
+//! written as 16 shards (`ShardedDataset`), against the single file; and the windowed
+//! shuffle over the 16 shards (shards, runs of 32 documents, a window of 256 documents),
+//! against the sample shuffle of the single file.
 //!
 //! `LODTENSOR_BENCH_MB` sets the dataset size (default 200 MB of values).
 
@@ -100,26 +102,32 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    // Shuffle: 0 none, 1 samples, 2 windowed.
     let loaders = [
-        ("loader in order", false, LoaderSource::File(&file)),
+        ("loader in order", 0, LoaderSource::File(&file)),
         (
             "loader in order, 16 shards",
-            false,
+            0,
             LoaderSource::Shards(&shards),
         ),
-        ("loader shuffled", true, LoaderSource::File(&file)),
+        ("loader shuffled", 1, LoaderSource::File(&file)),
         (
             "loader shuffled, 16 shards",
-            true,
+            1,
+            LoaderSource::Shards(&shards),
+        ),
+        (
+            "loader windowed shuffle, 16 shards",
+            2,
             LoaderSource::Shards(&shards),
         ),
     ];
     for (name, shuffle, source) in loaders {
         let builder = Loader::builder(source).with_token_budget(4096);
-        let builder = if shuffle {
-            builder.with_shuffle(7)
-        } else {
-            builder
+        let builder = match shuffle {
+            1 => builder.with_shuffle(7),
+            2 => builder.with_windowed_shuffle(7, 32, 256),
+            _ => builder,
         };
         let mut loader = builder.build().expect("loader");
         g.bench_function(name, |b| {
