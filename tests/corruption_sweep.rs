@@ -52,28 +52,38 @@ fn read_tensor(t: &LodTensor) {
     }
 }
 
+/// Writes `dataset`, then opens every variant of its file: the ones that open are read in
+/// full (a changed byte may leave a valid file with another column name, dtype or kind:
+/// whatever columns it has). Returns how many opened.
+fn sweep_arrow(dataset: &Dataset) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("good.arrow");
+    let mut w = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
+    w.write(dataset).unwrap();
+    w.finish().unwrap();
+    let good = std::fs::read(&path).unwrap();
+    let bad_path = dir.path().join("bad.arrow");
+    let mut opened = 0;
+    for bad in variants(&good) {
+        std::fs::write(&bad_path, &bad).unwrap();
+        if let Ok(file) = MappedDataset::open(&bad_path) {
+            for column in file.batches().iter().flat_map(|b| b.columns()) {
+                match column.as_tensor() {
+                    Some(t) => read_tensor(t),
+                    // Arrow's Debug text reads every value.
+                    None => drop(format!("{:?}", column.to_arrow())),
+                }
+            }
+            opened += 1;
+        }
+    }
+    opened
+}
+
 #[test]
 fn arrow_files_of_0_to_3_levels() {
-    let dir = tempfile::tempdir().unwrap();
     for levels in 0..=3 {
-        let path = dir.path().join("good.arrow");
-        let mut w = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
-        w.write(&dataset(levels)).unwrap();
-        w.finish().unwrap();
-        let good = std::fs::read(&path).unwrap();
-        let bad_path = dir.path().join("bad.arrow");
-        let mut opened = 0;
-        for bad in variants(&good) {
-            std::fs::write(&bad_path, &bad).unwrap();
-            if let Ok(file) = MappedDataset::open(&bad_path) {
-                // A changed byte may leave a valid file with another column name or
-                // dtype: read whatever columns it has.
-                for column in file.batches().iter().flat_map(|b| b.columns()) {
-                    read_tensor(column.tensor().unwrap());
-                }
-                opened += 1;
-            }
-        }
+        let opened = sweep_arrow(&dataset(levels));
         assert!(opened > 0, "{levels} levels: no variant opened at all");
     }
 }
@@ -174,26 +184,6 @@ fn arrow_files_with_side_columns() {
         ),
         side("scores", Arc::new(list.finish())),
     ]);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("good.arrow");
-    let mut w = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
-    w.write(&Dataset::try_new(columns).unwrap()).unwrap();
-    w.finish().unwrap();
-    let good = std::fs::read(&path).unwrap();
-    let bad_path = dir.path().join("bad.arrow");
-    let mut opened = 0;
-    for bad in variants(&good) {
-        std::fs::write(&bad_path, &bad).unwrap();
-        if let Ok(file) = MappedDataset::open(&bad_path) {
-            for column in file.batches().iter().flat_map(|b| b.columns()) {
-                match column.as_tensor() {
-                    Some(t) => read_tensor(t),
-                    // Arrow's Debug text reads every value.
-                    None => drop(format!("{:?}", column.to_arrow())),
-                }
-            }
-            opened += 1;
-        }
-    }
+    let opened = sweep_arrow(&Dataset::try_new(columns).unwrap());
     assert!(opened > 0, "no variant opened at all");
 }

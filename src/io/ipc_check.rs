@@ -53,24 +53,7 @@ pub(crate) fn check_batch(
     // every column, in schema order, depth first.
     let rows = usize::try_from(message.length())
         .map_err(|_| invalid(format!("negative row count {}", message.length())))?;
-    let mut walk = Walk {
-        nodes: message
-            .nodes()
-            .map(|n| n.iter().copied().collect())
-            .unwrap_or_default(),
-        buffers: message
-            .buffers()
-            .map(|b| b.iter().map(|b| (b.offset(), b.length())).collect())
-            .unwrap_or_default(),
-        next_node: 0,
-        next_buffer: 0,
-        variadic: message
-            .variadicBufferCounts()
-            .map(|v| v.iter().collect())
-            .unwrap_or_default(),
-        body,
-        offsets,
-    };
+    let mut walk = Walk::new(message, body, offsets);
     for (field, &tensor) in schema.fields().iter().zip(tensors) {
         let len = if tensor {
             walk.array(field.data_type(), 0)
@@ -100,18 +83,7 @@ pub(crate) fn check_batch(
 /// Checks that every buffer of the record batch message `message` lies inside `body`,
 /// 8-byte aligned, whatever the types (for dictionary batches, which Arrow decodes itself).
 pub(crate) fn check_buffers(message: &BatchMessage<'_>, body: &Buffer) -> Result<()> {
-    let mut walk = Walk {
-        nodes: Vec::new(),
-        buffers: message
-            .buffers()
-            .map(|b| b.iter().map(|b| (b.offset(), b.length())).collect())
-            .unwrap_or_default(),
-        next_node: 0,
-        next_buffer: 0,
-        variadic: VecDeque::new(),
-        body,
-        offsets: false,
-    };
+    let mut walk = Walk::new(message, body, false);
     while walk.next_buffer < walk.buffers.len() {
         walk.buffer(1)?;
     }
@@ -133,7 +105,30 @@ struct Walk<'a> {
     offsets: bool,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    /// A walk over the nodes and buffers of `message`, whose body is `body`, reading
+    /// offsets when `offsets`.
+    fn new(message: &BatchMessage<'_>, body: &'a Buffer, offsets: bool) -> Self {
+        Walk {
+            nodes: message
+                .nodes()
+                .map(|n| n.iter().copied().collect())
+                .unwrap_or_default(),
+            buffers: message
+                .buffers()
+                .map(|b| b.iter().map(|b| (b.offset(), b.length())).collect())
+                .unwrap_or_default(),
+            next_node: 0,
+            next_buffer: 0,
+            variadic: message
+                .variadicBufferCounts()
+                .map(|v| v.iter().collect())
+                .unwrap_or_default(),
+            body,
+            offsets,
+        }
+    }
+
     /// The next field node and its length.
     fn node(&mut self) -> Result<(FieldNode, usize)> {
         let node = *self
