@@ -308,6 +308,100 @@ proptest! {
     }
 }
 
+/// One step of elastic ranks: each rank's next batch, checked to be the rows it names and
+/// to leave every rank at the same position. Ranks past the epoch's last batch get none
+/// (always the last ranks of a step); `None` when no rank gets one.
+fn elastic_step(loaders: &mut [Loader], file: &MappedDataset) -> Option<(Vec<Batch>, Position)> {
+    let mut batches: Vec<Batch> = Vec::new();
+    for loader in loaders.iter_mut() {
+        let before = loader.next_position();
+        let Some(b) = loader.next_batch().unwrap() else {
+            continue;
+        };
+        assert_eq!(
+            batches.len(),
+            b.index() - before.batch,
+            "a rank skipped its turn"
+        );
+        for (k, &s) in b.samples().iter().enumerate() {
+            assert_eq!(
+                b.data().slice_rows(k..k + 1).unwrap(),
+                file.sample(s).unwrap()
+            );
+        }
+        assert_eq!(b.position(), before);
+        if let Some(first) = batches.first() {
+            assert_eq!(first.next_position(), b.next_position(), "ranks disagree");
+        }
+        batches.push(b);
+    }
+    let next = batches.first()?.next_position();
+    Some((batches, next))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// A job on `world_a` elastic ranks stops after `steps` steps and resumes from the
+    /// position all its ranks saved on `world_b` ranks: together they read the plan of one
+    /// rank, batch for batch, each batch once, and the rest of the epoch as it would have.
+    #[test]
+    fn elastic_positions_resume_on_any_number_of_ranks(
+        docs in prop::collection::vec(0usize..5, 0..40),
+        mode in mode(),
+        order in order(),
+        drop_last in any::<bool>(),
+        (world_a, world_b) in (1usize..5, 1usize..5),
+        steps in 0usize..12,
+        epoch in 0u64..3,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.arrow");
+        write(&path, &docs, 400);
+        let file = MappedDataset::open(&path).unwrap();
+        let build = |b: LoaderBuilder<'_>| {
+            let mut l = configure(b, &mode, &order, &[]).with_drop_last(drop_last).build().unwrap();
+            l.set_epoch(epoch);
+            l
+        };
+        let ranks = |world: usize| -> Vec<Loader> {
+            (0..world).map(|r| build(Loader::builder(&file).elastic_shard(r, world))).collect()
+        };
+        let plan = build(Loader::builder(&file)).plan(epoch);
+        let mut read: Vec<usize> = Vec::new();
+        let mut before = ranks(world_a);
+        for (rank, l) in before.iter().enumerate() {
+            prop_assert_eq!(l.num_batches(epoch), plan.len().saturating_sub(rank).div_ceil(world_a));
+            prop_assert_eq!(l.fingerprint(), before[0].fingerprint());
+        }
+        let mut saved = before[0].next_position();
+        for _ in 0..steps {
+            let Some((batches, next)) = elastic_step(&mut before, &file) else { break };
+            read.extend(batches.iter().map(Batch::index));
+            saved = next;
+            if batches.len() < world_a {
+                break; // the epoch's last step
+            }
+        }
+        let saved = Position::from_json(&saved.to_json()).unwrap();
+        let mut after = ranks(world_b);
+        for l in &mut after {
+            l.seek(saved).unwrap();
+        }
+        while let Some((batches, _)) = elastic_step(&mut after, &file) {
+            read.extend(batches.iter().map(Batch::index));
+            if batches.len() < world_b {
+                break;
+            }
+        }
+        // Every batch of the plan, in plan order, once: each sample once.
+        prop_assert_eq!(read, (0..plan.len()).collect::<Vec<_>>());
+        // A position of elastic ranks is refused by contiguous ones.
+        let mut parts = build(Loader::builder(&file).shard(0, world_b));
+        prop_assert!(parts.seek(saved).is_err());
+    }
+}
+
 #[test]
 fn plans_are_deterministic_across_loaders() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@ use arrow_schema::Schema;
 
 use super::Loader;
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
-use super::plan::{BatchSize, PlanConfig, Shuffle};
+use super::plan::{BatchSize, PlanConfig, Ranks, Shuffle};
 use crate::ArgumentError;
 use crate::RowIndex;
 use crate::dataset::{Column, Dataset};
@@ -69,16 +69,17 @@ impl LoaderSource<'_> {
 /// Options of a [`Loader`]; see [`Loader::builder`].
 ///
 /// Options that decide the same thing (`with_batch_size` and `with_token_budget`,
-/// `with_shuffle` and `with_chunk_shuffle`, `with_buckets` and `with_quantile_buckets`)
-/// are alternatives: giving both is refused by [`LoaderBuilder::build`], naming both.
+/// `with_shuffle` and `with_chunk_shuffle`, `with_buckets` and `with_quantile_buckets`,
+/// `shard` and `elastic_shard`) are alternatives: giving both is refused by [`LoaderBuilder::build`], naming both.
 #[derive(Debug)]
 pub struct LoaderBuilder<'a> {
     source: LoaderSource<'a>,
     config: PlanConfig,
     length: Option<(String, usize)>,
     quantiles: Option<usize>,
-    /// The option that set each group of alternatives: batch size, shuffle, buckets.
-    chosen: [Option<&'static str>; 3],
+    /// The option that set each group of alternatives: batch size, shuffle, buckets,
+    /// sharding.
+    chosen: [Option<&'static str>; 4],
     /// The first two alternatives both given.
     conflict: Option<(&'static str, &'static str)>,
 }
@@ -87,6 +88,7 @@ pub struct LoaderBuilder<'a> {
 const BATCHING: usize = 0;
 const SHUFFLING: usize = 1;
 const BUCKETING: usize = 2;
+const SHARDING: usize = 3;
 
 impl<'a> LoaderBuilder<'a> {
     pub(super) fn new(source: LoaderSource<'a>) -> Self {
@@ -97,12 +99,11 @@ impl<'a> LoaderBuilder<'a> {
                 drop_last: false,
                 shuffle: Shuffle::None,
                 buckets: Vec::new(),
-                rank: 0,
-                world_size: 1,
+                ranks: Ranks::Parts { rank: 0, world: 1 },
             },
             length: None,
             quantiles: None,
-            chosen: [None; 3],
+            chosen: [None; 4],
             conflict: None,
         }
     }
@@ -216,10 +217,74 @@ impl<'a> LoaderBuilder<'a> {
         self
     }
 
-    /// Only part `rank` of `world_size` contiguous, near-equal parts of each epoch's order.
+    /// Only part `rank` of `world_size` contiguous, near-equal parts of each epoch's order,
+    /// batched by this rank alone. Not with [`LoaderBuilder::elastic_shard`].
     pub fn shard(mut self, rank: usize, world_size: usize) -> Self {
-        self.config.rank = rank;
-        self.config.world_size = world_size;
+        self.choose(SHARDING, "shard");
+        self.config.ranks = Ranks::Parts {
+            rank,
+            world: world_size,
+        };
+        self
+    }
+
+    /// Rank `rank` of `world_size` taking turns over the batches of the whole epoch, so
+    /// that a saved position resumes on any number of ranks (elastic resume).
+    ///
+    /// Every rank makes the same plan, that of one rank; the ranks go through it in steps
+    /// of `world_size` batches, rank `r` reading batch `step + r`. A [`Position`](super::Position)'s `batch`
+    /// is then the step: the first batch of the plan not yet read by every rank, the same
+    /// on every rank after the same number of batches, and not tied to the world size (the
+    /// fingerprint leaves rank and world size out). Saved on 8 ranks, it resumes on 6 or 1,
+    /// each batch of the epoch read once. In an epoch's last step, ranks past its last
+    /// batch get none ([`Loader::num_batches`] says how many each rank gets). Not with
+    /// [`LoaderBuilder::shard`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
+    /// # use arrow_array::types::Float32Type;
+    /// use lodtensor::loader::Loader;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1; 10]], vec![1.0; 10], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// let file = MappedDataset::open(&path)?;
+    /// // Three ranks read a step of three batches of 1 sample: batches 0, 1, 2.
+    /// let mut saved = None;
+    /// for rank in 0..3 {
+    ///     let mut loader = Loader::builder(&file)
+    ///         .with_batch_size(1).with_shuffle(5).elastic_shard(rank, 3).build()?;
+    ///     saved = Some(loader.next_batch()?.expect("a batch").next_position());
+    /// }
+    /// let saved = saved.expect("three ranks");
+    /// assert_eq!(saved.batch, 3);                       // the next step starts at batch 3
+    /// // The job resumes on two ranks: they read batches 3 and 4, then 5 and 6, ...
+    /// let mut read = Vec::new();
+    /// for rank in 0..2 {
+    ///     let mut loader = Loader::builder(&file)
+    ///         .with_batch_size(1).with_shuffle(5).elastic_shard(rank, 2).build()?;
+    ///     loader.seek(saved)?;
+    ///     for batch in &mut loader {
+    ///         read.extend_from_slice(batch?.samples());
+    ///     }
+    /// }
+    /// let whole = Loader::builder(&file).with_batch_size(1).with_shuffle(5).build()?;
+    /// let mut rest = whole.plan(0).samples()[3..].to_vec();
+    /// rest.sort();
+    /// read.sort();
+    /// assert_eq!(read, rest);                           // every remaining sample once
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn elastic_shard(mut self, rank: usize, world_size: usize) -> Self {
+        self.choose(SHARDING, "elastic_shard");
+        self.config.ranks = Ranks::Turns {
+            rank,
+            world: world_size,
+        };
         self
     }
 

@@ -20,7 +20,10 @@
 //!   samples mixing them: [`Shuffle::Windowed`]), computed with the crate's fixed
 //!   SplitMix64 so that a seed and an epoch give the same order on every machine;
 //! - `shard(rank, world_size)` for data-parallel training: contiguous, disjoint parts of
-//!   each epoch's order whose sizes differ by at most one sample;
+//!   each epoch's order whose sizes differ by at most one sample; or
+//!   `elastic_shard(rank, world_size)`: the ranks take turns over the batches of the whole
+//!   epoch, so that a position saved on 8 ranks resumes on 6 or 1
+//!   ([`LoaderBuilder::elastic_shard`]);
 //! - a [`Position`] (epoch, batch) to save and restore, continuing with the exact next
 //!   batch; its [`Fingerprint`] covers everything that decides the order (options, sample
 //!   lengths, and the record-batch boundaries where a chunk shuffle follows them), so a
@@ -71,6 +74,7 @@
 
 mod builder;
 mod gather;
+mod order;
 mod plan;
 mod position;
 mod prefetch;
@@ -111,7 +115,8 @@ pub struct Loader {
     config: PlanConfig,
     fingerprint: Fingerprint,
     plan: Option<Arc<Plan>>,
-    /// (epoch, batch) of the next batch.
+    /// (epoch, step) of the next batch: the plan's batch `step` (plus the rank's turn when
+    /// ranks take turns).
     position: (u64, usize),
     gatherer: Gatherer,
 }
@@ -158,6 +163,13 @@ impl Loader {
                 epoch,
             )),
         }
+    }
+
+    /// The number of batches this rank reads in `epoch`: the plan's, or this rank's turns
+    /// among them when ranks take turns ([`LoaderBuilder::elastic_shard`]).
+    pub fn num_batches(&self, epoch: u64) -> usize {
+        let (rank, world) = self.config.ranks.turn();
+        self.plan(epoch).len().saturating_sub(rank).div_ceil(world)
     }
 
     fn current_plan(&mut self) -> Arc<Plan> {
@@ -257,20 +269,28 @@ impl Loader {
     /// offset width; Arrow errors building the gathered arrays.
     pub fn next_batch(&mut self) -> Result<Option<Batch>> {
         let plan = self.current_plan();
-        let (epoch, index) = self.position;
+        let (epoch, step) = self.position;
+        let index = self.next_index();
         let Some(samples) = plan.batch(index) else {
             self.position = (epoch + 1, 0);
             return Ok(None);
         };
         let (data, view) = self.load(samples)?;
-        self.position = (epoch, index + 1);
+        let next = (step + self.config.ranks.turn().1).min(plan.len());
+        self.position = (epoch, next);
         Ok(Some(Batch {
             data,
             view,
             plan,
             index,
+            steps: step..next,
             fingerprint: self.fingerprint,
         }))
+    }
+
+    /// The plan's index of the next batch: the step, plus this rank's turn in it.
+    fn next_index(&self) -> usize {
+        self.position.1 + self.config.ranks.turn().0
     }
 
     /// The rows `samples` of every column: a view when they are consecutive rows of one
@@ -305,10 +325,9 @@ impl Loader {
     /// slicing (the epoch's plan is made and the next batch's rows are consecutive rows of
     /// one record batch): a caller may then skip handing the step to another thread.
     pub fn next_is_view(&self) -> bool {
-        let (epoch, index) = self.position;
         match &self.plan {
-            Some(p) if p.epoch() == epoch => {
-                p.batch(index).is_some_and(|s| self.view_rows(s).is_some())
+            Some(p) if p.epoch() == self.position.0 => {
+                (p.batch(self.next_index())).is_some_and(|s| self.view_rows(s).is_some())
             }
             _ => false,
         }
@@ -367,7 +386,11 @@ pub struct Batch {
     data: Dataset,
     view: bool,
     plan: Arc<Plan>,
+    /// The batch's index in the plan.
     index: usize,
+    /// The step the batch was read in, and the next one (`index..index + 1` unless ranks
+    /// take turns).
+    steps: Range<usize>,
     fingerprint: Fingerprint,
 }
 
@@ -418,22 +441,28 @@ impl Batch {
         self.info().padding_ratio()
     }
 
-    /// This batch's position.
+    /// This batch's position (when ranks take turns: that of the step it was read in).
     pub fn position(&self) -> Position {
         Position {
             epoch: self.plan.epoch(),
-            batch: self.index,
+            batch: self.steps.start,
             fingerprint: self.fingerprint,
         }
     }
 
     /// The position after this batch: save it once the batch is trained on, restore it with
-    /// [`Loader::seek`] to continue with the next batch.
+    /// [`Loader::seek`] to continue with the next batch (when ranks take turns: with the
+    /// next step, the same position on every rank).
     pub fn next_position(&self) -> Position {
         Position {
-            batch: self.index + 1,
+            batch: self.steps.end,
             ..self.position()
         }
+    }
+
+    /// The batch's index in its epoch's [`Plan`].
+    pub fn index(&self) -> usize {
+        self.index
     }
 
     /// A zero-padded copy of level `level` of column `column`: the sequences of that level

@@ -4,16 +4,18 @@
 //! the options and the epoch, so it is the same on every machine and every run:
 //!
 //! ```text
-//! 0..n ──order──▶ shuffled (samples or chunks) ──shard──▶ rank's part ──batch──▶ batches
-//!                 seed + epoch → SplitMix64          n·r/w .. n·(r+1)/w   per length bucket
+//! 0..n ──order──▶ shuffled (samples, runs, windowed) ──shard──▶ rank's part ──batch──▶ batches
+//!                 seed + epoch → SplitMix64                n·r/w .. n·(r+1)/w   per length bucket
 //! ```
+//!
+//! With elastic sharding (`Ranks::Turns`) there is no per-rank part: every rank makes
+//! the batches of the whole order, and takes its turns among them.
 
 use crate::{ArgumentError, RowIndex};
-use std::ops::Range;
 
+use super::order::epoch_order;
 use super::position::{Fingerprint, Hasher};
 use crate::error::Result;
-use crate::synthetic::SplitMix64;
 
 /// How samples are grouped into batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,8 +72,35 @@ pub(crate) struct PlanConfig {
     /// Inclusive upper bounds of the length buckets, increasing; longer samples go to a
     /// last bucket. Empty: one bucket.
     pub buckets: Vec<usize>,
-    pub rank: usize,
-    pub world_size: usize,
+    pub ranks: Ranks,
+}
+
+/// How the ranks of a data-parallel job share each epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ranks {
+    /// Rank `rank` of `world` batches its own contiguous, near-equal part of the order.
+    Parts { rank: usize, world: usize },
+    /// Every rank makes the batches of the whole order; in each step of `world` batches,
+    /// rank `rank` takes batch `step + rank`. A position counts steps of the whole order,
+    /// so it means the same on any number of ranks.
+    Turns { rank: usize, world: usize },
+}
+
+impl Ranks {
+    /// (rank, world size).
+    pub fn rank_and_world(self) -> (usize, usize) {
+        match self {
+            Ranks::Parts { rank, world } | Ranks::Turns { rank, world } => (rank, world),
+        }
+    }
+
+    /// (this rank's offset in a step, batches per step): (0, 1) unless ranks take turns.
+    pub fn turn(self) -> (usize, usize) {
+        match self {
+            Ranks::Parts { .. } => (0, 1),
+            Ranks::Turns { rank, world } => (rank, world),
+        }
+    }
 }
 
 impl PlanConfig {
@@ -101,16 +130,14 @@ impl PlanConfig {
             }
             _ => {}
         }
-        if self.world_size == 0 {
+        let (rank, world) = self.ranks.rank_and_world();
+        if world == 0 {
             return bad("shard", "world size must be at least 1");
         }
-        if self.rank >= self.world_size {
+        if rank >= world {
             return Err(ArgumentError::LoaderConfig {
                 option: "shard",
-                reason: format!(
-                    "rank {} is not below the world size {}",
-                    self.rank, self.world_size
-                ),
+                reason: format!("rank {rank} is not below the world size {world}"),
             }
             .into());
         }
@@ -152,12 +179,12 @@ impl PlanConfig {
                 options.add(&[3, seed, rows as u64, window as u64])
             }
         }
-        options.add(&[
-            self.drop_last as u64,
-            self.rank as u64,
-            self.world_size as u64,
-            self.buckets.len() as u64,
-        ]);
+        match self.ranks {
+            Ranks::Parts { rank, world } => options.add(&[1, rank as u64, world as u64]),
+            // Not the rank or the world size: positions move between numbers of ranks.
+            Ranks::Turns { .. } => options.add(&[2]),
+        }
+        options.add(&[self.drop_last as u64, self.buckets.len() as u64]);
         for &b in &self.buckets {
             options.add(&[b as u64]);
         }
@@ -193,106 +220,6 @@ impl PlanConfig {
             record_batches,
         }
     }
-}
-
-/// The generator of epoch `epoch` under `seed` (fixed forever: plans depend on it).
-pub(crate) fn epoch_rng(seed: u64, epoch: u64) -> SplitMix64 {
-    let mut mixer = SplitMix64::new(seed);
-    let base = mixer.next_u64();
-    SplitMix64::new(base ^ epoch.wrapping_mul(0xd1b5_4a32_d192_ed03))
-}
-
-/// A uniform integer in `0..n` (`n >= 1`), by multiply-shift (Lemire), portable.
-fn below(rng: &mut SplitMix64, n: usize) -> usize {
-    ((u128::from(rng.next_u64()) * n as u128) >> 64) as usize
-}
-
-/// Fisher–Yates, from the back.
-fn shuffle<T>(rng: &mut SplitMix64, items: &mut [T]) {
-    for i in (1..items.len()).rev() {
-        items.swap(i, below(rng, i + 1));
-    }
-}
-
-/// The runs of up to `rows` samples of `rows_in` that never cross a record batch.
-fn runs(batches: &RowIndex, rows_in: Range<usize>, rows: usize) -> Vec<Range<usize>> {
-    let mut chunks = Vec::new();
-    for w in batches.starts().windows(2) {
-        let mut start = w[0].max(rows_in.start);
-        let stop = w[1].min(rows_in.end);
-        while start < stop {
-            let end = (start + rows).min(stop);
-            chunks.push(start..end);
-            start = end;
-        }
-    }
-    chunks
-}
-
-/// The order of [`Shuffle::Windowed`]: shards, then runs within each shard, then the
-/// stream through a window of `window` samples. The window draws from a generator of its
-/// own, so the stream is the same whatever the window.
-fn windowed_order(
-    rng: &mut SplitMix64,
-    batches: &RowIndex,
-    shards: &RowIndex,
-    rows: usize,
-    window: usize,
-) -> Vec<usize> {
-    let mut picks = SplitMix64::new(rng.next_u64());
-    let mut shard_order: Vec<usize> = (0..shards.num_parts()).collect();
-    shuffle(rng, &mut shard_order);
-    let mut order = Vec::with_capacity(batches.num_rows());
-    let mut held: Vec<usize> = Vec::with_capacity(window.min(batches.num_rows()));
-    for shard in shard_order {
-        let mut chunks = runs(batches, shards.part_rows(shard), rows);
-        shuffle(rng, &mut chunks);
-        for sample in chunks.into_iter().flatten() {
-            if held.len() < window {
-                held.push(sample);
-            } else {
-                let i = below(&mut picks, window);
-                order.push(std::mem::replace(&mut held[i], sample));
-            }
-        }
-    }
-    shuffle(&mut picks, &mut held);
-    order.extend(held);
-    order
-}
-
-/// The samples of the rank's shard of epoch `epoch`, in the order they are visited: file
-/// order, a shuffle of samples, a shuffle of runs that never cross a record batch, or the
-/// windowed shuffle of shards and runs; then the rank's contiguous part, sizes differing
-/// by at most one.
-fn shard_order(
-    config: &PlanConfig,
-    n: usize,
-    batches: &RowIndex,
-    shards: &RowIndex,
-    epoch: u64,
-) -> Vec<usize> {
-    let mut order: Vec<usize> = match config.shuffle {
-        Shuffle::None => (0..n).collect(),
-        Shuffle::Samples { seed } => {
-            let mut order: Vec<usize> = (0..n).collect();
-            shuffle(&mut epoch_rng(seed, epoch), &mut order);
-            order
-        }
-        Shuffle::Chunks { seed, rows } => {
-            let mut chunks = runs(batches, 0..n, rows);
-            shuffle(&mut epoch_rng(seed, epoch), &mut chunks);
-            chunks.into_iter().flatten().collect()
-        }
-        Shuffle::Windowed { seed, rows, window } => {
-            windowed_order(&mut epoch_rng(seed, epoch), batches, shards, rows, window)
-        }
-    };
-    let (r, w) = (config.rank, config.world_size);
-    let part = n * r / w..n * (r + 1) / w;
-    order.truncate(part.end);
-    order.drain(..part.start);
-    order
 }
 
 /// One batch of a plan.
@@ -332,7 +259,7 @@ impl BatchInfo {
     }
 }
 
-/// The batches of one epoch for one shard.
+/// The batches of one epoch for one rank (for every rank when they take turns).
 ///
 /// # Example
 /// ```
@@ -371,7 +298,13 @@ impl Plan {
         shards: &RowIndex,
         epoch: u64,
     ) -> Plan {
-        let order = shard_order(config, lengths.len(), batches, shards, epoch);
+        let n = lengths.len();
+        let mut order = epoch_order(config.shuffle, n, batches, shards, epoch);
+        if let Ranks::Parts { rank, world } = config.ranks {
+            let part = n * rank / world..n * (rank + 1) / world;
+            order.truncate(part.end);
+            order.drain(..part.start);
+        }
         let buckets = config.buckets.len() + 1;
         let mut pending: Vec<Vec<usize>> = vec![Vec::new(); buckets];
         let mut pending_tokens = vec![0usize; buckets];
@@ -527,8 +460,7 @@ mod tests {
             drop_last: false,
             shuffle: Shuffle::None,
             buckets: Vec::new(),
-            rank: 0,
-            world_size: 1,
+            ranks: Ranks::Parts { rank: 0, world: 1 },
         }
     }
 
@@ -675,8 +607,7 @@ mod tests {
         let mut all = Vec::new();
         for rank in 0..3 {
             let mut c = config(BatchSize::Samples(2));
-            c.rank = rank;
-            c.world_size = 3;
+            c.ranks = Ranks::Parts { rank, world: 3 };
             c.shuffle = Shuffle::Samples { seed: 1 };
             let p = one_batch(&c, &lengths, 0);
             assert!((3..=4).contains(&p.samples().len()));
@@ -695,11 +626,9 @@ mod tests {
         assert_eq!(bad(config(BatchSize::Samples(0))), "batch size");
         assert_eq!(bad(config(BatchSize::Tokens(0))), "token budget");
         let mut c = config(BatchSize::Samples(1));
-        c.rank = 2;
-        c.world_size = 2;
+        c.ranks = Ranks::Parts { rank: 2, world: 2 };
         assert_eq!(bad(c.clone()), "shard");
-        c.world_size = 0;
-        c.rank = 0;
+        c.ranks = Ranks::Turns { rank: 0, world: 0 };
         assert_eq!(bad(c), "shard");
         let mut c = config(BatchSize::Samples(1));
         c.buckets = vec![4, 4];

@@ -10,7 +10,7 @@ use crate::synthetic::SplitMix64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fingerprint {
     /// The options: batch size or token budget, `drop_last`, shuffle and seed, buckets,
-    /// shard.
+    /// `shard` (rank and world size) or `elastic_shard` (neither).
     pub options: u64,
     /// The length of every sample, in file order (the data, and the length column).
     pub lengths: u64,
@@ -25,7 +25,7 @@ impl Fingerprint {
     pub(crate) fn differences(&self, other: &Fingerprint) -> Vec<&'static str> {
         let mut out = Vec::new();
         if self.options != other.options {
-            out.push("the options (batch size or token budget, drop_last, shuffle or seed, buckets, shard)");
+            out.push("the options (batch size or token budget, drop_last, shuffle or seed, buckets, shard or elastic_shard)");
         }
         if self.lengths != other.lengths {
             out.push("the samples or their lengths (other data, or another length column)");
@@ -68,7 +68,8 @@ impl Hasher {
 pub struct Position {
     /// The epoch.
     pub epoch: u64,
-    /// The batch within the epoch.
+    /// The batch within the epoch (when ranks take turns, the step: the first batch of the
+    /// plan that some rank has not read).
     pub batch: usize,
     /// The loader's fingerprint (see [`super::Loader::fingerprint`]).
     pub fingerprint: Fingerprint,

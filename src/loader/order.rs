@@ -1,0 +1,104 @@
+//! The order an epoch visits the samples in, before it is split among ranks and cut
+//! into batches: file order, a seeded permutation of samples, of runs, or the windowed
+//! shuffle of shards and runs ([`Shuffle`]). Every draw comes from the crate's fixed
+//! SplitMix64, so a seed and an epoch give the same order on every machine, forever.
+
+use std::ops::Range;
+
+use super::plan::Shuffle;
+use crate::RowIndex;
+use crate::synthetic::SplitMix64;
+
+/// The samples `0..n` in the order epoch `epoch` visits them under `shuffle`. `batches`
+/// says where every record batch starts (runs never cross one), `shards` where every
+/// shard does (one shard for a single file).
+pub(super) fn epoch_order(
+    shuffle: Shuffle,
+    n: usize,
+    batches: &RowIndex,
+    shards: &RowIndex,
+    epoch: u64,
+) -> Vec<usize> {
+    match shuffle {
+        Shuffle::None => (0..n).collect(),
+        Shuffle::Samples { seed } => {
+            let mut order: Vec<usize> = (0..n).collect();
+            permute(&mut epoch_rng(seed, epoch), &mut order);
+            order
+        }
+        Shuffle::Chunks { seed, rows } => {
+            let mut chunks = runs(batches, 0..n, rows);
+            permute(&mut epoch_rng(seed, epoch), &mut chunks);
+            chunks.into_iter().flatten().collect()
+        }
+        Shuffle::Windowed { seed, rows, window } => {
+            windowed_order(&mut epoch_rng(seed, epoch), batches, shards, rows, window)
+        }
+    }
+}
+
+/// The generator of epoch `epoch` under `seed` (fixed forever: plans depend on it).
+fn epoch_rng(seed: u64, epoch: u64) -> SplitMix64 {
+    let mut mixer = SplitMix64::new(seed);
+    let base = mixer.next_u64();
+    SplitMix64::new(base ^ epoch.wrapping_mul(0xd1b5_4a32_d192_ed03))
+}
+
+/// A uniform integer in `0..n` (`n >= 1`), by multiply-shift (Lemire), portable.
+fn below(rng: &mut SplitMix64, n: usize) -> usize {
+    ((u128::from(rng.next_u64()) * n as u128) >> 64) as usize
+}
+
+/// Fisher–Yates, from the back.
+fn permute<T>(rng: &mut SplitMix64, items: &mut [T]) {
+    for i in (1..items.len()).rev() {
+        items.swap(i, below(rng, i + 1));
+    }
+}
+
+/// The runs of up to `rows` samples of `rows_in` that never cross a record batch.
+fn runs(batches: &RowIndex, rows_in: Range<usize>, rows: usize) -> Vec<Range<usize>> {
+    let mut chunks = Vec::new();
+    for w in batches.starts().windows(2) {
+        let mut start = w[0].max(rows_in.start);
+        let stop = w[1].min(rows_in.end);
+        while start < stop {
+            let end = (start + rows).min(stop);
+            chunks.push(start..end);
+            start = end;
+        }
+    }
+    chunks
+}
+
+/// The order of [`Shuffle::Windowed`]: shards, then runs within each shard, then the
+/// stream through a window of `window` samples. The window draws from a generator of its
+/// own, so the stream is the same whatever the window.
+fn windowed_order(
+    rng: &mut SplitMix64,
+    batches: &RowIndex,
+    shards: &RowIndex,
+    rows: usize,
+    window: usize,
+) -> Vec<usize> {
+    let mut picks = SplitMix64::new(rng.next_u64());
+    let mut shard_order: Vec<usize> = (0..shards.num_parts()).collect();
+    permute(rng, &mut shard_order);
+    let mut order = Vec::with_capacity(batches.num_rows());
+    let mut held: Vec<usize> = Vec::with_capacity(window.min(batches.num_rows()));
+    for shard in shard_order {
+        let mut chunks = runs(batches, shards.part_rows(shard), rows);
+        permute(rng, &mut chunks);
+        for sample in chunks.into_iter().flatten() {
+            if held.len() < window {
+                held.push(sample);
+            } else {
+                let i = below(&mut picks, window);
+                order.push(std::mem::replace(&mut held[i], sample));
+            }
+        }
+    }
+    permute(&mut picks, &mut held);
+    order.extend(held);
+    order
+}
