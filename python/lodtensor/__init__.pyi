@@ -112,10 +112,12 @@ class ShardedDataset:
         shuffle: bool = False,
         seed: int = 0,
         chunk_rows: int | None = None,
+        window: int | None = None,
         buckets: int | Sequence[int] | None = None,
         drop_last: bool = False,
         rank: int = 0,
         world_size: int = 1,
+        elastic: bool = False,
         prefetch: int = 0,
     ) -> Loader:
         """Training batches over the shards, one after the other: ``Dataset.loader``'s
@@ -177,10 +179,12 @@ class Dataset:
         shuffle: bool = False,
         seed: int = 0,
         chunk_rows: int | None = None,
+        window: int | None = None,
         buckets: int | Sequence[int] | None = None,
         drop_last: bool = False,
         rank: int = 0,
         world_size: int = 1,
+        elastic: bool = False,
         prefetch: int = 0,
     ) -> Loader:
         """Training batches over this file (the Rust loader's batches for the same options)."""
@@ -191,7 +195,7 @@ class Loader:
     def __iter__(self) -> Iterator[Batch]: ...
     def __next__(self) -> Batch: ...
     def __len__(self) -> int:
-        """The number of batches of the current epoch."""
+        """The number of batches of the current epoch (for this rank)."""
     @property
     def epoch(self) -> int: ...
     @property

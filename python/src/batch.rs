@@ -113,10 +113,10 @@ impl Batch {
         self.inner.position().epoch
     }
 
-    /// The batch's index in its epoch.
+    /// The batch's index in its epoch's plan (with `elastic=True`, each rank reads its turns).
     #[getter]
     fn index(&self) -> usize {
-        self.inner.position().batch
+        self.inner.index()
     }
 
     /// The loader state right after this batch: save it once the batch is trained on, and

@@ -166,8 +166,9 @@ impl Dataset {
 
     /// A `Loader` of training batches over this file; see `Loader` for the options.
     #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
-        level = None, shuffle = false, seed = 0, chunk_rows = None, buckets = None,
-        drop_last = false, rank = 0, world_size = 1, prefetch = 0))]
+        level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
+        buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
+        prefetch = 0))]
     #[allow(clippy::too_many_arguments)]
     fn loader(
         &self,
@@ -179,10 +180,12 @@ impl Dataset {
         shuffle: bool,
         seed: u64,
         chunk_rows: Option<usize>,
+        window: Option<usize>,
         buckets: Option<Bound<'_, PyAny>>,
         drop_last: bool,
         rank: usize,
         world_size: usize,
+        elastic: bool,
         prefetch: usize,
     ) -> PyResult<Loader> {
         let options = Options {
@@ -193,10 +196,12 @@ impl Dataset {
             shuffle,
             seed,
             chunk_rows,
+            window,
             buckets: crate::loader::Buckets::from_py(buckets)?,
             drop_last,
             rank,
             world_size,
+            elastic,
             prefetch,
         };
         Loader::build(py, LoaderSource::File(&self.file), options)

@@ -48,10 +48,12 @@ pub struct Options {
     pub shuffle: bool,
     pub seed: u64,
     pub chunk_rows: Option<usize>,
+    pub window: Option<usize>,
     pub buckets: Buckets,
     pub drop_last: bool,
     pub rank: usize,
     pub world_size: usize,
+    pub elastic: bool,
     pub prefetch: usize,
 }
 
@@ -79,21 +81,27 @@ impl Options {
             };
             b = b.with_length_column(column, level);
         }
-        b = match (self.shuffle, self.chunk_rows) {
-            (true, Some(rows)) => b.with_chunk_shuffle(self.seed, rows),
-            (true, None) => b.with_shuffle(self.seed),
-            (false, Some(_)) => return Err(invalid("chunk_rows needs shuffle=True")),
-            (false, None) => b,
+        b = match (self.shuffle, self.chunk_rows, self.window) {
+            (true, Some(rows), Some(window)) => b.with_windowed_shuffle(self.seed, rows, window),
+            (true, Some(rows), None) => b.with_chunk_shuffle(self.seed, rows),
+            (true, None, None) => b.with_shuffle(self.seed),
+            (true, None, Some(_)) => return Err(invalid("window needs chunk_rows")),
+            (false, Some(_), _) | (false, _, Some(_)) => {
+                return Err(invalid("chunk_rows and window need shuffle=True"));
+            }
+            (false, None, None) => b,
         };
         b = match self.buckets {
             Buckets::None => b,
             Buckets::Bounds(bounds) => b.with_buckets(bounds),
             Buckets::Quantiles(n) => b.with_quantile_buckets(n),
         };
-        b.with_drop_last(self.drop_last)
-            .shard(self.rank, self.world_size)
-            .build()
-            .py_err()
+        b = if self.elastic {
+            b.elastic_shard(self.rank, self.world_size)
+        } else {
+            b.shard(self.rank, self.world_size)
+        };
+        b.with_drop_last(self.drop_last).build().py_err()
     }
 }
 
@@ -219,7 +227,7 @@ impl Inner {
         let epoch = self.next.epoch;
         match (&self.state, self.len) {
             (State::Running(_), Some((e, n))) if e == epoch => Ok(n),
-            _ => Ok(self.idle()?.plan(epoch).len()),
+            _ => Ok(self.idle()?.num_batches(epoch)),
         }
     }
 
@@ -306,7 +314,8 @@ impl Loader {
         lock(&self.inner).next.epoch
     }
 
-    /// The index of the next batch in the current epoch.
+    /// The index of the next batch in the current epoch (with `elastic=True`, the step:
+    /// the first batch of the epoch's plan that some rank has not read).
     #[getter]
     fn batch_index(&self) -> usize {
         lock(&self.inner).next.batch

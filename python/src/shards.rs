@@ -227,8 +227,9 @@ impl ShardedDataset {
     /// against the manifest when the loader is made; a batch inside one record batch of a
     /// shard is a view of that shard's mapping.
     #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
-        level = None, shuffle = false, seed = 0, chunk_rows = None, buckets = None,
-        drop_last = false, rank = 0, world_size = 1, prefetch = 0))]
+        level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
+        buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
+        prefetch = 0))]
     #[allow(clippy::too_many_arguments)]
     fn loader(
         &self,
@@ -240,10 +241,12 @@ impl ShardedDataset {
         shuffle: bool,
         seed: u64,
         chunk_rows: Option<usize>,
+        window: Option<usize>,
         buckets: Option<Bound<'_, PyAny>>,
         drop_last: bool,
         rank: usize,
         world_size: usize,
+        elastic: bool,
         prefetch: usize,
     ) -> PyResult<Loader> {
         let options = Options {
@@ -254,10 +257,12 @@ impl ShardedDataset {
             shuffle,
             seed,
             chunk_rows,
+            window,
             buckets: Buckets::from_py(buckets)?,
             drop_last,
             rank,
             world_size,
+            elastic,
             prefetch,
         };
         Loader::build(py, LoaderSource::Shards(&self.data), options)

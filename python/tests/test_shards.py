@@ -1,5 +1,6 @@
 """Sharded datasets from Python: lt.open(DIR), its views and streams, the writers, commit."""
 
+import json
 import os
 import pickle
 import threading
@@ -235,6 +236,8 @@ def test_an_empty_table_makes_an_empty_dataset_with_its_columns(tmp_path):
         dict(token_budget=300, shuffle=True, seed=3),
         dict(batch_size=5, buckets=3, shuffle=True, seed=1, drop_last=True),
         dict(batch_size=4, rank=1, world_size=3, prefetch=2),
+        dict(batch_size=6, shuffle=True, seed=2, chunk_rows=4, window=16),
+        dict(batch_size=3, rank=2, world_size=3, elastic=True, prefetch=1),
     ],
 )
 def test_loader_over_shards_gives_the_files_batches(shards_dir, docs_path, options):
@@ -259,3 +262,31 @@ def test_loader_over_shards_views_the_shard_and_covers_every_sample(shards_dir):
         for batch in data.loader(batch_size=8, shuffle=True, chunk_rows=5, seed=9, rank=rank, world_size=3):
             seen.extend(batch.samples.tolist())
     assert sorted(seen) == list(range(data.num_rows))
+
+
+def test_elastic_loaders_resume_on_another_number_of_ranks(shards_dir):
+    data = lt.open(shards_dir)
+    options = dict(batch_size=4, shuffle=True, seed=5, chunk_rows=3, window=8, elastic=True)
+    plan = [b.samples.tolist() for b in data.loader(**options)]
+    # Three ranks take two steps, each saving the state after its batch: one state for all.
+    ranks = [iter(data.loader(**options, rank=r, world_size=3)) for r in range(3)]
+    read, states = [], set()
+    for _ in range(2):
+        for it in ranks:
+            batch = next(it)
+            read.append((batch.index, batch.samples.tolist()))
+            states.add(json.dumps(batch.next_state_dict(), sort_keys=True))
+    assert len(states) == 1
+    state = json.loads(states.pop())
+    assert state["batch"] == 6
+    # Two ranks resume from it (one with a prefetch thread) and finish the epoch.
+    for r in range(2):
+        loader = data.loader(**options, rank=r, world_size=2, prefetch=r)
+        loader.load_state_dict(state)
+        assert len(loader) == len(range(r, len(plan), 2))
+        read.extend((b.index, b.samples.tolist()) for b in loader)
+    assert sorted(read) == list(enumerate(plan))
+    with pytest.raises(lt.LodTensorError, match="options"):
+        data.loader(batch_size=4, shuffle=True, seed=5, chunk_rows=3, window=8).load_state_dict(state)
+    with pytest.raises(ValueError, match="window needs chunk_rows"):
+        data.loader(shuffle=True, window=8)
