@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use arrow_array::types::{Float32Type, Int64Type};
+use lodtensor::Loader;
 use lodtensor::shards::{
     MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, ShardedDataset, commit,
 };
@@ -328,6 +329,29 @@ fn a_changed_byte_is_a_checksum_error() {
     bytes[at] ^= 0x40;
     std::fs::write(&path, &bytes).unwrap();
     assert_eq!(mismatch_field(shard_fault(dir.path())), "crc32c");
+    // A loader is built (the shard's structure is sound), reads shard 0, then stops at the
+    // first batch that takes a sample of shard 1, naming it, and again when asked again.
+    let data = ShardedDataset::open(dir.path()).unwrap();
+    let mut loader = Loader::builder(&data).with_batch_size(2).build().unwrap();
+    for _ in 0..2 {
+        assert_eq!(loader.next_batch().unwrap().unwrap().samples(), &[0, 1]);
+        assert_eq!(loader.next_batch().unwrap().unwrap().samples(), &[2, 3]);
+        for _ in 0..2 {
+            let err = loader.next_batch().unwrap_err();
+            assert_eq!(err.path(), Some(path.as_path()), "{err}");
+            assert_eq!(mismatch_field(err.into_kind()), "crc32c");
+        }
+        loader.set_epoch(1);
+    }
+    // Rank 1 of 3 (shard 1's rows) meets it at once; ranks 0 and 2 read theirs whole.
+    let rank = |r| Loader::builder(&data).shard(r, 3).build().unwrap();
+    assert!(rank(1).next_batch().is_err());
+    for r in [0, 2] {
+        assert_eq!(
+            rank(r).map(|b| b.unwrap().data().num_rows()).sum::<usize>(),
+            4
+        );
+    }
 }
 
 #[test]

@@ -122,7 +122,7 @@ class ShardedDataset:
     ) -> Loader:
         """Training batches over the shards, one after the other: ``Dataset.loader``'s
         options and batches (those of the same rows in one file); every shard is mapped and
-        checked when the loader is made."""
+        checked when the loader is made, its checksum when a batch first reads it."""
 
 class ShardWriter:
     """Writes a sharded dataset: shards closed at a row or byte budget, the manifest last."""

@@ -224,8 +224,8 @@ impl ShardedDataset {
 
     /// A `Loader` of training batches over the shards, one after the other (rows numbered
     /// across shards); the options are `Dataset.loader`'s. Every shard is mapped and checked
-    /// against the manifest when the loader is made; a batch inside one record batch of a
-    /// shard is a view of that shard's mapping.
+    /// against the manifest when the loader is made, its checksum when a batch first reads
+    /// it; a batch inside one record batch of a shard is a view of that shard's mapping.
     #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
         level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
         buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,

@@ -219,6 +219,11 @@ impl MappedDataset {
         self.mapping.as_slice()
     }
 
+    /// The mapping, shared.
+    pub(crate) fn mapping(&self) -> &Buffer {
+        &self.mapping
+    }
+
     /// The number of rows (samples) over all batches.
     pub fn num_rows(&self) -> usize {
         self.rows.num_rows()

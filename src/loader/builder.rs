@@ -10,7 +10,7 @@ use crate::RowIndex;
 use crate::dataset::{Column, Dataset};
 use crate::error::Result;
 use crate::io::ipc_reader::MappedDataset;
-use crate::shards::ShardedDataset;
+use crate::shards::{PendingChecksum, ShardedDataset};
 
 /// What a [`Loader`] reads: the record batches of one mapped file, or of every shard of a
 /// sharded dataset, one after the other (`Loader::builder` takes either).
@@ -20,7 +20,9 @@ pub enum LoaderSource<'a> {
     /// One file.
     File(&'a MappedDataset),
     /// The shards of a sharded dataset, in the manifest's order: each is mapped and checked
-    /// against the manifest when the loader is built.
+    /// against the manifest when the loader is built, but for its checksum, checked when
+    /// the loader first reads a sample of it (so a rank reads the values of its own shards
+    /// only).
     Shards(&'a ShardedDataset),
 }
 
@@ -36,33 +38,55 @@ impl<'a> From<&'a ShardedDataset> for LoaderSource<'a> {
     }
 }
 
+/// What a loader reads, gathered from its source.
+struct Sourced {
+    /// The record batches, in order.
+    batches: Vec<Dataset>,
+    /// The rows of every shard (a file is one shard).
+    shards: RowIndex,
+    /// Every shard whose checksum is still to check, by shard (empty: none).
+    unchecked: Vec<Option<PendingChecksum>>,
+    /// What every batch shares per column.
+    columns: Vec<ColumnInfo>,
+}
+
 impl LoaderSource<'_> {
-    /// The record batches, in order, the rows of every shard (a file is one shard), and
-    /// what every batch shares per column (from the first batch, else from the schema: a
-    /// source without rows).
-    fn batches(self) -> Result<(Vec<Dataset>, RowIndex, Vec<ColumnInfo>)> {
-        let (batches, shards, empty) = match self {
+    /// The record batches and shards, and what every batch shares per column (from the
+    /// first batch, else from the schema: a source without rows).
+    fn read(self) -> Result<Sourced> {
+        let (batches, shards, unchecked, empty) = match self {
             LoaderSource::File(file) => {
                 let rows = RowIndex::from_counts([file.num_rows()]);
-                (file.batches().to_vec(), rows, empty_columns(file.schema()))
+                let empty = empty_columns(file.schema());
+                (file.batches().to_vec(), rows, Vec::new(), empty)
             }
             LoaderSource::Shards(data) => {
                 let mut batches = Vec::new();
                 let mut counts = Vec::with_capacity(data.num_shards());
+                let mut unchecked = Vec::with_capacity(data.num_shards());
                 for shard in 0..data.num_shards() {
-                    let file = data.shard(shard)?;
-                    counts.push(file.num_rows());
+                    let (file, pending) = data.shard_for_reading(shard)?;
                     batches.extend_from_slice(file.batches());
+                    counts.push(file.num_rows());
+                    unchecked.push(pending);
+                }
+                if unchecked.iter().all(Option::is_none) {
+                    unchecked.clear();
                 }
                 let empty = data.columns().iter().map(|c| c.empty_column()).collect();
-                (batches, RowIndex::from_counts(counts), empty)
+                (batches, RowIndex::from_counts(counts), unchecked, empty)
             }
         };
         let columns = match batches.first() {
             Some(b) => b.columns().iter().map(ColumnInfo::new).collect(),
             None => empty?.iter().map(ColumnInfo::new).collect(),
         };
-        Ok((batches, shards, columns))
+        Ok(Sourced {
+            batches,
+            shards,
+            unchecked,
+            columns,
+        })
     }
 }
 
@@ -309,7 +333,12 @@ impl<'a> LoaderBuilder<'a> {
             quantiles,
             ..
         } = self;
-        let (batches, shards, columns) = source.batches()?;
+        let Sourced {
+            batches,
+            shards,
+            unchecked,
+            columns,
+        } = source.read()?;
         let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
         let length = length_column(&columns, length)?;
         let lengths = sample_lengths(&batches, length, rows.num_rows());
@@ -326,6 +355,7 @@ impl<'a> LoaderBuilder<'a> {
             batches,
             rows,
             shards,
+            unchecked,
             sources,
             columns,
             lengths,

@@ -6,9 +6,10 @@
 //! every column, following a [`Plan`] made per epoch. Over shards, the rows are those of
 //! the shards one after the other (global row numbers, as `ShardedDataset::sample` counts
 //! them), and a shard's record batches are record batches like a file's: a batch inside
-//! one of them is a view of that shard's mapping, chunks of a chunk shuffle never cross a
-//! shard, and the chunk shuffle is a global shuffle that still reads contiguously. Every
-//! shard is mapped and checked against the manifest when the loader is built.
+//! one of them is a view of that shard's mapping, and runs of a chunk or windowed shuffle
+//! never cross a shard. Every shard is mapped and checked against the manifest when the
+//! loader is built, but for its checksum: that is checked when a batch first takes a
+//! sample of the shard, so a rank reads the values of the shards it reads only.
 //!
 //! - batches of a fixed number of samples, or of at most a token budget (the sum of one
 //!   column's level lengths per sample; a longer sample is a batch of its own and flagged,
@@ -88,6 +89,7 @@ use crate::error::Result;
 #[cfg(doc)]
 use crate::io::ipc_reader::MappedDataset;
 use crate::ops::{Padded, to_padded};
+use crate::shards::PendingChecksum;
 use crate::values::{DType, Values};
 
 pub use builder::{LoaderBuilder, LoaderSource};
@@ -109,6 +111,9 @@ pub struct Loader {
     rows: RowIndex,
     /// Where every shard starts (one shard for a single file).
     shards: RowIndex,
+    /// Every shard whose checksum is still to check before a batch reads it, by shard
+    /// (empty once none is left).
+    unchecked: Vec<Option<PendingChecksum>>,
     sources: Vec<Vec<Source>>,
     columns: Vec<ColumnInfo>,
     lengths: Vec<usize>,
@@ -296,6 +301,7 @@ impl Loader {
     /// The rows `samples` of every column: a view when they are consecutive rows of one
     /// record batch, else gathered.
     fn load(&mut self, samples: &[usize]) -> Result<(Dataset, bool)> {
+        self.check_shards(samples)?;
         if let Some((b, rows)) = self.view_rows(samples) {
             self.gatherer.stats.views += 1;
             return Ok((self.batches[b].slice_rows(rows)?, true));
@@ -304,6 +310,28 @@ impl Loader {
             .gatherer
             .gather(samples, &self.rows, &self.sources, &self.columns)?;
         Ok((data, false))
+    }
+
+    /// Checks the checksum of every shard `samples` read that has not been checked yet.
+    fn check_shards(&mut self, samples: &[usize]) -> Result<()> {
+        if self.unchecked.is_empty() {
+            return Ok(());
+        }
+        for &s in samples {
+            let (shard, _) = self
+                .shards
+                .locate(s)
+                .expect("plans hold rows of the source");
+            if let Some(pending) = &self.unchecked[shard] {
+                pending.verify()?;
+                self.unchecked[shard] = None;
+                if self.unchecked.iter().all(Option::is_none) {
+                    self.unchecked.clear(); // Nothing left to check.
+                    break;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// (record batch, its rows) when `samples` are consecutive rows of one record batch.

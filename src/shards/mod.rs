@@ -19,6 +19,7 @@ pub use manifest::{
     ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION, MAX_MANIFEST_BYTES,
     Manifest, ShardEntry,
 };
+pub(crate) use reader::PendingChecksum;
 pub use reader::ShardedDataset;
 pub use writer::{ShardOptions, ShardWriter};
 

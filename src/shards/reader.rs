@@ -5,6 +5,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use arrow_buffer::Buffer;
+
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
@@ -17,6 +19,9 @@ use crate::{FormatError, RowIndex};
 /// kilobyte or a gigabyte. The first access to a shard maps it and checks it against the
 /// manifest (size, CRC-32C, rows, batches, columns, sequence and element counts) and with
 /// every check of [`MappedDataset::open`]; [`ShardedDataset::validate`] does so for all.
+/// A [`Loader`](crate::Loader) maps every shard when it is built and checks everything but
+/// the checksums, each checked when a batch first reads its shard: a rank reads the values
+/// of the shards it reads only.
 /// Rows are numbered across shards, in manifest order; every sample and row range is a view
 /// into a shard's mapping, as with one file.
 ///
@@ -47,7 +52,7 @@ pub struct ShardedDataset {
     manifest: Manifest,
     /// The global rows of each shard.
     rows: RowIndex,
-    shards: Vec<OnceLock<MappedDataset>>,
+    shards: Vec<ShardSlot>,
 }
 
 impl ShardedDataset {
@@ -60,7 +65,11 @@ impl ShardedDataset {
         let manifest = Manifest::load(dir.join(MANIFEST_NAME))?;
         // The manifest's parser checked that the rows add up without overflow.
         let rows = RowIndex::from_counts(manifest.shards.iter().map(|s| s.rows));
-        let shards = manifest.shards.iter().map(|_| OnceLock::new()).collect();
+        let shards = manifest
+            .shards
+            .iter()
+            .map(|_| ShardSlot::default())
+            .collect();
         Ok(ShardedDataset {
             dir: dir.to_path_buf(),
             manifest,
@@ -106,23 +115,69 @@ impl ShardedDataset {
     /// that is missing, differs from the manifest ([`FormatError::ShardMismatch`]) or is
     /// invalid, the error with the shard's path.
     pub fn shard(&self, index: usize) -> Result<&MappedDataset> {
-        let cell = self.shards.get(index).ok_or_else(|| {
+        let slot = self.slot(index)?;
+        if let Some(shard) = slot.file.get() {
+            if slot.checksum_ok.get().is_none() {
+                self.checksum(index).verify(shard.as_bytes())?;
+                slot.checksum_ok.get_or_init(|| ());
+            }
+            return Ok(shard);
+        }
+        let shard = self.open_shard(index, true)?;
+        slot.checksum_ok.get_or_init(|| ());
+        // Another thread may have opened it meanwhile: either mapping serves.
+        Ok(slot.file.get_or_init(|| shard))
+    }
+
+    /// Shard `index` for a reader that goes on to read part of the shards (a loader's rank),
+    /// checked against the manifest in everything but, unless checked already, its
+    /// checksum: the [`PendingChecksum`] to verify once the reader reads the shard's values.
+    /// Offsets and metadata are read, values are not.
+    pub(crate) fn shard_for_reading(
+        &self,
+        index: usize,
+    ) -> Result<(&MappedDataset, Option<PendingChecksum>)> {
+        let slot = self.slot(index)?;
+        let shard = match slot.file.get() {
+            Some(shard) => shard,
+            None => {
+                let shard = self.open_shard(index, false)?;
+                slot.file.get_or_init(|| shard)
+            }
+        };
+        let pending = slot.checksum_ok.get().is_none().then(|| PendingChecksum {
+            mapping: shard.mapping().clone(),
+            checksum: self.checksum(index),
+        });
+        Ok((shard, pending))
+    }
+
+    /// Shard `index`'s place, or the error for an index past the last shard.
+    fn slot(&self, index: usize) -> Result<&ShardSlot> {
+        self.shards.get(index).ok_or_else(|| {
             Error::invalid_argument(
                 "ShardedDataset::shard",
                 "index",
                 index,
                 format!("less than {}", self.shards.len()),
             )
-        })?;
-        if let Some(shard) = cell.get() {
-            return Ok(shard);
+        })
+    }
+
+    /// Shard `index`'s checksum in the manifest.
+    fn checksum(&self, index: usize) -> Checksum {
+        Checksum {
+            path: self.dir.join(&self.manifest.shards[index].file),
+            crc32c: self.manifest.shards[index].crc32c,
         }
+    }
+
+    /// Maps shard `index` and checks it against the manifest, its checksum only if
+    /// `checksum`.
+    fn open_shard(&self, index: usize, checksum: bool) -> Result<MappedDataset> {
         let entry = &self.manifest.shards[index];
         let path = self.dir.join(&entry.file);
-        let shard =
-            open_checked(&path, entry, &self.manifest.columns).map_err(|e| e.in_file(&path))?;
-        // Another thread may have opened it meanwhile: either mapping serves.
-        Ok(cell.get_or_init(|| shard))
+        open_checked(&path, entry, &self.manifest.columns, checksum).map_err(|e| e.in_file(&path))
     }
 
     /// Maps and checks every shard not touched yet.
@@ -163,13 +218,61 @@ impl ShardedDataset {
     }
 }
 
-/// Maps the shard at `path` and checks it against its manifest entry.
-fn open_checked(path: &Path, entry: &ShardEntry, columns: &[ColumnSpec]) -> Result<MappedDataset> {
+/// A shard's place: the shard once mapped and checked but for its checksum, and whether
+/// its checksum was checked.
+#[derive(Debug, Default)]
+struct ShardSlot {
+    file: OnceLock<MappedDataset>,
+    checksum_ok: OnceLock<()>,
+}
+
+/// A shard's checksum in the manifest.
+#[derive(Clone, Debug)]
+struct Checksum {
+    path: PathBuf,
+    crc32c: u32,
+}
+
+impl Checksum {
+    /// Checks `bytes` (the shard's) against the checksum.
+    fn verify(&self, bytes: &[u8]) -> Result<()> {
+        mismatch("crc32c", self.crc32c, crc32c::crc32c(bytes)).map_err(|e| e.in_file(&self.path))
+    }
+}
+
+/// A shard's checksum still to check against its bytes ([`ShardedDataset::shard_for_reading`]).
+#[derive(Debug)]
+pub(crate) struct PendingChecksum {
+    mapping: Buffer,
+    checksum: Checksum,
+}
+
+impl PendingChecksum {
+    /// Checks the shard's bytes against the manifest's checksum.
+    ///
+    /// # Errors
+    /// [`FormatError::ShardMismatch`] naming `crc32c`, with the shard's path.
+    pub fn verify(&self) -> Result<()> {
+        self.checksum.verify(self.mapping.as_slice())
+    }
+}
+
+/// Maps the shard at `path` and checks it against its manifest entry, its checksum only if
+/// `checksum`.
+fn open_checked(
+    path: &Path,
+    entry: &ShardEntry,
+    columns: &[ColumnSpec],
+    checksum: bool,
+) -> Result<MappedDataset> {
     let len = std::fs::metadata(path)?.len();
     mismatch("bytes", entry.bytes, len)?;
     // The checksum comes before the structural checks: a changed shard is named as such.
     let shard = MappedDataset::open_verified(path, true, |bytes| {
         mismatch("bytes", entry.bytes, bytes.len() as u64)?;
+        if !checksum {
+            return Ok(());
+        }
         mismatch("crc32c", entry.crc32c, crc32c::crc32c(bytes))
     })?;
     mismatch("rows", entry.rows, shard.num_rows())?;
