@@ -528,3 +528,21 @@ fn sigkill_leaves_a_complete_dataset() {
         "the writer never finished a round before being killed"
     );
 }
+
+#[test]
+fn side_columns_are_refused_by_name_and_nothing_is_written() {
+    use lodtensor::{Column, UnsupportedError};
+    let dir = tempfile::tempdir().unwrap();
+    let ids: arrow_array::ArrayRef = std::sync::Arc::new(arrow_array::StringArray::from(vec!["a"]));
+    let mut columns = documents(1, 1, 0).columns().to_vec();
+    columns.push(Column::side("id", ids).unwrap());
+    let ds = Dataset::try_new(columns).unwrap();
+    let mut writer = ShardWriter::create(dir.path(), ShardOptions::default()).unwrap();
+    match writer.write(&ds).map_err(lodtensor::Error::into_kind) {
+        Err(ErrorKind::Unsupported(UnsupportedError::ShardedSideColumn { column, .. })) => {
+            assert_eq!(column, "id")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!dir.path().join(MANIFEST_NAME).exists());
+}

@@ -581,6 +581,20 @@ pub enum UnsupportedError {
         /// The dtype found.
         found: crate::DType,
     },
+
+    /// A side column given to a sharded dataset, whose manifest describes LoD tensor
+    /// columns only.
+    #[error(
+        "column {column:?} is a side column of type {data_type}: a sharded dataset holds LoD \
+         tensor columns only (format-spec.md §7.1); write it to a single lodtensor file, or \
+         leave it out of the shards"
+    )]
+    ShardedSideColumn {
+        /// The column.
+        column: String,
+        /// Its Arrow type.
+        data_type: arrow_schema::DataType,
+    },
 }
 
 /// An object that can no longer be used after an earlier failure. The caller drops it.

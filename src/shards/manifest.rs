@@ -45,10 +45,16 @@ impl ColumnSpec {
     /// The spec of a column.
     ///
     /// # Errors
-    /// [`ArgumentError::NotATensor`](crate::ArgumentError::NotATensor) for a side column: a
-    /// sharded dataset holds LoD tensor columns only (format-spec §7.1).
+    /// [`UnsupportedError::ShardedSideColumn`] for a side column: a sharded dataset holds
+    /// LoD tensor columns only (format-spec §7.1).
     pub fn of_column(column: &Column) -> Result<Self> {
-        let t = column.tensor()?;
+        let Some(t) = column.as_tensor() else {
+            return Err(UnsupportedError::ShardedSideColumn {
+                column: column.name().to_owned(),
+                data_type: column.to_arrow().data_type().clone(),
+            }
+            .into());
+        };
         Ok(ColumnSpec {
             name: column.name().to_owned(),
             dtype: t.dtype(),
