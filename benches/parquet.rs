@@ -75,6 +75,15 @@ fn bench(c: &mut Criterion) {
         bytes as f64 / 1e6
     );
 
+    bench_write(c, &ds, bytes, group_rows);
+    let file = bench_breakdown(c, &ds, bytes, group_rows);
+    if let Ok(python) = std::env::var("LODTENSOR_BENCH_PYTHON") {
+        bench_pyarrow(&python, &file, group_rows);
+    }
+}
+
+/// Writing `ds` at every codec, on one thread and on two.
+fn bench_write(c: &mut Criterion, ds: &Dataset, bytes: usize, group_rows: usize) {
     let mut g = c.benchmark_group("parquet_write");
     g.sample_size(10)
         .warm_up_time(Duration::from_secs(1))
@@ -82,18 +91,27 @@ fn bench(c: &mut Criterion) {
         .throughput(Throughput::Bytes(bytes as u64));
     for (name, options) in codecs() {
         let options = options.with_row_group_size(RowGroupSize::Rows(group_rows));
-        let size = write(&ds, &options, bytes + bytes / 4).len();
+        let size = write(ds, &options, bytes + bytes / 4).len();
         eprintln!("{name}: file {:.1} MB", size as f64 / 1e6);
         for threads in [1, 2] {
             let options = options.clone().with_threads(threads);
             g.bench_function(format!("{name}/{threads}t"), |b| {
-                b.iter(|| black_box(write(&ds, &options, bytes + bytes / 4)))
+                b.iter(|| black_box(write(ds, &options, bytes + bytes / 4)))
             });
         }
     }
     g.finish();
+}
 
-    // Where the time goes, on one thread, uncompressed.
+/// Where the time goes, on one thread, uncompressed: the parquet crate's writer, a flat
+/// column, the nested one, and reading it back. Returns the nested file.
+fn bench_breakdown(
+    c: &mut Criterion,
+    ds: &Dataset,
+    bytes: usize,
+    group_rows: usize,
+) -> bytes::Bytes {
+    let tokens = ds.column("tokens").expect("the column");
     let mut g = c.benchmark_group("parquet_breakdown");
     g.sample_size(10)
         .warm_up_time(Duration::from_secs(1))
@@ -137,9 +155,9 @@ fn bench(c: &mut Criterion) {
         .clone()
         .with_row_group_size(RowGroupSize::Rows(group_rows));
     g.bench_function("nested_none", |b| {
-        b.iter(|| black_box(write(&ds, &nested, bytes + bytes / 4)))
+        b.iter(|| black_box(write(ds, &nested, bytes + bytes / 4)))
     });
-    let file = bytes::Bytes::from(write(&ds, &nested, bytes + bytes / 4));
+    let file = bytes::Bytes::from(write(ds, &nested, bytes + bytes / 4));
     g.bench_function("read_none", |b| {
         b.iter(|| {
             let reader = ParquetReader::try_new(
@@ -151,22 +169,23 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+    file
+}
 
-    // The same table for pyarrow.
-    if let Ok(python) = std::env::var("LODTENSOR_BENCH_PYTHON") {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/parquet-bench");
-        std::fs::create_dir_all(&dir).expect("creates the bench directory");
-        let input = dir.join("input.parquet");
-        std::fs::write(&input, &file).expect("writes the input");
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/parquet_pyarrow.py");
-        let status = std::process::Command::new(python)
-            .arg(script)
-            .arg(&input)
-            .arg(group_rows.to_string())
-            .status()
-            .expect("runs the pyarrow bench");
-        assert!(status.success(), "the pyarrow bench failed");
-    }
+/// The same table for pyarrow, with the interpreter `python`.
+fn bench_pyarrow(python: &str, file: &[u8], group_rows: usize) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/parquet-bench");
+    std::fs::create_dir_all(&dir).expect("creates the bench directory");
+    let input = dir.join("input.parquet");
+    std::fs::write(&input, file).expect("writes the input");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/parquet_pyarrow.py");
+    let status = std::process::Command::new(python)
+        .arg(script)
+        .arg(&input)
+        .arg(group_rows.to_string())
+        .status()
+        .expect("runs the pyarrow bench");
+    assert!(status.success(), "the pyarrow bench failed");
 }
 
 criterion_group!(benches, bench);
