@@ -118,7 +118,13 @@ fn bench(c: &mut Criterion) {
         bytes as f64 / (1 << 20) as f64
     );
     numpy_baseline(&t);
+    bench_pool(c, &t, bytes);
+    bench_pad(c, &t, bytes);
+    bench_scalar_ops(c, &t);
+}
 
+/// `sequence_pool` of the sentences and documents, against a bare loop.
+fn bench_pool(c: &mut Criterion, t: &LodTensor, bytes: u64) {
     let mut g = c.benchmark_group("pool");
     g.sample_size(10)
         .measurement_time(Duration::from_secs(5))
@@ -130,14 +136,12 @@ fn bench(c: &mut Criterion) {
         ("last", PoolType::Last),
     ] {
         g.bench_function(format!("sentences_{name}"), |b| {
-            b.iter(|| {
-                sequence_pool_typed::<Float32Type>(black_box(&t), 1, pool, 0.0).expect("pool")
-            })
+            b.iter(|| sequence_pool_typed::<Float32Type>(black_box(t), 1, pool, 0.0).expect("pool"))
         });
     }
     g.bench_function("documents_sum", |b| {
         b.iter(|| {
-            sequence_pool_typed::<Float32Type>(black_box(&t), 0, PoolType::Sum, 0.0).expect("pool")
+            sequence_pool_typed::<Float32Type>(black_box(t), 0, PoolType::Sum, 0.0).expect("pool")
         })
     });
     // The same sum as a bare loop over precomputed offsets: the floor for this layout.
@@ -161,16 +165,19 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+}
 
+/// Padding the sentences and back, and the documents' nested padding.
+fn bench_pad(c: &mut Criterion, t: &LodTensor, bytes: u64) {
     let pad = Values::from_vec::<Float32Type>(vec![0.0], vec![]).expect("pad");
     let mut g = c.benchmark_group("pad");
     g.sample_size(10)
         .measurement_time(Duration::from_secs(5))
         .throughput(Throughput::Bytes(bytes));
     g.bench_function("sentences_to_padded", |b| {
-        b.iter(|| to_padded(black_box(&t), 1, &pad, None).expect("pad"))
+        b.iter(|| to_padded(black_box(t), 1, &pad, None).expect("pad"))
     });
-    let padded = to_padded(&t, 1, &pad, None).expect("pad");
+    let padded = to_padded(t, 1, &pad, None).expect("pad");
     println!(
         "padded sentences: shape {:?} ({:.1} MiB)",
         padded.shape,
@@ -188,7 +195,6 @@ fn bench(c: &mut Criterion) {
         b.iter(|| to_padded_nested(black_box(&tenth), 0, &pad).expect("pad"))
     });
     g.finish();
-    bench_scalar_ops(c, &t);
 }
 
 /// `sequence_softmax` and `sequence_enumerate` over the sentences, one scalar per token.
