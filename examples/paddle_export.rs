@@ -56,9 +56,8 @@ fn describe(t: &LodTensor) -> lodtensor::Result<Value> {
     }))
 }
 
-fn main() -> lodtensor::Result<()> {
-    let dir = PathBuf::from(std::env::args().nth(1).expect("usage: paddle_export DIR"));
-    std::fs::create_dir_all(&dir)?;
+/// One tensor of every dtype Paddle has, views and empty ones among them, by name.
+fn tensors() -> lodtensor::Result<Vec<(&'static str, LodTensor)>> {
     let lengths = [vec![2, 0, 1], vec![1, 3, 2]];
     let h = half::f16::from_f32;
     let example = LodTensor::from_lengths::<Int64Type>(
@@ -66,7 +65,7 @@ fn main() -> lodtensor::Result<()> {
         (0..15).collect(),
         vec![1],
     )?;
-    let tensors: Vec<(&str, LodTensor)> = vec![
+    Ok(vec![
         (
             "bool",
             LodTensor::try_new(
@@ -124,7 +123,13 @@ fn main() -> lodtensor::Result<()> {
             LodTensor::from_lengths::<Float64Type>(&[vec![1, 0, 1]], vec![1e-300, -1e300], vec![])?,
         ),
         ("zero_rows", example.slice_rows(1..1)?),
-    ];
+    ])
+}
+
+fn main() -> lodtensor::Result<()> {
+    let dir = PathBuf::from(std::env::args().nth(1).expect("usage: paddle_export DIR"));
+    std::fs::create_dir_all(&dir)?;
+    let tensors = tensors()?;
     let mut manifest = serde_json::Map::new();
     for (name, t) in &tensors {
         paddle::write_tensor_file(dir.join(format!("{name}.pdtensor")), t)?;
