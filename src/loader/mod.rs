@@ -73,6 +73,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch;
 mod builder;
 mod gather;
 mod order;
@@ -88,10 +89,9 @@ use crate::dataset::Dataset;
 use crate::error::Result;
 #[cfg(doc)]
 use crate::io::ipc_reader::MappedDataset;
-use crate::ops::{Padded, to_padded};
 use crate::shards::PendingChecksum;
-use crate::values::{DType, Values};
 
+pub use batch::Batch;
 pub use builder::{LoaderBuilder, LoaderSource};
 pub use gather::GatherStats;
 pub use plan::{BatchInfo, BatchSize, Plan, Shuffle};
@@ -408,173 +408,5 @@ impl Iterator for Loader {
     }
 }
 
-/// One batch: a dataset of every column for the batch's samples, and where it stands.
-#[derive(Clone, Debug)]
-pub struct Batch {
-    data: Dataset,
-    view: bool,
-    plan: Arc<Plan>,
-    /// The batch's index in the plan.
-    index: usize,
-    /// The step the batch was read in, and the next one (`index..index + 1` unless ranks
-    /// take turns).
-    steps: Range<usize>,
-    fingerprint: Fingerprint,
-}
-
-impl Batch {
-    /// The batch's columns.
-    pub fn data(&self) -> &Dataset {
-        &self.data
-    }
-
-    /// The dataset, dropping the rest.
-    pub fn into_dataset(self) -> Dataset {
-        self.data
-    }
-
-    /// Whether the batch is a view into the mapping (else it was gathered, copied once).
-    pub fn is_view(&self) -> bool {
-        self.view
-    }
-
-    /// The samples (global row numbers of the file), in batch order.
-    pub fn samples(&self) -> &[usize] {
-        self.plan
-            .batch(self.index)
-            .expect("the batch is in its plan")
-    }
-
-    fn info(&self) -> &BatchInfo {
-        &self.plan.infos()[self.index]
-    }
-
-    /// The sum of the samples' lengths.
-    pub fn tokens(&self) -> usize {
-        self.info().tokens
-    }
-
-    /// The longest sample's length.
-    pub fn max_len(&self) -> usize {
-        self.info().max_len
-    }
-
-    /// Whether this is a single sample longer than the token budget.
-    pub fn is_oversize(&self) -> bool {
-        self.info().oversize
-    }
-
-    /// The share of padding were the samples padded to the longest, in `0..=1`.
-    pub fn padding_ratio(&self) -> f64 {
-        self.info().padding_ratio()
-    }
-
-    /// This batch's position (when ranks take turns: that of the step it was read in).
-    pub fn position(&self) -> Position {
-        Position {
-            epoch: self.plan.epoch(),
-            batch: self.steps.start,
-            fingerprint: self.fingerprint,
-        }
-    }
-
-    /// The position after this batch: save it once the batch is trained on, restore it with
-    /// [`Loader::seek`] to continue with the next batch (when ranks take turns: with the
-    /// next step, the same position on every rank).
-    pub fn next_position(&self) -> Position {
-        Position {
-            batch: self.steps.end,
-            ..self.position()
-        }
-    }
-
-    /// The batch's index in its epoch's [`Plan`].
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// A zero-padded copy of level `level` of column `column`: the sequences of that level
-    /// as rows `[rows, max_len, D…]`, with lengths and mask ([`crate::ops::to_padded`]).
-    ///
-    /// # Errors
-    /// [`ArgumentError::NoSuchColumn`]; as [`crate::ops::to_padded`] ([`ArgumentError::LevelOutOfBounds`]
-    /// for a 0-level column, which is dense already).
-    pub fn to_padded(&self, column: &str, level: usize) -> Result<Padded> {
-        let tensor = self.data.column(column)?;
-        to_padded(tensor, level, &zero(tensor.dtype())?, None)
-    }
-}
-
-/// One zero item (`false` for booleans) of `dtype`.
-fn zero(dtype: DType) -> Result<Values> {
-    let data = arrow_data::ArrayData::builder(dtype.arrow_type())
-        .len(1)
-        .add_buffer(arrow_buffer::Buffer::from_vec(vec![0u64]))
-        .build()?;
-    Values::try_new(arrow_array::make_array(data), vec![])
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    use crate::dataset::Column;
-    use crate::io::ipc_reader::MappedDataset;
-    use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
-    use crate::lod::{Lod, OffsetWidth};
-    use crate::tensor::LodTensor;
-    use crate::values::Values;
-    use arrow_array::BooleanArray;
-
-    /// Booleans under 32-bit offsets and 3-item elements: the bit and `i32` paths.
-    #[test]
-    fn gathers_booleans_and_i32_offsets() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("b.arrow");
-        let lengths = vec![vec![1, 3, 0, 2, 1], vec![2, 1, 1, 3, 2, 1, 1]];
-        let items: Vec<bool> = (0..11 * 3).map(|i| i % 3 == 0 || i % 5 == 0).collect();
-        let t = LodTensor::try_new(
-            Lod::try_from_lengths(&lengths).unwrap(),
-            Values::try_new(Arc::new(BooleanArray::from(items)), vec![3]).unwrap(),
-        )
-        .unwrap();
-        let ds = Dataset::try_new(vec![Column::new("flags", t)]).unwrap();
-        let options = WriteOptions::default()
-            .with_offset_width(OffsetWidth::I32)
-            .with_batch_bytes(1);
-        let mut w = DatasetWriter::create(&path, options).unwrap();
-        for row in 0..5 {
-            w.write(&ds.slice_rows(row..row + 1).unwrap()).unwrap();
-        }
-        w.finish().unwrap();
-        let file = MappedDataset::open(&path).unwrap();
-        let mut loader = Loader::builder(&file)
-            .with_batch_size(5)
-            .with_shuffle(1)
-            .build()
-            .unwrap();
-        let b = loader.next_batch().unwrap().unwrap();
-        assert!(!b.is_view());
-        let t = b.data().column("flags").unwrap();
-        assert!(
-            t.lod()
-                .levels()
-                .iter()
-                .all(|l| l.width() == OffsetWidth::I32)
-        );
-        for (k, &s) in b.samples().iter().enumerate() {
-            assert_eq!(
-                b.data().slice_rows(k..k + 1).unwrap(),
-                file.sample(s).unwrap()
-            );
-        }
-    }
-
-    #[test]
-    fn zero_pads_every_dtype() {
-        for dtype in DType::ALL {
-            let z = zero(dtype).unwrap();
-            assert_eq!((z.dtype(), z.num_elements()), (dtype, 1));
-        }
-    }
-}
+mod tests;
