@@ -105,6 +105,24 @@ use plan::PlanConfig;
 ///
 /// A loader holds views of the file's record batches (not the file itself), so it owns
 /// everything it needs, is `Send`, and can run on a prefetch thread ([`Loader::prefetch`]).
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::Loader;
+/// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+/// let sizes: Vec<usize> = loader.by_ref().map(|b| Ok(b?.data().num_rows())).collect::<lodtensor::Result<_>>()?;
+/// assert_eq!(sizes, [2, 2, 1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Loader {
     batches: Vec<Dataset>,
@@ -157,6 +175,24 @@ impl Loader {
     }
 
     /// The plan of `epoch` (cached for the epoch being read, else computed in O(samples)).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(2).with_shuffle(3).build()?;
+    /// assert_eq!(loader.plan(4), loader.plan(4));               // the same seed and epoch
+    /// assert_eq!(loader.plan(4).samples().len(), 5);            // every sample once
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn plan(&self, epoch: u64) -> Arc<Plan> {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
@@ -172,6 +208,25 @@ impl Loader {
 
     /// The number of batches this rank reads in `epoch`: the plan's, or this rank's turns
     /// among them when ranks take turns ([`LoaderBuilder::elastic_shard`]).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let whole = Loader::builder(&file).with_batch_size(1).build()?;
+    /// assert_eq!(whole.num_batches(0), 5);
+    /// let rank_1_of_2 = Loader::builder(&file).with_batch_size(1).elastic_shard(1, 2).build()?;
+    /// assert_eq!(rank_1_of_2.num_batches(0), 2);                // batches 1 and 3
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_batches(&self, epoch: u64) -> usize {
         let (rank, world) = self.config.ranks.turn();
         self.plan(epoch).len().saturating_sub(rank).div_ceil(world)
@@ -196,23 +251,94 @@ impl Loader {
     }
 
     /// The length of each sample of the file, as used for budgets and buckets.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).build()?;
+    /// assert_eq!(loader.lengths(), &[1, 2, 3, 4, 5]);           // elements per sample
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lengths(&self) -> &[usize] {
         &self.lengths
     }
 
     /// The length bucket bounds in use.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_buckets(vec![2, 4]).build()?;
+    /// assert_eq!(loader.buckets(), &[2, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn buckets(&self) -> &[usize] {
         &self.config.buckets
     }
 
     /// Portable hashes of everything that decides the plans: the options, the sample
     /// lengths and (with a chunk shuffle) the record-batch boundaries.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let a = Loader::builder(&file).with_shuffle(1).build()?;
+    /// let b = Loader::builder(&file).with_shuffle(2).build()?;
+    /// assert_ne!(a.fingerprint().options, b.fingerprint().options);
+    /// assert_eq!(a.fingerprint().lengths, b.fingerprint().lengths);   // the same data
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn fingerprint(&self) -> Fingerprint {
         self.fingerprint
     }
 
     /// The position of the next batch: save it, restore it with [`Loader::seek`] to continue
     /// from there (as [`Batch::next_position`] does for the batch just handed out).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// loader.next_batch()?;
+    /// assert_eq!((loader.next_position().epoch, loader.next_position().batch), (0, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn next_position(&self) -> Position {
         Position {
             epoch: self.position.0,
@@ -222,6 +348,25 @@ impl Loader {
     }
 
     /// The position of the next batch.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).build()?;
+    /// #[allow(deprecated)]
+    /// let old = Loader::position(&loader);
+    /// assert_eq!(old, loader.next_position());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[deprecated(
         since = "0.2.0",
         note = "use `next_position`: through a `&mut Loader`, `.position()` names `Iterator::position`"
@@ -237,6 +382,26 @@ impl Loader {
     /// [`ArgumentError::PositionMismatch`] when the position was saved by a loader that makes
     /// other plans (other options, data or record-batch boundaries), saying what differs;
     /// [`ArgumentError::BatchOutOfRange`] when the epoch has fewer batches.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::{Loader, Position};
+    /// let mut first = Loader::builder(&file).with_batch_size(2).with_shuffle(9).build()?;
+    /// let saved = first.next_batch()?.expect("a batch").next_position().to_json();
+    /// let mut second = Loader::builder(&file).with_batch_size(2).with_shuffle(9).build()?;
+    /// second.seek(Position::from_json(&saved)?)?;
+    /// assert_eq!(second.next_batch()?.expect("b").samples(), first.next_batch()?.expect("b").samples());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn seek(&mut self, position: Position) -> Result<()> {
         let differences = self.fingerprint.differences(&position.fingerprint);
         if !differences.is_empty() {
@@ -262,6 +427,25 @@ impl Loader {
     }
 
     /// Starts epoch `epoch` from its first batch.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_shuffle(5).build()?;
+    /// loader.set_epoch(3);
+    /// let batch = loader.next_batch()?.expect("a batch");
+    /// assert_eq!(batch.samples(), loader.plan(3).batch(0).expect("batch 0"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_epoch(&mut self, epoch: u64) {
         self.position = (epoch, 0);
     }
@@ -272,6 +456,26 @@ impl Loader {
     /// # Errors
     /// [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) when a gathered batch's offsets do not fit the column's
     /// offset width; Arrow errors building the gathered arrays.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(4).build()?;
+    /// assert_eq!(loader.next_batch()?.expect("first").samples(), &[0, 1, 2, 3]);
+    /// assert_eq!(loader.next_batch()?.expect("second").samples(), &[4]);
+    /// assert!(loader.next_batch()?.is_none());                  // the end of epoch 0
+    /// assert_eq!(loader.next_position().epoch, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn next_batch(&mut self) -> Result<Option<Batch>> {
         let plan = self.current_plan();
         let (epoch, step) = self.position;
@@ -352,6 +556,25 @@ impl Loader {
     /// Whether [`next_batch`](Self::next_batch) would now return a view with no work but
     /// slicing (the epoch's plan is made and the next batch's rows are consecutive rows of
     /// one record batch): a caller may then skip handing the step to another thread.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// assert!(!loader.next_is_view());                          // no plan made yet
+    /// loader.next_batch()?;
+    /// assert!(loader.next_is_view());                           // rows 2..4 of one record batch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn next_is_view(&self) -> bool {
         match &self.plan {
             Some(p) if p.epoch() == self.position.0 => {
@@ -362,12 +585,48 @@ impl Loader {
     }
 
     /// Counters of views, gathers, buffer allocations and bytes copied so far.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(5).with_shuffle(1).build()?;
+    /// loader.next_batch()?;
+    /// assert_eq!((loader.stats().views, loader.stats().gathered), (0, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> GatherStats {
         self.gatherer.stats
     }
 
     /// Moves the loader to a thread that reads the rest of the current epoch ahead, at most
     /// `depth` batches ahead (a bounded queue); see [`Prefetch`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// let batches: Vec<_> = loader.prefetch(2).collect::<lodtensor::Result<_>>()?;
+    /// assert_eq!(batches.len(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn prefetch(self, depth: usize) -> Prefetch {
         Prefetch::start(self, depth)
     }
