@@ -14,6 +14,24 @@ use crate::ops::{Padded, to_padded};
 use crate::values::{DType, Values};
 
 /// One batch: a dataset of every column for the batch's samples, and where it stands.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::Loader;
+/// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+/// let batch = loader.next_batch()?.expect("a batch");
+/// assert_eq!((batch.samples(), batch.tokens(), batch.is_view()), (&[0, 1][..], 3, true));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Batch {
     pub(super) data: Dataset,
@@ -29,21 +47,93 @@ pub struct Batch {
 
 impl Batch {
     /// The batch's columns.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let batch = Loader::builder(&file).with_batch_size(2).build()?.next_batch()?.expect("a batch");
+    /// assert_eq!(batch.data().column("x")?.elements().len(), 3);   // samples 0 and 1: 1 + 2
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn data(&self) -> &Dataset {
         &self.data
     }
 
     /// The dataset, dropping the rest.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let batch = Loader::builder(&file).with_batch_size(2).build()?.next_batch()?.expect("a batch");
+    /// let data = batch.into_dataset();
+    /// assert_eq!(data.num_rows(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_dataset(self) -> Dataset {
         self.data
     }
 
     /// Whether the batch is a view into the mapping (else it was gathered, copied once).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut in_order = Loader::builder(&file).with_batch_size(2).build()?;
+    /// assert!(in_order.next_batch()?.expect("rows 0..2").is_view());
+    /// let mut shuffled = Loader::builder(&file).with_batch_size(5).with_shuffle(1).build()?;
+    /// assert!(!shuffled.next_batch()?.expect("a permutation").is_view());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_view(&self) -> bool {
         self.view
     }
 
     /// The samples (global row numbers of the file), in batch order.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(3).build()?;
+    /// loader.next_batch()?;
+    /// assert_eq!(loader.next_batch()?.expect("the second").samples(), &[3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn samples(&self) -> &[usize] {
         self.plan
             .batch(self.index)
@@ -55,26 +145,115 @@ impl Batch {
     }
 
     /// The sum of the samples' lengths.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let batch = Loader::builder(&file).with_token_budget(6).build()?.next_batch()?.expect("a batch");
+    /// assert_eq!((batch.samples(), batch.tokens()), (&[0, 1, 2][..], 6));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn tokens(&self) -> usize {
         self.info().tokens
     }
 
     /// The longest sample's length.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let batch = Loader::builder(&file).with_batch_size(3).build()?.next_batch()?.expect("a batch");
+    /// assert_eq!(batch.max_len(), 3);                              // samples of 1, 2, 3 elements
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn max_len(&self) -> usize {
         self.info().max_len
     }
 
     /// Whether this is a single sample longer than the token budget.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_token_budget(4).build()?;
+    /// let sizes: Vec<(usize, bool)> = loader.by_ref()
+    ///     .map(|b| b.map(|b| (b.tokens(), b.is_oversize())))
+    ///     .collect::<lodtensor::Result<_>>()?;
+    /// assert_eq!(sizes, [(3, false), (3, false), (4, false), (5, true)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_oversize(&self) -> bool {
         self.info().oversize
     }
 
     /// The share of padding were the samples padded to the longest, in `0..=1`.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let batch = Loader::builder(&file).with_batch_size(2).build()?.next_batch()?.expect("a batch");
+    /// assert_eq!(batch.padding_ratio(), 0.25);                     // 3 of 2 × 2 places hold tokens
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn padding_ratio(&self) -> f64 {
         self.info().padding_ratio()
     }
 
     /// This batch's position (when ranks take turns: that of the step it was read in).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// let before = loader.next_position();
+    /// assert_eq!(loader.next_batch()?.expect("a batch").position(), before);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn position(&self) -> Position {
         Position {
             epoch: self.plan.epoch(),
@@ -86,6 +265,25 @@ impl Batch {
     /// The position after this batch: save it once the batch is trained on, restore it with
     /// [`Loader::seek`] to continue with the next batch (when ranks take turns: with the
     /// next step, the same position on every rank).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// let batch = loader.next_batch()?.expect("a batch");
+    /// assert_eq!(batch.next_position(), loader.next_position());
+    /// assert_eq!(batch.next_position().batch, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn next_position(&self) -> Position {
         Position {
             batch: self.steps.end,
@@ -94,6 +292,24 @@ impl Batch {
     }
 
     /// The batch's index in its epoch's [`Plan`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut rank_1 = Loader::builder(&file).with_batch_size(1).elastic_shard(1, 2).build()?;
+    /// let indices: Vec<usize> = rank_1.by_ref().map(|b| b.map(|b| b.index())).collect::<lodtensor::Result<_>>()?;
+    /// assert_eq!(indices, [1, 3]);                                 // its turns of batches 0..5
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn index(&self) -> usize {
         self.index
     }
@@ -104,6 +320,25 @@ impl Batch {
     /// # Errors
     /// [`ArgumentError::NoSuchColumn`]; as [`crate::ops::to_padded`] ([`ArgumentError::LevelOutOfBounds`]
     /// for a 0-level column, which is dense already).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let batch = Loader::builder(&file).with_batch_size(2).build()?.next_batch()?.expect("a batch");
+    /// let padded = batch.to_padded("x", 0)?;
+    /// assert_eq!(padded.shape, vec![2, 2]);                        // 2 samples, the longest 2
+    /// assert_eq!(padded.lengths, vec![1, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_padded(&self, column: &str, level: usize) -> Result<Padded> {
         let tensor = self.data.column(column)?;
         to_padded(tensor, level, &zero(tensor.dtype())?, None)
