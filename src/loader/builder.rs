@@ -3,8 +3,8 @@
 use arrow_schema::Schema;
 
 use super::Loader;
+use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
-use super::plan::{BatchSize, PlanConfig, Ranks, Shuffle};
 use crate::ArgumentError;
 use crate::RowIndex;
 use crate::dataset::{Column, Dataset};

@@ -75,6 +75,7 @@
 
 mod batch;
 mod builder;
+mod config;
 mod gather;
 mod order;
 mod plan;
@@ -93,13 +94,14 @@ use crate::shards::PendingChecksum;
 
 pub use batch::Batch;
 pub use builder::{LoaderBuilder, LoaderSource};
+pub use config::{BatchSize, Shuffle};
 pub use gather::GatherStats;
-pub use plan::{BatchInfo, BatchSize, Plan, Shuffle};
+pub use plan::{BatchInfo, Plan};
 pub use position::{Fingerprint, Position};
 pub use prefetch::Prefetch;
 
+use config::PlanConfig;
 use gather::{ColumnInfo, Gatherer, Source};
-use plan::PlanConfig;
 
 /// Streams the batches of a [`MappedDataset`]; see the [module docs](self).
 ///

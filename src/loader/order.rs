@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::plan::Shuffle;
+use super::config::Shuffle;
 use crate::RowIndex;
 use crate::synthetic::SplitMix64;
 

@@ -1,0 +1,212 @@
+//! The options that decide an epoch's plan: how samples are batched ([`BatchSize`]),
+//! ordered ([`Shuffle`]) and shared among ranks, checked together and hashed into the
+//! fingerprint that positions carry.
+
+use super::position::{Fingerprint, Hasher};
+use crate::ArgumentError;
+use crate::error::Result;
+
+/// How samples are grouped into batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchSize {
+    /// A fixed number of samples per batch.
+    Samples(usize),
+    /// At most this many tokens (summed sample lengths) per batch; a sample longer than
+    /// the budget forms a batch of its own, flagged [`BatchInfo::oversize`].
+    Tokens(usize),
+}
+
+/// The order samples are visited in within an epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shuffle {
+    /// File order.
+    None,
+    /// A seeded permutation of all samples, new each epoch.
+    Samples {
+        /// The seed; the same seed and epoch give the same order everywhere.
+        seed: u64,
+    },
+    /// Runs of up to `rows` consecutive samples (never crossing a record batch of the file)
+    /// in a seeded order, each run kept in file order so reads stay contiguous.
+    Chunks {
+        /// The seed.
+        seed: u64,
+        /// Samples per run.
+        rows: usize,
+    },
+    /// A global shuffle that still reads contiguously: the shards in a seeded order (a
+    /// single file is one shard), within each shard its runs of up to `rows` samples
+    /// (never crossing a record batch) in a seeded order, then that stream through a
+    /// window of `window` samples out of which a seeded one is taken at each step.
+    ///
+    /// The bound: the sample at place `i` of the epoch comes from place `i + window - 1`
+    /// of the stream at the latest, so a reader that keeps `window` samples in memory reads
+    /// every shard's runs front to back, one shard after another.
+    Windowed {
+        /// The seed.
+        seed: u64,
+        /// Samples per run.
+        rows: usize,
+        /// Samples in the window (1: no mixing beyond runs and shards).
+        window: usize,
+    },
+}
+
+/// Everything that decides a plan besides the lengths and the epoch.
+#[derive(Clone, Debug)]
+pub(crate) struct PlanConfig {
+    pub batch: BatchSize,
+    pub drop_last: bool,
+    pub shuffle: Shuffle,
+    /// Inclusive upper bounds of the length buckets, increasing; longer samples go to a
+    /// last bucket. Empty: one bucket.
+    pub buckets: Vec<usize>,
+    pub ranks: Ranks,
+}
+
+/// How the ranks of a data-parallel job share each epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ranks {
+    /// Rank `rank` of `world` batches its own contiguous, near-equal part of the order.
+    Parts { rank: usize, world: usize },
+    /// Every rank makes the batches of the whole order; in each step of `world` batches,
+    /// rank `rank` takes batch `step + rank`. A position counts steps of the whole order,
+    /// so it means the same on any number of ranks.
+    Turns { rank: usize, world: usize },
+}
+
+impl Ranks {
+    /// (rank, world size).
+    pub fn rank_and_world(self) -> (usize, usize) {
+        match self {
+            Ranks::Parts { rank, world } | Ranks::Turns { rank, world } => (rank, world),
+        }
+    }
+
+    /// (this rank's offset in a step, batches per step): (0, 1) unless ranks take turns.
+    pub fn turn(self) -> (usize, usize) {
+        match self {
+            Ranks::Parts { .. } => (0, 1),
+            Ranks::Turns { rank, world } => (rank, world),
+        }
+    }
+}
+
+impl PlanConfig {
+    /// Checks the options, naming the one that is wrong.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |option: &'static str, reason: &str| {
+            Err(ArgumentError::LoaderConfig {
+                option,
+                reason: reason.to_owned(),
+            }
+            .into())
+        };
+        match self.batch {
+            BatchSize::Samples(0) => return bad("batch size", "must be at least 1 sample"),
+            BatchSize::Tokens(0) => return bad("token budget", "must be at least 1 token"),
+            _ => {}
+        }
+        if let Shuffle::Chunks { rows: 0, .. } = self.shuffle {
+            return bad("chunk shuffle", "chunks must hold at least 1 sample");
+        }
+        match self.shuffle {
+            Shuffle::Windowed { rows: 0, .. } => {
+                return bad("windowed shuffle", "chunks must hold at least 1 sample");
+            }
+            Shuffle::Windowed { window: 0, .. } => {
+                return bad("windowed shuffle", "the window must hold at least 1 sample");
+            }
+            _ => {}
+        }
+        let (rank, world) = self.ranks.rank_and_world();
+        if world == 0 {
+            return bad("shard", "world size must be at least 1");
+        }
+        if rank >= world {
+            return Err(ArgumentError::LoaderConfig {
+                option: "shard",
+                reason: format!("rank {rank} is not below the world size {world}"),
+            }
+            .into());
+        }
+        if let Some(i) = self.buckets.windows(2).position(|w| w[1] <= w[0]) {
+            return Err(ArgumentError::LoaderConfig {
+                option: "buckets",
+                reason: format!(
+                    "bounds must increase: {} at index {} follows {}",
+                    self.buckets[i + 1],
+                    i + 1,
+                    self.buckets[i]
+                ),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// A portable hash of the options and the data, stored in every [`super::Position`]
+    /// so that a position is only restored into a loader that makes the same plans.
+    /// `row_starts` (the record-batch boundaries) and `shard_starts` count only where they
+    /// decide the order.
+    pub fn fingerprint(
+        &self,
+        lengths: &[usize],
+        row_starts: &[usize],
+        shard_starts: &[usize],
+    ) -> Fingerprint {
+        let mut options = Hasher::new();
+        match self.batch {
+            BatchSize::Samples(n) => options.add(&[1, n as u64]),
+            BatchSize::Tokens(n) => options.add(&[2, n as u64]),
+        }
+        match self.shuffle {
+            Shuffle::None => options.add(&[0]),
+            Shuffle::Samples { seed } => options.add(&[1, seed]),
+            Shuffle::Chunks { seed, rows } => options.add(&[2, seed, rows as u64]),
+            Shuffle::Windowed { seed, rows, window } => {
+                options.add(&[3, seed, rows as u64, window as u64])
+            }
+        }
+        match self.ranks {
+            Ranks::Parts { rank, world } => options.add(&[1, rank as u64, world as u64]),
+            // Not the rank or the world size: positions move between numbers of ranks.
+            Ranks::Turns { .. } => options.add(&[2]),
+        }
+        options.add(&[self.drop_last as u64, self.buckets.len() as u64]);
+        for &b in &self.buckets {
+            options.add(&[b as u64]);
+        }
+        let mut data = Hasher::new();
+        data.add(&[lengths.len() as u64]);
+        for &l in lengths {
+            data.add(&[l as u64]);
+        }
+        let record_batches = match self.shuffle {
+            Shuffle::Chunks { .. } => {
+                let mut h = Hasher::new();
+                h.add(&[row_starts.len() as u64]);
+                for &r in row_starts {
+                    h.add(&[r as u64]);
+                }
+                h.finish()
+            }
+            Shuffle::Windowed { .. } => {
+                let mut h = Hasher::new();
+                for starts in [row_starts, shard_starts] {
+                    h.add(&[starts.len() as u64]);
+                    for &r in starts {
+                        h.add(&[r as u64]);
+                    }
+                }
+                h.finish()
+            }
+            Shuffle::None | Shuffle::Samples { .. } => 0,
+        };
+        Fingerprint {
+            options: options.finish(),
+            lengths: data.finish(),
+            record_batches,
+        }
+    }
+}
