@@ -7,6 +7,14 @@ use crate::ArgumentError;
 use crate::error::Result;
 
 /// How samples are grouped into batches.
+///
+/// # Example
+/// ```
+/// use lodtensor::loader::BatchSize;
+/// let budget = BatchSize::Tokens(4096);
+/// assert_ne!(budget, BatchSize::Samples(4096));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BatchSize {
     /// A fixed number of samples per batch.
@@ -17,6 +25,14 @@ pub enum BatchSize {
 }
 
 /// The order samples are visited in within an epoch.
+///
+/// # Example
+/// ```
+/// use lodtensor::loader::Shuffle;
+/// let windowed = Shuffle::Windowed { seed: 7, rows: 32, window: 256 };
+/// assert!(matches!(windowed, Shuffle::Windowed { window: 256, .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shuffle {
     /// File order.

@@ -17,6 +17,24 @@ use super::config::{BatchSize, PlanConfig, Ranks};
 use super::order::epoch_order;
 
 /// One batch of a plan.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::Loader;
+/// let plan = Loader::builder(&file).with_batch_size(2).build()?.plan(0);
+/// let info = plan.infos()[1];                               // samples 2 and 3
+/// assert_eq!((info.start, info.end, info.tokens, info.max_len, info.oversize), (2, 4, 7, 4, false));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchInfo {
     /// Where the batch's samples start in [`Plan::samples`].
@@ -33,16 +51,67 @@ pub struct BatchInfo {
 
 impl BatchInfo {
     /// The number of samples.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let plan = Loader::builder(&file).with_batch_size(2).build()?.plan(0);
+    /// assert_eq!(plan.infos().iter().map(|i| i.len()).collect::<Vec<_>>(), [2, 2, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.end - self.start
     }
 
     /// Whether the batch has no samples (never, in a plan).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let plan = Loader::builder(&file).with_token_budget(3).build()?.plan(0);
+    /// assert!(plan.infos().iter().all(|i| !i.is_empty()));      // a plan has no empty batch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.end == self.start
     }
 
     /// The share of a padded `[samples, max_len]` batch that would be padding, in `0..=1`.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let plan = Loader::builder(&file).with_batch_size(5).build()?.plan(0);
+    /// assert_eq!(plan.infos()[0].padding_ratio(), 1.0 - 15.0 / 25.0);   // 15 tokens, 5 × 5 places
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn padding_ratio(&self) -> f64 {
         let padded = self.len() * self.max_len;
         if padded == 0 {
@@ -170,51 +239,225 @@ impl Plan {
     }
 
     /// The epoch this plan is for.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_shuffle(1).build()?;
+    /// assert_eq!(loader.plan(7).epoch(), 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn epoch(&self) -> u64 {
         self.epoch
     }
 
     /// The number of batches.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// assert_eq!(loader.plan(0).len(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.infos.len()
     }
 
     /// Whether the plan has no batches.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(8).with_drop_last(true).build()?;
+    /// assert!(loader.plan(0).is_empty());                       // 5 samples: no full batch of 8
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.infos.is_empty()
     }
 
     /// Every sample of every batch, batch after batch (global row numbers of the file).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(2).with_shuffle(4).build()?;
+    /// let mut samples = loader.plan(0).samples().to_vec();
+    /// samples.sort();
+    /// assert_eq!(samples, [0, 1, 2, 3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn samples(&self) -> &[usize] {
         &self.samples
     }
 
     /// The samples of batch `index`.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// assert_eq!(loader.plan(0).batch(2), Some(&[4][..]));
+    /// assert_eq!(loader.plan(0).batch(3), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn batch(&self, index: usize) -> Option<&[usize]> {
         self.infos.get(index).map(|i| &self.samples[i.start..i.end])
     }
 
     /// The samples of each batch, in order.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_token_budget(5).build()?;
+    /// assert_eq!(loader.plan(0).batches().collect::<Vec<_>>(), [&[0, 1][..], &[2], &[3], &[4]]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn batches(&self) -> impl Iterator<Item = &[usize]> + '_ {
         self.infos.iter().map(|i| &self.samples[i.start..i.end])
     }
 
     /// Sizes, tokens and padding of each batch.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// let tokens: Vec<usize> = loader.plan(0).infos().iter().map(|i| i.tokens).collect();
+    /// assert_eq!(tokens, [3, 7, 5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn infos(&self) -> &[BatchInfo] {
         &self.infos
     }
 
     /// Samples of this shard left out by `drop_last` (0 without it).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(2).with_drop_last(true).build()?;
+    /// assert_eq!((loader.plan(0).len(), loader.plan(0).dropped()), (2, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dropped(&self) -> usize {
         self.dropped
     }
 
     /// Batches that are a single sample over the token budget.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_token_budget(3).build()?;
+    /// assert_eq!(loader.plan(0).oversize(), 2);                 // samples of 4 and 5 tokens
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn oversize(&self) -> usize {
         self.infos.iter().filter(|i| i.oversize).count()
     }
 
     /// The share of padding over all batches, were each padded to its longest sample.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(1).build()?;
+    /// assert_eq!(loader.plan(0).padding_ratio(), 0.0);          // one sample per batch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn padding_ratio(&self) -> f64 {
         let (tokens, padded) = self.infos.iter().fold((0usize, 0usize), |(t, p), i| {
             (t + i.tokens, p + i.len() * i.max_len)
@@ -228,6 +471,23 @@ impl Plan {
 
     /// The plan as JSON: `{"epoch": e, "batches": [[row, …], …]}`, for other languages
     /// reading the same file.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// assert_eq!(loader.plan(0).to_json(), r#"{"batches":[[0,1],[2,3],[4]],"epoch":0}"#);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_json(&self) -> String {
         serde_json::json!({
             "epoch": self.epoch,
