@@ -14,6 +14,23 @@ use crate::shards::{PendingChecksum, ShardedDataset};
 
 /// What a [`Loader`] reads: the record batches of one mapped file, or of every shard of a
 /// sharded dataset, one after the other (`Loader::builder` takes either).
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::loader::{Loader, LoaderSource};
+/// let loader = Loader::builder(LoaderSource::File(&file)).build()?;
+/// assert_eq!(loader.lengths().len(), file.num_rows());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum LoaderSource<'a> {
@@ -95,6 +112,23 @@ impl LoaderSource<'_> {
 /// Options that decide the same thing (`with_batch_size` and `with_token_budget`,
 /// `with_shuffle` and `with_chunk_shuffle`, `with_buckets` and `with_quantile_buckets`,
 /// `shard` and `elastic_shard`) are alternatives: giving both is refused by [`LoaderBuilder::build`], naming both.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::{ErrorKind, Loader};
+/// let refused = Loader::builder(&file).with_batch_size(2).with_token_budget(8).build();
+/// assert!(matches!(refused.map_err(lodtensor::Error::into_kind), Err(ErrorKind::Argument(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct LoaderBuilder<'a> {
     source: LoaderSource<'a>,
@@ -144,6 +178,23 @@ impl<'a> LoaderBuilder<'a> {
 
     /// Batches of `samples` samples (the default is 32). Not with
     /// [`LoaderBuilder::with_token_budget`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(4).build()?;
+    /// assert_eq!(loader.plan(0).batches().map(<[usize]>::len).collect::<Vec<_>>(), [4, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_batch_size(mut self, samples: usize) -> Self {
         self.choose(BATCHING, "with_batch_size");
         self.config.batch = BatchSize::Samples(samples);
@@ -153,6 +204,23 @@ impl<'a> LoaderBuilder<'a> {
     /// Batches of at most `tokens` tokens, a token being one unit of the length column
     /// (see [`LoaderBuilder::with_length_column`]). Not with
     /// [`LoaderBuilder::with_batch_size`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_token_budget(6).build()?;
+    /// assert!(loader.plan(0).infos().iter().all(|b| b.tokens <= 6 || b.oversize));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_token_budget(mut self, tokens: usize) -> Self {
         self.choose(BATCHING, "with_token_budget");
         self.config.batch = BatchSize::Tokens(tokens);
@@ -162,6 +230,24 @@ impl<'a> LoaderBuilder<'a> {
     /// The length of a sample: the sum of the lengths of `level` of column `column` under
     /// it (for the last level: its elements). The default is the last level of the first
     /// column that has levels, or 1 per sample when none has.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_length_column("x", 0).build()?;
+    /// assert_eq!(loader.lengths(), &[1, 2, 3, 4, 5]);            // the elements under each row
+    /// assert!(Loader::builder(&file).with_length_column("y", 0).build().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_length_column(mut self, column: impl Into<String>, level: usize) -> Self {
         self.length = Some((column.into(), level));
         self
@@ -169,6 +255,23 @@ impl<'a> LoaderBuilder<'a> {
 
     /// Leaves out the last batch of each bucket when it is incomplete: fewer samples than
     /// the batch size, or (with a token budget) not closed by a sample that did not fit.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(3).with_drop_last(true).build()?;
+    /// assert_eq!(loader.plan(0).samples(), &[0, 1, 2]);         // 3 and 4 would be incomplete
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_drop_last(mut self, drop_last: bool) -> Self {
         self.config.drop_last = drop_last;
         self
@@ -176,6 +279,25 @@ impl<'a> LoaderBuilder<'a> {
 
     /// Shuffles the samples each epoch with `seed`. Not with
     /// [`LoaderBuilder::with_chunk_shuffle`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let a = Loader::builder(&file).with_shuffle(1).build()?;
+    /// let b = Loader::builder(&file).with_shuffle(1).build()?;
+    /// assert_eq!(a.plan(0), b.plan(0));                         // the same on every machine
+    /// assert_ne!(a.plan(0).samples(), a.plan(1).samples());     // new each epoch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_shuffle(mut self, seed: u64) -> Self {
         self.choose(SHUFFLING, "with_shuffle");
         self.config.shuffle = Shuffle::Samples { seed };
@@ -185,6 +307,25 @@ impl<'a> LoaderBuilder<'a> {
     /// Shuffles runs of up to `rows` consecutive samples each epoch with `seed`, keeping
     /// each run in file order, so most batches stay views of the mapping. Not with
     /// [`LoaderBuilder::with_shuffle`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(5).with_chunk_shuffle(3, 2).build()?;
+    /// let samples = loader.plan(0).samples().to_vec();
+    /// // Runs of 2 (0-1, 2-3, 4) in a seeded order, each in file order.
+    /// assert!(samples.windows(2).all(|w| w[1] == w[0] + 1 || w[1] % 2 == 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_chunk_shuffle(mut self, seed: u64, rows: usize) -> Self {
         self.choose(SHUFFLING, "with_chunk_shuffle");
         self.config.shuffle = Shuffle::Chunks { seed, rows };
@@ -227,6 +368,23 @@ impl<'a> LoaderBuilder<'a> {
     /// Length buckets by inclusive upper bounds (`[64, 256, 1024]`: four buckets, the last
     /// for longer samples). Batches hold samples of one bucket. Not with
     /// [`LoaderBuilder::with_quantile_buckets`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_batch_size(5).with_buckets(vec![2]).build()?;
+    /// assert_eq!(loader.plan(0).batches().collect::<Vec<_>>(), [&[0, 1][..], &[2, 3, 4]]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_buckets(mut self, bounds: Vec<usize>) -> Self {
         self.choose(BUCKETING, "with_buckets");
         self.config.buckets = bounds;
@@ -235,6 +393,23 @@ impl<'a> LoaderBuilder<'a> {
 
     /// `n` length buckets with about as many samples each (bounds at the length
     /// quantiles). Not with [`LoaderBuilder::with_buckets`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).with_quantile_buckets(2).build()?;
+    /// assert_eq!(loader.buckets(), &[2]);                       // lengths 1, 2 | 3, 4, 5
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_quantile_buckets(mut self, n: usize) -> Self {
         self.choose(BUCKETING, "with_quantile_buckets");
         self.quantiles = Some(n);
@@ -243,6 +418,24 @@ impl<'a> LoaderBuilder<'a> {
 
     /// Only part `rank` of `world_size` contiguous, near-equal parts of each epoch's order,
     /// batched by this rank alone. Not with [`LoaderBuilder::elastic_shard`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let rank = |r| Loader::builder(&file).shard(r, 2).build();
+    /// assert_eq!(rank(0)?.plan(0).samples(), &[0, 1]);
+    /// assert_eq!(rank(1)?.plan(0).samples(), &[2, 3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shard(mut self, rank: usize, world_size: usize) -> Self {
         self.choose(SHARDING, "shard");
         self.config.ranks = Ranks::Parts {
@@ -318,6 +511,24 @@ impl<'a> LoaderBuilder<'a> {
     /// [`ArgumentError::LoaderConfig`] for an option out of range or two alternatives given
     /// (naming both); [`ArgumentError::NoSuchColumn`] or [`ArgumentError::LevelOutOfBounds`] for a length
     /// column or level the file does not have.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// assert_eq!(loader.next_batch()?.expect("a batch").samples(), &[0, 1]);
+    /// assert!(Loader::builder(&file).with_batch_size(0).build().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn build(self) -> Result<Loader> {
         if let Some((first, second)) = self.conflict {
             return Err(ArgumentError::LoaderConfig {

@@ -136,6 +136,26 @@ impl ColumnInfo {
 }
 
 /// Counters of the gathering buffers.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::Loader;
+/// let mut loader = Loader::builder(&file).with_batch_size(2).with_shuffle(8).build()?;
+/// while loader.next_batch()?.is_some() {}
+/// let stats = loader.stats();
+/// assert_eq!(stats.views + stats.gathered, 3);
+/// assert!(stats.allocations <= 2);                           // buffers are reused
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GatherStats {
     /// Batches gathered (copied).

@@ -7,6 +7,24 @@ use crate::synthetic::SplitMix64;
 
 /// What an epoch's plan depends on besides the epoch, hashed in parts so that a position
 /// from another plan is refused with the part that differs named.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::Loader;
+/// let loader = Loader::builder(&file).build()?;
+/// assert_eq!(loader.fingerprint().record_batches, 0);       // no chunk shuffle: not hashed
+/// assert_eq!(loader.fingerprint(), Loader::builder(&file).build()?.fingerprint());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fingerprint {
     /// The options: batch size or token budget, `drop_last`, shuffle and seed, buckets,
@@ -64,6 +82,24 @@ impl Hasher {
 ///
 /// `fingerprint` ties the position to what made the plan, so that a position is never
 /// restored into a loader that would make other batches.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("d.arrow");
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// # w.finish()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::Loader;
+/// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+/// let position = loader.next_batch()?.expect("a batch").next_position();
+/// assert_eq!((position.epoch, position.batch), (0, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Position {
     /// The epoch.
@@ -79,6 +115,23 @@ impl Position {
     /// The position as JSON: `{"epoch": 3, "batch": 120, "fingerprint": {"options": "…",
     /// "lengths": "…", "record_batches": "…"}}` (hashes as hex strings, since JSON numbers
     /// lose 64-bit integers in some readers).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let position = Loader::builder(&file).build()?.next_position();
+    /// assert!(position.to_json().starts_with(r#"{"batch":0,"epoch":0,"fingerprint":{"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_json(&self) -> String {
         let f = &self.fingerprint;
         serde_json::json!({
@@ -97,6 +150,24 @@ impl Position {
     ///
     /// # Errors
     /// [`ArgumentError::InvalidPosition`] for anything else.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::{Loader, Position};
+    /// let position = Loader::builder(&file).build()?.next_position();
+    /// assert_eq!(Position::from_json(&position.to_json())?, position);
+    /// assert!(Position::from_json(r#"{"epoch": 1}"#).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_json(json: &str) -> Result<Self> {
         let bad = |reason: String| -> Error {
             ArgumentError::InvalidPosition {

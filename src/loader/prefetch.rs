@@ -72,6 +72,26 @@ impl Prefetch {
     ///
     /// # Errors
     /// [`UnusableError::PrefetchPanicked`] if the thread panicked.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut prefetch = Loader::builder(&file).with_batch_size(2).build()?.prefetch(2);
+    /// let first = prefetch.next().expect("a batch")?;
+    /// let mut loader = prefetch.into_loader()?;                 // maybe read ahead
+    /// loader.seek(first.next_position())?;                      // back after the batch used
+    /// assert_eq!(loader.next_batch()?.expect("the second").samples(), &[2, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_loader(mut self) -> Result<Loader> {
         self.receiver = None;
         let thread = self.thread.take().expect("taken only here and in drop");
