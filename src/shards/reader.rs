@@ -60,6 +60,22 @@ impl ShardedDataset {
     ///
     /// # Errors
     /// [`Manifest::load`]'s errors, with the manifest's path.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(ShardedDataset::open(dir.path())?.num_rows(), 3);
+    /// assert!(ShardedDataset::open(dir.path().join("nowhere")).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
         let manifest = Manifest::load(dir.join(MANIFEST_NAME))?;
@@ -79,31 +95,123 @@ impl ShardedDataset {
     }
 
     /// The dataset directory.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(data.dir(), dir.path());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The manifest.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(data.manifest().shards[0].file, "part-00000.arrow");
+    /// assert_eq!(data.manifest().shards[1].rows, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
 
     /// The columns every shard holds.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(data.columns()[0].name, "ids");
+    /// assert_eq!(data.columns()[0].offsets.len(), 1);          // one LoD level
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn columns(&self) -> &[ColumnSpec] {
         &self.manifest.columns
     }
 
     /// The number of rows over all shards.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(data.num_rows(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_rows(&self) -> usize {
         self.rows.num_rows()
     }
 
     /// The number of shards.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(data.num_shards(), 2);                        // rows 0..2, then row 2
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_shards(&self) -> usize {
         self.shards.len()
     }
 
     /// The global rows of each shard.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(data.row_index().starts(), &[0, 2, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn row_index(&self) -> &RowIndex {
         &self.rows
     }
@@ -114,6 +222,22 @@ impl ShardedDataset {
     /// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for an index past the last shard; for a shard
     /// that is missing, differs from the manifest ([`FormatError::ShardMismatch`]) or is
     /// invalid, the error with the shard's path.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(data.shard(1)?.num_rows(), 1);                // mapped and checked now
+    /// assert!(data.shard(2).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shard(&self, index: usize) -> Result<&MappedDataset> {
         let slot = self.slot(index)?;
         if let Some(shard) = slot.file.get() {
@@ -184,6 +308,23 @@ impl ShardedDataset {
     ///
     /// # Errors
     /// The first shard's error, as [`ShardedDataset::shard`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// data.validate()?;
+    /// std::fs::write(dir.path().join("part-00001.arrow"), b"changed")?;
+    /// assert!(ShardedDataset::open(dir.path())?.validate().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn validate(&self) -> Result<()> {
         (0..self.num_shards()).try_for_each(|s| self.shard(s).map(|_| ()))
     }
@@ -192,6 +333,21 @@ impl ShardedDataset {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(data.locate_row(2)?, (1, 0));                 // shard 1, its row 0
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn locate_row(&self, row: usize) -> Result<(usize, usize)> {
         self.rows.try_locate(row)
     }
@@ -200,6 +356,22 @@ impl ShardedDataset {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds); the shard's errors on first touch.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// let row = data.sample(2)?;
+    /// assert_eq!(row.column("ids")?.typed_values::<Int64Type>()?, &[3, 4, 5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sample(&self, row: usize) -> Result<Dataset> {
         let (shard, local) = self.locate_row(row)?;
         self.shard(shard)?.sample(local)
@@ -209,6 +381,22 @@ impl ShardedDataset {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds); the shards' errors on first touch.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// let parts = data.rows(1..3)?;                            // one view per shard touched
+    /// assert_eq!(parts.iter().map(Dataset::num_rows).collect::<Vec<_>>(), [1, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn rows(&self, rows: Range<usize>) -> Result<Vec<Dataset>> {
         let mut out = Vec::new();
         for (shard, local) in self.rows.split(rows)? {

@@ -12,6 +12,14 @@ use crate::shards::manifest::{
 };
 
 /// Options of [`ShardWriter`].
+///
+/// # Example
+/// ```
+/// use lodtensor::shards::ShardOptions;
+/// let options = ShardOptions::default().with_shard_rows(10_000).with_prefix("w3");
+/// assert!(format!("{options:?}").contains("w3"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct ShardOptions {
     shard_rows: Option<usize>,
@@ -33,6 +41,20 @@ impl Default for ShardOptions {
 
 impl ShardOptions {
     /// Closes a shard once it holds `rows` rows (no row limit by default).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(1))?;
+    /// writer.write(&ds)?;
+    /// assert_eq!(writer.finish()?.shards.len(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_shard_rows(mut self, rows: usize) -> Self {
         self.shard_rows = Some(rows.max(1));
         self
@@ -40,6 +62,20 @@ impl ShardOptions {
 
     /// Closes a shard once its rows hold `bytes` bytes of values and offsets (default
     /// 256 MiB). A shard holds at least one row, however large.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_bytes(1))?;
+    /// writer.write(&ds)?;
+    /// assert_eq!(writer.finish()?.shards.len(), 3);            // each row fills a shard
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_shard_bytes(mut self, bytes: usize) -> Self {
         self.shard_bytes = Some(bytes.max(1));
         self
@@ -47,12 +83,42 @@ impl ShardOptions {
 
     /// Shard files are named `PREFIX-00000.arrow`, … (default `part`). Independent writers
     /// of one dataset each take their own prefix.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_prefix("w1"))?;
+    /// writer.write(&ds)?;
+    /// assert_eq!(writer.finish()?.shards[0].file, "w1-00000.arrow");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }
 
     /// Options of each shard's file (record batch size, offset width).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// use lodtensor::{OffsetWidth, WriteOptions};
+    /// let write = WriteOptions::default().with_offset_width(OffsetWidth::I32);
+    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_write_options(write))?;
+    /// writer.write(&ds)?;
+    /// assert_eq!(writer.finish()?.columns[0].offsets, [OffsetWidth::I32]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_write_options(mut self, write: WriteOptions) -> Self {
         self.write = write;
         self
@@ -119,6 +185,21 @@ impl ShardWriter {
     /// # Errors
     /// [`ErrorKind::Io`](crate::ErrorKind::Io) `AlreadyExists` when `dir` already holds a
     /// manifest (use [`ShardWriter::append`]); an invalid prefix.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
+    /// writer.write(&ds)?;
+    /// writer.finish()?;
+    /// assert!(ShardWriter::create(dir.path(), ShardOptions::default()).is_err());  // exists
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create(dir: impl AsRef<Path>, options: ShardOptions) -> Result<Self> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
@@ -138,6 +219,24 @@ impl ShardWriter {
     ///
     /// # Errors
     /// The manifest's errors ([`Manifest::load`]); an invalid prefix.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
+    /// writer.write(&ds)?;
+    /// writer.finish()?;
+    /// let mut more = ShardWriter::append(dir.path(), ShardOptions::default())?;
+    /// more.write(&ds)?;
+    /// assert_eq!(more.finish()?.shards.len(), 2);               // the old shard and a new one
+    /// assert_eq!(ShardedDataset::open(dir.path())?.num_rows(), 6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn append(dir: impl AsRef<Path>, options: ShardOptions) -> Result<Self> {
         let dir = dir.as_ref();
         let manifest = Manifest::load(dir.join(MANIFEST_NAME))?;
@@ -151,6 +250,25 @@ impl ShardWriter {
     ///
     /// # Errors
     /// [`ErrorKind::Io`](crate::ErrorKind::Io); an invalid prefix.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// use lodtensor::shards::commit;
+    /// for worker in ["w0", "w1"] {
+    ///     let options = ShardOptions::default().with_prefix(worker);
+    ///     let mut writer = ShardWriter::pending(dir.path(), options)?;
+    ///     writer.write(&ds)?;
+    ///     writer.finish()?;                                    // a pending manifest of its own
+    /// }
+    /// assert_eq!(commit(dir.path())?.num_rows(), 6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pending(dir: impl AsRef<Path>, options: ShardOptions) -> Result<Self> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
@@ -200,6 +318,21 @@ impl ShardWriter {
     ///
     /// # Errors
     /// [`ArgumentError::SchemaMismatch`]; the errors of [`DatasetWriter::write`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// writer.write(&ds)?;
+    /// writer.write(&ds)?;
+    /// assert_eq!(writer.finish()?.num_rows(), 6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         let dataset = dataset.with_offset_width(self.options.write.offset_width())?;
         let specs: Vec<ColumnSpec> = dataset
@@ -256,6 +389,22 @@ impl ShardWriter {
     /// # Errors
     /// [`ArgumentError::NoSchema`] for a new dataset that was given no dataset; I/O errors
     /// (the previous manifest is then untouched).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
+    /// writer.write(&ds)?;
+    /// assert!(!dir.path().join("_lodtensor.json").exists());   // the manifest comes last
+    /// let manifest = writer.finish()?;
+    /// assert_eq!(ShardedDataset::open(dir.path())?.manifest(), &manifest);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn finish(mut self) -> Result<Manifest> {
         self.close_shard()?;
         if self.manifest.columns.is_empty() && self.manifest.shards.is_empty() {
@@ -283,6 +432,19 @@ impl ShardWriter {
     }
 
     /// The dataset directory.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// let writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
+    /// assert_eq!(writer.dir(), dir.path());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dir(&self) -> &Path {
         &self.dir
     }
