@@ -16,17 +16,83 @@ use crate::values::{DType, Values};
 use crate::{FormatError, UnsupportedError};
 
 /// The manifest's file name inside the dataset directory.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+/// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+/// # writer.finish()?;
+/// # let data = ShardedDataset::open(dir.path())?;
+/// use lodtensor::shards::MANIFEST_NAME;
+/// assert!(dir.path().join(MANIFEST_NAME).is_file());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MANIFEST_NAME: &str = "_lodtensor.json";
 /// The value of the manifest's `format` key.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+/// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+/// # writer.finish()?;
+/// # let data = ShardedDataset::open(dir.path())?;
+/// use lodtensor::shards::{MANIFEST_FORMAT, MANIFEST_NAME};
+/// let text = std::fs::read_to_string(dir.path().join(MANIFEST_NAME))?;
+/// assert!(text.contains(&format!(r#""format": "{MANIFEST_FORMAT}""#)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MANIFEST_FORMAT: &str = "lodtensor.shards";
 /// The manifest version this crate writes and reads.
+///
+/// # Example
+/// ```
+/// use lodtensor::shards::{MANIFEST_VERSION, Manifest};
+/// let newer = r#"{"format": "lodtensor.shards", "version": 2, "columns": [], "shards": []}"#;
+/// assert_eq!(MANIFEST_VERSION, 1);
+/// assert!(Manifest::parse(newer).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MANIFEST_VERSION: u64 = 1;
 /// The largest manifest read (a million shards take about 300 MB).
+///
+/// # Example
+/// ```
+/// use lodtensor::shards::MAX_MANIFEST_BYTES;
+/// assert_eq!(MAX_MANIFEST_BYTES, 1 << 30);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 /// The most LoD levels a manifest column may declare.
 const MAX_LEVELS: usize = 64;
 
 /// One column of a sharded dataset: what every shard's Arrow field must hold.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+/// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+/// # writer.finish()?;
+/// # let data = ShardedDataset::open(dir.path())?;
+/// use lodtensor::DType;
+/// let spec = &data.columns()[0];
+/// assert_eq!((spec.name.as_str(), spec.dtype, spec.element_shape.len()), ("ids", DType::Int64, 0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ColumnSpec {
     /// The column's name.
@@ -47,6 +113,20 @@ impl ColumnSpec {
     /// # Errors
     /// [`UnsupportedError::ShardedSideColumn`] for a side column: a sharded dataset holds
     /// LoD tensor columns only (format-spec §7.1).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// use lodtensor::shards::ColumnSpec;
+    /// let spec = ColumnSpec::of_column(&ds.columns()[0])?;
+    /// assert_eq!(spec.offsets.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn of_column(column: &Column) -> Result<Self> {
         let Some(t) = column.as_tensor() else {
             return Err(UnsupportedError::ShardedSideColumn {
@@ -68,6 +148,20 @@ impl ColumnSpec {
     ///
     /// # Errors
     /// The error of [`Column::try_from_arrow`] for a field that is no LoD tensor column.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// use lodtensor::shards::ColumnSpec;
+    /// let specs = ColumnSpec::of_schema(&ds.to_record_batch().schema())?;
+    /// assert_eq!(specs, [ColumnSpec::of_column(&ds.columns()[0])?]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn of_schema(schema: &Schema) -> Result<Vec<Self>> {
         schema
             .fields()
@@ -126,6 +220,22 @@ impl ColumnSpec {
 }
 
 /// What one column of one shard holds: the sequences of each level and the elements.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+/// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+/// # writer.finish()?;
+/// # let data = ShardedDataset::open(dir.path())?;
+/// let stats = &data.manifest().shards[0].columns[0];       // rows 0 and 1: 2 + 1 ids
+/// assert_eq!((stats.sequences.as_slice(), stats.elements), (&[2][..], 3));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ColumnStats {
     /// The number of sequences of each level, outermost first (level 0 counts the rows).
@@ -147,6 +257,23 @@ impl ColumnStats {
 }
 
 /// One shard: a lodtensor Arrow file in the dataset directory.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+/// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+/// # writer.finish()?;
+/// # let data = ShardedDataset::open(dir.path())?;
+/// let entry = &data.manifest().shards[1];
+/// assert_eq!((entry.rows, entry.batches), (1, 1));
+/// assert_eq!(entry.bytes, std::fs::metadata(dir.path().join(&entry.file))?.len());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShardEntry {
     /// The file name, relative to the dataset directory.
@@ -184,6 +311,21 @@ pub struct Manifest {
 
 impl Manifest {
     /// The rows of every shard.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// assert_eq!(data.manifest().num_rows(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_rows(&self) -> usize {
         self.shards.iter().map(|s| s.rows).sum()
     }
@@ -193,6 +335,23 @@ impl Manifest {
     /// # Errors
     /// [`ErrorKind::Io`](crate::ErrorKind::Io); [`FormatError::Manifest`] naming the field;
     /// all with the path attached.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// use lodtensor::shards::{MANIFEST_NAME, Manifest};
+    /// let manifest = Manifest::load(dir.path().join(MANIFEST_NAME))?;
+    /// assert_eq!(&manifest, data.manifest());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let read = || -> Result<Self> {
@@ -216,6 +375,15 @@ impl Manifest {
     ///
     /// # Errors
     /// [`FormatError::Manifest`] naming the field; [`UnsupportedError::UnsupportedVersion`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::shards::Manifest;
+    /// let bad = r#"{"format": "lodtensor.shards", "version": 1, "columns": [], "shards": [{"file": "../x.arrow"}]}"#;
+    /// let err = Manifest::parse(bad).unwrap_err();
+    /// assert!(err.to_string().contains("shards[0]"), "{err}");  // the field is named
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn parse(text: &str) -> Result<Self> {
         let root: Value =
             serde_json::from_str(text).map_err(|e| manifest_error("", e.to_string()))?;
@@ -258,6 +426,24 @@ impl Manifest {
     }
 
     /// The manifest as JSON text (one shard per line).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// use lodtensor::shards::Manifest;
+    /// let text = data.manifest().to_json();
+    /// assert_eq!(text.lines().filter(|l| l.contains(r#""file""#)).count(), 2);   // a shard a line
+    /// assert_eq!(&Manifest::parse(&text)?, data.manifest());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_json(&self) -> String {
         let columns: Vec<Value> = self.columns.iter().map(ColumnSpec::to_json).collect();
         let shards: Vec<String> = self
@@ -288,6 +474,24 @@ impl Manifest {
     ///
     /// # Errors
     /// [`ErrorKind::Io`](crate::ErrorKind::Io) with the path; the previous manifest is then untouched.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// # let data = ShardedDataset::open(dir.path())?;
+    /// use lodtensor::shards::Manifest;
+    /// let copy = dir.path().join("copy.json");
+    /// data.manifest().write(&copy)?;
+    /// assert_eq!(&Manifest::load(&copy)?, data.manifest());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
         let text = self.to_json();
         write_atomically(path.as_ref(), |out| {
