@@ -20,7 +20,7 @@ pub enum BatchSize {
     /// A fixed number of samples per batch.
     Samples(usize),
     /// At most this many tokens (summed sample lengths) per batch; a sample longer than
-    /// the budget forms a batch of its own, flagged [`BatchInfo::oversize`].
+    /// the budget forms a batch of its own, flagged [`BatchInfo::oversize`](super::BatchInfo::oversize).
     Tokens(usize),
 }
 

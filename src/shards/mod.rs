@@ -11,6 +11,7 @@
 
 mod commit;
 mod manifest;
+mod parse;
 mod reader;
 mod writer;
 
