@@ -31,6 +31,16 @@ mod details;
 pub use details::{ArgumentError, DataError, FormatError, UnsupportedError, UnusableError};
 
 /// The result type of this crate.
+///
+/// # Example
+/// ```
+/// fn levels(lengths: &[Vec<usize>]) -> lodtensor::Result<usize> {
+///     Ok(lodtensor::Lod::try_from_lengths(lengths)?.num_levels())
+/// }
+/// assert_eq!(levels(&[vec![2, 1], vec![1, 1, 1]])?, 2);
+/// assert!(levels(&[vec![2, 1], vec![1, 1]]).is_err());       // 3 sentences counted, 2 given
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What went wrong, and where: an [`ErrorKind`] with the file, column and record batch it
@@ -64,6 +74,16 @@ struct Inner {
 }
 
 /// What went wrong, grouped by what a caller does about it.
+///
+/// # Example
+/// ```
+/// use lodtensor::{ErrorKind, Lod};
+/// match Lod::try_from_lengths(&[vec![2], vec![1]]).map_err(lodtensor::Error::into_kind) {
+///     Err(ErrorKind::Data(_)) => {}                        // bad input data
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -96,6 +116,14 @@ pub enum ErrorKind {
 
 impl Error {
     /// An error of `kind`, with no context yet.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{ArgumentError, Error, ErrorKind};
+    /// let err = Error::new(ArgumentError::NoSuchColumn("tokens".into()));
+    /// assert!(matches!(err.kind(), ErrorKind::Argument(ArgumentError::NoSuchColumn(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(kind: impl Into<ErrorKind>) -> Self {
         Error {
             inner: Box::new(Inner {
@@ -138,27 +166,72 @@ impl Error {
     }
 
     /// What went wrong.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::{ArgumentError, ErrorKind};
+    /// let err = Dataset::try_new(vec![Column::new("x", t)])?.column("y").unwrap_err();
+    /// assert!(matches!(err.kind(), ErrorKind::Argument(ArgumentError::NoSuchColumn(c)) if c == "y"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn kind(&self) -> &ErrorKind {
         &self.inner.kind
     }
 
     /// What went wrong, without the context.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::ErrorKind;
+    /// let err = Dataset::try_new(vec![Column::new("x", t)])?.column("y").unwrap_err();
+    /// assert!(matches!(err.into_kind(), ErrorKind::Argument(_)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_kind(self) -> ErrorKind {
         self.inner.kind
     }
 
     /// The file the error happened in, if known.
+    ///
+    /// # Example
+    /// ```
+    /// let err = lodtensor::MappedDataset::open("no/such/file.arrow").unwrap_err();
+    /// assert_eq!(err.path(), Some(std::path::Path::new("no/such/file.arrow")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> Option<&Path> {
         self.inner.path.as_deref()
     }
 
     /// The column and record batch the error happened in, if known.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DataError, Error};
+    /// let err = Error::new(DataError::EmptyLevel { level: 1 }).in_column("tokens", 3);
+    /// assert_eq!(err.column(), Some(("tokens", 3)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn column(&self) -> Option<(&str, usize)> {
         self.inner.column.as_ref().map(|(c, b)| (c.as_str(), *b))
     }
 
     /// Attaches the column and record batch the error happened in; a column attached earlier
     /// (closer to the fault) is kept.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DataError, Error};
+    /// let err = Error::new(DataError::EmptyLevel { level: 1 }).in_column("inner", 1).in_column("outer", 2);
+    /// assert_eq!(err.column(), Some(("inner", 1)));            // the one closest to the fault
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn in_column(mut self, column: &str, batch: usize) -> Self {
         if self.inner.column.is_none() {
             self.inner.column = Some((column.to_owned(), batch));
@@ -168,6 +241,14 @@ impl Error {
 
     /// Replaces the record batch of the attached column (a reader that counts batches across
     /// row groups knows the batch better than the decoder that named the column).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DataError, Error};
+    /// let err = Error::new(DataError::EmptyLevel { level: 1 }).in_column("tokens", 0).with_batch(5);
+    /// assert_eq!(err.column(), Some(("tokens", 5)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_batch(mut self, batch: usize) -> Self {
         if let Some((_, b)) = &mut self.inner.column {
             *b = batch;
@@ -176,6 +257,15 @@ impl Error {
     }
 
     /// Attaches the file the error happened in; a file attached earlier is kept.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DataError, Error};
+    /// let err = Error::new(DataError::EmptyLevel { level: 1 }).in_file("a.arrow").in_file("b.arrow");
+    /// assert_eq!(err.path(), Some(std::path::Path::new("a.arrow")));
+    /// assert!(err.to_string().contains("a.arrow"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn in_file(mut self, path: impl Into<PathBuf>) -> Self {
         if self.inner.path.is_none() {
             self.inner.path = Some(path.into());
@@ -184,6 +274,16 @@ impl Error {
     }
 
     /// The error itself: context is attached once, so there is nothing to unwrap.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DataError, Error};
+    /// let err = Error::new(DataError::EmptyLevel { level: 1 });
+    /// #[allow(deprecated)]
+    /// let root = err.root();
+    /// assert!(std::ptr::eq(root, &err));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[deprecated(note = "context is attached once now: use `Error::kind`")]
     pub fn root(&self) -> &Error {
         self

@@ -45,6 +45,16 @@ pub(super) enum ColumnData {
 
 impl Column {
     /// A LoD tensor column with unnamed levels.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let column = Column::new("tokens", t);
+    /// assert_eq!((column.name(), column.num_rows()), ("tokens", 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(name: impl Into<String>, tensor: LodTensor) -> Self {
         Column {
             name: name.into(),
@@ -58,6 +68,17 @@ impl Column {
     /// # Errors
     /// [`FormatError::Metadata`] when the number of names is not the number of levels;
     /// [`ArgumentError::NotATensor`] for names given to a side column.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let column = Column::new("tokens", t).with_level_names(["documents", "sentences"])?;
+    /// assert_eq!(column.level_names(), ["documents", "sentences"]);
+    /// assert!(column.clone().with_level_names(["only one"]).is_err());   // one name per level
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_level_names<S: Into<String>>(
         mut self,
         names: impl IntoIterator<Item = S>,
@@ -80,11 +101,29 @@ impl Column {
     }
 
     /// The column's name.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// assert_eq!(Column::new("tokens", t).name(), "tokens");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// The level names, outermost first; empty when not given (and for a side column).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// assert!(Column::new("tokens", t).level_names().is_empty());        // none given
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn level_names(&self) -> &[String] {
         &self.level_names
     }
@@ -93,6 +132,19 @@ impl Column {
     ///
     /// # Errors
     /// [`ArgumentError::NotATensor`] for a side column, naming it and its type.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::arrow::array::{ArrayRef, StringArray};
+    /// let column = Column::new("tokens", t);
+    /// assert_eq!(column.tensor()?.num_levels(), 2);
+    /// let ids: ArrayRef = std::sync::Arc::new(StringArray::from(vec!["a", "b"]));
+    /// assert!(Column::side("id", ids)?.tensor().is_err());             // a side column
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn tensor(&self) -> Result<&LodTensor> {
         match &self.data {
             ColumnData::Tensor(t) => Ok(t),
@@ -101,6 +153,15 @@ impl Column {
     }
 
     /// The tensor, or `None` for a side column.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// assert_eq!(Column::new("tokens", t).as_tensor().map(|t| t.num_rows()), Some(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_tensor(&self) -> Option<&LodTensor> {
         match &self.data {
             ColumnData::Tensor(t) => Some(t),
@@ -109,6 +170,16 @@ impl Column {
     }
 
     /// The array of a side column, or `None` for a tensor column.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Column;
+    /// use lodtensor::arrow::array::{Array, ArrayRef, StringArray};
+    /// let ids: ArrayRef = std::sync::Arc::new(StringArray::from(vec!["a", "b"]));
+    /// let column = Column::side("id", ids)?;
+    /// assert_eq!(column.side_array().map(|a| a.len()), Some(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn side_array(&self) -> Option<&ArrayRef> {
         match &self.data {
             ColumnData::Tensor(_) => None,
@@ -117,11 +188,32 @@ impl Column {
     }
 
     /// Whether this is a side column.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::arrow::array::{ArrayRef, Int64Array};
+    /// let labels: ArrayRef = std::sync::Arc::new(Int64Array::from(vec![3, 7]));
+    /// assert!(Column::side("label", labels)?.is_side());
+    /// assert!(!Column::new("tokens", t).is_side());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_side(&self) -> bool {
         matches!(self.data, ColumnData::Side(..))
     }
 
     /// The number of rows.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// assert_eq!(Column::new("tokens", t).num_rows(), 2);              // top-level sequences
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_rows(&self) -> usize {
         match &self.data {
             ColumnData::Tensor(t) => t.num_rows(),
@@ -130,6 +222,17 @@ impl Column {
     }
 
     /// The column as one Arrow array, one row per row, sharing every buffer.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::arrow::array::Array;
+    /// let array = Column::new("tokens", t).to_arrow();                 // a list of lists
+    /// assert_eq!(array.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_arrow(&self) -> ArrayRef {
         match &self.data {
             ColumnData::Tensor(t) => t.to_arrow(),
@@ -141,6 +244,16 @@ impl Column {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let second = Column::new("tokens", t).slice_rows(1..2)?;
+    /// assert_eq!(second.tensor()?.elements().len(), 3);                // a view of words 3..6
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn slice_rows(&self, rows: Range<usize>) -> Result<Self> {
         ArgumentError::check_rows(&rows, self.num_rows())?;
         let data = match &self.data {
@@ -160,6 +273,17 @@ impl Column {
     ///
     /// # Errors
     /// [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) when an offset does not fit `width`.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::OffsetWidth;
+    /// let narrow = Column::new("tokens", t).with_offset_width(OffsetWidth::I32)?;
+    /// assert!(narrow.tensor()?.lod().levels().iter().all(|l| l.width() == OffsetWidth::I32));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_offset_width(&self, width: OffsetWidth) -> Result<Self> {
         let ColumnData::Tensor(tensor) = &self.data else {
             return Ok(self.clone());
@@ -175,6 +299,18 @@ impl Column {
     }
 
     /// The Arrow field, with this column's `lodtensor.*` metadata.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let column = Column::new("tokens", t);
+    /// let field = column.arrow_field();
+    /// assert_eq!(field.name(), "tokens");
+    /// assert_eq!(field.data_type(), column.to_arrow().data_type());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn arrow_field(&self) -> Field {
         match &self.data {
             ColumnData::Tensor(tensor) => {
@@ -194,6 +330,17 @@ impl Column {
     /// # Errors
     /// As [`LodTensor::try_from_arrow`]; [`FormatError::Metadata`] when a `lodtensor.*` key
     /// contradicts the layout.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let column = Column::new("tokens", t);
+    /// let back = Column::try_from_arrow(&column.arrow_field(), column.to_arrow().as_ref())?;
+    /// assert_eq!(back, column);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_from_arrow(field: &Field, array: &dyn arrow_array::Array) -> Result<Self> {
         if side::is_side(field)? {
             return Column::side_with_field(
