@@ -82,11 +82,30 @@ impl Dataset {
     }
 
     /// The number of rows (samples).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// assert_eq!(Dataset::try_new(vec![Column::new("x", t)])?.num_rows(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_rows(&self) -> usize {
         self.num_rows
     }
 
     /// The columns, in order.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// assert_eq!(ds.columns().iter().map(Column::name).collect::<Vec<_>>(), ["x"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn columns(&self) -> &[Column] {
         &self.columns
     }
@@ -173,6 +192,17 @@ impl Dataset {
     ///
     /// # Errors
     /// [`DataError::OffsetOverflow`] when an offset does not fit `width`.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::OffsetWidth;
+    /// let ds = Dataset::try_new(vec![Column::new("x", t)])?.with_offset_width(OffsetWidth::I32)?;
+    /// assert_eq!(ds.column("x")?.lod().levels()[0].width(), OffsetWidth::I32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_offset_width(&self, width: OffsetWidth) -> Result<Self> {
         let columns = self
             .columns
@@ -187,6 +217,17 @@ impl Dataset {
 
     /// The Arrow schema, with the format version (2 when a column is a side column, else 1)
     /// and every column's metadata.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// assert_eq!(ds.schema().fields().len(), 1);
+    /// lodtensor::check_version(&ds.schema())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn schema(&self) -> SchemaRef {
         let fields: Vec<Field> = self.columns.iter().map(Column::arrow_field).collect();
         let version = if self.columns.iter().any(Column::is_side) {
@@ -201,6 +242,18 @@ impl Dataset {
     }
 
     /// The dataset as one record batch, sharing every buffer.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// let batch = ds.to_record_batch();
+    /// assert_eq!(batch.num_rows(), 2);
+    /// assert_eq!(Dataset::try_from_record_batch(&batch)?, ds);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_record_batch(&self) -> RecordBatch {
         self.to_record_batch_with_schema(self.schema())
     }
@@ -221,6 +274,17 @@ impl Dataset {
     /// # Errors
     /// [`UnsupportedError::UnsupportedVersion`] for a newer format; any column's error, wrapped in
     /// with the column attached ([`Error::column`](crate::Error::column), batch 0).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// let back = Dataset::try_from_record_batch(&ds.to_record_batch())?;
+    /// assert_eq!(back.column("x")?.num_levels(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_from_record_batch(batch: &RecordBatch) -> Result<Self> {
         Self::try_from_record_batch_at(batch, 0)
     }
@@ -278,6 +342,16 @@ impl Dataset {
 ///
 /// # Errors
 /// [`UnsupportedError::UnsupportedVersion`].
+///
+/// # Example
+/// ```
+/// use lodtensor::arrow::schema::Schema;
+/// use std::collections::HashMap;
+/// let newer = Schema::empty().with_metadata(HashMap::from([("lodtensor.format_version".into(), "9".into())]));
+/// assert!(lodtensor::check_version(&newer).is_err());
+/// assert!(lodtensor::check_version(&Schema::empty()).is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn check_version(schema: &Schema) -> Result<()> {
     match schema.metadata().get(KEY_FORMAT_VERSION) {
         Some(v) if v != FORMAT_VERSION && v != FORMAT_VERSION_SIDE_COLUMNS => {

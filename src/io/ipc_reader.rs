@@ -79,6 +79,24 @@ impl MappedDataset {
     /// Any fault in the file, with the path attached ([`Error::path`]): [`ErrorKind::Io`](crate::ErrorKind::Io), [`FormatError::InvalidFile`]
     /// for a file that is not a valid uncompressed Arrow IPC file of LoD tensor columns,
     /// and offset or LoD errors naming the batch, column, level and index.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// assert_eq!(file.num_rows(), 5);
+    /// std::fs::write(dir.path().join("bad.arrow"), b"not an arrow file")?;
+    /// let err = MappedDataset::open(dir.path().join("bad.arrow")).unwrap_err();
+    /// assert!(err.path().is_some_and(|p| p.ends_with("bad.arrow")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_impl(path.as_ref(), true)
     }
@@ -120,6 +138,23 @@ impl MappedDataset {
     /// The file must be valid: written by this crate or another correct Arrow writer and not
     /// modified since. Offsets out of order or out of bounds in an unchecked file are
     /// undefined behaviour when read.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// // SAFETY: the file was written above by this crate's writer and is not changed since.
+    /// let trusted = unsafe { MappedDataset::open_trusted(&path)? };
+    /// assert_eq!(trusted.num_rows(), file.num_rows());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub unsafe fn open_trusted(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_impl(path.as_ref(), false)
     }
@@ -179,6 +214,23 @@ impl MappedDataset {
     ///
     /// # Errors
     /// As [`MappedDataset::open`], without the file.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// let copy = MappedDataset::from_bytes(file.as_bytes())?;
+    /// assert_eq!(copy.num_rows(), 5);
+    /// assert!(copy.path().as_os_str().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[doc(hidden)]
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         check_len(bytes.len() as u64)?;
@@ -205,16 +257,62 @@ impl MappedDataset {
     }
 
     /// The path the file was opened from.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// assert_eq!(file.path(), path);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// The Arrow schema, with its metadata.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// assert_eq!(file.schema().field(0).name(), "x");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
     }
 
     /// The whole mapped file.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// assert_eq!(file.as_bytes().len() as u64, std::fs::metadata(&path)?.len());
+    /// assert!(file.as_bytes().starts_with(b"ARROW1"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_bytes(&self) -> &[u8] {
         self.mapping.as_slice()
     }
@@ -225,16 +323,63 @@ impl MappedDataset {
     }
 
     /// The number of rows (samples) over all batches.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// assert_eq!(file.num_rows(), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_rows(&self) -> usize {
         self.rows.num_rows()
     }
 
     /// Where each record batch starts: the map from a row of the file to its batch.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// assert_eq!(file.row_index().num_rows(), 5);
+    /// assert_eq!(file.row_index().num_parts(), file.batches().len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn row_index(&self) -> &RowIndex {
         &self.rows
     }
 
     /// The record batches, each a dataset of views into the mapping.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// let rows: usize = file.batches().iter().map(Dataset::num_rows).sum();
+    /// assert_eq!(rows, 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn batches(&self) -> &[Dataset] {
         &self.batches
     }
@@ -243,6 +388,22 @@ impl MappedDataset {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// assert_eq!(file.locate_row(4)?, (0, 4));                   // one record batch
+    /// assert!(file.locate_row(5).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn locate_row(&self, row: usize) -> Result<(usize, usize)> {
         self.rows.try_locate(row)
     }
@@ -251,6 +412,22 @@ impl MappedDataset {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// let row = file.sample(2)?;                                // a view into the mapping
+    /// assert_eq!(row.column("x")?.elements().len(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sample(&self, row: usize) -> Result<Dataset> {
         let (batch, local) = self.locate_row(row)?;
         self.batches[batch].slice_rows(local..local + 1)
@@ -260,6 +437,22 @@ impl MappedDataset {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// let parts = file.rows(1..4)?;
+    /// assert_eq!(parts.iter().map(Dataset::num_rows).sum::<usize>(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn rows(&self, rows: Range<usize>) -> Result<Vec<Dataset>> {
         self.rows
             .split(rows)?
@@ -273,6 +466,22 @@ impl MappedDataset {
     ///
     /// # Errors
     /// [`ArgumentError::NoSuchColumn`], [`ArgumentError::LevelOutOfBounds`], [`ArgumentError::SequenceOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// let sequence = file.slice_sequence("x", 0, 3)?;            // row 3: 4 elements
+    /// assert_eq!(sequence.elements().len(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn slice_sequence(&self, column: &str, level: usize, index: usize) -> Result<LodTensor> {
         let mut remaining = index;
         let mut total = 0;

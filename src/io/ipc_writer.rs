@@ -46,24 +46,71 @@ impl Default for WriteOptions {
 impl WriteOptions {
     /// Target size of one record batch, in bytes of values and offsets (default 64 MiB).
     /// A batch holds at least one row, however large.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::{DatasetWriter, MappedDataset, WriteOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("d.arrow");
+    /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// let mut w = DatasetWriter::create(&path, WriteOptions::default().with_batch_bytes(1))?;
+    /// for row in 0..2 {
+    ///     w.write(&ds.slice_rows(row..row + 1)?)?;              // each row fills a record batch
+    /// }
+    /// w.finish()?;
+    /// assert_eq!(MappedDataset::open(&path)?.batches().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_batch_bytes(mut self, bytes: usize) -> Self {
         self.batch_bytes = bytes.max(1);
         self
     }
 
     /// Offset width of every level (default `i64`, Arrow `LargeList`).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{OffsetWidth, WriteOptions};
+    /// let options = WriteOptions::default().with_offset_width(OffsetWidth::I32);
+    /// assert_eq!(options.offset_width(), OffsetWidth::I32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_offset_width(mut self, width: OffsetWidth) -> Self {
         self.offset_width = width;
         self
     }
 
     /// The offset width of every level.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{OffsetWidth, WriteOptions};
+    /// assert_eq!(WriteOptions::default().offset_width(), OffsetWidth::I64);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn offset_width(&self) -> OffsetWidth {
         self.offset_width
     }
 }
 
 /// What a finished write produced.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// use lodtensor::{DatasetWriter, WriteOptions};
+/// let dir = tempfile::tempdir()?;
+/// let mut w = DatasetWriter::create(dir.path().join("d.arrow"), WriteOptions::default())?;
+/// w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// let summary = w.finish()?;
+/// assert_eq!((summary.rows, summary.batches), (2, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteSummary {
     /// Rows written.
@@ -117,6 +164,20 @@ impl DatasetWriter {
     ///
     /// # Errors
     /// [`ErrorKind::Io`](crate::ErrorKind::Io) when the directory cannot hold a new file.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::{DatasetWriter, WriteOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("d.arrow");
+    /// let w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// drop(w);                                                  // never finished: nothing appears
+    /// assert!(!path.exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create(path: impl AsRef<Path>, options: WriteOptions) -> Result<Self> {
         Ok(DatasetWriter {
             file: AtomicFile::create(path)?,
@@ -136,6 +197,23 @@ impl DatasetWriter {
     /// # Errors
     /// [`ArgumentError::SchemaMismatch`] naming the dataset (in write order); [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) when an offset does not fit
     /// the offset width; [`ErrorKind::Io`](crate::ErrorKind::Io) or [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when writing fails.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::{DatasetWriter, MappedDataset, WriteOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("d.arrow");
+    /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// w.write(&ds)?;
+    /// w.write(&ds)?;
+    /// w.finish()?;
+    /// assert_eq!(MappedDataset::open(&path)?.num_rows(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         let dataset = dataset.with_offset_width(self.options.offset_width)?;
         self.check_schema(&dataset)?;
@@ -199,6 +277,22 @@ impl DatasetWriter {
     /// # Errors
     /// [`ArgumentError::NoSchema`] when no dataset was ever written (the schema is unknown);
     /// [`ErrorKind::Io`](crate::ErrorKind::Io) or [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when writing fails (the target is then untouched).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::{DatasetWriter, WriteOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("d.arrow");
+    /// let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// assert!(!path.exists());                                  // the file appears at finish
+    /// w.finish()?;
+    /// assert!(path.exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn finish(mut self) -> Result<WriteSummary> {
         self.flush()?;
         let path = self.file.target().to_path_buf();
@@ -224,6 +318,15 @@ impl DatasetWriter {
     }
 
     /// The target path.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{DatasetWriter, WriteOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let w = DatasetWriter::create(dir.path().join("d.arrow"), WriteOptions::default())?;
+    /// assert_eq!(w.path(), dir.path().join("d.arrow"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> PathBuf {
         self.file.target().to_path_buf()
     }
