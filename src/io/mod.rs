@@ -2,6 +2,7 @@
 
 pub(crate) mod atomic;
 mod ipc_check;
+mod ipc_decode;
 pub mod ipc_reader;
 pub mod ipc_writer;
 pub mod paddle;

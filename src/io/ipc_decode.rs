@@ -1,0 +1,330 @@
+//! Decoding a mapped Arrow IPC file: the footer, then each dictionary and record batch
+//! block checked to lie inside the file and its buffers inside the block (Arrow IPC format,
+//! "File format" and "Buffers") before Arrow's decoder reads it; only the chosen columns
+//! are decoded and validated.
+
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_buffer::Buffer;
+use arrow_ipc::reader::FileDecoder;
+use arrow_ipc::{Block, MetadataVersion};
+use arrow_schema::{DataType, Schema, SchemaRef};
+
+use super::ipc_reader::MAGIC;
+use crate::dataset::{Dataset, check_type, check_version, is_side};
+use crate::error::{Error, Result, catch_panic};
+use crate::io::ipc_check::{check_batch, check_buffers};
+use crate::{ArgumentError, ColumnLayout, DataError, FormatError};
+
+/// Reads the footer, the schema and every record batch of a mapped IPC file: of the
+/// columns named `columns` (all when `None`), in that order.
+pub(super) fn decode(
+    mapping: &Buffer,
+    columns: Option<&[&str]>,
+    validate: bool,
+) -> Result<(SchemaRef, Vec<Dataset>)> {
+    let footer = read_footer(mapping.as_slice())?;
+    let fb_schema = footer
+        .schema()
+        .ok_or_else(|| FormatError::InvalidFile("footer has no schema".to_owned()))?;
+    let schema: SchemaRef = Arc::new(arrow_ipc::convert::try_fb_to_schema(fb_schema)?);
+    check_version(&schema)?;
+    let chosen = Chosen::of(&schema, columns)?;
+    let version = footer.version();
+    // SAFETY: check_block verifies, for every batch before it is decoded, everything Arrow's
+    // validation would (buffer bounds, alignment and sizes, child lengths, no nulls, and —
+    // unless the caller of open_trusted vouched for the file — every offset's order and
+    // bounds) for the tensor columns, the only ones this decoder reads (check_column_types
+    // lets only LoD tensor types through as tensors).
+    let tensors = unsafe {
+        FileDecoder::new(schema.clone(), version)
+            .with_projection(chosen.tensors.clone())
+            .with_require_alignment(true)
+            .with_skip_validation(true)
+    };
+    // Side columns: Arrow's decoder with its full validation, after check_block has seen
+    // that every buffer lies in the body, 8-byte aligned. Types whose items need 16 bytes
+    // (string and binary views, 128- and 256-bit decimals) in a file aligned to 8 only
+    // (pyarrow's) are copied into aligned memory by Arrow: the only copy (format-spec §2.2).
+    let mut sides = FileDecoder::new(schema.clone(), version)
+        .with_projection(chosen.sides.clone())
+        .with_require_alignment(false);
+    if chosen.dictionaries {
+        let dictionaries = footer.dictionaries().map(|b| b.iter().collect::<Vec<_>>());
+        for (index, block) in dictionaries.unwrap_or_default().into_iter().enumerate() {
+            let what = format!("dictionary {index}");
+            let data = block_bytes(mapping, block, &what)?;
+            check_dictionary(&data, block.metaDataLength() as usize, &what)?;
+            let invalid = |e: String| FormatError::InvalidFile(format!("{what}: {e}")).into();
+            catch_panic(
+                || {
+                    sides
+                        .read_dictionary(block, &data)
+                        .map_err(|e| invalid(e.to_string()))
+                },
+                invalid,
+            )?;
+        }
+    }
+    let projected: SchemaRef = Arc::new(schema.project(&chosen.order)?);
+    let mut batches: Vec<Dataset> = Vec::new();
+    let blocks = footer.recordBatches().map(|b| b.iter().collect::<Vec<_>>());
+    for (index, block) in blocks.unwrap_or_default().into_iter().enumerate() {
+        let data = check_block(
+            mapping,
+            block,
+            version,
+            &schema,
+            &chosen.checked,
+            index,
+            validate,
+        )?;
+        let batch = chosen.read(&tensors, &sides, block, &data, &projected, index)?;
+        // Every batch has the file's schema: its fields are checked with the first batch.
+        let dataset = match batches.first() {
+            Some(first) => first.try_from_record_batch_like(&batch, index)?,
+            None => Dataset::try_from_record_batch_at(&batch, index)?,
+        };
+        batches.push(dataset);
+    }
+    Ok((projected, batches))
+}
+
+/// The footer of the IPC file `bytes`, after checking the magic and the footer's length.
+fn read_footer(bytes: &[u8]) -> Result<arrow_ipc::Footer<'_>> {
+    let len = bytes.len();
+    if &bytes[..MAGIC.len()] != MAGIC {
+        return Err(FormatError::InvalidFile(format!(
+            "starts with {:?}, not the Arrow file magic \"ARROW1\"",
+            String::from_utf8_lossy(&bytes[..MAGIC.len()])
+        ))
+        .into());
+    }
+    let tail: [u8; 10] = bytes[len - 10..].try_into().expect("10 bytes");
+    let footer_len = arrow_ipc::reader::read_footer_length(tail)
+        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?;
+    let footer_start = (len - 10)
+        .checked_sub(footer_len)
+        .filter(|&s| s >= MAGIC.len() + 2)
+        .ok_or_else(|| {
+            FormatError::InvalidFile(format!(
+                "footer length {footer_len} does not fit in a file of {len} bytes"
+            ))
+        })?;
+    Ok(arrow_ipc::root_as_footer(&bytes[footer_start..len - 10])
+        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?)
+}
+
+/// The columns a reader reads: tensors and side columns, by their index in the file.
+struct Chosen {
+    /// The columns, in the order asked for.
+    order: Vec<usize>,
+    /// The tensor columns, in file order (Arrow's projection reads in file order).
+    tensors: Vec<usize>,
+    /// The side columns, in file order.
+    sides: Vec<usize>,
+    /// For each column of the file, whether its layout and offsets are checked.
+    checked: Vec<bool>,
+    /// Whether a side column read has a dictionary.
+    dictionaries: bool,
+}
+
+impl Chosen {
+    /// The columns of `schema` named `names` (all when `None`), each checked to be a LoD
+    /// tensor of a supported dtype or a side column of a supported type.
+    fn of(schema: &Schema, names: Option<&[&str]>) -> Result<Self> {
+        let order: Vec<usize> = match names {
+            None => (0..schema.fields().len()).collect(),
+            Some(names) => names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    if names[..i].contains(name) {
+                        return Err(DataError::DuplicateColumn((*name).to_owned()).into());
+                    }
+                    schema
+                        .index_of(name)
+                        .map_err(|_| ArgumentError::NoSuchColumn((*name).to_owned()).into())
+                })
+                .collect::<Result<_>>()?,
+        };
+        let mut chosen = Chosen {
+            tensors: Vec::new(),
+            sides: Vec::new(),
+            checked: vec![false; schema.fields().len()],
+            dictionaries: false,
+            order,
+        };
+        let mut sorted = chosen.order.clone();
+        sorted.sort_unstable();
+        for i in sorted {
+            let field = schema.field(i);
+            let in_column = |e: Error| e.in_column(field.name(), 0);
+            if is_side(field).map_err(in_column)? {
+                check_type(field.data_type()).map_err(in_column)?;
+                chosen.dictionaries |= has_dictionary(field.data_type());
+                chosen.sides.push(i);
+            } else {
+                ColumnLayout::of(field).dtype().map_err(in_column)?;
+                chosen.checked[i] = true;
+                chosen.tensors.push(i);
+            }
+        }
+        Ok(chosen)
+    }
+
+    /// The record batch `block` holds (its bytes `data`, already checked), of the chosen
+    /// columns in the order asked for, under `schema` (the projected schema).
+    fn read(
+        &self,
+        tensors: &FileDecoder,
+        sides: &FileDecoder,
+        block: &Block,
+        data: &Buffer,
+        schema: &SchemaRef,
+        index: usize,
+    ) -> Result<RecordBatch> {
+        let decode = |decoder: &FileDecoder, columns: &[usize]| -> Result<Option<RecordBatch>> {
+            if columns.is_empty() && !self.order.is_empty() {
+                return Ok(None);
+            }
+            decoder
+                .read_record_batch(block, data)
+                .map_err(|e| FormatError::InvalidFile(format!("batch {index}: {e}")))?
+                .ok_or_else(|| {
+                    FormatError::InvalidFile(format!("batch {index}: no record batch")).into()
+                })
+                .map(Some)
+        };
+        let tensor_batch = decode(tensors, &self.tensors)?;
+        // Arrow's decoder and validation panic on some malformed side columns.
+        let side_batch = catch_panic(
+            || decode(sides, &self.sides),
+            |what| FormatError::InvalidFile(format!("batch {index}: side columns: {what}")).into(),
+        )?;
+        let rows = tensor_batch
+            .iter()
+            .chain(&side_batch)
+            .map(RecordBatch::num_rows)
+            .next()
+            .unwrap_or(0);
+        let arrays = self
+            .order
+            .iter()
+            .map(|i| {
+                let (batch, columns) = match self.tensors.binary_search(i) {
+                    Ok(_) => (&tensor_batch, &self.tensors),
+                    Err(_) => (&side_batch, &self.sides),
+                };
+                let at = columns
+                    .binary_search(i)
+                    .expect("every chosen column is read");
+                batch.as_ref().expect("a decoded batch").column(at).clone()
+            })
+            .collect();
+        Ok(RecordBatch::try_new_with_options(
+            schema.clone(),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?)
+    }
+}
+
+/// Whether `data_type` holds a dictionary at any depth.
+fn has_dictionary(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Dictionary(..) => true,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => has_dictionary(f.data_type()),
+        DataType::Struct(fields) => fields.iter().any(|f| has_dictionary(f.data_type())),
+        _ => false,
+    }
+}
+
+/// The bytes of `block` (named `what` in errors), checked to lie in the file with an 8-byte
+/// aligned body.
+fn block_bytes(mapping: &Buffer, block: &Block, what: &str) -> Result<Buffer> {
+    let at_block = |reason: String| FormatError::InvalidFile(format!("{what}: {reason}")).into();
+    let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
+    let (Ok(offset), Ok(meta), Ok(body)) = (
+        usize::try_from(offset),
+        usize::try_from(meta),
+        usize::try_from(body),
+    ) else {
+        return Err(at_block(format!(
+            "block has a negative offset or length (offset {offset}, metadata {meta}, body {body})"
+        )));
+    };
+    let end = offset
+        .checked_add(meta)
+        .and_then(|e| e.checked_add(body))
+        .filter(|&e| e <= mapping.len())
+        .ok_or_else(|| {
+            at_block(format!(
+                "block at {offset} of {meta} + {body} bytes ends past the file's {} bytes",
+                mapping.len()
+            ))
+        })?;
+    if meta < 8 {
+        return Err(at_block(format!("metadata of {meta} bytes is too short")));
+    }
+    // The IPC format pads every buffer to 8 bytes and the mapping is page-aligned: a
+    // misaligned body would otherwise be copied.
+    if (offset + meta) % 8 != 0 {
+        return Err(at_block(format!(
+            "body at {} is not 8-byte aligned",
+            offset + meta
+        )));
+    }
+    Ok(mapping.slice_with_length(offset, end - offset))
+}
+
+/// Checks that the dictionary batch in `data` (its message in the first `meta` bytes) has
+/// every buffer inside its body, 8-byte aligned: Arrow's decoder slices them unchecked.
+fn check_dictionary(data: &Buffer, meta: usize, what: &str) -> Result<()> {
+    let invalid = |reason: String| FormatError::InvalidFile(format!("{what}: {reason}"));
+    let bytes = data.as_slice();
+    let skip = if bytes[..4] == [0xff; 4] { 8 } else { 4 };
+    let message = arrow_ipc::root_as_message(&bytes[skip..meta])
+        .map_err(|e| invalid(format!("message: {e}")))?;
+    let batch = message
+        .header_as_dictionary_batch()
+        .and_then(|d| d.data())
+        .ok_or_else(|| invalid("block is not a dictionary batch".to_owned()))?;
+    check_buffers(&batch, &data.slice(meta)).map_err(|e| invalid(e.to_string()).into())
+}
+
+/// The bytes of one block, after checking that the block lies inside the file, that it
+/// holds a record batch, and (see [`check_batch`]) that the batch's layout and offsets are
+/// valid (`checked`: for which columns fully).
+fn check_block(
+    mapping: &Buffer,
+    block: &Block,
+    version: MetadataVersion,
+    schema: &Schema,
+    checked: &[bool],
+    index: usize,
+    validate: bool,
+) -> Result<Buffer> {
+    let at_batch =
+        |reason: String| FormatError::InvalidFile(format!("batch {index}: {reason}")).into();
+    let data = block_bytes(mapping, block, &format!("batch {index}"))?;
+    let meta = block.metaDataLength() as usize;
+    let bytes = data.as_slice();
+    let skip = if bytes[..4] == [0xff; 4] { 8 } else { 4 };
+    let message = arrow_ipc::root_as_message(&bytes[skip..meta])
+        .map_err(|e| at_batch(format!("message: {e}")))?;
+    if version != MetadataVersion::V1 && message.version() != version {
+        return Err(at_batch(
+            "message version differs from the footer's".to_owned(),
+        ));
+    }
+    let batch = message
+        .header_as_record_batch()
+        .ok_or_else(|| at_batch("block is not a record batch".to_owned()))?;
+    check_batch(schema, checked, &batch, &data.slice(meta), index, validate)?;
+    Ok(data)
+}
