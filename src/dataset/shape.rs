@@ -40,10 +40,10 @@ impl Column {
             }
             .into()
         };
+        if t.element_shape() == shape {
+            return Ok(self.clone());
+        }
         if !t.element_shape().is_empty() {
-            if t.element_shape() == shape {
-                return Ok(self.clone());
-            }
             return Err(bad(format!(
                 "the column's elements already have shape {:?}",
                 t.element_shape()

@@ -64,6 +64,22 @@ pub use reader::{ParquetReadOptions, ParquetReader, read_parquet};
 pub use writer::{ParquetFileWriter, ParquetWriter, write_parquet};
 
 /// The compression codec of every column chunk.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::io::parquet::*;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+/// # let path = dir.path().join("d.parquet");
+/// for codec in [Compression::None, Compression::Snappy, Compression::Zstd(1)] {
+///     write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_compression(codec))?;
+///     assert_eq!(read_parquet(&path, &ParquetReadOptions::default())?, ds);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Compression {
     /// No compression.
@@ -86,6 +102,22 @@ impl Compression {
 }
 
 /// When the writer closes a row group and starts the next.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::io::parquet::*;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+/// # let path = dir.path().join("d.parquet");
+/// let options = ParquetWriteOptions::default().with_row_group_size(RowGroupSize::Rows(1));
+/// write_parquet(&path, [&ds], &options)?;
+/// let reader = ParquetReader::open(&path, &ParquetReadOptions::default())?;
+/// assert_eq!(reader.count(), 2);                            // a row group a row
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowGroupSize {
     /// After this many rows (top-level sequences).
@@ -107,6 +139,21 @@ impl Default for RowGroupSize {
 /// The defaults: snappy, row groups of about 128 MiB, offset widths as the datasets have
 /// them, `PLAIN` encoding, no dictionary, one thread per core
 /// ([`ParquetWriteOptions::with_threads`]; the file is the same with any number).
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::io::parquet::*;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+/// # let path = dir.path().join("d.parquet");
+/// let options = ParquetWriteOptions::default().with_compression(Compression::Zstd(1)).with_threads(1);
+/// write_parquet(&path, [&ds], &options)?;
+/// assert_eq!(read_parquet(&path, &ParquetReadOptions::default())?, ds);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParquetWriteOptions {
     compression: Compression,
@@ -132,12 +179,43 @@ impl Default for ParquetWriteOptions {
 
 impl ParquetWriteOptions {
     /// The same options with `compression`.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let size = |codec| -> lodtensor::Result<u64> {
+    ///     write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_compression(codec))?;
+    ///     Ok(std::fs::metadata(&path)?.len())
+    /// };
+    /// assert!(size(Compression::None)? > 0 && size(Compression::Zstd(3))? > 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_compression(mut self, compression: Compression) -> Self {
         self.compression = compression;
         self
     }
 
     /// The same options with row groups of `size`.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_row_group_size(RowGroupSize::Rows(2)))?;
+    /// assert_eq!(ParquetReader::open(&path, &ParquetReadOptions::default())?.count(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_row_group_size(mut self, size: RowGroupSize) -> Self {
         self.row_group_size = size;
         self
@@ -147,6 +225,22 @@ impl ParquetWriteOptions {
     ///
     /// Parquet stores no offsets, only repetition and definition levels: the width is kept
     /// in the embedded Arrow schema (`List` or `LargeList`) and decides what readers build.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// use lodtensor::OffsetWidth;
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_offset_width(OffsetWidth::I32))?;
+    /// let back = read_parquet(&path, &ParquetReadOptions::default())?;
+    /// assert_eq!(back.column("x")?.lod().levels()[0].width(), OffsetWidth::I32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_offset_width(mut self, width: OffsetWidth) -> Self {
         self.offset_width = Some(width);
         self
@@ -154,6 +248,20 @@ impl ParquetWriteOptions {
 
     /// The same options with `BYTE_STREAM_SPLIT` encoding for float16/32/64 values, which
     /// usually helps a codec compress them (no dictionary for those columns then).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_byte_stream_split(true))?;
+    /// assert_eq!(read_parquet(&path, &ParquetReadOptions::default())?, ds);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_byte_stream_split(mut self, enabled: bool) -> Self {
         self.byte_stream_split = enabled;
         self
@@ -161,6 +269,20 @@ impl ParquetWriteOptions {
 
     /// The same options with dictionary encoding of the values on or off (off by default:
     /// it rarely pays for tensor values and costs time).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_dictionary(true))?;
+    /// assert_eq!(read_parquet(&path, &ParquetReadOptions::default())?, ds);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_dictionary(mut self, enabled: bool) -> Self {
         self.dictionary = enabled;
         self
@@ -176,6 +298,22 @@ impl ParquetWriteOptions {
     /// and a few pages per thread. Otherwise up to `threads` row groups are encoded at once,
     /// into memory, and written in order: memory is `threads` row groups of input plus their
     /// encoded chunks.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_threads(1))?;
+    /// let one = std::fs::read(&path)?;
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_threads(4))?;
+    /// assert_eq!(std::fs::read(&path)?, one);                  // the same file on any number
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_threads(mut self, threads: usize) -> Self {
         self.threads = threads.max(1);
         self

@@ -18,6 +18,21 @@ use crate::error::{Error, Result};
 use crate::{ArgumentError, ErrorKind, FormatError};
 
 /// How a Parquet file is read.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::io::parquet::*;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+/// # let path = dir.path().join("d.parquet");
+/// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
+/// let options = ParquetReadOptions::default().with_batch_size(1);
+/// assert_eq!(ParquetReader::open(&path, &options)?.count(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParquetReadOptions {
     batch_size: usize,
@@ -38,6 +53,22 @@ impl Default for ParquetReadOptions {
 
 impl ParquetReadOptions {
     /// The same options reading `rows` rows (top-level sequences) per dataset.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
+    /// let reader = ParquetReader::open(&path, &ParquetReadOptions::default().with_batch_size(1))?;
+    /// let sizes: Vec<usize> = reader.map(|d| d.map(|d| d.num_rows())).collect::<lodtensor::Result<_>>()?;
+    /// assert_eq!(sizes, [1, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_batch_size(mut self, rows: usize) -> Self {
         self.batch_size = rows.max(1);
         self
@@ -55,6 +86,22 @@ impl ParquetReadOptions {
     ///
     /// Anything else is [`DataError::ElementShape`](crate::DataError::ElementShape). A column whose elements already have
     /// `shape` is left as it is, so the option is harmless on files that keep their schema.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
+    /// // The file keeps its schema: the option leaves a column of that shape as it is.
+    /// let options = ParquetReadOptions::default().with_element_shape("x", vec![]);
+    /// assert_eq!(read_parquet(&path, &options)?, ds);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_element_shape(mut self, column: impl Into<String>, shape: Vec<usize>) -> Self {
         self.element_shapes.push((column.into(), shape));
         self
@@ -68,6 +115,22 @@ impl ParquetReadOptions {
     /// offsets and its values copied once, one row group at a time; batches then never span
     /// row groups. Off, or for any other file, the `parquet` crate's Arrow reader reads it.
     /// Both give the same datasets.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
+    /// let direct = read_parquet(&path, &ParquetReadOptions::default())?;
+    /// let general = read_parquet(&path, &ParquetReadOptions::default().with_direct(false))?;
+    /// assert_eq!(direct, general);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_direct(mut self, enabled: bool) -> Self {
         self.direct = enabled;
         self
@@ -137,6 +200,22 @@ impl ParquetReader {
     /// column and page), [`UnsupportedError::UnsupportedVersion`](crate::UnsupportedError::UnsupportedVersion),
     /// [`ArgumentError::NoSuchColumn`] for a column named in the options that the file
     /// lacks; each with the path attached ([`Error::path`](crate::Error::path)).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
+    /// let reader = ParquetReader::open(&path, &ParquetReadOptions::default())?;
+    /// assert_eq!(reader.num_rows(), 2);
+    /// assert!(ParquetReader::open(dir.path().join("none.parquet"), &ParquetReadOptions::default()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Self> {
         let path = path.as_ref();
         (|| {
@@ -153,6 +232,22 @@ impl ParquetReader {
     ///
     /// # Errors
     /// As [`ParquetReader::open`], without the file.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
+    /// writer.write(&ds)?;
+    /// let bytes = bytes::Bytes::from(writer.finish()?);
+    /// assert_eq!(ParquetReader::try_new(bytes, &ParquetReadOptions::default())?.read_all()?, ds);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_new<R: ChunkReader + 'static>(
         reader: R,
         options: &ParquetReadOptions,
@@ -203,11 +298,40 @@ impl ParquetReader {
     }
 
     /// The Arrow schema the file's record batches have (before element shapes are applied).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
+    /// let reader = ParquetReader::open(&path, &ParquetReadOptions::default())?;
+    /// assert_eq!(reader.schema().field(0).name(), "x");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
     }
 
     /// The number of rows of the file, from its footer.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds, &ds], &ParquetWriteOptions::default())?;
+    /// assert_eq!(ParquetReader::open(&path, &ParquetReadOptions::default())?.num_rows(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_rows(&self) -> usize {
         self.num_rows
     }
@@ -250,6 +374,21 @@ impl ParquetReader {
     ///
     /// # Errors
     /// As the iterator.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_row_group_size(RowGroupSize::Rows(1)))?;
+    /// let all = ParquetReader::open(&path, &ParquetReadOptions::default())?.read_all()?;
+    /// assert_eq!(all, ds);                                     // the row groups as one dataset
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read_all(mut self) -> Result<Dataset> {
         if let Batches::Direct {
             groups,

@@ -71,6 +71,22 @@ impl<W: Write + Send> std::fmt::Debug for ParquetWriter<W> {
 
 impl<W: Write + Send> ParquetWriter<W> {
     /// A writer to `sink`; nothing is written before the first dataset.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
+    /// writer.write(&ds)?;
+    /// let bytes = writer.finish()?;
+    /// assert!(bytes.starts_with(b"PAR1"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(sink: W, options: ParquetWriteOptions) -> Self {
         ParquetWriter {
             options,
@@ -87,6 +103,23 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// [`ArgumentError::SchemaMismatch`] when the columns differ from the first dataset's;
     /// [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) (with the column, [`Error::column`](crate::Error::column)) when an offset does not fit the
     /// width asked for; [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) or [`ErrorKind::Io`](crate::ErrorKind::Io) from the writer.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
+    /// writer.write(&ds)?;
+    /// writer.write(&ds)?;
+    /// let back = ParquetReader::try_new(bytes::Bytes::from(writer.finish()?), &ParquetReadOptions::default())?.read_all()?;
+    /// assert_eq!(back.num_rows(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         let batch = self.batches;
         let mut dataset = match self.options.offset_width {
@@ -135,11 +168,42 @@ impl<W: Write + Send> ParquetWriter<W> {
     }
 
     /// The number of rows written so far.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
+    /// writer.write(&ds)?;
+    /// assert_eq!(writer.num_rows(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_rows(&self) -> usize {
         self.rows
     }
 
     /// The file's schema, once the first dataset has set it.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
+    /// assert!(writer.schema().is_none());                       // set by the first write
+    /// writer.write(&ds)?;
+    /// assert_eq!(writer.schema().map(|s| s.fields().len()), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn schema(&self) -> Option<&SchemaRef> {
         self.schema.as_ref()
     }
@@ -150,6 +214,22 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// [`ArgumentError::NoSchema`] when no dataset was written (a Parquet file needs a schema:
     /// write an empty dataset to make a file with no rows); [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) from the
     /// writer.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
+    /// writer.write(&ds)?;
+    /// let bytes = writer.finish()?;
+    /// assert!(bytes.ends_with(b"PAR1"));                         // the footer written
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn finish(self) -> Result<W> {
         match self.state {
             State::Waiting(_) => Err(ArgumentError::NoSchema.into()),
@@ -388,6 +468,23 @@ impl ParquetFileWriter {
     ///
     /// # Errors
     /// [`ErrorKind::Io`](crate::ErrorKind::Io) (with the path, [`Error::path`](crate::Error::path)) when the temporary file cannot be created.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
+    /// writer.write(&ds)?;
+    /// assert!(!path.exists());                                  // the file appears at finish
+    /// writer.finish()?;
+    /// assert!(path.exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create(path: impl AsRef<Path>, options: ParquetWriteOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         Ok(ParquetFileWriter {
@@ -400,16 +497,62 @@ impl ParquetFileWriter {
     ///
     /// # Errors
     /// As [`ParquetWriter::write`], with the path attached ([`Error::path`](crate::Error::path)).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
+    /// writer.write(&ds)?;
+    /// writer.write(&ds.slice_rows(0..1)?)?;
+    /// writer.finish()?;
+    /// assert_eq!(read_parquet(&path, &ParquetReadOptions::default())?.num_rows(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&mut self, dataset: &Dataset) -> Result<()> {
         self.inner.write(dataset).map_err(|e| e.in_file(&self.path))
     }
 
     /// The number of rows written so far.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
+    /// writer.write(&ds)?;
+    /// assert_eq!(writer.num_rows(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_rows(&self) -> usize {
         self.inner.num_rows()
     }
 
     /// The target path.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
+    /// assert_eq!(writer.path(), path);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -419,6 +562,22 @@ impl ParquetFileWriter {
     /// # Errors
     /// As [`ParquetWriter::finish`]; [`ErrorKind::Io`](crate::ErrorKind::Io) when syncing or renaming fails;
     /// each with the path attached ([`Error::path`](crate::Error::path)). The target is untouched on error.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
+    /// writer.write(&ds)?;
+    /// writer.finish()?;
+    /// assert_eq!(read_parquet(&path, &ParquetReadOptions::default())?, ds);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn finish(self) -> Result<()> {
         let path = self.path;
         self.inner.finish().map_err(|e| e.in_file(&path))?.commit()
@@ -432,6 +591,21 @@ impl ParquetFileWriter {
 ///
 /// # Example
 /// See the [module docs](super).
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset, LodTensor};
+/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::io::parquet::*;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+/// # let path = dir.path().join("d.parquet");
+/// write_parquet(&path, [&ds, &ds], &ParquetWriteOptions::default())?;
+/// assert_eq!(read_parquet(&path, &ParquetReadOptions::default())?.num_rows(), 4);
+/// assert!(write_parquet(&path, Vec::<Dataset>::new(), &ParquetWriteOptions::default()).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn write_parquet<D: Borrow<Dataset>>(
     path: impl AsRef<Path>,
     datasets: impl IntoIterator<Item = D>,
