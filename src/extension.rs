@@ -11,13 +11,41 @@ use serde_json::Value;
 use crate::error::Result;
 
 /// `ARROW:extension:name` of the element type.
+///
+/// # Example
+/// ```
+/// use lodtensor::extension::{EXTENSION_NAME, EXTENSION_NAME_KEY, metadata};
+/// assert_eq!(metadata(&[2, 3])[EXTENSION_NAME_KEY], EXTENSION_NAME);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const EXTENSION_NAME: &str = "arrow.fixed_shape_tensor";
 /// Field metadata key of an extension type's name.
+///
+/// # Example
+/// ```
+/// use lodtensor::extension::{EXTENSION_NAME_KEY, metadata};
+/// assert_eq!(metadata(&[4])[EXTENSION_NAME_KEY], "arrow.fixed_shape_tensor");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const EXTENSION_NAME_KEY: &str = "ARROW:extension:name";
 /// Field metadata key of an extension type's parameters.
+///
+/// # Example
+/// ```
+/// use lodtensor::extension::{EXTENSION_METADATA_KEY, metadata};
+/// assert_eq!(metadata(&[2, 3])[EXTENSION_METADATA_KEY], r#"{"shape":[2,3]}"#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const EXTENSION_METADATA_KEY: &str = "ARROW:extension:metadata";
 
 /// The field metadata that tags a `FixedSizeList` as a tensor of `shape`.
+///
+/// # Example
+/// ```
+/// use lodtensor::extension::{metadata, parse_shape};
+/// assert_eq!(parse_shape(&metadata(&[2, 3]), 6)?, Some(vec![2, 3]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn metadata(shape: &[usize]) -> Metadata {
     let shape = serde_json::to_string(shape).expect("a list of integers serialises");
     Metadata::from([
@@ -32,6 +60,14 @@ pub fn metadata(shape: &[usize]) -> Metadata {
 /// # Errors
 /// [`FormatError::ExtensionMetadata`] when the metadata is missing, not JSON, has no valid
 /// `shape`, has a non-identity `permutation`, or its shape's product is not `list_size`.
+///
+/// # Example
+/// ```
+/// use lodtensor::extension::{metadata, parse_shape};
+/// assert_eq!(parse_shape(&Default::default(), 6)?, None);           // not tagged
+/// assert!(parse_shape(&metadata(&[2, 3]), 5).is_err());             // 2 × 3 is not 5
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn parse_shape(field_metadata: &Metadata, list_size: usize) -> Result<Option<Vec<usize>>> {
     if field_metadata.get(EXTENSION_NAME_KEY).map(String::as_str) != Some(EXTENSION_NAME) {
         return Ok(None);

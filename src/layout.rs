@@ -46,12 +46,32 @@ pub struct ColumnLayout {
 
 impl ColumnLayout {
     /// A layout of lists of `widths` (outermost first) over `element`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{ColumnLayout, OffsetWidth};
+    /// use lodtensor::arrow::{DataType, Field};
+    /// let layout = ColumnLayout::new(vec![OffsetWidth::I64; 2], Field::new("item", DataType::Int32, false));
+    /// assert_eq!(ColumnLayout::of(&layout.to_field("x")), layout);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(widths: Vec<OffsetWidth>, element: Field) -> Self {
         ColumnLayout { widths, element }
     }
 
     /// The layout of `field`'s type: its `List` and `LargeList` levels peeled off, down to
     /// the first other type (the element field; `field` itself for a 0-level column).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::ColumnLayout;
+    /// let layout = ColumnLayout::of(&Column::new("x", t).arrow_field());
+    /// assert_eq!(layout.num_levels(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn of(field: &Field) -> Self {
         let mut widths = Vec::new();
         let mut field = field;
@@ -76,16 +96,47 @@ impl ColumnLayout {
     }
 
     /// The offset width of every level, outermost first.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::{ColumnLayout, OffsetWidth};
+    /// let layout = ColumnLayout::of(&Column::new("x", t).with_offset_width(OffsetWidth::I32)?.arrow_field());
+    /// assert_eq!(layout.widths(), [OffsetWidth::I32, OffsetWidth::I32]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn widths(&self) -> &[OffsetWidth] {
         &self.widths
     }
 
     /// The number of LoD levels.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::ColumnLayout;
+    /// use lodtensor::arrow::{DataType, Field};
+    /// assert_eq!(ColumnLayout::of(&Field::new("plain", DataType::Int64, false)).num_levels(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_levels(&self) -> usize {
         self.widths.len()
     }
 
     /// The element field under the levels.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::ColumnLayout;
+    /// use lodtensor::arrow::DataType;
+    /// let layout = ColumnLayout::of(&Column::new("x", t).arrow_field());
+    /// assert_eq!(layout.element().data_type(), &DataType::Float32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn element(&self) -> &Field {
         &self.element
     }
@@ -95,6 +146,16 @@ impl ColumnLayout {
     /// # Errors
     /// [`UnsupportedError::UnsupportedType`](crate::UnsupportedError::UnsupportedType)
     /// for an item type with no [`DType`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::{ColumnLayout, DType};
+    /// assert_eq!(ColumnLayout::of(&Column::new("x", t).arrow_field()).dtype()?, DType::Float32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dtype(&self) -> Result<DType> {
         let mut data_type = self.element.data_type();
         while let DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) =
@@ -107,6 +168,17 @@ impl ColumnLayout {
 
     /// The column field named `name` of this layout: the element wrapped in the levels,
     /// innermost first, every item field named `item` and nullable.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::ColumnLayout;
+    /// let field = Column::new("x", t).arrow_field();
+    /// assert_eq!(ColumnLayout::of(&field).to_field("y").data_type(), field.data_type());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_field(&self, name: &str) -> Field {
         let mut field = self.element.clone().with_name(name);
         for width in self.widths.iter().rev() {

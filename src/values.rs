@@ -17,6 +17,14 @@ use arrow_schema::DataType;
 use crate::error::Result;
 
 /// The element types a LoD tensor can hold.
+///
+/// # Example
+/// ```
+/// use lodtensor::DType;
+/// assert_eq!(DType::from_name("float32")?, DType::Float32);
+/// assert_eq!(DType::Float16.byte_width(), Some(2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
     /// Booleans (bit-packed in Arrow).
@@ -47,6 +55,13 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, in a fixed order.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::DType;
+    /// assert!(DType::ALL.iter().all(|&d| DType::from_name(d.name()).ok() == Some(d)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub const ALL: [DType; 12] = [
         DType::Bool,
         DType::UInt8,
@@ -201,6 +216,16 @@ impl Values {
     /// [`UnsupportedError::UnsupportedType`] for an item type that is not a [`DType`];
     /// [`DataError::Nulls`] when items are null; [`DataError::ElementShape`] when a dimension is 0,
     /// the element size overflows, or the items are not a whole number of elements.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Values;
+    /// use lodtensor::arrow::array::{ArrayRef, Float32Array};
+    /// let items: ArrayRef = std::sync::Arc::new(Float32Array::from(vec![0.0; 6]));
+    /// assert_eq!(Values::try_new(items.clone(), vec![2, 3])?.num_elements(), 1);
+    /// assert!(Values::try_new(items, vec![4]).is_err());               // 6 items are not rows of 4
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_new(items: ArrayRef, element_shape: Vec<usize>) -> Result<Self> {
         let dtype = DType::try_from_arrow(items.data_type())?;
         let element_size = element_size(&element_shape)?;
@@ -363,6 +388,16 @@ impl Values {
     ///
     /// # Errors
     /// [`ArgumentError::DTypeMismatch`] when the values are not booleans.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Values;
+    /// use lodtensor::arrow::array::{ArrayRef, BooleanArray};
+    /// let items: ArrayRef = std::sync::Arc::new(BooleanArray::from(vec![true, false]));
+    /// let values = Values::try_new(items, vec![])?;
+    /// assert!(values.booleans()?.value(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn booleans(&self) -> Result<&BooleanArray> {
         self.items
             .as_any()
@@ -392,6 +427,15 @@ impl Values {
     }
 
     /// The address of the first byte of the items (to check that a view shares a buffer).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Values;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// let values = Values::from_vec::<Float32Type>(vec![1.0, 2.0], vec![])?;
+    /// assert_eq!(values.as_ptr(), values.typed::<Float32Type>()?.as_ptr().cast());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_ptr(&self) -> *const u8 {
         let data = self.items.to_data();
         data.buffers()[0].as_ptr()

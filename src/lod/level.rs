@@ -9,6 +9,13 @@ use crate::DataError;
 use crate::error::Result;
 
 /// The integer width of a level's offsets: Arrow `List` (`i32`) or `LargeList` (`i64`).
+///
+/// # Example
+/// ```
+/// use lodtensor::OffsetWidth;
+/// assert_eq!((OffsetWidth::I32.name(), OffsetWidth::I64.name()), ("int32", "int64"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum OffsetWidth {
     /// 32-bit offsets, Arrow `List`.
@@ -38,6 +45,14 @@ impl OffsetWidth {
 ///
 /// An [`OffsetBuffer`] is non-empty, starts at or above 0 and never decreases, so every
 /// `LevelOffsets` obeys the per-level rules; [`Lod`](crate::Lod) adds the rules between levels.
+///
+/// # Example
+/// ```
+/// use lodtensor::{LevelOffsets, OffsetWidth};
+/// let level = LevelOffsets::try_new_i32(0, vec![0, 2, 5].into())?;
+/// assert_eq!((level.width(), level.to_vec()), (OffsetWidth::I32, vec![0, 2, 5]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub enum LevelOffsets {
     /// 32-bit offsets (Arrow `List`).
@@ -204,6 +219,16 @@ impl LevelOffsets {
     }
 
     /// The address of the first offset (to check that a view shares a buffer).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::LevelOffsets;
+    /// let level = LevelOffsets::try_new_i64(0, vec![0, 2, 5].into())?;
+    /// let copy = level.to_vec();                                      // a copy, elsewhere
+    /// assert_ne!(level.as_ptr(), copy.as_ptr().cast());
+    /// assert_eq!(level.as_ptr(), level.clone().as_ptr());                 // clones share the buffer
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_ptr(&self) -> *const u8 {
         match self {
             LevelOffsets::I32(o) => o.inner().inner().as_ptr(),
