@@ -44,6 +44,16 @@ impl AtomicFile {
     ///
     /// # Errors
     /// [`ErrorKind::Io`](crate::ErrorKind::Io) (wrapped with the path) when the temporary file cannot be created.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::io::AtomicFile;
+    /// let dir = tempfile::tempdir()?;
+    /// let file = AtomicFile::create(dir.path().join("x.bin"))?;
+    /// drop(file);                                                // no commit: nothing is left
+    /// assert_eq!(std::fs::read_dir(dir.path())?.count(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create(target: impl AsRef<Path>) -> Result<Self> {
         let target = target.as_ref().to_path_buf();
         let dir = match target.parent() {
@@ -70,11 +80,32 @@ impl AtomicFile {
     }
 
     /// The file to write into.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Write;
+    /// use lodtensor::io::AtomicFile;
+    /// let dir = tempfile::tempdir()?;
+    /// let atomic = AtomicFile::create(dir.path().join("x.bin"))?;
+    /// (&mut &*atomic.file()).write_all(b"abc")?;
+    /// atomic.commit()?;
+    /// assert_eq!(std::fs::read(dir.path().join("x.bin"))?, b"abc");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn file(&self) -> &File {
         self.temp.as_file()
     }
 
     /// The target path.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::io::AtomicFile;
+    /// let dir = tempfile::tempdir()?;
+    /// let atomic = AtomicFile::create(dir.path().join("x.bin"))?;
+    /// assert_eq!(atomic.target(), dir.path().join("x.bin"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn target(&self) -> &Path {
         &self.target
     }
@@ -84,6 +115,17 @@ impl AtomicFile {
     /// # Errors
     /// [`ErrorKind::Io`](crate::ErrorKind::Io) (wrapped with the path); the target is untouched unless the rename
     /// happened.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::io::AtomicFile;
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("x.bin");
+    /// std::fs::write(&path, b"old")?;
+    /// AtomicFile::create(&path)?.commit()?;                      // an empty file replaces it whole
+    /// assert_eq!(std::fs::read(&path)?, b"");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn commit(self) -> Result<()> {
         let target = self.target;
         let fail = |e: io::Error| Error::from(e).in_file(&target);

@@ -47,32 +47,100 @@ pub struct ExpandedView {
 
 impl ExpandedView {
     /// The list view: offsets and sizes into `x`'s values array.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{Lod, LodTensor};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::sequence_expand_view;
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![1, 3]], vec![1.1, 2.2, 3.3, 4.4], vec![1])?;
+    /// let view = sequence_expand_view(&x, &Lod::try_from_lengths(&[vec![1, 3], vec![1, 2, 1, 2]])?, 0)?;
+    /// assert_eq!(view.as_list_view().value_sizes(), &[1, 3, 3, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_list_view(&self) -> &LargeListViewArray {
         &self.array
     }
 
     /// The list view, consumed.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{Lod, LodTensor};
+    /// use lodtensor::arrow::Array;
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::sequence_expand_view;
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![1, 3]], vec![1.1, 2.2, 3.3, 4.4], vec![1])?;
+    /// let view = sequence_expand_view(&x, &Lod::try_from_lengths(&[vec![1, 3], vec![1, 2, 1, 2]])?, 0)?;
+    /// assert_eq!(view.into_list_view().len(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_list_view(self) -> LargeListViewArray {
         self.array
     }
 
     /// The Arrow field of a column named `name` holding [`ExpandedView::as_list_view`]
     /// (its item field carries the `arrow.fixed_shape_tensor` metadata of the elements).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::arrow::Array;
+    /// use lodtensor::{Lod, LodTensor};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::sequence_expand_view;
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![1, 3]], vec![1.1, 2.2, 3.3, 4.4], vec![1])?;
+    /// let view = sequence_expand_view(&x, &Lod::try_from_lengths(&[vec![1, 3], vec![1, 2, 1, 2]])?, 0)?;
+    /// assert_eq!(view.field("expanded").data_type(), view.as_list_view().data_type());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn field(&self, name: &str) -> Field {
         Field::new(name, self.array.data_type().clone(), true)
     }
 
     /// The number of output sequences (rows, when `x` has no LoD).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{Lod, LodTensor};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::sequence_expand_view;
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![1, 3]], vec![1.1, 2.2, 3.3, 4.4], vec![1])?;
+    /// let view = sequence_expand_view(&x, &Lod::try_from_lengths(&[vec![1, 3], vec![1, 2, 1, 2]])?, 0)?;
+    /// assert_eq!(view.len(), 4);                                 // 1 + 3 output sequences
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.array.len()
     }
 
     /// Whether there are no output sequences.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{Lod, LodTensor};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::sequence_expand_view;
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![0]], vec![], vec![1])?;
+    /// let view = sequence_expand_view(&x, &Lod::try_from_lengths(&[vec![0]])?, 0)?;
+    /// assert!(view.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.array.is_empty()
     }
 
     /// The output lengths: elements per output sequence.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{Lod, LodTensor};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::sequence_expand_view;
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![1])?;
+    /// let view = sequence_expand_view(&x, &Lod::try_from_lengths(&[vec![2, 1]])?, 0)?;
+    /// assert_eq!(view.lengths(), vec![2, 2, 1]);                 // x's first sequence twice
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lengths(&self) -> Vec<usize> {
         self.array.sizes().iter().map(|&s| s as usize).collect()
     }
@@ -82,6 +150,19 @@ impl ExpandedView {
     ///
     /// # Errors
     /// [`DataError::OffsetOverflow`] when the output offsets do not fit `x`'s offset width.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{Lod, LodTensor};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::{sequence_expand, sequence_expand_view};
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![1])?;
+    /// let y = Lod::try_from_lengths(&[vec![2, 1]])?;
+    /// let copy = sequence_expand_view(&x, &y, 0)?.materialize()?;
+    /// assert_eq!(copy, sequence_expand(&x, &y, 0)?);
+    /// assert_eq!(copy.typed_values::<Float32Type>()?, &[1.0, 2.0, 1.0, 2.0, 3.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn materialize(&self) -> Result<LodTensor> {
         let pieces: Vec<Piece> = self
             .array

@@ -48,6 +48,18 @@ pub struct PadOptions {
 
 impl PadOptions {
     /// Pads to `max_len` elements instead of the longest sequence.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LodTensor, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::{PadOptions, to_padded};
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![])?;
+    /// let zero = Values::from_vec::<Float32Type>(vec![0.0], vec![])?;
+    /// assert_eq!(to_padded(&x, 0, &zero, PadOptions::default().with_max_len(4))?.shape, vec![2, 4]);
+    /// assert!(to_padded(&x, 0, &zero, PadOptions::default().with_max_len(1)).is_err());   // 2 > 1
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_max_len(mut self, max_len: usize) -> Self {
         self.max_len = Some(max_len);
         self
@@ -55,6 +67,18 @@ impl PadOptions {
 
     /// Whether a sequence longer than `max_len` is cut to its first `max_len` elements
     /// (`true`) or is an error (`false`, the default).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LodTensor, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::{PadOptions, to_padded};
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![])?;
+    /// let zero = Values::from_vec::<Float32Type>(vec![0.0], vec![])?;
+    /// let cut = to_padded(&x, 0, &zero, PadOptions::default().with_max_len(1).with_truncation(true))?;
+    /// assert_eq!((cut.shape.clone(), cut.truncated), (vec![2, 1], 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_truncation(mut self, truncate: bool) -> Self {
         self.truncate = truncate;
         self
@@ -71,6 +95,18 @@ impl From<Option<usize>> for PadOptions {
 }
 
 /// Sequences padded to one length: the result of [`to_padded`].
+///
+/// # Example
+/// ```
+/// use lodtensor::{LodTensor, Values};
+/// use lodtensor::arrow::types::Float32Type;
+/// use lodtensor::ops::to_padded;
+/// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![])?;
+/// let padded = to_padded(&x, 0, &Values::from_vec::<Float32Type>(vec![0.0], vec![])?, None)?;
+/// assert_eq!(padded.values.typed::<Float32Type>()?, &[1.0, 2.0, 3.0, 0.0]);
+/// assert_eq!(padded.mask, [true, true, true, false]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Padded {
     /// `n_seq · max_len` elements of the input's element shape, row-major.
@@ -87,6 +123,17 @@ pub struct Padded {
 
 impl Padded {
     /// `max_len`, the second dimension.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LodTensor, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::to_padded;
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![])?;
+    /// let padded = to_padded(&x, 0, &Values::from_vec::<Float32Type>(vec![0.0], vec![])?, None)?;
+    /// assert_eq!(padded.max_len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn max_len(&self) -> usize {
         self.shape[1]
     }
@@ -95,12 +142,36 @@ impl Padded {
     ///
     /// # Errors
     /// As [`from_padded`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{LodTensor, Values};
+    /// use lodtensor::arrow::types::Float32Type;
+    /// use lodtensor::ops::to_padded;
+    /// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![])?;
+    /// let padded = to_padded(&x, 0, &Values::from_vec::<Float32Type>(vec![0.0], vec![])?, None)?;
+    /// assert_eq!(padded.to_lod_tensor()?, x);                    // the padding taken off again
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_lod_tensor(&self) -> Result<LodTensor> {
         from_padded(&self.values, &self.lengths)
     }
 }
 
 /// Documents of sentences padded on two levels: the result of [`to_padded_nested`].
+///
+/// # Example
+/// ```
+/// use lodtensor::{LodTensor, Values};
+/// use lodtensor::arrow::types::Float32Type;
+/// use lodtensor::ops::to_padded_nested;
+/// // Two documents of [2, 1] and [1] sentences.
+/// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![2, 1, 1]], vec![1.0; 4], vec![])?;
+/// let padded = to_padded_nested(&x, 0, &Values::from_vec::<Float32Type>(vec![0.0], vec![])?)?;
+/// assert_eq!(padded.shape, vec![2, 2, 2]);                   // docs, sentences, tokens
+/// assert_eq!((padded.sentences.clone(), padded.lengths.clone()), (vec![2, 1], vec![2, 1, 1, 0]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct PaddedNested {
     /// `n_docs · max_sents · max_tokens` elements of the input's element shape, row-major.
@@ -252,6 +323,20 @@ pub fn to_padded(
 ///
 /// # Errors
 /// As [`to_padded`], without [`DataError::SequenceTooLong`].
+///
+/// # Example
+/// ```
+/// use lodtensor::{LodTensor, Values};
+/// use lodtensor::arrow::types::Float32Type;
+/// use lodtensor::ops::{PadOptions, to_padded};
+/// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![])?;
+/// let zero = Values::from_vec::<Float32Type>(vec![0.0], vec![])?;
+/// #[allow(deprecated)]
+/// let old = lodtensor::ops::to_padded_truncating(&x, 0, &zero, 1)?;
+/// let new = to_padded(&x, 0, &zero, PadOptions::default().with_max_len(1).with_truncation(true))?;
+/// assert_eq!(old.shape, new.shape);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[deprecated(
     since = "0.2.0",
     note = "use `to_padded(x, level, pad_value, PadOptions::default().with_max_len(max_len).with_truncation(true))`"

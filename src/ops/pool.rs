@@ -27,6 +27,17 @@ use crate::values::Values;
 const POOL: &str = "sequence_pool";
 
 /// How a sequence is reduced to one element (Paddle's `pooltype`, plus `Min`).
+///
+/// # Example
+/// ```
+/// use lodtensor::LodTensor;
+/// use lodtensor::arrow::types::Float32Type;
+/// use lodtensor::ops::{PoolType, sequence_pool_typed};
+/// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 3.0, 5.0], vec![])?;
+/// let mean = sequence_pool_typed::<Float32Type>(&x, 0, PoolType::Average, 0.0)?;
+/// assert_eq!(mean.typed_values::<Float32Type>()?, &[2.0, 5.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PoolType {
     /// The sum of the elements.
@@ -53,6 +64,14 @@ mod sealed {
 ///
 /// Integer sums wrap on overflow; integer averages truncate; `Sqrt` on integers computes in
 /// `f64` and converts back with saturation.
+///
+/// # Example
+/// ```
+/// use lodtensor::ops::PoolItem;
+/// assert_eq!(7i32.div_len(2), 3);                            // integer averages truncate
+/// assert_eq!(1.5f32.add(2.0), 3.5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait PoolItem: Copy + PartialOrd + Send + Sync + 'static + sealed::Sealed {
     /// `self + other`.
     fn add(self, other: Self) -> Self;
@@ -216,6 +235,18 @@ where
 ///
 /// # Errors
 /// As [`sequence_pool_typed`].
+///
+/// # Example
+/// ```
+/// use lodtensor::LodTensor;
+/// use lodtensor::arrow::types::Float32Type;
+/// use lodtensor::ops::{PoolType, sequence_pool_typed};
+/// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 3.0, 5.0], vec![])?;
+/// #[allow(deprecated)]
+/// let old = lodtensor::ops::sequence_pool::<Float32Type>(&x, 0, PoolType::Sum, 0.0)?;
+/// assert_eq!(old, sequence_pool_typed::<Float32Type>(&x, 0, PoolType::Sum, 0.0)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[deprecated(
     since = "0.2.0",
     note = "use `sequence_pool_typed::<T>` (or `sequence_pool_any` for any dtype)"
@@ -354,6 +385,16 @@ pub fn sequence_first_step(x: &LodTensor) -> Result<LodTensor> {
 ///
 /// # Example
 /// See [`sequence_first_step`].
+///
+/// # Example
+/// ```
+/// use lodtensor::LodTensor;
+/// use lodtensor::arrow::types::Float32Type;
+/// use lodtensor::ops::sequence_last_step;
+/// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 3.0, 5.0], vec![])?;
+/// assert_eq!(sequence_last_step(&x)?.typed_values::<Float32Type>()?, &[3.0, 5.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn sequence_last_step(x: &LodTensor) -> Result<LodTensor> {
     sequence_pool_any(x, last_level(x)?, PoolType::Last, 0.0)
 }

@@ -37,6 +37,21 @@ pub fn read_tensor(bytes: &[u8]) -> Result<LodTensor> {
 ///
 /// # Errors
 /// The first fault of any record, naming the record and the byte offset.
+///
+/// # Example
+/// ```
+/// # use lodtensor::LodTensor;
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::io::paddle;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![1])?;
+/// let mut bytes = paddle::to_bytes(&t)?;
+/// bytes.extend(paddle::to_bytes(&t.slice_rows(0..1)?)?);    // two records back to back
+/// let records = paddle::read_records(&bytes)?;
+/// assert_eq!(records.len(), 2);
+/// assert_eq!(records[1].num_rows(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read_records(bytes: &[u8]) -> Result<Vec<LodTensor>> {
     let mut reader = Reader::new(bytes);
     let mut tensors = Vec::new();
@@ -81,6 +96,19 @@ pub fn read_combined(bytes: &[u8], names: &[&str]) -> Result<Vec<(String, LodTen
 ///
 /// # Errors
 /// As [`read_tensor`], or an I/O error, with `path` attached ([`Error::path`]).
+///
+/// # Example
+/// ```
+/// # use lodtensor::LodTensor;
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::io::paddle;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![1])?;
+/// let path = dir.path().join("t.pdtensor");
+/// paddle::write_tensor_file(&path, &t)?;
+/// assert_eq!(paddle::read_tensor_file(&path)?, t);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read_tensor_file(path: impl AsRef<Path>) -> Result<LodTensor> {
     let path = path.as_ref();
     fs::read(path)
@@ -93,6 +121,20 @@ pub fn read_tensor_file(path: impl AsRef<Path>) -> Result<LodTensor> {
 ///
 /// # Errors
 /// As [`read_combined`], or an I/O error, with `path` attached ([`Error::path`]).
+///
+/// # Example
+/// ```
+/// # use lodtensor::LodTensor;
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::io::paddle;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![1])?;
+/// let path = dir.path().join("model.pdiparams");
+/// paddle::write_combined_file(&path, [&t, &t.slice_rows(2..3)?])?;
+/// let named = paddle::read_combined_file(&path, &["embedding", "bias"])?;
+/// assert_eq!((named[1].0.as_str(), named[1].1.num_rows()), ("bias", 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read_combined_file(
     path: impl AsRef<Path>,
     names: &[&str],

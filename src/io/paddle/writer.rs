@@ -80,6 +80,18 @@ pub fn write_combined<'a, W: Write + ?Sized>(
 ///
 /// # Errors
 /// As [`write_tensor`].
+///
+/// # Example
+/// ```
+/// # use lodtensor::LodTensor;
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::io::paddle;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![1])?;
+/// let bytes = paddle::to_bytes(&t)?;
+/// assert_eq!(paddle::read_tensor(&bytes)?, t);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn to_bytes(tensor: &LodTensor) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     write_tensor(&mut bytes, tensor)?;
@@ -111,6 +123,19 @@ pub fn write_tensor_file(path: impl AsRef<Path>, tensor: &LodTensor) -> Result<(
 ///
 /// # Errors
 /// As [`write_combined`], with `path` attached ([`Error::path`](crate::Error::path)).
+///
+/// # Example
+/// ```
+/// # use lodtensor::LodTensor;
+/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::io::paddle;
+/// # let dir = tempfile::tempdir()?;
+/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]], (0..15).collect(), vec![1])?;
+/// let path = dir.path().join("all.pdiparams");
+/// paddle::write_combined_file(&path, [&t, &t])?;
+/// assert_eq!(paddle::read_records(&std::fs::read(&path)?)?.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn write_combined_file<'a>(
     path: impl AsRef<Path>,
     tensors: impl IntoIterator<Item = &'a LodTensor>,
