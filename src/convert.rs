@@ -30,6 +30,17 @@ use crate::layout::{ColumnLayout, ITEM};
 
 impl LodTensor {
     /// The Arrow field of a column named `name` holding this tensor.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// use lodtensor::arrow::array::Array;
+    /// let field = t.arrow_field("x");
+    /// assert_eq!(field.data_type(), t.to_arrow().data_type());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn arrow_field(&self, name: &str) -> Field {
         let widths = self
             .lod()
@@ -76,6 +87,16 @@ impl LodTensor {
     /// lists or primitives; [`DataError::Nulls`] for null lists or values;
     /// [`FormatError::ExtensionMetadata`](crate::FormatError::ExtensionMetadata) for bad `arrow.fixed_shape_tensor` metadata;
     /// [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when `array` does not have `field`'s type.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// let back = LodTensor::try_from_arrow(&t.arrow_field("x"), t.to_arrow().as_ref())?;
+    /// assert_eq!(back, t);                                          // the same buffers, viewed
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_from_arrow(field: &Field, array: &dyn Array) -> Result<Self> {
         Self::from_levels_and(field, array, element_values)
     }

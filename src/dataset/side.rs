@@ -60,6 +60,18 @@ impl Column {
     /// # Errors
     /// [`UnsupportedError::UnsupportedType`] as for [`Column::side`]; an Arrow schema error
     /// when the array is not of the field's type, or holds nulls the field says it has not.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::Column;
+    /// use lodtensor::arrow::array::{ArrayRef, StringArray};
+    /// use lodtensor::arrow::{DataType, Field};
+    /// let ids: ArrayRef = std::sync::Arc::new(StringArray::from(vec![Some("a"), None]));
+    /// let field = Field::new("id", DataType::Utf8, true);
+    /// assert!(Column::side_with_field(field.clone(), ids.clone())?.is_side());
+    /// assert!(Column::side_with_field(field.with_nullable(false), ids).is_err());   // a null
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn side_with_field(field: Field, array: ArrayRef) -> Result<Self> {
         check_type(field.data_type())?;
         // The mark is the writer's to add (see `field`), so that equal columns compare equal.

@@ -9,6 +9,15 @@ use super::{Error, Result};
 
 /// Input data that breaks the rules of a LoD tensor or a dataset: offsets, shapes, nulls,
 /// row counts. The caller fixes the data (or reports it as bad).
+///
+/// # Example
+/// ```
+/// use lodtensor::{DataError, ErrorKind, Lod};
+/// let err = Lod::try_from_offsets(&[vec![0, 3, 2]]).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::Data(DataError::DecreasingOffset { level: 0, index: 2, .. })));
+/// assert_eq!(err.to_string(), "level 0: offset at index 2 (2) is less than the previous offset (3)");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DataError {
@@ -185,6 +194,16 @@ pub enum DataError {
 
 /// A file or its metadata that is not what its format says it must be: a damaged,
 /// truncated or foreign file. The caller rejects the file.
+///
+/// # Example
+/// ```
+/// use lodtensor::{ErrorKind, FormatError, MappedDataset};
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("x.arrow"), [0u8; 64])?;
+/// let err = MappedDataset::open(dir.path().join("x.arrow")).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FormatError {
@@ -356,6 +375,16 @@ pub enum FormatError {
 /// A call that asks for something the input does not have or the operation does not accept:
 /// an index or range out of bounds, a column that does not exist, an option out of range.
 /// The caller fixes the call.
+///
+/// # Example
+/// ```
+/// use lodtensor::{ArgumentError, ErrorKind, LodTensor};
+/// use lodtensor::arrow::types::Float32Type;
+/// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![0.0; 3], vec![])?;
+/// let err = t.slice_rows(1..5).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::Argument(ArgumentError::RowsOutOfBounds { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ArgumentError {
@@ -516,6 +545,14 @@ pub enum ArgumentError {
 
 /// A well-formed input this crate does not handle: an Arrow type with no LoD meaning, a
 /// dtype, a format version. The caller converts the input or uses another tool.
+///
+/// # Example
+/// ```
+/// use lodtensor::{DType, ErrorKind, UnsupportedError};
+/// let err = DType::from_name("bfloat16").unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::Unsupported(UnsupportedError::UnknownDType(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum UnsupportedError {
@@ -598,6 +635,15 @@ pub enum UnsupportedError {
 }
 
 /// An object that can no longer be used after an earlier failure. The caller drops it.
+///
+/// # Example
+/// ```
+/// use lodtensor::{Error, ErrorKind, UnusableError};
+/// let err = Error::new(UnusableError::PrefetchPanicked);
+/// assert!(matches!(err.kind(), ErrorKind::Unusable(_)));
+/// assert_eq!(err.to_string(), "the loader's prefetch thread panicked");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum UnusableError {

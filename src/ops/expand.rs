@@ -37,6 +37,17 @@ const EXPAND_AS: &str = "sequence_expand_as";
 ///
 /// Each entry of the list view is one output sequence (when `x` has a LoD) or one output
 /// row (when it has none), pointing into the very array that holds `x`'s values.
+///
+/// # Example
+/// ```
+/// use lodtensor::{Lod, LodTensor};
+/// use lodtensor::arrow::types::Float32Type;
+/// use lodtensor::ops::sequence_expand_view;
+/// let x = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![1])?;
+/// let view = sequence_expand_view(&x, &Lod::try_from_lengths(&[vec![2, 1]])?, 0)?;
+/// assert_eq!(view.lengths(), vec![2, 2, 1]);                 // no value copied yet
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct ExpandedView {
     array: LargeListViewArray,
