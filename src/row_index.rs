@@ -190,6 +190,15 @@ impl RowIndex {
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::RowIndex;
+    /// let index = RowIndex::from_counts([2, 3]);
+    /// assert!(index.check(&(1..5)).is_ok());
+    /// assert!(index.check(&(4..6)).is_err());                      // past the last row
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn check(&self, rows: &Range<usize>) -> Result<()> {
         ArgumentError::check_rows(rows, self.num_rows())
     }

@@ -7,6 +7,16 @@ use crate::lod::{LevelOffsets, OffsetSlice, descend};
 
 /// The sequences of one level of a [`LodTensor`], for fast random access (see
 /// [`LodTensor::sequences`]).
+///
+/// # Example
+/// ```
+/// use lodtensor::LodTensor;
+/// use lodtensor::arrow::types::Float32Type;
+/// let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![1.0, 2.0, 3.0], vec![])?;
+/// let sequences = t.sequences::<Float32Type>(0)?;
+/// assert_eq!(sequences.get(1), Some(&[3.0][..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Sequences<'a, T> {
     pub(super) offsets: OffsetSlice<'a>,
