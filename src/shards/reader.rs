@@ -440,7 +440,7 @@ impl PendingChecksum {
     ///
     /// # Errors
     /// [`FormatError::ShardMismatch`] naming `crc32c`, with the shard's path.
-    pub fn verify(&self) -> Result<()> {
+    pub(crate) fn verify(&self) -> Result<()> {
         self.checksum.verify(self.mapping.as_slice())
     }
 }
