@@ -6,8 +6,9 @@
 //! ```
 //!
 //! Options (all optional): `batch_size`, `token_budget`, `length_column` with `level`,
-//! `shuffle` (the seed), `chunk_rows`, `buckets` (a list of bounds) or `quantile_buckets`,
-//! `drop_last`, `rank` with `world_size`.
+//! `shuffle` (the seed), `chunk_rows` (with `window`: the windowed shuffle), `buckets` (a
+//! list of bounds) or `quantile_buckets`, `drop_last`, `rank` with `world_size` (and
+//! `elastic`: ranks taking turns). `index` is the batch's index in the epoch's plan.
 
 use lodtensor::Loader;
 use lodtensor::MappedDataset;
@@ -32,9 +33,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         b = b.with_length_column(c, l);
     }
     if let Some(seed) = o["shuffle"].as_u64() {
-        b = match int("chunk_rows") {
-            Some(rows) => b.with_chunk_shuffle(seed, rows),
-            None => b.with_shuffle(seed),
+        b = match (int("chunk_rows"), int("window")) {
+            (Some(rows), Some(window)) => b.with_windowed_shuffle(seed, rows, window),
+            (Some(rows), None) => b.with_chunk_shuffle(seed, rows),
+            _ => b.with_shuffle(seed),
         };
     }
     if let Some(bounds) = o["buckets"].as_array() {
@@ -50,7 +52,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         b = b.with_quantile_buckets(n);
     }
     if let (Some(rank), Some(world)) = (int("rank"), int("world_size")) {
-        b = b.shard(rank, world);
+        b = match o["elastic"].as_bool() {
+            Some(true) => b.elastic_shard(rank, world),
+            _ => b.shard(rank, world),
+        };
     }
     let mut loader = b
         .with_drop_last(o["drop_last"].as_bool() == Some(true))
@@ -60,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         while let Some(batch) = loader.next_batch()? {
             let line = json!({
                 "epoch": epoch,
-                "index": batch.position().batch,
+                "index": batch.index(),
                 "samples": batch.samples(),
                 "tokens": batch.tokens(),
             });

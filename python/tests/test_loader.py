@@ -30,12 +30,20 @@ MODES = [
     ({"batch_size": 5, "buckets": [5, 20]}, {"batch_size": 5, "buckets": [5, 20]}),
     ({"token_budget": 60, "buckets": 3}, {"token_budget": 60, "quantile_buckets": 3}),
     ({"batch_size": 6, "rank": 1, "world_size": 3}, {"batch_size": 6, "rank": 1, "world_size": 3}),
+    (
+        {"batch_size": 6, "rank": 1, "world_size": 3, "elastic": True},
+        {"batch_size": 6, "rank": 1, "world_size": 3, "elastic": True},
+    ),
 ]
 SHUFFLES = [
     ({}, {}),
     ({"shuffle": True, "seed": 0}, {"shuffle": 0}),
     ({"shuffle": True, "seed": 7}, {"shuffle": 7}),
     ({"shuffle": True, "seed": 7, "chunk_rows": 8}, {"shuffle": 7, "chunk_rows": 8}),
+    (
+        {"shuffle": True, "seed": 7, "chunk_rows": 8, "window": 16},
+        {"shuffle": 7, "chunk_rows": 8, "window": 16},
+    ),
 ]
 
 
