@@ -335,8 +335,8 @@ impl<'a> LoaderBuilder<'a> {
     /// Shuffles globally yet reads contiguously, each epoch with `seed`
     /// ([`Shuffle::Windowed`]): the shards in a seeded order, within each its runs of up to
     /// `rows` samples in a seeded order, then a window of `window` samples mixing them
-    /// (the bound: a sample comes at most `window - 1` places from where the stream has
-    /// it). A single file is one shard. Not with [`LoaderBuilder::with_shuffle`] or
+    /// (the bound: no sample comes more than `window - 1` places before its place in the
+    /// stream, so reads stay front to back). A single file is one shard. Not with [`LoaderBuilder::with_shuffle`] or
     /// [`LoaderBuilder::with_chunk_shuffle`].
     ///
     /// # Example
