@@ -10,6 +10,7 @@ use arrow_schema::DataType;
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::*;
@@ -141,58 +142,110 @@ fn widths(d: &Dataset) -> Vec<OffsetWidth> {
 pub(super) const CODECS: [Compression; 3] =
     [Compression::None, Compression::Snappy, Compression::Zstd(3)];
 
+/// One property-test case: a random dataset and the options it is written and read with.
+#[derive(Clone, Debug)]
+pub(super) struct Case {
+    pub(super) dtype: DType,
+    pub(super) ds: Dataset,
+    pub(super) options: ParquetWriteOptions,
+    pub(super) row_group_rows: usize,
+    pub(super) batch_size: usize,
+}
+
+/// Cases of every dtype, 0–3 levels of either offset width, element shapes of 0–2 dims,
+/// fewer than `rows` rows, every codec, dictionary on or off, and row groups and read
+/// batches of fewer than `chunk` rows.
+pub(super) fn cases(rows: usize, chunk: usize) -> impl Strategy<Value = Case> {
+    (
+        (
+            0..DType::ALL.len(),
+            0usize..4,
+            vec(1usize..4, 0..3),
+            0..rows,
+        ),
+        (any::<bool>(), 0..CODECS.len(), any::<bool>()),
+        (1..chunk, 1..chunk, any::<u64>()),
+    )
+        .prop_map(
+            |(
+                (dtype, depth, shape, rows),
+                (i64_offsets, codec, dictionary),
+                (group, batch, seed),
+            )| {
+                let dtype = DType::ALL[dtype];
+                let width = if i64_offsets {
+                    OffsetWidth::I64
+                } else {
+                    OffsetWidth::I32
+                };
+                let options = ParquetWriteOptions::default()
+                    .with_compression(CODECS[codec])
+                    .with_dictionary(dictionary)
+                    .with_row_group_size(RowGroupSize::Rows(group));
+                Case {
+                    dtype,
+                    ds: dataset(dtype, depth, &shape, rows, width, seed),
+                    options,
+                    row_group_rows: group,
+                    batch_size: batch,
+                }
+            },
+        )
+}
+
+/// `bytes` read in batches of at most `batch_size` rows: each batch the next run of `ds`'s
+/// rows, all of them in the end.
+pub(super) fn check_batches(
+    bytes: Bytes,
+    ds: &Dataset,
+    batch_size: usize,
+) -> std::result::Result<(), TestCaseError> {
+    let read = ParquetReadOptions::default().with_batch_size(batch_size);
+    let mut start = 0;
+    for part in ParquetReader::try_new(bytes, &read).unwrap() {
+        let part = part.unwrap();
+        prop_assert!(part.num_rows() <= batch_size);
+        prop_assert_eq!(
+            &part,
+            &ds.slice_rows(start..start + part.num_rows()).unwrap()
+        );
+        start += part.num_rows();
+    }
+    prop_assert_eq!(start, ds.num_rows());
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     #[test]
     fn round_trips_exactly(
-        dtype in 0..DType::ALL.len(),
-        depth in 0usize..4,
-        shape in proptest::collection::vec(1usize..4, 0..3),
-        rows in 0usize..12,
-        i64_offsets: bool,
-        codec in 0..CODECS.len(),
+        case in cases(12, 8),
         byte_stream_split: bool,
-        dictionary: bool,
-        row_group_rows in 1usize..8,
-        batch_size in 1usize..8,
         split in 0usize..12,
         threads in 1usize..4,
-        seed: u64,
     ) {
-        let dtype = DType::ALL[dtype];
-        let width = if i64_offsets { OffsetWidth::I64 } else { OffsetWidth::I32 };
-        let ds = dataset(dtype, depth, &shape, rows, width, seed);
-        let options = ParquetWriteOptions::default()
-            .with_compression(CODECS[codec])
+        let Case { ds, row_group_rows, batch_size, .. } = &case;
+        let options = case.options.clone()
             .with_byte_stream_split(byte_stream_split)
-            .with_dictionary(dictionary)
-            .with_row_group_size(RowGroupSize::Rows(row_group_rows))
             .with_threads(threads);
         // Written in two parts (views), read back in batches.
+        let rows = ds.num_rows();
         let split = split.min(rows);
         let parts = [ds.slice_rows(0..split).unwrap(), ds.slice_rows(split..rows).unwrap()];
         let bytes = write_bytes(&parts, &options);
-        let theirs = arrow_writer_bytes(&parts, &options, row_group_rows);
+        let theirs = arrow_writer_bytes(&parts, &options, *row_group_rows);
         prop_assert_eq!(arrow_read(&bytes), arrow_read(&theirs), "not what the Arrow writer wrote");
-        let read = ParquetReadOptions::default().with_batch_size(batch_size);
+        let read = ParquetReadOptions::default().with_batch_size(*batch_size);
         let back = read_bytes(bytes.clone(), &read);
-        prop_assert_eq!(&back, &ds);
-        prop_assert_eq!(widths(&back), widths(&ds));
+        prop_assert_eq!(&back, ds);
+        prop_assert_eq!(widths(&back), widths(ds));
         prop_assert_eq!(back.columns()[0].level_names(), ds.columns()[0].level_names());
-        // Batch by batch, each a run of rows.
-        let mut start = 0;
-        for part in ParquetReader::try_new(bytes, &read).unwrap() {
-            let part = part.unwrap();
-            prop_assert!(part.num_rows() <= batch_size);
-            prop_assert_eq!(&part, &ds.slice_rows(start..start + part.num_rows()).unwrap());
-            start += part.num_rows();
-        }
-        prop_assert_eq!(start, rows);
+        check_batches(bytes, ds, *batch_size)?;
         // Forced offset widths.
         for forced in [OffsetWidth::I32, OffsetWidth::I64] {
-            let back = read_bytes(write_bytes([&ds], &options.clone().with_offset_width(forced)), &read);
-            prop_assert_eq!(&back, &ds);
+            let back = read_bytes(write_bytes([ds], &options.clone().with_offset_width(forced)), &read);
+            prop_assert_eq!(&back, ds);
             prop_assert!(widths(&back).iter().all(|&w| w == forced));
         }
     }

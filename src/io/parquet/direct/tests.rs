@@ -12,7 +12,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::properties::{WriterProperties, WriterVersion};
 use proptest::prelude::*;
 
-use super::super::tests::{CODECS, dataset, read_bytes, write_bytes};
+use super::super::tests::{CODECS, cases, check_batches, dataset, read_bytes, write_bytes};
 use super::super::{ParquetReadOptions, ParquetReader, ParquetWriteOptions, RowGroupSize, pages};
 use super::{Direct, RowGroupSource};
 use crate::dataset::Dataset;
@@ -46,40 +46,14 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
-    fn direct_matches_the_general_reader(
-        dtype in 0..DType::ALL.len(),
-        depth in 0usize..4,
-        shape in proptest::collection::vec(1usize..4, 0..3),
-        rows in 0usize..24,
-        i64_offsets: bool,
-        codec in 0..CODECS.len(),
-        dictionary: bool,
-        row_group_rows in 1usize..10,
-        batch_size in 1usize..10,
-        seed: u64,
-    ) {
-        let dtype = DType::ALL[dtype];
-        let width = if i64_offsets { OffsetWidth::I64 } else { OffsetWidth::I32 };
-        let ds = dataset(dtype, depth, &shape, rows, width, seed);
-        let options = ParquetWriteOptions::default()
-            .with_compression(CODECS[codec])
-            .with_dictionary(dictionary)
-            .with_row_group_size(RowGroupSize::Rows(row_group_rows));
-        let bytes = write_bytes([&ds], &options);
+    fn direct_matches_the_general_reader(case in cases(24, 10)) {
+        let bytes = write_bytes([&case.ds], &case.options);
         let (back, direct) = both(&bytes);
-        prop_assert_eq!(&back, &ds);
+        prop_assert_eq!(&back, &case.ds);
         // The label column is i64: the file is direct exactly when the tensor's type is.
-        prop_assert_eq!(direct, DIRECT.contains(&dtype));
+        prop_assert_eq!(direct, DIRECT.contains(&case.dtype));
         // Batch by batch: views of one row group at a time, in order.
-        let read = ParquetReadOptions::default().with_batch_size(batch_size);
-        let mut start = 0;
-        for part in ParquetReader::try_new(bytes, &read).unwrap() {
-            let part = part.unwrap();
-            prop_assert!(part.num_rows() <= batch_size);
-            prop_assert_eq!(&part, &ds.slice_rows(start..start + part.num_rows()).unwrap());
-            start += part.num_rows();
-        }
-        prop_assert_eq!(start, rows);
+        check_batches(bytes, &case.ds, case.batch_size)?;
     }
 }
 
