@@ -319,8 +319,21 @@ mod tests {
     use crate::lod::OffsetWidth;
     use crate::{DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float32Type, Int64Type};
-    use arrow_array::{Float32Array, Int64Array, LargeListArray, ListArray};
+    use arrow_array::{Float32Array, Int64Array, LargeListArray};
     use arrow_buffer::ScalarBuffer;
+
+    /// `items` as a fixed-size list of `size`, no nulls.
+    fn fixed_list(items: ArrayRef, size: i32) -> ArrayRef {
+        let item = Field::new("item", items.data_type().clone(), true);
+        Arc::new(FixedSizeListArray::new(Arc::new(item), size, items, None))
+    }
+
+    /// `items` as a list (`i32` offsets) or large list (`i64`) of `offsets`, no nulls.
+    fn list_of<O: OffsetSizeTrait>(items: ArrayRef, offsets: Vec<O>) -> ArrayRef {
+        let item = Field::new("item", items.data_type().clone(), true);
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+        Arc::new(GenericListArray::new(Arc::new(item), offsets, items, None))
+    }
 
     fn example() -> LodTensor {
         LodTensor::from_lengths::<Float32Type>(
@@ -383,26 +396,12 @@ mod tests {
     fn plain_lists_without_metadata() {
         // list<list<fixed_size_list<int64, 3>>> as pyarrow writes from nested Python lists.
         let items = Arc::new(Int64Array::from_iter_values(0..12)) as ArrayRef;
-        let fsl = FixedSizeListArray::new(
-            Arc::new(Field::new("item", DataType::Int64, true)),
-            3,
-            items,
-            None,
-        );
-        let inner = ListArray::new(
-            Arc::new(Field::new("item", fsl.data_type().clone(), true)),
-            OffsetBuffer::new(ScalarBuffer::from(vec![0, 1, 4])),
-            Arc::new(fsl),
-            None,
-        );
-        let outer = LargeListArray::new(
-            Arc::new(Field::new("item", inner.data_type().clone(), true)),
-            OffsetBuffer::new(ScalarBuffer::from(vec![0i64, 2])),
-            Arc::new(inner),
-            None,
+        let outer = list_of(
+            list_of(fixed_list(items, 3), vec![0i32, 1, 4]),
+            vec![0i64, 2],
         );
         let field = Field::new("x", outer.data_type().clone(), true);
-        let t = LodTensor::try_from_arrow(&field, &outer).unwrap();
+        let t = LodTensor::try_from_arrow(&field, outer.as_ref()).unwrap();
         assert_eq!(t.lod().lengths(), vec![vec![2], vec![1, 3]]);
         assert_eq!(t.lod().levels()[0].width(), OffsetWidth::I64);
         assert_eq!(t.lod().levels()[1].width(), OffsetWidth::I32);
@@ -418,31 +417,16 @@ mod tests {
     #[test]
     fn nested_fixed_size_lists_give_the_shape() {
         let items = Arc::new(Float32Array::from_iter_values((0..12).map(|i| i as f32))) as ArrayRef;
-        let inner = FixedSizeListArray::new(
-            Arc::new(Field::new("item", DataType::Float32, true)),
-            3,
-            items,
-            None,
-        );
-        let outer = FixedSizeListArray::new(
-            Arc::new(Field::new("item", inner.data_type().clone(), true)),
-            2,
-            Arc::new(inner),
-            None,
-        );
+        let outer = fixed_list(fixed_list(items, 3), 2);
         let field = Field::new("x", outer.data_type().clone(), true);
-        let t = LodTensor::try_from_arrow(&field, &outer).unwrap();
+        let t = LodTensor::try_from_arrow(&field, outer.as_ref()).unwrap();
         assert_eq!(t.shape(), vec![2, 2, 3]);
     }
 
     #[test]
     fn zero_level_columns_carry_the_shape_on_the_field() {
-        let t = LodTensor::try_new(
-            Lod::default(),
-            Values::from_vec::<Float32Type>((0..8).map(|i| i as f32).collect(), vec![2, 2])
-                .unwrap(),
-        )
-        .unwrap();
+        let t = LodTensor::dense::<Float32Type>((0..8).map(|i| i as f32).collect(), &[2, 2, 2])
+            .unwrap();
         let field = t.arrow_field("images");
         assert_eq!(
             field.metadata()[extension::EXTENSION_NAME_KEY],
@@ -450,11 +434,7 @@ mod tests {
         );
         let back = LodTensor::try_from_arrow(&field, t.to_arrow().as_ref()).unwrap();
         assert_eq!(back.shape(), vec![2, 2, 2]);
-        let labels = LodTensor::try_new(
-            Lod::default(),
-            Values::from_vec::<Int64Type>(vec![1, 2], vec![]).unwrap(),
-        )
-        .unwrap();
+        let labels = LodTensor::dense::<Int64Type>(vec![1, 2], &[2]).unwrap();
         assert_eq!(labels.to_arrow().data_type(), &DataType::Int64);
     }
 

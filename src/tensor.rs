@@ -623,12 +623,8 @@ mod tests {
     #[test]
     fn zero_level_tensor_is_a_plain_tensor() {
         // Fixed-size images: 4 elements of 2x2, no LoD.
-        let t = LodTensor::try_new(
-            Lod::default(),
-            Values::from_vec::<Float32Type>((0..16).map(|i| i as f32).collect(), vec![2, 2])
-                .unwrap(),
-        )
-        .unwrap();
+        let t = LodTensor::dense::<Float32Type>((0..16).map(|i| i as f32).collect(), &[4, 2, 2])
+            .unwrap();
         assert_eq!((t.num_rows(), t.shape()), (4, vec![4, 2, 2]));
         let s = t.slice_rows(1..3).unwrap();
         assert_eq!(s.typed_values::<Float32Type>().unwrap()[0], 4.0);
