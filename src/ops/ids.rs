@@ -205,17 +205,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::model::sequences;
     use crate::{ArgumentError, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt8Type};
     use proptest::prelude::*;
 
-    fn ids(lengths: &[usize], items: Vec<i64>) -> LodTensor {
-        LodTensor::from_lengths::<Int64Type>(&[lengths.to_vec()], items, vec![]).unwrap()
-    }
-
     #[test]
     fn enumerate_windows_longer_than_sequences() {
-        let x = ids(&[2, 0, 1], vec![7, 8, 9]);
+        let x = sequences::<Int64Type>(&[2, 0, 1], vec![7, 8, 9]);
         let out = sequence_enumerate(&x, 4, -1).unwrap();
         assert_eq!(
             out.typed_values::<Int64Type>().unwrap(),
@@ -226,7 +223,7 @@ mod tests {
 
     #[test]
     fn errors_are_typed() {
-        let x = ids(&[2], vec![1, 2]);
+        let x = sequences::<Int64Type>(&[2], vec![1, 2]);
         let e = sequence_enumerate(&x, 1, 0).unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -301,7 +298,7 @@ mod tests {
             .chain(seqs.iter().cloned())
             .collect();
         let lengths: Vec<usize> = all.iter().map(Vec::len).collect();
-        ids(&lengths, all.concat())
+        sequences::<Int64Type>(&lengths, all.concat())
             .slice_rows(skip..all.len())
             .unwrap()
     }

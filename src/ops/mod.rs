@@ -179,55 +179,35 @@ pub(crate) fn assemble(op: &'static str, sources: &[&Values], pieces: &[Piece]) 
             expected: "an allocatable size".to_owned(),
         })?;
     }
+    // Each piece's items (a range of its source's items), once per repetition, in order.
+    let runs = pieces.iter().flat_map(|p| {
+        let items = p.elements.start * size..p.elements.end * size;
+        std::iter::repeat_n((p.source, items), p.times)
+    });
     let items: ArrayRef = with_arrow_type!(
         first.dtype(),
-        |T| assemble_primitive::<T>(sources, size, total, pieces)?,
-        bool => assemble_bool(sources, size, total, pieces)?
+        |T| {
+            let slices = sources
+                .iter()
+                .map(|v| v.typed::<T>())
+                .collect::<Result<Vec<_>>>()?;
+            let mut out = Vec::with_capacity(total);
+            runs.for_each(|(source, items)| out.extend_from_slice(&slices[source][items]));
+            array_of::<T>(out)
+        },
+        bool => {
+            let arrays = sources
+                .iter()
+                .map(|v| v.booleans())
+                .collect::<Result<Vec<_>>>()?;
+            let mut out = BooleanBufferBuilder::new(total);
+            for (source, items) in runs {
+                out.append_buffer(&arrays[source].values().slice(items.start, items.len()));
+            }
+            Arc::new(BooleanArray::new(out.finish(), None))
+        }
     );
     Values::try_new(items, first.element_shape().to_vec())
-}
-
-fn assemble_primitive<T: ArrowPrimitiveType>(
-    sources: &[&Values],
-    size: usize,
-    total: usize,
-    pieces: &[Piece],
-) -> Result<ArrayRef> {
-    let slices = sources
-        .iter()
-        .map(|v| v.typed::<T>())
-        .collect::<Result<Vec<_>>>()?;
-    let mut out = Vec::with_capacity(total);
-    for p in pieces {
-        let items = &slices[p.source][p.elements.start * size..p.elements.end * size];
-        for _ in 0..p.times {
-            out.extend_from_slice(items);
-        }
-    }
-    Ok(array_of::<T>(out))
-}
-
-fn assemble_bool(
-    sources: &[&Values],
-    size: usize,
-    total: usize,
-    pieces: &[Piece],
-) -> Result<ArrayRef> {
-    let arrays = sources
-        .iter()
-        .map(|v| v.booleans())
-        .collect::<Result<Vec<_>>>()?;
-    let mut out = BooleanBufferBuilder::new(total);
-    for p in pieces {
-        let bits = arrays[p.source].values().slice(
-            p.elements.start * size,
-            (p.elements.end - p.elements.start) * size,
-        );
-        for _ in 0..p.times {
-            out.append_buffer(&bits);
-        }
-    }
-    Ok(Arc::new(BooleanArray::new(out.finish(), None)))
 }
 
 /// An Arrow array that takes ownership of `items` (no copy).
@@ -333,6 +313,7 @@ pub(crate) mod model {
     //! The reference model: a LoD tensor as nested `Vec`s of scalar elements, and the
     //! strategies that make random tensors (with empty sequences and sliced views).
 
+    use arrow_array::ArrowPrimitiveType;
     use arrow_array::types::Float64Type;
     use proptest::prelude::*;
 
@@ -366,6 +347,11 @@ pub(crate) mod model {
         )
         .unwrap();
         t.slice_rows(skip..skip + docs.len()).unwrap()
+    }
+
+    /// A 1-level tensor of scalar items: sequence `i` holds the next `lengths[i]` items.
+    pub fn sequences<T: ArrowPrimitiveType>(lengths: &[usize], items: Vec<T::Native>) -> LodTensor {
+        LodTensor::from_lengths::<T>(&[lengths.to_vec()], items, vec![]).unwrap()
     }
 
     /// The model of a tensor with two levels of scalar `f64` elements.

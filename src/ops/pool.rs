@@ -251,16 +251,12 @@ where
     since = "0.2.0",
     note = "use `sequence_pool_typed::<T>` (or `sequence_pool_any` for any dtype)"
 )]
-pub fn sequence_pool<T>(
+pub fn sequence_pool<T: ArrowPrimitiveType<Native: PoolItem>>(
     x: &LodTensor,
     level: usize,
     pool: PoolType,
     pad_value: T::Native,
-) -> Result<LodTensor>
-where
-    T: ArrowPrimitiveType,
-    T::Native: PoolItem,
-{
+) -> Result<LodTensor> {
     sequence_pool_typed::<T>(x, level, pool, pad_value)
 }
 

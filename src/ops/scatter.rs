@@ -186,31 +186,28 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::model::sequences;
     use crate::{ArgumentError, DataError, ErrorKind};
     use arrow_array::types::{Float64Type, Int8Type};
     use proptest::prelude::*;
 
-    fn seqs<T: ArrowPrimitiveType>(lengths: &[usize], items: Vec<T::Native>) -> LodTensor {
-        LodTensor::from_lengths::<T>(&[lengths.to_vec()], items, vec![]).unwrap()
-    }
-
     #[test]
     fn errors_are_typed() {
         let x = LodTensor::from_lengths::<Float64Type>(&[], vec![0.0; 6], vec![3]).unwrap();
-        let ids = seqs::<Int64Type>(&[1, 1], vec![0, 2]);
-        let up = seqs::<Float64Type>(&[1, 1], vec![1.0, 2.0]);
+        let ids = sequences::<Int64Type>(&[1, 1], vec![0, 2]);
+        let up = sequences::<Float64Type>(&[1, 1], vec![1.0, 2.0]);
         let out = sequence_scatter(&x, &ids, &up).unwrap();
         assert_eq!(
             out.typed_values::<Float64Type>().unwrap(),
             &[1., 0., 0., 0., 0., 2.]
         );
-        let far = seqs::<Int64Type>(&[1, 1], vec![0, 3]);
+        let far = sequences::<Int64Type>(&[1, 1], vec![0, 3]);
         let e = sequence_scatter(&x, &far, &up).unwrap_err();
         assert_eq!(
             e.to_string(),
             "sequence_scatter: id is 3 (sequence 1, position 0), expected an item index below the element size 3"
         );
-        let negative = seqs::<Int32Type>(&[1, 1], vec![-1, 0]);
+        let negative = sequences::<Int32Type>(&[1, 1], vec![-1, 0]);
         assert!(matches!(
             sequence_scatter(&x, &negative, &up).map_err(Error::into_kind),
             Err(ErrorKind::Argument(ArgumentError::InvalidArgument {
@@ -218,8 +215,8 @@ mod tests {
                 ..
             }))
         ));
-        let three = seqs::<Int64Type>(&[1, 1, 0], vec![0, 0]);
-        let up3 = seqs::<Float64Type>(&[1, 1, 0], vec![1.0, 2.0]);
+        let three = sequences::<Int64Type>(&[1, 1, 0], vec![0, 0]);
+        let up3 = sequences::<Float64Type>(&[1, 1, 0], vec![1.0, 2.0]);
         assert!(matches!(
             sequence_scatter(&x, &three, &up3).map_err(Error::into_kind),
             Err(ErrorKind::Data(DataError::SequenceCountMismatch {
@@ -229,7 +226,7 @@ mod tests {
             }))
         ));
         assert!(matches!(
-            sequence_scatter(&x, &ids, &seqs::<Float64Type>(&[2, 0], vec![1.0, 2.0]))
+            sequence_scatter(&x, &ids, &sequences::<Float64Type>(&[2, 0], vec![1.0, 2.0]))
                 .map_err(Error::into_kind),
             Err(ErrorKind::Data(DataError::InputMismatch {
                 what: "lengths",
@@ -240,7 +237,7 @@ mod tests {
             sequence_scatter(
                 &x,
                 &ids,
-                &seqs::<arrow_array::types::Float32Type>(&[1, 1], vec![1.0, 2.0])
+                &sequences::<arrow_array::types::Float32Type>(&[1, 1], vec![1.0, 2.0])
             )
             .map_err(Error::into_kind),
             Err(ErrorKind::Data(DataError::InputMismatch {
@@ -249,7 +246,7 @@ mod tests {
             }))
         ));
         assert!(matches!(
-            sequence_scatter(&x, &seqs::<Int8Type>(&[1, 1], vec![0, 0]), &up)
+            sequence_scatter(&x, &sequences::<Int8Type>(&[1, 1], vec![0, 0]), &up)
                 .map_err(Error::into_kind),
             Err(ErrorKind::Argument(ArgumentError::InvalidArgument {
                 name: "ids' dtype",
@@ -275,8 +272,8 @@ mod tests {
             let x = LodTensor::from_lengths::<Float64Type>(&[], x_items.clone(), vec![4]).unwrap();
             let x = x.slice_rows(skip..skip + rows).unwrap();
             let lengths: Vec<usize> = updates.iter().map(Vec::len).collect();
-            let ids = seqs::<Int64Type>(&lengths, updates.iter().flatten().map(|u| u.0 as i64).collect());
-            let up = seqs::<Float64Type>(&lengths, updates.iter().flatten().map(|u| f64::from(u.1)).collect());
+            let ids = sequences::<Int64Type>(&lengths, updates.iter().flatten().map(|u| u.0 as i64).collect());
+            let up = sequences::<Float64Type>(&lengths, updates.iter().flatten().map(|u| f64::from(u.1)).collect());
             let out = sequence_scatter(&x, &ids, &up).unwrap();
             let mut want = x_items[skip * 4..].to_vec();
             for (row, seq) in updates.iter().enumerate() {

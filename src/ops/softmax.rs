@@ -139,16 +139,13 @@ pub fn sequence_softmax(x: &LodTensor) -> Result<LodTensor> {
 mod tests {
     use super::*;
     use crate::Lod;
+    use crate::ops::model::sequences;
     use crate::{ArgumentError, ErrorKind};
     use proptest::prelude::*;
 
-    fn scalars(lengths: &[usize], items: Vec<f32>) -> LodTensor {
-        LodTensor::from_lengths::<Float32Type>(&[lengths.to_vec()], items, vec![]).unwrap()
-    }
-
     #[test]
     fn overflow_falls_back_to_the_stable_form() {
-        let x = scalars(&[3, 2, 1], vec![100., 1., 89., -200., -150., 0.5]);
+        let x = sequences::<Float32Type>(&[3, 2, 1], vec![100., 1., 89., -200., -150., 0.5]);
         let y = sequence_softmax(&x).unwrap();
         let got = y.typed_values::<Float32Type>().unwrap();
         // Paddle gives [nan, 0, nan], [nan, nan], [1].
@@ -166,7 +163,9 @@ mod tests {
 
     #[test]
     fn errors_are_typed() {
-        let plain = scalars(&[2], vec![1., 2.]).drop_outer_levels(1).unwrap();
+        let plain = sequences::<Float32Type>(&[2], vec![1., 2.])
+            .drop_outer_levels(1)
+            .unwrap();
         assert!(matches!(
             sequence_softmax(&plain).map_err(Error::into_kind),
             Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {
@@ -237,7 +236,7 @@ mod tests {
             // `skip` sequences of junk before the view.
             let all: Vec<Vec<f32>> = (0..skip).map(|i| vec![7.0; i + 1]).chain(seqs.clone()).collect();
             let lengths: Vec<usize> = all.iter().map(Vec::len).collect();
-            let t = scalars(&lengths, all.concat()).slice_rows(skip..all.len()).unwrap();
+            let t = sequences::<Float32Type>(&lengths, all.concat()).slice_rows(skip..all.len()).unwrap();
             let y = sequence_softmax(&t).unwrap();
             prop_assert!(y.lod().is_zero_based());
             prop_assert_eq!(y.lod(), &Lod::try_from_lengths(&[seqs.iter().map(Vec::len).collect::<Vec<_>>()]).unwrap());
