@@ -2,36 +2,31 @@
 //! each level (or of level `L`), drawn in the terminal.
 
 use std::io::Write;
-use std::path::PathBuf;
 
-use crate::input::ReadArgs;
+use crate::input::ColumnInput;
 use crate::source::{Parts, Source, plural};
 use crate::{Result, usage};
 
 /// Arguments of `lodtensor hist`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file (.arrow, .parquet, .pdtensor or .pdiparams).
-    file: PathBuf,
-    /// The column (default: the first).
-    #[arg(long)]
-    column: Option<String>,
-    /// Only this level (default: every level).
-    #[arg(long)]
-    level: Option<usize>,
+    #[command(flatten)]
+    input: ColumnInput,
     /// At most this many bins (one per length when the lengths span fewer).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
     bins: u64,
+    /// Only this level (default: every level).
+    #[arg(long)]
+    level: Option<usize>,
     /// Width of the longest bar, in characters.
     #[arg(long, default_value_t = 50)]
     width: usize,
-    #[command(flatten)]
-    read: ReadArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let source = Source::open(&args.file, &args.read)?;
-    let column = source.column(args.column.as_deref())?;
+    let ColumnInput { file, column, read } = &args.input;
+    let source = Source::open(file, read)?;
+    let column = source.column(column.as_deref())?;
     let levels = column.num_levels();
     if levels == 0 {
         return usage(format!(

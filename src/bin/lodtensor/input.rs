@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use arrow_ipc::reader::StreamReader;
@@ -13,6 +13,20 @@ use lodtensor::{ArgumentError, Column, Dataset, Error};
 
 use crate::source::Parts;
 use crate::{Result, usage};
+
+/// A file or a sharded dataset's directory, the column to use and how to read it: what
+/// `show` and `hist` take first.
+#[derive(clap::Args)]
+pub struct ColumnInput {
+    /// The file (.arrow, .parquet, .pdtensor or .pdiparams), or a sharded dataset's
+    /// directory.
+    pub file: PathBuf,
+    /// The column (default: the first).
+    #[arg(long)]
+    pub column: Option<String>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
 
 /// Options for reading an input file, shared by every subcommand that reads one.
 #[derive(clap::Args, Clone, Debug, Default)]

@@ -17,7 +17,7 @@ mod validate;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// The exit codes of every subcommand, as `--help` prints them.
 pub const EXIT_CODES: &str = "\
@@ -44,28 +44,21 @@ struct Cli {
 enum Command {
     /// Build the synthetic documents → sentences → tokens dataset, write it, reopen it
     /// mapped, slice it, and report sizes and timings.
-    #[command(after_help = EXIT_CODES)]
     Demo(demo::Args),
     /// Columns, dtypes, element shapes, levels, sequences and lengths of a file (of a
     /// sharded dataset's manifest, for a directory).
-    #[command(after_help = EXIT_CODES)]
     Info(info::Args),
     /// Draw the LoD of some rows, level by level, above the elements.
-    #[command(after_help = EXIT_CODES)]
     Show(show::Args),
     /// Check every batch, column and level of a file (every shard of a directory, against
     /// its manifest too).
-    #[command(after_help = EXIT_CODES)]
     Validate(validate::Args),
     /// Convert between .arrow, .parquet and Paddle .pdtensor / .pdiparams files and sharded
     /// datasets (directories).
-    #[command(after_help = EXIT_CODES)]
     Convert(convert::Args),
     /// Write a row range, or one sequence of one level, as a new file.
-    #[command(after_help = EXIT_CODES)]
     Slice(slice::Args),
     /// Histogram of the sequence lengths of each level.
-    #[command(after_help = EXIT_CODES)]
     Hist(hist::Args),
 }
 
@@ -94,8 +87,14 @@ pub fn usage<T>(message: impl Into<String>) -> Result<T> {
     Err(CliError::Usage(message.into()))
 }
 
+/// The command line; every subcommand's `--help` ends with [`EXIT_CODES`] too.
+fn parse() -> Cli {
+    let command = Cli::command().mut_subcommands(|sub| sub.after_help(EXIT_CODES));
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Info(args) => info::run(args),

@@ -4,11 +4,10 @@
 
 use std::io::Write;
 use std::ops::Range;
-use std::path::PathBuf;
 
 use crate::Result;
 use crate::draw::draw;
-use crate::input::ReadArgs;
+use crate::input::ColumnInput;
 use crate::shards::{Sharded, is_dir};
 use crate::side::SideParts;
 use crate::source::{Parts, RowRange, Source, element_text};
@@ -19,12 +18,8 @@ const DEFAULT_ROWS: usize = 5;
 /// Arguments of `lodtensor show`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file (.arrow, .parquet, .pdtensor or .pdiparams), or a sharded dataset's
-    /// directory.
-    file: PathBuf,
-    /// The column to draw (default: the first).
-    #[arg(long)]
-    column: Option<String>,
+    #[command(flatten)]
+    input: ColumnInput,
     /// The rows to draw: A..B, A.., ..B or A (default: the first 5).
     #[arg(long)]
     rows: Option<RowRange>,
@@ -34,33 +29,28 @@ pub struct Args {
     /// Cut lines to this many columns.
     #[arg(long, default_value_t = 120)]
     width: usize,
-    #[command(flatten)]
-    read: ReadArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let ColumnInput { file, column, read } = &args.input;
     let pick = |total: usize| match args.rows {
         Some(r) => r.resolve(total),
         None => 0..total.min(DEFAULT_ROWS),
     };
     // A sharded dataset opens only the shards that hold the rows.
-    let (source, total, rows) = if is_dir(&args.file) {
-        let sharded = Sharded::open(&args.file)?;
+    let (source, total, rows) = if is_dir(file) {
+        let sharded = Sharded::open(file)?;
         let (total, rows) = (sharded.num_rows(), pick(sharded.num_rows()));
-        (
-            sharded.source_of_rows(rows.clone(), &args.read)?,
-            total,
-            rows,
-        )
+        (sharded.source_of_rows(rows.clone(), read)?, total, rows)
     } else {
-        let source = Source::open(&args.file, &args.read)?;
-        if let Some(side) = args.column.as_deref().and_then(|n| source.side(n)) {
+        let source = Source::open(file, read)?;
+        if let Some(side) = column.as_deref().and_then(|n| source.side(n)) {
             return show_side(side, pick(side.num_rows()), &source);
         }
-        let total = source.column(args.column.as_deref())?.num_rows();
+        let total = source.column(column.as_deref())?.num_rows();
         (source, total, pick(total))
     };
-    let column = source.column(args.column.as_deref())?;
+    let column = source.column(column.as_deref())?;
     let first = source.first_row();
     let views = column
         .rows(rows.start.saturating_sub(first)..rows.end.saturating_sub(first))

@@ -9,10 +9,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use arrow_array::types::{
-    Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
-    UInt16Type, UInt32Type, UInt64Type,
-};
+use arrow_array::cast::AsArray;
+use arrow_array::downcast_primitive_array;
+use arrow_schema::DataType;
 use indicatif::{ProgressBar, ProgressStyle};
 use lodtensor::format::KEY_FORMAT_VERSION;
 use lodtensor::io::ipc_reader::MappedDataset;
@@ -612,32 +611,15 @@ pub fn element_text(values: &Values, e: usize) -> String {
     format!("[{}{more}]", texts.join(","))
 }
 
+/// Item `i` of `values`: a number as Rust's `{:?}` writes it (floats keep their `.0`), a
+/// boolean as `1` or `0`.
 fn item_text(values: &Values, i: usize) -> String {
-    macro_rules! typed {
-        ($t:ty, $fmt:literal) => {
-            values
-                .typed::<$t>()
-                .map(|v| format!($fmt, v[i]))
-                .unwrap_or_default()
-        };
-    }
-    match values.dtype() {
-        DType::Bool => values
-            .booleans()
-            .map(|b| if b.value(i) { "1" } else { "0" }.to_owned())
-            .unwrap_or_default(),
-        DType::UInt8 => typed!(UInt8Type, "{}"),
-        DType::Int8 => typed!(Int8Type, "{}"),
-        DType::Int16 => typed!(Int16Type, "{}"),
-        DType::Int32 => typed!(Int32Type, "{}"),
-        DType::Int64 => typed!(Int64Type, "{}"),
-        DType::UInt16 => typed!(UInt16Type, "{}"),
-        DType::UInt32 => typed!(UInt32Type, "{}"),
-        DType::UInt64 => typed!(UInt64Type, "{}"),
-        DType::Float16 => typed!(Float16Type, "{:?}"),
-        DType::Float32 => typed!(Float32Type, "{:?}"),
-        DType::Float64 => typed!(Float64Type, "{:?}"),
-    }
+    let items = values.items().as_ref();
+    downcast_primitive_array!(
+        items => format!("{:?}", items.value(i)),
+        DataType::Boolean => if items.as_boolean().value(i) { "1" } else { "0" }.to_owned(),
+        _ => String::new(),
+    )
 }
 
 /// `1 byte`, `2 bytes`, …, with the size in MB past 10 MB.
