@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::Result;
 use crate::measure::{Samples, alternate, repeat};
-use crate::python::{SCRIPT, interpreter};
+use crate::python::{SCRIPT, interpreter, run_script};
 
 /// The codecs: pyarrow's key, the name shown, ours.
 pub const CODECS: [(&str, &str, Compression); 3] = [
@@ -229,19 +229,13 @@ fn pyarrow_both_ways(
     dir: &Path,
     group_rows: usize,
 ) -> std::result::Result<Value, String> {
-    let python = interpreter();
-    let out = Command::new(&python)
-        .arg(SCRIPT)
-        .arg("parquet")
-        .arg(arrow)
-        .arg(dir)
-        .arg(group_rows.to_string())
-        .output()
-        .map_err(|e| format!("{} did not start: {e}", python.display()))?;
-    if !out.status.success() {
-        return Err(format!("{} failed", python.display()));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("output: {e}"))
+    let group_rows = group_rows.to_string();
+    run_script(&[
+        "parquet".as_ref(),
+        arrow.as_os_str(),
+        dir.as_os_str(),
+        group_rows.as_ref(),
+    ])
 }
 
 /// The uncompressed bytes of the largest row group of the Parquet file at `path`.

@@ -2,6 +2,7 @@
 //! `LODTENSOR_PYTHON` (default `.venv/bin/python`), prints them as one JSON object.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -33,15 +34,13 @@ pub fn interpreter() -> PathBuf {
     std::env::var_os("LODTENSOR_PYTHON").map_or_else(|| ".venv/bin/python".into(), PathBuf::from)
 }
 
-/// Runs the script on `file`, with `dir` for its own files; `Err` says why there are no
-/// figures (no Python, no pyarrow, a failure).
-pub fn run(file: &Path, dir: &Path, group_rows: usize) -> Result<PyFigures, String> {
+/// Runs the script with `args` and parses what it prints; `Err` says why there are no
+/// figures (no Python, no pyarrow, a failure: the last line the script wrote to stderr).
+pub fn run_script(args: &[&OsStr]) -> Result<Value, String> {
     let python = interpreter();
     let out = Command::new(&python)
         .arg(SCRIPT)
-        .arg(file)
-        .arg(dir)
-        .arg(group_rows.to_string())
+        .args(args)
         .output()
         .map_err(|e| format!("{} did not start: {e}", python.display()))?;
     if !out.status.success() {
@@ -53,7 +52,13 @@ pub fn run(file: &Path, dir: &Path, group_rows: usize) -> Result<PyFigures, Stri
             last.unwrap_or("no message")
         ));
     }
-    let json: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("output: {e}"))?;
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("output: {e}"))
+}
+
+/// Runs the script on `file`, with `dir` for its own files.
+pub fn run(file: &Path, dir: &Path, group_rows: usize) -> Result<PyFigures, String> {
+    let group_rows = group_rows.to_string();
+    let json = run_script(&[file.as_os_str(), dir.as_os_str(), group_rows.as_ref()])?;
     let seconds = |v: &Value, key: &str| {
         v[key]
             .as_f64()

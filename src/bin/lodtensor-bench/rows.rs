@@ -163,23 +163,40 @@ fn export_rows(m: &Measured<'_>) -> Vec<Row> {
             .map_err(Clone::clone)
             .and_then(|p| p.parquet.get(runs.key).ok_or_else(|| format!("no {codec}")))
             .map(|&t| Figure::mb_per_s(data.value_bytes, t));
-        for (threads, samples, target) in [
-            ("1 thread", &runs.one_thread, 1.0),
-            ("2 threads", &runs.two_threads, 1.5),
-        ] {
-            rows.push(
-                Row::compared(
-                    format!("Parquet export, {codec}, {threads}"),
-                    Figure::mb_per_s(data.value_bytes, samples.best()),
-                    "pyarrow `pq.write_table`",
-                    pyarrow.clone(),
-                    Ratio::Times,
-                )
-                .with_target(Target::RatioAtLeast(target)),
-            );
-        }
+        rows.extend(export_pair(
+            &format!("Parquet export, {codec}"),
+            [
+                ("1 thread", &runs.one_thread),
+                ("2 threads", &runs.two_threads),
+            ],
+            data.value_bytes,
+            "pyarrow `pq.write_table`",
+            pyarrow,
+        ));
     }
     rows
+}
+
+/// The rows of one export on one thread and on several: MB/s of `bytes` against pyarrow's
+/// `theirs`, targets 1× and 1.5×.
+fn export_pair(
+    title: &str,
+    runs: [(&str, &Samples); 2],
+    bytes: u64,
+    theirs: &str,
+    pyarrow: Result<Figure, String>,
+) -> [Row; 2] {
+    let [one, many] = runs;
+    [(one, 1.0), (many, 1.5)].map(|((threads, samples), target)| {
+        Row::compared(
+            format!("{title}, {threads}"),
+            Figure::mb_per_s(bytes, samples.best()),
+            theirs,
+            pyarrow.clone(),
+            Ratio::Times,
+        )
+        .with_target(Target::RatioAtLeast(target))
+    })
 }
 
 /// Pooling and loader batches.
@@ -246,22 +263,13 @@ fn parquet_rows(m: &Measured<'_>) -> Vec<Row> {
                     .map(|p| Figure::mb_per_s(data.value_bytes, f(p)))
                     .map_err(Clone::clone)
             };
-            let write = "pyarrow `pq.write_table` to a file";
-            for (threads, samples, target) in [
-                ("1 thread", &c.export_one, 1.0),
-                ("every core", &c.export_all, 1.5),
-            ] {
-                rows.push(
-                    Row::compared(
-                        format!("Parquet export to a file, {name}, {threads}"),
-                        rate(samples),
-                        write,
-                        pyarrow(|p| p.0),
-                        Ratio::Times,
-                    )
-                    .with_target(Target::RatioAtLeast(target)),
-                );
-            }
+            rows.extend(export_pair(
+                &format!("Parquet export to a file, {name}"),
+                [("1 thread", &c.export_one), ("every core", &c.export_all)],
+                data.value_bytes,
+                "pyarrow `pq.write_table` to a file",
+                pyarrow(|p| p.0),
+            ));
             rows.push(
                 Row::compared(
                     format!("Parquet import, `read_parquet`, {name}"),
