@@ -453,7 +453,8 @@ pub enum ArgumentError {
 
     /// A `ref_level` that names no level of the reference LoD.
     #[error(
-        "{op}: ref_level {ref_level} does not exist (y has {levels} levels; expected -1 or 0..{levels})"
+        "{op}: ref_level {ref_level} does not exist (y has {}; expected -1 or 0..{levels})",
+        counted(.levels, "level", "levels")
     )]
     RefLevel {
         /// The operation.

@@ -203,7 +203,7 @@ fn errors_name_levels_and_counts() {
     let e = sequence_expand(&x, &y, 1).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "sequence_expand: ref_level 1 does not exist (y has 1 levels; expected -1 or 0..1)"
+        "sequence_expand: ref_level 1 does not exist (y has 1 level; expected -1 or 0..1)"
     );
     assert!(matches!(
         sequence_expand(&x, &y, -2).map_err(Error::into_kind),
