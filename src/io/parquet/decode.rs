@@ -31,7 +31,7 @@ use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::{DataType, Field, FieldRef};
 use parquet::basic::{Encoding, Type as PhysicalType};
-use parquet::column::page::{Page, PageReader};
+use parquet::column::page::Page;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::schema::types::ColumnDescriptor;
 
@@ -166,7 +166,7 @@ impl ColumnDecoder {
     /// column and page; [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) from the page reader.
     pub(super) fn decode_chunk(
         &mut self,
-        pages: &mut dyn PageReader,
+        pages: &mut dyn Iterator<Item = parquet::errors::Result<Page>>,
         rows: usize,
         expected: usize,
         at: &At<'_>,
@@ -182,7 +182,7 @@ impl ColumnDecoder {
         self.open = false;
         let mut dictionary: Option<Words> = None;
         let mut page_index = 0;
-        while let Some(page) = pages.get_next_page()? {
+        while let Some(page) = pages.next().transpose()? {
             self.page(page, &mut dictionary)
                 .map_err(|reason| fault(page_index, reason))?;
             page_index += 1;

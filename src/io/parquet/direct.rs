@@ -1,9 +1,13 @@
-//! Row groups read by the direct decoder ([`super::decode`]), one after the other.
+//! Row groups read by the direct decoder ([`super::decode`]), one after the other; with
+//! read-ahead, the pages of a compressed column chunk are read and decompressed on a second
+//! thread, a few pages ahead of the decoder.
 
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
+use parquet::basic::Compression;
+use parquet::column::page::Page;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::ChunkReader;
 use parquet::file::serialized_reader::SerializedPageReader;
@@ -30,7 +34,12 @@ pub(super) struct Direct<R> {
     metadata: Arc<ParquetMetaData>,
     schema: SchemaRef,
     columns: Vec<ColumnDecoder>,
+    /// Whether compressed chunks are decompressed on a second thread.
+    read_ahead: bool,
 }
+
+/// Pages decompressed ahead of the decoder: a few, so memory stays a few pages per chunk.
+const PAGES_AHEAD: usize = 4;
 
 impl<R: ChunkReader + 'static> Direct<R> {
     /// The plans of the columns of a file, or `None` when a column needs the general
@@ -63,18 +72,21 @@ impl<R: ChunkReader + 'static> Direct<R> {
         Some(plans)
     }
 
-    /// The direct decoder of `reader`, with the `plans` of its columns.
+    /// The direct decoder of `reader`, with the `plans` of its columns, reading pages ahead
+    /// or not.
     pub(super) fn new(
         reader: R,
         metadata: Arc<ParquetMetaData>,
         schema: SchemaRef,
         plans: Vec<Plan>,
+        read_ahead: bool,
     ) -> Self {
         Direct {
             reader: Arc::new(reader),
             metadata,
             schema,
             columns: plans.into_iter().map(ColumnDecoder::new).collect(),
+            read_ahead,
         }
     }
 }
@@ -91,7 +103,7 @@ impl<R: ChunkReader + 'static> RowGroupSource for Direct<R> {
         })?;
         for (c, decoder) in self.columns.iter_mut().enumerate() {
             let chunk = row_group.column(c);
-            let mut pages = SerializedPageReader::new(self.reader.clone(), chunk, rows, None)?;
+            let pages = SerializedPageReader::new(self.reader.clone(), chunk, rows, None)?;
             let at = At {
                 row_group: index,
                 column: self.schema.field(c).name(),
@@ -100,7 +112,11 @@ impl<R: ChunkReader + 'static> RowGroupSource for Direct<R> {
             let expected = usize::try_from(chunk.num_values())
                 .unwrap_or(0)
                 .min(usize::try_from(chunk.uncompressed_size()).unwrap_or(0) / decoder.width());
-            decoder.decode_chunk(&mut pages, rows, expected, &at)?;
+            if self.read_ahead && chunk.compression() != Compression::UNCOMPRESSED {
+                decode_ahead(decoder, pages, rows, expected, &at)?;
+            } else {
+                decoder.decode_chunk(&mut pages.into_iter(), rows, expected, &at)?;
+            }
         }
         Ok(())
     }
@@ -113,6 +129,37 @@ impl<R: ChunkReader + 'static> RowGroupSource for Direct<R> {
             .collect::<Result<Vec<ArrayRef>>>()?;
         Ok(RecordBatch::try_new(self.schema.clone(), arrays)?)
     }
+}
+
+/// Decodes a chunk while a second thread reads and decompresses its pages, up to
+/// [`PAGES_AHEAD`] ahead: decompression and decoding overlap. The same pages, in the same
+/// order, reach the decoder as without it; a panic of the page reader is resumed here.
+fn decode_ahead(
+    decoder: &mut ColumnDecoder,
+    pages: impl Iterator<Item = parquet::errors::Result<Page>> + Send,
+    rows: usize,
+    expected: usize,
+    at: &At<'_>,
+) -> Result<()> {
+    std::thread::scope(|scope| {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(PAGES_AHEAD);
+        let reader = scope.spawn(move || {
+            for page in pages {
+                let failed = page.is_err();
+                // The decoder stopped (its receiver is gone), or the reader failed: stop.
+                if sender.send(page).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        let decoded = decoder.decode_chunk(&mut receiver.iter(), rows, expected, at);
+        // Unblocks a reader waiting on a full channel after the decoder stopped early.
+        drop(receiver);
+        reader
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        decoded
+    })
 }
 
 #[cfg(test)]

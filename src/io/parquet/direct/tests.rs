@@ -147,15 +147,16 @@ fn nulls_are_errors_and_other_layouts_go_to_the_general_reader() {
 }
 
 /// Reads `bytes` as the reader does, but with the direct decoder called straight, outside
-/// the reader's panic guard: a panic here fails the test.
-fn direct_unguarded(bytes: &Bytes) -> crate::Result<Option<Dataset>> {
+/// the reader's panic guard: a panic here (or on the read-ahead thread) fails the test.
+fn direct_unguarded(bytes: &Bytes, read_ahead: bool) -> crate::Result<Option<Dataset>> {
     let metadata = ArrowReaderMetadata::load(bytes, ArrowReaderOptions::default())?;
     pages::check_column_chunks(bytes, metadata.metadata())?;
     let schema = metadata.schema().clone();
     let Some(plans) = Direct::<Bytes>::plans(metadata.metadata(), &schema) else {
         return Ok(None);
     };
-    let mut direct = Direct::new(bytes.clone(), metadata.metadata().clone(), schema, plans);
+    let metadata = metadata.metadata().clone();
+    let mut direct = Direct::new(bytes.clone(), metadata, schema, plans, read_ahead);
     for group in 0..direct.num_row_groups() {
         direct.decode(group)?;
     }
@@ -176,7 +177,7 @@ fn corrupted_pages_are_errors_never_panics() {
     }
     let (mut corrupted, mut refused) = (0, 0);
     for file in &files {
-        assert_eq!(direct_unguarded(file).unwrap(), Some(ds.clone()));
+        assert_eq!(direct_unguarded(file, true).unwrap(), Some(ds.clone()));
         // Every byte before the footer, each changed two ways (tests/corruption_sweep.rs
         // sweeps whole files, footer included, through the reader).
         let footer = file.len()
@@ -187,7 +188,15 @@ fn corrupted_pages_are_errors_never_panics() {
                 let mut bad = file.to_vec();
                 bad[at] ^= change;
                 corrupted += 1;
-                match direct_unguarded(&Bytes::from(bad)) {
+                let bad = Bytes::from(bad);
+                let read = direct_unguarded(&bad, false);
+                // Read ahead on a second thread: the same dataset, or the same error.
+                match (&read, direct_unguarded(&bad, true)) {
+                    (Ok(one), Ok(ahead)) => assert_eq!(one, &ahead, "byte {at}"),
+                    (Err(one), Err(ahead)) => assert_eq!(one.to_string(), ahead.to_string()),
+                    (one, ahead) => panic!("byte {at}: {one:?} but read ahead {ahead:?}"),
+                }
+                match read {
                     Ok(Some(back)) => {
                         // A value byte changed: the same shape, other values.
                         assert_eq!(back.num_rows(), ds.num_rows());
