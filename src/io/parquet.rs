@@ -17,7 +17,8 @@
 //! ```text
 //! write:  Dataset views ──► row group ──► levels from offsets + value slices ──► column
 //!         chunks ──► … ──► footer   (pages, or else row groups, on `threads` threads)
-//! read:   row groups ──► RecordBatch (batch_size rows) ──► Dataset
+//! read:   row groups ──► pages (decompressed a few ahead, on a second thread) ──► levels
+//!         to offsets + values copied once ──► RecordBatch (batch_size rows) ──► Dataset
 //! ```
 //!
 //! A Parquet file without an embedded Arrow schema has no fixed-size lists: a reader sees
