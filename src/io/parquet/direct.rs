@@ -34,12 +34,17 @@ pub(super) struct Direct<R> {
     metadata: Arc<ParquetMetaData>,
     schema: SchemaRef,
     columns: Vec<ColumnDecoder>,
-    /// Whether compressed chunks are decompressed on a second thread.
-    read_ahead: bool,
+    /// Compressed chunks of more than this many bytes are read ahead; `None`: none.
+    read_ahead_above: Option<i64>,
 }
 
 /// Pages decompressed ahead of the decoder: a few, so memory stays a few pages per chunk.
 const PAGES_AHEAD: usize = 4;
+
+/// The compressed chunks read ahead are larger than this: a chunk of about one page (1 MiB by default in
+/// the writers we know) has nothing to overlap, and a thread per tiny chunk would cost more
+/// than it saves.
+const READ_AHEAD_MIN_BYTES: i64 = 1 << 20;
 
 impl<R: ChunkReader + 'static> Direct<R> {
     /// The plans of the columns of a file, or `None` when a column needs the general
@@ -86,7 +91,7 @@ impl<R: ChunkReader + 'static> Direct<R> {
             metadata,
             schema,
             columns: plans.into_iter().map(ColumnDecoder::new).collect(),
-            read_ahead,
+            read_ahead_above: read_ahead.then_some(READ_AHEAD_MIN_BYTES),
         }
     }
 }
@@ -112,7 +117,11 @@ impl<R: ChunkReader + 'static> RowGroupSource for Direct<R> {
             let expected = usize::try_from(chunk.num_values())
                 .unwrap_or(0)
                 .min(usize::try_from(chunk.uncompressed_size()).unwrap_or(0) / decoder.width());
-            if self.read_ahead && chunk.compression() != Compression::UNCOMPRESSED {
+            let compressed = chunk.compression() != Compression::UNCOMPRESSED;
+            let large = self
+                .read_ahead_above
+                .is_some_and(|min| chunk.compressed_size() > min);
+            if compressed && large {
                 decode_ahead(decoder, pages, rows, expected, &at)?;
             } else {
                 decoder.decode_chunk(&mut pages.into_iter(), rows, expected, &at)?;

@@ -141,8 +141,8 @@ impl ParquetReadOptions {
 
     /// The same options with read-ahead on or off: the direct decoder (see
     /// [`with_direct`](Self::with_direct)) then has the pages of each compressed column
-    /// chunk read and decompressed on a second thread, a few pages ahead, so decompression
-    /// and decoding overlap. On by default when the machine has more than one core; the
+    /// chunk larger than 1 MiB read and decompressed on a second thread, a few pages
+    /// ahead, so decompression and decoding overlap. On by default when the machine has more than one core; the
     /// datasets are the same either way.
     ///
     /// # Example

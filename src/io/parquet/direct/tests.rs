@@ -157,6 +157,8 @@ fn direct_unguarded(bytes: &Bytes, read_ahead: bool) -> crate::Result<Option<Dat
     };
     let metadata = metadata.metadata().clone();
     let mut direct = Direct::new(bytes.clone(), metadata, schema, plans, read_ahead);
+    // Every compressed chunk, however small, so that these small files take that path.
+    direct.read_ahead_above = read_ahead.then_some(0);
     for group in 0..direct.num_row_groups() {
         direct.decode(group)?;
     }
