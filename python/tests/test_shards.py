@@ -290,3 +290,17 @@ def test_elastic_loaders_resume_on_another_number_of_ranks(shards_dir):
         data.loader(batch_size=4, shuffle=True, seed=5, chunk_rows=3, window=8).load_state_dict(state)
     with pytest.raises(ValueError, match="window needs chunk_rows"):
         data.loader(shuffle=True, window=8)
+
+
+def test_elastic_ranks_with_drop_last_take_equal_steps(shards_dir):
+    data = lt.open(shards_dir)
+    options = dict(batch_size=3, shuffle=True, seed=2, elastic=True, drop_last=True)
+    plan = [b.samples.tolist() for b in data.loader(**options)]
+    assert len(plan) % 4 != 0  # so that the last step would leave some ranks without a batch
+    ranks = [data.loader(**options, rank=r, world_size=4, prefetch=r % 2) for r in range(4)]
+    assert {len(loader) for loader in ranks} == {len(plan) // 4}
+    # A data-parallel loop: every rank takes every step, and all stop together.
+    read = []
+    for step in zip(*ranks, strict=True):
+        read.extend((b.index, b.samples.tolist()) for b in step)
+    assert sorted(read) == list(enumerate(plan))[: len(plan) // 4 * 4]

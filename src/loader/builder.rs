@@ -255,6 +255,9 @@ impl<'a> LoaderBuilder<'a> {
 
     /// Leaves out the last batch of each bucket when it is incomplete: fewer samples than
     /// the batch size, or (with a token budget) not closed by a sample that did not fit.
+    /// With [`LoaderBuilder::elastic_shard`] it also leaves out the epoch's last step when
+    /// that has fewer batches than ranks, so that every rank reads the same number of
+    /// batches (as data-parallel training needs: every rank takes every step).
     ///
     /// # Example
     /// ```
@@ -454,8 +457,9 @@ impl<'a> LoaderBuilder<'a> {
     /// on every rank after the same number of batches, and not tied to the world size (the
     /// fingerprint leaves rank and world size out). Saved on 8 ranks, it resumes on 6 or 1,
     /// each batch of the epoch read once. In an epoch's last step, ranks past its last
-    /// batch get none ([`Loader::num_batches`] says how many each rank gets). Not with
-    /// [`LoaderBuilder::shard`].
+    /// batch get none ([`Loader::num_batches`] says how many each rank gets), unless
+    /// [`LoaderBuilder::with_drop_last`] leaves that step out: then every rank reads the
+    /// same number of batches. Not with [`LoaderBuilder::shard`].
     ///
     /// # Example
     /// ```

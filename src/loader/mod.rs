@@ -209,7 +209,9 @@ impl Loader {
     }
 
     /// The number of batches this rank reads in `epoch`: the plan's, or this rank's turns
-    /// among them when ranks take turns ([`LoaderBuilder::elastic_shard`]).
+    /// among them when ranks take turns ([`LoaderBuilder::elastic_shard`]); with
+    /// [`LoaderBuilder::with_drop_last`] the same on every rank then (the last step is read
+    /// only when it has a batch for each).
     ///
     /// # Example
     /// ```
@@ -227,11 +229,18 @@ impl Loader {
     /// assert_eq!(whole.num_batches(0), 5);
     /// let rank_1_of_2 = Loader::builder(&file).with_batch_size(1).elastic_shard(1, 2).build()?;
     /// assert_eq!(rank_1_of_2.num_batches(0), 2);                // batches 1 and 3
+    /// let even = Loader::builder(&file).with_batch_size(1).with_drop_last(true);
+    /// assert_eq!(even.elastic_shard(0, 2).build()?.num_batches(0), 2);   // not batch 4
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn num_batches(&self, epoch: u64) -> usize {
         let (rank, world) = self.config.ranks.turn();
-        self.plan(epoch).len().saturating_sub(rank).div_ceil(world)
+        let batches = self.plan(epoch).len();
+        if self.config.drop_last {
+            batches / world
+        } else {
+            batches.saturating_sub(rank).div_ceil(world)
+        }
     }
 
     fn current_plan(&mut self) -> Arc<Plan> {
@@ -482,7 +491,9 @@ impl Loader {
         let plan = self.current_plan();
         let (epoch, step) = self.position;
         let index = self.next_index();
-        let Some(samples) = plan.batch(index) else {
+        // With `drop_last`, elastic ranks leave out a last step without a batch for each.
+        let whole_step = !self.config.drop_last || step + self.config.ranks.turn().1 <= plan.len();
+        let Some(samples) = plan.batch(index).filter(|_| whole_step) else {
             self.position = (epoch + 1, 0);
             return Ok(None);
         };
