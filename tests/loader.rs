@@ -150,6 +150,7 @@ proptest! {
         for e in 0..2u64 {
             let mut all = Vec::new();
             let mut left_out = 0;
+            let mut counts = HashSet::new();
             for rank in 0..world {
                 let mut loader = configure(Loader::builder(&file), &mode, &order, &buckets)
                     .with_drop_last(drop_last)
@@ -180,7 +181,10 @@ proptest! {
                 }
                 all.extend(mine);
                 left_out += dropped;
+                counts.insert(batches.len());
             }
+            // With drop_last, every rank the same number of batches (data-parallel steps).
+            prop_assert!(!drop_last || counts.len() == 1, "batches per rank: {:?}", counts);
             let distinct: HashSet<usize> = all.iter().copied().collect();
             prop_assert_eq!(distinct.len(), all.len(), "a sample twice");
             prop_assert_eq!(distinct.len() + left_out, n);

@@ -304,3 +304,9 @@ def test_elastic_ranks_with_drop_last_take_equal_steps(shards_dir):
     for step in zip(*ranks, strict=True):
         read.extend((b.index, b.samples.tolist()) for b in step)
     assert sorted(read) == list(enumerate(plan))[: len(plan) // 4 * 4]
+    # Contiguous parts: every rank as many batches as the fewest any part makes.
+    options = dict(token_budget=300, shuffle=True, seed=2, drop_last=True)
+    ranks = [data.loader(**options, rank=r, world_size=4) for r in range(4)]
+    assert len({len(loader) for loader in ranks}) == 1
+    steps = list(zip(*ranks, strict=True))
+    assert len(steps) == len(ranks[0])

@@ -255,9 +255,11 @@ impl<'a> LoaderBuilder<'a> {
 
     /// Leaves out the last batch of each bucket when it is incomplete: fewer samples than
     /// the batch size, or (with a token budget) not closed by a sample that did not fit.
-    /// With [`LoaderBuilder::elastic_shard`] it also leaves out the epoch's last step when
-    /// that has fewer batches than ranks, so that every rank reads the same number of
-    /// batches (as data-parallel training needs: every rank takes every step).
+    /// Over several ranks it also makes every rank read the same number of batches, as
+    /// data-parallel training needs (every rank takes every step): with
+    /// [`LoaderBuilder::shard`] each rank reads as many as the fewest any rank's part makes;
+    /// with [`LoaderBuilder::elastic_shard`] the epoch's last step is left out when it has
+    /// fewer batches than ranks.
     ///
     /// # Example
     /// ```
@@ -420,7 +422,8 @@ impl<'a> LoaderBuilder<'a> {
     }
 
     /// Only part `rank` of `world_size` contiguous, near-equal parts of each epoch's order,
-    /// batched by this rank alone. Not with [`LoaderBuilder::elastic_shard`].
+    /// batched by this rank alone (with [`LoaderBuilder::with_drop_last`], every rank as
+    /// many batches as the fewest any part makes). Not with [`LoaderBuilder::elastic_shard`].
     ///
     /// # Example
     /// ```

@@ -162,12 +162,25 @@ impl Plan {
         epoch: u64,
     ) -> Plan {
         let n = lengths.len();
-        let mut order = epoch_order(config.shuffle, n, batches, shards, epoch);
-        if let Ranks::Parts { rank, world } = config.ranks {
-            let part = n * rank / world..n * (rank + 1) / world;
-            order.truncate(part.end);
-            order.drain(..part.start);
+        let order = epoch_order(config.shuffle, n, batches, shards, epoch);
+        let Ranks::Parts { rank, world } = config.ranks else {
+            return Plan::of_order(config, lengths, &order, epoch);
+        };
+        let part = |r: usize| &order[n * r / world..n * (r + 1) / world];
+        let mut plan = Plan::of_order(config, lengths, part(rank), epoch);
+        if config.drop_last {
+            // Every rank the same number of batches: the fewest any rank's part makes.
+            let fewest = (0..world)
+                .filter(|&r| r != rank)
+                .map(|r| Plan::of_order(config, lengths, part(r), epoch).len())
+                .min();
+            plan.keep_batches(fewest.unwrap_or(usize::MAX));
         }
+        plan
+    }
+
+    /// The batches of `order` (the whole epoch's, or one rank's part of it).
+    fn of_order(config: &PlanConfig, lengths: &[usize], order: &[usize], epoch: u64) -> Plan {
         let buckets = config.buckets.len() + 1;
         let mut pending: Vec<Vec<usize>> = vec![Vec::new(); buckets];
         let mut pending_tokens = vec![0usize; buckets];
@@ -177,7 +190,7 @@ impl Plan {
             infos: Vec::new(),
             dropped: 0,
         };
-        for &s in &order {
+        for &s in order {
             let len = lengths[s];
             let b = config.buckets.partition_point(|&bound| bound < len);
             match config.batch {
@@ -218,6 +231,17 @@ impl Plan {
             }
         }
         plan
+    }
+
+    /// Keeps the first `count` batches, counting the samples of the others as dropped.
+    fn keep_batches(&mut self, count: usize) {
+        let Some(first_left_out) = self.infos.get(count) else {
+            return;
+        };
+        let end = first_left_out.start;
+        self.dropped += self.samples.len() - end;
+        self.samples.truncate(end);
+        self.infos.truncate(count);
     }
 
     /// Appends `samples` as one batch and empties it.
@@ -396,7 +420,9 @@ impl Plan {
         &self.infos
     }
 
-    /// Samples of this shard left out by `drop_last` (0 without it).
+    /// Samples of this rank's part left out by `drop_last` (0 without it): those of
+    /// incomplete batches, and with [`LoaderBuilder::shard`](super::LoaderBuilder::shard)
+    /// those of the batches past the fewest any rank makes.
     ///
     /// # Example
     /// ```
@@ -412,6 +438,9 @@ impl Plan {
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).with_drop_last(true).build()?;
     /// assert_eq!((loader.plan(0).len(), loader.plan(0).dropped()), (2, 1));
+    /// // Two ranks: parts of 2 and 3 samples make 2 and 3 batches of 1; each reads 2.
+    /// let rank = |r| Loader::builder(&file).with_batch_size(1).with_drop_last(true).shard(r, 2).build();
+    /// assert_eq!((rank(0)?.plan(0).len(), rank(1)?.plan(0).dropped()), (2, 1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dropped(&self) -> usize {
