@@ -6,9 +6,9 @@
 //! `cargo bench --bench storage`; `LODTENSOR_BENCH_DOCS` sets the size (default 4400
 //! documents, about 1 GiB of values).
 
-#[path = "../src/bin/lodtensor-bench/baseline.rs"]
+#[path = "../bench/src/baseline.rs"]
 mod baseline;
-#[path = "../src/bin/lodtensor-bench/measure.rs"]
+#[path = "../bench/src/measure.rs"]
 #[allow(dead_code)] // the bench times pairs only
 mod measure;
 

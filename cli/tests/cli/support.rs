@@ -8,7 +8,7 @@ use std::process::Command;
 use lodtensor::Dataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 
-#[path = "../common/mod.rs"]
+#[path = "../../../tests/common/mod.rs"]
 pub mod common;
 
 /// What a run printed and its exit code.
@@ -62,7 +62,7 @@ where
 
 /// A golden Paddle file.
 pub fn paddle(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    crate::support::repo()
         .join("tests/data/paddle")
         .join(name)
 }
@@ -100,4 +100,11 @@ pub fn batches_file(dir: &Path) -> PathBuf {
         &all,
         WriteOptions::default().with_batch_bytes(1),
     )
+}
+
+/// The repository's root (the library's crate), where `tests/data`, README.md and docs/ are.
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the CLI crate is a directory of the repository")
 }

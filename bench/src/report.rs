@@ -42,7 +42,7 @@ pub fn body(c: &Context<'_>, table: &str) -> String {
         Err(why) => format!("pyarrow and numpy were not measured: {why}"),
     };
     format!(
-        "Measured {} with `cargo build --release --bins && target/release/lodtensor-bench{scale}` on {} (load \
+        "Measured {} with `cargo build --release -p lodtensor-bench && target/release/lodtensor-bench{scale}` on {} (load \
          average {} at the start). Dataset (seed 42): {} documents of 1–30 sentences of 1–120 \
          tokens of `f32[64]`: {} sentences, {} tokens, {:.1} MB of values in a {:.1} MB file \
          of {} record {}.\n\n{table}\nEach figure is the **best** (fastest) of 3 to 51 runs; an \

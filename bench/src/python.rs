@@ -1,4 +1,4 @@
-//! pyarrow's and numpy's figures on the same file: `benches/compare_pyarrow.py`, run with
+//! pyarrow's and numpy's figures on the same file: `bench/compare_pyarrow.py`, run with
 //! `LODTENSOR_PYTHON` (default `.venv/bin/python`), prints them as one JSON object.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use std::process::Command;
 use serde_json::Value;
 
 /// The script, in this crate's sources.
-pub const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/compare_pyarrow.py");
+pub const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/compare_pyarrow.py");
 
 /// Medians in seconds, from the script.
 pub struct PyFigures {

@@ -2,9 +2,8 @@
 //! paths that are not files, metadata spelled by other writers, `slice --column`, and one
 //! exit-code policy for every subcommand.
 
-#![cfg(all(feature = "cli", feature = "parquet"))]
+#![cfg(feature = "parquet")]
 
-mod cli_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,8 +13,8 @@ use arrow_array::{ArrayRef, Float32Array, ListArray, RecordBatch};
 use arrow_buffer::OffsetBuffer;
 use arrow_ipc::writer::{FileWriter, StreamWriter};
 use arrow_schema::{DataType, Field, Schema};
-use cli_support::common::python;
-use cli_support::{lodtensor_in, words, words_file};
+use crate::support::common::python;
+use crate::support::{lodtensor_in, words, words_file};
 
 const READERS: [&str; 6] = ["info", "show", "validate", "hist", "slice", "convert"];
 

@@ -3,15 +3,14 @@
 //! `show`, `slice` and `hist` on a directory, and corrupted, truncated, missing shards and
 //! bad manifests named with their exit codes.
 
-#![cfg(all(feature = "cli", feature = "parquet"))]
+#![cfg(feature = "parquet")]
 
-mod cli_support;
 
 use std::path::Path;
 use std::process::Command;
 
-use cli_support::common::python;
-use cli_support::{lodtensor_in, write};
+use crate::support::common::python;
+use crate::support::{lodtensor_in, write};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::io::parquet::{ParquetReadOptions, read_parquet};

@@ -1,13 +1,11 @@
 //! `lodtensor info`, `show`, `validate` and `hist`, run on real files: written with the
 //! library, Paddle's golden files, corrupt files and missing paths.
 
-#![cfg(feature = "cli")]
 
-mod cli_support;
 
 use std::process::{Command, Stdio};
 
-use cli_support::{batches_file, lodtensor_in, paddle, words_file};
+use crate::support::{batches_file, lodtensor_in, paddle, words_file};
 use lodtensor::io::ipc_writer::WriteOptions;
 use serde_json::Value;
 
@@ -124,7 +122,7 @@ fn info_reads_paddle_files() {
 fn info_of_a_file_without_batches() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("empty.arrow");
-    let schema = cli_support::words().schema();
+    let schema = crate::support::words().schema();
     let file = std::fs::File::create(&path).unwrap();
     let mut writer = arrow_ipc::writer::FileWriter::try_new(file, &schema).unwrap();
     writer.finish().unwrap();
@@ -458,9 +456,9 @@ fn hist_draws_lengths_per_level() {
 #[test]
 fn a_closed_stdout_is_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let ds = cli_support::words();
+    let ds = crate::support::words();
     let many: Vec<_> = (0..2000).map(|_| ds.clone()).collect();
-    cli_support::write(dir.path(), "many.arrow", &many, WriteOptions::default());
+    crate::support::write(dir.path(), "many.arrow", &many, WriteOptions::default());
     let mut child = Command::new(env!("CARGO_BIN_EXE_lodtensor"))
         .args([
             "show",

@@ -314,7 +314,7 @@ fn next_commands(dir: &Path) -> Vec<String> {
 fn next_commands_text(out: &mut impl Write, dir: &Path) -> Result<()> {
     writeln!(
         out,
-        "\nthe files stay in {}; next, try (`lodtensor` is `cargo run --release --` until `cargo install --path .`):",
+        "\nthe files stay in {}; next, try (`lodtensor` is `cargo run --release --` until `cargo install --path cli`):",
         dir.display()
     )?;
     for command in next_commands(dir) {

@@ -2,7 +2,7 @@
 //! their text blocks, in order, in one directory, must print what the document shows after it
 //! (timings aside).
 
-#![cfg(all(feature = "cli", feature = "parquet"))]
+#![cfg(feature = "parquet")]
 
 use std::path::Path;
 use std::process::Command;
@@ -24,7 +24,7 @@ fn without_timings(text: &str) -> String {
 
 #[test]
 fn readme_examples_print_what_the_readme_shows() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::support::repo();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let section = &readme[readme.find("## Command line").unwrap()..];
     let section = &section[..3 + section[3..].find("\n## ").unwrap()];
@@ -34,7 +34,7 @@ fn readme_examples_print_what_the_readme_shows() {
 
 #[test]
 fn cli_reference_examples_print_what_it_shows() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::support::repo();
     let reference = std::fs::read_to_string(root.join("docs/cli.md")).unwrap();
     let checked = run_examples(&reference);
     assert!(checked >= 12, "only {checked} examples found");
@@ -43,7 +43,7 @@ fn cli_reference_examples_print_what_it_shows() {
 /// Runs the `sh` setup block of `section`, then every `$ command` of its text blocks,
 /// checking each output; returns how many were checked.
 fn run_examples(section: &str) -> usize {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::support::repo();
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(root.join("tests"), dir.path().join("tests")).unwrap();
     let bin = Path::new(env!("CARGO_BIN_EXE_lodtensor")).parent().unwrap();
@@ -103,11 +103,12 @@ fn run_examples(section: &str) -> usize {
     checked
 }
 
-/// The README opens with `cargo run --release -- demo`, which needs a default binary once
-/// the crate has more than one (`scripts/test` runs the command itself, as written).
+/// The README opens with `cargo run --release -- demo`: in the workspace's root that runs the
+/// CLI crate's `lodtensor` binary, the one binary of the default members (`scripts/test` runs
+/// the command itself, as written).
 #[test]
 fn readme_first_command_runs_the_default_binary() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::support::repo();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let first = readme
         .split("```sh\n")
@@ -118,9 +119,9 @@ fn readme_first_command_runs_the_default_binary() {
         .unwrap();
     assert!(first.starts_with("cargo run --release -- demo "), "{first}");
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
-    let bins = manifest.matches("[[bin]]").count();
     assert!(
-        bins <= 1 || manifest.contains("\ndefault-run = \"lodtensor\"\n"),
-        "{bins} binaries and no default-run = \"lodtensor\""
+        manifest.contains("\ndefault-members = [\".\", \"cli\"]\n"),
+        "the workspace's default members are not the library and the CLI"
     );
+    assert!(!manifest.contains("[[bin]]"), "the library crate has a binary");
 }

@@ -2,16 +2,15 @@
 //! `convert` (to Parquet and back, and Paddle's refusal), every output read back with the
 //! library.
 
-#![cfg(all(feature = "cli", feature = "parquet"))]
+#![cfg(feature = "parquet")]
 
-mod cli_support;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::types::Int64Type;
 use arrow_array::{Int64Array, RecordBatch, StringArray};
-use cli_support::lodtensor_in;
+use crate::support::lodtensor_in;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::{Column, Dataset, LodTensor};

@@ -1,14 +1,13 @@
 //! `lodtensor demo`: it leaves its files in a directory the user keeps, never overwrites
 //! anything that is not a previous demo, and ends with commands that work on those files.
 
-#![cfg(all(feature = "cli", feature = "parquet"))]
+#![cfg(feature = "parquet")]
 
-mod cli_support;
 
 use std::process::Command;
 
-use cli_support::common::python;
-use cli_support::lodtensor_in;
+use crate::support::common::python;
+use crate::support::lodtensor_in;
 
 /// The indented command lines after "next, try".
 fn next_commands(stdout: &str) -> Vec<String> {

@@ -1,14 +1,13 @@
 //! `lodtensor convert` and `slice`, run on real files: every output read back with the
 //! library, failed writes leave the target as it was.
 
-#![cfg(all(feature = "cli", feature = "parquet"))]
+#![cfg(feature = "parquet")]
 
-mod cli_support;
 
 use std::path::Path;
 
 use arrow_array::types::{Float32Type, Int64Type};
-use cli_support::{batches_file, lodtensor_in, paddle, words, words_file};
+use crate::support::{batches_file, lodtensor_in, paddle, words, words_file};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::paddle as pd;
 use lodtensor::io::parquet::{
@@ -191,7 +190,7 @@ fn parquet_row_groups_are_read_whole() {
     let run = lodtensor_in(dir.path(), ["show", "groups.parquet", "--rows", "3..6"]);
     assert!(run.ok().contains("articles   3           1 2\n"), "{run:?}");
     // pyarrow's files: with and without the embedded Arrow schema.
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/parquet");
+    let data = crate::support::repo().join("tests/data/parquet");
     for name in [
         "pyarrow_nested_lists.parquet",
         "pyarrow_no_arrow_schema.parquet",
@@ -281,7 +280,7 @@ fn convert_refuses_what_the_output_cannot_hold() {
     )
     .unwrap();
     let ds = Dataset::try_new(vec![lodtensor::Column::new("ids", ids)]).unwrap();
-    cli_support::write(dir.path(), "u32.arrow", &[ds], Default::default());
+    crate::support::write(dir.path(), "u32.arrow", &[ds], Default::default());
     let run = lodtensor_in(dir.path(), ["convert", "u32.arrow", "old.pdtensor"]);
     assert_eq!(
         run.fails(1),

@@ -1,7 +1,7 @@
 //! Repeated timings on a noisy machine: each figure is the best (fastest) of several runs,
 //! since another process can only slow a run down, and two operations compared with each
 //! other run alternately, so that both see the same machine.
-//! Shared with `benches/storage.rs` and `benches/shards_open.rs`.
+//! Shared with `benches/storage.rs` and `cli/benches/shards_open.rs`.
 
 use std::time::Instant;
 

@@ -2,8 +2,6 @@
 //! and has every row (with pyarrow's figures when `LODTENSOR_PYTHON` is set). Correctness
 //! only: no figure is checked.
 
-#![cfg(all(feature = "cli", feature = "parquet"))]
-
 use std::process::Command;
 
 /// The start of every row of the table, in order, after its header and rule.

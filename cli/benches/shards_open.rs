@@ -9,11 +9,11 @@
 //! large shard (default 4: about 1 MB each, 1 GB for the 1,000 shards, written once under
 //! `target/bench-data/`).
 
-#[path = "../src/bin/lodtensor-bench/measure.rs"]
+#[path = "../../bench/src/measure.rs"]
 #[allow(dead_code)] // the bench times pairs only
 mod measure;
 
-#[path = "../tests/common/plain.rs"]
+#[path = "../../tests/common/plain.rs"]
 mod support;
 
 use std::convert::Infallible;
@@ -39,7 +39,7 @@ fn docs_per_large_shard() -> usize {
 /// A dataset of `SHARDS` shards of `docs` documents of `shape` each, written once.
 fn dataset(name: &str, shape: &Documents, docs: usize) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/bench-data")
+        .join("../target/bench-data")
         .join(format!("shards-{SHARDS}-{name}-{docs}"));
     if dir.join(MANIFEST_NAME).exists() {
         return dir;
