@@ -9,6 +9,7 @@
 mod array;
 mod batch;
 mod dataset;
+mod deprecated;
 mod error;
 mod ffi;
 mod loader;
