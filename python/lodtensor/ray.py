@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import pyarrow as pa
 import ray.data
@@ -74,10 +74,10 @@ def write_lodtensor(
     dataset: ray.data.Dataset,
     path: str | os.PathLike,
     *,
-    mode: str = "create",
+    mode: Literal["create", "append"] = "create",
     shard_rows: int | None = None,
     shard_bytes: int | None = None,
-    offset_width: str = "i64",
+    offset_width: Literal["i32", "i64"] = "i64",
     batch_bytes: int | None = None,
     min_rows_per_write: int | None = None,
     concurrency: int | None = None,
@@ -208,10 +208,10 @@ class LodTensorDatasink(Datasink):
         self,
         path: str | os.PathLike,
         *,
-        mode: str = "create",
+        mode: Literal["create", "append"] = "create",
         shard_rows: int | None = None,
         shard_bytes: int | None = None,
-        offset_width: str = "i64",
+        offset_width: Literal["i32", "i64"] = "i64",
         batch_bytes: int | None = None,
         min_rows_per_write: int | None = None,
     ):
