@@ -198,7 +198,7 @@ fn default_length_column(source: LoaderSource<'_>) -> PyResult<String> {
     (tensor_levels(source).into_iter())
         .find(|(_, levels)| *levels > 0)
         .map(|(name, _)| name)
-        .ok_or_else(|| invalid("level given, but no column has levels: name length_column"))
+        .ok_or_else(|| option_error("level", "no column has levels: give length_column too"))
 }
 
 /// The number of levels of `column`.
@@ -208,9 +208,10 @@ fn column_levels(source: LoaderSource<'_>, column: &str) -> PyResult<usize> {
         .find(|(name, _)| name == column)
     {
         Some((_, levels)) => Ok(levels),
-        None => Err(invalid(format!(
-            "length_column {column:?}: no such tensor column (or no rows to tell): give level as well"
-        ))),
+        None => Err(option_error(
+            "length_column",
+            &format!("{column:?} is no tensor column (or no rows tell its levels): give level too"),
+        )),
     }
 }
 

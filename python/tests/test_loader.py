@@ -214,7 +214,7 @@ def test_bad_options_name_the_option(docs_path, options, message):
 
 def test_bad_options_raise(docs_path):
     ds = lt.open(docs_path)
-    with pytest.raises(lt.LodTensorError, match="nope"):
+    with pytest.raises(lt.LodTensorError, match='loader option length_column: "nope"'):
         ds.loader(length_column="nope")
     with pytest.raises(lt.LodTensorError):
         ds.loader(buckets="big")
