@@ -202,7 +202,7 @@ impl Dataset {
     }
 
     /// A `Loader` of training batches over this file; the options (keywords only) are
-    /// `Loader`'s, listed in `docs/python.md`.
+    /// listed in `help(lodtensor.Loader)`.
     #[pyo3(signature = (**options))]
     fn loader(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Loader> {
         let options = Options::from_kwargs(py, options)?;

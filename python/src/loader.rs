@@ -73,7 +73,7 @@ pub struct ParsedOptions(Options);
     buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
     prefetch = 0))]
 #[allow(clippy::too_many_arguments)]
-fn loader_options(
+pub fn loader_options(
     batch_size: Option<usize>,
     token_budget: Option<usize>,
     length_column: Option<String>,
@@ -312,11 +312,17 @@ impl Inner {
     }
 }
 
-/// Training batches over a dataset file, made by `Dataset.loader(...)`: the same batches as
-/// the Rust `Loader` with the same options, in the same order.
+/// Training batches over a dataset file or a sharded dataset, made by `ds.loader(**options)`:
+/// the same batches as the Rust `Loader` with the same options, in the same order.
 ///
 /// Iterating yields the rest of the current epoch; at its end the loader moves to the start
 /// of the next epoch. `len(loader)` is the number of batches of the current epoch.
+///
+/// The options, all keywords: `batch_size=None` or `token_budget=None` (32 samples when
+/// neither); `length_column=None`, `level=None` (a sample's length); `shuffle=False`,
+/// `seed=0`, `chunk_rows=None`, `window=None`; `buckets=None` (bounds, or an `int` of
+/// quantile buckets); `drop_last=False`; `rank=0`, `world_size=1`, `elastic=False`;
+/// `prefetch=0` (batches read ahead on a Rust thread). `docs/python.md` says more.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Loader {
     inner: Mutex<Inner>,

@@ -212,6 +212,20 @@ def test_bad_options_name_the_option(docs_path, options, message):
     assert "with_" not in str(raised.value)
 
 
+def test_the_stub_types_every_loader_option():
+    """The stub's `LoaderOptions` lists the keywords the module parses, in the same order."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    runtime = inspect.signature(lt._native._loader_options).parameters
+    stub = ast.parse(Path(lt.__file__).with_suffix(".pyi").read_text())
+    (options,) = [n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "LoaderOptions"]
+    typed = [n.target.id for n in options.body if isinstance(n, ast.AnnAssign)]
+    assert typed == list(runtime)
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in runtime.values())
+
+
 def test_bad_options_raise(docs_path):
     ds = lt.open(docs_path)
     with pytest.raises(lt.LodTensorError, match='loader option length_column: "nope"'):
