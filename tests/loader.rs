@@ -625,16 +625,17 @@ fn bad_options_and_positions_are_typed_errors() {
     assert!(matches!(
         err(Loader::builder(&file).with_batch_size(0)).kind(),
         ErrorKind::Argument(ArgumentError::LoaderConfig {
-            option: "batch size",
+            option: "batch_size",
             ..
         })
     ));
+    assert_eq!(
+        err(Loader::builder(&file).with_batch_size(0)).to_string(),
+        "loader option batch_size: must be at least 1, got 0"
+    );
     assert!(matches!(
         err(Loader::builder(&file).shard(3, 3)).kind(),
-        ErrorKind::Argument(ArgumentError::LoaderConfig {
-            option: "shard",
-            ..
-        })
+        ErrorKind::Argument(ArgumentError::LoaderConfig { option: "rank", .. })
     ));
     assert!(matches!(
         err(Loader::builder(&file).with_quantile_buckets(0)).kind(),
@@ -684,29 +685,29 @@ fn conflicting_options_are_refused_naming_both() {
             Loader::builder(&file)
                 .with_batch_size(4)
                 .with_token_budget(40),
-            "with_batch_size",
-            "with_token_budget",
+            "batch_size",
+            "token_budget",
         ),
         (
             Loader::builder(&file)
                 .with_token_budget(40)
                 .with_batch_size(4),
-            "with_token_budget",
-            "with_batch_size",
+            "token_budget",
+            "batch_size",
         ),
         (
             Loader::builder(&file)
                 .with_shuffle(1)
                 .with_chunk_shuffle(1, 4),
-            "with_shuffle",
-            "with_chunk_shuffle",
+            "shuffle",
+            "chunk_shuffle",
         ),
         (
             Loader::builder(&file)
                 .with_buckets(vec![3])
                 .with_quantile_buckets(2),
-            "with_buckets",
-            "with_quantile_buckets",
+            "buckets",
+            "quantile_buckets",
         ),
     ];
     for (builder, first, second) in cases {

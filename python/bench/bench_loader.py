@@ -261,7 +261,7 @@ def batches(ds, f, hf, shuffle: bool, repeat: int) -> tuple[list, float | None]:
 def lookups(ds, f, hf, path: str, repeat: int) -> dict:
     """Seconds per random document and per open, for each contender."""
     picks = np.random.default_rng(3).integers(0, ds.num_rows, 100_000).tolist()
-    ds.sample(0)  # the pyarrow record batches are imported once, on first use
+    ds.row(0)  # the pyarrow record batches are imported once, on first use
 
     def py_sample():
         for s in picks:
@@ -270,7 +270,7 @@ def lookups(ds, f, hf, path: str, repeat: int) -> dict:
 
     def lt_sample():
         for s in picks:
-            ds.sample(s)
+            ds.row(s)
 
     def py_open():
         with pa.memory_map(path) as source:

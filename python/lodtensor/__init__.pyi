@@ -2,18 +2,54 @@
 
 import os
 import pathlib
-from typing import Any, Iterator, Sequence, TypedDict, Union
+from typing import Any, Iterator, Literal, Sequence, TypedDict, Union, final, overload
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+from typing_extensions import Unpack, deprecated
 
 __version__: str
+__all__ = [
+    "open",
+    "write",
+    "write_shards",
+    "commit",
+    "Dataset",
+    "ShardedDataset",
+    "ShardWriter",
+    "Loader",
+    "Batch",
+    "LodTensorError",
+]
 
 _Path = Union[str, os.PathLike[str]]
+_Offsets = npt.NDArray[np.int64]
+# How a sharded dataset is written: a new one, shards appended, or one of many writers.
+_Mode = Literal["create", "append", "pending"]
+# The offsets of a written file: i64 (LargeList) or i32 (List).
+_OffsetWidth = Literal["i32", "i64"]
 
 class LodTensorError(ValueError):
     """A file, argument or loader state that lodtensor refuses; the message says what and where."""
+
+class LoaderOptions(TypedDict, total=False):
+    """The keywords of ``Dataset.loader`` and ``ShardedDataset.loader`` (all optional)."""
+
+    batch_size: int | None
+    token_budget: int | None
+    length_column: str | None
+    level: int | None
+    shuffle: bool
+    seed: int
+    chunk_rows: int | None
+    window: int | None
+    buckets: int | Sequence[int] | None
+    drop_last: bool
+    rank: int
+    world_size: int
+    elastic: bool
+    prefetch: int
 
 class StateDict(TypedDict):
     epoch: int
@@ -47,7 +83,7 @@ def write(
     path: _Path,
     data: Any,
     *,
-    offset_width: str = "i64",
+    offset_width: _OffsetWidth = "i64",
     batch_bytes: int | None = None,
 ) -> WriteSummary:
     """Writes pyarrow data to ``path`` as a validated lodtensor file, atomically."""
@@ -56,11 +92,11 @@ def write_shards(
     path: _Path,
     data: Any,
     *,
-    mode: str = "create",
+    mode: _Mode = "create",
     shard_rows: int | None = None,
     shard_bytes: int | None = None,
     prefix: str | None = None,
-    offset_width: str = "i64",
+    offset_width: _OffsetWidth = "i64",
     batch_bytes: int | None = None,
 ) -> Manifest:
     """Writes pyarrow data to the directory ``path`` as a sharded dataset; ``mode`` is
@@ -69,6 +105,7 @@ def write_shards(
 def commit(path: _Path) -> Manifest:
     """Merges the pending manifests in ``path`` into its manifest, atomically; idempotent."""
 
+@final
 class ShardedDataset:
     """A sharded dataset: the manifest read, each shard mapped and checked when first touched."""
 
@@ -92,53 +129,68 @@ class ShardedDataset:
     def __len__(self) -> int: ...
     def validate(self) -> None:
         """Maps and checks every shard not touched yet; raises the first shard's error."""
-    def lod(self, column: str) -> list[npt.NDArray[np.int64]]:
+    @overload
+    def offsets(self, column: str, level: None = None) -> list[_Offsets]:
         """The offsets of each level of ``column`` over every shard, level 0 first."""
-    def sample(self, row: int) -> pa.RecordBatch:
-        """Row ``row`` as a one-row record batch, a view into its shard's mapping."""
+    @overload
+    def offsets(self, column: str, level: int) -> _Offsets:
+        """The offsets of level ``level`` of ``column`` over every shard."""
+    @deprecated("ShardedDataset.lod(column) is deprecated: use offsets(column)")
+    def lod(self, column: str) -> list[_Offsets]: ...
+    def row(self, index: int) -> pa.RecordBatch:
+        """Row ``index`` (negative counts from the end) as a one-row record batch, a view
+        into its shard's mapping."""
+    def __getitem__(self, index: int, /) -> pa.RecordBatch:
+        """``row(index)``; ``IndexError`` past either end."""
+    @deprecated("ShardedDataset.sample(row) is deprecated: use row(row) or ds[row]")
+    def sample(self, row: int) -> pa.RecordBatch: ...
     def reader(self, shards: Sequence[int] | None = None) -> pa.RecordBatchReader:
         """The record batches of ``shards`` (all by default), in order, zero-copy."""
     def to_pyarrow(self) -> pa.Table:
         """Every shard as one table, zero-copy."""
     def __arrow_c_schema__(self) -> object: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
-    def loader(
-        self,
-        *,
-        batch_size: int | None = None,
-        token_budget: int | None = None,
-        length_column: str | None = None,
-        level: int | None = None,
-        shuffle: bool = False,
-        seed: int = 0,
-        chunk_rows: int | None = None,
-        window: int | None = None,
-        buckets: int | Sequence[int] | None = None,
-        drop_last: bool = False,
-        rank: int = 0,
-        world_size: int = 1,
-        elastic: bool = False,
-        prefetch: int = 0,
-    ) -> Loader:
+    def loader(self, **options: Unpack[LoaderOptions]) -> Loader:
         """Training batches over the shards, one after the other: ``Dataset.loader``'s
         options and batches (those of the same rows in one file); every shard is mapped and
         checked when the loader is made, its checksum when a batch first reads it."""
 
+@final
 class ShardWriter:
     """Writes a sharded dataset: shards closed at a row or byte budget, the manifest last."""
 
-    def __init__(
-        self,
-        dir: _Path,
+    @overload
+    def __new__(
+        cls,
+        path: _Path,
         *,
-        mode: str = "create",
+        mode: _Mode = "create",
         shard_rows: int | None = None,
         shard_bytes: int | None = None,
         prefix: str | None = None,
-        offset_width: str = "i64",
+        offset_width: _OffsetWidth = "i64",
         batch_bytes: int | None = None,
-    ) -> None: ...
+        dir: None = None,
+    ) -> ShardWriter: ...
+    @overload
+    @deprecated("ShardWriter(dir=...) is deprecated: use ShardWriter(path=...)")
+    def __new__(
+        cls,
+        path: None = None,
+        *,
+        dir: _Path,
+        mode: _Mode = "create",
+        shard_rows: int | None = None,
+        shard_bytes: int | None = None,
+        prefix: str | None = None,
+        offset_width: _OffsetWidth = "i64",
+        batch_bytes: int | None = None,
+    ) -> ShardWriter: ...
     @property
+    def path(self) -> pathlib.Path:
+        """The dataset directory."""
+    @property
+    @deprecated("ShardWriter.dir is deprecated: use ShardWriter.path")
     def dir(self) -> pathlib.Path: ...
     def write(self, data: Any) -> None:
         """Appends the rows of a ``pyarrow.Table`` or any ``__arrow_c_stream__`` object."""
@@ -147,6 +199,7 @@ class ShardWriter:
     def __enter__(self) -> ShardWriter: ...
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
 
+@final
 class Dataset:
     """A dataset file, memory-mapped and validated."""
 
@@ -161,34 +214,29 @@ class Dataset:
     @property
     def schema(self) -> pa.Schema: ...
     def __len__(self) -> int: ...
-    def lod(self, column: str) -> list[npt.NDArray[np.int64]]:
+    @overload
+    def offsets(self, column: str, level: None = None) -> list[_Offsets]:
         """The offsets of each level of ``column`` over the whole file, level 0 first."""
-    def sample(self, row: int) -> pa.RecordBatch:
-        """Row ``row`` as a one-row record batch, a view into the mapping."""
+    @overload
+    def offsets(self, column: str, level: int) -> _Offsets:
+        """The offsets of level ``level`` of ``column`` over the whole file."""
+    @deprecated("Dataset.lod(column) is deprecated: use offsets(column)")
+    def lod(self, column: str) -> list[_Offsets]: ...
+    def row(self, index: int) -> pa.RecordBatch:
+        """Row ``index`` (negative counts from the end) as a one-row record batch, a view
+        into the mapping."""
+    def __getitem__(self, index: int, /) -> pa.RecordBatch:
+        """``row(index)``; ``IndexError`` past either end."""
+    @deprecated("Dataset.sample(row) is deprecated: use row(row) or ds[row]")
+    def sample(self, row: int) -> pa.RecordBatch: ...
     def to_pyarrow(self) -> pa.Table:
         """The whole file as a table, zero-copy."""
     def __arrow_c_schema__(self) -> object: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
-    def loader(
-        self,
-        *,
-        batch_size: int | None = None,
-        token_budget: int | None = None,
-        length_column: str | None = None,
-        level: int | None = None,
-        shuffle: bool = False,
-        seed: int = 0,
-        chunk_rows: int | None = None,
-        window: int | None = None,
-        buckets: int | Sequence[int] | None = None,
-        drop_last: bool = False,
-        rank: int = 0,
-        world_size: int = 1,
-        elastic: bool = False,
-        prefetch: int = 0,
-    ) -> Loader:
+    def loader(self, **options: Unpack[LoaderOptions]) -> Loader:
         """Training batches over this file (the Rust loader's batches for the same options)."""
 
+@final
 class Loader:
     """Training batches: iterating yields the rest of the current epoch."""
 
@@ -207,6 +255,7 @@ class Loader:
     def load_state_dict(self, state: StateDict) -> None: ...
     def _epoch_in_rust(self, column: str | None = None, level: int = 0) -> tuple[int, int]: ...
 
+@final
 class Batch:
     """One batch: every column for the batch's samples."""
 
@@ -234,7 +283,12 @@ class Batch:
     def values(self, column: str) -> np.ndarray | pa.Array:
         """``[n_elements, *element_shape]``, a read-only view when the batch is a view; a side
         column's rows: numpy for primitives without nulls, else a ``pyarrow.Array``."""
-    def offsets(self, column: str, level: int) -> npt.NDArray[np.int64]: ...
+    @overload
+    def offsets(self, column: str, level: None = None) -> list[_Offsets]:
+        """The offsets of each level of ``column`` in this batch, level 0 first, from 0."""
+    @overload
+    def offsets(self, column: str, level: int) -> _Offsets:
+        """The offsets of level ``level`` of ``column`` in this batch, from 0."""
     def to_padded(
         self, column: str, level: int
     ) -> tuple[np.ndarray, npt.NDArray[np.int64], npt.NDArray[np.bool_]]: ...

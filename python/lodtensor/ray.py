@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import pyarrow as pa
 import ray.data
@@ -74,10 +74,10 @@ def write_lodtensor(
     dataset: ray.data.Dataset,
     path: str | os.PathLike,
     *,
-    mode: str = "create",
+    mode: Literal["create", "append"] = "create",
     shard_rows: int | None = None,
     shard_bytes: int | None = None,
-    offset_width: str = "i64",
+    offset_width: Literal["i32", "i64"] = "i64",
     batch_bytes: int | None = None,
     min_rows_per_write: int | None = None,
     concurrency: int | None = None,
@@ -106,7 +106,15 @@ def write_lodtensor(
         min_rows_per_write=min_rows_per_write,
     )
     dataset.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
-    return lt.open(sink.path).manifest
+    return dict(_shards(sink.path).manifest)
+
+
+def _shards(path: str) -> lt.ShardedDataset:
+    """The sharded dataset in the directory ``path``."""
+    data = lt.open(path)
+    if not isinstance(data, lt.ShardedDataset):
+        raise lt.LodTensorError(f"{path}: not a sharded dataset directory")
+    return data
 
 
 def _groups(sizes: Sequence[int], count: int) -> list[list[int]]:
@@ -133,7 +141,7 @@ def _read_shards(
 ) -> Iterator[pa.Table]:
     """The read task: the shards' record batches, views of their mappings, one block each
     (only ``columns`` when given)."""
-    reader = lt.open(path).reader(shards)
+    reader = _shards(path).reader(shards)
     for batch in reader:
         table = pa.Table.from_batches([batch])
         yield table if columns is None else table.select(columns)
@@ -184,7 +192,7 @@ class LodTensorDatasource(Datasource):
             metadata = BlockMetadata(
                 num_rows=sum(s["rows"] for s in shards),
                 size_bytes=sum(s["bytes"] for s in shards),
-                input_files=[os.path.join(self._path, s["file"]) for s in shards],
+                input_files=tuple(os.path.join(self._path, s["file"]) for s in shards),
                 exec_stats=None,
             )
             read = functools.partial(_read_shards, self._path, group, self._columns)
@@ -200,10 +208,10 @@ class LodTensorDatasink(Datasink):
         self,
         path: str | os.PathLike,
         *,
-        mode: str = "create",
+        mode: Literal["create", "append"] = "create",
         shard_rows: int | None = None,
         shard_bytes: int | None = None,
-        offset_width: str = "i64",
+        offset_width: Literal["i32", "i64"] = "i64",
         batch_bytes: int | None = None,
         min_rows_per_write: int | None = None,
     ):
@@ -211,7 +219,7 @@ class LodTensorDatasink(Datasink):
             raise lt.LodTensorError(f'mode must be "create" or "append", not {mode!r}')
         self.path = os.path.abspath(os.fspath(path))
         self._mode = mode
-        self._options = dict(
+        self._options: dict[str, Any] = dict(
             shard_rows=shard_rows,
             shard_bytes=shard_bytes,
             offset_width=offset_width,

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyDict};
+use pyo3::types::{PyCapsule, PyDict, PyList};
 
 use crate::array::{Array, i64_numpy, rebased_offsets, values_array, values_view, view_numpy};
 use crate::error::{IntoPy, invalid};
@@ -151,15 +151,21 @@ impl Batch {
 
     /// The offsets of level `level` of `column` (0 the outermost), as numpy `int64` starting
     /// at 0: level `l`'s offsets index the sequences of level `l + 1` of this batch, the last
-    /// level's the rows of `values(column)`. A small copy (offsets only).
+    /// level's the rows of `values(column)`. Every level's, as a list (level 0 first), when
+    /// `level` is `None`. A small copy (offsets only).
+    #[pyo3(signature = (column, level = None))]
     fn offsets<'py>(
         &self,
         py: Python<'py>,
         column: &str,
-        level: usize,
+        level: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let lod = self.tensor(column)?.lod();
         let levels = lod.num_levels();
+        let Some(level) = level else {
+            let arrays = (0..levels).map(|l| i64_numpy(py, rebased_offsets(lod, l)));
+            return Ok(PyList::new(py, arrays.collect::<PyResult<Vec<_>>>()?)?.into_any());
+        };
         if level >= levels {
             let e = lodtensor::ArgumentError::LevelOutOfBounds { level, levels };
             return Err(crate::error::to_py(e.into()));

@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use lodtensor::MappedDataset;
 use lodtensor::loader::LoaderSource;
+use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList};
 
 use crate::array::{Array, rebased_offsets};
+use crate::deprecated;
 use crate::error::IntoPy;
 use crate::ffi;
 use crate::loader::{Loader, Options};
@@ -71,6 +73,14 @@ impl Dataset {
         Ok(list.bind(py))
     }
 
+    /// Row `row` as a one-row `pyarrow.RecordBatch`.
+    fn row_at<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
+        let (batch, local) = self.file.locate_row(row).py_err()?;
+        self.pyarrow_batches(py)?
+            .get_item(batch)?
+            .call_method1(pyo3::intern!(py, "slice"), (local, 1))
+    }
+
     fn stream<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
         let batches = self
             .file
@@ -119,24 +129,51 @@ impl Dataset {
         ffi::to_pyarrow_schema(py, self.file.schema())
     }
 
-    /// The offsets of each level of `column` over the whole file, as numpy `int64` arrays
-    /// (level 0 first): level `l`'s offsets index the sequences of level `l + 1`, the last
-    /// level's the elements of `values`.
-    fn lod<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    /// The offsets of `column` over the whole file, as numpy `int64`: of level `level`, or
+    /// of every level as a list (level 0 first) when `level` is `None`. Level `l`'s offsets
+    /// index the sequences of level `l + 1`, the last level's the elements of the values.
+    #[pyo3(signature = (column, level = None))]
+    fn offsets<'py>(
+        &self,
+        py: Python<'py>,
+        column: &str,
+        level: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let file = self.file.clone();
         let known = self.names.iter().any(|n| n == column);
         let levels = py
             .detach(|| offsets_per_level(file.batches().iter(), column, known))
             .py_err()?;
-        offsets_to_numpy(py, levels)
+        offsets_to_py(py, levels, level)
     }
 
-    /// Row `row` as a one-row `pyarrow.RecordBatch`, a view into the mapping.
+    /// Deprecated: `offsets(column)`.
+    fn lod<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Bound<'py, PyAny>> {
+        deprecated::warn(
+            py,
+            c"Dataset.lod(column) is deprecated: use offsets(column)",
+        )?;
+        self.offsets(py, column, None)
+    }
+
+    /// Row `index` (negative counts from the end) as a one-row `pyarrow.RecordBatch`, a
+    /// view into the mapping. `IndexError` past either end.
+    fn row<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
+        self.row_at(py, row_index(index, self.file.num_rows())?)
+    }
+
+    /// `ds[i]`: `ds.row(i)`.
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
+        self.row(py, index)
+    }
+
+    /// Deprecated: `row(row)`.
     fn sample<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
-        let (batch, local) = self.file.locate_row(row).py_err()?;
-        self.pyarrow_batches(py)?
-            .get_item(batch)?
-            .call_method1(pyo3::intern!(py, "slice"), (local, 1))
+        deprecated::warn(
+            py,
+            c"Dataset.sample(row) is deprecated: use row(row) or ds[row]",
+        )?;
+        self.row_at(py, row)
     }
 
     /// The whole file as a `pyarrow.Table`, zero-copy: one record batch per batch of the file.
@@ -164,46 +201,11 @@ impl Dataset {
         self.stream(py)
     }
 
-    /// A `Loader` of training batches over this file; see `Loader` for the options.
-    #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
-        level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
-        buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
-        prefetch = 0))]
-    #[allow(clippy::too_many_arguments)]
-    fn loader(
-        &self,
-        py: Python<'_>,
-        batch_size: Option<usize>,
-        token_budget: Option<usize>,
-        length_column: Option<String>,
-        level: Option<usize>,
-        shuffle: bool,
-        seed: u64,
-        chunk_rows: Option<usize>,
-        window: Option<usize>,
-        buckets: Option<Bound<'_, PyAny>>,
-        drop_last: bool,
-        rank: usize,
-        world_size: usize,
-        elastic: bool,
-        prefetch: usize,
-    ) -> PyResult<Loader> {
-        let options = Options {
-            batch_size,
-            token_budget,
-            length_column,
-            level,
-            shuffle,
-            seed,
-            chunk_rows,
-            window,
-            buckets: crate::loader::Buckets::from_py(buckets)?,
-            drop_last,
-            rank,
-            world_size,
-            elastic,
-            prefetch,
-        };
+    /// A `Loader` of training batches over this file; the options (keywords only) are
+    /// listed in `help(lodtensor.Loader)`.
+    #[pyo3(signature = (**options))]
+    fn loader(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Loader> {
+        let options = Options::from_kwargs(py, options)?;
         Loader::build(py, LoaderSource::File(&self.file), options)
     }
 
@@ -244,13 +246,46 @@ pub fn offsets_per_level<'a>(
     Ok(levels)
 }
 
-/// Offsets per level as numpy `int64` arrays.
-pub fn offsets_to_numpy(py: Python<'_>, levels: Vec<Vec<i64>>) -> PyResult<Vec<Bound<'_, PyAny>>> {
-    levels
-        .into_iter()
-        .map(|o| {
-            let n = o.len();
-            Array::owned(o, vec![n]).into_numpy(py)
-        })
-        .collect()
+/// Offsets per level as Python: level `level`'s as a numpy `int64` array, or every level's
+/// as a list of them when `level` is `None`.
+pub fn offsets_to_py(
+    py: Python<'_>,
+    levels: Vec<Vec<i64>>,
+    level: Option<usize>,
+) -> PyResult<Bound<'_, PyAny>> {
+    let numpy = |py, o: Vec<i64>| {
+        let n = o.len();
+        Array::owned(o, vec![n]).into_numpy(py)
+    };
+    let Some(level) = level else {
+        let arrays = (levels.into_iter().map(|o| numpy(py, o))).collect::<PyResult<Vec<_>>>()?;
+        return Ok(PyList::new(py, arrays)?.into_any());
+    };
+    let count = levels.len();
+    match levels.into_iter().nth(level) {
+        Some(offsets) => numpy(py, offsets),
+        None => {
+            let e = lodtensor::ArgumentError::LevelOutOfBounds {
+                level,
+                levels: count,
+            };
+            Err(crate::error::to_py(e.into()))
+        }
+    }
+}
+
+/// Python's index `index` into `rows` rows (negative counts from the end); `IndexError` past
+/// either end, so that `for row in ds` stops there.
+pub fn row_index(index: isize, rows: usize) -> PyResult<usize> {
+    let row = if index < 0 {
+        rows.checked_sub(index.unsigned_abs())
+    } else {
+        Some(index.unsigned_abs())
+    };
+    match row {
+        Some(row) if row < rows => Ok(row),
+        _ => Err(PyIndexError::new_err(format!(
+            "row {index} is out of range: the dataset has {rows} rows"
+        ))),
+    }
 }

@@ -9,6 +9,7 @@
 mod array;
 mod batch;
 mod dataset;
+mod deprecated;
 mod error;
 mod ffi;
 mod loader;
@@ -32,5 +33,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ffi::write, m)?)?;
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
+    // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
+    m.add(
+        "_loader_options",
+        wrap_pyfunction!(loader::loader_options, m)?,
+    )?;
     Ok(())
 }

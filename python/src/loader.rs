@@ -1,19 +1,20 @@
 //! `Loader`: the crate's loader behind a Python iterator, with prefetching on a Rust thread
 //! and torch-style `state_dict` / `load_state_dict`.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use lodtensor::loader::{LoaderSource, Prefetch};
 use lodtensor::{ArgumentError, Error, Position, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyDict;
+use pyo3::types::{PyCFunction, PyDict};
 
 use crate::array::{rebased_offsets, values_view};
 use crate::batch::Batch;
 use crate::error::{IntoPy, invalid};
 
 /// Length buckets: explicit inclusive upper bounds, or a number of quantile buckets.
+#[derive(Clone)]
 pub enum Buckets {
     /// No buckets.
     None,
@@ -39,7 +40,9 @@ impl Buckets {
     }
 }
 
-/// The options of `Dataset.loader`.
+/// The options of `Dataset.loader` and `ShardedDataset.loader`, parsed by
+/// [`loader_options`], the one place that declares them.
+#[derive(Clone)]
 pub struct Options {
     pub batch_size: Option<usize>,
     pub token_budget: Option<usize>,
@@ -57,18 +60,79 @@ pub struct Options {
     pub prefetch: usize,
 }
 
+/// [`Options`] as a Python object, what [`loader_options`] returns.
+#[pyclass(frozen, module = "lodtensor", name = "_LoaderOptions")]
+pub struct ParsedOptions(Options);
+
+/// The loader options: their keywords, defaults and types are this signature, shared by
+/// `Dataset.loader(**options)` and `ShardedDataset.loader(**options)` (a wrong keyword
+/// raises `TypeError: loader() got an unexpected keyword argument ...`).
+#[pyfunction(name = "loader")]
+#[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
+    level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
+    buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
+    prefetch = 0))]
+#[allow(clippy::too_many_arguments)]
+pub fn loader_options(
+    batch_size: Option<usize>,
+    token_budget: Option<usize>,
+    length_column: Option<String>,
+    level: Option<usize>,
+    shuffle: bool,
+    seed: u64,
+    chunk_rows: Option<usize>,
+    window: Option<usize>,
+    buckets: Option<Bound<'_, PyAny>>,
+    drop_last: bool,
+    rank: usize,
+    world_size: usize,
+    elastic: bool,
+    prefetch: usize,
+) -> PyResult<ParsedOptions> {
+    Ok(ParsedOptions(Options {
+        batch_size,
+        token_budget,
+        length_column,
+        level,
+        shuffle,
+        seed,
+        chunk_rows,
+        window,
+        buckets: Buckets::from_py(buckets)?,
+        drop_last,
+        rank,
+        world_size,
+        elastic,
+        prefetch,
+    }))
+}
+
+/// [`loader_options`] as a Python function, made once.
+static LOADER_OPTIONS: PyOnceLock<Py<PyCFunction>> = PyOnceLock::new();
+
+impl Options {
+    /// The options given as keywords (`**options` of a `loader` method), parsed by
+    /// [`loader_options`].
+    pub fn from_kwargs(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let parse = LOADER_OPTIONS.get_or_try_init(py, || {
+            wrap_pyfunction!(loader_options, py).map(Bound::unbind)
+        })?;
+        let parsed = parse.bind(py).call((), kwargs)?;
+        Ok(parsed.cast::<ParsedOptions>()?.get().0.clone())
+    }
+}
+
 impl Options {
     /// The crate's loader over `source` with these options.
     fn build(self, source: LoaderSource<'_>) -> PyResult<lodtensor::Loader> {
         let mut b = lodtensor::Loader::builder(source);
-        b = match (self.batch_size, self.token_budget) {
-            (Some(_), Some(_)) => {
-                return Err(invalid("give batch_size or token_budget, not both"));
-            }
-            (Some(n), None) => b.with_batch_size(n),
-            (None, Some(t)) => b.with_token_budget(t),
-            (None, None) => b,
-        };
+        // Both given: the crate refuses the pair, naming both.
+        if let Some(n) = self.batch_size {
+            b = b.with_batch_size(n);
+        }
+        if let Some(t) = self.token_budget {
+            b = b.with_token_budget(t);
+        }
         let column = match (self.length_column, self.level) {
             (Some(c), _) => Some(c),
             (None, Some(_)) => Some(default_length_column(source)?),
@@ -85,10 +149,9 @@ impl Options {
             (true, Some(rows), Some(window)) => b.with_windowed_shuffle(self.seed, rows, window),
             (true, Some(rows), None) => b.with_chunk_shuffle(self.seed, rows),
             (true, None, None) => b.with_shuffle(self.seed),
-            (true, None, Some(_)) => return Err(invalid("window needs chunk_rows")),
-            (false, Some(_), _) | (false, _, Some(_)) => {
-                return Err(invalid("chunk_rows and window need shuffle=True"));
-            }
+            (true, None, Some(_)) => return Err(option_error("window", "needs chunk_rows")),
+            (false, Some(_), _) => return Err(option_error("chunk_rows", "needs shuffle=True")),
+            (false, _, Some(_)) => return Err(option_error("window", "needs shuffle=True")),
             (false, None, None) => b,
         };
         b = match self.buckets {
@@ -103,6 +166,16 @@ impl Options {
         };
         b.with_drop_last(self.drop_last).build().py_err()
     }
+}
+
+/// The crate's error for a loader option that is wrong (the message the crate gives for its
+/// own checks: `loader option window: needs chunk_rows`).
+fn option_error(option: &'static str, reason: &str) -> PyErr {
+    let e = ArgumentError::LoaderConfig {
+        option,
+        reason: reason.to_owned(),
+    };
+    crate::error::to_py(e.into())
 }
 
 /// The tensor columns of `source` and their numbers of levels: from a file's first
@@ -125,7 +198,7 @@ fn default_length_column(source: LoaderSource<'_>) -> PyResult<String> {
     (tensor_levels(source).into_iter())
         .find(|(_, levels)| *levels > 0)
         .map(|(name, _)| name)
-        .ok_or_else(|| invalid("level given, but no column has levels: name length_column"))
+        .ok_or_else(|| option_error("level", "no column has levels: give length_column too"))
 }
 
 /// The number of levels of `column`.
@@ -135,9 +208,10 @@ fn column_levels(source: LoaderSource<'_>, column: &str) -> PyResult<usize> {
         .find(|(name, _)| name == column)
     {
         Some((_, levels)) => Ok(levels),
-        None => Err(invalid(format!(
-            "length_column {column:?}: no such tensor column (or no rows to tell): give level as well"
-        ))),
+        None => Err(option_error(
+            "length_column",
+            &format!("{column:?} is no tensor column (or no rows tell its levels): give level too"),
+        )),
     }
 }
 
@@ -238,11 +312,17 @@ impl Inner {
     }
 }
 
-/// Training batches over a dataset file, made by `Dataset.loader(...)`: the same batches as
-/// the Rust `Loader` with the same options, in the same order.
+/// Training batches over a dataset file or a sharded dataset, made by `ds.loader(**options)`:
+/// the same batches as the Rust `Loader` with the same options, in the same order.
 ///
 /// Iterating yields the rest of the current epoch; at its end the loader moves to the start
 /// of the next epoch. `len(loader)` is the number of batches of the current epoch.
+///
+/// The options, all keywords: `batch_size=None` or `token_budget=None` (32 samples when
+/// neither); `length_column=None`, `level=None` (a sample's length); `shuffle=False`,
+/// `seed=0`, `chunk_rows=None`, `window=None`; `buckets=None` (bounds, or an `int` of
+/// quantile buckets); `drop_last=False`; `rank=0`, `world_size=1`, `elastic=False`;
+/// `prefetch=0` (batches read ahead on a Rust thread). `docs/python.md` says more.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Loader {
     inner: Mutex<Inner>,
@@ -273,6 +353,17 @@ impl Loader {
         f: impl FnOnce(&mut Inner) -> lodtensor::Result<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| f(&mut lock(&self.inner))).py_err()
+    }
+
+    /// What `f` reads from the inner state: at once when the lock is free, else waiting
+    /// for it with the GIL released (a thread making a batch holds it; it may need the GIL
+    /// to finish, and other Python threads should run meanwhile).
+    fn read<T: Send>(&self, py: Python<'_>, f: impl Fn(&Inner) -> T + Send + Sync) -> T {
+        match self.inner.try_lock() {
+            Ok(inner) => f(&inner),
+            Err(TryLockError::Poisoned(poisoned)) => f(&poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => py.detach(|| f(&lock(&self.inner))),
+        }
     }
 }
 
@@ -310,22 +401,22 @@ impl Loader {
 
     /// The current epoch.
     #[getter]
-    fn epoch(&self) -> u64 {
-        lock(&self.inner).next.epoch
+    fn epoch(&self, py: Python<'_>) -> u64 {
+        self.read(py, |inner| inner.next.epoch)
     }
 
     /// The index of the next batch in the current epoch (with `elastic=True`, the step:
     /// the first batch of the epoch's plan that some rank has not read).
     #[getter]
-    fn batch_index(&self) -> usize {
-        lock(&self.inner).next.batch
+    fn batch_index(&self, py: Python<'_>) -> usize {
+        self.read(py, |inner| inner.next.batch)
     }
 
     /// A hash of the options and the data that make the plan (as in `state_dict`): a state
     /// is only restored into a loader with the same fingerprint.
     #[getter]
     fn fingerprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        position_dict(py, lock(&self.inner).next)?
+        position_dict(py, self.read(py, |inner| inner.next))?
             .as_any()
             .get_item("fingerprint")
     }
@@ -343,7 +434,7 @@ impl Loader {
     /// Where the loader stands: `{"epoch", "batch", "fingerprint"}`, the next batch to hand
     /// out. Restore it with `load_state_dict` to continue with exactly that batch.
     fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        position_dict(py, lock(&self.inner).next)
+        position_dict(py, self.read(py, |inner| inner.next))
     }
 
     /// Continues from `state` (from `state_dict` or `Batch.next_state_dict`). Raises
@@ -385,12 +476,13 @@ impl Loader {
         })
     }
 
-    fn __repr__(&self) -> String {
-        let inner = lock(&self.inner);
-        format!(
-            "lodtensor.Loader(epoch={}, batch_index={}, prefetch={})",
-            inner.next.epoch, inner.next.batch, inner.depth
-        )
+    fn __repr__(&self, py: Python<'_>) -> String {
+        self.read(py, |inner| {
+            format!(
+                "lodtensor.Loader(epoch={}, batch_index={}, prefetch={})",
+                inner.next.epoch, inner.next.batch, inner.depth
+            )
+        })
     }
 }
 

@@ -7,8 +7,10 @@ use std::sync::Mutex;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use lodtensor::Dataset;
 use lodtensor::shards::ShardOptions;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
+use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 use crate::ffi::{import_stream, write_options};
 use crate::shards::manifest_dict;
@@ -20,7 +22,7 @@ use crate::shards::manifest_dict;
 /// `mode`: `"create"` a new dataset (refused where a manifest exists), `"append"` shards to
 /// an existing one (one writer at a time), or `"pending"`: one of many independent writers,
 /// each with its own `prefix`, recording its shards in `_lodtensor.pending.PREFIX.json`
-/// until `lodtensor.commit(dir)` merges them.
+/// until `lodtensor.commit(path)` merges them.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct ShardWriter {
     /// `None` once finished.
@@ -31,19 +33,38 @@ pub struct ShardWriter {
 #[pymethods]
 impl ShardWriter {
     #[new]
-    #[pyo3(signature = (dir, *, mode = "create", shard_rows = None, shard_bytes = None,
-        prefix = None, offset_width = "i64", batch_bytes = None))]
+    #[pyo3(signature = (path = None, *, mode = "create", shard_rows = None, shard_bytes = None,
+        prefix = None, offset_width = "i64", batch_bytes = None, dir = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        dir: PathBuf,
+        path: Option<PathBuf>,
         mode: &str,
         shard_rows: Option<usize>,
         shard_bytes: Option<usize>,
         prefix: Option<String>,
         offset_width: &str,
         batch_bytes: Option<usize>,
+        dir: Option<PathBuf>,
     ) -> PyResult<Self> {
+        let dir = match (path, dir) {
+            (Some(path), None) => path,
+            (None, Some(dir)) => {
+                let message = c"ShardWriter(dir=...) is deprecated: use ShardWriter(path=...)";
+                deprecated::warn(py, message)?;
+                dir
+            }
+            (None, None) => {
+                return Err(PyTypeError::new_err(
+                    "ShardWriter() missing required argument: 'path'",
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(PyTypeError::new_err(
+                    "ShardWriter() got both 'path' and its deprecated name 'dir'",
+                ));
+            }
+        };
         let mut options =
             ShardOptions::default().with_write_options(write_options(offset_width, batch_bytes)?);
         if let Some(rows) = shard_rows {
@@ -74,8 +95,15 @@ impl ShardWriter {
 
     /// The dataset directory.
     #[getter]
-    fn dir(&self) -> PathBuf {
+    fn path(&self) -> PathBuf {
         self.dir.clone()
+    }
+
+    /// Deprecated: `path`.
+    #[getter]
+    fn dir(&self, py: Python<'_>) -> PyResult<PathBuf> {
+        deprecated::warn(py, c"ShardWriter.dir is deprecated: use ShardWriter.path")?;
+        Ok(self.path())
     }
 
     /// Appends the rows of `data` (a `pyarrow.Table` or anything with
@@ -127,13 +155,15 @@ impl ShardWriter {
         _exc_value: Option<Bound<'_, PyAny>>,
         _traceback: Option<Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        if exc_type.is_some_and(|t| !t.is_none()) {
-            guard.take();
-            return Ok(false);
-        }
-        let open = guard.is_some();
-        drop(guard);
+        let failed = exc_type.is_some_and(|t| !t.is_none());
+        // A `write` on another thread may hold the lock: wait with the GIL released.
+        let open = py.detach(|| {
+            let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            if failed {
+                guard.take();
+            }
+            guard.is_some()
+        });
         if open {
             self.finish(py)?;
         }
@@ -145,12 +175,12 @@ impl ShardWriter {
     }
 }
 
-/// Merges every pending manifest in `dir` (written by `ShardWriter(mode="pending")`) into
+/// Merges every pending manifest in `path` (written by `ShardWriter(mode="pending")`) into
 /// the dataset's manifest, atomically, then removes them. Idempotent. Returns the manifest
 /// as a dict.
 #[pyfunction]
-pub fn commit(py: Python<'_>, dir: PathBuf) -> PyResult<Bound<'_, PyAny>> {
-    let manifest = py.detach(|| lodtensor::shards::commit(&dir)).py_err()?;
+pub fn commit(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
+    let manifest = py.detach(|| lodtensor::shards::commit(&path)).py_err()?;
     manifest_dict(py, &manifest)
 }
 

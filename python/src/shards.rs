@@ -10,12 +10,13 @@ use lodtensor::loader::LoaderSource;
 use lodtensor::shards::{ColumnSpec, Manifest};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList};
 
-use crate::dataset::offsets_per_level;
+use crate::dataset::{offsets_per_level, offsets_to_py, row_index};
+use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 use crate::ffi;
-use crate::loader::{Buckets, Loader, Options};
+use crate::loader::{Loader, Options};
 
 /// Opens the sharded dataset in the directory `path`, reading its manifest only (no shard
 /// is mapped until it is touched). Raises `FileNotFoundError` when there is no manifest and
@@ -74,6 +75,18 @@ impl ShardedDataset {
         shards: Vec<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         ffi::to_pyarrow_reader(py, self.stream(py, shards)?)
+    }
+
+    /// Row `row` as a one-row `pyarrow.RecordBatch`, a view into its shard's mapping.
+    fn row_at<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
+        let (shard, local) = self.data.locate_row(row).py_err()?;
+        let data = self.data.clone();
+        let (batch, local) = py
+            .detach(|| data.shard(shard)?.locate_row(local))
+            .py_err()?;
+        self.pyarrow_shard(py, shard)?
+            .get_item(batch)?
+            .call_method1(pyo3::intern!(py, "slice"), (local, 1))
     }
 
     /// Shard `shard`'s record batches as a list of `pyarrow.RecordBatch`es (imported once).
@@ -158,9 +171,15 @@ impl ShardedDataset {
         py.detach(|| self.data.validate()).py_err()
     }
 
-    /// The offsets of each level of `column` over every shard, as numpy `int64` arrays
-    /// (level 0 first), as `Dataset.lod`. Touches every shard.
-    fn lod<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    /// The offsets of `column` over every shard, as `Dataset.offsets`: of level `level`, or
+    /// of every level as a list. Touches every shard.
+    #[pyo3(signature = (column, level = None))]
+    fn offsets<'py>(
+        &self,
+        py: Python<'py>,
+        column: &str,
+        level: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let data = self.data.clone();
         let known = self.data.columns().iter().any(|c| c.name == column);
         let levels = py
@@ -172,19 +191,32 @@ impl ShardedDataset {
                 offsets_per_level(batches.into_iter(), column, known)
             })
             .py_err()?;
-        crate::dataset::offsets_to_numpy(py, levels)
+        offsets_to_py(py, levels, level)
     }
 
-    /// Row `row` as a one-row `pyarrow.RecordBatch`, a view into its shard's mapping.
+    /// Deprecated: `offsets(column)`.
+    fn lod<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Bound<'py, PyAny>> {
+        let message = c"ShardedDataset.lod(column) is deprecated: use offsets(column)";
+        deprecated::warn(py, message)?;
+        self.offsets(py, column, None)
+    }
+
+    /// Row `index` (negative counts from the end) as a one-row `pyarrow.RecordBatch`, a
+    /// view into its shard's mapping. `IndexError` past either end.
+    fn row<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
+        self.row_at(py, row_index(index, self.data.num_rows())?)
+    }
+
+    /// `ds[i]`: `ds.row(i)`.
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
+        self.row(py, index)
+    }
+
+    /// Deprecated: `row(row)`.
     fn sample<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
-        let (shard, local) = self.data.locate_row(row).py_err()?;
-        let data = self.data.clone();
-        let (batch, local) = py
-            .detach(|| data.shard(shard)?.locate_row(local))
-            .py_err()?;
-        self.pyarrow_shard(py, shard)?
-            .get_item(batch)?
-            .call_method1(pyo3::intern!(py, "slice"), (local, 1))
+        let message = c"ShardedDataset.sample(row) is deprecated: use row(row) or ds[row]";
+        deprecated::warn(py, message)?;
+        self.row_at(py, row)
     }
 
     /// A `pyarrow.RecordBatchReader` over the record batches of `shards` (every shard by
@@ -223,48 +255,13 @@ impl ShardedDataset {
     }
 
     /// A `Loader` of training batches over the shards, one after the other (rows numbered
-    /// across shards); the options are `Dataset.loader`'s. Every shard is mapped and checked
-    /// against the manifest when the loader is made, its checksum when a batch first reads
-    /// it; a batch inside one record batch of a shard is a view of that shard's mapping.
-    #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
-        level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
-        buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
-        prefetch = 0))]
-    #[allow(clippy::too_many_arguments)]
-    fn loader(
-        &self,
-        py: Python<'_>,
-        batch_size: Option<usize>,
-        token_budget: Option<usize>,
-        length_column: Option<String>,
-        level: Option<usize>,
-        shuffle: bool,
-        seed: u64,
-        chunk_rows: Option<usize>,
-        window: Option<usize>,
-        buckets: Option<Bound<'_, PyAny>>,
-        drop_last: bool,
-        rank: usize,
-        world_size: usize,
-        elastic: bool,
-        prefetch: usize,
-    ) -> PyResult<Loader> {
-        let options = Options {
-            batch_size,
-            token_budget,
-            length_column,
-            level,
-            shuffle,
-            seed,
-            chunk_rows,
-            window,
-            buckets: Buckets::from_py(buckets)?,
-            drop_last,
-            rank,
-            world_size,
-            elastic,
-            prefetch,
-        };
+    /// across shards); the options are `Dataset.loader`'s (`help(lodtensor.Loader)`). Every
+    /// shard is mapped and checked against the manifest when the loader is made, its
+    /// checksum when a batch first reads it; a batch inside one record batch of a shard is a
+    /// view of that shard's mapping.
+    #[pyo3(signature = (**options))]
+    fn loader(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Loader> {
+        let options = Options::from_kwargs(py, options)?;
         Loader::build(py, LoaderSource::Shards(&self.data), options)
     }
 

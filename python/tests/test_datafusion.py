@@ -17,8 +17,8 @@ def docs(shards_dir):
 
 def test_counts_per_sequence_equal_lodtensors(docs, shards_dir):
     ds = lt.open(shards_dir)
-    documents, sentences = ds.lod("tokens")
-    (ids,) = ds.lod("ids")
+    documents, sentences = ds.offsets("tokens")
+    (ids,) = ds.offsets("ids")
     table = docs.sql(
         "SELECT label, array_length(tokens) AS sentences,"
         " array_length(flatten(tokens)) AS words, array_length(ids) AS ids"
@@ -32,7 +32,7 @@ def test_counts_per_sequence_equal_lodtensors(docs, shards_dir):
 
 
 def test_words_per_sentence_equal_lodtensors(docs, shards_dir):
-    documents, sentences = lt.open(shards_dir).lod("tokens")
+    documents, sentences = lt.open(shards_dir).offsets("tokens")
     rows = docs.sql(
         "SELECT label, array_length(s) AS words FROM"
         " (SELECT label, unnest(tokens) AS s FROM docs)"

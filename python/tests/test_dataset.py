@@ -46,28 +46,51 @@ def test_to_pyarrow_is_zero_copy(docs_path):
     assert array.size > 0 and inside_mapping(array, docs_path)
 
 
-def test_sample_is_a_view_of_one_row(docs_path):
+def test_row_is_a_view_of_one_row(docs_path):
     ds = lt.open(docs_path)
     table = read_with_pyarrow(docs_path)
     for row in [0, 1, 57, 199]:
-        sample = ds.sample(row)
-        assert isinstance(sample, pa.RecordBatch)
-        assert sample.num_rows == 1
-        assert pa.Table.from_batches([sample]).equals(table.slice(row, 1).combine_chunks())
-    with pytest.raises(lt.LodTensorError, match="200"):
-        ds.sample(200)
+        got = ds.row(row)
+        assert isinstance(got, pa.RecordBatch)
+        assert got.num_rows == 1
+        assert pa.Table.from_batches([got]).equals(table.slice(row, 1).combine_chunks())
+        assert ds[row].equals(got) and ds[row - 200].equals(got)
+    for bad in [200, -201]:
+        with pytest.raises(IndexError, match=str(bad)):
+            ds.row(bad)
+        with pytest.raises(IndexError, match=str(bad)):
+            ds[bad]
+    assert len(list(ds)) == 200  # the sequence protocol stops at the IndexError
 
 
-def test_lod_matches_pyarrow_offsets(docs_path):
+def test_offsets_match_pyarrow_offsets(docs_path):
     ds = lt.open(docs_path)
     column = read_with_pyarrow(docs_path).column("tokens").combine_chunks()
-    doc_offsets, sent_offsets = ds.lod("tokens")
+    doc_offsets, sent_offsets = ds.offsets("tokens")
     assert doc_offsets.dtype == np.int64 and sent_offsets.dtype == np.int64
     np.testing.assert_array_equal(doc_offsets, column.offsets.to_numpy())
     np.testing.assert_array_equal(sent_offsets, column.flatten().offsets.to_numpy())
-    assert ds.lod("label") == []
+    np.testing.assert_array_equal(ds.offsets("tokens", 1), sent_offsets)
+    assert ds.offsets("label") == []
+    with pytest.raises(lt.LodTensorError, match="level 2"):
+        ds.offsets("tokens", 2)
     with pytest.raises(lt.LodTensorError, match="nope"):
-        ds.lod("nope")
+        ds.offsets("nope")
+
+
+def test_old_names_warn_and_still_work(docs_path):
+    ds = lt.open(docs_path)
+    with pytest.warns(DeprecationWarning, match=r"Dataset.sample\(row\) is deprecated: use row"):
+        old = ds.sample(57)
+    assert old.equals(ds.row(57))
+    with pytest.warns(DeprecationWarning):
+        with pytest.raises(lt.LodTensorError, match="200"):
+            ds.sample(200)
+    with pytest.warns(DeprecationWarning, match=r"Dataset.lod\(column\) is deprecated: use offsets"):
+        old = ds.lod("tokens")
+    assert len(old) == 2
+    for a, b in zip(old, ds.offsets("tokens")):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_batch_values_point_into_the_mapping_and_outlive_the_dataset(docs_path):

@@ -180,20 +180,62 @@ def test_state_of_other_options_is_refused(docs_path):
         ds.loader(batch_size=10).load_state_dict({"epoch": 0})
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        # The crate's own checks, in the words Rust and Python share.
+        (dict(batch_size=0), "loader option batch_size: must be at least 1, got 0"),
+        (dict(token_budget=0), "loader option token_budget: must be at least 1, got 0"),
+        (
+            dict(batch_size=3, token_budget=10),
+            "loader option batch_size: conflicts with token_budget: give one of them",
+        ),
+        (dict(shuffle=True, chunk_rows=0), "loader option chunk_rows: must be at least 1, got 0"),
+        (
+            dict(shuffle=True, chunk_rows=2, window=0),
+            "loader option window: must be at least 1, got 0",
+        ),
+        (dict(world_size=0), "loader option world_size: must be at least 1, got 0"),
+        (dict(rank=3, world_size=3), "loader option rank: must be below world_size (3), got 3"),
+        (dict(buckets=0), "loader option buckets: must be at least 1 quantile bucket, got 0"),
+        (dict(buckets=[8, 4]), "loader option buckets: bounds must increase: 4 at index 1 follows 8"),
+        # What only the Python keywords can get wrong, in the same form.
+        (dict(chunk_rows=4), "loader option chunk_rows: needs shuffle=True"),
+        (dict(window=4), "loader option window: needs shuffle=True"),
+        (dict(shuffle=True, window=4), "loader option window: needs chunk_rows"),
+    ],
+)
+def test_bad_options_name_the_option(docs_path, options, message):
+    with pytest.raises(lt.LodTensorError) as raised:
+        lt.open(docs_path).loader(**options)
+    assert str(raised.value) == message
+    assert "with_" not in str(raised.value)
+
+
+def test_the_stub_types_every_loader_option():
+    """The stub's `LoaderOptions` lists the keywords the module parses, in the same order."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    runtime = inspect.signature(lt._native._loader_options).parameters
+    stub = ast.parse(Path(lt.__file__).with_suffix(".pyi").read_text())
+    (options,) = [n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == "LoaderOptions"]
+    typed = [n.target.id for n in options.body if isinstance(n, ast.AnnAssign)]
+    assert typed == list(runtime)
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in runtime.values())
+
+
 def test_bad_options_raise(docs_path):
     ds = lt.open(docs_path)
-    with pytest.raises(lt.LodTensorError, match="not both"):
-        ds.loader(batch_size=3, token_budget=10)
-    with pytest.raises(lt.LodTensorError, match="shuffle"):
-        ds.loader(chunk_rows=4)
-    with pytest.raises(lt.LodTensorError, match="nope"):
+    with pytest.raises(lt.LodTensorError, match='loader option length_column: "nope"'):
         ds.loader(length_column="nope")
     with pytest.raises(lt.LodTensorError):
-        ds.loader(rank=3, world_size=3)
-    with pytest.raises(lt.LodTensorError):
-        ds.loader(batch_size=0)
-    with pytest.raises(lt.LodTensorError):
         ds.loader(buckets="big")
+    with pytest.raises(TypeError, match="loader\\(\\) got an unexpected keyword argument 'batchsize'"):
+        ds.loader(batchsize=3)
+    with pytest.raises(TypeError):
+        ds.loader(3)
 
 
 def reference_rows(path):
@@ -217,6 +259,10 @@ def test_batch_arrays_hold_the_samples(docs_path, shuffle):
         np.testing.assert_array_equal(
             batch.offsets("tokens", 1), tokens.flatten().offsets.to_numpy()
         )
+        every = batch.offsets("tokens")
+        assert len(every) == batch.num_levels("tokens") == 2
+        for level, offsets in enumerate(every):
+            np.testing.assert_array_equal(offsets, batch.offsets("tokens", level))
         np.testing.assert_array_equal(batch.values("label"), rows.column("label").to_numpy())
         np.testing.assert_array_equal(
             batch.values("ids"), rows.column("ids").chunk(0).flatten().to_numpy()
@@ -280,3 +326,56 @@ def test_breaking_out_and_set_epoch_with_prefetch(docs_path):
     reference = ds.loader(batch_size=10, shuffle=True, seed=3)
     reference.set_epoch(5)
     assert epoch5 == [b.samples.tolist() for b in reference]
+
+
+# One thread iterates a prefetching loader; two others read its state the whole time. Run in
+# a child process with a timeout: a getter that waited for the loader's lock with the GIL
+# held (while the lock's holder needed the GIL, as `state_dict` does to make its dict) would
+# hang the whole interpreter.
+_ITERATE_WHILE_POLLING = """
+import sys, threading
+import lodtensor as lt
+
+sys.setswitchinterval(1e-6)  # switch threads as often as possible
+loader = lt.open(sys.argv[1]).loader(batch_size=2, shuffle=True, seed=1, prefetch=2)
+done = threading.Event()
+counts = [0, 0, 0]
+
+def iterate():
+    for _ in range(30):
+        for _ in loader:
+            counts[0] += 1
+    done.set()
+
+def poll(i):
+    while not done.is_set() or counts[i] < 200:
+        loader.state_dict(), loader.fingerprint, loader.epoch, loader.batch_index
+        len(loader), repr(loader)
+        counts[i] += 1
+
+threads = [threading.Thread(target=iterate)]
+threads += [threading.Thread(target=poll, args=(i,)) for i in (1, 2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(*counts)
+"""
+
+
+def test_getters_while_another_thread_iterates_never_deadlock(docs_path):
+    import subprocess
+    import sys
+
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", _ITERATE_WHILE_POLLING, str(docs_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("iterating and reading the loader's state from two threads hung")
+    assert run.returncode == 0, run.stderr
+    batches, *polls = map(int, run.stdout.split())
+    assert batches == 30 * 100 and min(polls) >= 200

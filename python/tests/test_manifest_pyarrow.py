@@ -90,9 +90,9 @@ def test_lodtensor_opens_and_validates_what_pyarrow_wrote(pyarrow_dataset):
     table = ds.to_pyarrow()
     for name in ["words", "label"]:
         assert table.column(name).to_pylist() == expected.column(name).to_pylist()
-    offsets = ds.lod("words")
+    offsets = ds.offsets("words")
     np.testing.assert_array_equal(offsets[0], expected.column("words").combine_chunks().offsets)
-    assert ds.sample(59).column("label").to_pylist() == expected.column("label")[59:].to_pylist()
+    assert ds.row(59).column("label").to_pylist() == expected.column("label")[59:].to_pylist()
 
 
 def test_a_wrong_count_in_a_pyarrow_manifest_is_named(pyarrow_dataset):

@@ -82,26 +82,34 @@ def test_to_pyarrow_is_zero_copy(shards_dir):
             assert any(inside_mapping(values, p) for p in paths)
 
 
-def test_sample_crosses_shard_boundaries(shards_dir, docs_path):
+def test_row_crosses_shard_boundaries(shards_dir, docs_path):
     ds = lt.open(shards_dir)
     expected = lt.open(docs_path).to_pyarrow()
     for row in [0, 29, 30, 31, 119, 199]:
-        sample = ds.sample(row)
-        assert isinstance(sample, pa.RecordBatch) and sample.num_rows == 1
-        assert pa.Table.from_batches([sample]).equals(expected.slice(row, 1))
-    with pytest.raises(lt.LodTensorError, match="200"):
-        ds.sample(200)
+        got = ds.row(row)
+        assert isinstance(got, pa.RecordBatch) and got.num_rows == 1
+        assert pa.Table.from_batches([got]).equals(expected.slice(row, 1))
+        assert ds[row].equals(got) and ds[row - 200].equals(got)
+    with pytest.raises(IndexError, match="200"):
+        ds.row(200)
+    with pytest.raises(IndexError, match="-201"):
+        ds[-201]
+    with pytest.warns(DeprecationWarning, match=r"ShardedDataset.sample\(row\) is deprecated"):
+        assert ds.sample(31).equals(ds.row(31))
 
 
-def test_lod_over_shards_equals_the_single_files(shards_dir, docs_path):
+def test_offsets_over_shards_equal_the_single_files(shards_dir, docs_path):
     ds, file = lt.open(shards_dir), lt.open(docs_path)
     for column in ["tokens", "ids", "label"]:
-        got, expected = ds.lod(column), file.lod(column)
+        got, expected = ds.offsets(column), file.offsets(column)
         assert len(got) == len(expected)
-        for g, e in zip(got, expected):
+        for level, (g, e) in enumerate(zip(got, expected)):
             np.testing.assert_array_equal(g, e)
+            np.testing.assert_array_equal(ds.offsets(column, level), e)
     with pytest.raises(lt.LodTensorError, match="nope"):
-        ds.lod("nope")
+        ds.offsets("nope")
+    with pytest.warns(DeprecationWarning, match=r"ShardedDataset.lod\(column\) is deprecated"):
+        assert len(ds.lod("tokens")) == 2
 
 
 def test_pickles_by_path(shards_dir):
@@ -126,10 +134,10 @@ def test_a_changed_shard_is_named_and_the_others_still_read(shards_dir, tmp_path
     with pytest.raises(lt.LodTensorError, match=rf"{victim.name}.*crc32c"):
         ds.validate()
     with pytest.raises(lt.LodTensorError, match=victim.name):
-        ds.sample(65)
+        ds.row(65)
     with pytest.raises(Exception, match=victim.name):
         ds.to_pyarrow()
-    assert ds.sample(10).num_rows == 1
+    assert ds.row(10).num_rows == 1
     assert ds.reader([0, 1, 3]).read_all().num_rows == 90
 
 
@@ -181,10 +189,28 @@ def test_writes_that_do_not_fit_are_refused(tmp_path):
     with pytest.raises(lt.LodTensorError, match="prefix"):
         lt.ShardWriter(tmp_path / "other", mode="pending", prefix="_hidden")
     writer = lt.ShardWriter(tmp_path / "third")
+    assert writer.path == tmp_path / "third"
     writer.write(documents(3, seed=2))
     writer.finish()
     with pytest.raises(lt.LodTensorError, match="finished"):
         writer.write(documents(3, seed=2))
+
+
+def test_shard_writer_takes_path_and_warns_for_dir(tmp_path):
+    with pytest.warns(DeprecationWarning, match=r"ShardWriter\(dir=\.\.\.\) is deprecated"):
+        writer = lt.ShardWriter(dir=tmp_path / "old")
+    with pytest.warns(DeprecationWarning, match=r"ShardWriter.dir is deprecated: use ShardWriter.path"):
+        assert writer.dir == writer.path == tmp_path / "old"
+    with writer:
+        writer.write(documents(3, seed=2))
+    assert lt.open(tmp_path / "old").num_rows == 3
+    with lt.ShardWriter(path=tmp_path / "new") as writer:
+        writer.write(documents(3, seed=2))
+    assert lt.open(tmp_path / "new").num_rows == 3
+    with pytest.raises(TypeError, match="path"):
+        lt.ShardWriter()
+    with pytest.raises(TypeError, match="both"):
+        lt.ShardWriter(tmp_path / "a", dir=tmp_path / "b")
 
 
 def test_independent_writers_then_commit(tmp_path):
@@ -288,7 +314,7 @@ def test_elastic_loaders_resume_on_another_number_of_ranks(shards_dir):
     assert sorted(read) == list(enumerate(plan))
     with pytest.raises(lt.LodTensorError, match="options"):
         data.loader(batch_size=4, shuffle=True, seed=5, chunk_rows=3, window=8).load_state_dict(state)
-    with pytest.raises(ValueError, match="window needs chunk_rows"):
+    with pytest.raises(ValueError, match="loader option window: needs chunk_rows"):
         data.loader(shuffle=True, window=8)
 
 

@@ -196,7 +196,7 @@ impl<'a> LoaderBuilder<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_batch_size(mut self, samples: usize) -> Self {
-        self.choose(BATCHING, "with_batch_size");
+        self.choose(BATCHING, "batch_size");
         self.config.batch = BatchSize::Samples(samples);
         self
     }
@@ -222,7 +222,7 @@ impl<'a> LoaderBuilder<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_token_budget(mut self, tokens: usize) -> Self {
-        self.choose(BATCHING, "with_token_budget");
+        self.choose(BATCHING, "token_budget");
         self.config.batch = BatchSize::Tokens(tokens);
         self
     }
@@ -304,7 +304,7 @@ impl<'a> LoaderBuilder<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_shuffle(mut self, seed: u64) -> Self {
-        self.choose(SHUFFLING, "with_shuffle");
+        self.choose(SHUFFLING, "shuffle");
         self.config.shuffle = Shuffle::Samples { seed };
         self
     }
@@ -332,7 +332,7 @@ impl<'a> LoaderBuilder<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_chunk_shuffle(mut self, seed: u64, rows: usize) -> Self {
-        self.choose(SHUFFLING, "with_chunk_shuffle");
+        self.choose(SHUFFLING, "chunk_shuffle");
         self.config.shuffle = Shuffle::Chunks { seed, rows };
         self
     }
@@ -365,7 +365,7 @@ impl<'a> LoaderBuilder<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_windowed_shuffle(mut self, seed: u64, rows: usize, window: usize) -> Self {
-        self.choose(SHUFFLING, "with_windowed_shuffle");
+        self.choose(SHUFFLING, "windowed_shuffle");
         self.config.shuffle = Shuffle::Windowed { seed, rows, window };
         self
     }
@@ -391,7 +391,7 @@ impl<'a> LoaderBuilder<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_buckets(mut self, bounds: Vec<usize>) -> Self {
-        self.choose(BUCKETING, "with_buckets");
+        self.choose(BUCKETING, "buckets");
         self.config.buckets = bounds;
         self
     }
@@ -416,7 +416,7 @@ impl<'a> LoaderBuilder<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_quantile_buckets(mut self, n: usize) -> Self {
-        self.choose(BUCKETING, "with_quantile_buckets");
+        self.choose(BUCKETING, "quantile_buckets");
         self.quantiles = Some(n);
         self
     }
@@ -650,8 +650,8 @@ fn sample_lengths(batches: &[Dataset], length: Option<(usize, usize)>, rows: usi
 fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>> {
     if n == 0 {
         return Err(ArgumentError::LoaderConfig {
-            option: "quantile buckets",
-            reason: "need at least 1 bucket".to_owned(),
+            option: "buckets",
+            reason: "must be at least 1 quantile bucket, got 0".to_owned(),
         }
         .into());
     }

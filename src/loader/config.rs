@@ -109,54 +109,42 @@ impl Ranks {
 }
 
 impl PlanConfig {
-    /// Checks the options, naming the one that is wrong.
+    /// Checks the options, naming the one that is wrong by the name Rust and Python share
+    /// (`batch_size`, `token_budget`, `chunk_rows`, `window`, `rank`, `world_size`,
+    /// `buckets`), with the value found.
     pub fn validate(&self) -> Result<()> {
-        let bad = |option: &'static str, reason: &str| {
-            Err(ArgumentError::LoaderConfig {
-                option,
-                reason: reason.to_owned(),
-            }
-            .into())
+        let bad = |option: &'static str, reason: String| {
+            Err(ArgumentError::LoaderConfig { option, reason }.into())
         };
+        let at_least_one = |option: &'static str| bad(option, "must be at least 1, got 0".into());
         match self.batch {
-            BatchSize::Samples(0) => return bad("batch size", "must be at least 1 sample"),
-            BatchSize::Tokens(0) => return bad("token budget", "must be at least 1 token"),
+            BatchSize::Samples(0) => return at_least_one("batch_size"),
+            BatchSize::Tokens(0) => return at_least_one("token_budget"),
             _ => {}
         }
-        if let Shuffle::Chunks { rows: 0, .. } = self.shuffle {
-            return bad("chunk shuffle", "chunks must hold at least 1 sample");
-        }
         match self.shuffle {
-            Shuffle::Windowed { rows: 0, .. } => {
-                return bad("windowed shuffle", "chunks must hold at least 1 sample");
+            Shuffle::Chunks { rows: 0, .. } | Shuffle::Windowed { rows: 0, .. } => {
+                return at_least_one("chunk_rows");
             }
-            Shuffle::Windowed { window: 0, .. } => {
-                return bad("windowed shuffle", "the window must hold at least 1 sample");
-            }
+            Shuffle::Windowed { window: 0, .. } => return at_least_one("window"),
             _ => {}
         }
         let (rank, world) = self.ranks.rank_and_world();
         if world == 0 {
-            return bad("shard", "world size must be at least 1");
+            return at_least_one("world_size");
         }
         if rank >= world {
-            return Err(ArgumentError::LoaderConfig {
-                option: "shard",
-                reason: format!("rank {rank} is not below the world size {world}"),
-            }
-            .into());
+            return bad(
+                "rank",
+                format!("must be below world_size ({world}), got {rank}"),
+            );
         }
         if let Some(i) = self.buckets.windows(2).position(|w| w[1] <= w[0]) {
-            return Err(ArgumentError::LoaderConfig {
-                option: "buckets",
-                reason: format!(
-                    "bounds must increase: {} at index {} follows {}",
-                    self.buckets[i + 1],
-                    i + 1,
-                    self.buckets[i]
-                ),
-            }
-            .into());
+            let (a, b) = (self.buckets[i], self.buckets[i + 1]);
+            return bad(
+                "buckets",
+                format!("bounds must increase: {b} at index {} follows {a}", i + 1),
+            );
         }
         Ok(())
     }

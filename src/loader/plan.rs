@@ -707,18 +707,24 @@ mod tests {
             Err(ErrorKind::Argument(ArgumentError::LoaderConfig { option, .. })) => option,
             other => panic!("{other:?}"),
         };
-        assert_eq!(bad(config(BatchSize::Samples(0))), "batch size");
-        assert_eq!(bad(config(BatchSize::Tokens(0))), "token budget");
+        assert_eq!(bad(config(BatchSize::Samples(0))), "batch_size");
+        assert_eq!(bad(config(BatchSize::Tokens(0))), "token_budget");
         let mut c = config(BatchSize::Samples(1));
         c.ranks = Ranks::Parts { rank: 2, world: 2 };
-        assert_eq!(bad(c.clone()), "shard");
+        assert_eq!(bad(c.clone()), "rank");
         c.ranks = Ranks::Turns { rank: 0, world: 0 };
-        assert_eq!(bad(c), "shard");
+        assert_eq!(bad(c), "world_size");
         let mut c = config(BatchSize::Samples(1));
         c.buckets = vec![4, 4];
         assert_eq!(bad(c), "buckets");
         let mut c = config(BatchSize::Samples(1));
         c.shuffle = Shuffle::Chunks { seed: 0, rows: 0 };
-        assert_eq!(bad(c), "chunk shuffle");
+        assert_eq!(bad(c.clone()), "chunk_rows");
+        c.shuffle = Shuffle::Windowed {
+            seed: 0,
+            rows: 1,
+            window: 0,
+        };
+        assert_eq!(bad(c), "window");
     }
 }
