@@ -30,7 +30,7 @@
 //! The headers are read with one small read per page (a page's values are not read), so
 //! the check costs little next to reading the file.
 
-use crate::FormatError;
+use crate::FileFormat;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::ChunkReader;
 
@@ -371,11 +371,13 @@ pub(super) fn check_column_chunks<R: ChunkReader>(
         let rows = row_group.num_rows();
         for (column, chunk) in row_group.columns().iter().enumerate() {
             let fail = |reason: String| {
-                FormatError::InvalidFile(format!(
-                    "row group {group}, column chunk {column} ({}): {reason}",
-                    chunk.column_path()
-                ))
-                .into()
+                Error::invalid(
+                    FileFormat::Parquet,
+                    format!(
+                        "row group {group}, column chunk {column} ({}): {reason}",
+                        chunk.column_path()
+                    ),
+                )
             };
             let start = chunk
                 .dictionary_page_offset()
