@@ -178,7 +178,10 @@ impl Error {
     /// let e = lodtensor::Error::invalid_file("the file is empty (0 bytes)");
     /// assert_eq!(e.to_string(), "invalid file: the file is empty (0 bytes)");
     /// ```
-    #[deprecated(note = "name the format: `Error::invalid(FileFormat::Parquet, reason)`")]
+    #[deprecated(
+        since = "0.2.0",
+        note = "name the format: `Error::invalid(FileFormat::Parquet, reason)`"
+    )]
     pub fn invalid_file(reason: impl Into<String>) -> Self {
         Error::invalid(FileFormat::Unknown, reason)
     }

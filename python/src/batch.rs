@@ -35,6 +35,7 @@ impl Batch {
     }
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl Batch {
     /// The samples (row numbers of the file), in batch order, as numpy `int64` (a view).

@@ -142,6 +142,7 @@ pub fn import_stream(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Record
 /// `RecordBatchReader`) to `path` as a validated lodtensor file, atomically: under a
 /// temporary name, renamed over `path` only once complete. Returns
 /// `{"rows", "batches", "bytes"}`.
+#[lodtensor_python_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (path, data, offset_width = "i64", batch_bytes = None))]
 pub fn write<'py>(

@@ -4,7 +4,8 @@
 //! without copying values.
 //!
 //! Everything Rust does here runs with the GIL released; every error becomes a Python
-//! exception ([`error`]).
+//! exception of its kind ([`error`]), and every entry point is `#[guard]`ed, so a Rust panic
+//! becomes `lodtensor.InternalError`.
 
 mod array;
 mod batch;
@@ -22,6 +23,9 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LodTensorError", m.py().get_type::<error::LodTensorError>())?;
+    for class in error::Class::ALL {
+        m.add(class.name(), class.type_object(m.py()))?;
+    }
     m.add_class::<array::Array>()?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<loader::Loader>()?;

@@ -282,6 +282,7 @@ fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl Loader {
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

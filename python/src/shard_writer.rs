@@ -28,6 +28,7 @@ pub struct ShardWriter {
     dir: PathBuf,
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl ShardWriter {
     #[new]
@@ -148,6 +149,7 @@ impl ShardWriter {
 /// Merges every pending manifest in `dir` (written by `ShardWriter(mode="pending")`) into
 /// the dataset's manifest, atomically, then removes them. Idempotent. Returns the manifest
 /// as a dict.
+#[lodtensor_python_guard::guard]
 #[pyfunction]
 pub fn commit(py: Python<'_>, dir: PathBuf) -> PyResult<Bound<'_, PyAny>> {
     let manifest = py.detach(|| lodtensor::shards::commit(&dir)).py_err()?;

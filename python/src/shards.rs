@@ -20,6 +20,7 @@ use crate::loader::{Buckets, Loader, Options};
 /// Opens the sharded dataset in the directory `path`, reading its manifest only (no shard
 /// is mapped until it is touched). Raises `FileNotFoundError` when there is no manifest and
 /// `LodTensorError` for an invalid one.
+#[lodtensor_python_guard::guard]
 #[pyfunction]
 pub fn open_shards(py: Python<'_>, path: PathBuf) -> PyResult<ShardedDataset> {
     let data = py
@@ -89,6 +90,7 @@ impl ShardedDataset {
     }
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl ShardedDataset {
     /// The number of rows over all shards (from the manifest).
@@ -279,7 +281,7 @@ impl ShardedDataset {
     }
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf,))> {
-        Ok((py.import("lodtensor")?.getattr("open")?, (self.path(),)))
+        Ok((py.import("lodtensor")?.getattr("open")?, (self.path()?,)))
     }
 }
 
