@@ -225,6 +225,14 @@ fn panicked(panic: Box<dyn Any + Send>) -> PyErr {
     ))
 }
 
+/// Panics with `message`: how the tests show that a panic reaches Python as
+/// `InternalError` (`lodtensor._native._panic`, not part of the package's API).
+#[lodtensor_python_guard::guard]
+#[pyfunction]
+pub fn _panic(message: String) {
+    panic!("{message}");
+}
+
 /// `?` on the crate's results inside `#[pymethods]`.
 pub trait IntoPy<T> {
     /// The value, or the error as a Python exception.
