@@ -7,7 +7,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict};
 
 use crate::array::{Array, i64_numpy, rebased_offsets, values_array, values_view, view_numpy};
-use crate::error::{IntoPy, invalid};
+use crate::error::IntoPy;
 use crate::ffi;
 use crate::loader::position_dict;
 
@@ -247,7 +247,7 @@ fn side_values(
     let numeric = array.data_type().is_primitive() && array.null_count() == 0;
     let schema = Arc::new(arrow_schema::Schema::new(vec![field]));
     let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![array])
-        .map_err(|e| invalid(e.to_string()))?;
+        .map_err(|e| crate::error::to_py(e.into()))?;
     let pyarrow_schema = ffi::to_pyarrow_schema(py, &schema)?;
     let column = ffi::to_pyarrow_batch(py, batch, &pyarrow_schema)?.call_method1("column", (0,))?;
     if numeric {

@@ -215,14 +215,17 @@ pub fn guard_value<T>(f: impl FnOnce() -> T) -> PyResult<T> {
 
 /// The `InternalError` of a panic's payload.
 fn panicked(panic: Box<dyn Any + Send>) -> PyErr {
+    Class::Internal.err(panic_message(panic.as_ref()))
+}
+
+/// What a panic's payload says, as the message of an internal error.
+pub fn panic_message(panic: &(dyn Any + Send)) -> String {
     let what = panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic with no message".to_owned());
-    Class::Internal.err(format!(
-        "internal error: Rust code panicked: {what} (a bug in lodtensor: please report it)"
-    ))
+    format!("internal error: Rust code panicked: {what} (a bug in lodtensor: please report it)")
 }
 
 /// Panics with `message`: how the tests show that a panic reaches Python as

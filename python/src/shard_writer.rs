@@ -91,7 +91,7 @@ impl ShardWriter {
             let empty = RecordBatch::new_empty(reader.schema());
             let mut rows = 0;
             for batch in reader {
-                let batch = batch?;
+                let batch = batch.map_err(crate::ffi::stream_fault)?;
                 rows += batch.num_rows();
                 writer.write(&Dataset::try_from_record_batch(&batch)?)?;
             }

@@ -109,3 +109,16 @@ def test_a_rust_panic_is_an_internal_error():
         _native._panic("again")
     except Exception as e:  # noqa: BLE001
         assert type(e) is lt.InternalError
+
+
+def test_a_failing_stream_of_the_callers_is_an_argument_error(tmp_path):
+    schema = pa.schema([("x", pa.large_list(pa.float32()))])
+
+    def batches():
+        yield pa.record_batch([pa.array([[1.0]], schema.field("x").type)], schema=schema)
+        raise RuntimeError("the source broke")
+
+    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    with pytest.raises(lt.ArgumentError, match="a stream that failed"):
+        lt.write(tmp_path / "x.arrow", reader)
+    assert not (tmp_path / "x.arrow").exists()

@@ -6,7 +6,7 @@ use std::fmt;
 
 use arrow_schema::ArrowError;
 
-use super::{Error, FileFormat};
+use super::{Error, ErrorKind, FileFormat};
 
 /// A dependency's error: Arrow's or Parquet's.
 pub(crate) trait Dependency: fmt::Display + Sized {
@@ -66,11 +66,18 @@ impl Dependency for parquet::errors::ParquetError {
 
 impl Error {
     /// What a dependency's failure while decoding a `format` file means: the file is
-    /// invalid (or the I/O failed). For `map_err` where a dependency reads a file.
+    /// invalid, or the I/O failed. For `map_err` where a dependency reads a file. An I/O
+    /// error without an OS error code is the dependency's verdict on the bytes (a
+    /// decompressor's `Unknown frame descriptor`, a short read), so the file is invalid.
     pub(crate) fn decoding<E: Dependency>(format: FileFormat) -> impl Fn(E) -> Error {
-        move |e| {
-            e.unwrap_carried()
-                .unwrap_or_else(|e| Error::invalid(format, e.reason()))
+        move |e| match e.unwrap_carried() {
+            Ok(carried) => match carried.kind() {
+                ErrorKind::Io(io) if io.raw_os_error().is_none() => {
+                    Error::invalid(format, io.to_string())
+                }
+                _ => carried,
+            },
+            Err(e) => Error::invalid(format, e.reason()),
         }
     }
 

@@ -16,7 +16,7 @@ use super::ipc_reader::MAGIC;
 use crate::dataset::{Dataset, check_type, check_version, is_side};
 use crate::error::{Error, Result, catch_panic};
 use crate::io::ipc_check::{check_batch, check_buffers};
-use crate::{ArgumentError, ColumnLayout, DataError, FileFormat};
+use crate::{ArgumentError, ColumnLayout, DataError, ErrorKind, FileFormat, FormatError};
 
 /// Reads the footer, the schema and every record batch of a mapped IPC file: of the
 /// columns named `columns` (all when `None`), in that order.
@@ -114,8 +114,8 @@ fn read_footer(bytes: &[u8]) -> Result<arrow_ipc::Footer<'_>> {
                 "footer length {footer_len} does not fit in a file of {len} bytes"
             ))
         })?;
-    Ok(arrow_ipc::root_as_footer(&bytes[footer_start..len - 10])
-        .map_err(|e| invalid(format!("footer: {e}")))?)
+    arrow_ipc::root_as_footer(&bytes[footer_start..len - 10])
+        .map_err(|e| invalid(format!("footer: {e}")))
 }
 
 /// The columns a reader reads: tensors and side columns, by their index in the file.
@@ -292,7 +292,10 @@ fn check_dictionary(data: &Buffer, meta: usize, what: &str) -> Result<()> {
         .header_as_dictionary_batch()
         .and_then(|d| d.data())
         .ok_or_else(|| invalid("block is not a dictionary batch".to_owned()))?;
-    check_buffers(&batch, &data.slice(meta)).map_err(|e| invalid(e.to_string()).into())
+    check_buffers(&batch, &data.slice(meta)).map_err(|e| match e.into_kind() {
+        ErrorKind::Format(FormatError::InvalidFile { reason, .. }) => invalid(reason),
+        other => Error::new(other),
+    })
 }
 
 /// The bytes of one block, after checking that the block lies inside the file, that it

@@ -481,7 +481,7 @@ fn fetch_header<R: ChunkReader>(
     loop {
         let bytes = reader
             .get_bytes(pos, window as usize)
-            .map_err(|e| PageFault::Io(e.into()))?;
+            .map_err(|e| PageFault::Io(Error::decoding(FileFormat::Parquet)(e)))?;
         let mut t = Thrift {
             buf: &bytes,
             pos: 0,

@@ -173,8 +173,8 @@ impl ParquetReadOptions {
 /// page. Other files go through the `parquet` crate's Arrow reader.
 ///
 /// Every page header is checked when the reader is made (one small read per page). A page
-/// the `parquet` crate fails on, or panics on, gives [`ErrorKind::Parquet`] naming the batch and
-/// its first row, and ends the iteration.
+/// the `parquet` crate fails on, or panics on, gives [`FormatError::InvalidFile`] naming the
+/// batch and its first row, and ends the iteration.
 ///
 /// # Example
 /// ```
@@ -221,8 +221,8 @@ impl ParquetReader {
     /// A reader of the Parquet file at `path`.
     ///
     /// # Errors
-    /// [`ErrorKind::Io`], [`ErrorKind::Parquet`] (not Parquet, or a type Arrow cannot read),
-    /// [`FormatError::InvalidFile`] for a column chunk outside the file, a page header the
+    /// [`ErrorKind::Io`]; [`FormatError::InvalidFile`] for a file that is not Parquet (or of a
+    /// type Arrow cannot read), a column chunk outside the file, a page header the
     /// `parquet` crate would misread or spin on (naming the row group, column chunk, page
     /// and byte) or, read by the direct decoder, a page it cannot decode (naming the row group,
     /// column and page), [`UnsupportedError::UnsupportedVersion`](crate::UnsupportedError::UnsupportedVersion),
