@@ -74,7 +74,7 @@ impl MappedDataset {
     /// Maps and validates the file at `path`.
     ///
     /// # Errors
-    /// Any fault in the file, with the path attached ([`Error::path`]): [`ErrorKind::Io`](crate::ErrorKind::Io), [`FormatError::InvalidFile`]
+    /// Any fault in the file, with the path attached ([`Error::path`]): [`ErrorKind::Io`](crate::ErrorKind::Io), [`FormatError::InvalidFile`](crate::FormatError::InvalidFile)
     /// for a file that is not a valid uncompressed Arrow IPC file of LoD tensor columns,
     /// and offset or LoD errors naming the batch, column, level and index.
     ///

@@ -360,7 +360,7 @@ fn read_header(t: &mut Thrift) -> Parse<PageHeader> {
 /// headers are sound (see the module docs).
 ///
 /// # Errors
-/// [`FormatError::InvalidFile`] naming the row group, the column chunk and, for a page, the page
+/// [`FormatError::InvalidFile`](crate::FormatError::InvalidFile) naming the row group, the column chunk and, for a page, the page
 /// and its byte position.
 pub(super) fn check_column_chunks<R: ChunkReader>(
     reader: &R,
