@@ -86,7 +86,8 @@ impl LodTensor {
     /// [`UnsupportedError::UnsupportedType`] for a layout that is not nested lists over fixed-size
     /// lists or primitives; [`DataError::Nulls`] for null lists or values;
     /// [`FormatError::ExtensionMetadata`](crate::FormatError::ExtensionMetadata) for bad `arrow.fixed_shape_tensor` metadata;
-    /// [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when `array` does not have `field`'s type.
+    /// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when `array`
+    /// does not have `field`'s type.
     ///
     /// # Example
     /// ```
@@ -106,7 +107,8 @@ impl LodTensor {
     /// the arrays are new. Reading a file of many batches takes each field once.
     ///
     /// # Errors
-    /// [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when `array` is not of the column's type; [`DataError::Nulls`] for null
+    /// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when `array`
+    /// is not of the column's type; [`DataError::Nulls`] for null
     /// lists or values; [`DataError::ElementShape`] when the items are not whole elements.
     pub(crate) fn try_from_arrow_like(&self, field: &Field, array: &dyn Array) -> Result<Self> {
         let shape = self.element_shape();
@@ -122,14 +124,7 @@ impl LodTensor {
         array: &dyn Array,
         elements: impl FnOnce(&Field, &dyn Array) -> Result<Values>,
     ) -> Result<Self> {
-        if field.data_type() != array.data_type() {
-            return Err(Error::from(arrow_schema::ArrowError::SchemaError(format!(
-                "field {:?} is {} but its array is {}",
-                field.name(),
-                field.data_type(),
-                array.data_type()
-            ))));
-        }
+        crate::dataset::check_array(field, array)?;
         let mut levels: Vec<LevelOffsets> = Vec::new();
         let mut field: &Field = field;
         let mut array = array;
@@ -317,7 +312,7 @@ pub(crate) fn as_list<O: OffsetSizeTrait>(array: &ArrayRef) -> &GenericListArray
 mod tests {
     use super::*;
     use crate::lod::OffsetWidth;
-    use crate::{DataError, Error, ErrorKind, UnsupportedError};
+    use crate::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float32Type, Int64Type};
     use arrow_array::{Float32Array, Int64Array, LargeListArray};
     use arrow_buffer::ScalarBuffer;
@@ -463,7 +458,10 @@ mod tests {
         let other = Field::new("x", DataType::Int32, true);
         assert!(matches!(
             LodTensor::try_from_arrow(&other, &with_null).map_err(Error::into_kind),
-            Err(ErrorKind::Arrow(_))
+            Err(ErrorKind::Argument(ArgumentError::InvalidArgument {
+                name: "array type",
+                ..
+            }))
         ));
     }
 }

@@ -1,7 +1,7 @@
 //! `Dataset`: named LoD tensor columns sharing the row (sample) dimension, and their
 //! mapping to an Arrow `RecordBatch` with `lodtensor.*` metadata.
 
-use crate::{ArgumentError, DataError, FormatError, UnsupportedError};
+use crate::{ArgumentError, DataError, FileFormat, UnsupportedError};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema, SchemaRef};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::{FORMAT_VERSION, FORMAT_VERSION_SIDE_COLUMNS, KEY_FORMAT_VERSION};
 use crate::lod::OffsetWidth;
 use crate::tensor::LodTensor;
@@ -17,6 +17,7 @@ use crate::tensor::LodTensor;
 mod column;
 mod shape;
 mod side;
+pub(crate) use side::check_array;
 
 pub use column::Column;
 
@@ -299,12 +300,14 @@ impl Dataset {
         index: usize,
     ) -> Result<Self> {
         if batch.num_columns() != self.columns.len() {
-            return Err(FormatError::InvalidFile(format!(
-                "batch {index}: {} columns, the first batch has {}",
-                batch.num_columns(),
-                self.columns.len()
-            ))
-            .into());
+            return Err(Error::invalid(
+                FileFormat::Ipc,
+                format!(
+                    "batch {index}: {} columns, the first batch has {}",
+                    batch.num_columns(),
+                    self.columns.len()
+                ),
+            ));
         }
         let columns = self
             .columns

@@ -1,8 +1,12 @@
 //! The crate's error type.
 //!
 //! An [`Error`] is one pointer wide: what went wrong is its [`ErrorKind`], grouped by what a
-//! caller does about it (bad data, bad file format, bad argument, unsupported input, I/O, Arrow,
-//! Parquet, an unusable object), and where it went wrong (the file, the column and record batch)
+//! caller does about it (fix the data, reject the file, fix the call, use another tool,
+//! retry the I/O, drop an unusable object, report a bug of this crate), never by which
+//! dependency noticed it: an Arrow or Parquet failure while decoding a file is an invalid
+//! file ([`FormatError::InvalidFile`], naming its [`FileFormat`]), on a bad call an
+//! argument error, on I/O an I/O error, and on data the crate built itself an
+//! [`InternalError`]. Where it went wrong (the file, the column and record batch)
 //! is attached once, outside the kind. Every fault names the numbers needed to find it (level,
 //! index, byte, found and expected), so the message reads
 //! `data.arrow: column "tokens", batch 3: level 1: offset at index 7 (12) is less than the
@@ -26,9 +30,14 @@ use std::path::{Path, PathBuf};
 
 use arrow_schema::ArrowError;
 
+mod dependency;
 mod details;
+mod file_format;
+mod internal;
 
 pub use details::{ArgumentError, DataError, FormatError, UnsupportedError, UnusableError};
+pub use file_format::FileFormat;
+pub use internal::InternalError;
 
 /// The result type of this crate.
 ///
@@ -56,7 +65,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// let err = MappedDataset::open(&path).unwrap_err();
 /// assert_eq!(err.path(), Some(path.as_path()));             // where
 /// match err.kind() {                                         // what, by what to do
-///     ErrorKind::Format(FormatError::InvalidFile(reason)) => assert!(reason.contains("ARROW1")),
+///     ErrorKind::Format(FormatError::InvalidFile { reason, .. }) => assert!(reason.contains("ARROW1")),
 ///     other => panic!("not a format error: {other}"),
 /// }
 /// # std::fs::remove_file(&path)?;
@@ -102,14 +111,26 @@ pub enum ErrorKind {
     /// An object unusable after an earlier failure: drop it.
     #[error(transparent)]
     Unusable(UnusableError),
-    /// An I/O error.
+    /// An I/O error: retry, or fix the path or the disk.
     #[error(transparent)]
     Io(std::io::Error),
-    /// An error from Arrow.
+    /// A bug of this crate: report it.
+    #[error(transparent)]
+    Internal(InternalError),
+    /// Never produced: Arrow's errors come as the kind of what the caller does about them.
+    #[deprecated(
+        since = "0.2.0",
+        note = "never produced: an Arrow failure is a `Format`, `Argument`, `Io` or `Internal` error"
+    )]
     #[error(transparent)]
     Arrow(ArrowError),
-    /// An error from the Parquet reader or writer.
+    /// Never produced: the `parquet` crate's errors come as the kind of what the caller does
+    /// about them.
     #[cfg(feature = "parquet")]
+    #[deprecated(
+        since = "0.2.0",
+        note = "never produced: a Parquet failure is a `Format`, `Argument`, `Io` or `Internal` error"
+    )]
     #[error(transparent)]
     Parquet(parquet::errors::ParquetError),
 }
@@ -134,14 +155,41 @@ impl Error {
         }
     }
 
-    /// [`FormatError::InvalidFile`]: a file that is not what its format says, and why.
+    /// [`FormatError::InvalidFile`]: a file that is not what `format` says it must be, and
+    /// why. The one way to make an invalid-file error, for every format.
     ///
     /// ```
-    /// let e = lodtensor::Error::invalid_file("footer: magic is b\"ARROX\", expected b\"ARROW\"");
-    /// assert_eq!(e.to_string(), "invalid file: footer: magic is b\"ARROX\", expected b\"ARROW\"");
+    /// use lodtensor::{Error, FileFormat};
+    /// let e = Error::invalid(FileFormat::Ipc, "footer: magic is b\"ARROX\", expected b\"ARROW\"");
+    /// assert_eq!(e.to_string(), "invalid Arrow IPC file: footer: magic is b\"ARROX\", expected b\"ARROW\"");
     /// ```
+    pub fn invalid(format: FileFormat, reason: impl Into<String>) -> Self {
+        FormatError::InvalidFile {
+            format,
+            reason: reason.into(),
+        }
+        .into()
+    }
+
+    /// [`FormatError::InvalidFile`] of a file whose format is not named.
+    ///
+    /// ```
+    /// #[allow(deprecated)]
+    /// let e = lodtensor::Error::invalid_file("the file is empty (0 bytes)");
+    /// assert_eq!(e.to_string(), "invalid file: the file is empty (0 bytes)");
+    /// ```
+    #[deprecated(
+        since = "0.2.0",
+        note = "name the format: `Error::invalid(FileFormat::Parquet, reason)`"
+    )]
     pub fn invalid_file(reason: impl Into<String>) -> Self {
-        FormatError::InvalidFile(reason.into()).into()
+        Error::invalid(FileFormat::Unknown, reason)
+    }
+
+    /// [`ErrorKind::Internal`]: a bug of this crate, located where this is called.
+    #[track_caller]
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        InternalError::new(message.into()).into()
     }
 
     /// [`ArgumentError::InvalidArgument`]: argument `name` of `op` is `found`, not `expected`.
@@ -361,10 +409,8 @@ from_kind! {
     UnsupportedError => Unsupported,
     UnusableError => Unusable,
     std::io::Error => Io,
-    ArrowError => Arrow,
+    InternalError => Internal,
 }
-#[cfg(feature = "parquet")]
-from_kind! { parquet::errors::ParquetError => Parquet }
 
 impl From<ErrorKind> for Error {
     fn from(kind: ErrorKind) -> Self {
@@ -373,92 +419,4 @@ impl From<ErrorKind> for Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn error_is_small() {
-        assert!(size_of::<Error>() <= 24, "{}", size_of::<Error>());
-        assert!(size_of::<Result<()>>() <= 24);
-    }
-
-    #[test]
-    fn context_reads_outside_in() {
-        let e = Error::from(DataError::DecreasingOffset {
-            level: 1,
-            index: 7,
-            offset: 12,
-            previous: 15,
-        })
-        .in_column("tokens", 3)
-        .in_file("data.arrow");
-        assert_eq!(
-            e.to_string(),
-            "data.arrow: column \"tokens\", batch 3: level 1: offset at index 7 (12) is less than the previous offset (15)"
-        );
-        assert!(matches!(
-            e.kind(),
-            ErrorKind::Data(DataError::DecreasingOffset { index: 7, .. })
-        ));
-        assert_eq!(e.path(), Some(Path::new("data.arrow")));
-        assert_eq!(e.column(), Some(("tokens", 3)));
-    }
-
-    #[test]
-    fn context_is_attached_once() {
-        let e = Error::invalid_file("short")
-            .in_column("a", 1)
-            .in_column("b", 2)
-            .in_file("inner.arrow")
-            .in_file("outer.arrow");
-        assert_eq!(
-            e.to_string(),
-            "inner.arrow: column \"a\", batch 1: invalid file: short"
-        );
-        assert_eq!(e.with_batch(5).column(), Some(("a", 5)));
-    }
-
-    #[test]
-    fn counts_read_as_plain_english() {
-        let nulls = |count| {
-            Error::from(DataError::Nulls {
-                what: "values".to_owned(),
-                count,
-            })
-            .to_string()
-        };
-        assert_eq!(
-            nulls(1),
-            "values contain 1 null entry; LoD tensors have no nulls"
-        );
-        assert_eq!(
-            nulls(2),
-            "values contain 2 null entries; LoD tensors have no nulls"
-        );
-        let batch = Error::from(ArgumentError::BatchOutOfRange {
-            epoch: 0,
-            batch: 3,
-            batches: 1,
-        });
-        assert_eq!(
-            batch.to_string(),
-            "epoch 0: batch 3 does not exist (the epoch has 1 batch)"
-        );
-        let level = Error::from(ArgumentError::LevelOutOfBounds {
-            level: 1,
-            levels: 1,
-        });
-        assert_eq!(
-            level.to_string(),
-            "level 1 does not exist (the LoD has 1 level)"
-        );
-        let records = Error::from(ArgumentError::PaddleRecordCount {
-            found: 1,
-            expected: 2,
-        });
-        assert_eq!(
-            records.to_string(),
-            "Paddle file holds 1 record, 2 names were given"
-        );
-    }
-}
+mod tests;

@@ -113,8 +113,8 @@ mod values;
 
 pub use dataset::{Column, Dataset, check_version};
 pub use error::{
-    ArgumentError, DataError, Error, ErrorKind, FormatError, Result, UnsupportedError,
-    UnusableError,
+    ArgumentError, DataError, Error, ErrorKind, FileFormat, FormatError, InternalError, Result,
+    UnsupportedError, UnusableError,
 };
 pub use io::ipc_reader::MappedDataset;
 pub use io::ipc_writer::{DatasetWriter, WriteOptions, WriteSummary};

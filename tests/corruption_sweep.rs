@@ -52,6 +52,20 @@ fn read_tensor(t: &LodTensor) {
     }
 }
 
+/// Refuses an error of a corrupt file that is not about the file: whichever dependency
+/// noticed the fault, it is an invalid file (or bad data in it, or a form this crate does
+/// not read), never an internal error or an I/O fault.
+fn check_about_the_file(e: &lodtensor::Error) {
+    use lodtensor::ErrorKind;
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::Format(_) | ErrorKind::Data(_) | ErrorKind::Unsupported(_)
+        ),
+        "{e:?}"
+    );
+}
+
 /// Writes `dataset`, then opens every variant of its file: the ones that open are read in
 /// full (a changed byte may leave a valid file with another column name, dtype or kind:
 /// whatever columns it has). Returns how many opened.
@@ -66,7 +80,11 @@ fn sweep_arrow(dataset: &Dataset) -> usize {
     let mut opened = 0;
     for bad in variants(&good) {
         std::fs::write(&bad_path, &bad).unwrap();
-        if let Ok(file) = MappedDataset::open(&bad_path) {
+        let opening = MappedDataset::open(&bad_path);
+        if let Err(e) = &opening {
+            check_about_the_file(e);
+        }
+        if let Ok(file) = opening {
             for column in file.batches().iter().flat_map(|b| b.columns()) {
                 match column.as_tensor() {
                     Some(t) => read_tensor(t),
@@ -115,12 +133,20 @@ fn parquet_files() {
             let mut read = 0;
             for (case, bad) in variants(&good).enumerate() {
                 let start = Instant::now();
-                if let Ok(reader) = ParquetReader::try_new(bytes::Bytes::from(bad), &read_options) {
+                let opening = ParquetReader::try_new(bytes::Bytes::from(bad), &read_options);
+                if let Err(e) = &opening {
+                    check_about_the_file(e);
+                }
+                if let Ok(reader) = opening {
                     let mut complete = true;
                     for dataset in reader {
-                        let Ok(dataset) = dataset else {
-                            complete = false;
-                            break;
+                        let dataset = match dataset {
+                            Ok(dataset) => dataset,
+                            Err(e) => {
+                                check_about_the_file(&e);
+                                complete = false;
+                                break;
+                            }
                         };
                         for column in dataset.columns() {
                             read_tensor(column.tensor().unwrap());

@@ -19,7 +19,7 @@ fn data(name: &str) -> PathBuf {
 fn ipc_open_list_length_overflow() {
     let err = MappedDataset::open(data("ipc_open-list-length-overflow.arrow")).unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile(reason)) if reason.contains("overflow")),
+        matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile { reason, .. }) if reason.contains("overflow")),
         "{err}"
     );
 }
@@ -34,7 +34,7 @@ fn parquet_read_negative_chunk_offset() {
     let err = ParquetReader::try_new(bytes::Bytes::from(bytes), &ParquetReadOptions::default())
         .unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile(reason)) if reason.contains("column chunk")),
+        matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile { reason, .. }) if reason.contains("column chunk")),
         "{err}"
     );
     // Through a file too, whose reader would allocate the declared size.
@@ -75,7 +75,7 @@ fn direct_refuses(name: &str, fault: &str) {
     assert_eq!(results.len(), 1, "{name}");
     let err = results[0].as_ref().unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile(reason)) if reason.ends_with(fault)),
+        matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile { reason, .. }) if reason.ends_with(fault)),
         "{name}: {err}"
     );
 }
@@ -103,7 +103,7 @@ fn parquet_read_page_header_long_lists() {
         );
         assert_eq!(
             err.to_string(),
-            "invalid file: row group 0, column chunk 0 (\"x\"): page 0 at byte 4: page \
+            "invalid Parquet file: row group 0, column chunk 0 (\"x\"): page 0 at byte 4: page \
              header: a list of 2147483647 elements, with 37 bytes left in the column chunk",
             "{name}"
         );
@@ -138,7 +138,7 @@ fn parquet_read_page_headers_that_made_the_decoder_panic() {
     ] {
         let err = open_parquet(name).unwrap_err();
         assert!(
-            matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile(reason)) if reason.ends_with(fault)),
+            matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile { reason, .. }) if reason.ends_with(fault)),
             "{name}: {err}"
         );
     }
@@ -160,7 +160,7 @@ fn parquet_read_page_decoder_panic_becomes_an_error() {
     let err = results[0].as_ref().unwrap_err();
     assert!(
         err.to_string().starts_with(
-            "Parquet error: batch 0, from row 0: malformed page (offset + len out of bounds)"
+            "invalid Parquet file: batch 0, from row 0: malformed page (offset + len out of bounds)"
         ),
         "{err}"
     );

@@ -417,7 +417,7 @@ fn a_newer_format_version_is_refused() {
             matches!(
                 e.kind(),
                 ErrorKind::Unsupported(UnsupportedError::UnsupportedVersion { .. })
-            ) || matches!(e.kind(), ErrorKind::Format(FormatError::InvalidFile(_))),
+            ) || matches!(e.kind(), ErrorKind::Format(FormatError::InvalidFile { .. })),
             "{e}"
         ),
         Ok(_) => panic!("a changed version opened"),

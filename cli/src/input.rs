@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use arrow_ipc::reader::StreamReader;
-use lodtensor::{ArgumentError, Column, Dataset, Error};
+use lodtensor::{ArgumentError, Column, Dataset, Error, FileFormat};
 
 use crate::source::Parts;
 use crate::{Result, usage};
@@ -191,9 +191,11 @@ pub fn check_path(path: &Path) -> Result<u64> {
         )));
     }
     if meta.len() == 0 {
-        return Err(Error::invalid_file("the file is empty (0 bytes)")
-            .in_file(path)
-            .into());
+        return Err(
+            Error::invalid(FileFormat::Unknown, "the file is empty (0 bytes)")
+                .in_file(path)
+                .into(),
+        );
     }
     Ok(meta.len())
 }

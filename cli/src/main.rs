@@ -30,7 +30,8 @@ Exit codes (every subcommand):
      LoD operation asked of a side column
   3  I/O: a missing file or shard, a directory without a sharded dataset's manifest, a FIFO
      given as a file, a failed read or write
-  4  out of range: a row, level, sequence index or column the file does not have";
+  4  out of range: a row, level, sequence index or column the file does not have
+  5  internal error: a bug in lodtensor, not in the input (please report the message)";
 
 /// Zero-copy LoD tensor datasets: write, inspect, validate, convert.
 #[derive(Parser)]
@@ -131,7 +132,7 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::Lib(e) => match e.kind() {
                 ErrorKind::Io(_) => 3,
-                ErrorKind::Arrow(arrow_schema::ArrowError::IoError(..)) => 3,
+                ErrorKind::Internal(_) => 5,
                 ErrorKind::Argument(
                     ArgumentError::NoSuchColumn(_)
                     | ArgumentError::LevelOutOfBounds { .. }
@@ -158,4 +159,28 @@ fn one_line(message: &str) -> String {
 /// A closed stdout (`lodtensor … | head`) is not a failure.
 fn is_broken_pipe(e: &lodtensor::Error) -> bool {
     matches!(e.kind(), lodtensor::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CliError;
+    use lodtensor::{DataError, Error, FileFormat};
+
+    #[test]
+    fn exit_codes_follow_the_kinds() {
+        let code = |e: Error| CliError::Lib(e).exit_code();
+        assert_eq!(code(Error::invalid(FileFormat::Parquet, "x")), 1);
+        assert_eq!(code(DataError::EmptyLevel { level: 0 }.into()), 1);
+        assert_eq!(
+            code(std::io::Error::from(std::io::ErrorKind::NotFound).into()),
+            3
+        );
+        let io_through_arrow =
+            arrow_schema::ArrowError::from(std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(code(io_through_arrow.into()), 3);
+        // An Arrow failure the library did not expect is its own bug.
+        let bug = arrow_schema::ArrowError::ComputeError("no arrays".into());
+        assert_eq!(code(bug.into()), 5);
+        assert_eq!(CliError::Usage("x".into()).exit_code(), 2);
+    }
 }

@@ -21,7 +21,22 @@ from typing import Any
 import pyarrow as pa
 
 from . import _native
-from ._native import Batch, Dataset, Loader, LodTensorError, ShardedDataset, ShardWriter
+from ._native import (
+    ArgumentError,
+    Batch,
+    ColumnNotFoundError,
+    Dataset,
+    InternalError,
+    InvalidDataError,
+    InvalidFileError,
+    Loader,
+    LodTensorError,
+    OutOfRangeError,
+    ShardedDataset,
+    ShardWriter,
+    UnsupportedError,
+    UnusableError,
+)
 
 __all__ = [
     "open",
@@ -34,6 +49,14 @@ __all__ = [
     "Loader",
     "Batch",
     "LodTensorError",
+    "InvalidFileError",
+    "InvalidDataError",
+    "ArgumentError",
+    "OutOfRangeError",
+    "ColumnNotFoundError",
+    "UnsupportedError",
+    "UnusableError",
+    "InternalError",
 ]
 __version__ = "0.1.0"
 
@@ -47,9 +70,9 @@ def open(  # noqa: A001
     is read; no value is read or copied. A directory (``_lodtensor.json`` and its shards)
     gives a ``ShardedDataset``: opening reads the manifest only, and each shard is mapped
     and checked against the manifest (size, CRC-32C, counts) when first touched.
-    Raises ``FileNotFoundError`` for a missing file or manifest and ``LodTensorError`` (a
-    ``ValueError``) for an invalid one, with the file, shard, column, level and index at
-    fault. ``columns`` (a file only) reads just those columns, in that order: the others are
+    Raises ``FileNotFoundError`` for a missing file or manifest and ``InvalidFileError`` (a
+    ``LodTensorError``, a ``ValueError``) for an invalid one, with the file, shard, column,
+    level and index at fault. ``columns`` (a file only) reads just those columns, in that order: the others are
     never decoded or validated, so opening costs what the chosen columns cost.
 
         >>> ds = lt.open("shards/")              # doctest: +SKIP
@@ -59,7 +82,7 @@ def open(  # noqa: A001
     path = os.fspath(path)
     if os.path.isdir(path):
         if columns is not None:
-            raise LodTensorError("open(DIR, columns=...): sharded datasets are read whole")
+            raise ArgumentError("open(DIR, columns=...): sharded datasets are read whole")
         return _native.open_shards(path)
     return _native.open(path, None if columns is None else list(columns))
 

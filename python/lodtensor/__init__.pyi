@@ -31,7 +31,34 @@ _Mode = Literal["create", "append", "pending"]
 _OffsetWidth = Literal["i32", "i64"]
 
 class LodTensorError(ValueError):
-    """A file, argument or loader state that lodtensor refuses; the message says what and where."""
+    """A file, argument or loader state that lodtensor refuses; the message says what and where.
+
+    The base of lodtensor's exceptions; I/O faults are the builtin ``OSError`` subclasses."""
+
+class InvalidFileError(LodTensorError):
+    """A file (Arrow IPC, Parquet, Paddle, a sharded dataset's manifest or shard) that is not
+    what its format says: damaged, truncated or foreign."""
+
+class InvalidDataError(LodTensorError):
+    """Data that breaks the rules of a LoD tensor or a dataset (offsets, shapes, nulls, rows)."""
+
+class ArgumentError(LodTensorError, ValueError):
+    """A call the data or the operation does not allow."""
+
+class OutOfRangeError(ArgumentError, IndexError):
+    """A row, level, sequence or batch index past the end."""
+
+class ColumnNotFoundError(ArgumentError, KeyError):
+    """A column name the data does not have."""
+
+class UnsupportedError(LodTensorError):
+    """A well-formed input lodtensor does not handle (a dtype, an Arrow type, a version)."""
+
+class UnusableError(LodTensorError, RuntimeError):
+    """An object unusable after an earlier failure: drop it."""
+
+class InternalError(LodTensorError, RuntimeError):
+    """A bug of lodtensor, not of the input (also any panic of its Rust code)."""
 
 class LoaderOptions(TypedDict, total=False):
     """The keywords of ``Dataset.loader`` and ``ShardedDataset.loader`` (all optional)."""

@@ -31,6 +31,6 @@ def to_nested(batch, column: str, level: int | None = None):
 
 
 def batch_error(message: str):
-    from . import LodTensorError
+    from . import ArgumentError
 
-    return LodTensorError(message)
+    return ArgumentError(message)

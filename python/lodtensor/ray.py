@@ -158,12 +158,12 @@ class LodTensorDatasource(Datasource):
         self._path = os.path.abspath(os.fspath(path))
         dataset = lt.open(self._path)
         if not isinstance(dataset, lt.ShardedDataset):
-            raise lt.LodTensorError(f"{self._path}: not a sharded dataset directory")
+            raise lt.ArgumentError(f"{self._path}: not a sharded dataset directory")
         self._shards = dataset.shards
         self._columns = None if columns is None else list(columns)
         missing = [c for c in self._columns or [] if c not in dataset.column_names]
         if missing:
-            raise lt.LodTensorError(
+            raise lt.ColumnNotFoundError(
                 f"{self._path}: no column {missing[0]!r}; the columns are {dataset.column_names}"
             )
         schema = dataset.schema
@@ -216,7 +216,7 @@ class LodTensorDatasink(Datasink):
         min_rows_per_write: int | None = None,
     ):
         if mode not in ("create", "append"):
-            raise lt.LodTensorError(f'mode must be "create" or "append", not {mode!r}')
+            raise lt.ArgumentError(f'mode must be "create" or "append", not {mode!r}')
         self.path = os.path.abspath(os.fspath(path))
         self._mode = mode
         self._options: dict[str, Any] = dict(
@@ -275,7 +275,7 @@ class LodTensorDatasink(Datasink):
                     os.remove(os.path.join(self.path, name))
         if not committed and not os.path.exists(os.path.join(self.path, _MANIFEST)):
             if self._schema is None:
-                raise lt.LodTensorError(f"{self.path}: no rows and no schema to write")
+                raise lt.ArgumentError(f"{self.path}: no rows and no schema to write")
             empty = [pa.nulls(0, field.type) for field in self._schema]
             lt.write_shards(self.path, pa.table(empty, schema=self._schema), **self._options)
             return

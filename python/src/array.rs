@@ -61,6 +61,7 @@ impl Array {
     }
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl Array {
     /// numpy's array interface (version 3) of the buffer.

@@ -7,7 +7,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyList};
 
 use crate::array::{Array, i64_numpy, rebased_offsets, values_array, values_view, view_numpy};
-use crate::error::{IntoPy, invalid};
+use crate::error::IntoPy;
 use crate::ffi;
 use crate::loader::position_dict;
 
@@ -35,6 +35,7 @@ impl Batch {
     }
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl Batch {
     /// The samples (row numbers of the file), in batch order, as numpy `int64` (a view).
@@ -252,7 +253,7 @@ fn side_values(
     let numeric = array.data_type().is_primitive() && array.null_count() == 0;
     let schema = Arc::new(arrow_schema::Schema::new(vec![field]));
     let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![array])
-        .map_err(|e| invalid(e.to_string()))?;
+        .map_err(|e| crate::error::to_py(e.into()))?;
     let pyarrow_schema = ffi::to_pyarrow_schema(py, &schema)?;
     let column = ffi::to_pyarrow_batch(py, batch, &pyarrow_schema)?.call_method1("column", (0,))?;
     if numeric {

@@ -20,6 +20,7 @@ use crate::loader::{Loader, Options};
 /// no value is read): only the columns `columns`, in that order, when given (the others
 /// are not decoded or validated). Raises `FileNotFoundError` for a missing file and
 /// `LodTensorError` for an invalid one or a column it has not.
+#[lodtensor_python_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (path, columns = None))]
 pub fn open(py: Python<'_>, path: PathBuf, columns: Option<Vec<String>>) -> PyResult<Dataset> {
@@ -92,6 +93,7 @@ impl Dataset {
     }
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl Dataset {
     /// The number of rows (samples) over all record batches.
@@ -219,7 +221,7 @@ impl Dataset {
     }
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf,))> {
-        Ok((py.import("lodtensor")?.getattr("open")?, (self.path(),)))
+        Ok((py.import("lodtensor")?.getattr("open")?, (self.path()?,)))
     }
 }
 

@@ -1,27 +1,191 @@
-//! Rust errors as Python exceptions.
+//! Rust errors as Python exceptions: one class per kind of what the caller does, each under
+//! `LodTensorError` and also under the builtin a Python user would catch.
+//!
+//! ```text
+//! LodTensorError(ValueError)
+//! ├── InvalidFileError                         ErrorKind::Format
+//! ├── InvalidDataError                         ErrorKind::Data
+//! ├── ArgumentError(ValueError)                ErrorKind::Argument
+//! │   ├── OutOfRangeError(IndexError)          a row, level, sequence or batch out of range
+//! │   └── ColumnNotFoundError(KeyError)        a column the data does not have
+//! ├── UnsupportedError                         ErrorKind::Unsupported
+//! ├── UnusableError(RuntimeError)              ErrorKind::Unusable
+//! └── InternalError(RuntimeError)              ErrorKind::Internal, and any Rust panic
+//! ErrorKind::Io: the builtin OSError for the errno (FileNotFoundError, PermissionError, ...)
+//! ```
 
-use pyo3::PyErr;
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use lodtensor::{ArgumentError, ErrorKind};
 use pyo3::create_exception;
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
-    PyValueError,
+    PyBaseException, PyFileExistsError, PyFileNotFoundError, PyIndexError, PyIsADirectoryError,
+    PyKeyError, PyOSError, PyPermissionError, PyRuntimeError, PyValueError,
 };
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 create_exception!(
     lodtensor,
     LodTensorError,
     PyValueError,
-    "A file, argument or loader state that lodtensor refuses; the message says what and where."
+    "A file, argument or loader state that lodtensor refuses; the message says what and where. \
+     The base of lodtensor's exceptions (I/O faults are the builtin OSError subclasses)."
 );
 
-/// The exception for `e`: an I/O fault becomes the matching `OSError`
-/// (a missing file is `FileNotFoundError`), anything else `LodTensorError`; both carry the
-/// whole message (file, column, level, index).
+/// The classes under `LodTensorError`, in the order they are made (a parent first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// A file that is not what its format says: damaged, truncated or foreign.
+    InvalidFile,
+    /// Data that breaks the rules of a LoD tensor or a dataset.
+    InvalidData,
+    /// A call the data or the operation does not allow.
+    Argument,
+    /// A row, level, sequence or batch index past the end.
+    OutOfRange,
+    /// A column name the data does not have.
+    ColumnNotFound,
+    /// A well-formed input lodtensor does not handle.
+    Unsupported,
+    /// An object unusable after an earlier failure.
+    Unusable,
+    /// A bug of lodtensor (or a Rust panic).
+    Internal,
+}
+
+impl Class {
+    /// Every class, parents first.
+    pub const ALL: [Class; 8] = [
+        Class::InvalidFile,
+        Class::InvalidData,
+        Class::Argument,
+        Class::OutOfRange,
+        Class::ColumnNotFound,
+        Class::Unsupported,
+        Class::Unusable,
+        Class::Internal,
+    ];
+
+    /// The class's Python name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::InvalidFile => "InvalidFileError",
+            Class::InvalidData => "InvalidDataError",
+            Class::Argument => "ArgumentError",
+            Class::OutOfRange => "OutOfRangeError",
+            Class::ColumnNotFound => "ColumnNotFoundError",
+            Class::Unsupported => "UnsupportedError",
+            Class::Unusable => "UnusableError",
+            Class::Internal => "InternalError",
+        }
+    }
+
+    fn doc(self) -> &'static str {
+        match self {
+            Class::InvalidFile => {
+                "A file (Arrow IPC, Parquet, Paddle, a sharded dataset's manifest or shard) that \
+                 is not what its format says: damaged, truncated or foreign. Reject the file."
+            }
+            Class::InvalidData => {
+                "Data that breaks the rules of a LoD tensor or a dataset (offsets, shapes, \
+                 nulls, row counts). Fix the data."
+            }
+            Class::Argument => "A call the data or the operation does not allow. Fix the call.",
+            Class::OutOfRange => "A row, level, sequence or batch index past the end.",
+            Class::ColumnNotFound => "A column name the data does not have.",
+            Class::Unsupported => {
+                "A well-formed input lodtensor does not handle (a dtype, an Arrow type, a \
+                 format version)."
+            }
+            Class::Unusable => "An object unusable after an earlier failure: drop it.",
+            Class::Internal => {
+                "A bug of lodtensor, not of the input (also any panic of its Rust code): \
+                 please report the message."
+            }
+        }
+    }
+
+    /// The bases: `LodTensorError` or a parent class, and the builtin a user would catch.
+    fn bases<'py>(self, py: Python<'py>, made: &[Py<PyType>]) -> Vec<Bound<'py, PyType>> {
+        let argument = || made[2].bind(py).clone();
+        let base = || py.get_type::<LodTensorError>();
+        match self {
+            Class::InvalidFile | Class::InvalidData | Class::Unsupported => vec![base()],
+            Class::Argument => vec![base(), py.get_type::<PyValueError>()],
+            Class::OutOfRange => vec![argument(), py.get_type::<PyIndexError>()],
+            Class::ColumnNotFound => vec![argument(), py.get_type::<PyKeyError>()],
+            Class::Unusable | Class::Internal => vec![base(), py.get_type::<PyRuntimeError>()],
+        }
+    }
+
+    /// The class's type object, made (with the others) on first use.
+    pub fn type_object(self, py: Python<'_>) -> Bound<'_, PyType> {
+        static TYPES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+        let types = TYPES.get_or_init(py, || {
+            let mut made = Vec::new();
+            for class in Class::ALL {
+                let made_one = class.make(py, &made).expect("an exception class is made");
+                made.push(made_one);
+            }
+            made
+        });
+        let index = Class::ALL.iter().position(|c| *c == self).expect("a class");
+        types[index].bind(py).clone()
+    }
+
+    /// `type(name, bases, {...})`.
+    fn make(self, py: Python<'_>, made: &[Py<PyType>]) -> PyResult<Py<PyType>> {
+        let namespace = PyDict::new(py);
+        namespace.set_item("__module__", "lodtensor")?;
+        namespace.set_item("__doc__", self.doc())?;
+        if self == Class::ColumnNotFound {
+            // KeyError's str() is the repr of its key; the message reads better plain.
+            let plain = py.get_type::<PyBaseException>().getattr("__str__")?;
+            namespace.set_item("__str__", plain)?;
+        }
+        let bases = PyTuple::new(py, self.bases(py, made))?;
+        let class = py
+            .get_type::<PyType>()
+            .call1((self.name(), bases, namespace))?;
+        Ok(class.cast_into::<PyType>()?.unbind())
+    }
+
+    /// An exception of this class with `message`.
+    pub fn err(self, message: impl Into<String>) -> PyErr {
+        let message = message.into();
+        Python::attach(|py| PyErr::from_type(self.type_object(py), (message,)))
+    }
+}
+
+/// The exception for `e`: an I/O fault becomes the matching `OSError` with its errno
+/// (a missing file is `FileNotFoundError`), anything else the class of its kind; each
+/// carries the whole message (file, column, level, index).
 pub fn to_py(e: lodtensor::Error) -> PyErr {
     let message = e.to_string();
-    let lodtensor::ErrorKind::Io(io) = e.kind() else {
-        return LodTensorError::new_err(message);
+    let class = match e.kind() {
+        ErrorKind::Io(io) => return os_error(io, message),
+        ErrorKind::Format(_) => Class::InvalidFile,
+        ErrorKind::Data(_) => Class::InvalidData,
+        ErrorKind::Argument(ArgumentError::NoSuchColumn(_)) => Class::ColumnNotFound,
+        ErrorKind::Argument(
+            ArgumentError::LevelOutOfBounds { .. }
+            | ArgumentError::SequenceOutOfBounds { .. }
+            | ArgumentError::RowsOutOfBounds { .. }
+            | ArgumentError::BatchOutOfRange { .. },
+        ) => Class::OutOfRange,
+        ErrorKind::Argument(_) => Class::Argument,
+        ErrorKind::Unsupported(_) => Class::Unsupported,
+        ErrorKind::Unusable(_) => Class::Unusable,
+        _ => Class::Internal,
     };
+    class.err(message)
+}
+
+/// The builtin `OSError` subclass of `io`'s kind, with its errno and `message`.
+fn os_error(io: &std::io::Error, message: String) -> PyErr {
     let args = (io.raw_os_error().unwrap_or(0), message);
     match io.kind() {
         std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
@@ -32,9 +196,44 @@ pub fn to_py(e: lodtensor::Error) -> PyErr {
     }
 }
 
-/// A `LodTensorError` with `message` (bad arguments found on the Python side of the call).
+/// An `ArgumentError` with `message` (bad arguments found on the Python side of the call).
 pub fn invalid(message: impl Into<String>) -> PyErr {
-    LodTensorError::new_err(message.into())
+    Class::Argument.err(message)
+}
+
+/// `f`'s result, or a Rust panic in it as `InternalError`: a panic must not cross into
+/// Python as pyo3's `PanicException`, a `BaseException` that `except Exception` misses.
+/// Every entry point of the module runs through this ([`lodtensor_python_guard::guard`]).
+pub fn guard<T, E: From<PyErr>>(f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| Err(panicked(panic).into()))
+}
+
+/// [`guard`] for an entry point that cannot fail otherwise.
+pub fn guard_value<T>(f: impl FnOnce() -> T) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(panicked)
+}
+
+/// The `InternalError` of a panic's payload.
+fn panicked(panic: Box<dyn Any + Send>) -> PyErr {
+    Class::Internal.err(panic_message(panic.as_ref()))
+}
+
+/// What a panic's payload says, as the message of an internal error.
+pub fn panic_message(panic: &(dyn Any + Send)) -> String {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".to_owned());
+    format!("internal error: Rust code panicked: {what} (a bug in lodtensor: please report it)")
+}
+
+/// Panics with `message`: how the tests show that a panic reaches Python as
+/// `InternalError` (`lodtensor._native._panic`, not part of the package's API).
+#[lodtensor_python_guard::guard]
+#[pyfunction]
+pub fn _panic(message: String) {
+    panic!("{message}");
 }
 
 /// `?` on the crate's results inside `#[pymethods]`.

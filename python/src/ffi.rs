@@ -102,7 +102,30 @@ pub fn reader_capsule(
     py: Python<'_>,
     reader: Box<dyn RecordBatchReader + Send>,
 ) -> PyResult<Bound<'_, PyCapsule>> {
-    PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(reader), STREAM)
+    let guarded = Guarded(reader);
+    PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(Box::new(guarded)), STREAM)
+}
+
+/// A reader whose panics are errors: the consumer pulls batches through a C callback, which
+/// would abort the process on a panic (no `#[guard]` reaches it).
+struct Guarded(Box<dyn RecordBatchReader + Send>);
+
+impl Iterator for Guarded {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.0.next()));
+        next.unwrap_or_else(|panic| {
+            let what = crate::error::panic_message(panic.as_ref());
+            Some(Err(ArrowError::ExternalError(what.into())))
+        })
+    }
+}
+
+impl RecordBatchReader for Guarded {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.0.schema()
+    }
 }
 
 /// The options of a file written from Python: `offset_width` is `"i64"` (`LargeList`) or
@@ -135,13 +158,24 @@ pub fn import_stream(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Record
     // points to a valid `ArrowArrayStream`; `from_raw` moves it out and marks the original
     // released, so the capsule's destructor does not release it again.
     unsafe { RecordBatchStreamReader::from_raw(pointer.as_ptr().cast()) }
-        .map_err(|e| to_py(e.into()))
+        .map_err(|e| invalid(format!("data: its Arrow C stream cannot be read: {e}")))
+}
+
+/// A failure of the caller's stream of record batches ([`import_stream`]): the caller's data,
+/// an `ArgumentError` (an I/O fault stays one).
+pub fn stream_fault(e: ArrowError) -> lodtensor::Error {
+    if let ArrowError::IoError(..) = e {
+        return e.into();
+    }
+    let failed = format!("a stream that failed ({e})");
+    lodtensor::Error::invalid_argument("write", "data", failed, "a stream of record batches")
 }
 
 /// Writes `data` (any object with `__arrow_c_stream__`: a `pyarrow.Table`, a
 /// `RecordBatchReader`) to `path` as a validated lodtensor file, atomically: under a
 /// temporary name, renamed over `path` only once complete. Returns
 /// `{"rows", "batches", "bytes"}`.
+#[lodtensor_python_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (path, data, offset_width = "i64", batch_bytes = None))]
 pub fn write<'py>(
@@ -157,7 +191,8 @@ pub fn write<'py>(
         .detach(move || -> lodtensor::Result<_> {
             let mut writer = DatasetWriter::create(&path, options)?;
             for batch in reader {
-                writer.write(&Dataset::try_from_record_batch(&batch?)?)?;
+                let batch = batch.map_err(stream_fault)?;
+                writer.write(&Dataset::try_from_record_batch(&batch)?)?;
             }
             writer.finish()
         })

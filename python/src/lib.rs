@@ -4,7 +4,8 @@
 //! without copying values.
 //!
 //! Everything Rust does here runs with the GIL released; every error becomes a Python
-//! exception ([`error`]).
+//! exception of its kind ([`error`]), and every entry point is `#[guard]`ed, so a Rust panic
+//! becomes `lodtensor.InternalError`.
 
 mod array;
 mod batch;
@@ -23,6 +24,9 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LodTensorError", m.py().get_type::<error::LodTensorError>())?;
+    for class in error::Class::ALL {
+        m.add(class.name(), class.type_object(m.py()))?;
+    }
     m.add_class::<array::Array>()?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<loader::Loader>()?;
@@ -38,5 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "_loader_options",
         wrap_pyfunction!(loader::loader_options, m)?,
     )?;
+    m.add_function(wrap_pyfunction!(error::_panic, m)?)?;
     Ok(())
 }

@@ -67,6 +67,7 @@ pub struct ParsedOptions(Options);
 /// The loader options: their keywords, defaults and types are this signature, shared by
 /// `Dataset.loader(**options)` and `ShardedDataset.loader(**options)` (a wrong keyword
 /// raises `TypeError: loader() got an unexpected keyword argument ...`).
+#[lodtensor_python_guard::guard]
 #[pyfunction(name = "loader")]
 #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
     level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
@@ -373,6 +374,7 @@ fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl Loader {
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

@@ -30,6 +30,7 @@ pub struct ShardWriter {
     dir: PathBuf,
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl ShardWriter {
     #[new]
@@ -103,7 +104,7 @@ impl ShardWriter {
     #[getter]
     fn dir(&self, py: Python<'_>) -> PyResult<PathBuf> {
         deprecated::warn(py, c"ShardWriter.dir is deprecated: use ShardWriter.path")?;
-        Ok(self.path())
+        Ok(self.dir.clone())
     }
 
     /// Appends the rows of `data` (a `pyarrow.Table` or anything with
@@ -118,7 +119,7 @@ impl ShardWriter {
             let empty = RecordBatch::new_empty(reader.schema());
             let mut rows = 0;
             for batch in reader {
-                let batch = batch?;
+                let batch = batch.map_err(crate::ffi::stream_fault)?;
                 rows += batch.num_rows();
                 writer.write(&Dataset::try_from_record_batch(&batch)?)?;
             }
@@ -178,6 +179,7 @@ impl ShardWriter {
 /// Merges every pending manifest in `path` (written by `ShardWriter(mode="pending")`) into
 /// the dataset's manifest, atomically, then removes them. Idempotent. Returns the manifest
 /// as a dict.
+#[lodtensor_python_guard::guard]
 #[pyfunction]
 pub fn commit(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
     let manifest = py.detach(|| lodtensor::shards::commit(&path)).py_err()?;

@@ -21,6 +21,7 @@ use crate::loader::{Loader, Options};
 /// Opens the sharded dataset in the directory `path`, reading its manifest only (no shard
 /// is mapped until it is touched). Raises `FileNotFoundError` when there is no manifest and
 /// `LodTensorError` for an invalid one.
+#[lodtensor_python_guard::guard]
 #[pyfunction]
 pub fn open_shards(py: Python<'_>, path: PathBuf) -> PyResult<ShardedDataset> {
     let data = py
@@ -102,6 +103,7 @@ impl ShardedDataset {
     }
 }
 
+#[lodtensor_python_guard::guard]
 #[pymethods]
 impl ShardedDataset {
     /// The number of rows over all shards (from the manifest).
@@ -276,7 +278,7 @@ impl ShardedDataset {
     }
 
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf,))> {
-        Ok((py.import("lodtensor")?.getattr("open")?, (self.path(),)))
+        Ok((py.import("lodtensor")?.getattr("open")?, (self.path()?,)))
     }
 }
 

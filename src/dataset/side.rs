@@ -14,7 +14,7 @@ use arrow_schema::{DataType, Field, FieldRef};
 
 use super::Column;
 use super::column::ColumnData;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::{KEY_KIND, KEY_LOD_LEVELS};
 use crate::values::DType;
 use crate::{ArgumentError, FormatError, UnsupportedError};
@@ -80,12 +80,12 @@ impl Column {
         let field = Arc::new(field.with_metadata(metadata));
         check_array(&field, array.as_ref())?;
         if !field.is_nullable() && array.null_count() > 0 {
-            return Err(arrow_schema::ArrowError::SchemaError(format!(
-                "field {:?} is not nullable but its array holds {} nulls",
-                field.name(),
-                array.null_count()
-            ))
-            .into());
+            return Err(Error::invalid_argument(
+                "Column::side_with_field",
+                "array",
+                format!("{} with nulls", array.data_type()),
+                format!("no nulls (field {:?} is not nullable)", field.name()),
+            ));
         }
         Ok(Column {
             name: field.name().clone(),
@@ -141,16 +141,19 @@ pub(super) fn field(field: &FieldRef) -> Field {
     field.as_ref().clone().with_metadata(metadata)
 }
 
-/// Refuses an array that is not of the side column's type.
-pub(super) fn check_array(field: &Field, array: &dyn Array) -> Result<()> {
+/// Refuses an array that is not of the column's type: [`ArgumentError::InvalidArgument`].
+pub(crate) fn check_array(field: &Field, array: &dyn Array) -> Result<()> {
     if field.data_type() != array.data_type() {
-        return Err(arrow_schema::ArrowError::SchemaError(format!(
-            "field {:?} is {} but its array is {}",
-            field.name(),
-            field.data_type(),
-            array.data_type()
-        ))
-        .into());
+        return Err(Error::invalid_argument(
+            "Column",
+            "array type",
+            array.data_type(),
+            format!(
+                "{} (the type of field {:?})",
+                field.data_type(),
+                field.name()
+            ),
+        ));
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use arrow_schema::DataType;
 
 use std::ops::Range;
 
-use super::{Error, Result};
+use super::{Error, FileFormat, Result};
 
 /// Input data that breaks the rules of a LoD tensor or a dataset: offsets, shapes, nulls,
 /// row counts. The caller fixes the data (or reports it as bad).
@@ -201,15 +201,21 @@ pub enum DataError {
 /// let dir = tempfile::tempdir()?;
 /// std::fs::write(dir.path().join("x.arrow"), [0u8; 64])?;
 /// let err = MappedDataset::open(dir.path().join("x.arrow")).unwrap_err();
-/// assert!(matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile(_))));
+/// assert!(matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile { .. })));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FormatError {
-    /// A file that is not what its format says it must be.
-    #[error("invalid file: {0}")]
-    InvalidFile(String),
+    /// A file that is not what its format says it must be; made by
+    /// [`Error::invalid`](crate::Error::invalid).
+    #[error("invalid {}: {reason}", .format.file())]
+    InvalidFile {
+        /// The format the file breaks.
+        format: FileFormat,
+        /// What is wrong, and where in the file.
+        reason: String,
+    },
 
     /// `arrow.fixed_shape_tensor` extension metadata that cannot be parsed or does not fit.
     #[error("fixed_shape_tensor metadata {metadata:?}: {reason}")]

@@ -17,7 +17,7 @@
 //! IPC" and "Arrow layout" are the Arrow columnar format's sections on the IPC record batch
 //! message and on physical memory layout.
 
-use crate::{DataError, FormatError};
+use crate::{DataError, FileFormat};
 use std::mem::size_of;
 
 use std::collections::VecDeque;
@@ -90,8 +90,8 @@ pub(crate) fn check_buffers(message: &BatchMessage<'_>, body: &Buffer) -> Result
     Ok(())
 }
 
-fn invalid(reason: impl Into<String>) -> Error {
-    FormatError::InvalidFile(reason.into()).into()
+pub(super) fn invalid(reason: impl Into<String>) -> Error {
+    Error::invalid(FileFormat::Ipc, reason)
 }
 
 struct Walk<'a> {

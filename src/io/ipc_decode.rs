@@ -11,11 +11,12 @@ use arrow_ipc::reader::FileDecoder;
 use arrow_ipc::{Block, MetadataVersion};
 use arrow_schema::{DataType, Schema, SchemaRef};
 
+use super::ipc_check::invalid;
 use super::ipc_reader::MAGIC;
 use crate::dataset::{Dataset, check_type, check_version, is_side};
 use crate::error::{Error, Result, catch_panic};
 use crate::io::ipc_check::{check_batch, check_buffers};
-use crate::{ArgumentError, ColumnLayout, DataError, FormatError};
+use crate::{ArgumentError, ColumnLayout, DataError, ErrorKind, FileFormat, FormatError};
 
 /// Reads the footer, the schema and every record batch of a mapped IPC file: of the
 /// columns named `columns` (all when `None`), in that order.
@@ -27,8 +28,10 @@ pub(super) fn decode(
     let footer = read_footer(mapping.as_slice())?;
     let fb_schema = footer
         .schema()
-        .ok_or_else(|| FormatError::InvalidFile("footer has no schema".to_owned()))?;
-    let schema: SchemaRef = Arc::new(arrow_ipc::convert::try_fb_to_schema(fb_schema)?);
+        .ok_or_else(|| invalid("footer has no schema".to_owned()))?;
+    let schema = arrow_ipc::convert::try_fb_to_schema(fb_schema)
+        .map_err(|e| invalid(format!("footer schema: {e}")))?;
+    let schema: SchemaRef = Arc::new(schema);
     check_version(&schema)?;
     let chosen = Chosen::of(&schema, columns)?;
     let version = footer.version();
@@ -56,7 +59,7 @@ pub(super) fn decode(
             let what = format!("dictionary {index}");
             let data = block_bytes(mapping, block, &what)?;
             check_dictionary(&data, block.metaDataLength() as usize, &what)?;
-            let invalid = |e: String| FormatError::InvalidFile(format!("{what}: {e}")).into();
+            let invalid = |e: String| invalid(format!("{what}: {e}"));
             catch_panic(
                 || {
                     sides
@@ -95,25 +98,24 @@ pub(super) fn decode(
 fn read_footer(bytes: &[u8]) -> Result<arrow_ipc::Footer<'_>> {
     let len = bytes.len();
     if &bytes[..MAGIC.len()] != MAGIC {
-        return Err(FormatError::InvalidFile(format!(
+        return Err(invalid(format!(
             "starts with {:?}, not the Arrow file magic \"ARROW1\"",
             String::from_utf8_lossy(&bytes[..MAGIC.len()])
-        ))
-        .into());
+        )));
     }
     let tail: [u8; 10] = bytes[len - 10..].try_into().expect("10 bytes");
-    let footer_len = arrow_ipc::reader::read_footer_length(tail)
-        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?;
+    let footer_len =
+        arrow_ipc::reader::read_footer_length(tail).map_err(|e| invalid(format!("footer: {e}")))?;
     let footer_start = (len - 10)
         .checked_sub(footer_len)
         .filter(|&s| s >= MAGIC.len() + 2)
         .ok_or_else(|| {
-            FormatError::InvalidFile(format!(
+            invalid(format!(
                 "footer length {footer_len} does not fit in a file of {len} bytes"
             ))
         })?;
-    Ok(arrow_ipc::root_as_footer(&bytes[footer_start..len - 10])
-        .map_err(|e| FormatError::InvalidFile(format!("footer: {e}")))?)
+    arrow_ipc::root_as_footer(&bytes[footer_start..len - 10])
+        .map_err(|e| invalid(format!("footer: {e}")))
 }
 
 /// The columns a reader reads: tensors and side columns, by their index in the file.
@@ -191,17 +193,15 @@ impl Chosen {
             }
             decoder
                 .read_record_batch(block, data)
-                .map_err(|e| FormatError::InvalidFile(format!("batch {index}: {e}")))?
-                .ok_or_else(|| {
-                    FormatError::InvalidFile(format!("batch {index}: no record batch")).into()
-                })
+                .map_err(|e| invalid(format!("batch {index}: {e}")))?
+                .ok_or_else(|| invalid(format!("batch {index}: no record batch")))
                 .map(Some)
         };
         let tensor_batch = decode(tensors, &self.tensors)?;
         // Arrow's decoder and validation panic on some malformed side columns.
         let side_batch = catch_panic(
             || decode(sides, &self.sides),
-            |what| FormatError::InvalidFile(format!("batch {index}: side columns: {what}")).into(),
+            |what| invalid(format!("batch {index}: side columns: {what}")),
         )?;
         let rows = tensor_batch
             .iter()
@@ -223,11 +223,9 @@ impl Chosen {
                 batch.as_ref().expect("a decoded batch").column(at).clone()
             })
             .collect();
-        Ok(RecordBatch::try_new_with_options(
-            schema.clone(),
-            arrays,
-            &RecordBatchOptions::new().with_row_count(Some(rows)),
-        )?)
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        RecordBatch::try_new_with_options(schema.clone(), arrays, &options)
+            .map_err(Error::decoding(FileFormat::Ipc))
     }
 }
 
@@ -247,7 +245,7 @@ fn has_dictionary(data_type: &DataType) -> bool {
 /// The bytes of `block` (named `what` in errors), checked to lie in the file with an 8-byte
 /// aligned body.
 fn block_bytes(mapping: &Buffer, block: &Block, what: &str) -> Result<Buffer> {
-    let at_block = |reason: String| FormatError::InvalidFile(format!("{what}: {reason}")).into();
+    let at_block = |reason: String| invalid(format!("{what}: {reason}"));
     let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
     let (Ok(offset), Ok(meta), Ok(body)) = (
         usize::try_from(offset),
@@ -285,7 +283,7 @@ fn block_bytes(mapping: &Buffer, block: &Block, what: &str) -> Result<Buffer> {
 /// Checks that the dictionary batch in `data` (its message in the first `meta` bytes) has
 /// every buffer inside its body, 8-byte aligned: Arrow's decoder slices them unchecked.
 fn check_dictionary(data: &Buffer, meta: usize, what: &str) -> Result<()> {
-    let invalid = |reason: String| FormatError::InvalidFile(format!("{what}: {reason}"));
+    let invalid = |reason: String| invalid(format!("{what}: {reason}"));
     let bytes = data.as_slice();
     let skip = if bytes[..4] == [0xff; 4] { 8 } else { 4 };
     let message = arrow_ipc::root_as_message(&bytes[skip..meta])
@@ -294,7 +292,10 @@ fn check_dictionary(data: &Buffer, meta: usize, what: &str) -> Result<()> {
         .header_as_dictionary_batch()
         .and_then(|d| d.data())
         .ok_or_else(|| invalid("block is not a dictionary batch".to_owned()))?;
-    check_buffers(&batch, &data.slice(meta)).map_err(|e| invalid(e.to_string()).into())
+    check_buffers(&batch, &data.slice(meta)).map_err(|e| match e.into_kind() {
+        ErrorKind::Format(FormatError::InvalidFile { reason, .. }) => invalid(reason),
+        other => Error::new(other),
+    })
 }
 
 /// The bytes of one block, after checking that the block lies inside the file, that it
@@ -309,8 +310,7 @@ fn check_block(
     index: usize,
     validate: bool,
 ) -> Result<Buffer> {
-    let at_batch =
-        |reason: String| FormatError::InvalidFile(format!("batch {index}: {reason}")).into();
+    let at_batch = |reason: String| invalid(format!("batch {index}: {reason}"));
     let data = block_bytes(mapping, block, &format!("batch {index}"))?;
     let meta = block.metaDataLength() as usize;
     let bytes = data.as_slice();

@@ -16,7 +16,7 @@
 
 #[cfg(doc)]
 use crate::DataError;
-use crate::{ArgumentError, FormatError};
+use crate::{ArgumentError, FileFormat};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -74,7 +74,7 @@ impl MappedDataset {
     /// Maps and validates the file at `path`.
     ///
     /// # Errors
-    /// Any fault in the file, with the path attached ([`Error::path`]): [`ErrorKind::Io`](crate::ErrorKind::Io), [`FormatError::InvalidFile`]
+    /// Any fault in the file, with the path attached ([`Error::path`]): [`ErrorKind::Io`](crate::ErrorKind::Io), [`FormatError::InvalidFile`](crate::FormatError::InvalidFile)
     /// for a file that is not a valid uncompressed Arrow IPC file of LoD tensor columns,
     /// and offset or LoD errors naming the batch, column, level and index.
     ///
@@ -184,12 +184,10 @@ impl MappedDataset {
         match file.try_lock_shared() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(in_file(
-                    FormatError::InvalidFile(
-                        "another process holds an exclusive lock on the file".to_owned(),
-                    )
-                    .into(),
-                ));
+                return Err(in_file(Error::invalid(
+                    FileFormat::Ipc,
+                    "another process holds an exclusive lock on the file",
+                )));
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(in_file(e.into())),
         }
@@ -510,10 +508,10 @@ impl MappedDataset {
 /// Refuses a file too short to hold the magic numbers and a footer length.
 fn check_len(len: u64) -> Result<()> {
     if len < (2 * MAGIC.len() + 2 + 4) as u64 {
-        return Err(FormatError::InvalidFile(format!(
-            "{len} bytes is too short for an Arrow IPC file"
-        ))
-        .into());
+        return Err(Error::invalid(
+            FileFormat::Ipc,
+            format!("{len} bytes is too short for an Arrow IPC file"),
+        ));
     }
     Ok(())
 }

@@ -196,7 +196,7 @@ impl DatasetWriter {
     ///
     /// # Errors
     /// [`ArgumentError::SchemaMismatch`] naming the dataset (in write order); [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) when an offset does not fit
-    /// the offset width; [`ErrorKind::Io`](crate::ErrorKind::Io) or [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when writing fails.
+    /// the offset width; [`ErrorKind::Io`](crate::ErrorKind::Io) when writing fails.
     ///
     /// # Example
     /// ```
@@ -276,7 +276,7 @@ impl DatasetWriter {
     ///
     /// # Errors
     /// [`ArgumentError::NoSchema`] when no dataset was ever written (the schema is unknown);
-    /// [`ErrorKind::Io`](crate::ErrorKind::Io) or [`ErrorKind::Arrow`](crate::ErrorKind::Arrow) when writing fails (the target is then untouched).
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) when writing fails (the target is then untouched).
     ///
     /// # Example
     /// ```

@@ -46,7 +46,7 @@ use parquet::arrow::ArrowSchemaConverter;
 use parquet::basic::{Compression as ParquetCompression, Encoding, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lod::OffsetWidth;
 use crate::values::DType;
 
@@ -97,7 +97,16 @@ impl Compression {
         Ok(match self {
             Compression::None => ParquetCompression::UNCOMPRESSED,
             Compression::Snappy => ParquetCompression::SNAPPY,
-            Compression::Zstd(level) => ParquetCompression::ZSTD(ZstdLevel::try_new(level)?),
+            Compression::Zstd(level) => {
+                ParquetCompression::ZSTD(ZstdLevel::try_new(level).map_err(|_| {
+                    Error::invalid_argument(
+                        "Compression::Zstd",
+                        "level",
+                        level,
+                        "a zstd level (1 to 22)",
+                    )
+                })?)
+            }
         })
     }
 }

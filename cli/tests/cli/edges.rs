@@ -333,7 +333,8 @@ fn slice_column_applies_to_rows_too() {
     );
 }
 
-/// One exit-code policy: 2 usage, 1 bad data, 3 I/O, 4 out of range, for every subcommand.
+/// One exit-code policy: 2 usage, 1 bad data, 3 I/O, 4 out of range, 5 internal error, for
+/// every subcommand.
 #[test]
 fn every_subcommand_follows_the_exit_code_policy() {
     let dir = tempfile::tempdir().unwrap();
@@ -358,5 +359,6 @@ fn every_subcommand_follows_the_exit_code_policy() {
             .ok()
             .to_owned();
         assert!(help.contains("4  out of range"), "{command}: {help}");
+        assert!(help.contains("5  internal error"), "{command}: {help}");
     }
 }

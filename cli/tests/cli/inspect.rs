@@ -331,7 +331,7 @@ fn validate_names_the_fault_of_a_corrupt_file() {
     let run = lodtensor_in(dir.path(), ["validate", "text.arrow"]);
     assert_eq!(
         run.fails(1),
-        "lodtensor: text.arrow: invalid file: starts with \"hello,\", not the Arrow file magic \"ARROW1\""
+        "lodtensor: text.arrow: invalid Arrow IPC file: starts with \"hello,\", not the Arrow file magic \"ARROW1\""
     );
     std::fs::write(dir.path().join("cut.arrow"), &bytes[..bytes.len() / 2]).unwrap();
     lodtensor_in(dir.path(), ["validate", "cut.arrow"]).fails(1);

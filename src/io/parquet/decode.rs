@@ -35,6 +35,9 @@ use parquet::column::page::Page;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::schema::types::ColumnDescriptor;
 
+use crate::FileFormat;
+use crate::error::Error;
+
 use super::runs::{Fault, Runs, bit_width};
 
 /// How one column of a file is decoded, when it has this crate's layout.
@@ -163,7 +166,7 @@ impl ColumnDecoder {
     ///
     /// # Errors
     /// [`FormatError::InvalidFile`](crate::FormatError::InvalidFile) naming the row group,
-    /// column and page; [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) from the page reader.
+    /// column and page (also when the page reader fails), or [`ErrorKind::Io`](crate::ErrorKind::Io).
     pub(super) fn decode_chunk(
         &mut self,
         pages: &mut dyn Iterator<Item = parquet::errors::Result<Page>>,
@@ -173,16 +176,20 @@ impl ColumnDecoder {
     ) -> crate::Result<()> {
         self.values.try_reserve(expected);
         let fault = |page: usize, reason: String| {
-            crate::Error::invalid_file(format!(
-                "row group {}, column {:?}, page {page}: {reason}",
-                at.row_group, at.column
-            ))
+            Error::invalid(
+                FileFormat::Parquet,
+                format!(
+                    "row group {}, column {:?}, page {page}: {reason}",
+                    at.row_group, at.column
+                ),
+            )
         };
         let rows_before = self.rows();
         self.open = false;
         let mut dictionary: Option<Words> = None;
         let mut page_index = 0;
-        while let Some(page) = pages.next().transpose()? {
+        let page_fault = Error::decoding(FileFormat::Parquet);
+        while let Some(page) = pages.next().transpose().map_err(&page_fault)? {
             self.page(page, &mut dictionary)
                 .map_err(|reason| fault(page_index, reason))?;
             page_index += 1;
@@ -493,18 +500,17 @@ fn build(
         }
         DataType::FixedSizeList(field, size) => {
             let child = build(field.data_type(), offsets, values, items)?;
-            Arc::new(FixedSizeListArray::try_new(
-                field.clone(),
-                *size,
-                child,
-                None,
-            )?)
+            Arc::new(
+                FixedSizeListArray::try_new(field.clone(), *size, child, None)
+                    .map_err(Error::decoding(FileFormat::Parquet))?,
+            )
         }
         leaf => {
             let data = ArrayDataBuilder::new(leaf.clone())
                 .len(items)
                 .add_buffer(values.into_buffer())
-                .build()?;
+                .build()
+                .map_err(Error::decoding(FileFormat::Parquet))?;
             make_array(data)
         }
     })
@@ -520,20 +526,20 @@ fn list<O: OffsetSizeTrait>(
         .iter()
         .map(|&o| {
             O::from_usize(o as usize).ok_or_else(|| {
-                crate::Error::invalid_file(format!(
-                    "offset {o} does not fit the column's {} list offsets",
-                    std::mem::size_of::<O>() * 8
-                ))
+                Error::invalid(
+                    FileFormat::Parquet,
+                    format!(
+                        "offset {o} does not fit the column's {} list offsets",
+                        std::mem::size_of::<O>() * 8
+                    ),
+                )
             })
         })
         .collect::<crate::Result<Vec<O>>>()?;
     let offsets = OffsetBuffer::new(ScalarBuffer::from(converted));
-    Ok(Arc::new(GenericListArray::<O>::try_new(
-        Field::clone(field).into(),
-        offsets,
-        child,
-        None,
-    )?))
+    let array = GenericListArray::<O>::try_new(Field::clone(field).into(), offsets, child, None)
+        .map_err(Error::decoding(FileFormat::Parquet))?;
+    Ok(Arc::new(array))
 }
 
 /// Values as the little-endian words of their width, in a `Vec` (which grows in place)

@@ -13,6 +13,7 @@ use parquet::file::reader::ChunkReader;
 use parquet::file::serialized_reader::SerializedPageReader;
 
 use super::decode::{At, ColumnDecoder, Plan};
+use crate::FileFormat;
 use crate::error::{Error, Result};
 
 /// Decodes row groups of one file into record batches; object-safe, so the reader need not
@@ -104,11 +105,16 @@ impl<R: ChunkReader + 'static> RowGroupSource for Direct<R> {
     fn decode(&mut self, index: usize) -> Result<()> {
         let row_group = self.metadata.row_group(index);
         let rows = usize::try_from(row_group.num_rows()).map_err(|_| {
-            Error::invalid_file(format!("row group {index}: {} rows", row_group.num_rows()))
+            let rows = row_group.num_rows();
+            Error::invalid(
+                FileFormat::Parquet,
+                format!("row group {index}: {rows} rows"),
+            )
         })?;
         for (c, decoder) in self.columns.iter_mut().enumerate() {
             let chunk = row_group.column(c);
-            let pages = SerializedPageReader::new(self.reader.clone(), chunk, rows, None)?;
+            let pages = SerializedPageReader::new(self.reader.clone(), chunk, rows, None)
+                .map_err(Error::decoding(FileFormat::Parquet))?;
             let at = At {
                 row_group: index,
                 column: self.schema.field(c).name(),
@@ -136,7 +142,8 @@ impl<R: ChunkReader + 'static> RowGroupSource for Direct<R> {
             .iter_mut()
             .map(ColumnDecoder::take_array)
             .collect::<Result<Vec<ArrayRef>>>()?;
-        Ok(RecordBatch::try_new(self.schema.clone(), arrays)?)
+        RecordBatch::try_new(self.schema.clone(), arrays)
+            .map_err(Error::decoding(FileFormat::Parquet))
     }
 }
 

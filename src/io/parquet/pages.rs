@@ -30,7 +30,7 @@
 //! The headers are read with one small read per page (a page's values are not read), so
 //! the check costs little next to reading the file.
 
-use crate::FormatError;
+use crate::FileFormat;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::ChunkReader;
 
@@ -360,7 +360,7 @@ fn read_header(t: &mut Thrift) -> Parse<PageHeader> {
 /// headers are sound (see the module docs).
 ///
 /// # Errors
-/// [`FormatError::InvalidFile`] naming the row group, the column chunk and, for a page, the page
+/// [`FormatError::InvalidFile`](crate::FormatError::InvalidFile) naming the row group, the column chunk and, for a page, the page
 /// and its byte position.
 pub(super) fn check_column_chunks<R: ChunkReader>(
     reader: &R,
@@ -371,11 +371,13 @@ pub(super) fn check_column_chunks<R: ChunkReader>(
         let rows = row_group.num_rows();
         for (column, chunk) in row_group.columns().iter().enumerate() {
             let fail = |reason: String| {
-                FormatError::InvalidFile(format!(
-                    "row group {group}, column chunk {column} ({}): {reason}",
-                    chunk.column_path()
-                ))
-                .into()
+                Error::invalid(
+                    FileFormat::Parquet,
+                    format!(
+                        "row group {group}, column chunk {column} ({}): {reason}",
+                        chunk.column_path()
+                    ),
+                )
             };
             let start = chunk
                 .dictionary_page_offset()
@@ -479,7 +481,7 @@ fn fetch_header<R: ChunkReader>(
     loop {
         let bytes = reader
             .get_bytes(pos, window as usize)
-            .map_err(|e| PageFault::Io(e.into()))?;
+            .map_err(|e| PageFault::Io(Error::decoding(FileFormat::Parquet)(e)))?;
         let mut t = Thrift {
             buf: &bytes,
             pos: 0,

@@ -15,7 +15,7 @@ use super::direct::{Direct, RowGroupSource};
 use super::pages;
 use crate::dataset::{Dataset, check_version};
 use crate::error::{Error, Result};
-use crate::{ArgumentError, ErrorKind, FormatError};
+use crate::{ArgumentError, ErrorKind, FileFormat, FormatError};
 
 /// How a Parquet file is read.
 ///
@@ -173,8 +173,8 @@ impl ParquetReadOptions {
 /// page. Other files go through the `parquet` crate's Arrow reader.
 ///
 /// Every page header is checked when the reader is made (one small read per page). A page
-/// the `parquet` crate fails on, or panics on, gives [`ErrorKind::Parquet`] naming the batch and
-/// its first row, and ends the iteration.
+/// the `parquet` crate fails on, or panics on, gives [`FormatError::InvalidFile`] naming the
+/// batch and its first row, and ends the iteration.
 ///
 /// # Example
 /// ```
@@ -221,8 +221,8 @@ impl ParquetReader {
     /// A reader of the Parquet file at `path`.
     ///
     /// # Errors
-    /// [`ErrorKind::Io`], [`ErrorKind::Parquet`] (not Parquet, or a type Arrow cannot read),
-    /// [`FormatError::InvalidFile`] for a column chunk outside the file, a page header the
+    /// [`ErrorKind::Io`]; [`FormatError::InvalidFile`] for a file that is not Parquet (or of a
+    /// type Arrow cannot read), a column chunk outside the file, a page header the
     /// `parquet` crate would misread or spin on (naming the row group, column chunk, page
     /// and byte) or, read by the direct decoder, a page it cannot decode (naming the row group,
     /// column and page), [`UnsupportedError::UnsupportedVersion`](crate::UnsupportedError::UnsupportedVersion),
@@ -280,7 +280,8 @@ impl ParquetReader {
         reader: R,
         options: &ParquetReadOptions,
     ) -> Result<Self> {
-        let metadata = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::default())?;
+        let metadata = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::default())
+            .map_err(Error::decoding(FileFormat::Parquet))?;
         // Before the parquet crate reads a page: it trusts chunk offsets and page headers.
         pages::check_column_chunks(&reader, metadata.metadata())?;
         let schema = metadata.schema().clone();
@@ -291,7 +292,7 @@ impl ParquetReader {
             }
         }
         let num_rows = usize::try_from(metadata.metadata().file_metadata().num_rows())
-            .map_err(|_| FormatError::InvalidFile("negative row count in the footer".to_owned()))?;
+            .map_err(|_| Error::invalid(FileFormat::Parquet, "negative row count in the footer"))?;
         let plans = options
             .direct
             .then(|| Direct::<R>::plans(metadata.metadata(), &schema))
@@ -311,7 +312,8 @@ impl ParquetReader {
             None => Batches::General(
                 ParquetRecordBatchReaderBuilder::new_with_metadata(reader, metadata)
                     .with_batch_size(options.batch_size)
-                    .build()?,
+                    .build()
+                    .map_err(Error::decoding(FileFormat::Parquet))?,
             ),
         };
         Ok(ParquetReader {
@@ -484,21 +486,20 @@ impl ParquetReader {
         // The parquet crate panics on some malformed pages (levels past their buffer) where
         // it should return an error; a reader of untrusted files turns that into an error.
         // (A build with `panic = "abort"` cannot.)
-        match catch_panic(|| batches.next().transpose().map_err(Error::from)) {
+        let decoding = Error::decoding(FileFormat::Parquet);
+        match catch_panic(|| batches.next().transpose().map_err(decoding)) {
             Ok(batch) => batch.map(|b| self.to_dataset(&b, index)),
             Err(e) => {
                 // After an error (or a panic) the parquet crate's reader is in no state to
                 // go on, and may return the same error forever: stop.
                 self.failed = true;
-                let what = match e.into_kind() {
-                    ErrorKind::Arrow(arrow_schema::ArrowError::ParquetError(what)) => what,
-                    ErrorKind::Parquet(parquet::errors::ParquetError::General(what)) => what,
-                    other => other.to_string(),
+                let e = match e.into_kind() {
+                    ErrorKind::Format(FormatError::InvalidFile { reason, .. }) => {
+                        let at = format!("batch {index}, from row {}", self.next_row);
+                        Error::invalid(FileFormat::Parquet, format!("{at}: {reason}"))
+                    }
+                    other => Error::new(other),
                 };
-                let e = Error::from(parquet::errors::ParquetError::General(format!(
-                    "batch {index}, from row {}: {what}",
-                    self.next_row
-                )));
                 Some(Err(self.in_file(e)))
             }
         }
@@ -581,13 +582,11 @@ enum Batches {
     },
 }
 
-/// `f`'s result, or a panic in it as a Parquet error: the `parquet` crate panics on some
-/// malformed pages.
+/// `f`'s result, or a panic in it as an invalid Parquet file: the `parquet` crate panics on
+/// some malformed pages.
 fn catch_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     crate::error::catch_panic(f, |what| {
-        Error::from(parquet::errors::ParquetError::General(format!(
-            "malformed page ({what})"
-        )))
+        Error::invalid(FileFormat::Parquet, format!("malformed page ({what})"))
     })
 }
 

@@ -102,7 +102,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// # Errors
     /// [`ArgumentError::SchemaMismatch`] when the columns differ from the first dataset's;
     /// [`DataError::OffsetOverflow`](crate::DataError::OffsetOverflow) (with the column, [`Error::column`](crate::Error::column)) when an offset does not fit the
-    /// width asked for; [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) or [`ErrorKind::Io`](crate::ErrorKind::Io) from the writer.
+    /// width asked for; [`ErrorKind::Io`](crate::ErrorKind::Io) from the writer.
     ///
     /// # Example
     /// ```
@@ -212,7 +212,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Errors
     /// [`ArgumentError::NoSchema`] when no dataset was written (a Parquet file needs a schema:
-    /// write an empty dataset to make a file with no rows); [`ErrorKind::Parquet`](crate::ErrorKind::Parquet) from the
+    /// write an empty dataset to make a file with no rows); [`ErrorKind::Io`](crate::ErrorKind::Io) from the
     /// writer.
     ///
     /// # Example
