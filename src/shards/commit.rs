@@ -46,7 +46,12 @@ use crate::shards::writer::free_name;
 pub fn commit(dir: impl AsRef<Path>) -> Result<Manifest> {
     let dir = dir.as_ref();
     let store = LocalStore::new(dir);
-    let current = store.load()?;
+    let current = store.load_current()?;
+    if let Some(manifest) = &current.0
+        && pending_manifests(dir)?.is_empty()
+    {
+        return Ok(manifest.clone());
+    }
     commit_with(&store, current, |current, store| build(dir, current, store))
 }
 

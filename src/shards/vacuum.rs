@@ -50,13 +50,8 @@ use crate::shards::store::{LocalStore, PENDING_DIR, PENDING_PREFIX};
 /// ```
 pub fn vacuum(dir: impl AsRef<Path>, grace: Duration) -> Result<Vec<PathBuf>> {
     let dir = dir.as_ref();
-    let names = entries(dir)?;
-    let has_manifest = names.iter().any(|n| n == MANIFEST_NAME);
-    let pending: Vec<&String> = names
-        .iter()
-        .filter(|n| n.starts_with(PENDING_PREFIX) && n.ends_with(".json"))
-        .collect();
-    if !has_manifest && pending.is_empty() && !names.iter().any(|n| n == PENDING_DIR) {
+    let ours = |n: &String| n == MANIFEST_NAME || n == PENDING_DIR || n.starts_with(PENDING_PREFIX);
+    if !entries(dir)?.iter().any(ours) {
         let e = std::io::Error::new(
             std::io::ErrorKind::NotFound,
             format!("a directory without {MANIFEST_NAME}, not a sharded dataset"),
@@ -64,6 +59,13 @@ pub fn vacuum(dir: impl AsRef<Path>, grace: Duration) -> Result<Vec<PathBuf>> {
         return Err(Error::from(e).in_file(dir));
     }
     let _lock = LocalStore::new(dir).lock()?;
+    // Listed under the lock: the roll-forward of a killed commit may have changed them.
+    let names = entries(dir)?;
+    let has_manifest = names.iter().any(|n| n == MANIFEST_NAME);
+    let pending: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with(PENDING_PREFIX) && n.ends_with(".json"))
+        .collect();
     let cutoff = SystemTime::now().checked_sub(grace).unwrap_or(SystemTime::UNIX_EPOCH);
     // Names listed by a manifest: the dataset's, and each pending one's (in the directory
     // for an older writer, or staged under `_pending/PREFIX.pending/`).
@@ -125,10 +127,12 @@ fn clean_staging(
         Err(std::fs::TryLockError::WouldBlock) => return Ok(()),
         Err(std::fs::TryLockError::Error(e)) => return Err(Error::from(e).in_file(&path)),
     }
+    // Before its files go, which makes it modified now.
+    let old = modified(&path)? <= cutoff;
     for name in entries(&path)? {
         remove_if_old(dir, &rel.join(name), listed, cutoff, removed)?;
     }
-    if modified(&path)? <= cutoff {
+    if old {
         // Fails, harmlessly, when something is left in it.
         let _ = std::fs::remove_dir(&path);
     }
