@@ -3,7 +3,6 @@
 
 #![cfg(feature = "parquet")]
 
-
 use std::process::Command;
 
 use crate::support::common::python;

@@ -4,7 +4,6 @@
 
 #![cfg(feature = "parquet")]
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -13,6 +12,7 @@ use arrow_array::{ArrayRef, Float32Array, ListArray, RecordBatch};
 use arrow_buffer::OffsetBuffer;
 use arrow_ipc::writer::{FileWriter, StreamWriter};
 use arrow_schema::{DataType, Field, Schema};
+
 use crate::support::common::python;
 use crate::support::{lodtensor_in, words, words_file};
 

@@ -1,13 +1,12 @@
 //! `lodtensor info`, `show`, `validate` and `hist`, run on real files: written with the
 //! library, Paddle's golden files, corrupt files and missing paths.
 
-
-
 use std::process::{Command, Stdio};
 
-use crate::support::{batches_file, lodtensor_in, paddle, words_file};
 use lodtensor::io::ipc_writer::WriteOptions;
 use serde_json::Value;
+
+use crate::support::{batches_file, lodtensor_in, paddle, words_file};
 
 /// Every golden Paddle file the reader accepts.
 const GOLDEN: [&str; 13] = [

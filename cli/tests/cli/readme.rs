@@ -123,5 +123,8 @@ fn readme_first_command_runs_the_default_binary() {
         manifest.contains("\ndefault-members = [\".\", \"cli\"]\n"),
         "the workspace's default members are not the library and the CLI"
     );
-    assert!(!manifest.contains("[[bin]]"), "the library crate has a binary");
+    assert!(
+        !manifest.contains("[[bin]]"),
+        "the library crate has a binary"
+    );
 }

@@ -5,12 +5,9 @@
 
 #![cfg(feature = "parquet")]
 
-
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::common::python;
-use crate::support::{lodtensor_in, write};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::io::parquet::{ParquetReadOptions, read_parquet};
@@ -18,6 +15,9 @@ use lodtensor::shards::ShardedDataset;
 use lodtensor::synthetic::{Documents, SplitMix64};
 use lodtensor::{Dataset, LodTensor};
 use serde_json::Value;
+
+use crate::support::common::python;
+use crate::support::{lodtensor_in, write};
 
 /// Documents of 1–5 sentences of 1–9 `f32[4]` tokens.
 fn docs_shape() -> Documents {

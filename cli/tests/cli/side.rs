@@ -4,17 +4,17 @@
 
 #![cfg(feature = "parquet")]
 
-
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::types::Int64Type;
 use arrow_array::{Int64Array, RecordBatch, StringArray};
-use crate::support::lodtensor_in;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::{Column, Dataset, LodTensor};
 use serde_json::Value;
+
+use crate::support::lodtensor_in;
 
 /// Five rows: `tokens` (1 level), `id` (strings) and `score` (int64 with a null, a side
 /// column), written in two record batches.

@@ -62,9 +62,7 @@ where
 
 /// A golden Paddle file.
 pub fn paddle(name: &str) -> PathBuf {
-    crate::support::repo()
-        .join("tests/data/paddle")
-        .join(name)
+    crate::support::repo().join("tests/data/paddle").join(name)
 }
 
 /// The reference example (`common::reference_dataset`) with its words in a column `words`

@@ -3,11 +3,9 @@
 
 #![cfg(feature = "parquet")]
 
-
 use std::path::Path;
 
 use arrow_array::types::{Float32Type, Int64Type};
-use crate::support::{batches_file, lodtensor_in, paddle, words, words_file};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::paddle as pd;
 use lodtensor::io::parquet::{
@@ -15,6 +13,8 @@ use lodtensor::io::parquet::{
 };
 use lodtensor::{Dataset, OffsetWidth};
 use serde_json::Value;
+
+use crate::support::{batches_file, lodtensor_in, paddle, words, words_file};
 
 /// The files in `dir`, sorted (to see that nothing was left behind).
 fn listing(dir: &Path) -> Vec<String> {
