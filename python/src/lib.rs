@@ -32,5 +32,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ffi::write, m)?)?;
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_writer::vacuum, m)?)?;
     Ok(())
 }

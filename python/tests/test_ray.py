@@ -158,7 +158,10 @@ def test_a_failed_attempt_leaves_nothing_behind(shards_dir, tmp_path):
     ds = lt.open(out)
     ds.validate()
     assert ds.to_pyarrow().equals(table)
-    assert set(os.listdir(out)) == {s["file"] for s in ds.shards} | {"_lodtensor.json"}
+    visible = {n for n in os.listdir(out) if not n.startswith("_")}
+    assert visible == {s["file"] for s in ds.shards}
+    assert not os.listdir(out / "_pending"), "a failed attempt's shards are removed"
+    assert not [n for n in os.listdir(out) if n.startswith("_lodtensor.pending.")]
 
 
 def test_an_empty_write_makes_an_empty_dataset(shards_dir, tmp_path):

@@ -7,7 +7,7 @@ use crate::ArgumentError;
 use crate::error::{Error, Result};
 use crate::shards::manifest::{Manifest, ShardEntry};
 use crate::shards::store::{
-    Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
+    Commit, LocalStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
 };
 use crate::shards::writer::free_name;
 

@@ -211,10 +211,12 @@ struct OpenShard {
 /// and its manifest `_lodtensor.json` (see `format-spec.md`).
 ///
 /// Rows are appended as with [`DatasetWriter`]; a shard is closed (synced and renamed into
-/// place) once it reaches the row or byte budget of [`ShardOptions`], and the manifest is
-/// replaced atomically by [`ShardWriter::finish`], last. A process killed at any moment
-/// leaves the previous manifest, and every shard it lists, intact: readers see the dataset
-/// before the write or after it, never a part of it.
+/// the writer's own directory under `_pending/`, which dataset discovery ignores) once it
+/// reaches the row or byte budget of [`ShardOptions`]; [`ShardWriter::finish`] commits:
+/// the shards take their final names and the manifest is replaced atomically, last. A
+/// process killed at any moment leaves the previous manifest, and every shard it lists,
+/// intact: readers see the dataset before the write or after it, never a part of it. Any
+/// number of writers may write to one dataset at once (`docs/shards.md`, concurrency).
 ///
 /// # Example
 /// ```
