@@ -36,7 +36,12 @@ fn labels(dir: &Path) -> Vec<i64> {
     data.validate().unwrap();
     let mut out = Vec::new();
     for part in data.rows(0..data.num_rows()).unwrap() {
-        out.extend(part.column("label").unwrap().typed_values::<Int64Type>().unwrap());
+        out.extend(
+            part.column("label")
+                .unwrap()
+                .typed_values::<Int64Type>()
+                .unwrap(),
+        );
     }
     out
 }
@@ -181,7 +186,13 @@ fn discovered_rows(dir: &Path) -> Option<usize> {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    Some(String::from_utf8(out.stdout).unwrap().trim().parse().unwrap())
+    Some(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap(),
+    )
 }
 
 /// 100 kills at random moments of a writer appending, or writing pending shards and
@@ -224,10 +235,18 @@ fn sigkill_leaves_the_old_or_the_new_dataset() {
         }
         let labels = labels(dir.path());
         let rows = labels.len();
-        assert_eq!(rows % ROUND_ROWS, 0, "trial {trial}: a partial round is visible");
+        assert_eq!(
+            rows % ROUND_ROWS,
+            0,
+            "trial {trial}: a partial round is visible"
+        );
         assert!(rows >= before, "trial {trial}");
         grew += usize::from(rows > before);
-        assert_eq!(labels, (0..rows as i64).collect::<Vec<_>>(), "trial {trial}");
+        assert_eq!(
+            labels,
+            (0..rows as i64).collect::<Vec<_>>(),
+            "trial {trial}"
+        );
         assert_eq!(visible(dir.path()), listed(dir.path()), "trial {trial}");
         if trial % 10 == 0
             && let Some(found) = discovered_rows(dir.path())
@@ -235,7 +254,10 @@ fn sigkill_leaves_the_old_or_the_new_dataset() {
             assert_eq!(found, rows, "trial {trial}: pyarrow.dataset");
         }
     }
-    assert!(grew > 10, "the writer finished a round in only {grew} trials");
+    assert!(
+        grew > 10,
+        "the writer finished a round in only {grew} trials"
+    );
     eprintln!(
         "{grew} of 100 kills after a new round; {in_commit} inside a commit, \
          {in_window} of them between the shards' renames and the manifest's"
@@ -243,7 +265,12 @@ fn sigkill_leaves_the_old_or_the_new_dataset() {
     // What the kills left in `_pending/` (dead writers' shards) goes with `vacuum`.
     vacuum(dir.path(), Duration::ZERO).unwrap();
     let staged: Vec<PathBuf> = walk(&dir.path().join("_pending"));
-    assert!(staged.iter().all(|p| !p.to_string_lossy().ends_with(".arrow")), "{staged:?}");
+    assert!(
+        staged
+            .iter()
+            .all(|p| !p.to_string_lossy().ends_with(".arrow")),
+        "{staged:?}"
+    );
 }
 
 /// Every file under `dir`.
@@ -305,7 +332,10 @@ fn a_full_disk_leaves_no_shard_behind() {
         .find_map(|i| writer.write(&rows(i * 1000, 1000)).err())
         .expect("the disk fills up");
     drop(writer);
-    assert!(matches!(err.kind(), ErrorKind::Io(_) | ErrorKind::Arrow(_)), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Io(_) | ErrorKind::Arrow(_)),
+        "{err}"
+    );
     assert!(err.to_string().contains("space"), "{err}");
     assert_eq!(Manifest::load(dir.join(MANIFEST_NAME)).unwrap(), before);
     assert_eq!(visible(&dir), listed(&dir));
@@ -345,7 +375,10 @@ fn vacuum_removes_only_what_no_manifest_references() {
     std::fs::write(outside.path().join("x.arrow"), b"elsewhere").unwrap();
     std::os::unix::fs::symlink(outside.path().join("x.arrow"), d.join("link.arrow")).unwrap();
 
-    assert!(vacuum(d, Duration::from_secs(3600)).unwrap().is_empty(), "grace not kept");
+    assert!(
+        vacuum(d, Duration::from_secs(3600)).unwrap().is_empty(),
+        "grace not kept"
+    );
     let mut removed = vacuum(d, Duration::ZERO).unwrap();
     removed.sort();
     let mut expected = leftovers.to_vec();
@@ -354,7 +387,11 @@ fn vacuum_removes_only_what_no_manifest_references() {
     assert!(!d.join("_pending/part-dead").exists());
     assert!(d.join("notes.txt").exists() && outside.path().join("x.arrow").exists());
     assert!(d.join("_pending/p.pending/p-00000.arrow").exists());
-    assert_eq!(walk(&d.join("_pending")).len(), 3, "the live writer's shards are kept");
+    assert_eq!(
+        walk(&d.join("_pending")).len(),
+        3,
+        "the live writer's shards are kept"
+    );
     assert_eq!(labels(d), (0..4).collect::<Vec<_>>());
     live.write(&rows(8, 1)).unwrap();
     live.finish().unwrap();

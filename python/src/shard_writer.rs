@@ -163,8 +163,11 @@ pub fn commit(py: Python<'_>, dir: PathBuf) -> PyResult<Bound<'_, PyAny>> {
 #[pyfunction]
 #[pyo3(signature = (dir, *, grace = 86_400.0))]
 pub fn vacuum(py: Python<'_>, dir: PathBuf, grace: f64) -> PyResult<Vec<String>> {
-    let grace = std::time::Duration::try_from_secs_f64(grace)
-        .map_err(|_| invalid(format!("grace must be a number of seconds >= 0, not {grace}")))?;
+    let grace = std::time::Duration::try_from_secs_f64(grace).map_err(|_| {
+        invalid(format!(
+            "grace must be a number of seconds >= 0, not {grace}"
+        ))
+    })?;
     let removed = py
         .detach(|| lodtensor::shards::vacuum(&dir, grace))
         .py_err()?;

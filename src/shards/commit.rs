@@ -123,7 +123,10 @@ fn merge(
         if let Some(staged) = staged_in(&shard.file) {
             let name = free_name(into, prefix, Some(&shard.file), store);
             publish.push((staged, name.clone()));
-            into.shards.push(ShardEntry { file: name, ..shard });
+            into.shards.push(ShardEntry {
+                file: name,
+                ..shard
+            });
             continue;
         }
         match into.shards.iter().find(|s| s.file == shard.file) {

@@ -334,7 +334,9 @@ fn parse_journal(text: &str) -> Result<(ManifestVersion, Commit)> {
     for item in list("publish")? {
         let staged = pending(&item[0]).ok_or_else(|| bad("publish: a staged shard"))?;
         let name = item[1].as_str().filter(|n| is_shard_name(n));
-        commit.publish.push((staged, name.ok_or_else(|| bad("publish: a name"))?.into()));
+        commit
+            .publish
+            .push((staged, name.ok_or_else(|| bad("publish: a name"))?.into()));
     }
     for item in list("merged")? {
         let name = item[0]
@@ -347,7 +349,9 @@ fn parse_journal(text: &str) -> Result<(ManifestVersion, Commit)> {
         }
     }
     for item in list("cleanup")? {
-        commit.cleanup.push(pending(&item).ok_or_else(|| bad("cleanup"))?);
+        commit
+            .cleanup
+            .push(pending(&item).ok_or_else(|| bad("cleanup"))?);
     }
     Ok((base, commit))
 }
@@ -442,7 +446,9 @@ mod tests {
         std::fs::write(dir.path().join(JOURNAL_NAME), outside).unwrap();
         assert!(store.lock().is_err());
         // A stale journal (the manifest moved on) is dropped without touching anything.
-        manifest(&["c.arrow"]).write(dir.path().join(MANIFEST_NAME)).unwrap();
+        manifest(&["c.arrow"])
+            .write(dir.path().join(MANIFEST_NAME))
+            .unwrap();
         std::fs::write(dir.path().join(JOURNAL_NAME), &journal).unwrap();
         drop(store.lock().unwrap());
         assert_eq!(store.load().unwrap().0.unwrap(), manifest(&["c.arrow"]));

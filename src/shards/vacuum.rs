@@ -66,14 +66,20 @@ pub fn vacuum(dir: impl AsRef<Path>, grace: Duration) -> Result<Vec<PathBuf>> {
         .iter()
         .filter(|n| n.starts_with(PENDING_PREFIX) && n.ends_with(".json"))
         .collect();
-    let cutoff = SystemTime::now().checked_sub(grace).unwrap_or(SystemTime::UNIX_EPOCH);
+    let cutoff = SystemTime::now()
+        .checked_sub(grace)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
     // Names listed by a manifest: the dataset's, and each pending one's (in the directory
     // for an older writer, or staged under `_pending/PREFIX.pending/`).
     let mut listed: HashSet<PathBuf> = HashSet::new();
     let main = dir.join(MANIFEST_NAME);
     let manifests = main.exists().then_some(main).into_iter();
     for path in manifests.chain(pending.iter().map(|n| dir.join(n))) {
-        let name = path.file_name().expect("a file").to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .expect("a file")
+            .to_string_lossy()
+            .into_owned();
         let staged = name
             .strip_prefix(PENDING_PREFIX)
             .and_then(|n| n.strip_suffix(".json"))
@@ -174,7 +180,13 @@ fn entries(dir: &Path) -> Result<Vec<String>> {
     let in_dir = |e: std::io::Error| Error::from(e).in_file(dir);
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(in_dir)? {
-        out.push(entry.map_err(in_dir)?.file_name().to_string_lossy().into_owned());
+        out.push(
+            entry
+                .map_err(in_dir)?
+                .file_name()
+                .to_string_lossy()
+                .into_owned(),
+        );
     }
     Ok(out)
 }

@@ -651,7 +651,8 @@ pub(super) fn free_name(
     wanted: Option<&str>,
     store: &impl ManifestStore,
 ) -> String {
-    let free = |name: &str| !store.name_taken(name) && !manifest.shards.iter().any(|s| s.file == name);
+    let free =
+        |name: &str| !store.name_taken(name) && !manifest.shards.iter().any(|s| s.file == name);
     if let Some(name) = wanted.filter(|n| free(n)) {
         return name.to_owned();
     }

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use lodtensor::arrow::types::Int64Type;
 use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::shards::ShardedDataset;
 use lodtensor::{Column, Dataset, Lod, LodTensor, Values};
-use lodtensor::arrow::types::Int64Type;
 
 use crate::support::{lodtensor_in, write};
 
@@ -28,7 +28,12 @@ fn label_counts(dir: &Path) -> BTreeMap<i64, usize> {
     data.validate().unwrap();
     let mut counts = BTreeMap::new();
     for part in data.rows(0..data.num_rows()).unwrap() {
-        for label in part.column("label").unwrap().typed_values::<Int64Type>().unwrap() {
+        for label in part
+            .column("label")
+            .unwrap()
+            .typed_values::<Int64Type>()
+            .unwrap()
+        {
             *counts.entry(*label).or_default() += 1;
         }
     }
@@ -122,7 +127,12 @@ fn a_full_disk_exits_3_and_leaves_no_shard() {
         let dir = tempfile::tempdir().unwrap();
         let big: Vec<Dataset> = (0..40).map(|i| rows(i * 1000, 1000)).collect();
         write(dir.path(), "big.arrow", &big, WriteOptions::default());
-        write(dir.path(), "small.arrow", &[rows(0, 3)], WriteOptions::default());
+        write(
+            dir.path(),
+            "small.arrow",
+            &[rows(0, 3)],
+            WriteOptions::default(),
+        );
         let ds = mount.path().join("ds");
         let new = mount.path().join("new");
         let args = |input: &str, out: &Path, more: &[&str]| {
@@ -131,7 +141,11 @@ fn a_full_disk_exits_3_and_leaves_no_shard() {
             a.insert(0, "convert".to_owned());
             a
         };
-        lodtensor_in(dir.path(), args("big.arrow", &new, &["--shard-rows", "4000"])).fails(3);
+        lodtensor_in(
+            dir.path(),
+            args("big.arrow", &new, &["--shard-rows", "4000"]),
+        )
+        .fails(3);
         if !shards(&new).is_empty() || new.join("_lodtensor.json").exists() {
             return Err(format!("left behind: {:?}", walk(&new)));
         }
