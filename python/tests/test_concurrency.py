@@ -81,5 +81,6 @@ def test_vacuum_removes_what_no_manifest_references(tmp_path):
     with pytest.raises(lt.LodTensorError, match="grace"):
         lt.vacuum(path, grace=-1)
     with pytest.raises(FileNotFoundError, match="not a sharded dataset"):
-        lt.vacuum(tmp_path / "ds" / "_pending")
+        lt.vacuum(tmp_path)
     assert os.path.exists(path / "_lodtensor.json")
+    assert not (path / "_pending").exists(), "emptied, it goes too"

@@ -124,7 +124,7 @@ def test_a_map_batches_pipeline_writes_a_valid_dataset(cluster, shards_dir, tmp_
     listed = {s["file"] for s in manifest["shards"]}
     visible = {n for n in os.listdir(out) if not n.startswith("_")}
     assert visible == listed, "nothing else left behind"
-    assert not os.listdir(out / "_pending"), "no staged shard left behind"
+    assert not (out / "_pending").exists(), "no staged shard left behind"
     source = lt.open(shards_dir).to_pyarrow()
     expected = source.set_column(1, "label", pc.add(source.column("label"), 1))
     assert written.to_pyarrow().sort_by("label").equals(expected)
@@ -162,7 +162,7 @@ def test_a_failed_attempt_leaves_nothing_behind(shards_dir, tmp_path):
     assert ds.to_pyarrow().equals(table)
     visible = {n for n in os.listdir(out) if not n.startswith("_")}
     assert visible == {s["file"] for s in ds.shards}
-    assert not os.listdir(out / "_pending"), "a failed attempt's shards are removed"
+    assert not (out / "_pending").exists(), "a failed attempt's shards are removed"
     assert not [n for n in os.listdir(out) if n.startswith("_lodtensor.pending.")]
 
 

@@ -112,8 +112,7 @@ def test_pickles_by_path(shards_dir):
 def copy_of(src, dst):
     dst.mkdir()
     for name in os.listdir(src):
-        if (src / name).is_file():  # not _pending/, where writers stage their shards
-            (dst / name).write_bytes((src / name).read_bytes())
+        (dst / name).write_bytes((src / name).read_bytes())
     return dst
 
 

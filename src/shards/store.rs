@@ -231,9 +231,8 @@ impl LocalStore {
         for (pending, _) in &commit.merged {
             remove_file(&self.dir.join(pending))?;
         }
-        for dir in &commit.cleanup {
-            // Only once empty: a live writer's files are never removed here.
-            let _ = std::fs::remove_dir(self.dir.join(dir));
+        for dir in commit.cleanup.iter().chain([&PathBuf::from(PENDING_DIR)]) {
+            remove_dir_if_idle(&self.dir.join(dir));
         }
         Ok(())
     }
@@ -364,6 +363,14 @@ pub(crate) fn remove_file(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::from(e).in_file(path)),
         _ => Ok(()),
+    }
+}
+
+/// Removes the directory at `path` if it is empty and no writer holds its lock (a staging
+/// directory a writer just made is empty and its own).
+pub(crate) fn remove_dir_if_idle(path: &Path) {
+    if File::open(path).is_ok_and(|d| d.try_lock().is_ok()) {
+        let _ = std::fs::remove_dir(path);
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
 use crate::shards::manifest::{MANIFEST_NAME, Manifest};
-use crate::shards::store::{LocalStore, PENDING_DIR, PENDING_PREFIX};
+use crate::shards::store::{LocalStore, PENDING_DIR, PENDING_PREFIX, remove_dir_if_idle};
 
 /// Removes the files of the sharded dataset in `dir` that no manifest references and that
 /// were last modified more than `grace` ago; returns their paths, sorted.
@@ -113,6 +113,7 @@ pub fn vacuum(dir: impl AsRef<Path>, grace: Duration) -> Result<Vec<PathBuf>> {
             }
         }
     }
+    remove_dir_if_idle(&root);
     removed.sort();
     Ok(removed)
 }
@@ -139,7 +140,7 @@ fn clean_staging(
         remove_if_old(dir, &rel.join(name), listed, cutoff, removed)?;
     }
     if old {
-        // Fails, harmlessly, when something is left in it.
+        // Fails, harmlessly, when something is left in it; we hold its lock.
         let _ = std::fs::remove_dir(&path);
     }
     Ok(())

@@ -14,6 +14,7 @@ use crate::shards::manifest::{
 };
 use crate::shards::store::{
     Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
+    remove_dir_if_idle,
 };
 
 /// Options of [`ShardWriter`].
@@ -159,27 +160,18 @@ struct Staging {
 impl Staging {
     /// A directory of its own for a writer of `dir` (`_pending/PREFIX-XXXXXXXX`), or the
     /// pending writer's of `prefix` (`_pending/PREFIX.pending`, kept until committed).
+    ///
+    /// A commit that removes an emptied `_pending/` at the same moment makes a creation
+    /// fail with `NotFound`: it is tried again.
     fn new(dir: &Path, prefix: &str, pending: bool) -> Result<Self> {
         let root = dir.join(PENDING_DIR);
-        let in_dir = |e: std::io::Error, at: &Path| Error::from(e).in_file(at);
-        std::fs::create_dir_all(&root).map_err(|e| in_dir(e, &root))?;
-        let (path, temp) = match pending {
-            true => {
-                let path = root.join(format!("{prefix}.pending"));
-                std::fs::create_dir_all(&path).map_err(|e| in_dir(e, &path))?;
-                (path, None)
-            }
-            false => {
-                let temp = tempfile::Builder::new()
-                    .prefix(&format!("{prefix}-"))
-                    .tempdir_in(&root)
-                    .map_err(|e| in_dir(e, &root))?;
-                (temp.path().to_path_buf(), Some(temp))
+        let mut attempt = 0;
+        let (path, lock, temp) = loop {
+            match Self::create(&root, prefix, pending) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempt < 5 => attempt += 1,
+                made => break made.map_err(|e| Error::from(e).in_file(&root))?,
             }
         };
-        let lock = File::open(&path)
-            .and_then(|f| f.lock().map(|()| f))
-            .map_err(|e| in_dir(e, &path))?;
         let name = path.file_name().expect("a directory's name").to_owned();
         Ok(Staging {
             rel: Path::new(PENDING_DIR).join(name),
@@ -187,6 +179,31 @@ impl Staging {
             _lock: lock,
             _temp: temp,
         })
+    }
+
+    /// The directory made and locked.
+    fn create(
+        root: &Path,
+        prefix: &str,
+        pending: bool,
+    ) -> std::io::Result<(PathBuf, File, Option<tempfile::TempDir>)> {
+        std::fs::create_dir_all(root)?;
+        let (path, temp) = match pending {
+            true => {
+                let path = root.join(format!("{prefix}.pending"));
+                std::fs::create_dir_all(&path)?;
+                (path, None)
+            }
+            false => {
+                let temp = tempfile::Builder::new()
+                    .prefix(&format!("{prefix}-"))
+                    .tempdir_in(root)?;
+                (temp.path().to_path_buf(), Some(temp))
+            }
+        };
+        let lock = File::open(&path)?;
+        lock.lock()?;
+        Ok((path, lock, temp))
     }
 }
 
@@ -506,6 +523,11 @@ impl ShardWriter {
             }
         };
         self.staging.written.clear();
+        if self.target != Target::Pending {
+            // The staging directory goes (it is empty), then `_pending/` if nothing else is.
+            drop(self.staging);
+            remove_dir_if_idle(&self.dir.join(PENDING_DIR));
+        }
         Ok(written)
     }
 
