@@ -208,9 +208,18 @@ impl Staging {
 }
 
 impl Drop for Staging {
+    /// Removes the shards not handed over, a writer's own directory, then `_pending/` if
+    /// nothing else is in it.
     fn drop(&mut self) {
         for path in &self.written {
             let _ = std::fs::remove_file(path);
+        }
+        if let Some(temp) = self._temp.take() {
+            let root = temp.path().parent().map(Path::to_path_buf);
+            drop(temp);
+            if let Some(root) = root {
+                remove_dir_if_idle(&root);
+            }
         }
     }
 }
@@ -523,11 +532,6 @@ impl ShardWriter {
             }
         };
         self.staging.written.clear();
-        if self.target != Target::Pending {
-            // The staging directory goes (it is empty), then `_pending/` if nothing else is.
-            drop(self.staging);
-            remove_dir_if_idle(&self.dir.join(PENDING_DIR));
-        }
         Ok(written)
     }
 
