@@ -409,3 +409,36 @@ fn vacuum_removes_only_what_no_manifest_references() {
     assert!(matches!(err.kind(), ErrorKind::Io(e) if e.kind() == std::io::ErrorKind::NotFound));
     assert!(outside.path().join("x.arrow").exists());
 }
+
+/// A pending manifest written by an earlier version (its shards in the directory itself,
+/// none under `_pending/`) still commits, its shards under their names.
+#[test]
+fn pending_manifests_of_earlier_versions_still_commit() {
+    let (dir, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut writer = ShardWriter::create(dir.path(), ShardOptions::default()).unwrap();
+    writer.write(&rows(0, 3)).unwrap();
+    writer.finish().unwrap();
+    let options = ShardOptions::default()
+        .with_prefix("old")
+        .with_shard_rows(2);
+    let mut writer = ShardWriter::create(other.path(), options).unwrap();
+    writer.write(&rows(3, 3)).unwrap();
+    let old = writer.finish().unwrap();
+    for shard in &old.shards {
+        std::fs::copy(other.path().join(&shard.file), dir.path().join(&shard.file)).unwrap();
+    }
+    old.write(dir.path().join("_lodtensor.pending.old.json"))
+        .unwrap();
+    let names: Vec<String> = commit(dir.path())
+        .unwrap()
+        .shards
+        .into_iter()
+        .map(|s| s.file)
+        .collect();
+    assert_eq!(
+        names,
+        ["part-00000.arrow", "old-00000.arrow", "old-00001.arrow"]
+    );
+    assert_eq!(labels(dir.path()), (0..6).collect::<Vec<_>>());
+    assert!(!dir.path().join("_lodtensor.pending.old.json").exists());
+}

@@ -122,7 +122,7 @@ impl ShardWriter {
     }
 
     /// Finishes when the block ended without an exception; otherwise leaves the manifest as
-    /// it was (shards already written stay unlisted, so not part of the dataset).
+    /// it was and removes the shards this writer wrote.
     fn __exit__(
         &self,
         py: Python<'_>,
