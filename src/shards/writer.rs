@@ -526,8 +526,9 @@ impl ShardWriter {
             Target::Pending => self.finish_pending()?,
             Target::Create | Target::Append => {
                 let store = LocalStore::new(&self.dir);
-                let base = (Some(self.manifest.clone()), self.base.clone());
-                let base = (base.0.filter(|_| self.target == Target::Append), base.1);
+                // The manifest as read: none for a new dataset.
+                let read = (self.target == Target::Append).then(|| self.manifest.clone());
+                let base = (read, self.base.clone());
                 commit_with(&store, base, |current, store| self.build(current, store))?
             }
         };
