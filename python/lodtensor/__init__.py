@@ -101,8 +101,10 @@ def write_shards(
 
     ``data`` is what ``write`` takes. A shard is closed at ``shard_rows`` rows or
     ``shard_bytes`` bytes of values and offsets (default 256 MiB). Each shard is written
-    atomically and the manifest replaced atomically last, so a crash leaves the previous
-    dataset readable. ``mode`` is ``"create"``, ``"append"`` (to an existing dataset), or
+    atomically under ``_pending/`` (which ``pyarrow.dataset`` ignores) and the manifest
+    replaced atomically last, so a crash leaves the previous dataset readable and a failure
+    leaves no shard. ``mode`` is ``"create"``, ``"append"`` (to an existing dataset; any
+    number of appenders may run at once, none loses rows), or
     ``"pending"`` for one of many independent writers: each takes its own ``prefix``
     (default ``"part"``) and records its shards in a pending manifest, and
     ``lodtensor.commit(path)`` then merges them. Returns the manifest written, as a dict.
