@@ -13,6 +13,7 @@ mod show;
 mod side;
 mod slice;
 mod source;
+mod vacuum;
 mod validate;
 
 use std::process::ExitCode;
@@ -61,6 +62,9 @@ enum Command {
     Slice(slice::Args),
     /// Histogram of the sequence lengths of each level.
     Hist(hist::Args),
+    /// Remove the files of a sharded dataset's directory that no manifest references (left
+    /// by killed writers), older than a grace period; never a live writer's.
+    Vacuum(vacuum::Args),
 }
 
 /// The error of a subcommand: a library error (exit code 1) or a usage error (exit code 2).
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(args),
         Command::Slice(args) => slice::run(args),
         Command::Hist(args) => hist::run(args),
+        Command::Vacuum(args) => vacuum::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -43,6 +43,7 @@ __all__ = [
     "write",
     "write_shards",
     "commit",
+    "vacuum",
     "Dataset",
     "ShardedDataset",
     "ShardWriter",
@@ -123,8 +124,10 @@ def write_shards(
 
     ``data`` is what ``write`` takes. A shard is closed at ``shard_rows`` rows or
     ``shard_bytes`` bytes of values and offsets (default 256 MiB). Each shard is written
-    atomically and the manifest replaced atomically last, so a crash leaves the previous
-    dataset readable. ``mode`` is ``"create"``, ``"append"`` (to an existing dataset), or
+    atomically under ``_pending/`` (which ``pyarrow.dataset`` ignores) and the manifest
+    replaced atomically last, so a crash leaves the previous dataset readable and a failure
+    leaves no shard. ``mode`` is ``"create"``, ``"append"`` (to an existing dataset; any
+    number of appenders may run at once, none loses rows), or
     ``"pending"`` for one of many independent writers: each takes its own ``prefix``
     (default ``"part"``) and records its shards in a pending manifest, and
     ``lodtensor.commit(path)`` then merges them. Returns the manifest written, as a dict.
@@ -149,9 +152,27 @@ def write_shards(
 def commit(path: str | os.PathLike) -> dict:
     """Merges every pending manifest in the directory ``path`` (written by
     ``write_shards(..., mode="pending")`` or ``ShardWriter(mode="pending")`` workers) into
-    the dataset's manifest, replaced atomically, then removes them. Idempotent: run it
-    again after a crash. Returns the manifest, as a dict."""
+    the dataset's manifest, replaced atomically, then removes them; writers appending at
+    the same time are merged, never lost. Idempotent: run it again after a crash. Returns
+    the manifest, as a dict."""
     return _native.commit(os.fspath(path))
+
+
+def vacuum(path: str | os.PathLike, *, grace: float = 86400.0) -> list[str]:
+    """Removes the files of the sharded dataset in the directory ``path`` that no manifest
+    references and that were last modified more than ``grace`` seconds ago (default one
+    day); returns their paths.
+
+    What it removes is what killed or failed writers left: shards staged under
+    ``_pending/`` by writers that are gone, ``.arrow`` files the manifest does not list,
+    temporary files. It never touches a listed shard, a pending manifest's shards, a live
+    writer's files (each holds a lock on its staging directory) or files that are not a
+    writer's. Runs under the dataset's lock, so never during a commit.
+
+        >>> lt.vacuum("shards/", grace=3600)     # doctest: +SKIP
+        ['shards/_pending/part-Xb3kQ9/part-00000.arrow']
+    """
+    return _native.vacuum(os.fspath(path), grace=grace)
 
 
 def _as_stream(data: Any) -> Any:

@@ -132,6 +132,10 @@ def write_shards(
 def commit(path: _Path) -> Manifest:
     """Merges the pending manifests in ``path`` into its manifest, atomically; idempotent."""
 
+def vacuum(path: _Path, *, grace: float = 86400.0) -> list[str]:
+    """Removes the files of ``path`` no manifest references, older than ``grace`` seconds;
+    never a live writer's. Returns their paths."""
+
 @final
 class ShardedDataset:
     """A sharded dataset: the manifest read, each shard mapped and checked when first touched."""

@@ -14,9 +14,11 @@ Nested lists and ``arrow.fixed_shape_tensor`` columns arrive intact; keep
 numpy and pandas formats turn them into Ray's own tensor types, which the writer refuses).
 
 Writing: each write task writes its blocks as pending shards under a prefix of its own
-(``part-JOB-TASK-ATTEMPT``); when every task has finished, the driver commits them into
-the dataset's manifest in one atomic replacement. A task that failed and was retried
-leaves nothing in the dataset: its shards are not committed, and are removed.
+(``part-JOB-TASK-ATTEMPT``), staged under ``_pending/`` where dataset discovery does not
+look; when every task has finished, the driver commits them into the dataset's manifest in
+one atomic replacement (other writers appending meanwhile are merged, never lost). A task
+that failed and was retried leaves nothing in the dataset: its shards are not committed,
+and are removed.
 
 Needs ``ray[data]`` (tested with 2.60; the Datasource and Datasink interfaces are Ray
 developer APIs).
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import uuid
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
@@ -40,6 +43,8 @@ __all__ = ["read_lodtensor", "write_lodtensor", "LodTensorDatasource", "LodTenso
 
 _MANIFEST = "_lodtensor.json"
 _PENDING = "_lodtensor.pending."
+# Where pending writers' shards wait for the commit, invisible to dataset discovery.
+_STAGING = "_pending"
 
 
 def read_lodtensor(
@@ -268,18 +273,18 @@ class LodTensorDatasink(Datasink):
     def on_write_complete(self, write_result: WriteResult) -> None:
         """Drops what failed attempts left, then commits every task's shards at once."""
         committed = {p for p in write_result.write_returns if p}
-        for name in os.listdir(self.path):
-            if name.startswith(_PENDING + self._job):
-                prefix = name[len(_PENDING) : -len(".json")]
-                if prefix not in committed:
-                    os.remove(os.path.join(self.path, name))
+        staging = os.path.join(self.path, _STAGING)
+        for name in os.listdir(staging) if os.path.isdir(staging) else []:
+            prefix = name[: -len(".pending")]
+            if name.startswith(self._job) and name.endswith(".pending") and prefix not in committed:
+                shutil.rmtree(os.path.join(staging, name), ignore_errors=True)
+                manifest = os.path.join(self.path, f"{_PENDING}{prefix}.json")
+                if os.path.exists(manifest):
+                    os.remove(manifest)
         if not committed and not os.path.exists(os.path.join(self.path, _MANIFEST)):
             if self._schema is None:
                 raise lt.ArgumentError(f"{self.path}: no rows and no schema to write")
             empty = [pa.nulls(0, field.type) for field in self._schema]
             lt.write_shards(self.path, pa.table(empty, schema=self._schema), **self._options)
             return
-        listed = {s["file"] for s in lt.commit(self.path)["shards"]}
-        for name in os.listdir(self.path):
-            if name.startswith(self._job) and name not in listed:
-                os.remove(os.path.join(self.path, name))
+        lt.commit(self.path)

@@ -43,5 +43,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(loader::loader_options, m)?,
     )?;
     m.add_function(wrap_pyfunction!(error::_panic, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_writer::vacuum, m)?)?;
     Ok(())
 }

@@ -1,5 +1,6 @@
-//! `ShardWriter` and `commit`: sharded datasets written from Python, by one process or by
-//! many independent ones that each write pending shards under their own prefix.
+//! `ShardWriter`, `commit` and `vacuum`: sharded datasets written from Python, by one
+//! process or by many at once (appending, or each writing pending shards under its own
+//! prefix), and what killed writers left removed.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -20,9 +21,11 @@ use crate::shards::manifest_dict;
 /// `shard_bytes` bytes; `finish()` replaces the manifest atomically, last.
 ///
 /// `mode`: `"create"` a new dataset (refused where a manifest exists), `"append"` shards to
-/// an existing one (one writer at a time), or `"pending"`: one of many independent writers,
-/// each with its own `prefix`, recording its shards in `_lodtensor.pending.PREFIX.json`
-/// until `lodtensor.commit(path)` merges them.
+/// an existing one (any number of writers at once: each commits its shards after those
+/// listed then), or `"pending"`: one of many independent writers, each with its own
+/// `prefix`, recording its shards in `_lodtensor.pending.PREFIX.json` until
+/// `lodtensor.commit(path)` merges them. Shards wait under `_pending/` (which dataset
+/// discovery ignores) until committed.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct ShardWriter {
     /// `None` once finished.
@@ -148,7 +151,7 @@ impl ShardWriter {
     }
 
     /// Finishes when the block ended without an exception; otherwise leaves the manifest as
-    /// it was (shards already written stay unlisted, so not part of the dataset).
+    /// it was and removes the shards this writer wrote.
     fn __exit__(
         &self,
         py: Python<'_>,
@@ -184,6 +187,27 @@ impl ShardWriter {
 pub fn commit(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
     let manifest = py.detach(|| lodtensor::shards::commit(&path)).py_err()?;
     manifest_dict(py, &manifest)
+}
+
+/// Removes the files of the sharded dataset in `path` that no manifest references (what
+/// killed or failed writers left) and that were last modified more than `grace` seconds
+/// ago; never a live writer's. Returns the removed paths.
+#[lodtensor_python_guard::guard]
+#[pyfunction]
+#[pyo3(signature = (path, *, grace = 86_400.0))]
+pub fn vacuum(py: Python<'_>, path: PathBuf, grace: f64) -> PyResult<Vec<String>> {
+    let grace = std::time::Duration::try_from_secs_f64(grace).map_err(|_| {
+        invalid(format!(
+            "grace must be a number of seconds >= 0, not {grace}"
+        ))
+    })?;
+    let removed = py
+        .detach(|| lodtensor::shards::vacuum(&path, grace))
+        .py_err()?;
+    Ok(removed
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect())
 }
 
 /// The error of a call on a finished writer.

@@ -122,7 +122,9 @@ def test_a_map_batches_pipeline_writes_a_valid_dataset(cluster, shards_dir, tmp_
     assert written.num_rows == 200 and manifest == written.manifest
     assert all(s["rows"] <= 40 for s in manifest["shards"])
     listed = {s["file"] for s in manifest["shards"]}
-    assert set(os.listdir(out)) == listed | {"_lodtensor.json"}, "nothing else left behind"
+    visible = {n for n in os.listdir(out) if not n.startswith("_")}
+    assert visible == listed, "nothing else left behind"
+    assert not (out / "_pending").exists(), "no staged shard left behind"
     source = lt.open(shards_dir).to_pyarrow()
     expected = source.set_column(1, "label", pc.add(source.column("label"), 1))
     assert written.to_pyarrow().sort_by("label").equals(expected)
@@ -158,7 +160,10 @@ def test_a_failed_attempt_leaves_nothing_behind(shards_dir, tmp_path):
     ds = lt.open(out)
     ds.validate()
     assert ds.to_pyarrow().equals(table)
-    assert set(os.listdir(out)) == {s["file"] for s in ds.shards} | {"_lodtensor.json"}
+    visible = {n for n in os.listdir(out) if not n.startswith("_")}
+    assert visible == {s["file"] for s in ds.shards}
+    assert not (out / "_pending").exists(), "a failed attempt's shards are removed"
+    assert not [n for n in os.listdir(out) if n.startswith("_lodtensor.pending.")]
 
 
 def test_an_empty_write_makes_an_empty_dataset(shards_dir, tmp_path):

@@ -1,19 +1,25 @@
 //! The commit step of independent writers: their pending manifests merged into the
-//! dataset's manifest.
+//! dataset's manifest, through the one commit protocol (`store.rs`).
 
 use std::path::{Path, PathBuf};
 
 use crate::ArgumentError;
 use crate::error::{Error, Result};
-use crate::shards::manifest::{MANIFEST_NAME, Manifest};
+use crate::shards::manifest::{Manifest, ShardEntry};
+use crate::shards::store::{
+    Commit, LocalStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
+};
+use crate::shards::writer::free_name;
 
 /// Merges every pending manifest (`_lodtensor.pending.*.json`, written by
 /// [`ShardWriter::pending`](super::ShardWriter::pending) writers) in `dir` into the
-/// dataset's manifest, replaced atomically, then removes the pending manifests. Pending
-/// shards follow the dataset's in the order of the pending manifests' names.
+/// dataset's manifest: under the dataset's lock, their shards move from `_pending/` to
+/// their final names and the manifest is replaced atomically; then the pending manifests
+/// are removed. Pending shards follow the dataset's in the order of the pending manifests'
+/// names. Writers appending meanwhile are merged too, never lost (`docs/shards.md`).
 ///
-/// Idempotent: a commit interrupted after the manifest was replaced finds the shards
-/// already listed and only removes the pending manifests.
+/// Idempotent: a commit killed halfway is rolled forward by the next commit (or writer, or
+/// [`vacuum`](super::vacuum)), and committing again with nothing pending changes nothing.
 ///
 /// # Example
 /// ```
@@ -39,47 +45,70 @@ use crate::shards::manifest::{MANIFEST_NAME, Manifest};
 /// twice with different contents; the manifests' errors.
 pub fn commit(dir: impl AsRef<Path>) -> Result<Manifest> {
     let dir = dir.as_ref();
-    let main = dir.join(MANIFEST_NAME);
-    let mut manifest = match main.exists() {
-        true => Some(Manifest::load(&main)?),
-        false => None,
-    };
-    let pending = pending_manifests(dir)?;
-    for path in &pending {
-        let part = Manifest::load(path)?;
+    let store = LocalStore::new(dir);
+    let current = store.load_current()?;
+    if let Some(manifest) = &current.0
+        && pending_manifests(dir)?.is_empty()
+    {
+        return Ok(manifest.clone());
+    }
+    commit_with(&store, current, |current, store| build(dir, current, store))
+}
+
+/// The commit of every pending manifest in `dir` after the shards of `current`.
+fn build(dir: &Path, current: Option<&Manifest>, store: &LocalStore) -> Result<Commit> {
+    let mut manifest = current.cloned();
+    let mut commit = Commit::default();
+    for name in pending_manifests(dir)? {
+        let path = dir.join(&name);
+        let part = Manifest::load(&path)?;
+        let version = ManifestVersion::of(Some(&part));
+        let prefix = &name[PENDING_PREFIX.len()..name.len() - ".json".len()];
+        let staged = Path::new(PENDING_DIR).join(format!("{prefix}.pending"));
         let merged = manifest.get_or_insert_with(|| Manifest {
             columns: part.columns.clone(),
             shards: Vec::new(),
         });
-        merge(merged, part).map_err(|e| e.in_file(path))?;
+        let staged_in = |file: &str| Some(staged.join(file)).filter(|s| dir.join(s).exists());
+        merge(merged, part, prefix, &staged_in, store, &mut commit.publish)
+            .map_err(|e| e.in_file(&path))?;
+        commit.merged.push((name.into(), version));
+        commit.cleanup.push(staged);
     }
     let Some(manifest) = manifest else {
         return Err(ArgumentError::NoSchema.into());
     };
-    manifest.write(&main)?;
-    for path in &pending {
-        std::fs::remove_file(path).map_err(|e| Error::from(e).in_file(path))?;
-    }
-    Ok(manifest)
+    commit.manifest = manifest;
+    Ok(commit)
 }
 
-/// The pending manifests in `dir`, sorted by name.
-fn pending_manifests(dir: &Path) -> Result<Vec<PathBuf>> {
+/// The names of the pending manifests in `dir`, sorted.
+fn pending_manifests(dir: &Path) -> Result<Vec<String>> {
     let in_dir = |e: std::io::Error| Error::from(e).in_file(dir);
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(in_dir)? {
         let name = entry.map_err(in_dir)?.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with("_lodtensor.pending.") && name.ends_with(".json") {
-            out.push(dir.join(&*name));
+        if name.starts_with(PENDING_PREFIX) && name.ends_with(".json") {
+            out.push(name.into_owned());
         }
     }
     out.sort();
     Ok(out)
 }
 
-/// Appends the shards of `part` that `into` does not list yet.
-fn merge(into: &mut Manifest, part: Manifest) -> Result<()> {
+/// Appends the shards of `part` that `into` does not list yet: a staged one (`staged_in`
+/// finds it under `_pending/`) under its own name if free, else the next free name of
+/// `prefix`, added to `publish`; one already in the directory (written by a version of this
+/// crate that staged nothing) as it is.
+fn merge(
+    into: &mut Manifest,
+    part: Manifest,
+    prefix: &str,
+    staged_in: &dyn Fn(&str) -> Option<PathBuf>,
+    store: &LocalStore,
+    publish: &mut Vec<(PathBuf, String)>,
+) -> Result<()> {
     if part.columns != into.columns {
         return Err(ArgumentError::SchemaMismatch {
             batch: 0,
@@ -91,6 +120,15 @@ fn merge(into: &mut Manifest, part: Manifest) -> Result<()> {
         .into());
     }
     for shard in part.shards {
+        if let Some(staged) = staged_in(&shard.file) {
+            let name = free_name(into, prefix, Some(&shard.file), store);
+            publish.push((staged, name.clone()));
+            into.shards.push(ShardEntry {
+                file: name,
+                ..shard
+            });
+            continue;
+        }
         match into.shards.iter().find(|s| s.file == shard.file) {
             Some(listed) if *listed == shard => {}
             Some(_) => {

@@ -2,9 +2,11 @@
 //! and a manifest `_lodtensor.json` listing them, with their rows, sizes, checksums and
 //! per-column counts (see `format-spec.md` and `docs/shards.md`).
 //!
-//! - [`ShardWriter`]: rolls to a new shard at a row or byte budget; shards are written
-//!   atomically and the manifest replaced atomically last; appends; independent writers
-//!   with their own prefixes, merged by [`commit`].
+//! - [`ShardWriter`]: rolls to a new shard at a row or byte budget; shards are staged
+//!   under `_pending/` and committed with the manifest, atomically, last; any number of
+//!   concurrent appenders; independent writers with their own prefixes, merged by
+//!   [`commit`].
+//! - [`vacuum`]: removes what killed writers left.
 //! - [`ShardedDataset`]: opens by reading the manifest only; a shard is mapped and checked
 //!   against the manifest when first touched; global rows across shards.
 //! - [`Manifest`]: the manifest, parsed as untrusted input.
@@ -13,6 +15,8 @@ mod commit;
 mod manifest;
 mod parse;
 mod reader;
+mod store;
+mod vacuum;
 mod writer;
 
 pub use commit::commit;
@@ -22,6 +26,7 @@ pub use manifest::{
 };
 pub(crate) use reader::PendingChecksum;
 pub use reader::ShardedDataset;
+pub use vacuum::vacuum;
 pub use writer::{ShardOptions, ShardWriter};
 
 /// The examples of `docs/shards.md`, run as doctests.

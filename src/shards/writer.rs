@@ -1,6 +1,8 @@
 //! The sharded dataset writer: rolls to a new shard at a row or byte budget, each shard
-//! written atomically, the manifest replaced atomically last.
+//! written atomically under `_pending/`, then committed (`store.rs`): the shards renamed to
+//! their final names and the manifest replaced atomically, last.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::ArgumentError;
@@ -9,6 +11,10 @@ use crate::error::{Error, Result};
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions, row_bytes};
 use crate::shards::manifest::{
     ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, file_crc32c, is_shard_name,
+};
+use crate::shards::store::{
+    Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
+    remove_dir_if_idle,
 };
 
 /// Options of [`ShardWriter`].
@@ -126,12 +132,96 @@ impl ShardOptions {
 }
 
 /// Where [`ShardWriter::finish`] records the new shards.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 enum Target {
-    /// The dataset's manifest, replaced by the previous shards plus the new ones.
-    Manifest,
+    /// A new dataset's manifest (refused if another writer made one meanwhile).
+    Create,
+    /// The dataset's manifest, replaced by its shards (as they are at the commit) plus the
+    /// new ones.
+    Append,
     /// A pending manifest of this writer's shards, merged by [`commit`](super::commit).
     Pending,
+}
+
+/// Where a writer's shards wait for their commit: a directory under `_pending/`, which
+/// dataset discovery ignores, locked (`flock`) while the writer lives so that `vacuum`
+/// leaves it alone. Dropped before its shards were handed over (an error, no `finish`),
+/// it removes them.
+struct Staging {
+    /// The directory, relative to the dataset's.
+    rel: PathBuf,
+    /// The shards written and not handed over yet.
+    written: Vec<PathBuf>,
+    _lock: File,
+    /// A writer's own directory, removed when dropped; `None` for a pending writer's.
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl Staging {
+    /// A directory of its own for a writer of `dir` (`_pending/PREFIX-XXXXXXXX`), or the
+    /// pending writer's of `prefix` (`_pending/PREFIX.pending`, kept until committed).
+    ///
+    /// A commit that removes an emptied `_pending/` at the same moment makes a creation
+    /// fail with `NotFound`: it is tried again.
+    fn new(dir: &Path, prefix: &str, pending: bool) -> Result<Self> {
+        let root = dir.join(PENDING_DIR);
+        let mut attempt = 0;
+        let (path, lock, temp) = loop {
+            match Self::create(&root, prefix, pending) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempt < 5 => attempt += 1,
+                made => break made.map_err(|e| Error::from(e).in_file(&root))?,
+            }
+        };
+        let name = path.file_name().expect("a directory's name").to_owned();
+        Ok(Staging {
+            rel: Path::new(PENDING_DIR).join(name),
+            written: Vec::new(),
+            _lock: lock,
+            _temp: temp,
+        })
+    }
+
+    /// The directory made and locked.
+    fn create(
+        root: &Path,
+        prefix: &str,
+        pending: bool,
+    ) -> std::io::Result<(PathBuf, File, Option<tempfile::TempDir>)> {
+        std::fs::create_dir_all(root)?;
+        let (path, temp) = match pending {
+            true => {
+                let path = root.join(format!("{prefix}.pending"));
+                std::fs::create_dir_all(&path)?;
+                (path, None)
+            }
+            false => {
+                let temp = tempfile::Builder::new()
+                    .prefix(&format!("{prefix}-"))
+                    .tempdir_in(root)?;
+                (temp.path().to_path_buf(), Some(temp))
+            }
+        };
+        let lock = File::open(&path)?;
+        lock.lock()?;
+        Ok((path, lock, temp))
+    }
+}
+
+impl Drop for Staging {
+    /// Removes the shards not handed over, a writer's own directory, then `_pending/` if
+    /// nothing else is in it.
+    fn drop(&mut self) {
+        for path in &self.written {
+            let _ = std::fs::remove_file(path);
+        }
+        if let Some(temp) = self._temp.take() {
+            let root = temp.path().parent().map(Path::to_path_buf);
+            drop(temp);
+            if let Some(root) = root {
+                remove_dir_if_idle(&root);
+            }
+        }
+    }
 }
 
 /// The shard being written.
@@ -147,10 +237,12 @@ struct OpenShard {
 /// and its manifest `_lodtensor.json` (see `format-spec.md`).
 ///
 /// Rows are appended as with [`DatasetWriter`]; a shard is closed (synced and renamed into
-/// place) once it reaches the row or byte budget of [`ShardOptions`], and the manifest is
-/// replaced atomically by [`ShardWriter::finish`], last. A process killed at any moment
-/// leaves the previous manifest, and every shard it lists, intact: readers see the dataset
-/// before the write or after it, never a part of it.
+/// the writer's own directory under `_pending/`, which dataset discovery ignores) once it
+/// reaches the row or byte budget of [`ShardOptions`]; [`ShardWriter::finish`] commits:
+/// the shards take their final names and the manifest is replaced atomically, last. A
+/// process killed at any moment leaves the previous manifest, and every shard it lists,
+/// intact: readers see the dataset before the write or after it, never a part of it. Any
+/// number of writers may write to one dataset at once (`docs/shards.md`, concurrency).
 ///
 /// # Example
 /// ```
@@ -171,10 +263,13 @@ pub struct ShardWriter {
     dir: PathBuf,
     options: ShardOptions,
     target: Target,
-    /// The columns, once known; the shards finish writes (the previous ones, then the new).
+    /// The manifest as read (the columns, once known).
     manifest: Manifest,
-    /// The first of the shards this writer wrote, in `manifest.shards`.
-    first_new: usize,
+    /// The version of `manifest` as read: the commit replaces it if it is still this.
+    base: ManifestVersion,
+    /// The shards this writer wrote, under their staged names.
+    new: Vec<ShardEntry>,
+    staging: Staging,
     next_index: usize,
     current: Option<OpenShard>,
 }
@@ -204,18 +299,20 @@ impl ShardWriter {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
         let path = dir.join(MANIFEST_NAME);
-        if path.exists() {
+        if LocalStore::new(dir).load_current()?.0.is_some() {
             let e = std::io::Error::new(
                 std::io::ErrorKind::AlreadyExists,
                 "a sharded dataset is already there: append to it instead",
             );
             return Err(Error::from(e).in_file(path));
         }
-        Self::start(dir, options, Target::Manifest, Manifest::default())
+        Self::start(dir, options, Target::Create, None)
     }
 
-    /// Appends shards to the dataset in `dir`; its columns fix the schema. One writer at a
-    /// time: concurrent writers use [`ShardWriter::pending`] and [`commit`](super::commit).
+    /// Appends shards to the dataset in `dir`; its columns fix the schema. Any number of
+    /// writers may append at once: each stages its shards under `_pending/`, and
+    /// [`ShardWriter::finish`] commits them after the shards listed then (see
+    /// `docs/shards.md`, concurrency).
     ///
     /// # Errors
     /// The manifest's errors ([`Manifest::load`]); an invalid prefix.
@@ -239,14 +336,22 @@ impl ShardWriter {
     /// ```
     pub fn append(dir: impl AsRef<Path>, options: ShardOptions) -> Result<Self> {
         let dir = dir.as_ref();
-        let manifest = Manifest::load(dir.join(MANIFEST_NAME))?;
-        Self::start(dir, options, Target::Manifest, manifest)
+        let path = dir.join(MANIFEST_NAME);
+        let Some(manifest) = (match path.exists() {
+            true => LocalStore::new(dir).load_current()?.0,
+            false => Some(Manifest::load(&path)?),
+        }) else {
+            let e = std::io::Error::new(std::io::ErrorKind::NotFound, "the manifest is gone");
+            return Err(Error::from(e).in_file(path));
+        };
+        Self::start(dir, options, Target::Append, Some(manifest))
     }
 
     /// An independent writer of new shards for the dataset in `dir` (created if missing):
-    /// [`ShardWriter::finish`] records them in `_lodtensor.pending.PREFIX.json`, and
-    /// [`commit`](super::commit) merges every pending manifest into the dataset. Each
-    /// concurrent writer takes its own prefix.
+    /// its shards wait in `_pending/PREFIX.pending/`, [`ShardWriter::finish`] records them
+    /// in `_lodtensor.pending.PREFIX.json`, and [`commit`](super::commit) merges every
+    /// pending manifest into the dataset. Each concurrent writer takes its own prefix (a
+    /// second writer of a prefix waits for the first to finish).
     ///
     /// # Errors
     /// [`ErrorKind::Io`](crate::ErrorKind::Io); an invalid prefix.
@@ -272,11 +377,7 @@ impl ShardWriter {
     pub fn pending(dir: impl AsRef<Path>, options: ShardOptions) -> Result<Self> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
-        let main = dir.join(MANIFEST_NAME);
-        let manifest = match main.exists() {
-            true => Manifest::load(&main)?,
-            false => Manifest::default(),
-        };
+        let (manifest, _) = LocalStore::new(dir).load_current()?;
         Self::start(dir, options, Target::Pending, manifest)
     }
 
@@ -284,7 +385,7 @@ impl ShardWriter {
         dir: &Path,
         options: ShardOptions,
         target: Target,
-        manifest: Manifest,
+        manifest: Option<Manifest>,
     ) -> Result<Self> {
         let probe = format!("{}-00000.arrow", options.prefix);
         if options.prefix.is_empty() || !is_shard_name(&probe) || options.prefix.contains('.') {
@@ -295,19 +396,26 @@ impl ShardWriter {
                 "a plain name not starting with `.` or `_`, without `/` or `.`",
             ));
         }
-        let mut next_index = shard_index(&manifest, &options.prefix);
+        let base = ManifestVersion::of(manifest.as_ref());
+        let manifest = manifest.unwrap_or_default();
+        let staging = Staging::new(dir, &options.prefix, target == Target::Pending)?;
+        let mut next_index = 0;
         let pending = pending_path(dir, &options.prefix);
-        if let Target::Pending = target
-            && pending.exists()
-        {
-            next_index = next_index.max(shard_index(&Manifest::load(&pending)?, &options.prefix));
+        if target == Target::Pending {
+            next_index = shard_index(&manifest, &options.prefix);
+            if pending.exists() {
+                let listed = Manifest::load(&pending)?;
+                next_index = next_index.max(shard_index(&listed, &options.prefix));
+            }
         }
         Ok(ShardWriter {
             dir: dir.to_path_buf(),
             options,
             target,
-            first_new: manifest.shards.len(),
             manifest,
+            base,
+            new: Vec::new(),
+            staging,
             next_index,
             current: None,
         })
@@ -340,7 +448,7 @@ impl ShardWriter {
             .iter()
             .map(ColumnSpec::of_column)
             .collect::<Result<_>>()?;
-        if self.manifest.columns.is_empty() && self.manifest.shards.is_empty() {
+        if self.has_no_schema() {
             self.manifest.columns = specs;
         } else if specs != self.manifest.columns {
             return Err(ArgumentError::SchemaMismatch {
@@ -383,12 +491,16 @@ impl ShardWriter {
         Ok(())
     }
 
-    /// Closes the open shard and replaces the manifest (or writes the pending manifest)
-    /// atomically; returns what it wrote.
+    /// Closes the open shard and commits: under the dataset's lock, the staged shards take
+    /// their final names after the shards the manifest lists now (which other writers may
+    /// have added since this one started) and the manifest is replaced atomically. A pending
+    /// writer writes its pending manifest instead. Returns what it wrote.
     ///
     /// # Errors
-    /// [`ArgumentError::NoSchema`] for a new dataset that was given no dataset; I/O errors
-    /// (the previous manifest is then untouched).
+    /// [`ArgumentError::NoSchema`] for a new dataset that was given no dataset;
+    /// [`ArgumentError::SchemaMismatch`] when the dataset's columns changed meanwhile;
+    /// `AlreadyExists` when another writer created the dataset meanwhile; I/O errors. The
+    /// previous manifest is then untouched and this writer's shards are removed.
     ///
     /// # Example
     /// ```
@@ -407,28 +519,95 @@ impl ShardWriter {
     /// ```
     pub fn finish(mut self) -> Result<Manifest> {
         self.close_shard()?;
-        if self.manifest.columns.is_empty() && self.manifest.shards.is_empty() {
+        if self.has_no_schema() {
             return Err(ArgumentError::NoSchema.into());
         }
-        match self.target {
-            Target::Manifest => self.manifest.write(self.dir.join(MANIFEST_NAME))?,
-            Target::Pending => {
-                let path = pending_path(&self.dir, &self.options.prefix);
-                let mut pending = match path.exists() {
-                    true => Manifest::load(&path)?,
-                    false => Manifest {
-                        columns: self.manifest.columns.clone(),
-                        shards: Vec::new(),
-                    },
-                };
-                pending
-                    .shards
-                    .extend_from_slice(&self.manifest.shards[self.first_new..]);
-                pending.write(&path)?;
-                return Ok(pending);
+        let written = match self.target {
+            Target::Pending => self.finish_pending()?,
+            Target::Create | Target::Append => {
+                let store = LocalStore::new(&self.dir);
+                // The manifest as read: none for a new dataset.
+                let read = (self.target == Target::Append).then(|| self.manifest.clone());
+                let base = (read, self.base.clone());
+                commit_with(&store, base, |current, store| self.build(current, store))?
             }
+        };
+        self.staging.written.clear();
+        Ok(written)
+    }
+
+    /// The commit of this writer's shards after those of `current`, the manifest now.
+    fn build(&self, current: Option<&Manifest>, store: &LocalStore) -> Result<Commit> {
+        let path = self.dir.join(MANIFEST_NAME);
+        let mut manifest = match (current, &self.target) {
+            (Some(_), Target::Create) => {
+                let e = std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "another writer created a sharded dataset there meanwhile",
+                );
+                return Err(Error::from(e).in_file(path));
+            }
+            (None, Target::Append) => {
+                let e = std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the sharded dataset was removed while appending",
+                );
+                return Err(Error::from(e).in_file(path));
+            }
+            (Some(m), _) => m.clone(),
+            (None, _) => Manifest {
+                columns: self.manifest.columns.clone(),
+                shards: Vec::new(),
+            },
+        };
+        if manifest.columns != self.manifest.columns {
+            return Err(ArgumentError::SchemaMismatch {
+                batch: 0,
+                reason: format!(
+                    "the sharded dataset's columns changed meanwhile to {:?}",
+                    manifest.columns
+                ),
+            }
+            .into());
         }
-        Ok(self.manifest)
+        let mut publish = Vec::with_capacity(self.new.len());
+        for entry in &self.new {
+            let name = free_name(&manifest, &self.options.prefix, None, store);
+            publish.push((self.staging.rel.join(&entry.file), name.clone()));
+            manifest.shards.push(ShardEntry {
+                file: name,
+                ..entry.clone()
+            });
+        }
+        let cleanup = vec![self.staging.rel.clone()];
+        Ok(Commit {
+            manifest,
+            publish,
+            merged: Vec::new(),
+            cleanup,
+        })
+    }
+
+    /// Adds this writer's shards to its pending manifest, under the dataset's lock (so that
+    /// a commit never merges half of it).
+    fn finish_pending(&self) -> Result<Manifest> {
+        let _lock = LocalStore::new(&self.dir).lock()?;
+        let path = pending_path(&self.dir, &self.options.prefix);
+        let mut pending = match path.exists() {
+            true => Manifest::load(&path)?,
+            false => Manifest {
+                columns: self.manifest.columns.clone(),
+                shards: Vec::new(),
+            },
+        };
+        pending.shards.extend_from_slice(&self.new);
+        pending.write(&path)?;
+        Ok(pending)
+    }
+
+    /// Whether no columns are known yet (a new dataset before its first data).
+    fn has_no_schema(&self) -> bool {
+        self.manifest.columns.is_empty() && self.manifest.shards.is_empty() && self.new.is_empty()
     }
 
     /// The dataset directory.
@@ -453,7 +632,8 @@ impl ShardWriter {
         if self.current.is_none() {
             let file = format!("{}-{:05}.arrow", self.options.prefix, self.next_index);
             self.next_index += 1;
-            let writer = DatasetWriter::create(self.dir.join(&file), self.options.write.clone())?;
+            let path = self.dir.join(&self.staging.rel).join(&file);
+            let writer = DatasetWriter::create(path, self.options.write.clone())?;
             let columns = self.manifest.columns.len();
             self.current = Some(OpenShard {
                 writer,
@@ -472,7 +652,8 @@ impl ShardWriter {
         };
         let path = shard.writer.path();
         let summary = shard.writer.finish()?;
-        self.manifest.shards.push(ShardEntry {
+        self.staging.written.push(path.clone());
+        self.new.push(ShardEntry {
             file: shard.file,
             rows: summary.rows,
             batches: summary.batches,
@@ -486,7 +667,26 @@ impl ShardWriter {
 
 /// The pending manifest of the writer with `prefix`.
 pub(crate) fn pending_path(dir: &Path, prefix: &str) -> PathBuf {
-    dir.join(format!("_lodtensor.pending.{prefix}.json"))
+    dir.join(format!("{PENDING_PREFIX}{prefix}.json"))
+}
+
+/// A name for a new shard of `prefix` after those `manifest` lists: `wanted` if free, else
+/// `PREFIX-NNNNN.arrow` one past the highest index listed, skipping names taken on disk.
+pub(super) fn free_name(
+    manifest: &Manifest,
+    prefix: &str,
+    wanted: Option<&str>,
+    store: &impl ManifestStore,
+) -> String {
+    let free =
+        |name: &str| !store.name_taken(name) && !manifest.shards.iter().any(|s| s.file == name);
+    if let Some(name) = wanted.filter(|n| free(n)) {
+        return name.to_owned();
+    }
+    (shard_index(manifest, prefix)..)
+        .map(|i| format!("{prefix}-{i:05}.arrow"))
+        .find(|name| free(name))
+        .expect("an unbounded range has a free name")
 }
 
 /// One past the highest index of the shards named `PREFIX-NNNNN.arrow` in `manifest`.

@@ -1,5 +1,6 @@
 //! The `lodtensor` binary run on real files: one test binary, a module per area.
 
+mod concurrency;
 mod demo;
 mod edges;
 mod inspect;
