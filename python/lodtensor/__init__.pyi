@@ -15,12 +15,21 @@ __all__ = [
     "write",
     "write_shards",
     "commit",
+    "vacuum",
     "Dataset",
     "ShardedDataset",
     "ShardWriter",
     "Loader",
     "Batch",
     "LodTensorError",
+    "InvalidFileError",
+    "InvalidDataError",
+    "ArgumentError",
+    "OutOfRangeError",
+    "ColumnNotFoundError",
+    "UnsupportedError",
+    "UnusableError",
+    "InternalError",
 ]
 
 _Path = Union[str, os.PathLike[str]]
