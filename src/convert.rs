@@ -13,7 +13,7 @@
 //! `List` and `LargeList` at any level, sliced arrays, nested `FixedSizeList`s without
 //! metadata (their sizes become the element shape) and plain primitive values.
 
-use crate::{DataError, UnsupportedError};
+use crate::error::{DataError, UnsupportedError};
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, FixedSizeListArray, GenericListArray, OffsetSizeTrait};
@@ -316,8 +316,8 @@ pub(crate) fn as_list<O: OffsetSizeTrait>(array: &ArrayRef) -> &GenericListArray
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{DataError, Error, ErrorKind, UnsupportedError};
     use crate::lod::OffsetWidth;
-    use crate::{DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float32Type, Int64Type};
     use arrow_array::{Float32Array, Int64Array, LargeListArray};
     use arrow_buffer::ScalarBuffer;

@@ -1,7 +1,7 @@
 //! `Dataset`: named LoD tensor columns sharing the row (sample) dimension, and their
 //! mapping to an Arrow `RecordBatch` with `lodtensor.*` metadata.
 
-use crate::{ArgumentError, DataError, FormatError, UnsupportedError};
+use crate::error::{ArgumentError, DataError, FormatError, UnsupportedError};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -368,9 +368,10 @@ pub fn check_version(schema: &Schema) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ArgumentError, DataError, Error, ErrorKind, FormatError, UnsupportedError};
     use crate::format::{KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_LEVEL_NAMES, KEY_LOD_LEVELS};
-    use crate::{ArgumentError, DataError, Error, ErrorKind, FormatError, UnsupportedError};
-    use crate::{Lod, Values};
+    use crate::lod::Lod;
+    use crate::values::Values;
     use arrow_array::types::{Float32Type, Int64Type};
 
     pub(super) fn dataset() -> Dataset {

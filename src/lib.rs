@@ -55,7 +55,7 @@
 //! positions; in-order batches are views, shuffled ones are gathered once:
 //!
 //! ```
-//! use lodtensor::synthetic::{Documents, SplitMix64};
+//! use lodtensor::{rng::SplitMix64, synthetic::Documents};
 //! use lodtensor::{DatasetWriter, Loader, MappedDataset, WriteOptions};
 //!
 //! let path = std::env::temp_dir().join(format!("crate-doc-docs-{}.arrow", std::process::id()));
@@ -105,6 +105,7 @@ mod layout;
 pub mod loader;
 mod lod;
 pub mod ops;
+pub mod rng;
 mod row_index;
 pub mod shards;
 pub mod synthetic;

@@ -576,7 +576,7 @@ fn child_full_disk() {
         return;
     };
     let big = lodtensor::synthetic::Documents::default()
-        .generate(&mut lodtensor::synthetic::SplitMix64::new(5), 20)
+        .generate(&mut lodtensor::rng::SplitMix64::new(5), 20)
         .unwrap();
     let result = (|| {
         let mut w =

@@ -11,7 +11,7 @@ use arrow_array::types::{Float32Type, Int64Type};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::loader::Loader;
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use serde_json::Value;
 
 fn run(python: &Path, args: &[&Path]) -> Vec<Value> {

@@ -23,7 +23,7 @@ use std::process::Command;
 use criterion::{Criterion, criterion_group};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::shards::{MANIFEST_NAME, ShardOptions, ShardWriter, ShardedDataset};
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use measure::bests;
 
 /// The number of shards of both datasets.

@@ -8,10 +8,10 @@ use arrow_schema::{Field, FieldRef};
 
 use super::side;
 use crate::error::Result;
+use crate::error::{ArgumentError, FormatError};
 use crate::format::{KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_LEVEL_NAMES, KEY_LOD_LEVELS};
 use crate::lod::OffsetWidth;
 use crate::tensor::LodTensor;
-use crate::{ArgumentError, FormatError};
 
 /// One named column: a LoD tensor, or a side column of any other Arrow type (format-spec
 /// §2.2) that rides along with the rows.

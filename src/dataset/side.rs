@@ -15,9 +15,9 @@ use arrow_schema::{DataType, Field, FieldRef};
 use super::Column;
 use super::column::ColumnData;
 use crate::error::Result;
+use crate::error::{ArgumentError, FormatError, UnsupportedError};
 use crate::format::{KEY_KIND, KEY_LOD_LEVELS};
 use crate::values::DType;
-use crate::{ArgumentError, FormatError, UnsupportedError};
 
 /// The examples of `docs/side-columns.md`, run as doctests.
 #[doc = include_str!("../../docs/side-columns.md")]
@@ -184,7 +184,7 @@ pub(crate) fn check_type(data_type: &DataType) -> Result<()> {
 }
 
 /// The error for a LoD operation on a side column.
-pub(crate) fn not_a_tensor(column: &str, data_type: &DataType) -> crate::Error {
+pub(crate) fn not_a_tensor(column: &str, data_type: &DataType) -> crate::error::Error {
     ArgumentError::NotATensor {
         column: column.to_owned(),
         data_type: data_type.clone(),
@@ -195,7 +195,9 @@ pub(crate) fn not_a_tensor(column: &str, data_type: &DataType) -> crate::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Dataset, Error, ErrorKind, LodTensor};
+    use crate::dataset::Dataset;
+    use crate::error::{Error, ErrorKind};
+    use crate::tensor::LodTensor;
     use arrow_array::types::Int64Type;
     use arrow_array::{Int64Array, StringArray, StructArray};
     use std::collections::HashMap;

@@ -15,8 +15,8 @@
 //! not edit dataset files in place.
 
 #[cfg(doc)]
-use crate::DataError;
-use crate::{ArgumentError, FormatError};
+use crate::error::DataError;
+use crate::error::{ArgumentError, FormatError};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -27,8 +27,9 @@ use arrow_schema::SchemaRef;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::io::ipc_decode::decode;
+use crate::layout::ColumnLayout;
+use crate::row_index::RowIndex;
 use crate::tensor::LodTensor;
-use crate::{ColumnLayout, RowIndex};
 
 /// `ARROW1`, at both ends of an IPC file.
 pub(super) const MAGIC: &[u8; 6] = b"ARROW1";

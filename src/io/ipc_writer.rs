@@ -1,6 +1,6 @@
 //! The streaming, atomic Arrow IPC file writer.
 
-use crate::ArgumentError;
+use crate::error::ArgumentError;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};

@@ -6,9 +6,9 @@ use std::sync::Arc;
 #[cfg(doc)]
 use super::Loader;
 use super::{BatchInfo, Fingerprint, Plan, Position};
-#[cfg(doc)]
-use crate::ArgumentError;
 use crate::dataset::Dataset;
+#[cfg(doc)]
+use crate::error::ArgumentError;
 use crate::error::Result;
 use crate::ops::{Padded, to_padded};
 use crate::values::{DType, Values};

@@ -5,11 +5,11 @@ use arrow_schema::Schema;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
-use crate::ArgumentError;
-use crate::RowIndex;
 use crate::dataset::{Column, Dataset};
+use crate::error::ArgumentError;
 use crate::error::Result;
 use crate::io::ipc_reader::MappedDataset;
+use crate::row_index::RowIndex;
 use crate::shards::{PendingChecksum, ShardedDataset};
 
 /// What a [`Loader`] reads: the record batches of one mapped file, or of every shard of a

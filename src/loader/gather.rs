@@ -14,7 +14,8 @@
 //! holds the only reference) is taken back and refilled in place, so once the pool holds
 //! buffers as large as the largest batch, gathering allocates no data buffer.
 
-use crate::{DataError, RowIndex};
+use crate::error::DataError;
+use crate::row_index::RowIndex;
 use arrow_array::{Array, ArrayRef, make_array};
 use arrow_buffer::{Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer, bit_util};
 use arrow_data::ArrayData;

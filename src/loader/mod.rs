@@ -48,7 +48,7 @@
 //! use lodtensor::loader::Loader;
 //! use lodtensor::io::ipc_reader::MappedDataset;
 //! use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-//! use lodtensor::synthetic::{Documents, SplitMix64};
+//! use lodtensor::{rng::SplitMix64, synthetic::Documents};
 //! let dir = tempfile::tempdir()?;
 //! let path = dir.path().join("docs.arrow");
 //! let docs = Documents { dim: 4, ..Documents::default() }.generate(&mut SplitMix64::new(1), 20)?;
@@ -82,7 +82,8 @@ mod plan;
 mod position;
 mod prefetch;
 
-use crate::{ArgumentError, RowIndex};
+use crate::error::ArgumentError;
+use crate::row_index::RowIndex;
 use std::ops::Range;
 use std::sync::Arc;
 

@@ -11,7 +11,7 @@
 //! With elastic sharding (`Ranks::Turns`) there is no per-rank part: every rank makes
 //! the batches of the whole order, and takes its turns among them.
 
-use crate::RowIndex;
+use crate::row_index::RowIndex;
 
 use super::config::{BatchSize, PlanConfig, Ranks};
 use super::order::epoch_order;
@@ -536,7 +536,7 @@ mod tests {
         let all = RowIndex::from_counts([lengths.len()]);
         Plan::build(config, lengths, &all, &all, epoch)
     }
-    use crate::{ArgumentError, ErrorKind};
+    use crate::error::{ArgumentError, ErrorKind};
 
     fn config(batch: BatchSize) -> PlanConfig {
         PlanConfig {
@@ -703,7 +703,7 @@ mod tests {
 
     #[test]
     fn bad_options_are_named() {
-        let bad = |c: PlanConfig| match c.validate().map_err(crate::Error::into_kind) {
+        let bad = |c: PlanConfig| match c.validate().map_err(crate::error::Error::into_kind) {
             Err(ErrorKind::Argument(ArgumentError::LoaderConfig { option, .. })) => option,
             other => panic!("{other:?}"),
         };

@@ -1,9 +1,9 @@
 //! Where a loader stands, and the fingerprint that ties a saved position to the plans it
 //! came from.
 
-use crate::ArgumentError;
+use crate::error::ArgumentError;
 use crate::error::{Error, Result};
-use crate::synthetic::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// What an epoch's plan depends on besides the epoch, hashed in parts so that a position
 /// from another plan is refused with the part that differs named.
@@ -227,7 +227,7 @@ mod tests {
         ] {
             assert!(matches!(
                 Position::from_json(bad).map_err(Error::into_kind),
-                Err(crate::ErrorKind::Argument(
+                Err(crate::error::ErrorKind::Argument(
                     ArgumentError::InvalidPosition { .. }
                 ))
             ));

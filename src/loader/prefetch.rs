@@ -1,6 +1,6 @@
 //! Reading batches ahead on a thread, through a bounded queue.
 
-use crate::UnusableError;
+use crate::error::UnusableError;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 

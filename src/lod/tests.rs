@@ -1,5 +1,5 @@
 use super::*;
-use crate::{ArgumentError, DataError, Error, ErrorKind};
+use crate::error::{ArgumentError, DataError, Error, ErrorKind};
 
 fn example() -> Lod {
     Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap()

@@ -5,7 +5,7 @@
 //! joining, reversing and slicing write new values ([`concat`], [`sequence_concat`],
 //! [`sequence_reverse`], [`sequence_slice`]).
 
-use crate::{ArgumentError, DataError};
+use crate::error::{ArgumentError, DataError};
 use std::ops::Range;
 
 use super::{Piece, assemble, check_same, element_offsets, one_level, width_of};
@@ -346,9 +346,9 @@ pub fn lod_reset(x: &LodTensor, lod: Lod) -> Result<LodTensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use crate::ops::model;
     use crate::values::Values;
-    use crate::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float64Type, Int32Type};
     use proptest::prelude::*;
 

@@ -18,8 +18,8 @@ use super::parse::{
     array, check_shards, count, field, manifest_error, object, parse_column, parse_shard, string,
 };
 #[cfg(doc)]
-use crate::FormatError;
-use crate::UnsupportedError;
+use crate::error::FormatError;
+use crate::error::UnsupportedError;
 
 /// The manifest's file name inside the dataset directory.
 ///
@@ -534,8 +534,8 @@ pub(crate) fn is_shard_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
-    use crate::FormatError;
+    use crate::error::ErrorKind;
+    use crate::error::FormatError;
 
     fn sample() -> Manifest {
         Manifest {

@@ -8,10 +8,11 @@ use std::sync::OnceLock;
 use arrow_buffer::Buffer;
 
 use crate::dataset::Dataset;
+use crate::error::FormatError;
 use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
+use crate::row_index::RowIndex;
 use crate::shards::manifest::{ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry};
-use crate::{FormatError, RowIndex};
 
 /// A sharded dataset, open: the manifest read, each shard mapped on first touch.
 ///

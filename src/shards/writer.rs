@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ArgumentError;
 use crate::dataset::Dataset;
+use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions, row_bytes};
 use crate::shards::manifest::{

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use lodtensor::LodTensor;
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
 /// The Python with pyarrow and numpy to run: `LODTENSOR_PYTHON`, else the project's
 /// `.venv` (which the test command creates), else none.

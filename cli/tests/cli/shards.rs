@@ -15,7 +15,7 @@ use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::io::parquet::{ParquetReadOptions, read_parquet};
 use lodtensor::shards::ShardedDataset;
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use lodtensor::{Dataset, LodTensor};
 use serde_json::Value;
 

@@ -170,10 +170,10 @@ impl ColumnDecoder {
         rows: usize,
         expected: usize,
         at: &At<'_>,
-    ) -> crate::Result<()> {
+    ) -> crate::error::Result<()> {
         self.values.try_reserve(expected);
         let fault = |page: usize, reason: String| {
-            crate::Error::invalid_file(format!(
+            crate::error::Error::invalid_file(format!(
                 "row group {}, column {:?}, page {page}: {reason}",
                 at.row_group, at.column
             ))
@@ -425,7 +425,7 @@ impl ColumnDecoder {
     ///
     /// # Errors
     /// An offset that does not fit an `i32` list.
-    pub(super) fn take_array(&mut self) -> crate::Result<ArrayRef> {
+    pub(super) fn take_array(&mut self) -> crate::error::Result<ArrayRef> {
         let mut ends = Vec::with_capacity(self.plan.var_lists);
         for t in 0..self.plan.var_lists {
             ends.push(self.children(t) as i64);
@@ -479,7 +479,7 @@ fn build(
     mut offsets: impl Iterator<Item = Vec<i64>>,
     values: Words,
     items: usize,
-) -> crate::Result<ArrayRef> {
+) -> crate::error::Result<ArrayRef> {
     Ok(match data_type {
         DataType::List(field) => {
             let level = offsets.next().expect("one offsets vector per list");
@@ -515,18 +515,18 @@ fn list<O: OffsetSizeTrait>(
     field: &FieldRef,
     offsets: &[i64],
     child: ArrayRef,
-) -> crate::Result<ArrayRef> {
+) -> crate::error::Result<ArrayRef> {
     let converted = offsets
         .iter()
         .map(|&o| {
             O::from_usize(o as usize).ok_or_else(|| {
-                crate::Error::invalid_file(format!(
+                crate::error::Error::invalid_file(format!(
                     "offset {o} does not fit the column's {} list offsets",
                     std::mem::size_of::<O>() * 8
                 ))
             })
         })
-        .collect::<crate::Result<Vec<O>>>()?;
+        .collect::<crate::error::Result<Vec<O>>>()?;
     let offsets = OffsetBuffer::new(ScalarBuffer::from(converted));
     Ok(Arc::new(GenericListArray::<O>::try_new(
         Field::clone(field).into(),

@@ -30,7 +30,7 @@
 //! The headers are read with one small read per page (a page's values are not read), so
 //! the check costs little next to reading the file.
 
-use crate::FormatError;
+use crate::error::FormatError;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::ChunkReader;
 

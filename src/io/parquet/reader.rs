@@ -14,8 +14,8 @@ use parquet::file::reader::ChunkReader;
 use super::direct::{Direct, RowGroupSource};
 use super::pages;
 use crate::dataset::{Dataset, check_version};
+use crate::error::{ArgumentError, ErrorKind, FormatError};
 use crate::error::{Error, Result};
-use crate::{ArgumentError, ErrorKind, FormatError};
 
 /// How a Parquet file is read.
 ///

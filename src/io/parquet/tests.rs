@@ -1,4 +1,4 @@
-use crate::{ArgumentError, DataError, ErrorKind, UnsupportedError, UnusableError};
+use crate::error::{ArgumentError, DataError, ErrorKind, UnsupportedError, UnusableError};
 use std::sync::Arc;
 
 use arrow_array::types::{Float32Type, Int64Type};

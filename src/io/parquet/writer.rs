@@ -18,10 +18,11 @@ use super::plain_file::PlainFile;
 use super::{ParquetWriteOptions, RowGroupSize};
 use crate::dataset::{Dataset, is_side};
 use crate::error::Result;
+use crate::error::{ArgumentError, UnusableError};
 use crate::io::AtomicFile;
+use crate::layout::ColumnLayout;
 use crate::lod::OffsetWidth;
 use crate::values::DType;
-use crate::{ArgumentError, ColumnLayout, UnusableError};
 
 /// Writes datasets to Parquet one after the other, as rows of one table.
 ///
