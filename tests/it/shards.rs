@@ -502,7 +502,7 @@ fn sigkill_leaves_a_complete_dataset() {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "sigkill_child",
+                "shards::sigkill_child",
                 "--ignored",
                 "--nocapture",
                 "--test-threads=1",
