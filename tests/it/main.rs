@@ -8,6 +8,7 @@ mod common;
 mod corruption_sweep;
 mod fuzz_regressions;
 mod ipc;
+mod layers;
 mod loader;
 mod paddle;
 mod paddle_ops;
