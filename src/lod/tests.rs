@@ -186,6 +186,10 @@ fn each_rule_has_its_error() {
             ..
         }))
     ));
+}
+
+#[test]
+fn each_argument_check_has_its_error() {
     assert!(matches!(
         example().num_sequences(2).map_err(Error::into_kind),
         Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {

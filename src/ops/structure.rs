@@ -390,6 +390,12 @@ mod tests {
             split_rows(&a, &[0..2, 0..0]).map_err(Error::into_kind),
             Err(ErrorKind::Argument(ArgumentError::RowsOutOfBounds { .. }))
         ));
+    }
+
+    #[test]
+    fn sequence_errors_are_typed() {
+        let a = LodTensor::from_lengths::<Int32Type>(&[vec![2]], vec![1, 2], vec![]).unwrap();
+        let c = LodTensor::from_lengths::<Int32Type>(&[vec![1], vec![1]], vec![1], vec![]).unwrap();
         let plain = a.drop_outer_levels(1).unwrap();
         assert!(matches!(
             sequence_reverse(&plain).map_err(Error::into_kind),
