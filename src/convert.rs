@@ -33,9 +33,7 @@ impl LodTensor {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::arrow::array::Array;
     /// let field = t.arrow_field("x");
     /// assert_eq!(field.data_type(), t.to_arrow().data_type());
@@ -90,9 +88,8 @@ impl LodTensor {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::LodTensor;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let back = LodTensor::try_from_arrow(&t.arrow_field("x"), t.to_arrow().as_ref())?;
     /// assert_eq!(back, t);                                          // the same buffers, viewed
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -85,9 +85,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// assert_eq!(Dataset::try_new(vec![Column::new("x", t)])?.num_rows(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -99,9 +98,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// assert_eq!(ds.columns().iter().map(Column::name).collect::<Vec<_>>(), ["x"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -195,9 +193,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::OffsetWidth;
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?.with_offset_width(OffsetWidth::I32)?;
     /// assert_eq!(ds.column("x")?.lod().levels()[0].width(), OffsetWidth::I32);
@@ -220,9 +217,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// assert_eq!(ds.schema().fields().len(), 1);
     /// lodtensor::check_version(&ds.schema())?;
@@ -245,9 +241,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// let batch = ds.to_record_batch();
     /// assert_eq!(batch.num_rows(), 2);
@@ -277,9 +272,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// let back = Dataset::try_from_record_batch(&ds.to_record_batch())?;
     /// assert_eq!(back.column("x")?.num_levels(), 2);

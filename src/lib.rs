@@ -97,6 +97,8 @@ pub struct ReadmeDoctests;
 
 mod convert;
 mod dataset;
+#[doc(hidden)]
+pub mod doc_fixtures;
 mod error;
 pub mod extension;
 pub mod format;

@@ -111,14 +111,8 @@ use gather::{ColumnInfo, Gatherer, Source};
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// # let file = MappedDataset::open(&path)?;
 /// use lodtensor::Loader;
 /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -156,16 +150,10 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
     /// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
     /// # use arrow_array::types::Float32Type;
     /// use lodtensor::loader::Loader;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// let file = MappedDataset::open(&path)?;
     /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
     /// let first = loader.next_batch()?.expect("three batches");
@@ -181,14 +169,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).with_shuffle(3).build()?;
@@ -216,14 +198,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let whole = Loader::builder(&file).with_batch_size(1).build()?;
@@ -266,14 +242,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).build()?;
@@ -288,14 +258,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_buckets(vec![2, 4]).build()?;
@@ -311,14 +275,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let a = Loader::builder(&file).with_shuffle(1).build()?;
@@ -336,14 +294,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -363,14 +315,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).build()?;
@@ -397,14 +343,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::{Loader, Position};
     /// let mut first = Loader::builder(&file).with_batch_size(2).with_shuffle(9).build()?;
@@ -442,14 +382,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_shuffle(5).build()?;
@@ -471,14 +405,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_batch_size(4).build()?;
@@ -573,14 +501,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -602,14 +524,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_batch_size(5).with_shuffle(1).build()?;
@@ -626,14 +542,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -653,16 +563,10 @@ impl Loader {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
 /// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
 /// # use arrow_array::types::Float32Type;
 /// use lodtensor::loader::Loader;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// let file = MappedDataset::open(&path)?;
 /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
 /// let mut rows = 0;

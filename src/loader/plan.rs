@@ -20,14 +20,8 @@ use super::order::epoch_order;
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// # let file = MappedDataset::open(&path)?;
 /// use lodtensor::Loader;
 /// let plan = Loader::builder(&file).with_batch_size(2).build()?.plan(0);
@@ -54,14 +48,8 @@ impl BatchInfo {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let plan = Loader::builder(&file).with_batch_size(2).build()?.plan(0);
@@ -76,14 +64,8 @@ impl BatchInfo {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let plan = Loader::builder(&file).with_token_budget(3).build()?.plan(0);
@@ -98,14 +80,8 @@ impl BatchInfo {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let plan = Loader::builder(&file).with_batch_size(5).build()?.plan(0);
@@ -266,14 +242,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_shuffle(1).build()?;
@@ -288,14 +258,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -310,14 +274,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(8).with_drop_last(true).build()?;
@@ -332,14 +290,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).with_shuffle(4).build()?;
@@ -356,14 +308,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -379,14 +325,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_token_budget(5).build()?;
@@ -401,14 +341,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -426,14 +360,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).with_drop_last(true).build()?;
@@ -451,14 +379,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_token_budget(3).build()?;
@@ -473,14 +395,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(1).build()?;
@@ -503,14 +419,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;

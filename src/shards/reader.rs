@@ -64,11 +64,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -99,11 +98,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -119,11 +117,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -140,11 +137,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -161,11 +157,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -181,11 +176,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -201,11 +195,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -226,11 +219,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -312,11 +304,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -337,11 +328,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -360,11 +350,11 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::arrow::types::Int64Type;
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -385,11 +375,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;

@@ -44,11 +44,10 @@ impl ShardOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(1))?;
     /// writer.write(&ds)?;
@@ -65,11 +64,10 @@ impl ShardOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_bytes(1))?;
     /// writer.write(&ds)?;
@@ -86,11 +84,10 @@ impl ShardOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_prefix("w1"))?;
     /// writer.write(&ds)?;
@@ -106,11 +103,10 @@ impl ShardOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// use lodtensor::{OffsetWidth, WriteOptions};
     /// let write = WriteOptions::default().with_offset_width(OffsetWidth::I32);
@@ -188,11 +184,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
     /// writer.write(&ds)?;
@@ -222,11 +217,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
     /// writer.write(&ds)?;
@@ -253,11 +247,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// use lodtensor::shards::commit;
     /// for worker in ["w0", "w1"] {
@@ -321,11 +314,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// writer.write(&ds)?;
@@ -392,11 +384,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
     /// writer.write(&ds)?;
@@ -435,11 +426,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
     /// assert_eq!(writer.dir(), dir.path());

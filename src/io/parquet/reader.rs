@@ -21,11 +21,10 @@ use crate::error::{Error, Result};
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::io::parquet::*;
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::words();
 /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
 /// # let path = dir.path().join("d.parquet");
 /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -59,11 +58,10 @@ impl ParquetReadOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -92,11 +90,10 @@ impl ParquetReadOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -121,11 +118,10 @@ impl ParquetReadOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -147,11 +143,10 @@ impl ParquetReadOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_compression(Compression::Zstd(1)))?;
@@ -231,11 +226,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -263,11 +257,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -330,11 +323,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -350,11 +342,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds, &ds], &ParquetWriteOptions::default())?;
@@ -406,11 +397,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_row_group_size(RowGroupSize::Rows(1)))?;

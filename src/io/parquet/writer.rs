@@ -75,11 +75,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -107,11 +106,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -172,11 +170,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -192,11 +189,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -218,11 +214,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -472,11 +467,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -501,11 +495,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -523,11 +516,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -543,11 +535,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -566,11 +557,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -595,11 +585,10 @@ impl ParquetFileWriter {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::io::parquet::*;
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::words();
 /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
 /// # let path = dir.path().join("d.parquet");
 /// write_parquet(&path, [&ds, &ds], &ParquetWriteOptions::default())?;
