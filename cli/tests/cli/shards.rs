@@ -15,8 +15,8 @@ use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::io::parquet::{ParquetReadOptions, read_parquet};
 use lodtensor::shards::ShardedDataset;
-use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use lodtensor::{Dataset, LodTensor};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use serde_json::Value;
 
 /// Documents of 1–5 sentences of 1–9 `f32[4]` tokens.
