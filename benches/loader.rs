@@ -18,7 +18,7 @@ use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::loader::{Loader, LoaderSource};
 use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
 fn sum(values: &[f32]) -> f32 {
     // Eight lanes, so the sum vectorises like a consumer's would.

@@ -71,7 +71,7 @@ fn numpy_baseline(t: &LodTensor) {
     let python = match std::env::var("LODTENSOR_BENCH_PYTHON") {
         Ok(p) if p == "none" => return,
         Ok(p) => std::path::PathBuf::from(p),
-        Err(_) => match support::python() {
+        Err(_) => match support::find_python() {
             Some(p) => p,
             None => {
                 eprintln!("numpy baseline skipped: set LODTENSOR_BENCH_PYTHON");

@@ -20,7 +20,7 @@ use arrow_array::types::Float32Type;
 use criterion::{Criterion, criterion_group};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-use lodtensor::synthetic::SplitMix64;
+use lodtensor::rng::SplitMix64;
 use lodtensor::{Column, Dataset, LodTensor};
 
 const ROWS: usize = 20_000;

@@ -25,7 +25,7 @@ use baseline::{Sum, random_pairs, sentences_and_floats};
 use criterion::{Criterion, criterion_group};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use measure::bests;
 
 fn docs() -> usize {

@@ -13,7 +13,7 @@
 //! `List` and `LargeList` at any level, sliced arrays, nested `FixedSizeList`s without
 //! metadata (their sizes become the element shape) and plain primitive values.
 
-use crate::{DataError, UnsupportedError};
+use crate::error::{DataError, UnsupportedError};
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, FixedSizeListArray, GenericListArray, OffsetSizeTrait};
@@ -33,9 +33,7 @@ impl LodTensor {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::arrow::array::Array;
     /// let field = t.arrow_field("x");
     /// assert_eq!(field.data_type(), t.to_arrow().data_type());
@@ -91,9 +89,8 @@ impl LodTensor {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::LodTensor;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let back = LodTensor::try_from_arrow(&t.arrow_field("x"), t.to_arrow().as_ref())?;
     /// assert_eq!(back, t);                                          // the same buffers, viewed
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -124,7 +121,7 @@ impl LodTensor {
         array: &dyn Array,
         elements: impl FnOnce(&Field, &dyn Array) -> Result<Values>,
     ) -> Result<Self> {
-        crate::dataset::check_array(field, array)?;
+        check_array(field, array)?;
         let mut levels: Vec<LevelOffsets> = Vec::new();
         let mut field: &Field = field;
         let mut array = array;
@@ -303,6 +300,23 @@ fn element_items(elements: &dyn Array) -> Result<ArrayRef> {
 }
 
 /// Downcasts a tensor column to its outermost list (tests).
+/// Refuses an array that is not of the column's type: [`ArgumentError::InvalidArgument`].
+pub(crate) fn check_array(field: &Field, array: &dyn Array) -> Result<()> {
+    if field.data_type() != array.data_type() {
+        return Err(Error::invalid_argument(
+            "Column",
+            "array type",
+            array.data_type(),
+            format!(
+                "{} (the type of field {:?})",
+                field.data_type(),
+                field.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(crate) fn as_list<O: OffsetSizeTrait>(array: &ArrayRef) -> &GenericListArray<O> {
     array.as_any().downcast_ref().expect("a list")
@@ -311,8 +325,8 @@ pub(crate) fn as_list<O: OffsetSizeTrait>(array: &ArrayRef) -> &GenericListArray
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use crate::lod::OffsetWidth;
-    use crate::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float32Type, Int64Type};
     use arrow_array::{Float32Array, Int64Array, LargeListArray};
     use arrow_buffer::ScalarBuffer;

@@ -1,7 +1,7 @@
 //! `Dataset`: named LoD tensor columns sharing the row (sample) dimension, and their
 //! mapping to an Arrow `RecordBatch` with `lodtensor.*` metadata.
 
-use crate::{ArgumentError, DataError, FileFormat, UnsupportedError};
+use crate::error::{ArgumentError, DataError, FileFormat, UnsupportedError};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -17,7 +17,6 @@ use crate::tensor::LodTensor;
 mod column;
 mod shape;
 mod side;
-pub(crate) use side::check_array;
 
 pub use column::Column;
 
@@ -86,9 +85,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// assert_eq!(Dataset::try_new(vec![Column::new("x", t)])?.num_rows(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -100,9 +98,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// assert_eq!(ds.columns().iter().map(Column::name).collect::<Vec<_>>(), ["x"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -196,9 +193,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::OffsetWidth;
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?.with_offset_width(OffsetWidth::I32)?;
     /// assert_eq!(ds.column("x")?.lod().levels()[0].width(), OffsetWidth::I32);
@@ -221,9 +217,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// assert_eq!(ds.schema().fields().len(), 1);
     /// lodtensor::check_version(&ds.schema())?;
@@ -246,9 +241,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// let batch = ds.to_record_batch();
     /// assert_eq!(batch.num_rows(), 2);
@@ -278,9 +272,8 @@ impl Dataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// let back = Dataset::try_from_record_batch(&ds.to_record_batch())?;
     /// assert_eq!(back.column("x")?.num_levels(), 2);
@@ -371,9 +364,10 @@ pub fn check_version(schema: &Schema) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ArgumentError, DataError, Error, ErrorKind, FormatError, UnsupportedError};
     use crate::format::{KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_LEVEL_NAMES, KEY_LOD_LEVELS};
-    use crate::{ArgumentError, DataError, Error, ErrorKind, FormatError, UnsupportedError};
-    use crate::{Lod, Values};
+    use crate::lod::Lod;
+    use crate::values::Values;
     use arrow_array::types::{Float32Type, Int64Type};
 
     pub(super) fn dataset() -> Dataset {

@@ -217,9 +217,8 @@ impl Error {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::{ArgumentError, ErrorKind};
     /// let err = Dataset::try_new(vec![Column::new("x", t)])?.column("y").unwrap_err();
     /// assert!(matches!(err.kind(), ErrorKind::Argument(ArgumentError::NoSuchColumn(c)) if c == "y"));
@@ -233,9 +232,8 @@ impl Error {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::ErrorKind;
     /// let err = Dataset::try_new(vec![Column::new("x", t)])?.column("y").unwrap_err();
     /// assert!(matches!(err.into_kind(), ErrorKind::Argument(_)));

@@ -4,7 +4,7 @@
 //! `null` for `dim_names`), and parsed leniently: `dim_names` is accepted and ignored,
 //! `permutation` is accepted when it is the identity.
 
-use crate::FormatError;
+use crate::error::FormatError;
 use arrow_schema::Metadata;
 use serde_json::Value;
 
@@ -123,7 +123,7 @@ pub fn parse_shape(field_metadata: &Metadata, list_size: usize) -> Result<Option
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Error, ErrorKind, FormatError};
+    use crate::error::{Error, ErrorKind, FormatError};
 
     fn tagged(json: &str) -> Metadata {
         Metadata::from([

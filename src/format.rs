@@ -6,9 +6,8 @@
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # use lodtensor::{Column, Dataset};
+/// # let t = lodtensor::doc_fixtures::words();
 /// use lodtensor::format::{FORMAT_VERSION, KEY_FORMAT_VERSION};
 /// let schema = Dataset::try_new(vec![Column::new("x", t)])?.schema();
 /// assert_eq!(schema.metadata()[KEY_FORMAT_VERSION], FORMAT_VERSION);   // tensor columns only
@@ -21,9 +20,8 @@ pub const FORMAT_VERSION: &str = "1";
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # use lodtensor::{Column, Dataset};
+/// # let t = lodtensor::doc_fixtures::words();
 /// use lodtensor::arrow::array::{ArrayRef, Int64Array};
 /// use lodtensor::format::{FORMAT_VERSION_SIDE_COLUMNS, KEY_FORMAT_VERSION};
 /// let labels: ArrayRef = std::sync::Arc::new(Int64Array::from(vec![1, 0]));
@@ -37,9 +35,8 @@ pub const FORMAT_VERSION_SIDE_COLUMNS: &str = "2";
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # use lodtensor::{Column, Dataset};
+/// # let t = lodtensor::doc_fixtures::words();
 /// use lodtensor::format::KEY_FORMAT_VERSION;
 /// let schema = Dataset::try_new(vec![Column::new("x", t)])?.schema();
 /// assert!(schema.metadata().contains_key(KEY_FORMAT_VERSION));
@@ -50,9 +47,8 @@ pub const KEY_FORMAT_VERSION: &str = "lodtensor.format_version";
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # use lodtensor::Column;
+/// # let t = lodtensor::doc_fixtures::words();
 /// use lodtensor::format::KEY_LOD_LEVELS;
 /// let field = Column::new("x", t).arrow_field();
 /// assert_eq!(field.metadata()[KEY_LOD_LEVELS], "2");
@@ -63,9 +59,8 @@ pub const KEY_LOD_LEVELS: &str = "lodtensor.lod_levels";
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # use lodtensor::Column;
+/// # let t = lodtensor::doc_fixtures::words();
 /// use lodtensor::format::KEY_LEVEL_NAMES;
 /// let field = Column::new("x", t).with_level_names(["docs", "sentences"])?.arrow_field();
 /// assert_eq!(field.metadata()[KEY_LEVEL_NAMES], r#"["docs","sentences"]"#);
@@ -76,9 +71,8 @@ pub const KEY_LEVEL_NAMES: &str = "lodtensor.level_names";
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # use lodtensor::Column;
+/// # let t = lodtensor::doc_fixtures::words();
 /// use lodtensor::format::KEY_DTYPE;
 /// assert_eq!(Column::new("x", t).arrow_field().metadata()[KEY_DTYPE], "float32");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -88,9 +82,8 @@ pub const KEY_DTYPE: &str = "lodtensor.dtype";
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # use lodtensor::Column;
+/// # let t = lodtensor::doc_fixtures::words();
 /// use lodtensor::format::KEY_ELEMENT_SHAPE;
 /// assert_eq!(Column::new("x", t).arrow_field().metadata()[KEY_ELEMENT_SHAPE], "[]");
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -64,9 +64,8 @@ impl ColumnLayout {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::ColumnLayout;
     /// let layout = ColumnLayout::of(&Column::new("x", t).arrow_field());
     /// assert_eq!(layout.num_levels(), 2);
@@ -99,9 +98,8 @@ impl ColumnLayout {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::{ColumnLayout, OffsetWidth};
     /// let layout = ColumnLayout::of(&Column::new("x", t).with_offset_width(OffsetWidth::I32)?.arrow_field());
     /// assert_eq!(layout.widths(), [OffsetWidth::I32, OffsetWidth::I32]);
@@ -128,9 +126,8 @@ impl ColumnLayout {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::ColumnLayout;
     /// use lodtensor::arrow::DataType;
     /// let layout = ColumnLayout::of(&Column::new("x", t).arrow_field());
@@ -149,9 +146,8 @@ impl ColumnLayout {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::{ColumnLayout, DType};
     /// assert_eq!(ColumnLayout::of(&Column::new("x", t).arrow_field()).dtype()?, DType::Float32);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -171,9 +167,8 @@ impl ColumnLayout {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::ColumnLayout;
     /// let field = Column::new("x", t).arrow_field();
     /// assert_eq!(ColumnLayout::of(&field).to_field("y").data_type(), field.data_type());

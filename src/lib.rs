@@ -55,7 +55,7 @@
 //! positions; in-order batches are views, shuffled ones are gathered once:
 //!
 //! ```
-//! use lodtensor::synthetic::{Documents, SplitMix64};
+//! use lodtensor::{rng::SplitMix64, synthetic::Documents};
 //! use lodtensor::{DatasetWriter, Loader, MappedDataset, WriteOptions};
 //!
 //! let path = std::env::temp_dir().join(format!("crate-doc-docs-{}.arrow", std::process::id()));
@@ -97,6 +97,8 @@ pub struct ReadmeDoctests;
 
 mod convert;
 mod dataset;
+#[doc(hidden)]
+pub mod doc_fixtures;
 mod error;
 pub mod extension;
 pub mod format;
@@ -105,6 +107,7 @@ mod layout;
 pub mod loader;
 mod lod;
 pub mod ops;
+pub mod rng;
 mod row_index;
 pub mod shards;
 pub mod synthetic;

@@ -30,7 +30,7 @@ mod level;
 use std::ops::Range;
 
 use crate::error::Result;
-use crate::{ArgumentError, DataError};
+use crate::error::{ArgumentError, DataError};
 
 use level::to_width;
 pub use level::{LevelOffsets, OffsetWidth};

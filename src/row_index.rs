@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use crate::ArgumentError;
+use crate::error::ArgumentError;
 use crate::error::Result;
 
 /// Where each part of a sequence of parts starts (the record batches of a file, for
@@ -227,10 +227,10 @@ mod tests {
                 prop_assert_eq!(index.locate(row), Some(at));
             }
             prop_assert_eq!(index.locate(listed.len()), None);
-            let past = index.try_locate(listed.len()).map_err(crate::Error::into_kind);
+            let past = index.try_locate(listed.len()).map_err(crate::error::Error::into_kind);
             let refused = matches!(
                 past,
-                Err(crate::ErrorKind::Argument(ArgumentError::RowsOutOfBounds { .. }))
+                Err(crate::error::ErrorKind::Argument(ArgumentError::RowsOutOfBounds { .. }))
             );
             prop_assert!(refused);
             match index.split(rows.clone()) {

@@ -2,8 +2,9 @@
 //!
 //! Documents hold uniformly 1–30 sentences, sentences uniformly 1–120 tokens, each token an
 //! `f32[dim]` vector; a 0-level `label` column holds one `i64` per document. The generator
-//! is SplitMix64, fixed here so that a seed gives the same dataset on every machine and in
-//! every version of this crate (benchmarks and tests compare across runs).
+//! is the crate's [`SplitMix64`](crate::rng::SplitMix64), so that a seed gives the same
+//! dataset on every machine and in every version of this crate (benchmarks and tests
+//! compare across runs).
 
 use std::sync::Arc;
 
@@ -16,80 +17,22 @@ use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use crate::values::Values;
 
-/// A small, fast, portable pseudo-random generator (SplitMix64).
+/// The pseudo-random generator, moved to [`crate::rng`].
 ///
 /// # Example
 /// ```
-/// use lodtensor::synthetic::SplitMix64;
-/// let (mut a, mut b) = (SplitMix64::new(7), SplitMix64::new(7));
-/// assert_eq!(a.next_u64(), b.next_u64());                        // the same on every machine
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// #![allow(deprecated)]
+/// let mut rng = lodtensor::synthetic::SplitMix64::new(7);
+/// assert_eq!(rng.next_u64(), lodtensor::rng::SplitMix64::new(7).next_u64());
 /// ```
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator from a seed.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::synthetic::SplitMix64;
-    /// assert_ne!(SplitMix64::new(1).next_u64(), SplitMix64::new(2).next_u64());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::synthetic::SplitMix64;
-    /// let mut rng = SplitMix64::new(0);
-    /// assert_ne!(rng.next_u64(), rng.next_u64());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform integer in `lo..=hi` (`lo <= hi`).
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::synthetic::SplitMix64;
-    /// let mut rng = SplitMix64::new(3);
-    /// assert!((0..100).all(|_| (5..=9).contains(&rng.range(5, 9))));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + (self.next_u64() % (hi - lo + 1) as u64) as usize
-    }
-
-    /// A uniform float in `[-1, 1)`.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::synthetic::SplitMix64;
-    /// let mut rng = SplitMix64::new(3);
-    /// assert!((0..100).all(|_| (-1.0..1.0).contains(&rng.unit())));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn unit(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-}
+#[deprecated(since = "0.2.0", note = "use lodtensor::rng::SplitMix64")]
+pub type SplitMix64 = crate::rng::SplitMix64;
 
 /// Shape of the synthetic documents.
 ///
 /// # Example
 /// ```
-/// use lodtensor::synthetic::{Documents, SplitMix64};
+/// use lodtensor::{rng::SplitMix64, synthetic::Documents};
 /// let docs = Documents { dim: 4, ..Documents::default() }.generate(&mut SplitMix64::new(1), 10)?;
 /// assert_eq!(docs.num_rows(), 10);
 /// assert_eq!(docs.column("tokens")?.element_shape(), &[4]);
@@ -139,13 +82,13 @@ impl Documents {
     ///
     /// # Example
     /// ```
-    /// use lodtensor::synthetic::{Documents, SplitMix64};
+    /// use lodtensor::{rng::SplitMix64, synthetic::Documents};
     /// let ds = Documents::default().generate(&mut SplitMix64::new(7), 3)?;
     /// assert_eq!(ds.num_rows(), 3);
     /// assert_eq!(ds.column("tokens")?.element_shape(), &[64]);
     /// # Ok::<(), lodtensor::Error>(())
     /// ```
-    pub fn generate(&self, rng: &mut SplitMix64, docs: usize) -> Result<Dataset> {
+    pub fn generate(&self, rng: &mut crate::rng::SplitMix64, docs: usize) -> Result<Dataset> {
         let mut doc_lengths = Vec::with_capacity(docs);
         let mut sentence_lengths = Vec::new();
         for _ in 0..docs {
@@ -174,6 +117,7 @@ impl Documents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::SplitMix64;
 
     #[test]
     fn seeded_and_in_range() {
@@ -197,7 +141,5 @@ mod tests {
                 .iter()
                 .all(|&n| (1..=120).contains(&n))
         );
-        // The first numbers of the generator are fixed forever.
-        assert_eq!(SplitMix64::new(0).next_u64(), 0xe220_a839_7b1d_cdaf);
     }
 }

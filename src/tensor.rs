@@ -7,7 +7,7 @@
 
 mod sequences;
 
-use crate::{ArgumentError, DataError};
+use crate::error::{ArgumentError, DataError};
 use std::ops::Range;
 
 use arrow_array::types::ArrowPrimitiveType;
@@ -136,7 +136,7 @@ impl LodTensor {
     pub fn dense<T: ArrowPrimitiveType>(items: Vec<T::Native>, shape: &[usize]) -> Result<Self> {
         let product = shape.iter().try_fold(1usize, |p, &d| p.checked_mul(d));
         if shape.is_empty() || product != Some(items.len()) {
-            return Err(crate::DataError::ElementShape {
+            return Err(crate::error::DataError::ElementShape {
                 shape: shape.to_vec(),
                 reason: format!(
                     "a dense tensor's shape is [N, D1, …] with N·D1·… = {} items",
@@ -531,7 +531,7 @@ impl PartialEq for LodTensor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ArgumentError, DataError, Error, ErrorKind};
+    use crate::error::{ArgumentError, DataError, Error, ErrorKind};
     use arrow_array::types::{Float32Type, Int64Type};
 
     fn example() -> LodTensor {

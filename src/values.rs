@@ -5,7 +5,7 @@
 //! `FixedSizeList<T, D1·D2·…>` tagged `arrow.fixed_shape_tensor`, or the flat array itself
 //! for scalar elements (shape `[]`).
 
-use crate::{ArgumentError, DataError, UnsupportedError};
+use crate::error::{ArgumentError, DataError, UnsupportedError};
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -471,7 +471,7 @@ fn element_size(shape: &[usize]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
+    use crate::error::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::Float32Array;
     use arrow_array::types::{Float32Type, Int64Type};
 

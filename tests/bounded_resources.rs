@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::io::paddle;
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
 /// Counts the bytes allocated and the peak since the last reset.
 struct Counting;

@@ -94,7 +94,7 @@ impl Sum {
 /// `n` seeded random (batch, sequence) pairs: a batch uniformly, then one of its
 /// `counts[batch]` sequences uniformly. `counts` must be non-empty and without zeros.
 pub fn random_pairs(counts: &[usize], n: usize, seed: u64) -> Vec<(usize, usize)> {
-    let mut rng = lodtensor::synthetic::SplitMix64::new(seed);
+    let mut rng = lodtensor::rng::SplitMix64::new(seed);
     (0..n)
         .map(|_| {
             let b = rng.range(0, counts.len() - 1);

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use indicatif::ProgressBar;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-use lodtensor::synthetic::{Documents, SplitMix64};
 use lodtensor::{Dataset, Result};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
 /// The seed of every benchmark dataset.
 const SEED: u64 = 42;

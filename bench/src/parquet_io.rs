@@ -15,7 +15,7 @@ use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::io::parquet::{
     Compression, ParquetReadOptions, ParquetWriteOptions, RowGroupSize, read_parquet, write_parquet,
 };
-use lodtensor::synthetic::SplitMix64;
+use lodtensor::rng::SplitMix64;
 use lodtensor::{Column, Dataset, LodTensor, Values};
 use serde_json::Value;
 

@@ -23,7 +23,7 @@ use std::process::Command;
 use criterion::{Criterion, criterion_group};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::shards::{MANIFEST_NAME, ShardOptions, ShardWriter, ShardedDataset};
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use measure::bests;
 
 /// The number of shards of both datasets.
@@ -177,7 +177,7 @@ fn python_rows(tiny: &Path, large: &Path) {
         }
     };
     let figure = |key: &str| figures.get(key).map_or(f64::NAN, |ms| ms / 1e3);
-    let python = support::python().expect("found for the script");
+    let python = support::find_python().expect("found for the script");
     for (name, dir) in [("tiny", tiny), ("large", large)] {
         let open = || {
             drop(ShardedDataset::open(dir).unwrap());

@@ -9,7 +9,7 @@ use arrow_array::types::Float32Type;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::ops::sequence_expand_view;
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
 use crate::draw::draw;
 use crate::source::{plural, progress};

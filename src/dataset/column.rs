@@ -8,10 +8,10 @@ use arrow_schema::{Field, FieldRef};
 
 use super::side;
 use crate::error::Result;
+use crate::error::{ArgumentError, FormatError};
 use crate::format::{KEY_DTYPE, KEY_ELEMENT_SHAPE, KEY_LEVEL_NAMES, KEY_LOD_LEVELS};
 use crate::lod::OffsetWidth;
 use crate::tensor::LodTensor;
-use crate::{ArgumentError, FormatError};
 
 /// One named column: a LoD tensor, or a side column of any other Arrow type (format-spec
 /// §2.2) that rides along with the rows.
@@ -48,9 +48,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let column = Column::new("tokens", t);
     /// assert_eq!((column.name(), column.num_rows()), ("tokens", 2));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -71,9 +70,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let column = Column::new("tokens", t).with_level_names(["documents", "sentences"])?;
     /// assert_eq!(column.level_names(), ["documents", "sentences"]);
     /// assert!(column.clone().with_level_names(["only one"]).is_err());   // one name per level
@@ -104,9 +102,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// assert_eq!(Column::new("tokens", t).name(), "tokens");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -118,9 +115,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// assert!(Column::new("tokens", t).level_names().is_empty());        // none given
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -135,9 +131,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::arrow::array::{ArrayRef, StringArray};
     /// let column = Column::new("tokens", t);
     /// assert_eq!(column.tensor()?.num_levels(), 2);
@@ -156,9 +151,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// assert_eq!(Column::new("tokens", t).as_tensor().map(|t| t.num_rows()), Some(2));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -191,9 +185,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::arrow::array::{ArrayRef, Int64Array};
     /// let labels: ArrayRef = std::sync::Arc::new(Int64Array::from(vec![3, 7]));
     /// assert!(Column::side("label", labels)?.is_side());
@@ -208,9 +201,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// assert_eq!(Column::new("tokens", t).num_rows(), 2);              // top-level sequences
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -225,9 +217,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::arrow::array::Array;
     /// let array = Column::new("tokens", t).to_arrow();                 // a list of lists
     /// assert_eq!(array.len(), 2);
@@ -247,9 +238,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let second = Column::new("tokens", t).slice_rows(1..2)?;
     /// assert_eq!(second.tensor()?.elements().len(), 3);                // a view of words 3..6
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -276,9 +266,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::OffsetWidth;
     /// let narrow = Column::new("tokens", t).with_offset_width(OffsetWidth::I32)?;
     /// assert!(narrow.tensor()?.lod().levels().iter().all(|l| l.width() == OffsetWidth::I32));
@@ -302,9 +291,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let column = Column::new("tokens", t);
     /// let field = column.arrow_field();
     /// assert_eq!(field.name(), "tokens");
@@ -333,9 +321,8 @@ impl Column {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::Column;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// let column = Column::new("tokens", t);
     /// let back = Column::try_from_arrow(&column.arrow_field(), column.to_arrow().as_ref())?;
     /// assert_eq!(back, column);
@@ -387,7 +374,7 @@ impl Column {
                 ColumnData::Tensor(t.try_from_arrow_like(field, array.as_ref())?)
             }
             ColumnData::Side(side_field, _) => {
-                side::check_array(side_field, array.as_ref())?;
+                crate::convert::check_array(side_field, array.as_ref())?;
                 ColumnData::Side(side_field.clone(), array.clone())
             }
         };

@@ -2,7 +2,7 @@
 //! that lost its element shape reads as tensors again (format-spec.md section 3.1).
 
 use super::Column;
-use crate::DataError;
+use crate::error::DataError;
 use crate::error::Result;
 use crate::lod::{LevelOffsets, Lod, ascend};
 use crate::tensor::LodTensor;
@@ -33,7 +33,7 @@ impl Column {
     /// ```
     pub fn fold_element_shape(&self, shape: &[usize]) -> Result<Column> {
         let t = self.tensor()?;
-        let bad = |reason: String| -> crate::Error {
+        let bad = |reason: String| -> crate::error::Error {
             DataError::ElementShape {
                 shape: shape.to_vec(),
                 reason,
@@ -105,7 +105,7 @@ fn uniform(offsets: &LevelOffsets, len: usize) -> std::result::Result<(), (usize
 mod tests {
     use super::*;
     use crate::dataset::tests::dataset;
-    use crate::{Error, ErrorKind};
+    use crate::error::{Error, ErrorKind};
 
     #[test]
     fn folds_innermost_levels_into_elements_naming_the_misfit() {

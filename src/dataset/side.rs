@@ -14,10 +14,9 @@ use arrow_schema::{DataType, Field, FieldRef};
 
 use super::Column;
 use super::column::ColumnData;
-use crate::error::{Error, Result};
+use crate::error::{ArgumentError, Error, FormatError, Result, UnsupportedError};
 use crate::format::{KEY_KIND, KEY_LOD_LEVELS};
 use crate::values::DType;
-use crate::{ArgumentError, FormatError, UnsupportedError};
 
 /// The examples of `docs/side-columns.md`, run as doctests.
 #[doc = include_str!("../../docs/side-columns.md")]
@@ -78,7 +77,7 @@ impl Column {
         let mut metadata = field.metadata().clone();
         metadata.remove(KEY_KIND);
         let field = Arc::new(field.with_metadata(metadata));
-        check_array(&field, array.as_ref())?;
+        crate::convert::check_array(&field, array.as_ref())?;
         if !field.is_nullable() && array.null_count() > 0 {
             return Err(Error::invalid_argument(
                 "Column::side_with_field",
@@ -141,23 +140,6 @@ pub(super) fn field(field: &FieldRef) -> Field {
     field.as_ref().clone().with_metadata(metadata)
 }
 
-/// Refuses an array that is not of the column's type: [`ArgumentError::InvalidArgument`].
-pub(crate) fn check_array(field: &Field, array: &dyn Array) -> Result<()> {
-    if field.data_type() != array.data_type() {
-        return Err(Error::invalid_argument(
-            "Column",
-            "array type",
-            array.data_type(),
-            format!(
-                "{} (the type of field {:?})",
-                field.data_type(),
-                field.name()
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Refuses the types a side column cannot have (format-spec §2.2): unions, run-end
 /// encoded arrays and list views, at any depth.
 pub(crate) fn check_type(data_type: &DataType) -> Result<()> {
@@ -187,7 +169,7 @@ pub(crate) fn check_type(data_type: &DataType) -> Result<()> {
 }
 
 /// The error for a LoD operation on a side column.
-pub(crate) fn not_a_tensor(column: &str, data_type: &DataType) -> crate::Error {
+pub(crate) fn not_a_tensor(column: &str, data_type: &DataType) -> crate::error::Error {
     ArgumentError::NotATensor {
         column: column.to_owned(),
         data_type: data_type.clone(),
@@ -198,7 +180,9 @@ pub(crate) fn not_a_tensor(column: &str, data_type: &DataType) -> crate::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Dataset, Error, ErrorKind, LodTensor};
+    use crate::dataset::Dataset;
+    use crate::error::{Error, ErrorKind};
+    use crate::tensor::LodTensor;
     use arrow_array::types::Int64Type;
     use arrow_array::{Int64Array, StringArray, StructArray};
     use std::collections::HashMap;

@@ -600,7 +600,7 @@ pub enum UnsupportedError {
     #[error("dtype {dtype} has no Paddle data type")]
     NoPaddleDType {
         /// The dtype.
-        dtype: crate::DType,
+        dtype: crate::values::DType,
     },
 
     /// An input with more LoD levels than the operation accepts.
@@ -623,7 +623,7 @@ pub enum UnsupportedError {
         /// The operation.
         op: &'static str,
         /// The dtype found.
-        found: crate::DType,
+        found: crate::values::DType,
     },
 
     /// A side column given to a sharded dataset, whose manifest describes LoD tensor

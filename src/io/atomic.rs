@@ -168,7 +168,7 @@ impl io::Write for AtomicFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
     use std::io::Write;
 
     #[test]

@@ -17,7 +17,7 @@
 //! IPC" and "Arrow layout" are the Arrow columnar format's sections on the IPC record batch
 //! message and on physical memory layout.
 
-use crate::{DataError, FileFormat};
+use crate::error::{DataError, FileFormat};
 use std::mem::size_of;
 
 use std::collections::VecDeque;

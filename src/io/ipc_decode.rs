@@ -14,9 +14,11 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use super::ipc_check::invalid;
 use super::ipc_reader::MAGIC;
 use crate::dataset::{Dataset, check_type, check_version, is_side};
-use crate::error::{Error, Result, catch_panic};
+use crate::error::{
+    ArgumentError, DataError, Error, ErrorKind, FileFormat, FormatError, Result, catch_panic,
+};
 use crate::io::ipc_check::{check_batch, check_buffers};
-use crate::{ArgumentError, ColumnLayout, DataError, ErrorKind, FileFormat, FormatError};
+use crate::layout::ColumnLayout;
 
 /// Reads the footer, the schema and every record batch of a mapped IPC file: of the
 /// columns named `columns` (all when `None`), in that order.

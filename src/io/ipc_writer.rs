@@ -1,6 +1,6 @@
 //! The streaming, atomic Arrow IPC file writer.
 
-use crate::ArgumentError;
+use crate::error::ArgumentError;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -49,9 +49,8 @@ impl WriteOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::{DatasetWriter, MappedDataset, WriteOptions};
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("d.arrow");
@@ -100,9 +99,8 @@ impl WriteOptions {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # use lodtensor::{Column, Dataset};
+/// # let t = lodtensor::doc_fixtures::words();
 /// use lodtensor::{DatasetWriter, WriteOptions};
 /// let dir = tempfile::tempdir()?;
 /// let mut w = DatasetWriter::create(dir.path().join("d.arrow"), WriteOptions::default())?;
@@ -167,9 +165,7 @@ impl DatasetWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::{DatasetWriter, WriteOptions};
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("d.arrow");
@@ -200,9 +196,8 @@ impl DatasetWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::{DatasetWriter, MappedDataset, WriteOptions};
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("d.arrow");
@@ -280,9 +275,8 @@ impl DatasetWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::{DatasetWriter, WriteOptions};
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("d.arrow");

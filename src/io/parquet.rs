@@ -68,11 +68,10 @@ pub use writer::{ParquetFileWriter, ParquetWriter, write_parquet};
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::io::parquet::*;
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::words();
 /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
 /// # let path = dir.path().join("d.parquet");
 /// for codec in [Compression::None, Compression::Snappy, Compression::Zstd(1)] {
@@ -115,11 +114,10 @@ impl Compression {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::io::parquet::*;
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::words();
 /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
 /// # let path = dir.path().join("d.parquet");
 /// let options = ParquetWriteOptions::default().with_row_group_size(RowGroupSize::Rows(1));
@@ -152,11 +150,10 @@ impl Default for RowGroupSize {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::io::parquet::*;
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::words();
 /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
 /// # let path = dir.path().join("d.parquet");
 /// let options = ParquetWriteOptions::default().with_compression(Compression::Zstd(1)).with_threads(1);
@@ -192,11 +189,10 @@ impl ParquetWriteOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let size = |codec| -> lodtensor::Result<u64> {
@@ -215,11 +211,10 @@ impl ParquetWriteOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_row_group_size(RowGroupSize::Rows(2)))?;
@@ -238,11 +233,10 @@ impl ParquetWriteOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// use lodtensor::OffsetWidth;
@@ -261,11 +255,10 @@ impl ParquetWriteOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_byte_stream_split(true))?;
@@ -282,11 +275,10 @@ impl ParquetWriteOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_dictionary(true))?;
@@ -311,11 +303,10 @@ impl ParquetWriteOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_threads(1))?;

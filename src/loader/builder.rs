@@ -5,11 +5,11 @@ use arrow_schema::Schema;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
-use crate::ArgumentError;
-use crate::RowIndex;
 use crate::dataset::{Column, Dataset};
+use crate::error::ArgumentError;
 use crate::error::Result;
 use crate::io::ipc_reader::MappedDataset;
+use crate::row_index::RowIndex;
 use crate::shards::{PendingChecksum, ShardedDataset};
 
 /// What a [`Loader`] reads: the record batches of one mapped file, or of every shard of a
@@ -17,14 +17,8 @@ use crate::shards::{PendingChecksum, ShardedDataset};
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// # let file = MappedDataset::open(&path)?;
 /// use lodtensor::loader::{Loader, LoaderSource};
 /// let loader = Loader::builder(LoaderSource::File(&file)).build()?;
@@ -115,14 +109,8 @@ impl LoaderSource<'_> {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// # let file = MappedDataset::open(&path)?;
 /// use lodtensor::{ErrorKind, Loader};
 /// let refused = Loader::builder(&file).with_batch_size(2).with_token_budget(8).build();
@@ -181,14 +169,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(4).build()?;
@@ -207,14 +189,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_token_budget(6).build()?;
@@ -233,14 +209,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_length_column("x", 0).build()?;
@@ -263,14 +233,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(3).with_drop_last(true).build()?;
@@ -287,14 +251,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let a = Loader::builder(&file).with_shuffle(1).build()?;
@@ -315,14 +273,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(5).with_chunk_shuffle(3, 2).build()?;
@@ -376,14 +328,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(5).with_buckets(vec![2]).build()?;
@@ -401,14 +347,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_quantile_buckets(2).build()?;
@@ -427,14 +367,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let rank = |r| Loader::builder(&file).shard(r, 2).build();
@@ -521,14 +455,8 @@ impl<'a> LoaderBuilder<'a> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;

@@ -3,7 +3,7 @@
 //! fingerprint that positions carry.
 
 use super::position::{Fingerprint, Hasher};
-use crate::ArgumentError;
+use crate::error::ArgumentError;
 use crate::error::Result;
 
 /// How samples are grouped into batches.

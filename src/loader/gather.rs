@@ -14,7 +14,8 @@
 //! holds the only reference) is taken back and refilled in place, so once the pool holds
 //! buffers as large as the largest batch, gathering allocates no data buffer.
 
-use crate::{DataError, RowIndex};
+use crate::error::DataError;
+use crate::row_index::RowIndex;
 use arrow_array::{Array, ArrayRef, make_array};
 use arrow_buffer::{Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer, bit_util};
 use arrow_data::ArrayData;
@@ -139,14 +140,8 @@ impl ColumnInfo {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// # let file = MappedDataset::open(&path)?;
 /// use lodtensor::Loader;
 /// let mut loader = Loader::builder(&file).with_batch_size(2).with_shuffle(8).build()?;

@@ -48,7 +48,7 @@
 //! use lodtensor::loader::Loader;
 //! use lodtensor::io::ipc_reader::MappedDataset;
 //! use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-//! use lodtensor::synthetic::{Documents, SplitMix64};
+//! use lodtensor::{rng::SplitMix64, synthetic::Documents};
 //! let dir = tempfile::tempdir()?;
 //! let path = dir.path().join("docs.arrow");
 //! let docs = Documents { dim: 4, ..Documents::default() }.generate(&mut SplitMix64::new(1), 20)?;
@@ -82,7 +82,8 @@ mod plan;
 mod position;
 mod prefetch;
 
-use crate::{ArgumentError, RowIndex};
+use crate::error::ArgumentError;
+use crate::row_index::RowIndex;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -110,14 +111,8 @@ use gather::{ColumnInfo, Gatherer, Source};
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// # let file = MappedDataset::open(&path)?;
 /// use lodtensor::Loader;
 /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -155,16 +150,10 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
     /// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
     /// # use arrow_array::types::Float32Type;
     /// use lodtensor::loader::Loader;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// let file = MappedDataset::open(&path)?;
     /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
     /// let first = loader.next_batch()?.expect("three batches");
@@ -180,14 +169,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).with_shuffle(3).build()?;
@@ -215,14 +198,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let whole = Loader::builder(&file).with_batch_size(1).build()?;
@@ -265,14 +242,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).build()?;
@@ -287,14 +258,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_buckets(vec![2, 4]).build()?;
@@ -310,14 +275,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let a = Loader::builder(&file).with_shuffle(1).build()?;
@@ -335,14 +294,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -362,14 +315,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).build()?;
@@ -396,14 +343,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::{Loader, Position};
     /// let mut first = Loader::builder(&file).with_batch_size(2).with_shuffle(9).build()?;
@@ -441,14 +382,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_shuffle(5).build()?;
@@ -470,14 +405,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_batch_size(4).build()?;
@@ -572,14 +501,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -601,14 +524,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut loader = Loader::builder(&file).with_batch_size(5).with_shuffle(1).build()?;
@@ -625,14 +542,8 @@ impl Loader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -652,16 +563,10 @@ impl Loader {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
 /// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
 /// # use arrow_array::types::Float32Type;
 /// use lodtensor::loader::Loader;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// let file = MappedDataset::open(&path)?;
 /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
 /// let mut rows = 0;

@@ -6,8 +6,8 @@
 use std::ops::Range;
 
 use super::config::Shuffle;
-use crate::RowIndex;
-use crate::synthetic::SplitMix64;
+use crate::rng::SplitMix64;
+use crate::row_index::RowIndex;
 
 /// The samples `0..n` in the order epoch `epoch` visits them under `shuffle`. `batches`
 /// says where every record batch starts (runs never cross one), `shards` where every

@@ -11,7 +11,7 @@
 //! With elastic sharding (`Ranks::Turns`) there is no per-rank part: every rank makes
 //! the batches of the whole order, and takes its turns among them.
 
-use crate::RowIndex;
+use crate::row_index::RowIndex;
 
 use super::config::{BatchSize, PlanConfig, Ranks};
 use super::order::epoch_order;
@@ -20,14 +20,8 @@ use super::order::epoch_order;
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-/// # use lodtensor::arrow::types::Float32Type;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// # let file = MappedDataset::open(&path)?;
 /// use lodtensor::Loader;
 /// let plan = Loader::builder(&file).with_batch_size(2).build()?.plan(0);
@@ -54,14 +48,8 @@ impl BatchInfo {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let plan = Loader::builder(&file).with_batch_size(2).build()?.plan(0);
@@ -76,14 +64,8 @@ impl BatchInfo {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let plan = Loader::builder(&file).with_token_budget(3).build()?.plan(0);
@@ -98,14 +80,8 @@ impl BatchInfo {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let plan = Loader::builder(&file).with_batch_size(5).build()?.plan(0);
@@ -266,14 +242,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_shuffle(1).build()?;
@@ -288,14 +258,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -310,14 +274,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(8).with_drop_last(true).build()?;
@@ -332,14 +290,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).with_shuffle(4).build()?;
@@ -356,14 +308,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -379,14 +325,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_token_budget(5).build()?;
@@ -401,14 +341,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -426,14 +360,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).with_drop_last(true).build()?;
@@ -451,14 +379,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_token_budget(3).build()?;
@@ -473,14 +395,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(1).build()?;
@@ -503,14 +419,8 @@ impl Plan {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).build()?;
@@ -527,204 +437,4 @@ impl Plan {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::loader::config::Shuffle;
-
-    /// The plan of `epoch` for a file of one record batch.
-    fn one_batch(config: &PlanConfig, lengths: &[usize], epoch: u64) -> Plan {
-        let all = RowIndex::from_counts([lengths.len()]);
-        Plan::build(config, lengths, &all, &all, epoch)
-    }
-    use crate::{ArgumentError, ErrorKind};
-
-    fn config(batch: BatchSize) -> PlanConfig {
-        PlanConfig {
-            batch,
-            drop_last: false,
-            shuffle: Shuffle::None,
-            buckets: Vec::new(),
-            ranks: Ranks::Parts { rank: 0, world: 1 },
-        }
-    }
-
-    fn sorted(plan: &Plan) -> Vec<usize> {
-        let mut s = plan.samples().to_vec();
-        s.sort_unstable();
-        s
-    }
-
-    #[test]
-    fn fixed_sizes_in_order() {
-        let lengths = [1; 7];
-        let plan = one_batch(&config(BatchSize::Samples(3)), &lengths, 0);
-        assert_eq!(
-            plan.batches().collect::<Vec<_>>(),
-            vec![&[0, 1, 2][..], &[3, 4, 5], &[6]]
-        );
-        let mut c = config(BatchSize::Samples(3));
-        c.drop_last = true;
-        let plan = one_batch(&c, &lengths, 0);
-        assert_eq!((plan.len(), plan.dropped()), (2, 1));
-    }
-
-    #[test]
-    fn token_budgets_and_oversize() {
-        let lengths = [3, 4, 2, 9, 1, 5];
-        let plan = one_batch(&config(BatchSize::Tokens(7)), &lengths, 0);
-        // Sample 3 (9 tokens) is over the budget: the batch being filled ([2]) comes first,
-        // so the samples keep their order.
-        assert_eq!(
-            plan.batches().collect::<Vec<_>>(),
-            vec![&[0, 1][..], &[2], &[3], &[4, 5]]
-        );
-        assert_eq!(plan.samples(), &[0, 1, 2, 3, 4, 5]);
-        assert_eq!(plan.oversize(), 1);
-        assert!(plan.infos()[2].oversize);
-        assert_eq!(plan.infos()[0].tokens, 7);
-    }
-
-    #[test]
-    fn buckets_group_similar_lengths() {
-        let lengths = [1, 10, 2, 11, 3, 12];
-        let mut c = config(BatchSize::Samples(3));
-        c.buckets = vec![5];
-        let plan = one_batch(&c, &lengths, 0);
-        assert_eq!(
-            plan.batches().collect::<Vec<_>>(),
-            vec![&[0, 2, 4][..], &[1, 3, 5]]
-        );
-        assert!(plan.padding_ratio() < 0.5);
-        let unbucketed = one_batch(&config(BatchSize::Samples(3)), &lengths, 0);
-        assert!(unbucketed.padding_ratio() > plan.padding_ratio());
-    }
-
-    #[test]
-    fn shuffles_are_permutations_and_seeded() {
-        let lengths = [1; 100];
-        let mut c = config(BatchSize::Samples(8));
-        c.shuffle = Shuffle::Samples { seed: 42 };
-        let a = one_batch(&c, &lengths, 3);
-        assert_eq!(sorted(&a), (0..100).collect::<Vec<_>>());
-        assert_eq!(a, one_batch(&c, &lengths, 3));
-        assert_ne!(a.samples(), one_batch(&c, &lengths, 4).samples());
-        // Fixed forever: the first samples of seed 42, epoch 3.
-        assert_eq!(&a.samples()[..4], GOLDEN);
-        c.shuffle = Shuffle::Chunks { seed: 42, rows: 10 };
-        let rows = RowIndex::from_counts([35, 65]);
-        let chunks = Plan::build(&c, &lengths, &rows, &RowIndex::from_counts([100]), 0);
-        assert_eq!(sorted(&chunks), (0..100).collect::<Vec<_>>());
-        // Every run starts at a chunk start: chunks of 10 from 0 and from 35.
-        let starts: Vec<usize> = (0..35).step_by(10).chain((35..100).step_by(10)).collect();
-        let s = chunks.samples();
-        assert!(starts.contains(&s[0]));
-        for w in s.windows(2) {
-            assert!(w[1] == w[0] + 1 || starts.contains(&w[1]), "{w:?}");
-        }
-    }
-
-    #[test]
-    fn the_windowed_shuffle_keeps_its_bound() {
-        let lengths = [1; 100];
-        let rows = RowIndex::from_counts([35, 65]);
-        let shards = RowIndex::from_counts([20, 30, 50]);
-        let mut c = config(BatchSize::Samples(8));
-        let order = |c: &PlanConfig, epoch| {
-            Plan::build(c, &lengths, &rows, &shards, epoch)
-                .samples()
-                .to_vec()
-        };
-        // Window 1: the stream itself, so every shard's samples together and each run of
-        // consecutive samples starting at a chunk start (chunks of 10 from 0, 20, 35, 50).
-        c.shuffle = Shuffle::Windowed {
-            seed: 9,
-            rows: 10,
-            window: 1,
-        };
-        let stream = order(&c, 2);
-        let starts = [0, 10, 20, 30, 35, 45, 50, 60, 70, 80, 90];
-        for w in stream.windows(2) {
-            assert!(w[1] == w[0] + 1 || starts.contains(&w[1]), "{w:?}");
-        }
-        let shard = |s| shards.locate(s).unwrap().0;
-        let switches = stream
-            .windows(2)
-            .filter(|w| shard(w[0]) != shard(w[1]))
-            .count();
-        assert_eq!(switches, 2);
-        // A window of 8 over the same stream: a permutation, each sample at most 7 places
-        // ahead of where the stream has it.
-        c.shuffle = Shuffle::Windowed {
-            seed: 9,
-            rows: 10,
-            window: 8,
-        };
-        let mixed = order(&c, 2);
-        assert_ne!(mixed, stream);
-        assert_eq!(
-            sorted(&Plan::build(&c, &lengths, &rows, &shards, 2)),
-            stream
-                .iter()
-                .copied()
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .collect::<Vec<_>>()
-        );
-        for (o, s) in mixed.iter().enumerate() {
-            let p = stream.iter().position(|x| x == s).unwrap();
-            assert!(p < o + 8, "sample {s}: stream place {p}, epoch place {o}");
-        }
-        assert_ne!(mixed, order(&c, 3));
-        c.shuffle = Shuffle::Windowed {
-            seed: 9,
-            rows: 10,
-            window: 0,
-        };
-        assert!(c.validate().is_err());
-    }
-
-    const GOLDEN: &[usize] = &[34, 61, 12, 50];
-
-    #[test]
-    fn shards_are_disjoint_complete_and_near_equal() {
-        let lengths = [1; 10];
-        let mut all = Vec::new();
-        for rank in 0..3 {
-            let mut c = config(BatchSize::Samples(2));
-            c.ranks = Ranks::Parts { rank, world: 3 };
-            c.shuffle = Shuffle::Samples { seed: 1 };
-            let p = one_batch(&c, &lengths, 0);
-            assert!((3..=4).contains(&p.samples().len()));
-            all.extend_from_slice(p.samples());
-        }
-        all.sort_unstable();
-        assert_eq!(all, (0..10).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn bad_options_are_named() {
-        let bad = |c: PlanConfig| match c.validate().map_err(crate::Error::into_kind) {
-            Err(ErrorKind::Argument(ArgumentError::LoaderConfig { option, .. })) => option,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(bad(config(BatchSize::Samples(0))), "batch_size");
-        assert_eq!(bad(config(BatchSize::Tokens(0))), "token_budget");
-        let mut c = config(BatchSize::Samples(1));
-        c.ranks = Ranks::Parts { rank: 2, world: 2 };
-        assert_eq!(bad(c.clone()), "rank");
-        c.ranks = Ranks::Turns { rank: 0, world: 0 };
-        assert_eq!(bad(c), "world_size");
-        let mut c = config(BatchSize::Samples(1));
-        c.buckets = vec![4, 4];
-        assert_eq!(bad(c), "buckets");
-        let mut c = config(BatchSize::Samples(1));
-        c.shuffle = Shuffle::Chunks { seed: 0, rows: 0 };
-        assert_eq!(bad(c.clone()), "chunk_rows");
-        c.shuffle = Shuffle::Windowed {
-            seed: 0,
-            rows: 1,
-            window: 0,
-        };
-        assert_eq!(bad(c), "window");
-    }
-}
+mod tests;

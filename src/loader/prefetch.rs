@@ -1,6 +1,6 @@
 //! Reading batches ahead on a thread, through a bounded queue.
 
-use crate::UnusableError;
+use crate::error::UnusableError;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 
@@ -16,16 +16,10 @@ use crate::error::Result;
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
 /// # use lodtensor::io::{ipc_reader::MappedDataset, ipc_writer::{DatasetWriter, WriteOptions}};
 /// # use arrow_array::types::Float32Type;
 /// use lodtensor::loader::Loader;
-/// # let dir = tempfile::tempdir()?;
-/// # let path = dir.path().join("d.arrow");
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-/// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-/// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-/// # w.finish()?;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
 /// let file = MappedDataset::open(&path)?;
 /// let loader = Loader::builder(&file).with_batch_size(2).with_shuffle(1).build()?;
 /// let mut prefetch = loader.prefetch(2);
@@ -75,14 +69,8 @@ impl Prefetch {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
-    /// # use lodtensor::arrow::types::Float32Type;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("d.arrow");
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
-    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
-    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
-    /// # w.finish()?;
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let mut prefetch = Loader::builder(&file).with_batch_size(2).build()?.prefetch(2);

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use arrow_buffer::{ArrowNativeType, OffsetBuffer, ScalarBuffer};
 
-use crate::DataError;
+use crate::error::DataError;
 use crate::error::Result;
 
 /// The integer width of a level's offsets: Arrow `List` (`i32`) or `LargeList` (`i64`).

@@ -1,5 +1,5 @@
 use super::*;
-use crate::{ArgumentError, DataError, Error, ErrorKind};
+use crate::error::{ArgumentError, DataError, Error, ErrorKind};
 
 fn example() -> Lod {
     Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap()
@@ -186,6 +186,10 @@ fn each_rule_has_its_error() {
             ..
         }))
     ));
+}
+
+#[test]
+fn each_argument_check_has_its_error() {
     assert!(matches!(
         example().num_sequences(2).map_err(Error::into_kind),
         Err(ErrorKind::Argument(ArgumentError::LevelOutOfBounds {

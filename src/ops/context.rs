@@ -144,8 +144,8 @@ fn project<T: ArrowPrimitiveType>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Error;
-    use crate::{ArgumentError, ErrorKind, UnsupportedError};
+    use crate::error::Error;
+    use crate::error::{ArgumentError, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float64Type, Int16Type};
     use proptest::prelude::*;
 

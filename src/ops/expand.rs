@@ -18,7 +18,7 @@
 //! memory map with 0 bytes allocated, as
 //! `large_list_view<item: extension<arrow.fixed_shape_tensor[value_type=float, shape=[64]]>>`.
 
-use crate::{ArgumentError, DataError, UnsupportedError};
+use crate::error::{ArgumentError, DataError, UnsupportedError};
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, LargeListViewArray};

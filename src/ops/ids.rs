@@ -205,8 +205,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ArgumentError, ErrorKind, UnsupportedError};
     use crate::ops::model::sequences;
-    use crate::{ArgumentError, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt8Type};
     use proptest::prelude::*;
 

@@ -140,7 +140,7 @@ fn mask_of<T: ArrowPrimitiveType>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ArgumentError, ErrorKind};
+    use crate::error::{ArgumentError, ErrorKind};
     use arrow_array::types::{Float32Type, Int64Type, UInt8Type};
     use proptest::prelude::*;
 

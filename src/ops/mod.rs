@@ -30,7 +30,7 @@ mod scatter;
 mod softmax;
 mod structure;
 
-use crate::{ArgumentError, DataError, UnsupportedError};
+use crate::error::{ArgumentError, DataError, UnsupportedError};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -317,7 +317,9 @@ pub(crate) mod model {
     use arrow_array::types::Float64Type;
     use proptest::prelude::*;
 
-    use crate::{Lod, LodTensor, Values};
+    use crate::lod::Lod;
+    use crate::tensor::LodTensor;
+    use crate::values::Values;
 
     /// A 2-level tensor as documents of sentences of words (each word one `f64`).
     pub type Nested = Vec<Vec<Vec<f64>>>;

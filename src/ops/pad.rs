@@ -14,10 +14,10 @@
 
 use super::{Piece, assemble, element_offsets};
 use crate::error::Result;
+use crate::error::{ArgumentError, DataError};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use crate::values::Values;
-use crate::{ArgumentError, DataError};
 
 const PAD: &str = "sequence_pad";
 const UNPAD: &str = "sequence_unpad";
@@ -482,8 +482,8 @@ pub fn from_padded(dense: &Values, lengths: &[usize]) -> Result<LodTensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ArgumentError, DataError, Error, ErrorKind};
     use crate::ops::model;
-    use crate::{ArgumentError, DataError, Error, ErrorKind};
     use arrow_array::types::{Float32Type, Float64Type, Int32Type};
     use proptest::prelude::*;
 

@@ -407,8 +407,8 @@ fn last_level(x: &LodTensor) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ArgumentError, Error, ErrorKind};
     use crate::ops::model;
-    use crate::{ArgumentError, Error, ErrorKind};
     use arrow_array::types::{Float16Type, Float32Type, Float64Type, Int32Type, UInt8Type};
     use proptest::prelude::*;
 

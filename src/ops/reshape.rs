@@ -75,7 +75,7 @@ pub fn sequence_reshape(x: &LodTensor, new_dim: usize) -> Result<LodTensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ArgumentError, ErrorKind, UnsupportedError};
+    use crate::error::{ArgumentError, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float64Type, Int32Type};
     use proptest::prelude::*;
 
@@ -112,7 +112,7 @@ mod tests {
         let items = arrow_array::BooleanArray::from(vec![true, false, true, true]);
         let x = LodTensor::try_new(
             Lod::try_from_lengths(&[vec![1, 1]]).unwrap(),
-            crate::Values::try_new(std::sync::Arc::new(items), vec![2]).unwrap(),
+            crate::values::Values::try_new(std::sync::Arc::new(items), vec![2]).unwrap(),
         )
         .unwrap();
         let out = sequence_reshape(&x, 1).unwrap();

@@ -186,8 +186,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ArgumentError, DataError, ErrorKind};
     use crate::ops::model::sequences;
-    use crate::{ArgumentError, DataError, ErrorKind};
     use arrow_array::types::{Float64Type, Int8Type};
     use proptest::prelude::*;
 

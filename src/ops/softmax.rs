@@ -138,9 +138,9 @@ pub fn sequence_softmax(x: &LodTensor) -> Result<LodTensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Lod;
+    use crate::error::{ArgumentError, ErrorKind};
+    use crate::lod::Lod;
     use crate::ops::model::sequences;
-    use crate::{ArgumentError, ErrorKind};
     use proptest::prelude::*;
 
     #[test]

@@ -5,7 +5,7 @@
 //! joining, reversing and slicing write new values ([`concat`], [`sequence_concat`],
 //! [`sequence_reverse`], [`sequence_slice`]).
 
-use crate::{ArgumentError, DataError};
+use crate::error::{ArgumentError, DataError};
 use std::ops::Range;
 
 use super::{Piece, assemble, check_same, element_offsets, one_level, width_of};
@@ -346,9 +346,9 @@ pub fn lod_reset(x: &LodTensor, lod: Lod) -> Result<LodTensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use crate::ops::model;
     use crate::values::Values;
-    use crate::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
     use arrow_array::types::{Float64Type, Int32Type};
     use proptest::prelude::*;
 
@@ -390,6 +390,12 @@ mod tests {
             split_rows(&a, &[0..2, 0..0]).map_err(Error::into_kind),
             Err(ErrorKind::Argument(ArgumentError::RowsOutOfBounds { .. }))
         ));
+    }
+
+    #[test]
+    fn sequence_errors_are_typed() {
+        let a = LodTensor::from_lengths::<Int32Type>(&[vec![2]], vec![1, 2], vec![]).unwrap();
+        let c = LodTensor::from_lengths::<Int32Type>(&[vec![1], vec![1]], vec![1], vec![]).unwrap();
         let plain = a.drop_outer_levels(1).unwrap();
         assert!(matches!(
             sequence_reverse(&plain).map_err(Error::into_kind),

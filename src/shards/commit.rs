@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ArgumentError;
+use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::shards::manifest::{Manifest, ShardEntry};
 use crate::shards::store::{
@@ -132,7 +132,7 @@ fn merge(
         match into.shards.iter().find(|s| s.file == shard.file) {
             Some(listed) if *listed == shard => {}
             Some(_) => {
-                return Err(crate::FormatError::Manifest {
+                return Err(crate::error::FormatError::Manifest {
                     field: "shards".to_owned(),
                     reason: format!(
                         "{:?} is listed by the dataset with other contents",

@@ -18,18 +18,17 @@ use super::parse::{
     array, check_shards, count, field, manifest_error, object, parse_column, parse_shard, string,
 };
 #[cfg(doc)]
-use crate::FormatError;
-use crate::UnsupportedError;
+use crate::error::FormatError;
+use crate::error::UnsupportedError;
 
 /// The manifest's file name inside the dataset directory.
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::ids();
 /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
 /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
 /// # writer.finish()?;
@@ -43,11 +42,10 @@ pub const MANIFEST_NAME: &str = "_lodtensor.json";
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::ids();
 /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
 /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
 /// # writer.finish()?;
@@ -85,11 +83,10 @@ pub(super) const MAX_LEVELS: usize = 64;
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::ids();
 /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
 /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
 /// # writer.finish()?;
@@ -122,11 +119,10 @@ impl ColumnSpec {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// use lodtensor::shards::ColumnSpec;
     /// let spec = ColumnSpec::of_column(&ds.columns()[0])?;
@@ -157,11 +153,10 @@ impl ColumnSpec {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// use lodtensor::shards::ColumnSpec;
     /// let specs = ColumnSpec::of_schema(&ds.to_record_batch().schema())?;
@@ -229,11 +224,10 @@ impl ColumnSpec {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::ids();
 /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
 /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
 /// # writer.finish()?;
@@ -266,11 +260,10 @@ impl ColumnStats {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Int64Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::ids();
 /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
 /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
 /// # writer.finish()?;
@@ -320,11 +313,10 @@ impl Manifest {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -344,11 +336,10 @@ impl Manifest {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -435,11 +426,10 @@ impl Manifest {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -483,11 +473,10 @@ impl Manifest {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -534,8 +523,8 @@ pub(crate) fn is_shard_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
-    use crate::FormatError;
+    use crate::error::ErrorKind;
+    use crate::error::FormatError;
 
     fn sample() -> Manifest {
         Manifest {

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::manifest::{ColumnSpec, ColumnStats, MAX_LEVELS, ShardEntry, is_shard_name};
-use crate::FormatError;
+use crate::error::FormatError;
 use crate::error::{Error, Result};
 use crate::lod::OffsetWidth;
 use crate::values::DType;

@@ -8,10 +8,11 @@ use std::sync::OnceLock;
 use arrow_buffer::Buffer;
 
 use crate::dataset::Dataset;
+use crate::error::FormatError;
 use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
+use crate::row_index::RowIndex;
 use crate::shards::manifest::{ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry};
-use crate::{FormatError, RowIndex};
 
 /// A sharded dataset, open: the manifest read, each shard mapped on first touch.
 ///
@@ -63,11 +64,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -98,11 +98,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -118,11 +117,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -139,11 +137,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -160,11 +157,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -180,11 +176,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -200,11 +195,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -225,11 +219,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -311,11 +304,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -336,11 +328,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -359,11 +350,11 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::arrow::types::Int64Type;
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;
@@ -384,11 +375,10 @@ impl ShardedDataset {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
     /// # writer.finish()?;

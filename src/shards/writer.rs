@@ -5,8 +5,8 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::ArgumentError;
 use crate::dataset::Dataset;
+use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions, row_bytes};
 use crate::shards::manifest::{
@@ -50,11 +50,10 @@ impl ShardOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(1))?;
     /// writer.write(&ds)?;
@@ -71,11 +70,10 @@ impl ShardOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_bytes(1))?;
     /// writer.write(&ds)?;
@@ -92,11 +90,10 @@ impl ShardOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_prefix("w1"))?;
     /// writer.write(&ds)?;
@@ -112,11 +109,10 @@ impl ShardOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// use lodtensor::{OffsetWidth, WriteOptions};
     /// let write = WriteOptions::default().with_offset_width(OffsetWidth::I32);
@@ -283,11 +279,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
     /// writer.write(&ds)?;
@@ -319,11 +314,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
     /// writer.write(&ds)?;
@@ -358,11 +352,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// use lodtensor::shards::commit;
     /// for worker in ["w0", "w1"] {
@@ -429,11 +422,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
     /// writer.write(&ds)?;
@@ -504,11 +496,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
     /// writer.write(&ds)?;
@@ -614,11 +605,10 @@ impl ShardWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Int64Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Int64Type>(&[vec![2, 1, 3]], (0..6).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::ids();
     /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
     /// let writer = ShardWriter::create(dir.path(), ShardOptions::default())?;
     /// assert_eq!(writer.dir(), dir.path());

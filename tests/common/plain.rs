@@ -5,16 +5,56 @@
 use std::path::{Path, PathBuf};
 
 use lodtensor::LodTensor;
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
-/// The Python with pyarrow and numpy to run: `LODTENSOR_PYTHON`, else the project's
-/// `.venv` (which the test command creates), else none.
-pub fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LODTENSOR_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
+/// The Python with pyarrow and numpy to run: `LODTENSOR_PYTHON` (set but empty: none), else
+/// the project's `.venv` (which the test command creates), else none.
+pub fn find_python() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    venv.exists().then_some(venv)
+    python_from(
+        std::env::var_os("LODTENSOR_PYTHON"),
+        venv.exists().then_some(venv),
+    )
+}
+
+/// `find_python()`'s rule on what it was given: the variable's path, unless it is empty; else
+/// the `.venv`'s.
+pub fn python_from(variable: Option<std::ffi::OsString>, venv: Option<PathBuf>) -> Option<PathBuf> {
+    match variable {
+        Some(p) if p.is_empty() => None,
+        Some(p) => Some(PathBuf::from(p)),
+        None => venv,
+    }
+}
+
+/// The Python for a test that needs one, or `None` when the test is to skip (saying so on
+/// stderr). When the test command requires Python (`LODTENSOR_REQUIRE_PYTHON=1`, which
+/// `scripts/test` sets), a missing Python panics instead, so that a broken Python setup
+/// fails the run rather than passing it with the Python tests skipped.
+#[track_caller]
+pub fn python() -> Option<PathBuf> {
+    let required = std::env::var_os("LODTENSOR_REQUIRE_PYTHON").is_some_and(|v| v == "1");
+    match python_for_test(find_python(), required) {
+        Ok(python) => python,
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// `python()`'s rule: the Python found, a skip (`Ok(None)`, said on stderr) when
+/// there is none and none is required, else why the test fails.
+pub fn python_for_test(found: Option<PathBuf>, required: bool) -> Result<Option<PathBuf>, String> {
+    const HOW: &str = "set LODTENSOR_PYTHON to a Python with pyarrow and numpy, or create .venv \
+        (scripts/test does)";
+    match (found, required) {
+        (Some(python), _) => Ok(Some(python)),
+        (None, false) => {
+            eprintln!("skipped: no Python ({HOW})");
+            Ok(None)
+        }
+        (None, true) => Err(format!(
+            "LODTENSOR_REQUIRE_PYTHON=1 but no Python was found: {HOW}"
+        )),
+    }
 }
 
 /// Runs the benchmark script `script` (under `benches/`) with `args` and returns its
@@ -23,7 +63,7 @@ pub fn script_figures(
     script: &str,
     args: &[&std::ffi::OsStr],
 ) -> Result<std::collections::HashMap<String, f64>, String> {
-    let python = python().ok_or("no Python with pyarrow")?;
+    let python = find_python().ok_or("no Python with pyarrow")?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("benches")
         .join(script);

@@ -1,4 +1,4 @@
-"""A Hugging Face-style table with side columns beside the tensors, for tests/side_columns_pyarrow.rs.
+"""A Hugging Face-style table with side columns beside the tensors, for tests/interop/side_columns_pyarrow.rs.
 
     python hf_table.py write OUT.arrow             # the table, as pyarrow writes it (IPC file)
     python hf_table.py check OUT.arrow FILE...     # every FILE (.arrow, .parquet) equals it

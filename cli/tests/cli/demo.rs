@@ -53,7 +53,6 @@ fn the_next_commands_run_on_the_demo_files() {
     }
     assert!(dir.path().join("d/copy.parquet").is_file());
     let Some(python) = python() else {
-        eprintln!("skipped the Python one-liners: no LODTENSOR_PYTHON or .venv");
         return;
     };
     for command in &commands[3..] {

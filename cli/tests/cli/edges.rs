@@ -126,7 +126,6 @@ fn element_shape_reads_files_that_lost_it() {
 #[test]
 fn element_shape_reads_duckdb_and_pyarrow_files() {
     let Some(python) = python() else {
-        eprintln!("skipped: no LODTENSOR_PYTHON or .venv");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -12,8 +12,8 @@ use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::io::parquet::{ParquetReadOptions, read_parquet};
 use lodtensor::shards::ShardedDataset;
-use lodtensor::synthetic::{Documents, SplitMix64};
 use lodtensor::{Dataset, LodTensor};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use serde_json::Value;
 
 use crate::support::common::python;
@@ -144,7 +144,6 @@ fn file_to_shards_and_back_is_equal() {
 #[test]
 fn pyarrow_reads_the_shards_convert_writes() {
     let Some(python) = python() else {
-        eprintln!("skipped: no LODTENSOR_PYTHON or .venv");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -2,7 +2,7 @@
 //! and the dims checked against what can be held.
 
 use super::dtype::item_size;
-use crate::FormatError;
+use crate::error::FormatError;
 use crate::error::{Error, Result};
 use crate::values::DType;
 

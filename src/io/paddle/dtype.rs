@@ -11,9 +11,9 @@ use arrow_array::{ArrayRef, BooleanArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, ScalarBuffer};
 
 use crate::error::Result;
+use crate::error::{FormatError, UnsupportedError};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
-use crate::{FormatError, UnsupportedError};
 
 /// Paddle's `VarType.Type` code of a dtype, `None` when Paddle files cannot hold it.
 ///

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 
 use super::record::Reader;
-use crate::ArgumentError;
+use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::tensor::LodTensor;
 

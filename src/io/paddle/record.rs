@@ -5,9 +5,9 @@ use super::desc::{check_dims, parse_desc};
 use super::dtype::{decode, dtype_of_code};
 use super::{LOD_TENSOR_VERSION, TENSOR_VERSION};
 use crate::error::Result;
+use crate::error::{DataError, ErrorKind, FormatError, UnsupportedError};
 use crate::lod::{LevelOffsets, Lod};
 use crate::tensor::LodTensor;
-use crate::{DataError, ErrorKind, FormatError, UnsupportedError};
 
 /// A bounds-checked cursor over the bytes of a file.
 pub(super) struct Reader<'a> {

@@ -6,10 +6,10 @@ use arrow_array::BooleanArray;
 use super::desc::put_varint;
 use super::dtype::item_size;
 use super::*;
+use crate::error::{ArgumentError, DataError, Error, ErrorKind, FormatError, UnsupportedError};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
-use crate::{ArgumentError, DataError, Error, ErrorKind, FormatError, UnsupportedError};
 use arrow_array::types::{Float32Type, Int64Type};
 
 /// A record from its parts; `desc` is the raw TensorDesc message.

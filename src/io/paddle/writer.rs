@@ -6,8 +6,8 @@ use std::path::Path;
 use super::desc::encode_desc;
 use super::dtype::{paddle_code, write_items};
 use super::{LOD_TENSOR_VERSION, TENSOR_VERSION};
-use crate::UnsupportedError;
 use crate::error::Result;
+use crate::error::UnsupportedError;
 use crate::io::atomic::write_atomically;
 use crate::tensor::LodTensor;
 

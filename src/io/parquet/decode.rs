@@ -35,8 +35,7 @@ use parquet::column::page::Page;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::schema::types::ColumnDescriptor;
 
-use crate::FileFormat;
-use crate::error::Error;
+use crate::error::{Error, FileFormat};
 
 use super::runs::{Fault, Runs, bit_width};
 
@@ -173,7 +172,7 @@ impl ColumnDecoder {
         rows: usize,
         expected: usize,
         at: &At<'_>,
-    ) -> crate::Result<()> {
+    ) -> crate::error::Result<()> {
         self.values.try_reserve(expected);
         let fault = |page: usize, reason: String| {
             Error::invalid(
@@ -432,7 +431,7 @@ impl ColumnDecoder {
     ///
     /// # Errors
     /// An offset that does not fit an `i32` list.
-    pub(super) fn take_array(&mut self) -> crate::Result<ArrayRef> {
+    pub(super) fn take_array(&mut self) -> crate::error::Result<ArrayRef> {
         let mut ends = Vec::with_capacity(self.plan.var_lists);
         for t in 0..self.plan.var_lists {
             ends.push(self.children(t) as i64);
@@ -486,7 +485,7 @@ fn build(
     mut offsets: impl Iterator<Item = Vec<i64>>,
     values: Words,
     items: usize,
-) -> crate::Result<ArrayRef> {
+) -> crate::error::Result<ArrayRef> {
     Ok(match data_type {
         DataType::List(field) => {
             let level = offsets.next().expect("one offsets vector per list");
@@ -521,7 +520,7 @@ fn list<O: OffsetSizeTrait>(
     field: &FieldRef,
     offsets: &[i64],
     child: ArrayRef,
-) -> crate::Result<ArrayRef> {
+) -> crate::error::Result<ArrayRef> {
     let converted = offsets
         .iter()
         .map(|&o| {
@@ -535,7 +534,7 @@ fn list<O: OffsetSizeTrait>(
                 )
             })
         })
-        .collect::<crate::Result<Vec<O>>>()?;
+        .collect::<crate::error::Result<Vec<O>>>()?;
     let offsets = OffsetBuffer::new(ScalarBuffer::from(converted));
     let array = GenericListArray::<O>::try_new(Field::clone(field).into(), offsets, child, None)
         .map_err(Error::decoding(FileFormat::Parquet))?;

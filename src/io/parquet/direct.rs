@@ -13,8 +13,7 @@ use parquet::file::reader::ChunkReader;
 use parquet::file::serialized_reader::SerializedPageReader;
 
 use super::decode::{At, ColumnDecoder, Plan};
-use crate::FileFormat;
-use crate::error::{Error, Result};
+use crate::error::{Error, FileFormat, Result};
 
 /// Decodes row groups of one file into record batches; object-safe, so the reader need not
 /// be generic over the file's [`ChunkReader`].

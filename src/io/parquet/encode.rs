@@ -464,6 +464,6 @@ fn convert<'a, T: ArrowPrimitiveType, O>(
 }
 
 /// An inconsistency between the dataset and the Parquet schema made from it.
-pub(super) fn internal(message: String) -> crate::Error {
+pub(super) fn internal(message: String) -> crate::error::Error {
     ParquetError::General(message).into()
 }

@@ -30,11 +30,10 @@
 //! The headers are read with one small read per page (a page's values are not read), so
 //! the check costs little next to reading the file.
 
-use crate::FileFormat;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::ChunkReader;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, FileFormat, Result};
 
 /// Thrift compact protocol types.
 const BOOL_TRUE: u8 = 1;

@@ -14,18 +14,16 @@ use parquet::file::reader::ChunkReader;
 use super::direct::{Direct, RowGroupSource};
 use super::pages;
 use crate::dataset::{Dataset, check_version};
-use crate::error::{Error, Result};
-use crate::{ArgumentError, ErrorKind, FileFormat, FormatError};
+use crate::error::{ArgumentError, Error, ErrorKind, FileFormat, FormatError, Result};
 
 /// How a Parquet file is read.
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::io::parquet::*;
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::words();
 /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
 /// # let path = dir.path().join("d.parquet");
 /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -59,11 +57,10 @@ impl ParquetReadOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -92,11 +89,10 @@ impl ParquetReadOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -121,11 +117,10 @@ impl ParquetReadOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -147,11 +142,10 @@ impl ParquetReadOptions {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_compression(Compression::Zstd(1)))?;
@@ -231,11 +225,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -263,11 +256,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -332,11 +324,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default())?;
@@ -352,11 +343,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds, &ds], &ParquetWriteOptions::default())?;
@@ -408,11 +398,10 @@ impl ParquetReader {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// write_parquet(&path, [&ds], &ParquetWriteOptions::default().with_row_group_size(RowGroupSize::Rows(1)))?;

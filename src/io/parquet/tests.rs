@@ -1,4 +1,6 @@
-use crate::{ArgumentError, DataError, ErrorKind, FileFormat, UnsupportedError, UnusableError};
+use crate::error::{
+    ArgumentError, DataError, ErrorKind, FileFormat, UnsupportedError, UnusableError,
+};
 use std::sync::Arc;
 
 use arrow_array::types::{Float32Type, Int64Type};

@@ -18,10 +18,11 @@ use super::plain_file::PlainFile;
 use super::{ParquetWriteOptions, RowGroupSize};
 use crate::dataset::{Dataset, is_side};
 use crate::error::Result;
+use crate::error::{ArgumentError, UnusableError};
 use crate::io::AtomicFile;
+use crate::layout::ColumnLayout;
 use crate::lod::OffsetWidth;
 use crate::values::DType;
-use crate::{ArgumentError, ColumnLayout, UnusableError};
 
 /// Writes datasets to Parquet one after the other, as rows of one table.
 ///
@@ -74,11 +75,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -106,11 +106,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -171,11 +170,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -191,11 +189,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -217,11 +214,10 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetWriter::new(Vec::new(), ParquetWriteOptions::default());
@@ -471,11 +467,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -500,11 +495,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -522,11 +516,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -542,11 +535,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -565,11 +557,10 @@ impl ParquetFileWriter {
     ///
     /// # Example
     /// ```
-    /// # use lodtensor::{Column, Dataset, LodTensor};
-    /// # use lodtensor::arrow::types::Float32Type;
+    /// # use lodtensor::{Column, Dataset};
     /// # use lodtensor::io::parquet::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+    /// # let t = lodtensor::doc_fixtures::words();
     /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
     /// # let path = dir.path().join("d.parquet");
     /// let mut writer = ParquetFileWriter::create(&path, ParquetWriteOptions::default())?;
@@ -594,11 +585,10 @@ impl ParquetFileWriter {
 ///
 /// # Example
 /// ```
-/// # use lodtensor::{Column, Dataset, LodTensor};
-/// # use lodtensor::arrow::types::Float32Type;
+/// # use lodtensor::{Column, Dataset};
 /// # use lodtensor::io::parquet::*;
 /// # let dir = tempfile::tempdir()?;
-/// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1], vec![1, 2, 3]], (0..6).map(|i| i as f32).collect(), vec![])?;
+/// # let t = lodtensor::doc_fixtures::words();
 /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
 /// # let path = dir.path().join("d.parquet");
 /// write_parquet(&path, [&ds, &ds], &ParquetWriteOptions::default())?;

@@ -1,8 +1,8 @@
 //! Unit and property tests of `sequence_expand`, its view and `sequence_expand_as`.
 
 use super::*;
+use crate::error::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
 use crate::ops::model;
-use crate::{ArgumentError, DataError, Error, ErrorKind, UnsupportedError};
 use arrow_array::types::{Float32Type, Float64Type, Int32Type};
 use arrow_array::{FixedSizeListArray, RecordBatch};
 use arrow_schema::Schema;

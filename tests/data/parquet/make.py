@@ -1,4 +1,4 @@
-"""Writes the Parquet files that tests/parquet_pyarrow.rs reads: the same table as pyarrow,
+"""Writes the Parquet files that tests/interop/parquet_pyarrow.rs reads: the same table as pyarrow,
 DuckDB and Polars write it.
 
 Run with pyarrow, duckdb and polars installed: python tests/data/parquet/make.py

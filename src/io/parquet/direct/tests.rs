@@ -148,7 +148,7 @@ fn nulls_are_errors_and_other_layouts_go_to_the_general_reader() {
 
 /// Reads `bytes` as the reader does, but with the direct decoder called straight, outside
 /// the reader's panic guard: a panic here (or on the read-ahead thread) fails the test.
-fn direct_unguarded(bytes: &Bytes, read_ahead: bool) -> crate::Result<Option<Dataset>> {
+fn direct_unguarded(bytes: &Bytes, read_ahead: bool) -> crate::error::Result<Option<Dataset>> {
     let metadata = ArrowReaderMetadata::load(bytes, ArrowReaderOptions::default())?;
     pages::check_column_chunks(bytes, metadata.metadata())?;
     let schema = metadata.schema().clone();

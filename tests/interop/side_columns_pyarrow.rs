@@ -4,11 +4,9 @@
 //! comparing every step. Needs a Python with pyarrow (`LODTENSOR_PYTHON`, or `.venv`).
 #![cfg(feature = "parquet")]
 
-mod common;
-
 use std::path::Path;
 
-use common::python;
+use crate::common::python;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::io::parquet::{
@@ -18,7 +16,7 @@ use lodtensor::{Dataset, LodTensor};
 
 fn hf_table(python: &Path, args: &[&Path]) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/hf_table.py");
-    common::run_script(python, &script, args)
+    crate::common::run_script(python, &script, args)
 }
 
 fn write(path: &Path, datasets: &[Dataset]) {
@@ -32,7 +30,6 @@ fn write(path: &Path, datasets: &[Dataset]) {
 #[test]
 fn hf_table_round_trips_through_lodtensor_and_parquet() {
     let Some(python) = python() else {
-        eprintln!("skipped: no Python with pyarrow (set LODTENSOR_PYTHON)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

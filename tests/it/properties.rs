@@ -1,9 +1,7 @@
 //! Property tests of the core against the nested-`Vec` model: Arrow round trips, slices,
 //! zero-copy.
 
-mod common;
-
-use common::{Case, Node, case};
+use crate::common::{Case, Node, case};
 use lodtensor::ErrorKind;
 use lodtensor::{LodTensor, OffsetWidth};
 use proptest::prelude::*;

@@ -399,6 +399,7 @@ proptest! {
     }
 }
 
+#[cfg(feature = "parquet")]
 #[test]
 fn parquet_carries_side_columns_both_ways() {
     use lodtensor::io::parquet::{

@@ -11,8 +11,8 @@ use lodtensor::Loader;
 use lodtensor::shards::{
     MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, ShardedDataset, commit,
 };
-use lodtensor::synthetic::{Documents, SplitMix64};
 use lodtensor::{ArgumentError, Dataset, ErrorKind, FormatError};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use proptest::prelude::*;
 
 /// Small documents: 0–4 sentences of 1–5 tokens of 3 floats, and a label per document
@@ -502,7 +502,7 @@ fn sigkill_leaves_a_complete_dataset() {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "sigkill_child",
+                "shards::sigkill_child",
                 "--ignored",
                 "--nocapture",
                 "--test-threads=1",

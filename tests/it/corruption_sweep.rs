@@ -1,6 +1,6 @@
 //! Every truncation and every single-byte change (0x00, 0xFF, +1) of small valid `.arrow`
 //! files with 0 to 3 levels, and of small `.parquet` files, gives a typed error or data that
-//! reads in full: never a panic or a hang. (`.pdtensor` files are swept in `tests/paddle.rs`.)
+//! reads in full: never a panic or a hang. (`.pdtensor` files are swept in `tests/it/paddle.rs`.)
 
 use arrow_array::types::Int32Type;
 use lodtensor::io::ipc_reader::MappedDataset;

@@ -2,21 +2,18 @@
 //! Python gets the same batches (rows, tokens, sums) as the Rust loader. Needs a Python with
 //! numpy and pyarrow: `LODTENSOR_PYTHON`, or the project's `.venv`; skipped otherwise.
 
-#[path = "common/plain.rs"]
-mod support;
-
 use std::path::Path;
 
 use arrow_array::types::{Float32Type, Int64Type};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::loader::Loader;
-use lodtensor::synthetic::{Documents, SplitMix64};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use serde_json::Value;
 
 fn run(python: &Path, args: &[&Path]) -> Vec<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/python_training_loop.py");
-    support::run_script(python, &script, args)
+    crate::common::run_script(python, &script, args)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
@@ -24,8 +21,7 @@ fn run(python: &Path, args: &[&Path]) -> Vec<Value> {
 
 #[test]
 fn python_gets_the_same_batches() {
-    let Some(python) = support::python() else {
-        eprintln!("skipped: no Python with pyarrow (set LODTENSOR_PYTHON or create .venv)");
+    let Some(python) = crate::common::python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -2,12 +2,10 @@
 //! read by us. Needs a Python with pyarrow and numpy: `LODTENSOR_PYTHON`, or the project's
 //! `.venv` that the test command creates.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{case, python};
+use crate::common::{case, python};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 #[cfg(feature = "parquet")]
@@ -77,7 +75,6 @@ proptest! {
     #[test]
     fn pyarrow_reads_our_files(case in case(), batch_bytes in 16usize..400) {
         let Some(python) = python() else {
-            eprintln!("skipped: no Python with pyarrow (set LODTENSOR_PYTHON or run the test command)");
             return Ok(());
         };
         let t = case.tensor();
@@ -124,7 +121,6 @@ proptest! {
 #[test]
 fn we_read_pyarrow_files() {
     let Some(python) = python() else {
-        eprintln!("skipped: no Python with pyarrow (set LODTENSOR_PYTHON or run the test command)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -180,7 +176,6 @@ fn we_read_pyarrow_files() {
 #[test]
 fn the_spec_example_is_a_valid_file() {
     let Some(python) = python() else {
-        eprintln!("skipped: no Python with pyarrow (set LODTENSOR_PYTHON or run the test command)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

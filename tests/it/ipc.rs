@@ -1,14 +1,12 @@
 //! The IPC writer and mapped reader: round trips, zero-copy, random access, bad files,
 //! crash safety.
 
-mod common;
-
 use lodtensor::{ArgumentError, DataError, ErrorKind, FormatError, UnsupportedError};
 use std::path::Path;
 
+use crate::common::{case, example_dataset, inside};
 use arrow_array::Array;
 use arrow_array::types::{Float32Type, Int64Type};
-use common::{case, example_dataset, inside};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::{Column, Dataset, Error, Lod, LodTensor, Values};
@@ -451,7 +449,7 @@ fn a_killed_writer_leaves_old_or_new_never_partial() {
     let exe = std::env::current_exe().unwrap();
     for round in 0..12u64 {
         let mut child = std::process::Command::new(&exe)
-            .args(["child_writer", "--exact", "--ignored", "--nocapture"])
+            .args(["ipc::child_writer", "--exact", "--ignored", "--nocapture"])
             .env("LODTENSOR_CHILD_TARGET", &target)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -533,7 +531,7 @@ fn readers_see_the_old_or_the_new_file_whole_while_another_process_rewrites_it()
     let target = dir.path().join("x.arrow");
     write(&target, &[example_dataset()], WriteOptions::default());
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["child_writer", "--exact", "--ignored", "--nocapture"])
+        .args(["ipc::child_writer", "--exact", "--ignored", "--nocapture"])
         .env("LODTENSOR_CHILD_TARGET", &target)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -576,7 +574,7 @@ fn child_full_disk() {
         return;
     };
     let big = lodtensor::synthetic::Documents::default()
-        .generate(&mut lodtensor::synthetic::SplitMix64::new(5), 20)
+        .generate(&mut lodtensor::rng::SplitMix64::new(5), 20)
         .unwrap();
     let result = (|| {
         let mut w =
@@ -601,7 +599,7 @@ fn a_full_disk_is_a_clean_error_and_the_old_file_stays() {
     let out = std::process::Command::new("bash")
         .args([
             "-c",
-            "trap '' XFSZ; exec prlimit --fsize=65536 -- \"$0\" child_full_disk --exact --ignored --nocapture",
+            "trap '' XFSZ; exec prlimit --fsize=65536 -- \"$0\" ipc::child_full_disk --exact --ignored --nocapture",
         ])
         .arg(std::env::current_exe().unwrap())
         .env("LODTENSOR_CHILD_TARGET", &target)

@@ -3,8 +3,6 @@
 //! discovery sees exactly the manifest's shards; a full disk leaves no shard behind;
 //! `vacuum` removes what killed writers left, and nothing else.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,11 +10,13 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use arrow_array::types::Int64Type;
+use lodtensor::rng::SplitMix64;
 use lodtensor::shards::{
     MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, ShardedDataset, commit, vacuum,
 };
-use lodtensor::synthetic::SplitMix64;
 use lodtensor::{Column, Dataset, ErrorKind, Lod, LodTensor, Values};
+
+use crate::common;
 
 /// `rows` rows: a 1-level `ids` column (1–3 ids a row) and a `label` column holding
 /// `first..first + rows`.
@@ -214,7 +214,7 @@ fn sigkill_leaves_the_old_or_the_new_dataset() {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "sigkill_writer_child",
+                "concurrency::sigkill_writer_child",
                 "--ignored",
                 "--test-threads=1",
             ])

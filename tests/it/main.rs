@@ -1,0 +1,18 @@
+//! The library's integration tests, one binary (each former `tests/*.rs` file is a module,
+//! so the crate is linked once). The suites that run Python or read pyarrow's files are the
+//! `interop` binary; `bounded_resources` stays alone for its counting allocator.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod concurrency;
+mod corruption_sweep;
+mod fuzz_regressions;
+mod ipc;
+mod layers;
+mod loader;
+mod paddle;
+mod paddle_ops;
+mod properties;
+mod shards;
+mod side_columns;
