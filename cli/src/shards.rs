@@ -59,7 +59,7 @@ impl Sharded {
     /// The shards that hold `rows` (for an empty range, the shard it starts in), opened.
     ///
     /// # Errors
-    /// [`ArgumentError::RowsOutOfBounds`](lodtensor::ArgumentError::RowsOutOfBounds) naming
+    /// [`ArgumentError::RowsOutOfBounds`] naming
     /// the directory; [`Sharded::source`]'s errors.
     pub fn source_of_rows(&self, rows: Range<usize>, read: &ReadArgs) -> Result<Source> {
         let counts: Vec<usize> = self.manifest().shards.iter().map(|s| s.rows).collect();

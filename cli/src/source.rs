@@ -418,7 +418,7 @@ impl Source {
     /// The column named `name`, or the first column.
     ///
     /// # Errors
-    /// [`ArgumentError::NoSuchColumn`](crate::ArgumentError::NoSuchColumn), `NotATensor` for a side column; a usage error for a file without columns.
+    /// [`ArgumentError::NoSuchColumn`], `NotATensor` for a side column; a usage error for a file without columns.
     pub fn column(&self, name: Option<&str>) -> Result<&Parts> {
         if let Some(side) = name.and_then(|n| self.side(n)) {
             let e = ArgumentError::NotATensor {
@@ -443,7 +443,7 @@ impl Source {
     /// The file as datasets, one per part (record batch).
     ///
     /// # Errors
-    /// [`DataError::ColumnRows`](crate::DataError::ColumnRows) when the columns do not share a row count.
+    /// [`DataError::ColumnRows`](lodtensor::DataError::ColumnRows) when the columns do not share a row count.
     pub fn datasets(&self) -> Result<Vec<Dataset>> {
         let parts = match (self.columns.first(), self.sides.first()) {
             (Some(c), _) => c.tensors.len(),
@@ -540,7 +540,7 @@ pub(crate) fn empty_columns(path: &Path, schema: &arrow_schema::Schema) -> Resul
 /// Which part each piece of `rows` lies in, for parts of `counts` rows.
 ///
 /// # Errors
-/// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds).
+/// [`ArgumentError::RowsOutOfBounds`].
 pub fn split_rows(counts: &[usize], rows: Range<usize>) -> Result<Vec<(usize, Range<usize>)>> {
     let index = RowIndex::from_counts(counts.iter().copied());
     let mut out = index.split(rows.clone())?;
