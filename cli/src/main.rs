@@ -139,10 +139,24 @@ impl CliError {
                     | ArgumentError::RowsOutOfBounds { .. },
                 ) => 4,
                 ErrorKind::Argument(ArgumentError::NotATensor { .. }) => 2,
+                // A write that failed below a dependency (ENOSPC under the Parquet writer).
+                _ if caused_by_io(e) => 3,
                 _ => 1,
             },
         }
     }
+}
+
+/// Whether an I/O error is among the causes of `e` (a dependency's error that wraps one).
+fn caused_by_io(e: &lodtensor::Error) -> bool {
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if c.is::<std::io::Error>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// A message on one line: some errors from below (the flatbuffers verifier's) span several.
@@ -158,4 +172,18 @@ fn one_line(message: &str) -> String {
 /// A closed stdout (`lodtensor … | head`) is not a failure.
 fn is_broken_pipe(e: &lodtensor::Error) -> bool {
     matches!(e.kind(), lodtensor::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+#[cfg(all(test, feature = "parquet"))]
+mod exit_code_tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_under_the_parquet_writer_is_an_io_error() {
+        let full = std::io::Error::from_raw_os_error(28); // ENOSPC
+        let e = lodtensor::Error::from(parquet::errors::ParquetError::External(Box::new(full)));
+        assert_eq!(CliError::Lib(e).exit_code(), 3);
+        let bad = parquet::errors::ParquetError::General("bad page".into());
+        assert_eq!(CliError::Lib(lodtensor::Error::from(bad)).exit_code(), 1);
+    }
 }

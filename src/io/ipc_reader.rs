@@ -27,6 +27,7 @@ use arrow_schema::SchemaRef;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::io::ipc_decode::decode;
+use crate::io::regular::open_regular;
 use crate::tensor::LodTensor;
 use crate::{ColumnLayout, RowIndex};
 
@@ -180,7 +181,7 @@ impl MappedDataset {
         verify: impl FnOnce(&[u8]) -> Result<()>,
     ) -> Result<Self> {
         let in_file = |e: Error| e.in_file(path);
-        let file = File::open(path).map_err(|e| in_file(e.into()))?;
+        let (file, meta) = open_regular(path).map_err(|e| in_file(e.into()))?;
         match file.try_lock_shared() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -193,7 +194,7 @@ impl MappedDataset {
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(in_file(e.into())),
         }
-        let len = file.metadata().map_err(|e| in_file(e.into()))?.len();
+        let len = meta.len();
         check_len(len).map_err(in_file)?;
         // SAFETY: the mapping is read-only and stays alive as long as any buffer made from
         // it (Bytes::from_owner keeps it). The file may change underneath only if another

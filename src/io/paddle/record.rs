@@ -5,7 +5,7 @@ use super::desc::{check_dims, parse_desc};
 use super::dtype::{decode, dtype_of_code};
 use super::{LOD_TENSOR_VERSION, TENSOR_VERSION};
 use crate::error::Result;
-use crate::lod::{LevelOffsets, Lod};
+use crate::lod::{LevelOffsets, Lod, MAX_LEVELS};
 use crate::tensor::LodTensor;
 use crate::{DataError, ErrorKind, FormatError, UnsupportedError};
 
@@ -158,6 +158,21 @@ impl<'a> Reader<'a> {
         let record = self.record;
         let lod_offset = self.offset();
         let num_levels = self.u64("LoD level count")?;
+        if num_levels > MAX_LEVELS as u64 {
+            return Err(FormatError::PaddleLod {
+                record,
+                offset: lod_offset,
+                source: Box::new(
+                    UnsupportedError::TooManyLevels {
+                        op: "reading a Paddle record",
+                        found: usize::try_from(num_levels).unwrap_or(usize::MAX),
+                        expected: MAX_LEVELS,
+                    }
+                    .into(),
+                ),
+            }
+            .into());
+        }
         let mut levels = Vec::new();
         // Each level takes at least its 8-byte size, so the loop ends within the file.
         let mut level = 0usize;
