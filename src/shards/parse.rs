@@ -186,7 +186,8 @@ pub(super) fn parse_shard(v: &Value, at: &str, columns: &[ColumnSpec]) -> Result
         .zip(columns)
         .enumerate()
         .map(|(i, (s, spec))| parse_stats(s, &format!("{stats_at}[{i}]"), spec, rows))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()
+        .map(exact)?;
     Ok(ShardEntry {
         file,
         rows,
@@ -216,7 +217,8 @@ fn parse_stats(v: &Value, at: &str, spec: &ColumnSpec, rows: usize) -> Result<Co
         .iter()
         .enumerate()
         .map(|(i, n)| count(n, &format!("{seq_at}[{i}]")))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()
+        .map(exact)?;
     let elements = count(field(o, at, "elements")?, &join(at, "elements"))?;
     let outer = sequences.first().copied().unwrap_or(elements);
     if outer != rows {
@@ -229,6 +231,13 @@ fn parse_stats(v: &Value, at: &str, spec: &ColumnSpec, rows: usize) -> Result<Co
         sequences,
         elements,
     })
+}
+
+/// `v` without spare capacity: a collected vector of a few items would otherwise keep room
+/// for four, in each of a million shards.
+fn exact<T>(mut v: Vec<T>) -> Vec<T> {
+    v.shrink_to_fit();
+    v
 }
 
 /// Shard names are distinct and every count a reader sums over the shards (rows, batches,
@@ -441,7 +450,6 @@ impl<'de> Visitor<'de> for Shards<'_, '_> {
             let at = format!("shards[{}]", shards.len());
             shards.push(parse_shard(&v, &at, self.columns).map_err(|e| self.root.fail(e))?);
         }
-        shards.shrink_to_fit();
         Ok(shards)
     }
 }

@@ -257,7 +257,7 @@ impl ShardedDataset {
         let shard = self.open_shard(index, true)?;
         slot.checksum_ok.get_or_init(|| ());
         // Another thread may have opened it meanwhile: either mapping serves.
-        Ok(slot.file.get_or_init(|| shard))
+        Ok(slot.file.get_or_init(|| Box::new(shard)))
     }
 
     /// Shard `index` for a reader that goes on to read part of the shards (a loader's rank),
@@ -273,7 +273,7 @@ impl ShardedDataset {
             Some(shard) => shard,
             None => {
                 let shard = self.open_shard(index, false)?;
-                slot.file.get_or_init(|| shard)
+                slot.file.get_or_init(|| Box::new(shard))
             }
         };
         let pending = slot.checksum_ok.get().is_none().then(|| PendingChecksum {
@@ -420,7 +420,9 @@ impl ShardedDataset {
 /// its checksum was checked.
 #[derive(Debug, Default)]
 struct ShardSlot {
-    file: OnceLock<MappedDataset>,
+    /// Boxed: a slot not touched costs a pointer, not a mapping's fields (a manifest may
+    /// list a million shards).
+    file: OnceLock<Box<MappedDataset>>,
     checksum_ok: OnceLock<()>,
 }
 
