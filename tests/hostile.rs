@@ -248,3 +248,29 @@ fn many_columns_are_checked_in_linear_time() {
         .collect();
     assert_eq!(Dataset::try_new(columns).unwrap().columns().len(), 200_000);
 }
+
+#[test]
+fn a_file_truncated_in_place_while_mapped_gives_an_error_not_sigbus() {
+    use lodtensor::{DatasetWriter, MappedDataset, WriteOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.arrow");
+    let t =
+        LodTensor::from_lengths::<Int64Type>(&[vec![3000; 100]], vec![7; 300_000], vec![]).unwrap();
+    let mut writer = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
+    writer
+        .write(&Dataset::try_new(vec![Column::new("x", t)]).unwrap())
+        .unwrap();
+    writer.finish().unwrap();
+    let file = MappedDataset::open(&path).unwrap();
+    // A writer that ignores the shared lock truncates the file in place.
+    let out = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    out.set_len(64).unwrap();
+    for result in [
+        file.sample(99).map(|_| ()),
+        file.rows(50..100).map(|_| ()),
+        file.slice_sequence("x", 0, 99).map(|_| ()),
+    ] {
+        let err = result.unwrap_err();
+        assert!(one_line(&err).contains("changed in place"), "{err}");
+    }
+}
