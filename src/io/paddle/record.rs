@@ -164,7 +164,7 @@ impl<'a> Reader<'a> {
                 offset: lod_offset,
                 source: Box::new(
                     UnsupportedError::TooManyLevels {
-                        op: "reading a Paddle record",
+                        op: "lodtensor reads",
                         found: usize::try_from(num_levels).unwrap_or(usize::MAX),
                         expected: MAX_LEVELS,
                     }
