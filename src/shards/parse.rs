@@ -257,26 +257,28 @@ pub(super) fn check_shards(shards: &[ShardEntry]) -> Result<()> {
             format!("the {what} add up past the address space"),
         )
     };
+    // Every total in 64 bits; the counts a reader keeps in a `usize` must fit one too.
     let sum = |what: &str, count: &dyn Fn(&ShardEntry) -> u64| {
         shards
             .iter()
             .try_fold(0u64, |total, s| total.checked_add(count(s)))
-            .filter(|&total| usize::try_from(total).is_ok() || what == "bytes")
-            .map(|_| ())
             .ok_or_else(|| overflow(what))
     };
-    sum("rows", &|s| s.rows as u64)?;
-    sum("batches", &|s| s.batches as u64)?;
+    let count = |what: &str, count: &dyn Fn(&ShardEntry) -> usize| {
+        let total = sum(what, &|s| count(s) as u64)?;
+        usize::try_from(total).map(drop).map_err(|_| overflow(what))
+    };
+    count("rows", &|s| s.rows)?;
+    count("batches", &|s| s.batches)?;
     sum("bytes", &|s| s.bytes)?;
     let columns = shards.first().map_or(0, |s| s.columns.len());
     for c in 0..columns {
-        sum(&format!("columns[{c}] elements"), &|s| {
-            s.columns[c].elements as u64
+        count(&format!("columns[{c}] elements"), &|s| {
+            s.columns[c].elements
         })?;
-        let levels = shards[0].columns[c].sequences.len();
-        for level in 0..levels {
-            sum(&format!("columns[{c}] level {level} sequences"), &|s| {
-                s.columns[c].sequences[level] as u64
+        for level in 0..shards[0].columns[c].sequences.len() {
+            count(&format!("columns[{c}] level {level} sequences"), &|s| {
+                s.columns[c].sequences[level]
             })?;
         }
     }
