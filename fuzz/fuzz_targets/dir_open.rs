@@ -60,11 +60,14 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if valid {
-        let rows = data.rows(0..data.num_rows()).expect("a valid dataset reads");
+        let rows = data
+            .rows(0..data.num_rows())
+            .expect("a valid dataset reads");
         let total: usize = rows.iter().map(|d| d.num_rows()).sum();
         assert_eq!(total, data.num_rows());
         if data.num_rows() > 0 {
-            data.sample(data.num_rows() - 1).expect("the last row reads");
+            data.sample(data.num_rows() - 1)
+                .expect("the last row reads");
         }
     }
 });

@@ -20,7 +20,11 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(e) => {
             let message = e.to_string();
-            assert!(message.len() < 1000, "a long error: {} bytes", message.len());
+            assert!(
+                message.len() < 1000,
+                "a long error: {} bytes",
+                message.len()
+            );
             assert!(!message.contains('\n'), "a multi-line error: {message}");
         }
     }
