@@ -151,6 +151,22 @@ fn manifest_errors_never_echo_a_value_whole() {
 }
 
 #[test]
+fn deeply_nested_manifest_json_is_an_error_not_a_stack_overflow() {
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    for text in [
+        deep.clone(),
+        format!(
+            r#"{{"format": "lodtensor.shards", "version": 1, "columns": [], "shards": [{deep}]}}"#
+        ),
+        format!(
+            r#"{{"format": "lodtensor.shards", "version": 1, "columns": {deep}, "shards": []}}"#
+        ),
+    ] {
+        one_line(&Manifest::parse(&text).unwrap_err());
+    }
+}
+
+#[test]
 fn manifest_counts_that_add_up_past_the_address_space_are_refused() {
     let half = usize::MAX / 2 + 1;
     let shard = |i: usize, n: usize| {
