@@ -213,6 +213,7 @@ fn paddle_lod_levels_are_bounded() {
 }
 
 /// A Thrift compact varint.
+#[cfg(feature = "parquet")]
 fn varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -222,6 +223,7 @@ fn varint(mut v: u64, out: &mut Vec<u8>) {
 }
 
 /// A Parquet file with no rows whose schema nests `depth` groups over one INT32 leaf.
+#[cfg(feature = "parquet")]
 fn deep_parquet(depth: usize) -> Vec<u8> {
     let mut footer = vec![0x15, 0x02, 0x19, 0xfc]; // version 1; schema: a list of structs
     varint(depth as u64 + 2, &mut footer);
@@ -239,6 +241,7 @@ fn deep_parquet(depth: usize) -> Vec<u8> {
     file
 }
 
+#[cfg(feature = "parquet")]
 #[test]
 fn parquet_schema_depth_is_bounded() {
     use lodtensor::io::parquet::{ParquetReadOptions, ParquetReader};
