@@ -123,7 +123,7 @@ pub use io::ipc_reader::MappedDataset;
 pub use io::ipc_writer::{DatasetWriter, WriteOptions, WriteSummary};
 pub use layout::ColumnLayout;
 pub use loader::{Batch, Loader, LoaderBuilder, Position};
-pub use lod::{LevelOffsets, Lod, OffsetWidth};
+pub use lod::{LevelOffsets, Lod, MAX_LEVELS, OffsetWidth};
 pub use row_index::RowIndex;
 pub use tensor::{LodTensor, Sequences};
 pub use values::{DType, Values};

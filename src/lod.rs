@@ -34,6 +34,17 @@ use crate::error::{ArgumentError, DataError};
 
 use level::to_width;
 pub use level::{LevelOffsets, OffsetWidth};
+
+/// The most LoD levels a tensor read from a file (Paddle, Parquet, a shard manifest) may
+/// have. Arrow IPC readers refuse a schema nested past their flatbuffers depth limit (about
+/// 60 lists for this crate's reader), so a deeper tensor could be written but not read
+/// back; and readers that recurse per level are bounded by this, not by the stack.
+///
+/// # Example
+/// ```
+/// assert_eq!(lodtensor::MAX_LEVELS, 32);
+/// ```
+pub const MAX_LEVELS: usize = 32;
 pub(crate) use level::{OffsetSlice, ascend, descend, validate_offsets};
 
 /// A LoD index: zero or more levels of offsets, level 0 outermost.

@@ -187,5 +187,12 @@ mod tests {
         let bug = arrow_schema::ArrowError::ComputeError("no arrays".into());
         assert_eq!(code(bug.into()), 5);
         assert_eq!(CliError::Usage("x".into()).exit_code(), 2);
+        // A full disk under the Parquet writer: the I/O error it carries.
+        #[cfg(feature = "parquet")]
+        {
+            let full = std::io::Error::from_raw_os_error(28); // ENOSPC
+            let e = Error::from(parquet::errors::ParquetError::External(Box::new(full)));
+            assert_eq!(code(e), 3);
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::io::paddle;
 use lodtensor::io::parquet::{ParquetWriteOptions, write_parquet};
+use lodtensor::shards::{MANIFEST_NAME, Manifest, ShardOptions, ShardWriter};
 use lodtensor::{Column, DType, Dataset, OffsetWidth};
 use lodtensor_fuzz::tensor_of;
 
@@ -39,7 +40,9 @@ fn main() {
     let pq = root.join("parquet_read");
     let pd = root.join("paddle_record");
     let direct = root.join("parquet_direct");
-    for dir in [&ipc, &pq, &pd, &direct] {
+    let manifests = root.join("manifest_parse");
+    let dirs = root.join("dir_open");
+    for dir in [&ipc, &pq, &pd, &direct, &manifests, &dirs] {
         std::fs::create_dir_all(dir).expect("a seed directory");
     }
     for (i, (levels, dtype, shape, width, batch)) in cases.into_iter().enumerate() {
@@ -60,6 +63,7 @@ fn main() {
             let options = ParquetWriteOptions::default().with_dictionary(true);
             write_parquet(&path, [&ds], &options).expect("a dictionary-encoded seed");
         }
+        sharded_seed(&ds, i, &manifests, &dirs);
         if dtype != DType::Float16 || i == 4 {
             let bytes = paddle::to_bytes(ds.column("x").expect("x")).expect("a paddle seed");
             std::fs::write(
@@ -69,4 +73,24 @@ fn main() {
             .expect("writing a paddle seed");
         }
     }
+}
+
+/// A sharded dataset of `ds` (shards of 2 rows): its manifest as a `manifest_parse` seed,
+/// and the manifest and shards joined by `\0SHARD\0` as a `dir_open` seed (first byte 0).
+fn sharded_seed(ds: &Dataset, i: usize, manifests: &Path, dirs: &Path) {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let options = ShardOptions::default().with_shard_rows(2);
+    let mut writer = ShardWriter::create(tmp.path(), options).expect("a shard writer");
+    writer.write(ds).expect("writing shards");
+    writer.finish().expect("finishing shards");
+    let manifest = std::fs::read(tmp.path().join(MANIFEST_NAME)).expect("the manifest");
+    std::fs::write(manifests.join(format!("dataset{i}.json")), &manifest).expect("a seed");
+    let mut joined = vec![0u8];
+    joined.extend_from_slice(&manifest);
+    let parsed = Manifest::parse(std::str::from_utf8(&manifest).expect("UTF-8")).expect("parses");
+    for entry in &parsed.shards {
+        joined.extend_from_slice(b"\0SHARD\0");
+        joined.extend(std::fs::read(tmp.path().join(&entry.file)).expect("a shard"));
+    }
+    std::fs::write(dirs.join(format!("dataset{i}.bin")), joined).expect("a seed");
 }

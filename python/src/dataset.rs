@@ -64,6 +64,8 @@ impl Dataset {
     }
 
     fn pyarrow_batches<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyList>> {
+        // A file written in place since opening: an error, not a SIGBUS on the next read.
+        self.file.check_unchanged().py_err()?;
         let list = self.pyarrow_batches.get_or_try_init(py, || {
             let reader = ffi::to_pyarrow_reader(py, self.stream(py)?)?;
             let batches = reader
@@ -83,6 +85,7 @@ impl Dataset {
     }
 
     fn stream<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        self.file.check_unchanged().py_err()?;
         let batches = self
             .file
             .batches()

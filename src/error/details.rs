@@ -661,6 +661,19 @@ pub enum UnusableError {
     /// The prefetch thread panicked.
     #[error("the loader's prefetch thread panicked")]
     PrefetchPanicked,
+
+    /// A mapped file that another process changed in place since it was opened (its size
+    /// or modification time differ): its views may fault, so it is read no more.
+    #[error(
+        "the file was changed in place since it was opened ({opened_len} bytes then, \
+         {len} now): another process wrote it without taking the lock; open it again"
+    )]
+    FileChanged {
+        /// The file's length when it was opened.
+        opened_len: u64,
+        /// Its length now.
+        len: u64,
+    },
 }
 
 impl ArgumentError {

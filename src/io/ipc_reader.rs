@@ -9,14 +9,17 @@
 //! A mapped file that another process truncates or rewrites in place makes later reads of
 //! the vanished pages fault (`SIGBUS`) or see changed bytes. This crate's writers never do
 //! that: they write a temporary file and rename it over the target, so a reader keeps the
-//! old, complete file until it drops it. The reader also holds a shared advisory lock
-//! (`flock`) while open, so a cooperating tool that takes an exclusive lock before
-//! rewriting in place waits for readers; tools that ignore locks cannot be stopped, so do
-//! not edit dataset files in place.
+//! old, complete file until it drops it. Every mapped reader (this one, so the CLI, shards,
+//! the loader and Python) holds a shared advisory lock (`flock`) while the mapping lives, so
+//! a cooperating tool that takes an exclusive lock before rewriting in place waits for
+//! readers. A tool that ignores locks cannot be stopped: [`MappedDataset::check_unchanged`]
+//! (run by every method that hands out a view) turns a change of size or modification time
+//! since opening into an error, but a view handed out before the change still faults when
+//! read. So do not edit dataset files in place.
 
 #[cfg(doc)]
 use crate::error::DataError;
-use crate::error::{ArgumentError, FileFormat};
+use crate::error::{ArgumentError, FileFormat, UnusableError};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -27,6 +30,7 @@ use arrow_schema::SchemaRef;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::io::ipc_decode::decode;
+use crate::io::regular::open_regular;
 use crate::layout::ColumnLayout;
 use crate::row_index::RowIndex;
 use crate::tensor::LodTensor;
@@ -67,8 +71,17 @@ pub struct MappedDataset {
     batches: Vec<Dataset>,
     /// Where each record batch starts.
     rows: RowIndex,
-    /// Held for the shared advisory lock (none for a file read from memory).
-    _file: Option<File>,
+    /// The file, held for its shared advisory lock, with its size and modification time
+    /// when opened (none for a file read from memory).
+    opened: Option<Opened>,
+}
+
+/// A mapped file as it was when opened.
+#[derive(Debug)]
+struct Opened {
+    file: File,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
 }
 
 impl MappedDataset {
@@ -169,7 +182,7 @@ impl MappedDataset {
         verify: impl FnOnce(&[u8]) -> Result<()>,
     ) -> Result<Self> {
         let in_file = |e: Error| e.in_file(path);
-        let file = File::open(path).map_err(|e| in_file(e.into()))?;
+        let (file, meta) = open_regular(path).map_err(|e| in_file(e.into()))?;
         match file.try_lock_shared() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -180,7 +193,7 @@ impl MappedDataset {
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(in_file(e.into())),
         }
-        let len = file.metadata().map_err(|e| in_file(e.into()))?.len();
+        let len = meta.len();
         check_len(len).map_err(in_file)?;
         // SAFETY: the mapping is read-only and stays alive as long as any buffer made from
         // it (Bytes::from_owner keeps it). The file may change underneath only if another
@@ -189,7 +202,12 @@ impl MappedDataset {
         let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| in_file(e.into()))?;
         let mapping = Buffer::from(bytes::Bytes::from_owner(mmap));
         verify(mapping.as_slice()).map_err(in_file)?;
-        Self::from_mapping(path.to_path_buf(), mapping, Some(file), columns, validate)
+        let opened = Opened {
+            len,
+            modified: meta.modified().ok(),
+            file,
+        };
+        Self::from_mapping(path.to_path_buf(), mapping, Some(opened), columns, validate)
             .map_err(in_file)
     }
 
@@ -219,7 +237,7 @@ impl MappedDataset {
     fn from_mapping(
         path: PathBuf,
         mapping: Buffer,
-        file: Option<File>,
+        opened: Option<Opened>,
         columns: Option<&[&str]>,
         validate: bool,
     ) -> Result<Self> {
@@ -231,8 +249,53 @@ impl MappedDataset {
             schema,
             batches,
             rows,
-            _file: file,
+            opened,
         })
+    }
+
+    /// Checks that the file was not written in place since it was opened (its size and
+    /// modification time, from `fstat` of the open file). [`MappedDataset::sample`],
+    /// [`MappedDataset::rows`] and [`MappedDataset::slice_sequence`] check it before they
+    /// hand out a view, so a file truncated or rewritten in place by a process that ignores
+    /// the shared lock gives this error rather than `SIGBUS` or changed values. A view
+    /// handed out before the change can still fault when read: see the module docs.
+    ///
+    /// # Errors
+    /// [`FormatError::InvalidFile`] with the path, naming the sizes; the `fstat` I/O error.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset, DatasetWriter, LodTensor, MappedDataset, WriteOptions};
+    /// # use lodtensor::arrow::types::Float32Type;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("d.arrow");
+    /// # let t = LodTensor::from_lengths::<Float32Type>(&[vec![1, 2, 3, 4, 5]], vec![1.0; 15], vec![])?;
+    /// # let mut w = DatasetWriter::create(&path, WriteOptions::default())?;
+    /// # w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// # w.finish()?;
+    /// let file = MappedDataset::open(&path)?;
+    /// file.check_unchanged()?;
+    /// std::fs::OpenOptions::new().write(true).open(&path)?.set_len(10)?;  // truncated in place
+    /// assert!(file.check_unchanged().is_err());
+    /// assert!(file.sample(0).is_err());                         // an error, not SIGBUS
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_unchanged(&self) -> Result<()> {
+        let Some(opened) = &self.opened else {
+            return Ok(());
+        };
+        let in_file = |e: Error| e.in_file(&self.path);
+        let meta = opened.file.metadata().map_err(|e| in_file(e.into()))?;
+        if meta.len() != opened.len || meta.modified().ok() != opened.modified {
+            return Err(in_file(
+                UnusableError::FileChanged {
+                    opened_len: opened.len,
+                    len: meta.len(),
+                }
+                .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// The path the file was opened from.
@@ -361,6 +424,7 @@ impl MappedDataset {
     /// ```
     pub fn sample(&self, row: usize) -> Result<Dataset> {
         let (batch, local) = self.locate_row(row)?;
+        self.check_unchanged()?;
         self.batches[batch].slice_rows(local..local + 1)
     }
 
@@ -379,8 +443,9 @@ impl MappedDataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn rows(&self, rows: Range<usize>) -> Result<Vec<Dataset>> {
-        self.rows
-            .split(rows)?
+        let parts = self.rows.split(rows)?;
+        self.check_unchanged()?;
+        parts
             .into_iter()
             .map(|(b, local)| self.batches[b].slice_rows(local))
             .collect()
@@ -402,6 +467,7 @@ impl MappedDataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn slice_sequence(&self, column: &str, level: usize, index: usize) -> Result<LodTensor> {
+        self.check_unchanged()?;
         let mut remaining = index;
         let mut total = 0;
         for batch in &self.batches {

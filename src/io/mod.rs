@@ -8,5 +8,6 @@ pub mod ipc_writer;
 pub mod paddle;
 #[cfg(feature = "parquet")]
 pub mod parquet;
+pub(crate) mod regular;
 
 pub use atomic::AtomicFile;

@@ -53,6 +53,7 @@ use crate::values::DType;
 mod decode;
 mod direct;
 mod encode;
+mod footer;
 mod page_encoder;
 mod pages;
 mod plain_file;

@@ -1,20 +1,39 @@
 //! Reading a manifest's JSON: every field checked against format-spec.md §7.1, an error
 //! naming the field's JSON path (`shards[3].columns[0].sequences`) for anything else.
 
+use std::cell::RefCell;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::manifest::{ColumnSpec, ColumnStats, MAX_LEVELS, ShardEntry, is_shard_name};
-use crate::error::FormatError;
-use crate::error::{Error, Result};
+use super::manifest::{
+    ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_VERSION, MAX_LEVELS, Manifest, ShardEntry,
+    is_shard_name,
+};
+use crate::error::{Error, FormatError, Result, UnsupportedError};
 use crate::lod::OffsetWidth;
 use crate::values::DType;
 
+/// The longest reason a manifest error gives: a value from the file is cut, never echoed
+/// whole (a manifest may be any file of up to [`MAX_MANIFEST_BYTES`] bytes).
+///
+/// [`MAX_MANIFEST_BYTES`]: super::MAX_MANIFEST_BYTES
+const MAX_REASON_CHARS: usize = 300;
+
 pub(super) fn manifest_error(field: &str, reason: impl Into<String>) -> Error {
     FormatError::Manifest {
-        field: if field.is_empty() { "(root)" } else { field }.to_owned(),
-        reason: reason.into(),
+        field: cut(if field.is_empty() { "(root)" } else { field }, 100),
+        reason: cut(&reason.into(), MAX_REASON_CHARS),
     }
     .into()
+}
+
+/// `text` cut to `chars` characters, with `…` when cut.
+pub(crate) fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 fn join(at: &str, key: &str) -> String {
@@ -27,7 +46,7 @@ fn join(at: &str, key: &str) -> String {
 
 pub(super) fn object<'a>(v: &'a Value, at: &str) -> Result<&'a Map<String, Value>> {
     v.as_object()
-        .ok_or_else(|| manifest_error(at, format!("is {v}, expected an object")))
+        .ok_or_else(|| manifest_error(at, format!("is {}, expected an object", short(v))))
 }
 
 pub(super) fn field<'a>(object: &'a Map<String, Value>, at: &str, key: &str) -> Result<&'a Value> {
@@ -59,11 +78,12 @@ pub(super) fn count(v: &Value, at: &str) -> Result<usize> {
 
 /// A value for an error message, cut to 60 characters.
 fn short(v: &Value) -> String {
-    let text = v.to_string();
-    match text.char_indices().nth(60) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
+    cut(&v.to_string(), 60)
+}
+
+/// A string for an error message, quoted and cut to 60 characters.
+fn short_str(s: &str) -> String {
+    cut(&format!("{s:?}"), 60)
 }
 
 pub(super) fn parse_column(v: &Value, at: &str) -> Result<ColumnSpec> {
@@ -96,7 +116,7 @@ pub(super) fn parse_column(v: &Value, at: &str) -> Result<ColumnSpec> {
                 "int64" => Ok(OffsetWidth::I64),
                 other => Err(manifest_error(
                     &at,
-                    format!("is {other:?}, expected \"int32\" or \"int64\""),
+                    format!("is {}, expected \"int32\" or \"int64\"", short_str(other)),
                 )),
             }
         })
@@ -137,7 +157,8 @@ pub(super) fn parse_shard(v: &Value, at: &str, columns: &[ColumnSpec]) -> Result
         return Err(manifest_error(
             &file_at,
             format!(
-                "{file:?} is not a shard file name (a `.arrow` name inside the directory, not starting with `.` or `_`)"
+                "{} is not a shard file name (a `.arrow` name inside the directory, not starting with `.` or `_`)",
+                short_str(&file)
             ),
         ));
     }
@@ -164,7 +185,8 @@ pub(super) fn parse_shard(v: &Value, at: &str, columns: &[ColumnSpec]) -> Result
         .zip(columns)
         .enumerate()
         .map(|(i, (s, spec))| parse_stats(s, &format!("{stats_at}[{i}]"), spec, rows))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()
+        .map(exact)?;
     Ok(ShardEntry {
         file,
         rows,
@@ -183,9 +205,9 @@ fn parse_stats(v: &Value, at: &str, spec: &ColumnSpec, rows: usize) -> Result<Co
         return Err(manifest_error(
             &seq_at,
             format!(
-                "{} levels, column {:?} has {}",
+                "{} levels, column {} has {}",
                 sequences.len(),
-                spec.name,
+                short_str(&spec.name),
                 spec.offsets.len()
             ),
         ));
@@ -194,7 +216,8 @@ fn parse_stats(v: &Value, at: &str, spec: &ColumnSpec, rows: usize) -> Result<Co
         .iter()
         .enumerate()
         .map(|(i, n)| count(n, &format!("{seq_at}[{i}]")))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()
+        .map(exact)?;
     let elements = count(field(o, at, "elements")?, &join(at, "elements"))?;
     let outer = sequences.first().copied().unwrap_or(elements);
     if outer != rows {
@@ -209,19 +232,225 @@ fn parse_stats(v: &Value, at: &str, spec: &ColumnSpec, rows: usize) -> Result<Co
     })
 }
 
-/// Shard names are distinct and the rows add up without overflow.
+/// `v` without spare capacity: a collected vector of a few items would otherwise keep room
+/// for four, in each of a million shards.
+fn exact<T>(mut v: Vec<T>) -> Vec<T> {
+    v.shrink_to_fit();
+    v
+}
+
+/// Shard names are distinct and every count a reader sums over the shards (rows, batches,
+/// bytes, each column's sequences of each level and elements) adds up without overflow.
 pub(super) fn check_shards(shards: &[ShardEntry]) -> Result<()> {
     let mut names: Vec<&str> = shards.iter().map(|s| s.file.as_str()).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
         return Err(manifest_error(
             "shards",
-            format!("{:?} is listed twice", w[0]),
+            format!("{} is listed twice", short_str(w[0])),
         ));
     }
-    shards
-        .iter()
-        .try_fold(0usize, |total, s| total.checked_add(s.rows))
-        .ok_or_else(|| manifest_error("shards", "the rows add up past the address space"))?;
+    let overflow = |what: &str| {
+        manifest_error(
+            "shards",
+            format!("the {what} add up past the address space"),
+        )
+    };
+    // Every total in 64 bits; the counts a reader keeps in a `usize` must fit one too.
+    let sum = |what: &str, count: &dyn Fn(&ShardEntry) -> u64| {
+        shards
+            .iter()
+            .try_fold(0u64, |total, s| total.checked_add(count(s)))
+            .ok_or_else(|| overflow(what))
+    };
+    let count = |what: &str, count: &dyn Fn(&ShardEntry) -> usize| {
+        let total = sum(what, &|s| count(s) as u64)?;
+        usize::try_from(total).map(drop).map_err(|_| overflow(what))
+    };
+    count("rows", &|s| s.rows)?;
+    count("batches", &|s| s.batches)?;
+    sum("bytes", &|s| s.bytes)?;
+    let columns = shards.first().map_or(0, |s| s.columns.len());
+    for c in 0..columns {
+        count(&format!("columns[{c}] elements"), &|s| {
+            s.columns[c].elements
+        })?;
+        for level in 0..shards[0].columns[c].sequences.len() {
+            count(&format!("columns[{c}] level {level} sequences"), &|s| {
+                s.columns[c].sequences[level]
+            })?;
+        }
+    }
     Ok(())
+}
+
+/// Parses a manifest from `de`, streaming: the shards are read one at a time, each checked
+/// and kept as a [`ShardEntry`] as soon as it is read, so the parse holds one shard's JSON
+/// tree at a time, never the whole document's. The columns must come before the shards to
+/// stream (as this crate writes them); otherwise the shards are kept as JSON until the end.
+pub(super) fn parse_manifest<'de, R: serde_json::de::Read<'de>>(
+    de: &mut serde_json::Deserializer<R>,
+) -> Result<Manifest> {
+    let failure = RefCell::new(None);
+    let parsed = serde::de::DeserializeSeed::deserialize(Root { failure: &failure }, &mut *de)
+        .and_then(|m| de.end().map(|()| m));
+    match (parsed, failure.into_inner()) {
+        (_, Some(e)) => Err(e),
+        (Ok(manifest), None) => Ok(manifest),
+        (Err(e), None) => Err(manifest_error("", e.to_string())),
+    }
+}
+
+/// The manifest's root object; a fault found while reading it goes to `failure`.
+struct Root<'a> {
+    failure: &'a RefCell<Option<Error>>,
+}
+
+impl Root<'_> {
+    /// Keeps `error` and returns the serde error that stops the parse.
+    fn fail<E: serde::de::Error>(&self, error: Error) -> E {
+        *self.failure.borrow_mut() = Some(error);
+        E::custom("manifest fault")
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Root<'_> {
+    type Value = Manifest;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Manifest, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Root<'_> {
+    type Value = Manifest;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a manifest object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Manifest, A::Error> {
+        let (mut seen, mut columns, mut shards) = (Vec::new(), None, None);
+        let mut pending: Option<Value> = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if seen.contains(&key) {
+                return Err(self.fail(manifest_error(&key, "appears twice")));
+            }
+            match key.as_str() {
+                "format" => check_format(&map.next_value()?).map_err(|e| self.fail(e))?,
+                "version" => check_version(&map.next_value()?).map_err(|e| self.fail(e))?,
+                "columns" => {
+                    columns = Some(parse_columns(&map.next_value()?).map_err(|e| self.fail(e))?)
+                }
+                "shards" => match &columns {
+                    Some(columns) => {
+                        let seed = Shards {
+                            root: &self,
+                            columns,
+                        };
+                        shards = Some(map.next_value_seed(seed)?);
+                    }
+                    None => pending = Some(map.next_value()?),
+                },
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            }
+            seen.push(key);
+        }
+        for key in ["format", "version", "columns", "shards"] {
+            if !seen.iter().any(|k| k == key) {
+                return Err(self.fail(manifest_error(key, "is missing")));
+            }
+        }
+        let columns = columns.expect("seen");
+        let shards = match (shards, pending) {
+            (Some(shards), _) => shards,
+            (None, pending) => array(&pending.expect("seen"), "shards")
+                .and_then(|all| {
+                    all.iter()
+                        .enumerate()
+                        .map(|(i, s)| parse_shard(s, &format!("shards[{i}]"), &columns))
+                        .collect()
+                })
+                .map_err(|e| self.fail(e))?,
+        };
+        check_shards(&shards).map_err(|e| self.fail(e))?;
+        Ok(Manifest { columns, shards })
+    }
+}
+
+fn check_format(v: &Value) -> Result<()> {
+    let format = string(v, "format")?;
+    if format != MANIFEST_FORMAT {
+        return Err(manifest_error(
+            "format",
+            format!("is {}, expected {MANIFEST_FORMAT:?}", short(v)),
+        ));
+    }
+    Ok(())
+}
+
+fn check_version(v: &Value) -> Result<()> {
+    let version = count(v, "version")?;
+    if version as u64 != MANIFEST_VERSION {
+        return Err(UnsupportedError::UnsupportedVersion {
+            found: version.to_string(),
+            expected: "1",
+        }
+        .into());
+    }
+    Ok(())
+}
+
+fn parse_columns(v: &Value) -> Result<Vec<ColumnSpec>> {
+    let columns = array(v, "columns")?
+        .iter()
+        .enumerate()
+        .map(|(i, c)| parse_column(c, &format!("columns[{i}]")))
+        .collect::<Result<Vec<_>>>()?;
+    for (i, c) in columns.iter().enumerate() {
+        if columns[..i].iter().any(|o| o.name == c.name) {
+            return Err(manifest_error(
+                &format!("columns[{i}].name"),
+                format!("{} names two columns", short_str(&c.name)),
+            ));
+        }
+    }
+    Ok(columns)
+}
+
+/// The `shards` array, each shard parsed and checked as it is read.
+struct Shards<'a, 'b> {
+    root: &'a Root<'b>,
+    columns: &'a [ColumnSpec],
+}
+
+impl<'de> DeserializeSeed<'de> for Shards<'_, '_> {
+    type Value = Vec<ShardEntry>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Shards<'_, '_> {
+    type Value = Vec<ShardEntry>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of shards")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut shards = Vec::new();
+        while let Some(v) = seq.next_element::<Value>()? {
+            let at = format!("shards[{}]", shards.len());
+            shards.push(parse_shard(&v, &at, self.columns).map_err(|e| self.root.fail(e))?);
+        }
+        Ok(shards)
+    }
 }

@@ -11,8 +11,13 @@ use crate::dataset::Dataset;
 use crate::error::FormatError;
 use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
+use crate::io::regular::{check_inside, check_regular};
 use crate::row_index::RowIndex;
 use crate::shards::manifest::{ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry};
+use crate::shards::parse::cut;
+
+/// The longest value a [`FormatError::ShardMismatch`] shows of the manifest's or the shard's.
+const MAX_MISMATCH_CHARS: usize = 300;
 
 /// A sharded dataset, open: the manifest read, each shard mapped on first touch.
 ///
@@ -78,7 +83,9 @@ impl ShardedDataset {
     /// ```
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
-        let manifest = Manifest::load(dir.join(MANIFEST_NAME))?;
+        let path = dir.join(MANIFEST_NAME);
+        check_inside(dir, &path).map_err(|e| Error::from(e).in_file(&path))?;
+        let manifest = Manifest::load(path)?;
         // The manifest's parser checked that the rows add up without overflow.
         let rows = RowIndex::from_counts(manifest.shards.iter().map(|s| s.rows));
         let shards = manifest
@@ -243,7 +250,7 @@ impl ShardedDataset {
         let shard = self.open_shard(index, true)?;
         slot.checksum_ok.get_or_init(|| ());
         // Another thread may have opened it meanwhile: either mapping serves.
-        Ok(slot.file.get_or_init(|| shard))
+        Ok(slot.file.get_or_init(|| Box::new(shard)))
     }
 
     /// Shard `index` for a reader that goes on to read part of the shards (a loader's rank),
@@ -259,7 +266,7 @@ impl ShardedDataset {
             Some(shard) => shard,
             None => {
                 let shard = self.open_shard(index, false)?;
-                slot.file.get_or_init(|| shard)
+                slot.file.get_or_init(|| Box::new(shard))
             }
         };
         let pending = slot.checksum_ok.get().is_none().then(|| PendingChecksum {
@@ -294,7 +301,10 @@ impl ShardedDataset {
     fn open_shard(&self, index: usize, checksum: bool) -> Result<MappedDataset> {
         let entry = &self.manifest.shards[index];
         let path = self.dir.join(&entry.file);
-        open_checked(&path, entry, &self.manifest.columns, checksum).map_err(|e| e.in_file(&path))
+        check_inside(&self.dir, &path)
+            .map_err(Error::from)
+            .and_then(|()| open_checked(&path, entry, &self.manifest.columns, checksum))
+            .map_err(|e| e.in_file(&path))
     }
 
     /// Maps and checks every shard not touched yet.
@@ -400,7 +410,9 @@ impl ShardedDataset {
 /// its checksum was checked.
 #[derive(Debug, Default)]
 struct ShardSlot {
-    file: OnceLock<MappedDataset>,
+    /// Boxed: a slot not touched costs a pointer, not a mapping's fields (a manifest may
+    /// list a million shards).
+    file: OnceLock<Box<MappedDataset>>,
     checksum_ok: OnceLock<()>,
 }
 
@@ -443,8 +455,9 @@ fn open_checked(
     columns: &[ColumnSpec],
     checksum: bool,
 ) -> Result<MappedDataset> {
-    let len = std::fs::metadata(path)?.len();
-    mismatch("bytes", entry.bytes, len)?;
+    let meta = std::fs::metadata(path)?;
+    check_regular(&meta)?;
+    mismatch("bytes", entry.bytes, meta.len())?;
     // The checksum comes before the structural checks: a changed shard is named as such.
     let shard = MappedDataset::open_verified(path, true, |bytes| {
         mismatch("bytes", entry.bytes, bytes.len() as u64)?;
@@ -459,8 +472,8 @@ fn open_checked(
     if specs != columns {
         return Err(FormatError::ShardMismatch {
             field: "columns".to_owned(),
-            manifest: format!("{columns:?}"),
-            found: format!("{specs:?}"),
+            manifest: cut(&format!("{columns:?}"), MAX_MISMATCH_CHARS),
+            found: cut(&format!("{specs:?}"), MAX_MISMATCH_CHARS),
         }
         .into());
     }
@@ -493,8 +506,8 @@ fn mismatch<T: PartialEq + std::fmt::Display>(field: &str, manifest: T, found: T
     }
     Err(FormatError::ShardMismatch {
         field: field.to_owned(),
-        manifest: manifest.to_string(),
-        found: found.to_string(),
+        manifest: cut(&manifest.to_string(), MAX_MISMATCH_CHARS),
+        found: cut(&found.to_string(), MAX_MISMATCH_CHARS),
     }
     .into())
 }

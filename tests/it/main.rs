@@ -8,6 +8,7 @@ mod common;
 mod concurrency;
 mod corruption_sweep;
 mod fuzz_regressions;
+mod hostile;
 mod ipc;
 mod layers;
 mod loader;

@@ -1,6 +1,5 @@
 //! Reading records and files.
 
-use std::fs;
 use std::path::Path;
 
 use super::record::Reader;
@@ -111,7 +110,7 @@ pub fn read_combined(bytes: &[u8], names: &[&str]) -> Result<Vec<(String, LodTen
 /// ```
 pub fn read_tensor_file(path: impl AsRef<Path>) -> Result<LodTensor> {
     let path = path.as_ref();
-    fs::read(path)
+    read_regular(path)
         .map_err(Error::from)
         .and_then(|bytes| read_tensor(&bytes))
         .map_err(|e| e.in_file(path))
@@ -140,10 +139,18 @@ pub fn read_combined_file(
     names: &[&str],
 ) -> Result<Vec<(String, LodTensor)>> {
     let path = path.as_ref();
-    fs::read(path)
+    read_regular(path)
         .map_err(Error::from)
         .and_then(|bytes| read_combined(&bytes, names))
         .map_err(|e| e.in_file(path))
+}
+
+/// The whole of the regular file at `path`.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let (mut file, meta) = crate::io::regular::open_regular(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    std::io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(bytes)
 }
 
 fn name_records(tensors: Vec<LodTensor>, names: &[&str]) -> Result<Vec<(String, LodTensor)>> {

@@ -6,7 +6,7 @@ use super::dtype::{decode, dtype_of_code};
 use super::{LOD_TENSOR_VERSION, TENSOR_VERSION};
 use crate::error::Result;
 use crate::error::{DataError, ErrorKind, FormatError, UnsupportedError};
-use crate::lod::{LevelOffsets, Lod};
+use crate::lod::{LevelOffsets, Lod, MAX_LEVELS};
 use crate::tensor::LodTensor;
 
 /// A bounds-checked cursor over the bytes of a file.
@@ -158,6 +158,21 @@ impl<'a> Reader<'a> {
         let record = self.record;
         let lod_offset = self.offset();
         let num_levels = self.u64("LoD level count")?;
+        if num_levels > MAX_LEVELS as u64 {
+            return Err(FormatError::PaddleLod {
+                record,
+                offset: lod_offset,
+                source: Box::new(
+                    UnsupportedError::TooManyLevels {
+                        op: "lodtensor reads",
+                        found: usize::try_from(num_levels).unwrap_or(usize::MAX),
+                        expected: MAX_LEVELS,
+                    }
+                    .into(),
+                ),
+            }
+            .into());
+        }
         let mut levels = Vec::new();
         // Each level takes at least its 8-byte size, so the loop ends within the file.
         let mut level = 0usize;

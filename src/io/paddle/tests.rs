@@ -83,11 +83,18 @@ fn truncated() {
         root(&huge).to_string(),
         "Paddle record 0: LoD level offsets at byte 20 needs 18446744073709551608 bytes, 0 remain"
     );
-    // So does a lod_level count far past the file.
+    // So does a lod_level count far past the file (refused past MAX_LEVELS, before any
+    // level is read).
     let mut many = huge[..4].to_vec();
     many.extend(u64::MAX.to_le_bytes());
     assert_eq!(
         root(&many).to_string(),
+        "Paddle record 0: LoD at byte 4: lodtensor reads: input has 18446744073709551615 LoD levels, expected at most 32"
+    );
+    let mut within = huge[..4].to_vec();
+    within.extend(3u64.to_le_bytes());
+    assert_eq!(
+        root(&within).to_string(),
         "Paddle record 0: LoD level size at byte 12 needs 8 bytes, 0 remain"
     );
 }

@@ -40,18 +40,18 @@ const BOOL_TRUE: u8 = 1;
 const BOOL_FALSE: u8 = 2;
 const BYTE: u8 = 3;
 const I16: u8 = 4;
-const I32: u8 = 5;
+pub(super) const I32: u8 = 5;
 const I64: u8 = 6;
 const DOUBLE: u8 = 7;
 const BINARY: u8 = 8;
-const LIST: u8 = 9;
+pub(super) const LIST: u8 = 9;
 const SET: u8 = 10;
 const MAP: u8 = 11;
-const STRUCT: u8 = 12;
+pub(super) const STRUCT: u8 = 12;
 const UUID: u8 = 13;
 
 /// The `parquet` crate's limit on nested structs and collections when it skips a field.
-const MAX_DEPTH: u8 = 64;
+pub(super) const MAX_DEPTH: u8 = 64;
 
 /// Page types (`PageType` in `parquet.thrift`).
 const DATA_PAGE: i32 = 0;
@@ -64,33 +64,33 @@ const DICTIONARY_ENCODINGS: [i32; 2] = [2, 8];
 
 /// Why a header could not be read.
 #[derive(Debug)]
-enum Fault {
+pub(super) enum Fault {
     /// The bytes ran out (more may be fetched if the chunk has them).
     Eof,
     /// The header is malformed.
     Bad(String),
 }
 
-type Parse<T> = std::result::Result<T, Fault>;
+pub(super) type Parse<T> = std::result::Result<T, Fault>;
 
 /// A Thrift compact protocol reader over a page header's bytes that reads what the
 /// `parquet` crate reads.
-struct Thrift<'a> {
-    buf: &'a [u8],
-    pos: usize,
+pub(super) struct Thrift<'a> {
+    pub(super) buf: &'a [u8],
+    pub(super) pos: usize,
     /// Collection elements still allowed: the bytes left in the column chunk.
-    budget: u64,
+    pub(super) budget: u64,
 }
 
 impl Thrift<'_> {
-    fn byte(&mut self) -> Parse<u8> {
+    pub(super) fn byte(&mut self) -> Parse<u8> {
         let b = *self.buf.get(self.pos).ok_or(Fault::Eof)?;
         self.pos += 1;
         Ok(b)
     }
 
     /// An unsigned LEB128 varint (bits past 64 dropped, as the crate does).
-    fn varint(&mut self) -> Parse<u64> {
+    pub(super) fn varint(&mut self) -> Parse<u64> {
         let mut value = 0u64;
         let mut shift = 0u32;
         loop {
@@ -108,7 +108,7 @@ impl Thrift<'_> {
         Ok((v >> 1) as i64 ^ -((v & 1) as i64))
     }
 
-    fn i32(&mut self, what: &str) -> Parse<i32> {
+    pub(super) fn i32(&mut self, what: &str) -> Parse<i32> {
         let v = self.zigzag()?;
         i32::try_from(v).map_err(|_| Fault::Bad(format!("{what} {v} does not fit an i32")))
     }
@@ -144,7 +144,7 @@ impl Thrift<'_> {
     }
 
     /// Counts `n` collection elements against the budget before any is read.
-    fn spend(&mut self, n: u64, what: &str) -> Parse<()> {
+    pub(super) fn spend(&mut self, n: u64, what: &str) -> Parse<()> {
         if n > self.budget {
             return Err(Fault::Bad(format!(
                 "a {what} of {n} elements, with {} bytes left in the column chunk",
@@ -234,7 +234,7 @@ impl Thrift<'_> {
     /// Reads a struct whose fields `known` lists by id and type, giving each known field
     /// to `read` and skipping the others. A known field of another type is refused (the
     /// crate would read it by its id as the known type).
-    fn read_struct(
+    pub(super) fn read_struct(
         &mut self,
         name: &str,
         known: &[(i16, u8)],

@@ -1,6 +1,5 @@
 //! The Parquet reader: a file's row groups as datasets.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
@@ -240,7 +239,7 @@ impl ParquetReader {
     pub fn open(path: impl AsRef<Path>, options: &ParquetReadOptions) -> Result<Self> {
         let path = path.as_ref();
         (|| {
-            let file = File::open(path)?;
+            let (file, _) = crate::io::regular::open_regular(path)?;
             let mut reader = Self::try_new(file, options)?;
             reader.path = Some(path.to_path_buf());
             Ok(reader)
@@ -272,6 +271,8 @@ impl ParquetReader {
         reader: R,
         options: &ParquetReadOptions,
     ) -> Result<Self> {
+        // Before the parquet crate builds the schema, by recursion.
+        super::footer::check_schema_depth(&reader)?;
         let metadata = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::default())
             .map_err(Error::decoding(FileFormat::Parquet))?;
         // Before the parquet crate reads a page: it trusts chunk offsets and page headers.

@@ -1,51 +1,12 @@
 //! Files that declare huge lengths, counts or dims cannot make a reader allocate more than
-//! the file holds (plus a small constant). One test, so that the counting allocator sees
-//! nothing else.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! the file holds (plus a small constant).
 
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::io::paddle;
 use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
-/// Counts the bytes allocated and the peak since the last reset.
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counters are only
-// bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as the caller promised for this call.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as the caller promised for this call.
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// The peak number of bytes allocated above the current level while `f` runs.
-fn peak_of(f: impl FnOnce()) -> usize {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    f();
-    PEAK.load(Ordering::Relaxed) - base
-}
+use crate::{alone, peak_of};
 
 /// A little-endian varint.
 fn varint(mut v: u64) -> Vec<u8> {
@@ -89,6 +50,10 @@ const SLACK: usize = 64 << 10;
 
 #[test]
 fn declared_sizes_never_drive_allocation() {
+    alone(declared_sizes);
+}
+
+fn declared_sizes() {
     // Paddle records that declare far more than they hold.
     let cases: Vec<(&str, Vec<u8>)> = vec![
         (
