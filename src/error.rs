@@ -34,10 +34,12 @@ mod dependency;
 mod details;
 mod file_format;
 mod internal;
+mod unusable;
 
-pub use details::{ArgumentError, DataError, FormatError, UnsupportedError, UnusableError};
+pub use details::{ArgumentError, DataError, FormatError, UnsupportedError};
 pub use file_format::FileFormat;
 pub use internal::InternalError;
+pub use unusable::UnusableError;
 
 /// The result type of this crate.
 ///
