@@ -4,8 +4,8 @@
 use super::desc::{check_dims, parse_desc};
 use super::dtype::{decode, dtype_of_code};
 use super::{LOD_TENSOR_VERSION, TENSOR_VERSION};
-use crate::error::Result;
 use crate::error::{DataError, ErrorKind, FormatError, UnsupportedError};
+use crate::error::{Error, Result};
 use crate::lod::{LevelOffsets, Lod, MAX_LEVELS};
 use crate::tensor::LodTensor;
 
@@ -158,85 +158,78 @@ impl<'a> Reader<'a> {
         let record = self.record;
         let lod_offset = self.offset();
         let num_levels = self.u64("LoD level count")?;
-        if num_levels > MAX_LEVELS as u64 {
-            return Err(FormatError::PaddleLod {
-                record,
-                offset: lod_offset,
-                source: Box::new(
-                    UnsupportedError::TooManyLevels {
-                        op: "lodtensor reads",
-                        found: usize::try_from(num_levels).unwrap_or(usize::MAX),
-                        expected: MAX_LEVELS,
-                    }
-                    .into(),
-                ),
-            }
-            .into());
-        }
-        let mut levels = Vec::new();
-        // Each level takes at least its 8-byte size, so the loop ends within the file.
-        let mut level = 0usize;
-        while (level as u64) < num_levels {
-            let size_offset = self.offset();
-            let size = self.u64("LoD level size")?;
-            if size % 8 != 0 {
-                return Err(FormatError::PaddleLevelSize {
-                    record,
-                    offset: size_offset,
-                    level,
-                    size,
-                }
-                .into());
-            }
-            let start = self.offset();
-            let raw = self.take(size, "LoD level offsets")?;
-            let lod_error = |source| {
-                FormatError::PaddleLod {
-                    record,
-                    offset: lod_offset,
-                    source: Box::new(source),
-                }
-                .into()
-            };
-            let offsets = raw
-                .chunks_exact(8)
-                .enumerate()
-                .map(|(index, chunk)| {
-                    let value = u64::from_le_bytes(chunk.try_into().expect("chunks of 8"));
-                    i64::try_from(value).map_err(|_| {
-                        lod_error(
-                            DataError::OffsetOverflow {
-                                level,
-                                index,
-                                value: u128::from(value),
-                                width: "int64",
-                            }
-                            .into(),
-                        )
-                    })
-                })
-                .collect::<Result<Vec<i64>>>()?;
-            if let Some(&found) = offsets.first()
-                && found != 0
-            {
-                return Err(FormatError::PaddleLodStart {
-                    record,
-                    offset: start,
-                    level,
-                    found,
-                }
-                .into());
-            }
-            levels.push(LevelOffsets::try_new_i64(level, offsets.into()).map_err(lod_error)?);
-            level += 1;
-        }
-        Lod::try_new(levels).map_err(|source| {
+        let in_lod = |source: Error| -> Error {
             FormatError::PaddleLod {
                 record,
                 offset: lod_offset,
                 source: Box::new(source),
             }
             .into()
-        })
+        };
+        if num_levels > MAX_LEVELS as u64 {
+            return Err(in_lod(
+                UnsupportedError::TooManyLevels {
+                    op: "lodtensor reads",
+                    found: usize::try_from(num_levels).unwrap_or(usize::MAX),
+                    expected: MAX_LEVELS,
+                }
+                .into(),
+            ));
+        }
+        // At most MAX_LEVELS, and each takes at least its 8-byte size: the loop ends
+        // within the file.
+        let levels = (0..MAX_LEVELS.min(num_levels as usize))
+            .map(|level| self.level(level, &in_lod))
+            .collect::<Result<Vec<_>>>()?;
+        Lod::try_new(levels).map_err(in_lod)
+    }
+
+    /// Reads LoD level `level`: its size in bytes, then its offsets; `in_lod` says a
+    /// fault of the offsets is one of the record's LoD.
+    fn level(&mut self, level: usize, in_lod: &impl Fn(Error) -> Error) -> Result<LevelOffsets> {
+        let record = self.record;
+        let size_offset = self.offset();
+        let size = self.u64("LoD level size")?;
+        if size % 8 != 0 {
+            return Err(FormatError::PaddleLevelSize {
+                record,
+                offset: size_offset,
+                level,
+                size,
+            }
+            .into());
+        }
+        let start = self.offset();
+        let raw = self.take(size, "LoD level offsets")?;
+        let offsets = raw
+            .chunks_exact(8)
+            .enumerate()
+            .map(|(index, chunk)| {
+                let value = u64::from_le_bytes(chunk.try_into().expect("chunks of 8"));
+                i64::try_from(value).map_err(|_| {
+                    in_lod(
+                        DataError::OffsetOverflow {
+                            level,
+                            index,
+                            value: u128::from(value),
+                            width: "int64",
+                        }
+                        .into(),
+                    )
+                })
+            })
+            .collect::<Result<Vec<i64>>>()?;
+        if let Some(&found) = offsets.first()
+            && found != 0
+        {
+            return Err(FormatError::PaddleLodStart {
+                record,
+                offset: start,
+                level,
+                found,
+            }
+            .into());
+        }
+        LevelOffsets::try_new_i64(level, offsets.into()).map_err(in_lod)
     }
 }
