@@ -158,25 +158,30 @@ fn float_stats<T: num_float::Float>(values: &[T], number: fn(T) -> Number) -> St
     const LANES: usize = 16;
     let mut lo = [T::INFINITY; LANES];
     let mut hi = [T::NEG_INFINITY; LANES];
-    let mut nans = [0u64; LANES];
-    let chunks = values.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for chunk in chunks {
-        for i in 0..LANES {
-            // `min`/`max` return the other operand when one is NaN.
-            lo[i] = lo[i].min(chunk[i]);
-            hi[i] = hi[i].max(chunk[i]);
-            nans[i] += u64::from(chunk[i].is_nan());
+    let mut nans = 0u64;
+    // NaN counted in 32-bit lanes (a third as fast in 64-bit ones), per block so that a
+    // lane cannot overflow.
+    for block in values.chunks(LANES << 16) {
+        let mut lane_nans = [0u32; LANES];
+        let chunks = block.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for chunk in chunks {
+            for i in 0..LANES {
+                // `min`/`max` return the other operand when one is NaN.
+                lo[i] = lo[i].min(chunk[i]);
+                hi[i] = hi[i].max(chunk[i]);
+                lane_nans[i] += u32::from(chunk[i].is_nan());
+            }
         }
-    }
-    for &v in rest {
-        lo[0] = lo[0].min(v);
-        hi[0] = hi[0].max(v);
-        nans[0] += u64::from(v.is_nan());
+        for &v in rest {
+            lo[0] = lo[0].min(v);
+            hi[0] = hi[0].max(v);
+            lane_nans[0] += u32::from(v.is_nan());
+        }
+        nans += lane_nans.iter().map(|&n| u64::from(n)).sum::<u64>();
     }
     let mut lo = lo.into_iter().fold(T::INFINITY, T::min);
     let mut hi = hi.into_iter().fold(T::NEG_INFINITY, T::max);
-    let nans: u64 = nans.iter().sum();
     // `min` and `max` do not tell -0 from +0: in total order -0 is the lesser.
     let has = |zero: T| values.iter().any(|v| v.same_bits(zero));
     if lo == T::ZERO {
