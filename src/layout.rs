@@ -12,6 +12,8 @@ use crate::values::DType;
 pub(crate) const ITEM: &str = "item";
 
 /// One level of a tensor column's nested Arrow type, peeled off by [`peel`].
+// Only the Parquet decoder reads a fixed-size list's size.
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 pub(crate) enum Nest<'a> {
     /// A `List` (`i32` offsets) or `LargeList` (`i64`): a LoD level, over its item field.
     List(OffsetWidth, &'a FieldRef),
