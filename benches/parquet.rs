@@ -117,7 +117,7 @@ fn bench_breakdown(
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(6))
         .throughput(Throughput::Bytes(bytes as u64));
-    // The parquet crate's own Arrow writer on the same rows (the same file, byte for byte):
+    // The parquet crate's own Arrow writer on the same rows (the same rows and statistics):
     // it computes the levels item by item with an index of every value.
     let batch = ds.to_record_batch();
     let arrow_props = WriterProperties::builder()

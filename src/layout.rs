@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field};
+use arrow_schema::{DataType, Field, FieldRef};
 
 use crate::error::Result;
 use crate::lod::OffsetWidth;
@@ -10,6 +10,28 @@ use crate::values::DType;
 
 /// The name of every list item field, as pyarrow and arrow-rs name them.
 pub(crate) const ITEM: &str = "item";
+
+/// One level of a tensor column's nested Arrow type, peeled off by [`peel`].
+// Only the Parquet decoder reads a fixed-size list's size.
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+pub(crate) enum Nest<'a> {
+    /// A `List` (`i32` offsets) or `LargeList` (`i64`): a LoD level, over its item field.
+    List(OffsetWidth, &'a FieldRef),
+    /// A `FixedSizeList` of this size: a dimension of the element, over its item field.
+    Fixed(i32, &'a FieldRef),
+}
+
+/// The outermost list level of `data_type`, `None` for any other type: the one place a
+/// column's nested list types are told apart (the layout, the Parquet decoder's plan and
+/// the side-column test all peel their levels with it).
+pub(crate) fn peel(data_type: &DataType) -> Option<Nest<'_>> {
+    match data_type {
+        DataType::List(f) => Some(Nest::List(OffsetWidth::I32, f)),
+        DataType::LargeList(f) => Some(Nest::List(OffsetWidth::I64, f)),
+        DataType::FixedSizeList(f, size) => Some(Nest::Fixed(*size, f)),
+        _ => None,
+    }
+}
 
 /// The layout of a column's Arrow type: one nested `List` (`i32` offsets) or `LargeList`
 /// (`i64`) per LoD level, outermost first, over the element field (a `FixedSizeList`
@@ -74,23 +96,13 @@ impl ColumnLayout {
     pub fn of(field: &Field) -> Self {
         let mut widths = Vec::new();
         let mut field = field;
-        loop {
-            field = match field.data_type() {
-                DataType::List(f) => {
-                    widths.push(OffsetWidth::I32);
-                    f
-                }
-                DataType::LargeList(f) => {
-                    widths.push(OffsetWidth::I64);
-                    f
-                }
-                _ => {
-                    return ColumnLayout {
-                        widths,
-                        element: field.clone(),
-                    };
-                }
-            };
+        while let Some(Nest::List(width, item)) = peel(field.data_type()) {
+            widths.push(width);
+            field = item;
+        }
+        ColumnLayout {
+            widths,
+            element: field.clone(),
         }
     }
 
@@ -154,9 +166,7 @@ impl ColumnLayout {
     /// ```
     pub fn dtype(&self) -> Result<DType> {
         let mut data_type = self.element.data_type();
-        while let DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) =
-            data_type
-        {
+        while let Some(Nest::List(_, f) | Nest::Fixed(_, f)) = peel(data_type) {
             data_type = f.data_type();
         }
         DType::try_from_arrow(data_type)

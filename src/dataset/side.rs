@@ -16,6 +16,7 @@ use super::Column;
 use super::column::ColumnData;
 use crate::error::{ArgumentError, Error, FormatError, Result, UnsupportedError};
 use crate::format::{KEY_KIND, KEY_LOD_LEVELS};
+use crate::layout::{Nest, peel};
 use crate::values::DType;
 
 /// The examples of `docs/side-columns.md`, run as doctests.
@@ -124,10 +125,10 @@ pub(crate) fn is_side(field: &Field) -> Result<bool> {
 /// Whether `data_type` is a LoD tensor's: lists over fixed-size lists or items of a dtype.
 pub(crate) fn is_tensor_type(data_type: &DataType) -> bool {
     let mut data_type = data_type;
-    while let DataType::List(f) | DataType::LargeList(f) = data_type {
+    while let Some(Nest::List(_, f)) = peel(data_type) {
         data_type = f.data_type();
     }
-    while let DataType::FixedSizeList(f, _) = data_type {
+    while let Some(Nest::Fixed(_, f)) = peel(data_type) {
         data_type = f.data_type();
     }
     DType::try_from_arrow(data_type).is_ok()

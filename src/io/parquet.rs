@@ -6,17 +6,31 @@
 //! `lodtensor.*` metadata and the `arrow.fixed_shape_tensor` extension, is embedded in the
 //! file's key-value metadata (`ARROW:schema`), so a reader that honours it (this one,
 //! pyarrow, arrow-rs) gets the same types back. See `format-spec.md` §8 for the mapping to
-//! repetition and definition levels. The column chunks are encoded here, straight from the
-//! LoD offsets and the values' slices. Columns of 32- and 64-bit floats and integers (with
-//! the default `PLAIN` encoding) are written page by page, their levels as runs and their
-//! pages compressed on `threads` threads; the `parquet` crate reads back from them exactly
-//! the rows and chunk statistics its own Arrow writer writes. Other columns (dictionary,
-//! byte-stream split, narrow integers, booleans, float16) go through the crate's column
-//! writer, byte for byte the Arrow writer's file.
+//! repetition and definition levels.
+//!
+//! # Two write paths
+//! - **The page encoder** (`page_encoder.rs`) writes the tensor columns of 32- and 64-bit
+//!   floats and integers, `PLAIN` (or `BYTE_STREAM_SPLIT` for floats), without dictionary,
+//!   uncompressed, snappy or zstd: the bulk of tensor data. It exists for speed: the
+//!   `parquet` crate's writers take one repetition and one definition level per item and
+//!   encode them one at a time, where these columns' levels are long runs that follow from
+//!   the LoD offsets (`levels.rs`; an element of `f32[64]` is two runs, not 64 entries),
+//!   their values are written as the bytes they are in the dataset, and their pages are
+//!   compressed on `threads` threads. Its files are not the Arrow writer's byte for byte
+//!   (pages break elsewhere, levels are bit-packed differently, no page index is written),
+//!   but the `parquet` crate reads back from them exactly the rows and the chunk
+//!   statistics its own Arrow writer writes (tested, NaN, ±0 and ±∞ included).
+//! - **The `parquet` crate's `ArrowColumnWriter`** (`crate_file.rs`) writes every other
+//!   column: side columns, and tensor columns of booleans, float16, narrow or unsigned
+//!   integers, or with a dictionary. These are rarer and smaller, and the crate handles
+//!   their encodings, dictionaries and statistics as pyarrow expects them; a file with such
+//!   a column is made by the crate's file writer (the page encoder's columns spliced in),
+//!   and a file with only such columns is the crate's `ArrowWriter`'s file byte for byte
+//!   (tested).
 //!
 //! ```text
 //! write:  Dataset views ──► row group ──► levels from offsets + value slices ──► column
-//!         chunks ──► … ──► footer   (pages, or else row groups, on `threads` threads)
+//!         chunks ──► … ──► footer   (a row group at a time, on `threads` threads)
 //! read:   row groups ──► pages (decompressed a few ahead, on a second thread) ──► levels
 //!         to offsets + values copied once ──► RecordBatch (batch_size rows) ──► Dataset
 //! ```
@@ -50,10 +64,11 @@ use crate::error::{Error, Result};
 use crate::lod::OffsetWidth;
 use crate::values::DType;
 
+mod crate_file;
 mod decode;
 mod direct;
-mod encode;
 mod footer;
+mod levels;
 mod page_encoder;
 mod pages;
 mod plain_file;
@@ -295,12 +310,14 @@ impl ParquetWriteOptions {
     /// machine has cores; 1 encodes on the calling thread). The file is the same with any
     /// number.
     ///
-    /// Columns of plain numbers (see the module docs) have their pages made and compressed
-    /// on the threads while the calling thread writes the pages made before, in order, into
-    /// the file: memory is one row group of input (views of the datasets given, not copies)
-    /// and a few pages per thread. Otherwise up to `threads` row groups are encoded at once,
-    /// into memory, and written in order: memory is `threads` row groups of input plus their
-    /// encoded chunks.
+    /// Row groups are encoded one at a time, each by up to `threads` threads, and written
+    /// in order. The page encoder (plain numeric tensor columns, see the module docs) shares
+    /// a column's pages among the threads while the calling thread writes the pages made
+    /// before into the file: memory is one row group of input (views of the datasets
+    /// given, not copies) and a few pages per thread. In a file with other columns, each
+    /// thread takes whole columns (the `parquet` crate's column writer encodes one column on
+    /// one thread), encoded into memory before the row group is written: memory is one row
+    /// group of input and its encoded chunks.
     ///
     /// # Example
     /// ```

@@ -35,9 +35,11 @@ use parquet::column::page::Page;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::schema::types::ColumnDescriptor;
 
+use super::levels::Leaf;
 use crate::error::{Error, FileFormat};
 
 use super::runs::{Fault, Runs, bit_width};
+use crate::layout::{Nest, peel};
 
 /// How one column of a file is decoded, when it has this crate's layout.
 #[derive(Clone, Debug)]
@@ -70,20 +72,15 @@ impl Plan {
             return None;
         }
         let (mut var_lists, mut fixed) = (0usize, None);
-        let mut t = data_type;
-        let leaf = loop {
-            t = match t {
-                DataType::List(f) | DataType::LargeList(f) if fixed.is_none() => {
-                    var_lists += 1;
-                    f.data_type()
-                }
-                DataType::FixedSizeList(f, size) if fixed.is_none() && *size > 0 => {
-                    fixed = Some(usize::try_from(*size).ok()?);
-                    f.data_type()
-                }
-                leaf => break leaf,
-            }
-        };
+        let mut leaf = data_type;
+        while let Some(Nest::List(_, f)) = peel(leaf) {
+            var_lists += 1;
+            leaf = f.data_type();
+        }
+        if let Some(Nest::Fixed(size, f)) = peel(leaf) {
+            fixed = Some(usize::try_from(size).ok().filter(|&s| s > 0)?);
+            leaf = f.data_type();
+        }
         let (physical, width) = match leaf {
             DataType::Float32 => (PhysicalType::FLOAT, 4),
             DataType::Float64 => (PhysicalType::DOUBLE, 8),
@@ -91,14 +88,15 @@ impl Plan {
             DataType::Int64 | DataType::UInt64 => (PhysicalType::INT64, 8),
             _ => return None,
         };
-        let lists = i16::try_from(var_lists + usize::from(fixed.is_some())).ok()?;
+        // The levels the writer gives this layout.
+        let levels = Leaf::of_lists(var_lists, fixed)?;
         let plan = Plan {
             data_type: data_type.clone(),
             var_lists,
             fixed,
             width,
-            max_rep: lists,
-            max_def: 2 * lists + 1,
+            max_rep: levels.max_rep,
+            max_def: levels.max_def,
         };
         (descr.physical_type() == physical
             && descr.max_rep_level() == plan.max_rep

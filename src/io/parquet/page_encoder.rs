@@ -1,16 +1,16 @@
 //! Column chunks of plain numbers encoded page by page straight from the LoD offsets.
 //!
-//! For the writer's common settings (32- and 64-bit floats and integers, `PLAIN`, no
-//! dictionary, data page v1, uncompressed, snappy or zstd) a column chunk is made here
-//! rather than by the `parquet` crate's column writer, which takes one repetition and one
-//! definition level per item and encodes them one at a time. Here the levels are runs
-//! computed from the offsets (an element of `f32[64]` is two runs, not 64 entries), the
-//! values are the bytes they are in the dataset, and the pages are compressed on
-//! `threads` threads. The levels are those of [`super::encode`] (format-spec.md §8.1);
-//! the chunk is what the Parquet format's "Data Pages" section describes: per page, the
-//! repetition levels then the definition levels, each as a 4-byte length and the
-//! RLE/bit-packing hybrid ([`Hybrid`]), then the `PLAIN` values, compressed together.
-//! Chunk statistics (min, max, null count) are kept; no page index, as pyarrow by default.
+//! For the writer's common settings (32- and 64-bit floats and integers, `PLAIN` or, for
+//! floats, `BYTE_STREAM_SPLIT`, no dictionary, data page v1, uncompressed, snappy or zstd)
+//! a column chunk is made here rather than by the `parquet` crate's column writer, which
+//! takes one repetition and one definition level per item and encodes them one at a time.
+//! Here the levels are runs computed from the offsets ([`super::levels`]; an element of
+//! `f32[64]` is two runs, not 64 entries), the values are the bytes they are in the
+//! dataset, and the pages are compressed on `threads` threads. The chunk is what the
+//! Parquet format's "Data Pages" section describes: per page, the repetition levels then
+//! the definition levels, each as a 4-byte length and the RLE/bit-packing hybrid, then the
+//! values (`PLAIN`, or split into byte streams), compressed together. Chunk statistics
+//! (min, max, null count: [`super::stats`]) are kept; no page index, as pyarrow by default.
 
 use std::io::Write;
 use std::ops::Range;
@@ -27,12 +27,10 @@ use parquet::file::properties::{WriterProperties, WriterVersion};
 use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
-use super::encode::{Leaf, element_position, internal, leaves};
-use super::runs::Hybrid;
+use super::levels::{Leaf, LevelRuns, element_of_row, leaves, row_items};
 use super::stats::Stats;
 use crate::dataset::Dataset;
-use crate::error::Result;
-use crate::lod::Lod;
+use crate::error::{Error, Result};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
@@ -53,7 +51,11 @@ pub(super) fn encodes(dtype: DType, descr: &ColumnDescPtr, props: &WriterPropert
     physical
         && codec
         && !props.dictionary_enabled(path)
-        && matches!(props.encoding(path), None | Some(Encoding::PLAIN))
+        && match props.encoding(path) {
+            None | Some(Encoding::PLAIN) => true,
+            Some(Encoding::BYTE_STREAM_SPLIT) => matches!(dtype, DType::Float32 | DType::Float64),
+            Some(_) => false,
+        }
         && props.writer_version() == WriterVersion::PARQUET_1_0
         && props.bloom_filter_properties(path).is_none()
 }
@@ -68,7 +70,10 @@ pub(super) fn write_column<W: Write + Send>(
     props: &WriterProperties,
     threads: usize,
 ) -> Result<ColumnChunkMetaData> {
-    let codec = props.compression(descr.path());
+    let way = Way {
+        encoding: props.encoding(descr.path()).unwrap_or(Encoding::PLAIN),
+        codec: props.compression(descr.path()),
+    };
     let page_bytes = props.data_page_size_limit().max(1);
     let mut pages = Vec::new();
     for part in leaves(parts, column, descr) {
@@ -90,7 +95,7 @@ pub(super) fn write_column<W: Write + Send>(
         };
         if threads <= 1 {
             for plan in &pages {
-                write(vec![make_page(plan, codec, &pool)?])?;
+                write(vec![make_page(plan, way, &pool)?])?;
             }
         } else {
             // A few pages per thread at a time: made on `threads` threads while the
@@ -98,8 +103,7 @@ pub(super) fn write_column<W: Write + Send>(
             let mut made = Vec::new();
             for group in pages.chunks(threads * 4).map(Some).chain([None]) {
                 made = std::thread::scope(|scope| {
-                    let making =
-                        group.map(|plans| spawn_pages(scope, plans, codec, threads, &pool));
+                    let making = group.map(|plans| spawn_pages(scope, plans, way, threads, &pool));
                     write(std::mem::take(&mut made))?;
                     making.map_or(Ok(Vec::new()), join_pages)
                 })?;
@@ -108,14 +112,22 @@ pub(super) fn write_column<W: Write + Send>(
         writer.close()?;
     }
     Ok(ColumnChunkMetaData::builder(descr.clone())
-        .set_compression(codec)
-        .set_encodings(vec![Encoding::PLAIN, Encoding::RLE])
+        .set_compression(way.codec)
+        .set_encodings(encodings(way.encoding))
         .set_num_values(totals.values as i64)
         .set_total_compressed_size(totals.compressed as i64)
         .set_total_uncompressed_size(totals.uncompressed as i64)
         .set_data_page_offset(totals.first_offset.unwrap_or(start) as i64)
         .set_statistics(stats.finish(descr.physical_type()))
         .build()?)
+}
+
+/// The encodings of a chunk whose values are in `values` (the levels are `RLE`), in the
+/// order the `parquet` crate's column writer lists them.
+fn encodings(values: Encoding) -> Vec<Encoding> {
+    let mut all = vec![values, Encoding::RLE];
+    all.sort();
+    all
 }
 
 /// One page to make: rows of one tensor.
@@ -152,15 +164,6 @@ fn plan_pages<'a>(tensor: &'a LodTensor, leaf: &Leaf, page_bytes: usize) -> Vec<
     pages
 }
 
-/// Where row `row`'s elements begin.
-fn element_of_row(tensor: &LodTensor, leaf: &Leaf, row: usize) -> usize {
-    if leaf.levels == 0 {
-        tensor.elements().start + row
-    } else {
-        element_position(tensor.lod(), row)
-    }
-}
-
 /// Pages made, in order, with their statistics.
 type Made = Vec<(CompressedPage, Stats)>;
 
@@ -168,13 +171,13 @@ type Made = Vec<(CompressedPage, Stats)>;
 fn spawn_pages<'scope, 'env>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     plans: &'env [PagePlan<'env>],
-    codec: ParquetCompression,
+    way: Way,
     threads: usize,
     pool: &'env Pool,
 ) -> Vec<ScopedJoinHandle<'scope, Result<Made>>> {
     plans
         .chunks(plans.len().div_ceil(threads).max(1))
-        .map(|chunk| scope.spawn(move || chunk.iter().map(|p| make_page(p, codec, pool)).collect()))
+        .map(|chunk| scope.spawn(move || chunk.iter().map(|p| make_page(p, way, pool)).collect()))
         .collect()
 }
 
@@ -192,43 +195,34 @@ fn join_pages(
     Ok(pages)
 }
 
-/// One data page v1 (repetition levels, definition levels, values, compressed together)
-/// and its statistics.
-fn make_page(
-    plan: &PagePlan<'_>,
-    codec: ParquetCompression,
-    pool: &Pool,
-) -> Result<(CompressedPage, Stats)> {
-    let leaf = &plan.leaf;
+/// One data page v1 (repetition levels, definition levels, values in `encoding`,
+/// compressed together) and its statistics.
+fn make_page(plan: &PagePlan<'_>, way: Way, pool: &Pool) -> Result<(CompressedPage, Stats)> {
+    let (leaf, tensor) = (&plan.leaf, plan.tensor);
     let mut levels = LevelRuns::new(leaf);
-    let lod = plan.tensor.lod();
-    for row in plan.rows.clone() {
-        if leaf.levels == 0 {
-            levels.elements(leaf, 0, 1);
-        } else {
-            levels.sequence(lod, leaf, 0, row, 0);
-        }
-    }
-    let size = plan.tensor.values().element_size();
-    let tensor = plan.tensor;
-    let elements =
-        element_of_row(tensor, leaf, plan.rows.start)..element_of_row(tensor, leaf, plan.rows.end);
-    let items = elements.start * size..elements.end * size;
+    levels.rows(tensor, leaf, plan.rows.clone());
+    let items = row_items(tensor, leaf, plan.rows.clone());
     let mut stats = Stats::default();
     stats.add(tensor.values(), items.clone(), levels.nulls)?;
     let values = value_bytes(tensor.values(), items)?;
     let mut page = pool.take(levels.byte_len() + values.len());
     let num_values = levels.write(&mut page)?;
-    page.extend_from_slice(values);
+    match way.encoding {
+        Encoding::BYTE_STREAM_SPLIT => {
+            let width = tensor.dtype().byte_width().unwrap_or(1);
+            split_streams(values, width, &mut page);
+        }
+        _ => page.extend_from_slice(values),
+    }
     let uncompressed = page.len();
-    let buf = compress(page, codec, pool)?;
+    let buf = compress(page, way.codec, pool)?;
     let data = Page::DataPage {
         buf: Bytes::from_owner(Pooled {
             buf,
             pool: pool.clone(),
         }),
         num_values,
-        encoding: Encoding::PLAIN,
+        encoding: way.encoding,
         def_level_encoding: Encoding::RLE,
         rep_level_encoding: Encoding::RLE,
         statistics: None,
@@ -236,7 +230,14 @@ fn make_page(
     Ok((CompressedPage::new(data, uncompressed), stats))
 }
 
-/// The `PLAIN` encoding of `items` of `values`: their little-endian bytes.
+/// How a column's pages are made: the values' encoding and the codec.
+#[derive(Clone, Copy)]
+struct Way {
+    encoding: Encoding,
+    codec: ParquetCompression,
+}
+
+/// The little-endian bytes of `items` of `values` (their `PLAIN` encoding).
 fn value_bytes(values: &Values, items: Range<usize>) -> Result<&[u8]> {
     Ok(match values.dtype() {
         DType::Float32 => values.typed::<Float32Type>()?[items].to_byte_slice(),
@@ -244,12 +245,43 @@ fn value_bytes(values: &Values, items: Range<usize>) -> Result<&[u8]> {
         DType::Int32 => values.typed::<Int32Type>()?[items].to_byte_slice(),
         DType::Int64 => values.typed::<Int64Type>()?[items].to_byte_slice(),
         other => {
-            return Err(internal(format!(
+            return Err(Error::internal(format!(
                 "{} values for a plain page",
                 other.name()
             )));
         }
     })
+}
+
+/// Appends the `BYTE_STREAM_SPLIT` encoding of `values` (values of `width` bytes) to
+/// `out`: byte `k` of every value, for `k` in `0..width`, one stream after the other.
+fn split_streams(values: &[u8], width: usize, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.resize(start + values.len(), 0);
+    let streams = &mut out[start..];
+    match width {
+        4 => split::<4>(values, streams),
+        8 => split::<8>(values, streams),
+        _ => split_any(values, streams, width),
+    }
+}
+
+fn split<const W: usize>(values: &[u8], streams: &mut [u8]) {
+    let n = values.len() / W;
+    for (i, value) in values.chunks_exact(W).enumerate() {
+        for k in 0..W {
+            streams[k * n + i] = value[k];
+        }
+    }
+}
+
+fn split_any(values: &[u8], streams: &mut [u8], width: usize) {
+    let n = values.len() / width.max(1);
+    for (i, value) in values.chunks_exact(width.max(1)).enumerate() {
+        for (k, &byte) in value.iter().enumerate() {
+            streams[k * n + i] = byte;
+        }
+    }
 }
 
 /// `page` compressed with `codec` (the Parquet codecs' framing: raw snappy, a zstd frame).
@@ -259,18 +291,18 @@ fn compress(page: Vec<u8>, codec: ParquetCompression, pool: &Pool) -> Result<Vec
         ParquetCompression::UNCOMPRESSED => return Ok(page),
         ParquetCompression::SNAPPY => pool.take(snap::raw::max_compress_len(page.len())),
         ParquetCompression::ZSTD(_) => pool.take(zstd::zstd_safe::compress_bound(page.len())),
-        other => return Err(internal(format!("codec {other} for a plain page"))),
+        other => return Err(Error::internal(format!("codec {other} for a plain page"))),
     };
     let room = out.capacity();
     out.resize(room, 0);
     let len = match codec {
         ParquetCompression::ZSTD(level) => {
             zstd::bulk::compress_to_buffer(&page, &mut out[..], level.compression_level())
-                .map_err(|e| internal(format!("zstd: {e}")))?
+                .map_err(|e| Error::internal(format!("zstd: {e}")))?
         }
         _ => snap::raw::Encoder::new()
             .compress(&page, &mut out)
-            .map_err(|e| internal(format!("snappy: {e}")))?,
+            .map_err(|e| Error::internal(format!("snappy: {e}")))?,
     };
     out.truncate(len);
     pool.give(page);
@@ -322,102 +354,6 @@ impl Drop for Pooled {
     }
 }
 
-/// The repetition and definition levels of one page, as runs.
-struct LevelRuns {
-    rep: Option<Hybrid>,
-    def: Hybrid,
-    entries: u64,
-    /// Entries without a value (empty sequences).
-    nulls: u64,
-}
-
-impl LevelRuns {
-    fn new(leaf: &Leaf) -> Self {
-        LevelRuns {
-            rep: (leaf.max_rep > 0).then(|| Hybrid::new(leaf.max_rep)),
-            def: Hybrid::new(leaf.max_def),
-            entries: 0,
-            nulls: 0,
-        }
-    }
-
-    /// Sequence `index` of `level`, whose first entry repeats at `rep` (as
-    /// `encode::Levels::sequence`, in runs).
-    fn sequence(&mut self, lod: &Lod, leaf: &Leaf, level: usize, index: usize, rep: i16) {
-        let offsets = &lod.levels()[level];
-        let children = offsets.get(index)..offsets.get(index + 1);
-        if children.is_empty() {
-            // `level` < `leaf.levels` <= `max_rep`, an i16.
-            self.entries(rep, 2 * level as i16 + 1, 1);
-            self.nulls += 1;
-            return;
-        }
-        let next = level as i16 + 1;
-        if level + 1 == leaf.levels {
-            self.elements(leaf, rep, 1);
-            self.elements(leaf, next, children.len() - 1);
-            return;
-        }
-        for child in children.clone() {
-            let rep = if child == children.start { rep } else { next };
-            self.sequence(lod, leaf, level + 1, child, rep);
-        }
-    }
-
-    /// `count` elements, each one's first item repeating at `rep`.
-    fn elements(&mut self, leaf: &Leaf, rep: i16, count: usize) {
-        match leaf.element_items {
-            None => self.entries(rep, leaf.max_def, count),
-            Some(items) => {
-                for _ in 0..count {
-                    self.entries(rep, leaf.max_def, 1);
-                    self.entries(leaf.max_rep, leaf.max_def, items - 1);
-                }
-            }
-        }
-    }
-
-    /// `count` entries of the same levels.
-    fn entries(&mut self, rep: i16, def: i16, count: usize) {
-        if count == 0 {
-            return;
-        }
-        if let Some(r) = &mut self.rep {
-            r.push(rep as u16, count);
-        }
-        self.def.push(def as u16, count);
-        self.entries += count as u64;
-    }
-
-    /// About how many bytes [`LevelRuns::write`] appends.
-    fn byte_len(&self) -> usize {
-        self.rep.as_ref().map_or(0, Hybrid::byte_len) + self.def.byte_len() + 8
-    }
-
-    /// Appends the levels to `page` (each a 4-byte length and its runs); returns the number
-    /// of entries.
-    ///
-    /// # Errors
-    /// More entries, or level bytes, than a data page header can count (a row of over
-    /// 2³² − 1 items).
-    fn write(mut self, page: &mut Vec<u8>) -> Result<u32> {
-        let too_many = || {
-            internal(format!(
-                "a row of {} level entries: more than a page holds",
-                self.entries
-            ))
-        };
-        let entries = u32::try_from(self.entries).map_err(|_| too_many())?;
-        for levels in self.rep.iter_mut().chain([&mut self.def]) {
-            let bytes = levels.finish();
-            let len = u32::try_from(bytes.len()).map_err(|_| too_many())?;
-            page.extend_from_slice(&len.to_le_bytes());
-            page.extend_from_slice(bytes);
-        }
-        Ok(entries)
-    }
-}
-
 /// Sizes and offsets of the pages written.
 #[derive(Default)]
 struct Totals {
@@ -453,9 +389,10 @@ mod tests {
         group.get_column_page_reader(0).unwrap().count()
     }
 
-    /// Columns of many pages, every plain dtype, depth and codec, on 1 and 3 threads: the
-    /// rows, row groups and chunk statistics the `parquet` crate reads are those of its
-    /// own Arrow writer's file, and this crate reads the dataset back.
+    /// Columns of many pages, every plain dtype, depth and codec, on 1 and 3 threads (floats
+    /// byte-stream split on 3): the rows, row groups and chunk statistics the `parquet`
+    /// crate reads are those of its own Arrow writer's file, and this crate reads the
+    /// dataset back.
     #[test]
     fn many_pages_read_as_the_arrow_writers_file() {
         for (i, dtype) in [DType::Float32, DType::Float64, DType::Int32, DType::Int64]
@@ -473,6 +410,7 @@ mod tests {
                     for threads in [1, 3] {
                         let options = ParquetWriteOptions::default()
                             .with_compression(codec)
+                            .with_byte_stream_split(threads == 3)
                             .with_row_group_size(RowGroupSize::Rows(1000))
                             .with_threads(threads);
                         let ours = write_bytes(&parts, &options);

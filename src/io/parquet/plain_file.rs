@@ -8,6 +8,7 @@
 
 use std::io::Write;
 
+use parquet::basic::ColumnOrder;
 use parquet::file::metadata::{
     FileMetaData, ParquetMetaData, ParquetMetaDataWriter, RowGroupMetaData,
 };
@@ -17,7 +18,7 @@ use parquet::schema::types::SchemaDescPtr;
 
 use super::page_encoder;
 use crate::dataset::Dataset;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 4] = b"PAR1";
 
@@ -55,7 +56,7 @@ impl<W: Write + Send> PlainFile<W> {
             .collect::<Result<Vec<_>>>()?;
         let bytes = columns.iter().map(|c| c.uncompressed_size()).sum();
         let ordinal = i32::try_from(self.row_groups.len())
-            .map_err(|_| super::encode::internal("too many row groups".into()))?;
+            .map_err(|_| Error::internal("too many row groups"))?;
         let group = RowGroupMetaData::builder(self.schema.clone())
             .set_num_rows(rows as i64)
             .set_total_byte_size(bytes)
@@ -70,13 +71,24 @@ impl<W: Write + Send> PlainFile<W> {
     /// Writes the footer; returns the sink.
     pub(super) fn finish(mut self) -> Result<W> {
         let rows = self.row_groups.iter().map(RowGroupMetaData::num_rows).sum();
+        // The column orders the crate's writer declares: IEEE 754 total order for floats,
+        // which the statistics follow (`super::stats`).
+        let orders = (self.schema.columns().iter())
+            .map(|c| {
+                ColumnOrder::column_order_for_type(
+                    c.logical_type_ref(),
+                    c.converted_type(),
+                    c.physical_type(),
+                )
+            })
+            .collect();
         let file = FileMetaData::new(
             self.props.writer_version().as_num(),
             rows,
             Some(self.props.created_by().to_string()),
             self.props.key_value_metadata().cloned(),
             self.schema.clone(),
-            None,
+            Some(orders),
         );
         let metadata = ParquetMetaData::new(file, self.row_groups);
         ParquetMetaDataWriter::new(&mut self.sink, &metadata).finish()?;

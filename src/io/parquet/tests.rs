@@ -23,7 +23,7 @@ use writer::State;
 mod arrow_crate;
 mod cases;
 pub(super) use arrow_crate::{arrow_read, arrow_writer_bytes};
-use cases::tensor;
+pub(super) use cases::tensor;
 pub(super) use cases::{CODECS, Case, Rng, cases, check_batches, dataset, read_bytes, write_bytes};
 
 fn widths(d: &Dataset) -> Vec<OffsetWidth> {

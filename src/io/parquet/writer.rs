@@ -1,5 +1,6 @@
-//! The Parquet writer: rows gathered into row groups, encoded on `threads` threads, written
-//! in order, atomically for a file.
+//! The Parquet writer: rows gathered into row groups, each encoded on `threads` threads by
+//! one of the two write paths (the module docs of [`super`]) and written in order,
+//! atomically for a file.
 
 use std::borrow::Borrow;
 use std::io::Write;
@@ -7,16 +8,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use arrow_schema::{Schema, SchemaRef};
-use parquet::arrow::{ArrowSchemaConverter, ArrowWriter, add_encoded_arrow_schema_to_metadata};
+use parquet::arrow::{ArrowSchemaConverter, add_encoded_arrow_schema_to_metadata};
 use parquet::file::properties::WriterProperties;
-use parquet::file::writer::SerializedFileWriter;
 use std::sync::Arc;
 
-use super::encode::{append_row_group, encode_row_group, raw_bytes, write_row_group};
+use super::crate_file::CrateFile;
+use super::levels::{leaf_count, raw_bytes};
 use super::page_encoder;
 use super::plain_file::PlainFile;
 use super::{ParquetWriteOptions, RowGroupSize};
-use crate::dataset::{Dataset, is_side};
+use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::error::{ArgumentError, UnusableError};
 use crate::io::AtomicFile;
@@ -31,9 +32,8 @@ use crate::values::DType;
 /// The writer gathers rows (views of the datasets given, not copies) until a row group is
 /// full ([`ParquetWriteOptions::with_row_group_size`]), encodes it from the LoD offsets
 /// (see `format-spec.md` §8.1) and writes it out: memory is bounded by one row group of
-/// input and a few pages per thread, or for columns other than plain numbers one row
-/// group of input and its encoded chunks per thread
-/// ([`ParquetWriteOptions::with_threads`]).
+/// input and a few pages per thread, or, when some column is not plain numbers, one row
+/// group of input and its encoded chunks ([`ParquetWriteOptions::with_threads`]).
 ///
 /// To write a file, prefer [`ParquetFileWriter`], which replaces the target atomically.
 ///
@@ -139,14 +139,11 @@ impl<W: Write + Send> ParquetWriter<W> {
                 };
                 self.state = State::Open(Box::new(RowGroups {
                     file: Target::new(sink, &schema, &dtypes, props)?,
-                    schema: schema.clone(),
                     size: self.options.row_group_size,
                     threads: self.options.threads,
                     current: Vec::new(),
                     current_rows: 0,
                     current_bytes: 0,
-                    full: Vec::new(),
-                    spare: Vec::new(),
                 }));
                 self.schema = Some(schema);
             }
@@ -245,13 +242,15 @@ pub(super) enum State<W: Write + Send> {
     Broken,
 }
 
-/// Where the row groups go.
+/// Where the row groups go: one of the two write paths (see the module docs of
+/// [`super`]).
 pub(super) enum Target<W: Write + Send> {
-    /// Every column is written by the page encoder, page by page into the file, its
-    /// pages compressed on `threads` threads: row groups are written one at a time.
+    /// Every column is a plain numeric tensor column: the page encoder writes each one's
+    /// pages straight into the file.
     Plain(PlainFile<W>),
-    /// The `parquet` crate's file writer, `threads` row groups encoded at a time.
-    Crate(SerializedFileWriter<W>),
+    /// Some column is not: the `parquet` crate's file writer, that column encoded by its
+    /// `ArrowColumnWriter`.
+    Crate(CrateFile<W>),
 }
 
 impl<W: Write + Send> Target<W> {
@@ -266,48 +265,44 @@ impl<W: Write + Send> Target<W> {
         let leaves = ArrowSchemaConverter::new()
             .with_coerce_types(props.coerce_types())
             .convert(schema)?;
-        // One leaf per tensor column (format-spec.md §8.1); side columns (`None`) go to the
-        // crate's writer.
-        let plain = leaves.num_columns() == dtypes.len()
-            && (leaves.columns().iter().zip(dtypes)).all(|(leaf, dtype)| {
-                dtype.is_some_and(|dtype| page_encoder::encodes(dtype, leaf, &props))
-            });
-        if plain {
-            let mut props = props;
-            add_encoded_arrow_schema_to_metadata(schema, &mut props);
-            return Ok(Target::Plain(PlainFile::new(
-                sink,
-                Arc::new(leaves),
-                Arc::new(props),
-            )?));
+        // One leaf per tensor column (format-spec.md §8.1), any number per side column.
+        let mut leaf = 0;
+        let paged: Vec<bool> = (schema.fields().iter().zip(dtypes))
+            .map(|(field, dtype)| {
+                let descr = leaves.columns().get(leaf);
+                leaf += leaf_count(field.data_type());
+                (*dtype)
+                    .zip(descr)
+                    .is_some_and(|(dtype, descr)| page_encoder::encodes(dtype, descr, &props))
+            })
+            .collect();
+        if !paged.iter().all(|&p| p) {
+            return Ok(Target::Crate(CrateFile::new(sink, schema, paged, props)?));
         }
-        // The Arrow writer makes the file writer with the Parquet schema and the embedded
-        // Arrow schema; the row groups are encoded here.
-        let (file, _) =
-            ArrowWriter::try_new(sink, schema.clone(), Some(props))?.into_serialized_writer()?;
-        Ok(Target::Crate(file))
+        let mut props = props;
+        add_encoded_arrow_schema_to_metadata(schema, &mut props);
+        Ok(Target::Plain(PlainFile::new(
+            sink,
+            Arc::new(leaves),
+            Arc::new(props),
+        )?))
     }
 }
 
-/// Row groups gathered from the datasets and encoded `threads` at a time.
+/// Row groups gathered from the datasets, each encoded on `threads` threads and written
+/// once full.
 pub(super) struct RowGroups<W: Write + Send> {
     file: Target<W>,
-    /// The file's Arrow schema.
-    schema: SchemaRef,
     size: RowGroupSize,
     threads: usize,
     /// The row group being gathered: views of the datasets' rows.
     current: Vec<Dataset>,
     current_rows: usize,
     current_bytes: usize,
-    /// Gathered row groups waiting to be encoded.
-    full: Vec<Vec<Dataset>>,
-    /// Buffers of encoded chunks, emptied, for the next row groups encoded in memory.
-    spare: Vec<Vec<u8>>,
 }
 
 impl<W: Write + Send> RowGroups<W> {
-    /// Adds the rows of `dataset`, encoding once `threads` row groups are gathered.
+    /// Adds the rows of `dataset`, writing each row group once full.
     fn push(&mut self, mut dataset: Dataset) -> Result<()> {
         let row_bytes = row_bytes(&dataset);
         while dataset.num_rows() > 0 {
@@ -325,104 +320,31 @@ impl<W: Write + Send> RowGroups<W> {
             self.current_bytes += take * row_bytes;
             dataset = rest;
             if take == room {
-                self.close_current()?;
+                self.write_current()?;
             }
         }
         Ok(())
     }
 
-    /// Moves the row group being gathered to the full ones, encoding them once there are
-    /// `threads`.
-    fn close_current(&mut self) -> Result<()> {
-        self.full.push(std::mem::take(&mut self.current));
+    /// Encodes the row group being gathered and writes it.
+    fn write_current(&mut self) -> Result<()> {
+        let group = std::mem::take(&mut self.current);
         self.current_rows = 0;
         self.current_bytes = 0;
-        let at_once = match self.file {
-            Target::Plain(_) => 1,
-            Target::Crate(_) => self.threads,
-        };
-        if self.full.len() >= at_once {
-            self.encode_full()?;
+        match &mut self.file {
+            Target::Plain(file) => file.write_row_group(&group, self.threads),
+            Target::Crate(file) => file.write_row_group(&group, self.threads),
         }
-        Ok(())
     }
 
-    /// Encodes the full row groups and writes them in order: the first straight into the
-    /// file on the calling thread, the others at the same time into memory, each on a thread
-    /// of its own, into buffers kept from one round to the next.
-    fn encode_full(&mut self) -> Result<()> {
-        let groups = std::mem::take(&mut self.full);
-        let file = match &mut self.file {
-            Target::Plain(file) => {
-                for group in &groups {
-                    file.write_row_group(group, self.threads)?;
-                }
-                return Ok(());
-            }
-            Target::Crate(file) => file,
-        };
-        if self
-            .schema
-            .fields()
-            .iter()
-            .any(|f| is_side(f).unwrap_or(true))
-        {
-            // Side columns go through the parquet crate's writers: one row group at a time.
-            for group in &groups {
-                write_row_group(file, group, &self.schema)?;
-            }
-            return Ok(());
-        }
-        let Some((first, others)) = groups.split_first() else {
-            return Ok(());
-        };
-        let schema = file.schema_descr().clone();
-        let props = file.properties().clone();
-        let buffers: Vec<Vec<Vec<u8>>> = others
-            .iter()
-            .map(|_| {
-                (0..schema.num_columns())
-                    .map(|_| self.spare.pop().unwrap_or_default())
-                    .collect()
-            })
-            .collect();
-        let arrow_schema = &self.schema;
-        let (schema, props) = (&schema, &props);
-        let (written, encoded) = std::thread::scope(|scope| {
-            let handles: Vec<_> = others
-                .iter()
-                .zip(buffers)
-                .map(|(group, buffers)| {
-                    scope.spawn(move || encode_row_group(group, schema, props, buffers))
-                })
-                .collect();
-            let written = write_row_group(file, first, arrow_schema);
-            let encoded: Vec<Result<_>> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect();
-            (written, encoded)
-        });
-        written?;
-        for chunks in encoded {
-            let emptied = append_row_group(file, chunks?)?;
-            self.spare.extend(emptied);
-        }
-        Ok(())
-    }
-
-    /// Encodes what is left and writes the footer.
+    /// Writes what is left and the footer.
     fn finish(mut self) -> Result<W> {
         if self.current_rows > 0 {
-            self.full.push(std::mem::take(&mut self.current));
+            self.write_current()?;
         }
-        self.encode_full()?;
         match self.file {
             Target::Plain(file) => file.finish(),
-            Target::Crate(file) => Ok(file.into_inner()?),
+            Target::Crate(file) => file.finish(),
         }
     }
 }
