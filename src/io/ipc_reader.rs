@@ -261,7 +261,7 @@ impl MappedDataset {
     /// handed out before the change can still fault when read: see the module docs.
     ///
     /// # Errors
-    /// [`FormatError::InvalidFile`] with the path, naming the sizes; the `fstat` I/O error.
+    /// [`UnusableError::FileChanged`] with the path, naming the sizes; the `fstat` I/O error.
     ///
     /// # Example
     /// ```
