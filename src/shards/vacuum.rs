@@ -69,8 +69,42 @@ pub fn vacuum(dir: impl AsRef<Path>, grace: Duration) -> Result<Vec<PathBuf>> {
     let cutoff = SystemTime::now()
         .checked_sub(grace)
         .unwrap_or(SystemTime::UNIX_EPOCH);
-    // Names listed by a manifest: the dataset's, and each pending one's (in the directory
-    // for an older writer, or staged under `_pending/PREFIX.pending/`).
+    let mut sweep = Sweep {
+        dir,
+        listed: listed(dir, &pending)?,
+        cutoff,
+        removed: Vec::new(),
+    };
+    if has_manifest {
+        let leftover = |n: &str| {
+            (n.ends_with(".arrow") && !n.starts_with(['.', '_']))
+                || (n.starts_with('.') && n.ends_with(".tmp"))
+        };
+        for name in names.iter().filter(|n| leftover(n)) {
+            sweep.file(Path::new(name))?;
+        }
+    }
+    let root = dir.join(PENDING_DIR);
+    if std::fs::symlink_metadata(&root).is_ok_and(|m| m.is_dir()) {
+        for name in entries(&root)? {
+            let rel = Path::new(PENDING_DIR).join(&name);
+            let meta = std::fs::symlink_metadata(dir.join(&rel));
+            if meta.is_ok_and(|m| m.is_dir()) {
+                sweep.staging(&rel)?;
+            } else {
+                sweep.file(&rel)?;
+            }
+        }
+    }
+    remove_dir_if_idle(&root);
+    let mut removed = sweep.removed;
+    removed.sort();
+    Ok(removed)
+}
+
+/// The paths (relative to `dir`) that a manifest lists: the dataset's, and each pending
+/// one's (in the directory for an older writer, or staged under `_pending/PREFIX.pending/`).
+fn listed(dir: &Path, pending: &[&String]) -> Result<HashSet<PathBuf>> {
     let mut listed: HashSet<PathBuf> = HashSet::new();
     let main = dir.join(MANIFEST_NAME);
     let manifests = main.exists().then_some(main).into_iter();
@@ -91,82 +125,57 @@ pub fn vacuum(dir: impl AsRef<Path>, grace: Duration) -> Result<Vec<PathBuf>> {
             listed.insert(PathBuf::from(shard.file));
         }
     }
-    let mut removed = Vec::new();
-    if has_manifest {
-        let leftover = |n: &str| {
-            (n.ends_with(".arrow") && !n.starts_with(['.', '_']))
-                || (n.starts_with('.') && n.ends_with(".tmp"))
+    Ok(listed)
+}
+
+/// One vacuum's rule: a regular file under `dir` that no manifest lists (`listed`) and that
+/// was last modified before `cutoff` goes; `removed` collects what went.
+struct Sweep<'a> {
+    dir: &'a Path,
+    listed: HashSet<PathBuf>,
+    cutoff: SystemTime,
+    removed: Vec<PathBuf>,
+}
+
+impl Sweep<'_> {
+    /// Cleans the staging directory `rel` unless its writer is alive (holds its lock);
+    /// removes the directory once empty and older than the grace period.
+    fn staging(&mut self, rel: &Path) -> Result<()> {
+        let path = self.dir.join(rel);
+        let handle = File::open(&path).map_err(|e| Error::from(e).in_file(&path))?;
+        match handle.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(()),
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::from(e).in_file(&path)),
+        }
+        // Before its files go, which makes it modified now.
+        let old = modified(&path)? <= self.cutoff;
+        for name in entries(&path)? {
+            self.file(&rel.join(name))?;
+        }
+        if old {
+            // Fails, harmlessly, when something is left in it; we hold its lock.
+            let _ = std::fs::remove_dir(&path);
+        }
+        Ok(())
+    }
+
+    /// Removes the regular file `rel` unless a manifest lists it or it changed after the
+    /// cutoff.
+    fn file(&mut self, rel: &Path) -> Result<()> {
+        let path = self.dir.join(rel);
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::from(e).in_file(&path)),
         };
-        for name in names.iter().filter(|n| leftover(n)) {
-            remove_if_old(dir, Path::new(name), &listed, cutoff, &mut removed)?;
+        if !meta.is_file() || self.listed.contains(rel) || modified(&path)? > self.cutoff {
+            return Ok(());
         }
+        std::fs::remove_file(&path).map_err(|e| Error::from(e).in_file(&path))?;
+        self.removed.push(path);
+        Ok(())
     }
-    let root = dir.join(PENDING_DIR);
-    if std::fs::symlink_metadata(&root).is_ok_and(|m| m.is_dir()) {
-        for name in entries(&root)? {
-            let rel = Path::new(PENDING_DIR).join(&name);
-            let meta = std::fs::symlink_metadata(dir.join(&rel));
-            if meta.is_ok_and(|m| m.is_dir()) {
-                clean_staging(dir, &rel, &listed, cutoff, &mut removed)?;
-            } else {
-                remove_if_old(dir, &rel, &listed, cutoff, &mut removed)?;
-            }
-        }
-    }
-    remove_dir_if_idle(&root);
-    removed.sort();
-    Ok(removed)
-}
-
-/// Cleans the staging directory `rel` unless its writer is alive (holds its lock); removes
-/// the directory once empty and older than the grace period.
-fn clean_staging(
-    dir: &Path,
-    rel: &Path,
-    listed: &HashSet<PathBuf>,
-    cutoff: SystemTime,
-    removed: &mut Vec<PathBuf>,
-) -> Result<()> {
-    let path = dir.join(rel);
-    let handle = File::open(&path).map_err(|e| Error::from(e).in_file(&path))?;
-    match handle.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => return Ok(()),
-        Err(std::fs::TryLockError::Error(e)) => return Err(Error::from(e).in_file(&path)),
-    }
-    // Before its files go, which makes it modified now.
-    let old = modified(&path)? <= cutoff;
-    for name in entries(&path)? {
-        remove_if_old(dir, &rel.join(name), listed, cutoff, removed)?;
-    }
-    if old {
-        // Fails, harmlessly, when something is left in it; we hold its lock.
-        let _ = std::fs::remove_dir(&path);
-    }
-    Ok(())
-}
-
-/// Removes the regular file `rel` of `dir` unless a manifest lists it or it changed after
-/// `cutoff`.
-fn remove_if_old(
-    dir: &Path,
-    rel: &Path,
-    listed: &HashSet<PathBuf>,
-    cutoff: SystemTime,
-    removed: &mut Vec<PathBuf>,
-) -> Result<()> {
-    let path = dir.join(rel);
-    let meta = match std::fs::symlink_metadata(&path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::from(e).in_file(&path)),
-    };
-    if !meta.is_file() || listed.contains(rel) || modified(&path)? > cutoff {
-        return Ok(());
-    }
-    std::fs::remove_file(&path).map_err(|e| Error::from(e).in_file(&path))?;
-    removed.push(path);
-    Ok(())
 }
 
 /// When the file at `path` (not followed if a link) was last modified.
