@@ -109,7 +109,8 @@ fn shards(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A conversion into a directory on a full disk exits 3 and leaves no shard; an append
-/// leaves the dataset as it was.
+/// leaves the dataset as it was; a Parquet file that does not fit exits 3 and leaves
+/// nothing.
 #[test]
 fn a_full_disk_exits_3_and_leaves_no_shard() {
     let mount = tempfile::tempdir().unwrap();
@@ -133,6 +134,18 @@ fn a_full_disk_exits_3_and_leaves_no_shard() {
             &[rows(0, 3)],
             WriteOptions::default(),
         );
+        let parquet = mount.path().join("big.parquet");
+        let parquet_args = [
+            "convert",
+            "big.arrow",
+            parquet.to_str().unwrap(),
+            "--compression",
+            "none",
+        ];
+        lodtensor_in(dir.path(), parquet_args).fails(3);
+        if !walk(mount.path()).is_empty() {
+            return Err(format!("left behind: {:?}", walk(mount.path())));
+        }
         let ds = mount.path().join("ds");
         let new = mount.path().join("new");
         let args = |input: &str, out: &Path, more: &[&str]| {
