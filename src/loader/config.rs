@@ -68,6 +68,10 @@ pub enum Shuffle {
     },
 }
 
+/// Hashed into the options of `shard` with `drop_last`, whose ranks share the epoch's
+/// batches rather than its samples.
+const DEALT_BATCHES: u64 = 1;
+
 /// Everything that decides a plan besides the lengths and the epoch.
 #[derive(Clone, Debug)]
 pub(crate) struct PlanConfig {
@@ -83,7 +87,8 @@ pub(crate) struct PlanConfig {
 /// How the ranks of a data-parallel job share each epoch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ranks {
-    /// Rank `rank` of `world` batches its own contiguous, near-equal part of the order.
+    /// Rank `rank` of `world` batches its own contiguous, near-equal part of the order; with
+    /// `drop_last`, it takes its contiguous, equal share of the batches of the whole order.
     Parts { rank: usize, world: usize },
     /// Every rank makes the batches of the whole order; in each step of `world` batches,
     /// rank `rank` takes batch `step + rank`. A position counts steps of the whole order,
@@ -173,7 +178,14 @@ impl PlanConfig {
             }
         }
         match self.ranks {
-            Ranks::Parts { rank, world } => options.add(&[1, rank as u64, world as u64]),
+            Ranks::Parts { rank, world } => {
+                options.add(&[1, rank as u64, world as u64]);
+                if self.drop_last {
+                    // The parts are of the epoch's batches (they were of samples, each rank
+                    // keeping the fewest batches any part made): old positions are refused.
+                    options.add(&[DEALT_BATCHES]);
+                }
+            }
             // Not the rank or the world size: positions move between numbers of ranks.
             Ranks::Turns { .. } => options.add(&[2]),
         }

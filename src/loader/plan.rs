@@ -8,6 +8,15 @@
 //!                 seed + epoch → SplitMix64                n·r/w .. n·(r+1)/w   per length bucket
 //! ```
 //!
+//! With `drop_last` the parts are of batches, not of samples, so that every rank takes the
+//! same number of steps and no more than `world - 1` batches are left out beyond the
+//! incomplete ones a single rank would drop:
+//!
+//! ```text
+//! 0..n ──order──▶ shuffled ──batch──▶ the epoch's batches ──deal──▶ rank's len/world batches
+//!                                      (len % world left out)        k·r .. k·(r+1)
+//! ```
+//!
 //! With elastic sharding (`Ranks::Turns`) there is no per-rank part: every rank makes
 //! the batches of the whole order, and takes its turns among them.
 
@@ -142,17 +151,15 @@ impl Plan {
         let Ranks::Parts { rank, world } = config.ranks else {
             return Plan::of_order(config, lengths, &order, epoch);
         };
-        let part = |r: usize| &order[n * r / world..n * (r + 1) / world];
-        let mut plan = Plan::of_order(config, lengths, part(rank), epoch);
         if config.drop_last {
-            // Every rank the same number of batches: the fewest any rank's part makes.
-            let fewest = (0..world)
-                .filter(|&r| r != rank)
-                .map(|r| Plan::of_order(config, lengths, part(r), epoch).len())
-                .min();
-            plan.keep_batches(fewest.unwrap_or(usize::MAX));
+            return Plan::of_order(config, lengths, &order, epoch).deal(rank, world);
         }
-        plan
+        Plan::of_order(
+            config,
+            lengths,
+            &order[n * rank / world..n * (rank + 1) / world],
+            epoch,
+        )
     }
 
     /// The batches of `order` (the whole epoch's, or one rank's part of it).
@@ -209,15 +216,41 @@ impl Plan {
         plan
     }
 
-    /// Keeps the first `count` batches, counting the samples of the others as dropped.
-    fn keep_batches(&mut self, count: usize) {
-        let Some(first_left_out) = self.infos.get(count) else {
-            return;
+    /// Rank `rank`'s share of the whole epoch's batches: `len / world` consecutive ones,
+    /// once `len % world` are left out so that every rank gets as many (the last batches
+    /// that are not oversize; oversize ones only when there are too few others). The last
+    /// rank counts every sample of the epoch no rank reads as dropped.
+    fn deal(self, rank: usize, world: usize) -> Plan {
+        let regular = (0..self.len()).rev().filter(|&b| !self.infos[b].oversize);
+        let oversize = (0..self.len()).rev().filter(|&b| self.infos[b].oversize);
+        let mut left_out = vec![false; self.len()];
+        for b in regular.chain(oversize).take(self.len() % world) {
+            left_out[b] = true;
+        }
+        let kept: Vec<usize> = (0..self.len()).filter(|&b| !left_out[b]).collect();
+        let share = kept.len() / world;
+        let mut plan = Plan {
+            epoch: self.epoch,
+            samples: Vec::new(),
+            infos: Vec::with_capacity(share),
+            dropped: 0,
         };
-        let end = first_left_out.start;
-        self.dropped += self.samples.len() - end;
-        self.samples.truncate(end);
-        self.infos.truncate(count);
+        for &b in &kept[share * rank..share * (rank + 1)] {
+            let info = self.infos[b];
+            let start = plan.samples.len();
+            plan.samples
+                .extend_from_slice(&self.samples[info.start..info.end]);
+            let end = plan.samples.len();
+            plan.infos.push(BatchInfo { start, end, ..info });
+        }
+        if rank + 1 == world {
+            let unread: usize = (0..self.len())
+                .filter(|&b| left_out[b])
+                .map(|b| self.infos[b].len())
+                .sum();
+            plan.dropped = self.dropped + unread;
+        }
+        plan
     }
 
     /// Appends `samples` as one batch and empties it.
@@ -354,9 +387,11 @@ impl Plan {
         &self.infos
     }
 
-    /// Samples of this rank's part left out by `drop_last` (0 without it): those of
-    /// incomplete batches, and with [`LoaderBuilder::shard`](super::LoaderBuilder::shard)
-    /// those of the batches past the fewest any rank makes.
+    /// Samples left out by `drop_last` (0 without it): those of each bucket's incomplete
+    /// last batch. With [`LoaderBuilder::shard`](super::LoaderBuilder::shard) the ranks
+    /// share the batches of the whole epoch, as many each, and up to `world_size - 1` batches
+    /// that do not divide evenly are left out too (never an oversize sample while another
+    /// batch can go instead); the last rank counts all of them, the others 0.
     ///
     /// # Example
     /// ```
@@ -366,9 +401,10 @@ impl Plan {
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_batch_size(2).with_drop_last(true).build()?;
     /// assert_eq!((loader.plan(0).len(), loader.plan(0).dropped()), (2, 1));
-    /// // Two ranks: parts of 2 and 3 samples make 2 and 3 batches of 1; each reads 2.
+    /// // Two ranks: 5 batches of 1, 2 each; the last rank counts the fifth as dropped.
     /// let rank = |r| Loader::builder(&file).with_batch_size(1).with_drop_last(true).shard(r, 2).build();
-    /// assert_eq!((rank(0)?.plan(0).len(), rank(1)?.plan(0).dropped()), (2, 1));
+    /// assert_eq!((rank(0)?.plan(0).samples(), rank(1)?.plan(0).samples()), (&[0, 1][..], &[2, 3][..]));
+    /// assert_eq!((rank(0)?.plan(0).dropped(), rank(1)?.plan(0).dropped()), (0, 1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dropped(&self) -> usize {

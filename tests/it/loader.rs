@@ -162,9 +162,9 @@ proptest! {
                 let mine = samples(&batches);
                 let dropped = loader.plan(e).dropped();
                 prop_assert!(drop_last || dropped == 0);
-                // Near-equal shards.
+                // Near-equal shards (with drop_last, equal numbers of batches: below).
                 let part = mine.len() + dropped;
-                prop_assert!(part >= n / world && part <= n.div_ceil(world));
+                prop_assert!(drop_last || (part >= n / world && part <= n.div_ceil(world)));
                 for b in &batches {
                     let tokens: usize = b.samples().iter().map(|&s| doc_tokens[s]).sum();
                     prop_assert_eq!(tokens, b.tokens());
@@ -190,6 +190,58 @@ proptest! {
             prop_assert_eq!(distinct.len() + left_out, n);
             if left_out == 0 {
                 prop_assert_eq!(distinct, (0..n).collect::<HashSet<_>>());
+            }
+        }
+    }
+
+    /// With `drop_last`, ranks of `shard` take equal steps and leave out, beyond what one
+    /// rank alone would (each bucket's incomplete last batch), at most `world - 1` batches'
+    /// worth, and never a sample over the token budget while a batch within it can go.
+    #[test]
+    fn drop_last_ranks_take_equal_steps_losing_at_most_world_minus_one_batches(
+        docs in prop::collection::vec(0usize..6, 0..60),
+        mode in mode(),
+        order in order(),
+        world in 1usize..5,
+        buckets in prop::collection::btree_set(1usize..60, 0..3),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.arrow");
+        let doc_tokens = write(&path, &docs, 500);
+        let file = MappedDataset::open(&path).unwrap();
+        let buckets: Vec<usize> = buckets.into_iter().collect();
+        let build = |b: LoaderBuilder| {
+            configure(b, &mode, &order, &buckets).with_drop_last(true).build().unwrap()
+        };
+        for e in 0..2u64 {
+            let alone = build(Loader::builder(&file)).plan(e);
+            let plans: Vec<_> =
+                (0..world).map(|r| build(Loader::builder(&file).shard(r, world)).plan(e)).collect();
+            let steps: HashSet<usize> = plans.iter().map(|p| p.len()).collect();
+            prop_assert_eq!(steps.len(), 1, "batches per rank: {:?}", steps);
+            let read: HashSet<usize> = plans.iter().flat_map(|p| p.samples().to_vec()).collect();
+            let in_alone: HashSet<usize> = alone.samples().iter().copied().collect();
+            let unread = |kept: &HashSet<usize>| -> Vec<usize> {
+                (0..docs.len()).filter(|s| !kept.contains(s)).collect()
+            };
+            let (tail, lost) = (unread(&in_alone), unread(&read));
+            prop_assert_eq!(lost.len(), plans.iter().map(|p| p.dropped()).sum::<usize>());
+            match mode {
+                Mode::Samples(size) => {
+                    prop_assert!(lost.len() <= tail.len() + (world - 1) * size,
+                        "{} left out, {} by one rank alone", lost.len(), tail.len());
+                }
+                Mode::Tokens(budget) => {
+                    let tokens = |s: &[usize]| -> usize {
+                        s.iter().map(|&s| doc_tokens[s]).filter(|&t| t <= budget).sum()
+                    };
+                    prop_assert!(tokens(&lost) <= tokens(&tail) + (world - 1) * budget,
+                        "{} tokens left out, {} by one rank alone", tokens(&lost), tokens(&tail));
+                    let oversize_lost = lost.iter().filter(|&&s| doc_tokens[s] > budget).count();
+                    let only_oversize_read = plans.iter().all(|p| p.oversize() == p.len());
+                    prop_assert!(oversize_lost == 0 || (only_oversize_read && oversize_lost < world),
+                        "{} oversize samples left out", oversize_lost);
+                }
             }
         }
     }

@@ -197,3 +197,22 @@ fn bad_options_are_named() {
     };
     assert_eq!(bad(c), "window");
 }
+
+#[test]
+fn drop_last_ranks_share_the_epochs_batches_keeping_oversize_samples() {
+    // Batches of the epoch: [0, 1], [2] (closed before the oversize sample), [3] (oversize).
+    let lengths = [1, 1, 1, 9];
+    let mut c = config(BatchSize::Tokens(2));
+    c.drop_last = true;
+    let rank = |rank| {
+        let mut c = c.clone();
+        c.ranks = Ranks::Parts { rank, world: 2 };
+        one_batch(&c, &lengths, 0)
+    };
+    let (a, b) = (rank(0), rank(1));
+    // Three batches on two ranks: one is left out, the last that is within the budget.
+    assert_eq!(a.batches().collect::<Vec<_>>(), [&[0, 1][..]]);
+    assert_eq!(b.batches().collect::<Vec<_>>(), [&[3][..]]);
+    assert!(b.infos()[0].oversize && b.infos()[0].start == 0);
+    assert_eq!((a.dropped(), b.dropped()), (0, 1));
+}
