@@ -330,9 +330,18 @@ def test_elastic_ranks_with_drop_last_take_equal_steps(shards_dir):
     for step in zip(*ranks, strict=True):
         read.extend((b.index, b.samples.tolist()) for b in step)
     assert sorted(read) == list(enumerate(plan))[: len(plan) // 4 * 4]
-    # Contiguous parts: every rank as many batches as the fewest any part makes.
+    # Contiguous parts: the batches of the whole epoch, as many on every rank, the at most
+    # 3 that do not divide evenly left out.
     options = dict(token_budget=300, shuffle=True, seed=2, drop_last=True)
     ranks = [data.loader(**options, rank=r, world_size=4) for r in range(4)]
     assert len({len(loader) for loader in ranks}) == 1
     steps = list(zip(*ranks, strict=True))
     assert len(steps) == len(ranks[0])
+    whole = [b.samples.tolist() for b in data.loader(**options)]
+    dealt = [
+        b.samples.tolist()
+        for r in range(4)
+        for b in data.loader(**options, rank=r, world_size=4)
+    ]
+    assert len(dealt) == len(whole) // 4 * 4
+    assert all(batch in whole for batch in dealt)

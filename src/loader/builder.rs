@@ -227,7 +227,10 @@ impl<'a> LoaderBuilder<'a> {
     /// the batch size, or (with a token budget) not closed by a sample that did not fit.
     /// Over several ranks it also makes every rank read the same number of batches, as
     /// data-parallel training needs (every rank takes every step): with
-    /// [`LoaderBuilder::shard`] each rank reads as many as the fewest any rank's part makes;
+    /// [`LoaderBuilder::shard`] the ranks share the batches of the whole epoch, the
+    /// `len % world_size` that do not divide evenly left out (never more than
+    /// `world_size - 1` batches, and a sample over the token budget only when nothing else
+    /// is left to leave out);
     /// with [`LoaderBuilder::elastic_shard`] the epoch's last step is left out when it has
     /// fewer batches than ranks.
     ///
@@ -362,8 +365,12 @@ impl<'a> LoaderBuilder<'a> {
     }
 
     /// Only part `rank` of `world_size` contiguous, near-equal parts of each epoch's order,
-    /// batched by this rank alone (with [`LoaderBuilder::with_drop_last`], every rank as
-    /// many batches as the fewest any part makes). Not with [`LoaderBuilder::elastic_shard`].
+    /// batched by this rank alone. With [`LoaderBuilder::with_drop_last`] the parts are of
+    /// batches instead, so that every rank takes the same number of steps: the whole epoch
+    /// is batched once (as one rank would, each bucket's incomplete last batch left out),
+    /// `len % world_size` batches are left out (the last ones within the budget; a sample
+    /// over it only when there are too few of those), and rank `r` takes the `r`-th run of
+    /// `len / world_size` consecutive batches. Not with [`LoaderBuilder::elastic_shard`].
     ///
     /// # Example
     /// ```
@@ -374,6 +381,9 @@ impl<'a> LoaderBuilder<'a> {
     /// let rank = |r| Loader::builder(&file).shard(r, 2).build();
     /// assert_eq!(rank(0)?.plan(0).samples(), &[0, 1]);
     /// assert_eq!(rank(1)?.plan(0).samples(), &[2, 3, 4]);
+    /// // With drop_last: the batches [0, 1], [2, 3] (sample 4 is an incomplete batch).
+    /// let even = |r| Loader::builder(&file).with_batch_size(2).with_drop_last(true).shard(r, 2).build();
+    /// assert_eq!((even(0)?.plan(0).samples(), even(1)?.plan(0).samples()), (&[0, 1][..], &[2, 3][..]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn shard(mut self, rank: usize, world_size: usize) -> Self {

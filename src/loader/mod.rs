@@ -21,7 +21,9 @@
 //!   samples mixing them: [`Shuffle::Windowed`]), computed with the crate's fixed
 //!   SplitMix64 so that a seed and an epoch give the same order on every machine;
 //! - `shard(rank, world_size)` for data-parallel training: contiguous, disjoint parts of
-//!   each epoch's order whose sizes differ by at most one sample; or
+//!   each epoch's order whose sizes differ by at most one sample, or with `drop_last`
+//!   contiguous runs of the epoch's batches, as many on every rank (at most
+//!   `world_size - 1` batches left out beyond each bucket's incomplete last one); or
 //!   `elastic_shard(rank, world_size)`: the ranks take turns over the batches of the whole
 //!   epoch, so that a position saved on 8 ranks resumes on 6 or 1
 //!   ([`LoaderBuilder::elastic_shard`]);
