@@ -90,7 +90,8 @@ impl Batch {
         self.inner.max_len()
     }
 
-    /// Whether this is a single sample longer than the token budget (never dropped).
+    /// Whether this is a single sample longer than the token budget (never dropped as
+    /// incomplete).
     #[getter]
     fn is_oversize(&self) -> bool {
         self.inner.is_oversize()

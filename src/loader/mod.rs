@@ -13,7 +13,9 @@
 //!
 //! - batches of a fixed number of samples, or of at most a token budget (the sum of one
 //!   column's level lengths per sample; a longer sample is a batch of its own and flagged,
-//!   never dropped), optionally dropping each bucket's last incomplete batch;
+//!   never dropped as incomplete: only evening out the steps of ranks with `drop_last` can
+//!   leave one out, and with `shard` only when no batch within the budget can go instead),
+//!   optionally dropping each bucket's last incomplete batch;
 //! - length buckets, so that samples of similar length share batches (the padding a padded
 //!   batch would carry is reported per batch and per plan);
 //! - a seeded shuffle per epoch, of samples, of contiguous chunks of samples, or windowed
