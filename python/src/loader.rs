@@ -1,6 +1,7 @@
 //! `Loader`: the crate's loader behind a Python iterator, with prefetching on a Rust thread
 //! and torch-style `state_dict` / `load_state_dict`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use lodtensor::loader::{LoaderSource, Prefetch};
@@ -11,6 +12,7 @@ use pyo3::types::{PyCFunction, PyDict};
 
 use crate::array::{rebased_offsets, values_view};
 use crate::batch::Batch;
+use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 
 /// Length buckets: explicit inclusive upper bounds, or a number of quantile buckets.
@@ -284,10 +286,23 @@ impl Inner {
         }
     }
 
-    /// The next batch when it is a view made with no work but slicing (no prefetch thread,
-    /// the plan made, consecutive rows of one record batch): cheaper to make with the GIL
-    /// held than to release and re-take it. `None` otherwise.
-    fn next_view(&mut self) -> Option<lodtensor::Result<Option<lodtensor::Batch>>> {
+    /// The next batch of epoch `epoch`: `None` at its end, and once the loader has moved on
+    /// to another epoch (so that every iterator over `epoch` ends with it).
+    fn next_of(&mut self, epoch: u64) -> lodtensor::Result<Option<lodtensor::Batch>> {
+        if self.next.epoch != epoch {
+            return Ok(None);
+        }
+        self.next()
+    }
+
+    /// The next batch of epoch `epoch` (as [`Inner::next_of`]) when it is a view made with
+    /// no work but slicing (no prefetch thread, the plan made, consecutive rows of one record
+    /// batch): cheaper to make with the GIL held than to release and re-take it. `None`
+    /// otherwise.
+    fn next_view(&mut self, epoch: u64) -> Option<lodtensor::Result<Option<lodtensor::Batch>>> {
+        if self.next.epoch != epoch {
+            return Some(Ok(None));
+        }
         match &mut self.state {
             State::Idle(loader) if self.depth == 0 && loader.next_is_view() => {
                 let batch = loader.next_batch();
@@ -316,8 +331,11 @@ impl Inner {
 /// Training batches over a dataset file or a sharded dataset, made by `ds.loader(**options)`:
 /// the same batches as the Rust `Loader` with the same options, in the same order.
 ///
-/// Iterating yields the rest of the current epoch; at its end the loader moves to the start
-/// of the next epoch. `len(loader)` is the number of batches of the current epoch.
+/// `iter(loader)` (a `for` loop) iterates the rest of the current epoch: the iterator ends
+/// with the epoch, then keeps raising `StopIteration`, and the loader is at the start of the
+/// next epoch for the next `iter(loader)`. Iterators of one epoch share its batches (threads
+/// each running `for b in loader` get each batch once). `len(loader)` is the number of
+/// batches of the current epoch.
 ///
 /// The options, all keywords: `batch_size=None` or `token_budget=None` (32 samples when
 /// neither); `length_column=None`, `level=None` (a sample's length); `shuffle=False`,
@@ -368,6 +386,60 @@ impl Loader {
     }
 }
 
+impl Loader {
+    /// The next batch of epoch `epoch`, `None` at its end or once the loader has left it.
+    fn next_of(&self, py: Python<'_>, epoch: u64) -> PyResult<Option<Batch>> {
+        // `try_lock` never waits with the GIL held (a thread holding the lock may wait for
+        // nothing but the lock's work, done with the GIL released).
+        let view = self
+            .inner
+            .try_lock()
+            .ok()
+            .and_then(|mut inner| inner.next_view(epoch));
+        let batch = match view {
+            Some(batch) => batch.py_err()?,
+            None => self.with(py, |inner| inner.next_of(epoch))?,
+        };
+        Ok(batch.map(|b| Batch::new(b, self.schema.clone())))
+    }
+}
+
+/// What `iter(loader)` returns: the rest of one epoch of a `Loader`, then `StopIteration`
+/// for good (the loader itself has moved on to the next epoch).
+#[pyclass(frozen, module = "lodtensor", name = "LoaderIterator")]
+pub struct EpochIterator {
+    loader: Py<Loader>,
+    /// The epoch this iterator yields batches of.
+    epoch: u64,
+    /// Set once the epoch ended for this iterator.
+    done: AtomicBool,
+}
+
+#[lodtensor_python_guard::guard]
+#[pymethods]
+impl EpochIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Batch>> {
+        if self.done.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let batch = self.loader.get().next_of(py, self.epoch)?;
+        if batch.is_none() {
+            self.done.store(true, Ordering::Release);
+        }
+        Ok(batch)
+    }
+
+    /// The epoch this iterator yields batches of.
+    #[getter]
+    fn epoch(&self) -> u64 {
+        self.epoch
+    }
+}
+
 fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
     inner
         .lock()
@@ -377,23 +449,25 @@ fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 #[lodtensor_python_guard::guard]
 #[pymethods]
 impl Loader {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
+    /// An iterator over the rest of the current epoch.
+    fn __iter__(slf: Bound<'_, Self>) -> EpochIterator {
+        let epoch = slf.get().read(slf.py(), |inner| inner.next.epoch);
+        EpochIterator {
+            loader: slf.unbind(),
+            epoch,
+            done: AtomicBool::new(false),
+        }
     }
 
+    /// Deprecated: `next(iter(loader))`, or an iterator kept (`it = iter(loader)`). The next
+    /// batch, moving on into the next epoch after the end of one (as before).
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Batch>> {
-        // `try_lock` never waits with the GIL held (a thread holding the lock may wait for
-        // nothing but the lock's work, done with the GIL released).
-        let view = self
-            .inner
-            .try_lock()
-            .ok()
-            .and_then(|mut inner| inner.next_view());
-        let batch = match view {
-            Some(batch) => batch.py_err()?,
-            None => self.with(py, Inner::next)?,
-        };
-        Ok(batch.map(|b| Batch::new(b, self.schema.clone())))
+        deprecated::warn(
+            py,
+            c"next(loader) is deprecated: use it = iter(loader) and next(it), which ends with the epoch",
+        )?;
+        let epoch = self.read(py, |inner| inner.next.epoch);
+        self.next_of(py, epoch)
     }
 
     /// The number of batches of the current epoch (for this rank).

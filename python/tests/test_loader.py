@@ -107,13 +107,14 @@ def test_threads_sharing_a_loader_get_each_batch_once(docs_path, shuffle):
     loader = ds.loader(batch_size=3, shuffle=shuffle, seed=2)
     expected = [b.index for b in ds.loader(batch_size=3, shuffle=shuffle, seed=2)]
     seen = [[] for _ in range(4)]
+    started = threading.Barrier(4)
 
     def pull(out):
-        for batch in loader:
-            if batch.epoch != 0:  # another thread ended epoch 0
-                break
+        batches = iter(loader)  # each thread's loop ends with epoch 0
+        started.wait()
+        for batch in batches:
             batch.values("tokens")
-            out.append((batch.index, batch.samples.tolist()))
+            out.append((batch.index, batch.samples.tolist(), batch.epoch))
 
     threads = [threading.Thread(target=pull, args=(out,)) for out in seen]
     for t in threads:
@@ -121,10 +122,44 @@ def test_threads_sharing_a_loader_get_each_batch_once(docs_path, shuffle):
     for t in threads:
         t.join(timeout=60)
         assert not t.is_alive()
-    got = sorted(i for out in seen for i, _ in out)
+    got = sorted(i for out in seen for i, _, _ in out)
     assert got == expected
-    samples = sorted(s for out in seen for _, rows in out for s in rows)
+    assert {e for out in seen for _, _, e in out} == {0} and loader.epoch == 1
+    samples = sorted(s for out in seen for _, rows, _ in out for s in rows)
     assert samples == list(range(ds.num_rows))
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_a_finished_iterator_keeps_raising_stop_iteration(docs_path, prefetch):
+    ds = lt.open(docs_path)
+    loader = ds.loader(batch_size=30, shuffle=True, seed=4, prefetch=prefetch)
+    epoch0 = [b.samples.tolist() for b in ds.loader(batch_size=30, shuffle=True, seed=4)]
+    it = iter(loader)
+    assert iter(it) is it and it.epoch == 0
+    assert [b.samples.tolist() for b in it] == epoch0
+    for _ in range(3):
+        with pytest.raises(StopIteration):
+            next(it)
+    assert loader.epoch == 1 and loader.batch_index == 0  # nothing of epoch 1 was read
+    # A second iterator of epoch 0, taken before its end, ends with it too.
+    loader.set_epoch(0)
+    first, second = iter(loader), iter(loader)
+    assert [b.samples.tolist() for b in first] == epoch0
+    assert list(second) == []
+    # The next `iter(loader)` is the next epoch.
+    assert {b.epoch for b in loader} == {1}
+    assert loader.epoch == 2
+
+
+def test_next_on_the_loader_is_deprecated_and_moves_on(docs_path):
+    ds = lt.open(docs_path)
+    loader = ds.loader(batch_size=150)
+    with pytest.warns(DeprecationWarning, match="iter"):
+        got = [next(loader).epoch, next(loader).epoch]
+        with pytest.raises(StopIteration):
+            next(loader)
+        got.append(next(loader).epoch)  # as before: the next epoch
+    assert got == [0, 0, 1]
 
 
 def test_shards_cover_the_epoch_once(docs_path):
