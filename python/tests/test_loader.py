@@ -2,6 +2,9 @@
 epoch, resume, prefetch, and the arrays of a batch."""
 
 import gc
+import json
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -399,9 +402,6 @@ print(*counts)
 
 
 def test_getters_while_another_thread_iterates_never_deadlock(docs_path):
-    import subprocess
-    import sys
-
     try:
         run = subprocess.run(
             [sys.executable, "-c", _ITERATE_WHILE_POLLING, str(docs_path)],
@@ -414,3 +414,58 @@ def test_getters_while_another_thread_iterates_never_deadlock(docs_path):
     assert run.returncode == 0, run.stderr
     batches, *polls = map(int, run.stdout.split())
     assert batches == 30 * 100 and min(polls) >= 200
+
+
+# A prefetching loader that has read ahead, then `os.fork()`: the child has the thread's
+# queue but not the thread. In a subprocess with a timeout, as a hang is the failure.
+_FORK_WHILE_PREFETCHING = """
+import gc, json, os, sys
+import lodtensor as lt
+
+path, mode = sys.argv[1], sys.argv[2]
+loader = lt.open(path).loader(batch_size=10, shuffle=True, seed=3, prefetch=2)
+it = iter(loader)
+first = [next(it).samples.tolist() for _ in range(3)]
+pid = os.fork()
+if pid == 0:
+    if mode == "drop":
+        del it, loader
+        gc.collect()
+        out = []
+    elif mode == "set_epoch":
+        loader.set_epoch(1)
+        out = [b.samples.tolist() for b in loader]
+    else:
+        out = [b.samples.tolist() for b in it] + [b.samples.tolist() for b in loader]
+    print(json.dumps({"child": out}), flush=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+rest = [b.samples.tolist() for b in it]
+print(json.dumps({"first": first, "parent": rest, "status": status}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("source", ["docs_path", "shards_dir"])
+@pytest.mark.parametrize("mode", ["iterate", "drop", "set_epoch"])
+def test_a_forked_child_goes_on_from_its_position(request, source, mode):
+    docs_path = request.getfixturevalue(source)
+    ds = lt.open(docs_path)
+    reference = ds.loader(batch_size=10, shuffle=True, seed=3)
+    epochs = [[b.samples.tolist() for b in reference] for _ in range(2)]
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", _FORK_WHILE_PREFETCHING, str(docs_path), mode],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a child forked from a prefetching loader hung ({mode})")
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    child = next(line["child"] for line in lines if "child" in line)
+    parent = next(line for line in lines if "parent" in line)
+    assert parent["status"] == 0
+    assert parent["first"] == epochs[0][:3] and parent["parent"] == epochs[0][3:]
+    expected = {"iterate": epochs[0][3:] + epochs[1], "drop": [], "set_epoch": epochs[1]}
+    assert child == expected[mode]
