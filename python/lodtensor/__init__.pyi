@@ -20,6 +20,7 @@ __all__ = [
     "ShardedDataset",
     "ShardWriter",
     "Loader",
+    "LoaderIterator",
     "Batch",
     "LodTensorError",
     "InvalidFileError",
