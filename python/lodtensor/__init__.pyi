@@ -20,6 +20,7 @@ __all__ = [
     "ShardedDataset",
     "ShardWriter",
     "Loader",
+    "LoaderIterator",
     "Batch",
     "LodTensorError",
     "InvalidFileError",
@@ -278,9 +279,10 @@ class Dataset:
 
 @final
 class Loader:
-    """Training batches: iterating yields the rest of the current epoch."""
+    """Training batches: ``iter(loader)`` yields the rest of the current epoch, then stops."""
 
-    def __iter__(self) -> Iterator[Batch]: ...
+    def __iter__(self) -> LoaderIterator: ...
+    @deprecated("next(loader) is deprecated: use it = iter(loader) and next(it), which ends with the epoch")
     def __next__(self) -> Batch: ...
     def __len__(self) -> int:
         """The number of batches of the current epoch (for this rank)."""
@@ -294,6 +296,16 @@ class Loader:
     def state_dict(self) -> StateDict: ...
     def load_state_dict(self, state: StateDict) -> None: ...
     def _epoch_in_rust(self, column: str | None = None, level: int = 0) -> tuple[int, int]: ...
+
+@final
+class LoaderIterator:
+    """``iter(loader)``: the rest of one epoch, then ``StopIteration`` for good."""
+
+    def __iter__(self) -> LoaderIterator: ...
+    def __next__(self) -> Batch: ...
+    @property
+    def epoch(self) -> int:
+        """The epoch this iterator yields batches of."""
 
 @final
 class Batch:

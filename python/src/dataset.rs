@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lodtensor::MappedDataset;
-use lodtensor::loader::LoaderSource;
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -14,7 +13,7 @@ use crate::array::{Array, rebased_offsets};
 use crate::deprecated;
 use crate::error::IntoPy;
 use crate::ffi;
-use crate::loader::{Loader, Options};
+use crate::loader::{Loader, Options, Source};
 
 /// Maps and validates the dataset file at `path` (every offset of every level is checked;
 /// no value is read): only the columns `columns`, in that order, when given (the others
@@ -211,7 +210,7 @@ impl Dataset {
     #[pyo3(signature = (**options))]
     fn loader(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Loader> {
         let options = Options::from_kwargs(py, options)?;
-        Loader::build(py, LoaderSource::File(&self.file), options)
+        Loader::build(py, Source::File(self.file.clone()), options)
     }
 
     fn __repr__(&self) -> String {

@@ -30,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::Array>()?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<loader::Loader>()?;
+    m.add_class::<loader::EpochIterator>()?;
     m.add_class::<batch::Batch>()?;
     m.add_class::<shards::ShardedDataset>()?;
     m.add_class::<shard_writer::ShardWriter>()?;

@@ -1,6 +1,7 @@
 //! `Loader`: the crate's loader behind a Python iterator, with prefetching on a Rust thread
 //! and torch-style `state_dict` / `load_state_dict`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use lodtensor::loader::{LoaderSource, Prefetch};
@@ -11,6 +12,7 @@ use pyo3::types::{PyCFunction, PyDict};
 
 use crate::array::{rebased_offsets, values_view};
 use crate::batch::Batch;
+use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 
 /// Length buckets: explicit inclusive upper bounds, or a number of quantile buckets.
@@ -216,10 +218,30 @@ fn column_levels(source: LoaderSource<'_>, column: &str) -> PyResult<usize> {
     }
 }
 
+/// What a loader reads, owned: kept to build the loader again in a forked child.
+#[derive(Clone)]
+pub enum Source {
+    /// One file.
+    File(Arc<lodtensor::MappedDataset>),
+    /// A sharded dataset.
+    Shards(Arc<lodtensor::shards::ShardedDataset>),
+}
+
+impl Source {
+    fn borrow(&self) -> LoaderSource<'_> {
+        match self {
+            Source::File(file) => LoaderSource::File(file),
+            Source::Shards(data) => LoaderSource::Shards(data),
+        }
+    }
+}
+
 /// Where the crate's loader is: on this thread, or on a prefetch thread.
 enum State {
     Idle(Box<lodtensor::Loader>),
-    Running(Prefetch),
+    /// A prefetch thread, and the id of the process that started it: after a `fork` the
+    /// child has the `Prefetch` (its queue, the thread's handle) but not the thread.
+    Running(Prefetch, u32),
     /// A prefetch thread panicked; the loader is gone.
     Broken,
 }
@@ -232,13 +254,47 @@ struct Inner {
     depth: usize,
     /// Batches in an epoch, for `len()` while a prefetch thread holds the loader.
     len: Option<(u64, usize)>,
+    /// The source and options, to build the loader again in a forked child.
+    recipe: (Source, Options),
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Dropping a `Prefetch` joins its thread: not in a forked child, where the thread
+        // does not exist. Its queue and handle are leaked there.
+        if self.forked() {
+            std::mem::forget(std::mem::replace(&mut self.state, State::Broken));
+        }
+    }
 }
 
 impl Inner {
+    /// Whether a prefetch thread runs and was started by another process: this is a
+    /// child forked after it started.
+    fn forked(&self) -> bool {
+        matches!(self.state, State::Running(_, pid) if pid != std::process::id())
+    }
+
+    /// In a child forked while a prefetch thread ran: the loader built again from its
+    /// recipe, at the position of the next batch this process hands out (what the thread
+    /// read ahead is dropped, never handed out). Nothing otherwise.
+    fn rebuild_after_fork(&mut self) -> PyResult<()> {
+        if !self.forked() {
+            return Ok(());
+        }
+        // The thread's handle may not be joined here (see `Drop`): leak it with its queue.
+        std::mem::forget(std::mem::replace(&mut self.state, State::Broken));
+        let (source, options) = self.recipe.clone();
+        let mut loader = options.build(source.borrow())?;
+        loader.seek(self.next).py_err()?;
+        self.state = State::Idle(Box::new(loader));
+        Ok(())
+    }
+
     /// The loader on this thread, stopping a prefetch thread first.
     fn idle(&mut self) -> lodtensor::Result<&mut lodtensor::Loader> {
-        if let State::Running(_) = self.state {
-            let State::Running(p) = std::mem::replace(&mut self.state, State::Broken) else {
+        if let State::Running(..) = self.state {
+            let State::Running(p, _) = std::mem::replace(&mut self.state, State::Broken) else {
                 unreachable!("matched above")
             };
             self.state = State::Idle(Box::new(p.into_loader()?));
@@ -263,9 +319,10 @@ impl Inner {
             };
             // The loader may have read ahead of what Python was handed.
             loader.seek(self.next)?;
-            self.state = State::Running((*loader).prefetch(self.depth));
+            let pid = std::process::id();
+            self.state = State::Running((*loader).prefetch(self.depth), pid);
         }
-        let State::Running(p) = &mut self.state else {
+        let State::Running(p, _) = &mut self.state else {
             return Err(Error::from(UnusableError::PrefetchPanicked));
         };
         match p.next() {
@@ -284,10 +341,23 @@ impl Inner {
         }
     }
 
-    /// The next batch when it is a view made with no work but slicing (no prefetch thread,
-    /// the plan made, consecutive rows of one record batch): cheaper to make with the GIL
-    /// held than to release and re-take it. `None` otherwise.
-    fn next_view(&mut self) -> Option<lodtensor::Result<Option<lodtensor::Batch>>> {
+    /// The next batch of epoch `epoch`: `None` at its end, and once the loader has moved on
+    /// to another epoch (so that every iterator over `epoch` ends with it).
+    fn next_of(&mut self, epoch: u64) -> lodtensor::Result<Option<lodtensor::Batch>> {
+        if self.next.epoch != epoch {
+            return Ok(None);
+        }
+        self.next()
+    }
+
+    /// The next batch of epoch `epoch` (as [`Inner::next_of`]) when it is a view made with
+    /// no work but slicing (no prefetch thread, the plan made, consecutive rows of one record
+    /// batch): cheaper to make with the GIL held than to release and re-take it. `None`
+    /// otherwise.
+    fn next_view(&mut self, epoch: u64) -> Option<lodtensor::Result<Option<lodtensor::Batch>>> {
+        if self.next.epoch != epoch {
+            return Some(Ok(None));
+        }
         match &mut self.state {
             State::Idle(loader) if self.depth == 0 && loader.next_is_view() => {
                 let batch = loader.next_batch();
@@ -301,7 +371,7 @@ impl Inner {
     fn epoch_len(&mut self) -> lodtensor::Result<usize> {
         let epoch = self.next.epoch;
         match (&self.state, self.len) {
-            (State::Running(_), Some((e, n))) if e == epoch => Ok(n),
+            (State::Running(..), Some((e, n))) if e == epoch => Ok(n),
             _ => Ok(self.idle()?.num_batches(epoch)),
         }
     }
@@ -316,8 +386,12 @@ impl Inner {
 /// Training batches over a dataset file or a sharded dataset, made by `ds.loader(**options)`:
 /// the same batches as the Rust `Loader` with the same options, in the same order.
 ///
-/// Iterating yields the rest of the current epoch; at its end the loader moves to the start
-/// of the next epoch. `len(loader)` is the number of batches of the current epoch.
+/// `iter(loader)` (a `for` loop) iterates the rest of the current epoch: the iterator ends
+/// with the epoch, then keeps raising `StopIteration`, and the loader is at the start of the
+/// next epoch for the next `iter(loader)`. Iterators of one epoch share its batches (threads
+/// each running `for b in loader` get each batch once). `len(loader)` is the number of
+/// batches of the current epoch. A child forked while the prefetch thread runs builds its
+/// loader again on its first call and goes on from its position (the read-ahead dropped).
 ///
 /// The options, all keywords: `batch_size=None` or `token_budget=None` (32 samples when
 /// neither); `length_column=None`, `level=None` (a sample's length); `shuffle=False`,
@@ -333,27 +407,33 @@ pub struct Loader {
 
 impl Loader {
     /// A loader over `source` (a file or a sharded dataset) with `options`.
-    pub fn build(py: Python<'_>, source: LoaderSource<'_>, options: Options) -> PyResult<Self> {
+    pub fn build(py: Python<'_>, source: Source, options: Options) -> PyResult<Self> {
         let depth = options.prefetch;
-        let loader = py.detach(|| options.build(source))?;
+        let loader = py.detach(|| options.clone().build(source.borrow()))?;
         Ok(Loader {
             inner: Mutex::new(Inner {
                 next: loader.next_position(),
                 state: State::Idle(Box::new(loader)),
                 depth,
                 len: None,
+                recipe: (source, options),
             }),
             schema: Arc::new(PyOnceLock::new()),
         })
     }
 
-    /// The inner state, locked with the GIL released (another thread may hold it).
+    /// The inner state, locked with the GIL released (another thread may hold it); in a
+    /// forked child, the loader is built again first (`Inner::rebuild_after_fork`).
     fn with<T: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&mut Inner) -> lodtensor::Result<T> + Send,
     ) -> PyResult<T> {
-        py.detach(|| f(&mut lock(&self.inner))).py_err()
+        py.detach(|| {
+            let mut inner = lock(&self.inner);
+            inner.rebuild_after_fork()?;
+            f(&mut inner).py_err()
+        })
     }
 
     /// What `f` reads from the inner state: at once when the lock is free, else waiting
@@ -368,6 +448,60 @@ impl Loader {
     }
 }
 
+impl Loader {
+    /// The next batch of epoch `epoch`, `None` at its end or once the loader has left it.
+    fn next_of(&self, py: Python<'_>, epoch: u64) -> PyResult<Option<Batch>> {
+        // `try_lock` never waits with the GIL held (a thread holding the lock may wait for
+        // nothing but the lock's work, done with the GIL released).
+        let view = self
+            .inner
+            .try_lock()
+            .ok()
+            .and_then(|mut inner| inner.next_view(epoch));
+        let batch = match view {
+            Some(batch) => batch.py_err()?,
+            None => self.with(py, |inner| inner.next_of(epoch))?,
+        };
+        Ok(batch.map(|b| Batch::new(b, self.schema.clone())))
+    }
+}
+
+/// What `iter(loader)` returns: the rest of one epoch of a `Loader`, then `StopIteration`
+/// for good (the loader itself has moved on to the next epoch).
+#[pyclass(frozen, module = "lodtensor", name = "LoaderIterator")]
+pub struct EpochIterator {
+    loader: Py<Loader>,
+    /// The epoch this iterator yields batches of.
+    epoch: u64,
+    /// Set once the epoch ended for this iterator.
+    done: AtomicBool,
+}
+
+#[lodtensor_python_guard::guard]
+#[pymethods]
+impl EpochIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Batch>> {
+        if self.done.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let batch = self.loader.get().next_of(py, self.epoch)?;
+        if batch.is_none() {
+            self.done.store(true, Ordering::Release);
+        }
+        Ok(batch)
+    }
+
+    /// The epoch this iterator yields batches of.
+    #[getter]
+    fn epoch(&self) -> u64 {
+        self.epoch
+    }
+}
+
 fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
     inner
         .lock()
@@ -377,23 +511,25 @@ fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 #[lodtensor_python_guard::guard]
 #[pymethods]
 impl Loader {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
+    /// An iterator over the rest of the current epoch.
+    fn __iter__(slf: Bound<'_, Self>) -> EpochIterator {
+        let epoch = slf.get().read(slf.py(), |inner| inner.next.epoch);
+        EpochIterator {
+            loader: slf.unbind(),
+            epoch,
+            done: AtomicBool::new(false),
+        }
     }
 
+    /// Deprecated: `next(iter(loader))`, or an iterator kept (`it = iter(loader)`). The next
+    /// batch, moving on into the next epoch after the end of one (as before).
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Batch>> {
-        // `try_lock` never waits with the GIL held (a thread holding the lock may wait for
-        // nothing but the lock's work, done with the GIL released).
-        let view = self
-            .inner
-            .try_lock()
-            .ok()
-            .and_then(|mut inner| inner.next_view());
-        let batch = match view {
-            Some(batch) => batch.py_err()?,
-            None => self.with(py, Inner::next)?,
-        };
-        Ok(batch.map(|b| Batch::new(b, self.schema.clone())))
+        deprecated::warn(
+            py,
+            c"next(loader) is deprecated: use it = iter(loader) and next(it), which ends with the epoch",
+        )?;
+        let epoch = self.read(py, |inner| inner.next.epoch);
+        self.next_of(py, epoch)
     }
 
     /// The number of batches of the current epoch (for this rank).

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
-use lodtensor::loader::LoaderSource;
 use lodtensor::shards::{ColumnSpec, Manifest};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -16,7 +15,7 @@ use crate::dataset::{offsets_per_level, offsets_to_py, row_index};
 use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 use crate::ffi;
-use crate::loader::{Loader, Options};
+use crate::loader::{Loader, Options, Source};
 
 /// Opens the sharded dataset in the directory `path`, reading its manifest only (no shard
 /// is mapped until it is touched). Raises `FileNotFoundError` when there is no manifest and
@@ -264,7 +263,7 @@ impl ShardedDataset {
     #[pyo3(signature = (**options))]
     fn loader(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Loader> {
         let options = Options::from_kwargs(py, options)?;
-        Loader::build(py, LoaderSource::Shards(&self.data), options)
+        Loader::build(py, Source::Shards(self.data.clone()), options)
     }
 
     fn __repr__(&self) -> String {

@@ -2,6 +2,9 @@
 epoch, resume, prefetch, and the arrays of a batch."""
 
 import gc
+import json
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -107,13 +110,14 @@ def test_threads_sharing_a_loader_get_each_batch_once(docs_path, shuffle):
     loader = ds.loader(batch_size=3, shuffle=shuffle, seed=2)
     expected = [b.index for b in ds.loader(batch_size=3, shuffle=shuffle, seed=2)]
     seen = [[] for _ in range(4)]
+    started = threading.Barrier(4)
 
     def pull(out):
-        for batch in loader:
-            if batch.epoch != 0:  # another thread ended epoch 0
-                break
+        batches = iter(loader)  # each thread's loop ends with epoch 0
+        started.wait()
+        for batch in batches:
             batch.values("tokens")
-            out.append((batch.index, batch.samples.tolist()))
+            out.append((batch.index, batch.samples.tolist(), batch.epoch))
 
     threads = [threading.Thread(target=pull, args=(out,)) for out in seen]
     for t in threads:
@@ -121,10 +125,44 @@ def test_threads_sharing_a_loader_get_each_batch_once(docs_path, shuffle):
     for t in threads:
         t.join(timeout=60)
         assert not t.is_alive()
-    got = sorted(i for out in seen for i, _ in out)
+    got = sorted(i for out in seen for i, _, _ in out)
     assert got == expected
-    samples = sorted(s for out in seen for _, rows in out for s in rows)
+    assert {e for out in seen for _, _, e in out} == {0} and loader.epoch == 1
+    samples = sorted(s for out in seen for _, rows, _ in out for s in rows)
     assert samples == list(range(ds.num_rows))
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_a_finished_iterator_keeps_raising_stop_iteration(docs_path, prefetch):
+    ds = lt.open(docs_path)
+    loader = ds.loader(batch_size=30, shuffle=True, seed=4, prefetch=prefetch)
+    epoch0 = [b.samples.tolist() for b in ds.loader(batch_size=30, shuffle=True, seed=4)]
+    it = iter(loader)
+    assert iter(it) is it and it.epoch == 0
+    assert [b.samples.tolist() for b in it] == epoch0
+    for _ in range(3):
+        with pytest.raises(StopIteration):
+            next(it)
+    assert loader.epoch == 1 and loader.batch_index == 0  # nothing of epoch 1 was read
+    # A second iterator of epoch 0, taken before its end, ends with it too.
+    loader.set_epoch(0)
+    first, second = iter(loader), iter(loader)
+    assert [b.samples.tolist() for b in first] == epoch0
+    assert list(second) == []
+    # The next `iter(loader)` is the next epoch.
+    assert {b.epoch for b in loader} == {1}
+    assert loader.epoch == 2
+
+
+def test_next_on_the_loader_is_deprecated_and_moves_on(docs_path):
+    ds = lt.open(docs_path)
+    loader = ds.loader(batch_size=150)
+    with pytest.warns(DeprecationWarning, match="iter"):
+        got = [next(loader).epoch, next(loader).epoch]
+        with pytest.raises(StopIteration):
+            next(loader)
+        got.append(next(loader).epoch)  # as before: the next epoch
+    assert got == [0, 0, 1]
 
 
 def test_shards_cover_the_epoch_once(docs_path):
@@ -364,9 +402,6 @@ print(*counts)
 
 
 def test_getters_while_another_thread_iterates_never_deadlock(docs_path):
-    import subprocess
-    import sys
-
     try:
         run = subprocess.run(
             [sys.executable, "-c", _ITERATE_WHILE_POLLING, str(docs_path)],
@@ -379,3 +414,58 @@ def test_getters_while_another_thread_iterates_never_deadlock(docs_path):
     assert run.returncode == 0, run.stderr
     batches, *polls = map(int, run.stdout.split())
     assert batches == 30 * 100 and min(polls) >= 200
+
+
+# A prefetching loader that has read ahead, then `os.fork()`: the child has the thread's
+# queue but not the thread. In a subprocess with a timeout, as a hang is the failure.
+_FORK_WHILE_PREFETCHING = """
+import gc, json, os, sys
+import lodtensor as lt
+
+path, mode = sys.argv[1], sys.argv[2]
+loader = lt.open(path).loader(batch_size=10, shuffle=True, seed=3, prefetch=2)
+it = iter(loader)
+first = [next(it).samples.tolist() for _ in range(3)]
+pid = os.fork()
+if pid == 0:
+    if mode == "drop":
+        del it, loader
+        gc.collect()
+        out = []
+    elif mode == "set_epoch":
+        loader.set_epoch(1)
+        out = [b.samples.tolist() for b in loader]
+    else:
+        out = [b.samples.tolist() for b in it] + [b.samples.tolist() for b in loader]
+    print(json.dumps({"child": out}), flush=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+rest = [b.samples.tolist() for b in it]
+print(json.dumps({"first": first, "parent": rest, "status": status}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("source", ["docs_path", "shards_dir"])
+@pytest.mark.parametrize("mode", ["iterate", "drop", "set_epoch"])
+def test_a_forked_child_goes_on_from_its_position(request, source, mode):
+    docs_path = request.getfixturevalue(source)
+    ds = lt.open(docs_path)
+    reference = ds.loader(batch_size=10, shuffle=True, seed=3)
+    epochs = [[b.samples.tolist() for b in reference] for _ in range(2)]
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", _FORK_WHILE_PREFETCHING, str(docs_path), mode],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a child forked from a prefetching loader hung ({mode})")
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    child = next(line["child"] for line in lines if "child" in line)
+    parent = next(line for line in lines if "parent" in line)
+    assert parent["status"] == 0
+    assert parent["first"] == epochs[0][:3] and parent["parent"] == epochs[0][3:]
+    expected = {"iterate": epochs[0][3:] + epochs[1], "drop": [], "set_epoch": epochs[1]}
+    assert child == expected[mode]

@@ -16,6 +16,11 @@
 //! (run by every method that hands out a view) turns a change of size or modification time
 //! since opening into an error, but a view handed out before the change still faults when
 //! read. So do not edit dataset files in place.
+//!
+//! The mapping is private and copy-on-write: its pages are the page cache's until written,
+//! and a write through a view (only foreign code can make one, such as `torch.from_numpy` on
+//! a Python array) copies that page into the writing process and never reaches the file.
+//! Pages not yet written still show in-place changes to the file.
 
 #[cfg(doc)]
 use crate::error::DataError;
@@ -195,11 +200,17 @@ impl MappedDataset {
         }
         let len = meta.len();
         check_len(len).map_err(in_file)?;
-        // SAFETY: the mapping is read-only and stays alive as long as any buffer made from
-        // it (Bytes::from_owner keeps it). The file may change underneath only if another
-        // process writes it in place, which this crate never does and which the shared lock
-        // taken above and the module docs guard against.
-        let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| in_file(e.into()))?;
+        // SAFETY: the mapping is private (copy-on-write, MAP_PRIVATE) and stays alive as
+        // long as any buffer made from it (Bytes::from_owner keeps it). This crate only reads
+        // it. Its pages are writable so that a consumer which ignores the read-only flag the
+        // Python binding sets (torch.from_numpy) does not fault: such a write copies the page
+        // into this process and reaches neither the file nor any other mapping of it. The
+        // mapping is not a snapshot: a page this process has not written still shows changes
+        // another process makes to the file in place (Linux; POSIX leaves it unspecified), so
+        // soundness still rests on nobody writing the file in place, which this crate never
+        // does and which the shared lock taken above and the module docs guard against.
+        let mmap = unsafe { memmap2::MmapOptions::new().map_copy(&file) }
+            .map_err(|e| in_file(e.into()))?;
         let mapping = Buffer::from(bytes::Bytes::from_owner(mmap));
         verify(mapping.as_slice()).map_err(in_file)?;
         let opened = Opened {
