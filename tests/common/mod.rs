@@ -2,7 +2,10 @@
 //! with `plain`, the support the benches and fuzz targets share too.
 #![allow(dead_code)]
 
+mod disk;
 mod plain;
+#[allow(unused_imports)]
+pub use disk::{Tmpfs, files_under};
 #[allow(unused_imports)]
 pub use plain::*;
 

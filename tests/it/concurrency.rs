@@ -269,7 +269,7 @@ fn sigkill_leaves_the_old_or_the_new_dataset() {
     vacuum(dir.path(), Duration::ZERO).unwrap();
     let rows = labels(dir.path()).len();
     assert_eq!(labels(dir.path()), (0..rows as i64).collect::<Vec<_>>());
-    let staged: Vec<PathBuf> = walk(&dir.path().join("_pending"));
+    let staged: Vec<PathBuf> = common::files_under(&dir.path().join("_pending"));
     assert!(
         staged
             .iter()
@@ -278,55 +278,14 @@ fn sigkill_leaves_the_old_or_the_new_dataset() {
     );
 }
 
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten() {
-        let path = entry.unwrap().path();
-        match path.is_dir() {
-            true => out.extend(walk(&path)),
-            false => out.push(path),
-        }
-    }
-    out
-}
-
-/// A small tmpfs, unmounted when dropped; `None` (with a message) when it cannot be
-/// mounted (not root, no `mount`).
-struct Tmpfs(tempfile::TempDir);
-
-impl Tmpfs {
-    fn mount(bytes: usize) -> Option<Self> {
-        let dir = tempfile::tempdir().unwrap();
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
-            .arg(dir.path())
-            .stderr(std::process::Stdio::null())
-            .status();
-        match status {
-            Ok(s) if s.success() => Some(Tmpfs(dir)),
-            _ => {
-                eprintln!("skipped: cannot mount a tmpfs (needs root) to fill a disk");
-                None
-            }
-        }
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.0.path()).status();
-    }
-}
-
 /// A sharded write that fills the disk fails with an I/O error and leaves no shard: not
 /// in the directory, not under `_pending/`; the dataset is the one before.
 #[test]
 fn a_full_disk_leaves_no_shard_behind() {
-    let Some(disk) = Tmpfs::mount(256 << 10) else {
+    let Some(disk) = common::Tmpfs::mount(256 << 10) else {
         return;
     };
-    let dir = disk.0.path().join("ds");
+    let dir = disk.path().join("ds");
     let mut writer = ShardWriter::create(&dir, ShardOptions::default()).unwrap();
     writer.write(&rows(0, 10)).unwrap();
     writer.finish().unwrap();
@@ -341,7 +300,7 @@ fn a_full_disk_leaves_no_shard_behind() {
     assert!(err.to_string().contains("space"), "{err}");
     assert_eq!(Manifest::load(dir.join(MANIFEST_NAME)).unwrap(), before);
     assert_eq!(visible(&dir), listed(&dir));
-    let staged = walk(&dir.join("_pending"));
+    let staged = common::files_under(&dir.join("_pending"));
     assert!(staged.is_empty(), "{staged:?}");
 }
 
@@ -390,7 +349,7 @@ fn vacuum_removes_only_what_no_manifest_references() {
     assert!(d.join("notes.txt").exists() && outside.path().join("x.arrow").exists());
     assert!(d.join("_pending/p.pending/p-00000.arrow").exists());
     assert_eq!(
-        walk(&d.join("_pending")).len(),
+        common::files_under(&d.join("_pending")).len(),
         3,
         "the live writer's shards are kept"
     );

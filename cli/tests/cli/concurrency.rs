@@ -10,6 +10,7 @@ use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::shards::ShardedDataset;
 use lodtensor::{Column, Dataset, Lod, LodTensor, Values};
 
+use crate::support::common::{Tmpfs, files_under};
 use crate::support::{lodtensor_in, write};
 
 /// `rows` rows: a 1-level `ids` column and a `label` column holding `first..first + rows`.
@@ -87,22 +88,9 @@ fn eight_concurrent_appending_processes_lose_no_row() {
     appending_processes(8, 20);
 }
 
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten() {
-        let path = entry.unwrap().path();
-        match path.is_dir() {
-            true => out.extend(walk(&path)),
-            false => out.push(path),
-        }
-    }
-    out
-}
-
 /// The `.arrow` files under `dir` (the shards, staged or not).
 fn shards(dir: &Path) -> Vec<PathBuf> {
-    walk(dir)
+    files_under(dir)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "arrow"))
         .collect()
@@ -113,17 +101,9 @@ fn shards(dir: &Path) -> Vec<PathBuf> {
 /// nothing.
 #[test]
 fn a_full_disk_exits_3_and_leaves_no_shard() {
-    let mount = tempfile::tempdir().unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(mount.path())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("skipped: cannot mount a tmpfs (needs root) to fill a disk");
+    let Some(mount) = Tmpfs::mount(256 << 10) else {
         return;
-    }
+    };
     let run = || -> Result<(), String> {
         let dir = tempfile::tempdir().unwrap();
         let big: Vec<Dataset> = (0..40).map(|i| rows(i * 1000, 1000)).collect();
@@ -143,8 +123,8 @@ fn a_full_disk_exits_3_and_leaves_no_shard() {
             "none",
         ];
         lodtensor_in(dir.path(), parquet_args).fails(3);
-        if !walk(mount.path()).is_empty() {
-            return Err(format!("left behind: {:?}", walk(mount.path())));
+        if !files_under(mount.path()).is_empty() {
+            return Err(format!("left behind: {:?}", files_under(mount.path())));
         }
         let ds = mount.path().join("ds");
         let new = mount.path().join("new");
@@ -160,7 +140,7 @@ fn a_full_disk_exits_3_and_leaves_no_shard() {
         )
         .fails(3);
         if !shards(&new).is_empty() || new.join("_lodtensor.json").exists() {
-            return Err(format!("left behind: {:?}", walk(&new)));
+            return Err(format!("left behind: {:?}", files_under(&new)));
         }
         lodtensor_in(dir.path(), args("small.arrow", &ds, &[])).ok();
         let before = std::fs::read(ds.join("_lodtensor.json")).unwrap();
@@ -175,9 +155,7 @@ fn a_full_disk_exits_3_and_leaves_no_shard() {
             _ => Err(format!("left behind: {arrow:?}")),
         }
     };
-    let result = run();
-    let _ = Command::new("umount").arg(mount.path()).status();
-    result.unwrap();
+    run().unwrap();
 }
 
 #[test]
