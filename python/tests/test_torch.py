@@ -1,5 +1,6 @@
 """torch: nested tensors and the IterableDataset recipe in examples/ (skipped without torch)."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -38,3 +39,30 @@ def test_iterable_dataset_recipe_gives_each_sample_once(docs_path):
         samples = [s for line in lines if line["epoch"] == epoch for s in line["samples"]]
         assert sorted(samples) == list(range(lt.open(docs_path).num_rows))
         assert {line["shard"] for line in lines if line["epoch"] == epoch} == {0, 1}
+
+
+def test_in_place_torch_ops_on_zero_copy_values_leave_the_process_and_the_file(docs_path):
+    # torch ignores numpy's read-only flag: the write lands in this process's copy-on-write
+    # page, never in the file (a read-only shared mapping died with SIGSEGV here).
+    before = hashlib.sha256(docs_path.read_bytes()).hexdigest()
+    code = f"""
+import warnings
+import numpy as np, torch, lodtensor as lt
+ds = lt.open({str(docs_path)!r})
+batch = next(iter(ds.loader(batch_size=5)))
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    t = torch.from_numpy(batch.values("tokens"))
+original = t.clone()
+t -= 1
+nested = batch.to_torch_nested("tokens")
+nested.mul_(2)
+assert torch.equal(t, (original - 1) * 2)  # one copy of the values in this process: views
+fresh = next(iter(lt.open({str(docs_path)!r}).loader(batch_size=5))).values("tokens")
+np.testing.assert_array_equal(fresh, original.numpy())
+print("alive")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "alive"
+    assert hashlib.sha256(docs_path.read_bytes()).hexdigest() == before
