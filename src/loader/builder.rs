@@ -5,6 +5,7 @@ use arrow_schema::Schema;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
+use super::pack::Packing;
 use crate::dataset::{Column, Dataset};
 use crate::error::ArgumentError;
 use crate::error::Result;
@@ -146,6 +147,7 @@ impl<'a> LoaderBuilder<'a> {
                 shuffle: Shuffle::None,
                 buckets: Vec::new(),
                 ranks: Ranks::Parts { rank: 0, world: 1 },
+                packing: None,
             },
             length: None,
             quantiles: None,
@@ -456,6 +458,35 @@ impl<'a> LoaderBuilder<'a> {
         self
     }
 
+    /// Packs the epoch's documents into windows of tokens ([`Packing`]; see the
+    /// [`pack` module](super::pack)): a batch then holds `batch_size` windows
+    /// ([`LoaderBuilder::with_batch_size`]; the default 32), of every tensor column with as
+    /// many elements per row as the length column, which must be counted at its innermost
+    /// level (the default). With [`LoaderBuilder::with_shuffle`] the documents and then the
+    /// windows are shuffled; with a chunk or windowed shuffle the documents only (the
+    /// windows keep reading front to back). Ranks, `drop_last` and positions apply to the
+    /// windows' batches as they do to samples' batches. Not with a token budget or buckets.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// // Documents of 1..=5 tokens: 15 tokens, three windows of 4 (3 tokens dropped).
+    /// let mut loader = Loader::builder(&file).with_batch_size(3).with_packing(Packing::new(4)).build()?;
+    /// let batch = loader.next_batch()?.expect("one batch of three windows");
+    /// assert_eq!(batch.data().column("x")?.elements().len(), 12);
+    /// assert_eq!(batch.cu_seqlens("x")?, [0, 1, 3, 4, 6, 8, 10, 12]);
+    /// assert_eq!(batch.position_ids("x")?[..6], [0, 0, 1, 0, 0, 1]);
+    /// assert!(batch.is_view());                                  // tokens 0..12 of one record batch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_packing(mut self, packing: Packing) -> Self {
+        self.config.packing = Some(packing);
+        self
+    }
+
     /// The loader, positioned at batch 0 of epoch 0.
     ///
     /// # Errors
@@ -502,6 +533,10 @@ impl<'a> LoaderBuilder<'a> {
             config.buckets = quantile_bounds(&lengths, n)?;
         }
         config.validate()?;
+        let packed = match config.packing {
+            Some(_) => packed_columns(&batches, &columns, length, &lengths)?,
+            None => Vec::new(),
+        };
         let fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
         let sources = batches
             .iter()
@@ -515,6 +550,7 @@ impl<'a> LoaderBuilder<'a> {
             sources,
             columns,
             lengths,
+            packed,
             config,
             fingerprint,
             plan: None,
@@ -604,4 +640,50 @@ fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>> {
         .collect();
     bounds.dedup();
     Ok(bounds)
+}
+
+/// The columns a packed batch holds: the length column, which must count tokens at its
+/// innermost level, and every tensor column with as many elements under each row.
+fn packed_columns(
+    batches: &[Dataset],
+    columns: &[ColumnInfo],
+    length: Option<(usize, usize)>,
+    lengths: &[usize],
+) -> Result<Vec<usize>> {
+    let bad = |reason: String| -> Result<Vec<usize>> {
+        Err(ArgumentError::LoaderConfig {
+            option: "pack",
+            reason,
+        }
+        .into())
+    };
+    let Some((tokens, level)) = length else {
+        return bad("needs a column with levels: no column has any".to_owned());
+    };
+    let levels = columns[tokens].widths.len();
+    if level + 1 != levels {
+        return bad(format!(
+            "tokens are the elements of the length column: level {level} of {:?} is not its \
+             innermost ({})",
+            columns[tokens].name,
+            levels - 1
+        ));
+    }
+    let aligned = |c: usize| {
+        let mut row = 0;
+        batches.iter().all(|b| {
+            let Some(t) = b.columns()[c].as_tensor() else {
+                return false;
+            };
+            let lod = t.lod();
+            (0..b.num_rows()).all(|r| {
+                row += 1;
+                lod.num_levels() > 0
+                    && lod.descend(0, r..r + 1, lod.num_levels()).len() == lengths[row - 1]
+            })
+        })
+    };
+    Ok((0..columns.len())
+        .filter(|&c| c == tokens || (!columns[c].widths.is_empty() && aligned(c)))
+        .collect())
 }

@@ -82,6 +82,8 @@ mod builder;
 mod config;
 mod gather;
 mod order;
+mod pack;
+mod packed;
 mod plan;
 mod position;
 mod prefetch;
@@ -101,6 +103,7 @@ pub use batch::Batch;
 pub use builder::{LoaderBuilder, LoaderSource};
 pub use config::{BatchSize, Shuffle};
 pub use gather::GatherStats;
+pub use pack::{Overlong, Packing, Piece, Windows};
 pub use plan::{BatchInfo, Plan};
 pub use position::{Fingerprint, Position};
 pub use prefetch::Prefetch;
@@ -136,6 +139,9 @@ pub struct Loader {
     sources: Vec<Vec<Source>>,
     columns: Vec<ColumnInfo>,
     lengths: Vec<usize>,
+    /// The columns a packed batch holds: tensors with as many elements per row as the
+    /// length column (empty unless packing).
+    packed: Vec<usize>,
     config: PlanConfig,
     fingerprint: Fingerprint,
     plan: Option<Arc<Plan>>,
@@ -430,7 +436,10 @@ impl Loader {
             self.position = (epoch + 1, 0);
             return Ok(None);
         };
-        let (data, view) = self.load(samples)?;
+        let (data, view) = match plan.windows() {
+            Some(windows) => self.load_packed(windows, samples)?,
+            None => self.load(samples)?,
+        };
         let next = (step + self.config.ranks.turn().1).min(plan.len());
         self.position = (epoch, next);
         Ok(Some(Batch {
@@ -517,7 +526,7 @@ impl Loader {
     /// ```
     pub fn next_is_view(&self) -> bool {
         match &self.plan {
-            Some(p) if p.epoch() == self.position.0 => {
+            Some(p) if p.epoch() == self.position.0 && p.windows().is_none() => {
                 (p.batch(self.next_index())).is_some_and(|s| self.view_rows(s).is_some())
             }
             _ => false,
