@@ -87,6 +87,12 @@ class LoaderOptions(TypedDict, total=False):
     world_size: int
     elastic: bool
     prefetch: int
+    pack: int | None
+    pack_split: bool
+    pack_extra_token: bool
+    pack_pad_last: bool
+    pack_lookahead: int
+    pack_overlong: Literal["cut", "drop"]
 
 class StateDict(TypedDict):
     epoch: int
@@ -331,6 +337,13 @@ class Batch:
     def index(self) -> int: ...
     def __len__(self) -> int: ...
     def num_levels(self, column: str) -> int: ...
+    @property
+    def windows(self) -> list[list[tuple[int, int, int]]] | None:
+        """A packed batch's windows: each a list of ``(row, first_token, n_tokens)``."""
+    def cu_seqlens(self, column: str) -> npt.NDArray[np.int32]:
+        """A packed batch's boundaries, ``int32`` from 0: window and document edges."""
+    def position_ids(self, column: str) -> npt.NDArray[np.int64]:
+        """A packed batch's positions within each piece of a document."""
     def next_state_dict(self) -> StateDict: ...
     def values(self, column: str) -> np.ndarray | pa.Array:
         """``[n_elements, *element_shape]``, a read-only view when the batch is a view; a side

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use lodtensor::loader::{LoaderSource, Prefetch};
+use lodtensor::loader::{LoaderSource, Overlong, Packing, Prefetch};
 use lodtensor::{ArgumentError, Error, Position, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -60,6 +60,12 @@ pub struct Options {
     pub world_size: usize,
     pub elastic: bool,
     pub prefetch: usize,
+    pub pack: Option<usize>,
+    pub pack_split: bool,
+    pub pack_extra_token: bool,
+    pub pack_pad_last: bool,
+    pub pack_lookahead: usize,
+    pub pack_overlong: String,
 }
 
 /// [`Options`] as a Python object, what [`loader_options`] returns.
@@ -74,7 +80,8 @@ pub struct ParsedOptions(Options);
 #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
     level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
     buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
-    prefetch = 0))]
+    prefetch = 0, pack = None, pack_split = true, pack_extra_token = false,
+    pack_pad_last = false, pack_lookahead = 1024, pack_overlong = "cut".to_owned()))]
 #[allow(clippy::too_many_arguments)]
 pub fn loader_options(
     batch_size: Option<usize>,
@@ -91,6 +98,12 @@ pub fn loader_options(
     world_size: usize,
     elastic: bool,
     prefetch: usize,
+    pack: Option<usize>,
+    pack_split: bool,
+    pack_extra_token: bool,
+    pack_pad_last: bool,
+    pack_lookahead: usize,
+    pack_overlong: String,
 ) -> PyResult<ParsedOptions> {
     Ok(ParsedOptions(Options {
         batch_size,
@@ -107,6 +120,12 @@ pub fn loader_options(
         world_size,
         elastic,
         prefetch,
+        pack,
+        pack_split,
+        pack_extra_token,
+        pack_pad_last,
+        pack_lookahead,
+        pack_overlong,
     }))
 }
 
@@ -129,6 +148,7 @@ impl Options {
     /// The crate's loader over `source` with these options.
     fn build(self, source: LoaderSource<'_>) -> PyResult<lodtensor::Loader> {
         let mut b = lodtensor::Loader::builder(source);
+        let packing = self.packing()?;
         // Both given: the crate refuses the pair, naming both.
         if let Some(n) = self.batch_size {
             b = b.with_batch_size(n);
@@ -167,7 +187,33 @@ impl Options {
         } else {
             b.shard(self.rank, self.world_size)
         };
+        if let Some(packing) = packing {
+            b = b.with_packing(packing);
+        }
         b.with_drop_last(self.drop_last).build().py_err()
+    }
+
+    /// The `pack*` options as the crate's [`Packing`] (`None` without `pack`).
+    fn packing(&self) -> PyResult<Option<Packing>> {
+        let Some(seq_len) = self.pack else {
+            return Ok(None);
+        };
+        let overlong = match self.pack_overlong.as_str() {
+            "cut" => Overlong::Cut,
+            "drop" => Overlong::Drop,
+            other => {
+                let reason = format!("must be \"cut\" or \"drop\", got {other:?}");
+                return Err(option_error("pack_overlong", &reason));
+            }
+        };
+        let mut packing = Packing::new(seq_len)
+            .with_extra_token(self.pack_extra_token)
+            .with_pad_last(self.pack_pad_last)
+            .with_overlong(overlong);
+        if !self.pack_split {
+            packing = packing.with_best_fit(self.pack_lookahead);
+        }
+        Ok(Some(packing))
     }
 }
 

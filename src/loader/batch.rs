@@ -164,7 +164,8 @@ impl Batch {
         self.info().oversize
     }
 
-    /// The share of padding were the samples padded to the longest, in `0..=1`.
+    /// The share of padding were the samples padded to the longest, in `0..=1` (in a
+    /// packed batch: the share of its windows' tokens that are padding).
     ///
     /// # Example
     /// ```

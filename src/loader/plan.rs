@@ -274,12 +274,14 @@ impl Plan {
         plan
     }
 
-    /// The plan with the packed epoch's `windows` attached.
-    pub(super) fn with_windows(self, windows: Arc<Windows>) -> Plan {
-        Plan {
-            windows: Some(windows),
-            ..self
+    /// The plan with the packed epoch's `windows` attached: every window is as long as
+    /// the longest, so that padding ratios count the windows' padding.
+    pub(super) fn with_windows(mut self, windows: Arc<Windows>) -> Plan {
+        for info in &mut self.infos {
+            info.max_len = windows.window_len();
         }
+        self.windows = Some(windows);
+        self
     }
 
     /// A packed epoch's windows ([`LoaderBuilder::with_packing`](super::LoaderBuilder::with_packing)),

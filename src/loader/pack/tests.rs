@@ -74,7 +74,10 @@ fn tokens(batch: &Batch) -> Vec<i64> {
 /// Every batch of epoch 0.
 fn epoch(builder: LoaderBuilder<'_>) -> (Vec<Batch>, Loader) {
     let mut loader = builder.build().unwrap();
-    let batches = loader.by_ref().collect::<crate::error::Result<Vec<_>>>().unwrap();
+    let batches = loader
+        .by_ref()
+        .collect::<crate::error::Result<Vec<_>>>()
+        .unwrap();
     (batches, loader)
 }
 
@@ -304,6 +307,9 @@ proptest! {
                 }
             }
         }
+        let plan = loader.plan(0);
+        let padding = plan.windows().unwrap().padding_fraction();
+        prop_assert!((plan.padding_ratio() - padding).abs() < 1e-9);
         let dropped: usize = lengths.iter().filter(|&&l| drop && l > seq).sum();
         prop_assert_eq!(loader.plan(0).windows().unwrap().dropped_tokens(), dropped);
         for (id, &(row, _)) in places.iter().enumerate() {
@@ -401,13 +407,15 @@ fn consecutive_windows_are_views() {
 #[test]
 fn packing_refuses_what_it_cannot_do() {
     let (_dir, file) = file(&[5, 3], 3);
-    let refused =
-        |b: LoaderBuilder<'_>, option: &str| match b.build().map_err(crate::error::Error::into_kind) {
-            Err(ErrorKind::Argument(ArgumentError::LoaderConfig { option: o, .. })) => {
-                assert_eq!(o, option)
-            }
-            other => panic!("{option}: {other:?}"),
-        };
+    let refused = |b: LoaderBuilder<'_>, option: &str| match b
+        .build()
+        .map_err(crate::error::Error::into_kind)
+    {
+        Err(ErrorKind::Argument(ArgumentError::LoaderConfig { option: o, .. })) => {
+            assert_eq!(o, option)
+        }
+        other => panic!("{option}: {other:?}"),
+    };
     refused(Loader::builder(&file).with_packing(Packing::new(0)), "pack");
     refused(
         Loader::builder(&file)
