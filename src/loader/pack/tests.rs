@@ -17,7 +17,7 @@ use crate::tensor::LodTensor;
 /// A file of documents of `lengths` tokens in record batches of about `per_batch` rows
 /// (exactly 1 with 1): column
 /// "tokens" holds each token's place in the file (so every token is unique), "labels" the
-/// same plus one million, "doc" one element per document (not aligned: left out).
+/// same plus one million, "doc" one element more than tokens per document (left out).
 fn file(lengths: &[usize], per_batch: usize) -> (tempfile::TempDir, MappedDataset) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("docs.arrow");
@@ -36,9 +36,10 @@ fn file(lengths: &[usize], per_batch: usize) -> (tempfile::TempDir, MappedDatase
                 LodTensor::from_lengths::<Int64Type>(&[chunk.to_vec()], v, vec![]).unwrap(),
             )
         };
+        // One more element than tokens per document: never aligned, never packed.
         let doc = LodTensor::from_lengths::<Int64Type>(
-            &[vec![1; chunk.len()]],
-            vec![7; chunk.len()],
+            &[chunk.iter().map(|l| l + 1).collect::<Vec<_>>()],
+            vec![7; n + chunk.len()],
             vec![],
         )
         .unwrap();
