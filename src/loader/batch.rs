@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 #[cfg(doc)]
 use super::Loader;
+use super::mix::Blend;
 use super::{BatchInfo, Fingerprint, Piece, Plan, Position};
 use crate::dataset::Dataset;
 use crate::error::ArgumentError;
@@ -36,6 +37,8 @@ pub struct Batch {
     /// take turns).
     pub(super) steps: Range<usize>,
     pub(super) fingerprint: Fingerprint,
+    /// A mixture's sources.
+    pub(super) blend: Option<Arc<Blend>>,
 }
 
 impl Batch {
@@ -258,7 +261,56 @@ impl Batch {
     /// ```
     pub fn windows(&self) -> Option<Vec<Vec<Piece>>> {
         let windows = self.plan.windows()?;
-        Some(self.samples().iter().map(|&w| windows.pieces(w)).collect())
+        let mut out: Vec<Vec<Piece>> = self.samples().iter().map(|&w| windows.pieces(w)).collect();
+        if let Some(blend) = &self.blend {
+            for p in out.iter_mut().flatten() {
+                p.row = blend.source_of(p.row).1; // The row of its source.
+            }
+        }
+        Some(out)
+    }
+
+    /// A mixture's batch ([`Mixture`](super::Mixture)): the source of every sample (of
+    /// every window, when packing), in batch order; `None` for a loader of one source.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let (a, b) = (MappedDataset::open(&path)?, MappedDataset::open(&path)?);
+    /// use lodtensor::loader::{Loader, Mixture};
+    /// let mixture = Mixture::new(vec![(&a).into(), (&b).into()], vec![1.0, 1.0]);
+    /// let batch = Loader::builder(&mixture).with_batch_size(4).build()?.next_batch()?.expect("a batch");
+    /// assert_eq!(batch.sources(), Some(vec![0, 1, 0, 1]));
+    /// assert_eq!(batch.source_rows(), Some(vec![0, 0, 1, 1]));   // each source's rows in order
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sources(&self) -> Option<Vec<usize>> {
+        let blend = self.blend.as_ref()?;
+        let source = |row| blend.source_of(row).0;
+        Some(match self.plan.windows() {
+            Some(w) => (self.samples().iter())
+                .map(|&s| source(w.pieces(s)[0].row))
+                .collect(),
+            None => self.samples().iter().map(|&r| source(r)).collect(),
+        })
+    }
+
+    /// A mixture's batch of samples (not packed): every sample's row within its source.
+    ///
+    /// # Example
+    /// See [`Batch::sources`].
+    pub fn source_rows(&self) -> Option<Vec<usize>> {
+        let blend = self.blend.as_ref()?;
+        if self.plan.windows().is_some() {
+            return None;
+        }
+        Some(
+            self.samples()
+                .iter()
+                .map(|&r| blend.source_of(r).1)
+                .collect(),
+        )
     }
 
     /// A packed batch's boundaries of column `column`, as FlashAttention's varlen kernels

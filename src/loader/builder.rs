@@ -5,13 +5,17 @@ use arrow_schema::Schema;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
+use super::mix::{Blend, Mixture, read_mixture};
 use super::pack::Packing;
+use super::packed::packed_columns;
+use super::position::Hasher;
 use crate::dataset::{Column, Dataset};
 use crate::error::ArgumentError;
 use crate::error::Result;
 use crate::io::ipc_reader::MappedDataset;
 use crate::row_index::RowIndex;
 use crate::shards::{PendingChecksum, ShardedDataset};
+use std::sync::Arc;
 
 /// What a [`Loader`] reads: the record batches of one mapped file, or of every shard of a
 /// sharded dataset, one after the other (`Loader::builder` takes either).
@@ -36,11 +40,19 @@ pub enum LoaderSource<'a> {
     /// the loader first reads a sample of it (so a rank reads the values of its own shards
     /// only).
     Shards(&'a ShardedDataset),
+    /// Several sources drawn from at set proportions ([`Mixture`]).
+    Mixture(&'a Mixture<'a>),
 }
 
 impl<'a> From<&'a MappedDataset> for LoaderSource<'a> {
     fn from(file: &'a MappedDataset) -> Self {
         LoaderSource::File(file)
+    }
+}
+
+impl<'a> From<&'a Mixture<'a>> for LoaderSource<'a> {
+    fn from(mixture: &'a Mixture<'a>) -> Self {
+        LoaderSource::Mixture(mixture)
     }
 }
 
@@ -51,22 +63,25 @@ impl<'a> From<&'a ShardedDataset> for LoaderSource<'a> {
 }
 
 /// What a loader reads, gathered from its source.
-struct Sourced {
+pub(super) struct Sourced {
     /// The record batches, in order.
-    batches: Vec<Dataset>,
+    pub batches: Vec<Dataset>,
     /// The rows of every shard (a file is one shard).
-    shards: RowIndex,
+    pub shards: RowIndex,
     /// Every shard whose checksum is still to check, by shard (empty: none).
-    unchecked: Vec<Option<PendingChecksum>>,
+    pub unchecked: Vec<Option<PendingChecksum>>,
     /// What every batch shares per column.
-    columns: Vec<ColumnInfo>,
+    pub columns: Vec<ColumnInfo>,
+    /// A mixture's sources.
+    pub blend: Option<Blend>,
 }
 
 impl LoaderSource<'_> {
     /// The record batches and shards, and what every batch shares per column (from the
     /// first batch, else from the schema: a source without rows).
-    fn read(self) -> Result<Sourced> {
+    pub(super) fn read(self) -> Result<Sourced> {
         let (batches, shards, unchecked, empty) = match self {
+            LoaderSource::Mixture(mixture) => return read_mixture(mixture),
             LoaderSource::File(file) => {
                 let rows = RowIndex::from_counts([file.num_rows()]);
                 let empty = empty_columns(file.schema());
@@ -98,6 +113,7 @@ impl LoaderSource<'_> {
             shards,
             unchecked,
             columns,
+            blend: None,
         })
     }
 }
@@ -525,6 +541,7 @@ impl<'a> LoaderBuilder<'a> {
             shards,
             unchecked,
             columns,
+            blend,
         } = source.read()?;
         let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
         let length = length_column(&columns, length)?;
@@ -537,7 +554,18 @@ impl<'a> LoaderBuilder<'a> {
             Some(_) => packed_columns(&batches, &columns, length, &lengths)?,
             None => Vec::new(),
         };
-        let fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
+        let mut fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
+        let blend = match blend {
+            Some(mut blend) => {
+                blend.count_first_epochs(&config, &lengths)?;
+                let mut options = Hasher::new();
+                options.add(&[fingerprint.options]);
+                options.add(&blend.hash_words());
+                fingerprint.options = options.finish();
+                Some(Arc::new(blend))
+            }
+            None => None,
+        };
         let sources = batches
             .iter()
             .map(|b| b.columns().iter().map(Source::new).collect())
@@ -551,6 +579,7 @@ impl<'a> LoaderBuilder<'a> {
             columns,
             lengths,
             packed,
+            blend,
             config,
             fingerprint,
             plan: None,
@@ -640,50 +669,4 @@ fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>> {
         .collect();
     bounds.dedup();
     Ok(bounds)
-}
-
-/// The columns a packed batch holds: the length column, which must count tokens at its
-/// innermost level, and every tensor column with as many elements under each row.
-fn packed_columns(
-    batches: &[Dataset],
-    columns: &[ColumnInfo],
-    length: Option<(usize, usize)>,
-    lengths: &[usize],
-) -> Result<Vec<usize>> {
-    let bad = |reason: String| -> Result<Vec<usize>> {
-        Err(ArgumentError::LoaderConfig {
-            option: "pack",
-            reason,
-        }
-        .into())
-    };
-    let Some((tokens, level)) = length else {
-        return bad("needs a column with levels: no column has any".to_owned());
-    };
-    let levels = columns[tokens].widths.len();
-    if level + 1 != levels {
-        return bad(format!(
-            "tokens are the elements of the length column: level {level} of {:?} is not its \
-             innermost ({})",
-            columns[tokens].name,
-            levels - 1
-        ));
-    }
-    let aligned = |c: usize| {
-        let mut row = 0;
-        batches.iter().all(|b| {
-            let Some(t) = b.columns()[c].as_tensor() else {
-                return false;
-            };
-            let lod = t.lod();
-            (0..b.num_rows()).all(|r| {
-                row += 1;
-                lod.num_levels() > 0
-                    && lod.descend(0, r..r + 1, lod.num_levels()).len() == lengths[row - 1]
-            })
-        })
-    };
-    Ok((0..columns.len())
-        .filter(|&c| c == tokens || (!columns[c].widths.is_empty() && aligned(c)))
-        .collect())
 }

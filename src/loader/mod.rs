@@ -81,6 +81,7 @@ mod batch;
 mod builder;
 mod config;
 mod gather;
+mod mix;
 mod order;
 mod pack;
 mod packed;
@@ -103,6 +104,7 @@ pub use batch::Batch;
 pub use builder::{LoaderBuilder, LoaderSource};
 pub use config::{BatchSize, Shuffle};
 pub use gather::GatherStats;
+pub use mix::Mixture;
 pub use pack::{Overlong, Packing, Piece, Windows};
 pub use plan::{BatchInfo, Plan};
 pub use position::{Fingerprint, Position};
@@ -110,6 +112,7 @@ pub use prefetch::Prefetch;
 
 use config::PlanConfig;
 use gather::{ColumnInfo, Gatherer, Source};
+use mix::Blend;
 
 /// Streams the batches of a [`MappedDataset`]; see the [module docs](self).
 ///
@@ -142,6 +145,8 @@ pub struct Loader {
     /// The columns a packed batch holds: tensors with as many elements per row as the
     /// length column (empty unless packing).
     packed: Vec<usize>,
+    /// A mixture's sources.
+    blend: Option<Arc<Blend>>,
     config: PlanConfig,
     fingerprint: Fingerprint,
     plan: Option<Arc<Plan>>,
@@ -191,13 +196,15 @@ impl Loader {
     pub fn plan(&self, epoch: u64) -> Arc<Plan> {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
-            _ => Arc::new(Plan::build(
-                &self.config,
-                &self.lengths,
-                &self.rows,
-                &self.shards,
-                epoch,
-            )),
+            _ => Arc::new(self.build_plan(epoch)),
+        }
+    }
+
+    /// Makes the plan of `epoch`.
+    fn build_plan(&self, epoch: u64) -> Plan {
+        match &self.blend {
+            Some(blend) => blend.plan(&self.config, &self.lengths, epoch),
+            None => Plan::build(&self.config, &self.lengths, &self.rows, &self.shards, epoch),
         }
     }
 
@@ -235,13 +242,7 @@ impl Loader {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
             _ => {
-                let p = Arc::new(Plan::build(
-                    &self.config,
-                    &self.lengths,
-                    &self.rows,
-                    &self.shards,
-                    epoch,
-                ));
+                let p = Arc::new(self.build_plan(epoch));
                 self.plan = Some(p.clone());
                 p
             }
@@ -449,6 +450,7 @@ impl Loader {
             index,
             steps: step..next,
             fingerprint: self.fingerprint,
+            blend: self.blend.clone(),
         }))
     }
 

@@ -520,9 +520,26 @@ fn fit_decreasing(pool: &mut [Piece], cap: usize) -> Vec<Vec<Piece>> {
 /// Salt of the window shuffle's generator, apart from the documents'.
 const WINDOW_SALT: u64 = 0x7769_6e64_6f77_7321;
 
-/// The plan of a packed epoch: the documents of `order` packed, the windows shuffled when
-/// the documents are ([`Shuffle::Samples`], as Megatron-LM's shuffle index), then shared by
-/// ranks and batched as samples are.
+/// A packed epoch's windows, and the order they are read in: the documents of `order`
+/// packed, the windows shuffled when the documents are ([`Shuffle::Samples`], as
+/// Megatron-LM's shuffle index).
+pub(super) fn packed_order(
+    config: &PlanConfig,
+    packing: &Packing,
+    lengths: &[usize],
+    order: Vec<usize>,
+    epoch: u64,
+) -> (Windows, Vec<usize>) {
+    let windows = Windows::build(packing, lengths, order);
+    let mut window_order: Vec<usize> = (0..windows.len()).collect();
+    if let Shuffle::Samples { seed } = config.shuffle {
+        permute(&mut epoch_rng(seed ^ WINDOW_SALT, epoch), &mut window_order);
+    }
+    (windows, window_order)
+}
+
+/// The plan of a packed epoch: its windows ([`packed_order`]) shared by ranks and batched
+/// as samples are.
 pub(super) fn packed_plan(
     config: &PlanConfig,
     packing: &Packing,
@@ -530,14 +547,28 @@ pub(super) fn packed_plan(
     order: Vec<usize>,
     epoch: u64,
 ) -> Plan {
-    let windows = Windows::build(packing, lengths, order);
-    let mut window_order: Vec<usize> = (0..windows.len()).collect();
-    if let Shuffle::Samples { seed } = config.shuffle {
-        permute(&mut epoch_rng(seed ^ WINDOW_SALT, epoch), &mut window_order);
-    }
+    let (windows, window_order) = packed_order(config, packing, lengths, order, epoch);
     let window_tokens: Vec<usize> = (0..windows.len()).map(|w| windows.tokens_of(w)).collect();
     Plan::of_ranks(config, &window_tokens, &window_order, epoch).with_windows(Arc::new(windows))
 }
 
+/// Windows made of the given pieces, window after window (`starts`: where each window's
+/// pieces start, and one more entry, the end).
+pub(super) fn windows_of_pieces(
+    window_len: usize,
+    pieces: Vec<Piece>,
+    starts: Vec<usize>,
+) -> Windows {
+    let tokens = pieces.iter().map(|p| p.n_tokens).sum();
+    Windows {
+        seq_len: window_len,
+        window_len,
+        windows: starts.len() - 1,
+        layout: Layout::Bins { pieces, starts },
+        tokens,
+        dropped: 0,
+    }
+}
+
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -10,10 +10,10 @@ use arrow_buffer::Buffer;
 use arrow_data::ArrayData;
 
 use super::Loader;
-use super::gather::ValuesInfo;
+use super::gather::{ColumnInfo, ValuesInfo};
 use super::pack::{Piece, Windows};
 use crate::dataset::{Column, Dataset};
-use crate::error::Result;
+use crate::error::{ArgumentError, Result};
 use crate::lod::{Lod, OffsetWidth};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
@@ -170,4 +170,50 @@ fn zeros(dtype: DType, n: usize) -> Result<ArrayRef> {
         .add_buffer(Buffer::from_vec(vec![0u8; bytes]))
         .build()?;
     Ok(make_array(data))
+}
+
+/// The columns a packed batch holds: the length column, which must count tokens at its
+/// innermost level, and every tensor column with as many elements under each row.
+pub(super) fn packed_columns(
+    batches: &[Dataset],
+    columns: &[ColumnInfo],
+    length: Option<(usize, usize)>,
+    lengths: &[usize],
+) -> Result<Vec<usize>> {
+    let bad = |reason: String| -> Result<Vec<usize>> {
+        Err(ArgumentError::LoaderConfig {
+            option: "pack",
+            reason,
+        }
+        .into())
+    };
+    let Some((tokens, level)) = length else {
+        return bad("needs a column with levels: no column has any".to_owned());
+    };
+    let levels = columns[tokens].widths.len();
+    if level + 1 != levels {
+        return bad(format!(
+            "tokens are the elements of the length column: level {level} of {:?} is not its \
+             innermost ({})",
+            columns[tokens].name,
+            levels - 1
+        ));
+    }
+    let aligned = |c: usize| {
+        let mut row = 0;
+        batches.iter().all(|b| {
+            let Some(t) = b.columns()[c].as_tensor() else {
+                return false;
+            };
+            let lod = t.lod();
+            (0..b.num_rows()).all(|r| {
+                row += 1;
+                lod.num_levels() > 0
+                    && lod.descend(0, r..r + 1, lod.num_levels()).len() == lengths[row - 1]
+            })
+        })
+    };
+    Ok((0..columns.len())
+        .filter(|&c| c == tokens || (!columns[c].widths.is_empty() && aligned(c)))
+        .collect())
 }

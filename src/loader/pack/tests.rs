@@ -18,7 +18,10 @@ use crate::tensor::LodTensor;
 /// (exactly 1 with 1): column
 /// "tokens" holds each token's place in the file (so every token is unique), "labels" the
 /// same plus one million, "doc" one element more than tokens per document (left out).
-fn file(lengths: &[usize], per_batch: usize) -> (tempfile::TempDir, MappedDataset) {
+pub(in crate::loader) fn file(
+    lengths: &[usize],
+    per_batch: usize,
+) -> (tempfile::TempDir, MappedDataset) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("docs.arrow");
     // Record batches of about `per_batch` rows of 4 tokens (1: one row each).
@@ -62,7 +65,7 @@ fn token_places(lengths: &[usize]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-fn tokens(batch: &Batch) -> Vec<i64> {
+pub(in crate::loader) fn tokens(batch: &Batch) -> Vec<i64> {
     batch
         .data()
         .column("tokens")
