@@ -16,6 +16,8 @@ __all__ = [
     "write_shards",
     "commit",
     "vacuum",
+    "mix",
+    "Mixture",
     "Dataset",
     "ShardedDataset",
     "ShardWriter",
@@ -151,6 +153,22 @@ def commit(path: _Path) -> Manifest:
 def vacuum(path: _Path, *, grace: float = 86400.0) -> list[str]:
     """Removes the files of ``path`` no manifest references, older than ``grace`` seconds;
     never a live writer's. Returns their paths."""
+
+def mix(
+    sources: Sequence[Dataset | ShardedDataset], weights: Sequence[float], seed: int = 0
+) -> Mixture:
+    """Several datasets with the same columns drawn from at set proportions."""
+
+@final
+class Mixture:
+    """Datasets drawn from at set proportions: ``lt.mix([a, b], [0.7, 0.3])``."""
+
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def weights(self) -> list[float]: ...
+    def __len__(self) -> int: ...
+    def loader(self, **options: Unpack[LoaderOptions]) -> Loader: ...
 
 @final
 class ShardedDataset:
@@ -337,6 +355,9 @@ class Batch:
     def index(self) -> int: ...
     def __len__(self) -> int: ...
     def num_levels(self, column: str) -> int: ...
+    @property
+    def source(self) -> npt.NDArray[np.int64] | None:
+        """A mixture's batch: each sample's source (``samples``: rows within it)."""
     @property
     def windows(self) -> list[list[tuple[int, int, int]]] | None:
         """A packed batch's windows: each a list of ``(row, first_token, n_tokens)``."""

@@ -38,9 +38,16 @@ impl Batch {
 #[lodtensor_python_guard::guard]
 #[pymethods]
 impl Batch {
-    /// The samples (row numbers of the file), in batch order, as numpy `int64` (a view).
+    /// The samples (row numbers of the file; of a mixture, rows within each sample's
+    /// source; packed, window numbers), in batch order, as numpy `int64` (a view).
     #[getter]
     fn samples<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(rows) = self.inner.source_rows() {
+            // A mixture's: the rows within each sample's source.
+            let n = rows.len();
+            return Array::owned(rows.into_iter().map(|r| r as i64).collect(), vec![n])
+                .into_numpy(py);
+        }
         let samples = self.inner.samples();
         let n = samples.len();
         let array = if cfg!(target_pointer_width = "64") {
@@ -127,6 +134,18 @@ impl Batch {
     /// the loader itself has read ahead).
     fn next_state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         position_dict(py, self.inner.next_position())
+    }
+
+    /// A mixture's batch (`lt.mix`): the index of each sample's source, numpy `int64`
+    /// beside `samples` (then the row within that source); `None` for one source.
+    #[getter]
+    fn source<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(sources) = self.inner.sources() else {
+            return Ok(None);
+        };
+        let n = sources.len();
+        let items = sources.into_iter().map(|k| k as i64).collect();
+        Array::owned(items, vec![n]).into_numpy(py).map(Some)
     }
 
     /// A packed batch's windows (loader option `pack`): one list per window of its pieces

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use lodtensor::loader::{LoaderSource, Overlong, Packing, Prefetch};
+use lodtensor::loader::{LoaderSource, Mixture, Overlong, Packing, Prefetch};
 use lodtensor::{ArgumentError, Error, Position, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -14,6 +14,7 @@ use crate::array::{rebased_offsets, values_view};
 use crate::batch::Batch;
 use crate::deprecated;
 use crate::error::{IntoPy, invalid};
+use crate::mix::Recipe;
 
 /// Length buckets: explicit inclusive upper bounds, or a number of quantile buckets.
 #[derive(Clone)]
@@ -238,6 +239,10 @@ fn tensor_levels(source: LoaderSource<'_>) -> Vec<(String, usize)> {
         LoaderSource::Shards(data) => (data.columns().iter())
             .map(|c| (c.name.clone(), c.offsets.len()))
             .collect(),
+        // The sources must have the same columns: the first one's.
+        LoaderSource::Mixture(mixture) => (mixture.sources().first().copied())
+            .map(tensor_levels)
+            .unwrap_or_default(),
         _ => Vec::new(),
     }
 }
@@ -271,13 +276,36 @@ pub enum Source {
     File(Arc<lodtensor::MappedDataset>),
     /// A sharded dataset.
     Shards(Arc<lodtensor::shards::ShardedDataset>),
+    /// Several of those, drawn from at set proportions (`lt.mix`).
+    Mixture(Arc<Recipe>),
 }
 
 impl Source {
-    fn borrow(&self) -> LoaderSource<'_> {
+    /// `f` of the crate's view of the source.
+    fn with<R>(&self, f: impl FnOnce(LoaderSource<'_>) -> R) -> R {
         match self {
-            Source::File(file) => LoaderSource::File(file),
-            Source::Shards(data) => LoaderSource::Shards(data),
+            Source::File(file) => f(LoaderSource::File(file)),
+            Source::Shards(data) => f(LoaderSource::Shards(data)),
+            Source::Mixture(recipe) => {
+                let sources = (recipe.sources.iter())
+                    .map(|s| match s {
+                        Source::File(file) => LoaderSource::File(file),
+                        Source::Shards(data) => LoaderSource::Shards(data),
+                        Source::Mixture(_) => unreachable!("lt.mix takes datasets only"),
+                    })
+                    .collect();
+                let mixture = Mixture::new(sources, recipe.weights.clone()).with_seed(recipe.seed);
+                f(LoaderSource::Mixture(&mixture))
+            }
+        }
+    }
+
+    /// The rows of the source (of every source of a mixture).
+    pub fn num_rows(&self) -> usize {
+        match self {
+            Source::File(file) => file.num_rows(),
+            Source::Shards(data) => data.num_rows(),
+            Source::Mixture(recipe) => recipe.sources.iter().map(Source::num_rows).sum(),
         }
     }
 }
@@ -331,7 +359,7 @@ impl Inner {
         // The thread's handle may not be joined here (see `Drop`): leak it with its queue.
         std::mem::forget(std::mem::replace(&mut self.state, State::Broken));
         let (source, options) = self.recipe.clone();
-        let mut loader = options.build(source.borrow())?;
+        let mut loader = source.with(|s| options.build(s))?;
         loader.seek(self.next).py_err()?;
         self.state = State::Idle(Box::new(loader));
         Ok(())
@@ -455,7 +483,7 @@ impl Loader {
     /// A loader over `source` (a file or a sharded dataset) with `options`.
     pub fn build(py: Python<'_>, source: Source, options: Options) -> PyResult<Self> {
         let depth = options.prefetch;
-        let loader = py.detach(|| options.clone().build(source.borrow()))?;
+        let loader = py.detach(|| source.with(|s| options.clone().build(s)))?;
         Ok(Loader {
             inner: Mutex::new(Inner {
                 next: loader.next_position(),

@@ -227,3 +227,72 @@ def test_megatron_core_is_checked_when_installed():
     """Says so when megatron-core's compiled helpers could not be had (the model alone ran)."""
     if megatron_helpers() is None:
         pytest.skip("megatron-core is not installed: compared with the Python model only")
+
+
+# Mixing (`lt.mix`).
+
+
+@pytest.fixture(scope="module")
+def two_sources(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mix")
+    small, large = [3] * 7, [5] * 60
+    lt.write(folder / "small.arrow", token_table(small), batch_bytes=256)
+    lt.write_shards(folder / "large", token_table(large), shard_rows=25, batch_bytes=512)
+    return lt.open(folder / "small.arrow"), lt.open(folder / "large")
+
+
+def test_mixture_proportions_and_sources(two_sources):
+    small, large = two_sources
+    mixture = lt.mix([small, large], [0.3, 0.7], seed=1)
+    assert mixture.num_rows == len(mixture) == 67
+    drawn = Counter()
+    n = 0
+    by_source = {0: [], 1: []}
+    for batch in mixture.loader(batch_size=8, shuffle=True, seed=2):
+        assert batch.source.dtype == np.int64 and len(batch.source) == len(batch.samples)
+        for k, row in zip(batch.source.tolist(), batch.samples.tolist()):
+            n += 1
+            drawn[k] += 1
+            by_source[k].append(row)
+            assert abs(drawn[0] - 0.3 * n) <= 1
+        values = batch.values("tokens")
+        offsets = batch.offsets("tokens", 0)
+        for i, (k, row) in enumerate(zip(batch.source.tolist(), batch.samples.tolist())):
+            tokens = values[offsets[i] : offsets[i + 1]]
+            width = 3 if k == 0 else 5
+            np.testing.assert_array_equal(tokens, np.arange(row * width, row * width + width))
+    assert n == 67
+    # The small source repeats, each of its epochs a permutation of its rows.
+    for start in range(0, len(by_source[0]) - 6, 7):
+        assert sorted(by_source[0][start : start + 7]) == list(range(7))
+
+
+def test_mixture_resumes_and_packs(two_sources):
+    small, large = two_sources
+    mixture = lt.mix([small, large], [1, 1])
+    options = dict(pack=16, batch_size=2, shuffle=True, seed=5)
+    whole = [(b.values("tokens").copy(), b.source.copy()) for b in mixture.loader(**options)]
+    loader = mixture.loader(**options)
+    it = iter(loader)
+    for _ in range(3):
+        state = next(it).next_state_dict()
+    resumed = mixture.loader(**options)
+    resumed.load_state_dict(state)
+    rest = [(b.values("tokens").copy(), b.source.copy()) for b in resumed]
+    assert len(rest) == len(whole) - 3
+    for (a, sa), (b, sb) in zip(rest, whole[3:]):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(sa, sb)
+    batch = next(iter(mixture.loader(**options)))
+    assert len(batch.windows) == 2 and batch.cu_seqlens("tokens")[-1] == 32
+
+
+def test_mixture_refuses_other_columns(two_sources, tmp_path):
+    small, _ = two_sources
+    lt.write(tmp_path / "other.arrow", pa.table({"tokens": token_table([2, 2])["tokens"]}))
+    with pytest.raises(lt.LodTensorError, match="source 1 has columns"):
+        lt.mix([small, lt.open(tmp_path / "other.arrow")], [1, 1]).loader()
+    with pytest.raises(lt.LodTensorError, match="weights"):
+        lt.mix([small], [1, 2]).loader()
+    with pytest.raises(lt.LodTensorError, match="not a Dataset"):
+        lt.mix([small, "large"], [1, 1])
