@@ -44,7 +44,7 @@ pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Vec<f64>, seed: u64) -> PyRe
             if let Ok(d) = s.cast::<ShardedDataset>() {
                 return Ok(Source::Shards(d.get().data.clone()));
             }
-            Err(invalid(&format!(
+            Err(invalid(format!(
                 "source {k} is a {}, not a Dataset or ShardedDataset",
                 s.get_type().name()?
             )))
