@@ -471,7 +471,10 @@ impl Inner {
 /// neither); `length_column=None`, `level=None` (a sample's length); `shuffle=False`,
 /// `seed=0`, `chunk_rows=None`, `window=None`; `buckets=None` (bounds, or an `int` of
 /// quantile buckets); `drop_last=False`; `rank=0`, `world_size=1`, `elastic=False`;
-/// `prefetch=0` (batches read ahead on a Rust thread). `docs/python.md` says more.
+/// `prefetch=0` (batches read ahead on a Rust thread); `pack=None` (windows of that many
+/// tokens: `batch.cu_seqlens`, `batch.position_ids`, `batch.windows`), `pack_split=True`
+/// (`False`: best fit of whole documents, `pack_lookahead=1024`, `pack_overlong="cut"` or
+/// `"drop"`), `pack_extra_token=False`, `pack_pad_last=False`. `docs/python.md` says more.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Loader {
     inner: Mutex<Inner>,
