@@ -32,7 +32,6 @@
 //! `cu_seqlens` varlen attention takes ([`Batch::cu_seqlens`](super::Batch::cu_seqlens));
 //! other columns are not in packed batches.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::config::{PlanConfig, Shuffle};
@@ -321,15 +320,24 @@ impl Windows {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn pieces(&self, w: usize) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        self.each_piece(w, |p| pieces.push(p));
+        pieces
+    }
+
+    /// `f` of every piece of window `w`, in order.
+    pub(crate) fn each_piece(&self, w: usize, f: impl FnMut(Piece)) {
         assert!(w < self.windows, "window {w} of {}", self.windows);
         match &self.layout {
             Layout::Stream { order, starts } => {
                 let total = *starts.last().expect("starts has the total");
                 let from = w * self.seq_len;
                 let to = (from + self.window_len).min(total);
-                stream_pieces(order, starts, from..to)
+                stream_pieces(order, starts, from..to, f);
             }
-            Layout::Bins { pieces, starts } => pieces[starts[w]..starts[w + 1]].to_vec(),
+            Layout::Bins { pieces, starts } => {
+                pieces[starts[w]..starts[w + 1]].iter().copied().for_each(f)
+            }
         }
     }
 
@@ -422,16 +430,20 @@ fn stream(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
     }
 }
 
-/// The pieces of stream tokens `range` (within the total).
-fn stream_pieces(order: &[usize], starts: &[usize], range: std::ops::Range<usize>) -> Vec<Piece> {
-    let mut pieces = Vec::new();
+/// `f` of every piece of stream tokens `range` (within the total).
+fn stream_pieces(
+    order: &[usize],
+    starts: &[usize],
+    range: std::ops::Range<usize>,
+    mut f: impl FnMut(Piece),
+) {
     // The last document starting at or before `range.start`.
     let mut i = starts.partition_point(|&s| s <= range.start) - 1;
     let mut at = range.start;
     while at < range.end {
         let end = starts[i + 1].min(range.end);
         if end > at {
-            pieces.push(Piece {
+            f(Piece {
                 row: order[i],
                 first_token: at - starts[i],
                 n_tokens: end - at,
@@ -440,7 +452,6 @@ fn stream_pieces(order: &[usize], starts: &[usize], range: std::ops::Range<usize
         at = end;
         i += 1;
     }
-    pieces
 }
 
 /// Best-fit decreasing of whole documents, `packing.lookahead` documents at a time.
@@ -489,16 +500,11 @@ fn fit_decreasing(pool: &mut [Piece], cap: usize) -> Vec<Vec<Piece>> {
     let mut by_length: Vec<usize> = (0..pool.len()).collect();
     by_length.sort_by_key(|&i| std::cmp::Reverse(pool[i].n_tokens)); // Stable: ties in order.
     let mut bins: Vec<Vec<usize>> = Vec::new();
-    // (room left, bin) of every bin with room.
-    let mut room: BTreeMap<(usize, usize), ()> = BTreeMap::new();
+    let mut rooms = Rooms::new(cap);
     for i in by_length {
         let len = pool[i].n_tokens;
-        let fit = room.range((len, 0)..).next().map(|(&k, _)| k);
-        let (left, bin) = match fit {
-            Some(key) => {
-                room.remove(&key);
-                key
-            }
+        let (left, bin) = match rooms.take_at_least(len) {
+            Some(found) => found,
             None => {
                 bins.push(Vec::new());
                 (cap, bins.len() - 1)
@@ -506,7 +512,7 @@ fn fit_decreasing(pool: &mut [Piece], cap: usize) -> Vec<Vec<Piece>> {
         };
         bins[bin].push(i);
         if left > len {
-            room.insert((left - len, bin), ());
+            rooms.put(left - len, bin);
         }
     }
     bins.into_iter()
@@ -515,6 +521,45 @@ fn fit_decreasing(pool: &mut [Piece], cap: usize) -> Vec<Vec<Piece>> {
             b.into_iter().map(|i| pool[i]).collect()
         })
         .collect()
+}
+
+/// The open bins by room left (`1..=cap`), with a bit per room that has any, so that the
+/// least room of at least `n` is a scan of `cap / 64` words at most.
+struct Rooms {
+    bins: Vec<Vec<usize>>,
+    any: Vec<u64>,
+}
+
+impl Rooms {
+    fn new(cap: usize) -> Self {
+        Rooms {
+            bins: vec![Vec::new(); cap + 1],
+            any: vec![0; (cap + 1).div_ceil(64)],
+        }
+    }
+
+    fn put(&mut self, room: usize, bin: usize) {
+        self.bins[room].push(bin);
+        self.any[room / 64] |= 1 << (room % 64);
+    }
+
+    /// (room, bin) of a bin with the least room of at least `n`, taken out.
+    fn take_at_least(&mut self, n: usize) -> Option<(usize, usize)> {
+        let mut word = n / 64;
+        let mut bits = *self.any.get(word)? & (u64::MAX << (n % 64));
+        while bits == 0 {
+            word += 1;
+            bits = *self.any.get(word)?;
+        }
+        let room = word * 64 + bits.trailing_zeros() as usize;
+        let bin = self.bins[room]
+            .pop()
+            .expect("a bit for every room with bins");
+        if self.bins[room].is_empty() {
+            self.any[word] &= !(1 << (room % 64));
+        }
+        Some((room, bin))
+    }
 }
 
 /// Salt of the window shuffle's generator, apart from the documents'.

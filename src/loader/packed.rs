@@ -10,7 +10,7 @@ use arrow_buffer::Buffer;
 use arrow_data::ArrayData;
 
 use super::Loader;
-use super::gather::{ColumnInfo, ValuesInfo};
+use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
 use super::pack::{Piece, Windows};
 use crate::dataset::{Column, Dataset};
 use crate::error::{ArgumentError, Result};
@@ -45,11 +45,11 @@ impl Layout {
         };
         for &w in ids {
             let (mut tokens, before) = (0, out.segments.len());
-            for p in windows.pieces(w) {
+            windows.each_piece(w, |p| {
                 tokens += p.n_tokens;
                 out.lengths.push(p.n_tokens);
                 out.segments.push(Segment::Piece(p));
-            }
+            });
             if tokens < len {
                 out.padded = true;
                 out.lengths.push(len - tokens);
@@ -138,6 +138,18 @@ impl Loader {
         else {
             unreachable!("packed columns are tensors")
         };
+        if let Some(width) = dtype.byte_width() {
+            let (gatherer, sources) = (&mut self.gatherer, &self.sources);
+            let items = copy_items(gatherer, sources, c, layout, &parts, (*element_size, width));
+            let data = ArrayData::builder(dtype.arrow_type())
+                .len(items.len() / width)
+                .add_buffer(items)
+                .build()?;
+            return Ok((
+                Values::try_new(make_array(data), element_shape.clone())?,
+                false,
+            ));
+        }
         let mut items: Vec<ArrayRef> = Vec::with_capacity(layout.segments.len());
         let mut parts = parts.into_iter();
         for segment in &layout.segments {
@@ -149,6 +161,7 @@ impl Loader {
                 Segment::Padding(n) => zeros(*dtype, n * element_size)?,
             });
         }
+        // Booleans, packed in bits: Arrow's concatenation.
         let refs: Vec<&dyn Array> = items.iter().map(AsRef::as_ref).collect();
         let all = arrow_select::concat::concat(&refs)?;
         let bytes = (all.to_data().buffers().iter())
@@ -157,6 +170,36 @@ impl Loader {
         self.gatherer.stats.bytes_copied += bytes;
         Ok((Values::try_new(all, element_shape.clone())?, false))
     }
+}
+
+/// Column `c`'s items of `layout` (its pieces at `parts`), copied into a pooled buffer:
+/// elements of `element_size` items of `width` bytes, padding zeros.
+fn copy_items(
+    gatherer: &mut Gatherer,
+    sources: &[Vec<Source>],
+    c: usize,
+    layout: &Layout,
+    parts: &[(usize, Range<usize>)],
+    (element_size, width): (usize, usize),
+) -> Buffer {
+    let element_bytes = element_size * width;
+    let total = layout.lengths.iter().sum::<usize>() * element_bytes;
+    let mut out = gatherer.take(total);
+    let mut parts = parts.iter();
+    for segment in &layout.segments {
+        match segment {
+            Segment::Piece(_) => {
+                let (b, r) = parts.next().expect("a part per piece");
+                let items = r.start * element_size..r.end * element_size;
+                out.extend_from_slice(sources[*b][c].item_bytes(items, width));
+            }
+            Segment::Padding(n) => out.extend_zeros(n * element_bytes),
+        }
+    }
+    gatherer.stats.bytes_copied += out.len() as u64;
+    let buffer: Buffer = out.into();
+    gatherer.keep(&buffer);
+    buffer
 }
 
 /// `n` zero items of `dtype` (`false` for booleans).

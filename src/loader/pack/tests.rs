@@ -13,6 +13,7 @@ use crate::io::ipc_reader::MappedDataset;
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
 use crate::loader::{Batch, Loader, LoaderBuilder};
 use crate::tensor::LodTensor;
+use std::sync::Arc;
 
 /// A file of documents of `lengths` tokens in record batches of about `per_batch` rows
 /// (exactly 1 with 1): column
@@ -463,5 +464,73 @@ fn positions_name_packing() {
     ] {
         let err = other.build().unwrap().seek(saved).unwrap_err();
         assert!(err.to_string().contains("packing"), "{err}");
+    }
+}
+
+/// Booleans (bits) and 3-item elements are packed alike: each token's flags follow it.
+#[test]
+fn packs_booleans_and_wide_elements() {
+    use arrow_array::BooleanArray;
+    use arrow_array::types::Float32Type;
+    let lengths = [3usize, 0, 5, 2, 7];
+    let n: usize = lengths.iter().sum();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.arrow");
+    let lod = || crate::lod::Lod::try_from_lengths(&[lengths.to_vec()]).unwrap();
+    let flags: Vec<bool> = (0..n * 3).map(|i| (i / 3) % 2 == 0 || i % 3 == 1).collect();
+    let flags =
+        crate::values::Values::try_new(Arc::new(BooleanArray::from(flags)), vec![3]).unwrap();
+    let ids =
+        LodTensor::from_lengths::<Int64Type>(&[lengths.to_vec()], (0..n as i64).collect(), vec![])
+            .unwrap();
+    let wide = LodTensor::from_lengths::<Float32Type>(
+        &[lengths.to_vec()],
+        (0..n * 3).map(|i| i as f32).collect(),
+        vec![3],
+    )
+    .unwrap();
+    let ds = Dataset::try_new(vec![
+        Column::new("tokens", ids),
+        Column::new("flags", LodTensor::try_new(lod(), flags).unwrap()),
+        Column::new("wide", wide),
+    ])
+    .unwrap();
+    let mut w = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
+    w.write(&ds).unwrap();
+    w.finish().unwrap();
+    let file = MappedDataset::open(&path).unwrap();
+    let packing = Packing::new(4).with_pad_last(true);
+    let (batches, _) = epoch(
+        Loader::builder(&file)
+            .with_batch_size(2)
+            .with_shuffle(3)
+            .with_packing(packing),
+    );
+    for b in &batches {
+        let ids = tokens(b);
+        let flags = b
+            .data()
+            .column("flags")
+            .unwrap()
+            .values()
+            .booleans()
+            .unwrap()
+            .clone();
+        let wide = b
+            .data()
+            .column("wide")
+            .unwrap()
+            .typed_values::<Float32Type>()
+            .unwrap()
+            .to_vec();
+        let padding = cu_padding(&b.cu_seqlens("tokens").unwrap(), &b.windows().unwrap(), 4);
+        for (t, &id) in ids.iter().enumerate() {
+            for k in 0..3 {
+                let i = id as usize * 3 + k;
+                let expected = !padding[t] && ((i / 3) % 2 == 0 || i % 3 == 1);
+                assert_eq!(flags.value(t * 3 + k), expected);
+                assert_eq!(wide[t * 3 + k], if padding[t] { 0.0 } else { i as f32 });
+            }
+        }
     }
 }
