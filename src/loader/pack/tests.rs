@@ -527,7 +527,7 @@ fn packs_booleans_and_wide_elements() {
         for (t, &id) in ids.iter().enumerate() {
             for k in 0..3 {
                 let i = id as usize * 3 + k;
-                let expected = !padding[t] && ((i / 3) % 2 == 0 || i % 3 == 1);
+                let expected = !padding[t] && ((i / 3).is_multiple_of(2) || i % 3 == 1);
                 assert_eq!(flags.value(t * 3 + k), expected);
                 assert_eq!(wide[t * 3 + k], if padding[t] { 0.0 } else { i as f32 });
             }
