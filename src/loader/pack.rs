@@ -207,6 +207,9 @@ enum Layout {
     Stream {
         order: Vec<usize>,
         starts: Vec<usize>,
+        /// Where each window starts: the last document starting at or before its first
+        /// token (Megatron-LM's sample index).
+        firsts: Vec<usize>,
     },
     /// Best fit: the pieces of every window, window after window.
     Bins {
@@ -329,11 +332,15 @@ impl Windows {
     pub(crate) fn each_piece(&self, w: usize, f: impl FnMut(Piece)) {
         assert!(w < self.windows, "window {w} of {}", self.windows);
         match &self.layout {
-            Layout::Stream { order, starts } => {
+            Layout::Stream {
+                order,
+                starts,
+                firsts,
+            } => {
                 let total = *starts.last().expect("starts has the total");
                 let from = w * self.seq_len;
                 let to = (from + self.window_len).min(total);
-                stream_pieces(order, starts, from..to, f);
+                stream_pieces(order, starts, (firsts[w], from..to), f);
             }
             Layout::Bins { pieces, starts } => {
                 pieces[starts[w]..starts[w + 1]].iter().copied().for_each(f)
@@ -420,25 +427,36 @@ fn stream(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
     let tokens = (0..windows)
         .map(|w| (total - w * seq).min(seq + extra))
         .sum();
+    let mut firsts = Vec::with_capacity(windows);
+    let mut i = 0;
+    for w in 0..windows {
+        while starts[i + 1] <= w * seq {
+            i += 1;
+        }
+        firsts.push(i);
+    }
     Windows {
         seq_len: seq,
         window_len: seq + extra,
-        layout: Layout::Stream { order, starts },
+        layout: Layout::Stream {
+            order,
+            starts,
+            firsts,
+        },
         windows,
         tokens,
         dropped: total - in_windows,
     }
 }
 
-/// `f` of every piece of stream tokens `range` (within the total).
+/// `f` of every piece of stream tokens `range` (within the total), document `i` the first
+/// that may hold any.
 fn stream_pieces(
     order: &[usize],
     starts: &[usize],
-    range: std::ops::Range<usize>,
+    (mut i, range): (usize, std::ops::Range<usize>),
     mut f: impl FnMut(Piece),
 ) {
-    // The last document starting at or before `range.start`.
-    let mut i = starts.partition_point(|&s| s <= range.start) - 1;
     let mut at = range.start;
     while at < range.end {
         let end = starts[i + 1].min(range.end);

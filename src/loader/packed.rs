@@ -111,19 +111,18 @@ impl Loader {
                 .expect("packed columns are tensors")
                 .values()
         };
-        let mut parts: Vec<(usize, Range<usize>)> = Vec::with_capacity(layout.segments.len());
-        for p in layout.pieces() {
-            let (b, local) = self
-                .rows
-                .locate(p.row)
-                .expect("plans hold rows of the source");
-            let lod = self.batches[b].columns()[c]
-                .as_tensor()
-                .expect("a tensor")
-                .lod();
+        let place = |p: &Piece| {
+            let (b, local) = (self.rows.locate(p.row)).expect("plans hold rows of the source");
+            let t = self.batches[b].columns()[c].as_tensor();
+            let lod = t.expect("a tensor").lod();
             let first = lod.descend(0, local..local + 1, lod.num_levels()).start + p.first_token;
-            parts.push((b, first..first + p.n_tokens));
+            (b, first..first + p.n_tokens)
+        };
+        if let Some(range) = self.consecutive(layout, place) {
+            let (b, range) = range;
+            return Ok((values_of(b).slice_elements(range), true));
         }
+        let parts: Vec<(usize, Range<usize>)> = layout.pieces().map(place).collect();
         let contiguous = (parts.windows(2)).all(|w| w[0].0 == w[1].0 && w[0].1.end == w[1].1.start);
         if let (true, false, Some((b, first)), Some((_, last))) =
             (contiguous, layout.padded, parts.first(), parts.last())
@@ -169,6 +168,36 @@ impl Loader {
             .sum::<u64>();
         self.gatherer.stats.bytes_copied += bytes;
         Ok((Values::try_new(all, element_shape.clone())?, false))
+    }
+}
+
+impl Loader {
+    /// (record batch, elements) of `layout`'s tokens when they follow each other in file
+    /// order (a piece where the one before it ended, in its row or at the start of the
+    /// next), within one record batch, and nothing is padding: a view, found without
+    /// placing every piece (`place` places one).
+    fn consecutive(
+        &self,
+        layout: &Layout,
+        place: impl Fn(&Piece) -> (usize, Range<usize>),
+    ) -> Option<(usize, Range<usize>)> {
+        if layout.padded {
+            return None;
+        }
+        let mut pieces = layout.pieces();
+        let first = pieces.next()?;
+        let mut last = first;
+        for p in pieces {
+            let end = last.first_token + last.n_tokens;
+            let next_row = end == self.lengths[last.row] && p.row == last.row + 1;
+            let same_row = p.row == last.row && p.first_token == end;
+            if !(same_row || next_row && p.first_token == 0) {
+                return None;
+            }
+            last = p;
+        }
+        let ((b, start), (b_last, end)) = (place(first), place(last));
+        (b == b_last).then_some((b, start.start..end.end))
     }
 }
 
