@@ -474,8 +474,8 @@ impl<'a> LoaderBuilder<'a> {
         self
     }
 
-    /// Packs the epoch's documents into windows of tokens ([`Packing`]; see the
-    /// [`pack` module](super::pack)): a batch then holds `batch_size` windows
+    /// Packs the epoch's documents into windows of tokens ([`Packing`] says exactly how):
+    /// a batch then holds `batch_size` windows
     /// ([`LoaderBuilder::with_batch_size`]; the default 32), of every tensor column with as
     /// many elements per row as the length column, which must be counted at its innermost
     /// level (the default). With [`LoaderBuilder::with_shuffle`] the documents and then the

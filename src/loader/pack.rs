@@ -1,36 +1,7 @@
 //! Sequence packing for language-model pretraining: an epoch's documents into windows of a
 //! fixed number of tokens, with the document boundaries kept.
 //!
-//! A *document* is a level-0 row; its *tokens* are the elements of the length column under
-//! it (by default the innermost level of the first column with levels, see
-//! [`LoaderBuilder::with_length_column`](super::LoaderBuilder::with_length_column)). Two
-//! ways of packing ([`Packing`]):
-//!
-//! - **concatenate and split** ([`Packing::new`]): the documents, in the epoch's order, are
-//!   one stream of tokens cut into windows of exactly `seq_len` tokens; window `w` holds
-//!   tokens `w·seq_len .. w·seq_len + L` of the stream, where `L` is `seq_len`, or
-//!   `seq_len + 1` with [`Packing::with_extra_token`] (input and label overlap by one token,
-//!   as Megatron-LM's GPTDataset makes its samples). A document may continue in the next
-//!   window. The tail that does not fill a window is dropped and counted
-//!   ([`Windows::dropped_tokens`]), or padded ([`Packing::with_pad_last`]).
-//! - **best fit** ([`Packing::with_best_fit`]): whole documents into windows of `seq_len`
-//!   tokens by best-fit decreasing within a look-ahead of documents; a document is never
-//!   split, except one longer than a window, which is cut into windows' worth of pieces or
-//!   dropped ([`Overlong`]). Windows are padded to `L` ([`Windows::padding_fraction`]).
-//!
-//! ```text
-//! documents  |a a a a a|b b|c c c c c c c|        stream of 14 tokens, seq_len 4
-//! windows    |a a a a|a b b c|c c c c|c c c ·     3 windows, 2 tokens dropped (or padded)
-//! pieces     (a,0,4)  (a,4,1)(b,0,2)(c,0,1)  (c,1,4)
-//! cu_seqlens [0, 4, 5, 7, 8, 12]                   per batch of windows, int32 from 0
-//! ```
-//!
-//! Each window is a list of [`Piece`]s `(row, first_token, n_tokens)`. A packed batch holds
-//! `batch_size` windows: each column whose rows have as many elements as the length
-//! column's (the tokens, and columns aligned with them such as labels or loss masks) as a
-//! LoD tensor of two levels, windows then pieces, so that level 1's offsets are the
-//! `cu_seqlens` varlen attention takes ([`Batch::cu_seqlens`](super::Batch::cu_seqlens));
-//! other columns are not in packed batches.
+//! What packing does is said once, on [`Packing`].
 
 use std::sync::Arc;
 
@@ -55,7 +26,38 @@ pub enum Overlong {
     Drop,
 }
 
-/// How a loader packs documents into windows; see the [module docs](self).
+/// How a loader packs documents into windows ([`LoaderBuilder::with_packing`](super::LoaderBuilder::with_packing)).
+///
+/// A *document* is a level-0 row; its *tokens* are the elements of the length column under
+/// it (by default the innermost level of the first column with levels, see
+/// [`LoaderBuilder::with_length_column`](super::LoaderBuilder::with_length_column)). Two
+/// ways of packing ([`Packing`]):
+///
+/// - **concatenate and split** ([`Packing::new`]): the documents, in the epoch's order, are
+///   one stream of tokens cut into windows of exactly `seq_len` tokens; window `w` holds
+///   tokens `w·seq_len .. w·seq_len + L` of the stream, where `L` is `seq_len`, or
+///   `seq_len + 1` with [`Packing::with_extra_token`] (input and label overlap by one token,
+///   as Megatron-LM's GPTDataset makes its samples). A document may continue in the next
+///   window. The tail that does not fill a window is dropped and counted
+///   ([`Windows::dropped_tokens`]), or padded ([`Packing::with_pad_last`]).
+/// - **best fit** ([`Packing::with_best_fit`]): whole documents into windows of `seq_len`
+///   tokens by best-fit decreasing within a look-ahead of documents; a document is never
+///   split, except one longer than a window, which is cut into windows' worth of pieces or
+///   dropped ([`Overlong`]). Windows are padded to `L` ([`Windows::padding_fraction`]).
+///
+/// ```text
+/// documents  |a a a a a|b b|c c c c c c c|        stream of 14 tokens, seq_len 4
+/// windows    |a a a a|a b b c|c c c c|c c · ·     3 windows, 2 tokens dropped (or padded)
+/// pieces     (a,0,4)  (a,4,1)(b,0,2)(c,0,1)  (c,1,4)
+/// cu_seqlens [0, 4, 5, 7, 8, 12]                   per batch of windows, int32 from 0
+/// ```
+///
+/// Each window is a list of [`Piece`]s `(row, first_token, n_tokens)`. A packed batch holds
+/// `batch_size` windows: each column whose rows have as many elements as the length
+/// column's (the tokens, and columns aligned with them such as labels or loss masks) as a
+/// LoD tensor of two levels, windows then pieces, so that level 1's offsets are the
+/// `cu_seqlens` varlen attention takes ([`Batch::cu_seqlens`](super::Batch::cu_seqlens));
+/// other columns are not in packed batches.
 ///
 /// # Example
 /// ```
