@@ -296,3 +296,15 @@ def test_mixture_refuses_other_columns(two_sources, tmp_path):
         lt.mix([small], [1, 2]).loader()
     with pytest.raises(lt.LodTensorError, match="not a Dataset"):
         lt.mix([small, "large"], [1, 1])
+
+
+def test_prefetch_and_shards_pack_alike(corpus, tmp_path):
+    path, lengths = corpus
+    options = dict(pack=48, batch_size=3, shuffle=True, seed=2)
+    plain = [b.windows for b in lt.open(path).loader(**options)]
+    ahead = [b.windows for b in lt.open(path).loader(**options, prefetch=2)]
+    assert plain == ahead
+    lt.write_shards(tmp_path / "shards", token_table(lengths), shard_rows=70)
+    sharded = lt.open(tmp_path / "shards").loader(pack=48, batch_size=3)
+    in_order = [b.windows for b in lt.open(path).loader(pack=48, batch_size=3)]
+    assert [b.windows for b in sharded] == in_order
