@@ -16,6 +16,7 @@ mod ffi;
 mod loader;
 mod mix;
 mod numpy_api;
+mod pack;
 mod shard_writer;
 mod shards;
 

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use lodtensor::loader::{LoaderSource, Mixture, Overlong, Packing, Prefetch};
+use lodtensor::loader::{LoaderSource, Mixture, Prefetch};
 use lodtensor::{ArgumentError, Error, Position, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -193,34 +193,11 @@ impl Options {
         }
         b.with_drop_last(self.drop_last).build().py_err()
     }
-
-    /// The `pack*` options as the crate's [`Packing`] (`None` without `pack`).
-    fn packing(&self) -> PyResult<Option<Packing>> {
-        let Some(seq_len) = self.pack else {
-            return Ok(None);
-        };
-        let overlong = match self.pack_overlong.as_str() {
-            "cut" => Overlong::Cut,
-            "drop" => Overlong::Drop,
-            other => {
-                let reason = format!("must be \"cut\" or \"drop\", got {other:?}");
-                return Err(option_error("pack_overlong", &reason));
-            }
-        };
-        let mut packing = Packing::new(seq_len)
-            .with_extra_token(self.pack_extra_token)
-            .with_pad_last(self.pack_pad_last)
-            .with_overlong(overlong);
-        if !self.pack_split {
-            packing = packing.with_best_fit(self.pack_lookahead);
-        }
-        Ok(Some(packing))
-    }
 }
 
 /// The crate's error for a loader option that is wrong (the message the crate gives for its
 /// own checks: `loader option window: needs chunk_rows`).
-fn option_error(option: &'static str, reason: &str) -> PyErr {
+pub(crate) fn option_error(option: &'static str, reason: &str) -> PyErr {
     let e = ArgumentError::LoaderConfig {
         option,
         reason: reason.to_owned(),
