@@ -32,11 +32,13 @@ from ._native import (
     Loader,
     LoaderIterator,
     LodTensorError,
+    Mixture,
     OutOfRangeError,
     ShardedDataset,
     ShardWriter,
     UnsupportedError,
     UnusableError,
+    mix,
 )
 
 __all__ = [
@@ -45,6 +47,8 @@ __all__ = [
     "write_shards",
     "commit",
     "vacuum",
+    "mix",
+    "Mixture",
     "Dataset",
     "ShardedDataset",
     "ShardWriter",

@@ -16,6 +16,8 @@ __all__ = [
     "write_shards",
     "commit",
     "vacuum",
+    "mix",
+    "Mixture",
     "Dataset",
     "ShardedDataset",
     "ShardWriter",
@@ -87,6 +89,12 @@ class LoaderOptions(TypedDict, total=False):
     world_size: int
     elastic: bool
     prefetch: int
+    pack: int | None
+    pack_split: bool
+    pack_extra_token: bool
+    pack_pad_last: bool
+    pack_lookahead: int
+    pack_overlong: Literal["cut", "drop"]
 
 class StateDict(TypedDict):
     epoch: int
@@ -145,6 +153,22 @@ def commit(path: _Path) -> Manifest:
 def vacuum(path: _Path, *, grace: float = 86400.0) -> list[str]:
     """Removes the files of ``path`` no manifest references, older than ``grace`` seconds;
     never a live writer's. Returns their paths."""
+
+def mix(
+    sources: Sequence[Dataset | ShardedDataset], weights: Sequence[float], seed: int = 0
+) -> Mixture:
+    """Several datasets with the same columns drawn from at set proportions."""
+
+@final
+class Mixture:
+    """Datasets drawn from at set proportions: ``lt.mix([a, b], [0.7, 0.3])``."""
+
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def weights(self) -> list[float]: ...
+    def __len__(self) -> int: ...
+    def loader(self, **options: Unpack[LoaderOptions]) -> Loader: ...
 
 @final
 class ShardedDataset:
@@ -331,6 +355,16 @@ class Batch:
     def index(self) -> int: ...
     def __len__(self) -> int: ...
     def num_levels(self, column: str) -> int: ...
+    @property
+    def source(self) -> npt.NDArray[np.int64] | None:
+        """A mixture's batch: each sample's source (``samples``: rows within it)."""
+    @property
+    def windows(self) -> list[list[tuple[int, int, int]]] | None:
+        """A packed batch's windows: each a list of ``(row, first_token, n_tokens)``."""
+    def cu_seqlens(self, column: str) -> npt.NDArray[np.int32]:
+        """A packed batch's boundaries, ``int32`` from 0: window and document edges."""
+    def position_ids(self, column: str) -> npt.NDArray[np.int64]:
+        """A packed batch's positions within each piece of a document."""
     def next_state_dict(self) -> StateDict: ...
     def values(self, column: str) -> np.ndarray | pa.Array:
         """``[n_elements, *element_shape]``, a read-only view when the batch is a view; a side

@@ -86,6 +86,10 @@ impl Element for i64 {
     const DTYPE: DType = DType::Int64;
 }
 
+impl Element for i32 {
+    const DTYPE: DType = DType::Int32;
+}
+
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
 }

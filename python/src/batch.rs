@@ -38,9 +38,16 @@ impl Batch {
 #[lodtensor_python_guard::guard]
 #[pymethods]
 impl Batch {
-    /// The samples (row numbers of the file), in batch order, as numpy `int64` (a view).
+    /// The samples (row numbers of the file; of a mixture, rows within each sample's
+    /// source; packed, window numbers), in batch order, as numpy `int64` (a view).
     #[getter]
     fn samples<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(rows) = self.inner.source_rows() {
+            // A mixture's: the rows within each sample's source.
+            let n = rows.len();
+            return Array::owned(rows.into_iter().map(|r| r as i64).collect(), vec![n])
+                .into_numpy(py);
+        }
         let samples = self.inner.samples();
         let n = samples.len();
         let array = if cfg!(target_pointer_width = "64") {
@@ -103,7 +110,8 @@ impl Batch {
         self.inner.is_view()
     }
 
-    /// The share of padding were the samples padded to the longest, in `[0, 1]`.
+    /// The share of padding were the samples padded to the longest, in `[0, 1]` (packed:
+    /// the share of the windows' tokens that are padding).
     #[getter]
     fn padding_ratio(&self) -> f64 {
         self.inner.padding_ratio()
@@ -126,6 +134,50 @@ impl Batch {
     /// the loader itself has read ahead).
     fn next_state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         position_dict(py, self.inner.next_position())
+    }
+
+    /// A mixture's batch (`lt.mix`): the index of each sample's source, numpy `int64`
+    /// beside `samples` (then the row within that source); `None` for one source.
+    #[getter]
+    fn source<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(sources) = self.inner.sources() else {
+            return Ok(None);
+        };
+        let n = sources.len();
+        let items = sources.into_iter().map(|k| k as i64).collect();
+        Array::owned(items, vec![n]).into_numpy(py).map(Some)
+    }
+
+    /// A packed batch's windows (loader option `pack`): one list per window of its pieces
+    /// of documents, `(row, first_token, n_tokens)` (the row of the dataset, the piece's
+    /// first token within that row's tokens); `None` for a batch that is not packed.
+    #[getter]
+    fn windows(&self) -> Option<Vec<Vec<(usize, usize, usize)>>> {
+        let windows = self.inner.windows()?;
+        let piece = |p: &lodtensor::loader::Piece| (p.row, p.first_token, p.n_tokens);
+        Some(
+            windows
+                .iter()
+                .map(|w| w.iter().map(piece).collect())
+                .collect(),
+        )
+    }
+
+    /// A packed batch's `cu_seqlens` for `column`, numpy `int32` from 0 to the batch's
+    /// tokens: a boundary at every window edge and every document edge inside a window (and
+    /// where a window's padding starts), as FlashAttention's varlen kernels take them.
+    fn cu_seqlens<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Bound<'py, PyAny>> {
+        let cu = self.inner.cu_seqlens(column).py_err()?;
+        let n = cu.len();
+        Array::owned(cu, vec![n]).into_numpy(py)
+    }
+
+    /// A packed batch's position of every token of `column` within its piece of a
+    /// document, numpy `int64`: 0 at every boundary of `cu_seqlens`, then counting up.
+    fn position_ids<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Bound<'py, PyAny>> {
+        let ids = self.inner.position_ids(column).py_err()?;
+        let n = ids.len();
+        Array::owned(ids, vec![n]).into_numpy(py)
     }
 
     /// The values of `column` in this batch, `[n_elements, *element_shape]`, as a numpy

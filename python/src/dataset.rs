@@ -41,7 +41,7 @@ pub fn open(py: Python<'_>, path: PathBuf, columns: Option<Vec<String>>) -> PyRe
 /// alive: arrays stay valid after the dataset is gone.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Dataset {
-    file: Arc<MappedDataset>,
+    pub(crate) file: Arc<MappedDataset>,
     names: Vec<String>,
     /// The record batches as `pyarrow.RecordBatch`es, imported once on first use.
     pyarrow_batches: PyOnceLock<Py<PyList>>,

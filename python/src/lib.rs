@@ -14,7 +14,9 @@ mod deprecated;
 mod error;
 mod ffi;
 mod loader;
+mod mix;
 mod numpy_api;
+mod pack;
 mod shard_writer;
 mod shards;
 
@@ -32,6 +34,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::Loader>()?;
     m.add_class::<loader::EpochIterator>()?;
     m.add_class::<batch::Batch>()?;
+    m.add_class::<mix::Mixture>()?;
+    m.add_function(wrap_pyfunction!(mix::mix, m)?)?;
     m.add_class::<shards::ShardedDataset>()?;
     m.add_class::<shard_writer::ShardWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;

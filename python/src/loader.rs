@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use lodtensor::loader::{LoaderSource, Prefetch};
+use lodtensor::loader::{LoaderSource, Mixture, Prefetch};
 use lodtensor::{ArgumentError, Error, Position, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -14,6 +14,7 @@ use crate::array::{rebased_offsets, values_view};
 use crate::batch::Batch;
 use crate::deprecated;
 use crate::error::{IntoPy, invalid};
+use crate::mix::Recipe;
 
 /// Length buckets: explicit inclusive upper bounds, or a number of quantile buckets.
 #[derive(Clone)]
@@ -60,6 +61,12 @@ pub struct Options {
     pub world_size: usize,
     pub elastic: bool,
     pub prefetch: usize,
+    pub pack: Option<usize>,
+    pub pack_split: bool,
+    pub pack_extra_token: bool,
+    pub pack_pad_last: bool,
+    pub pack_lookahead: usize,
+    pub pack_overlong: String,
 }
 
 /// [`Options`] as a Python object, what [`loader_options`] returns.
@@ -74,7 +81,8 @@ pub struct ParsedOptions(Options);
 #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
     level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
     buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
-    prefetch = 0))]
+    prefetch = 0, pack = None, pack_split = true, pack_extra_token = false,
+    pack_pad_last = false, pack_lookahead = 1024, pack_overlong = "cut".to_owned()))]
 #[allow(clippy::too_many_arguments)]
 pub fn loader_options(
     batch_size: Option<usize>,
@@ -91,6 +99,12 @@ pub fn loader_options(
     world_size: usize,
     elastic: bool,
     prefetch: usize,
+    pack: Option<usize>,
+    pack_split: bool,
+    pack_extra_token: bool,
+    pack_pad_last: bool,
+    pack_lookahead: usize,
+    pack_overlong: String,
 ) -> PyResult<ParsedOptions> {
     Ok(ParsedOptions(Options {
         batch_size,
@@ -107,6 +121,12 @@ pub fn loader_options(
         world_size,
         elastic,
         prefetch,
+        pack,
+        pack_split,
+        pack_extra_token,
+        pack_pad_last,
+        pack_lookahead,
+        pack_overlong,
     }))
 }
 
@@ -129,6 +149,7 @@ impl Options {
     /// The crate's loader over `source` with these options.
     fn build(self, source: LoaderSource<'_>) -> PyResult<lodtensor::Loader> {
         let mut b = lodtensor::Loader::builder(source);
+        let packing = self.packing()?;
         // Both given: the crate refuses the pair, naming both.
         if let Some(n) = self.batch_size {
             b = b.with_batch_size(n);
@@ -167,13 +188,16 @@ impl Options {
         } else {
             b.shard(self.rank, self.world_size)
         };
+        if let Some(packing) = packing {
+            b = b.with_packing(packing);
+        }
         b.with_drop_last(self.drop_last).build().py_err()
     }
 }
 
 /// The crate's error for a loader option that is wrong (the message the crate gives for its
 /// own checks: `loader option window: needs chunk_rows`).
-fn option_error(option: &'static str, reason: &str) -> PyErr {
+pub(crate) fn option_error(option: &'static str, reason: &str) -> PyErr {
     let e = ArgumentError::LoaderConfig {
         option,
         reason: reason.to_owned(),
@@ -192,6 +216,10 @@ fn tensor_levels(source: LoaderSource<'_>) -> Vec<(String, usize)> {
         LoaderSource::Shards(data) => (data.columns().iter())
             .map(|c| (c.name.clone(), c.offsets.len()))
             .collect(),
+        // The sources must have the same columns: the first one's.
+        LoaderSource::Mixture(mixture) => (mixture.sources().first().copied())
+            .map(tensor_levels)
+            .unwrap_or_default(),
         _ => Vec::new(),
     }
 }
@@ -225,13 +253,36 @@ pub enum Source {
     File(Arc<lodtensor::MappedDataset>),
     /// A sharded dataset.
     Shards(Arc<lodtensor::shards::ShardedDataset>),
+    /// Several of those, drawn from at set proportions (`lt.mix`).
+    Mixture(Arc<Recipe>),
 }
 
 impl Source {
-    fn borrow(&self) -> LoaderSource<'_> {
+    /// `f` of the crate's view of the source.
+    fn with<R>(&self, f: impl FnOnce(LoaderSource<'_>) -> R) -> R {
         match self {
-            Source::File(file) => LoaderSource::File(file),
-            Source::Shards(data) => LoaderSource::Shards(data),
+            Source::File(file) => f(LoaderSource::File(file)),
+            Source::Shards(data) => f(LoaderSource::Shards(data)),
+            Source::Mixture(recipe) => {
+                let sources = (recipe.sources.iter())
+                    .map(|s| match s {
+                        Source::File(file) => LoaderSource::File(file),
+                        Source::Shards(data) => LoaderSource::Shards(data),
+                        Source::Mixture(_) => unreachable!("lt.mix takes datasets only"),
+                    })
+                    .collect();
+                let mixture = Mixture::new(sources, recipe.weights.clone()).with_seed(recipe.seed);
+                f(LoaderSource::Mixture(&mixture))
+            }
+        }
+    }
+
+    /// The rows of the source (of every source of a mixture).
+    pub fn num_rows(&self) -> usize {
+        match self {
+            Source::File(file) => file.num_rows(),
+            Source::Shards(data) => data.num_rows(),
+            Source::Mixture(recipe) => recipe.sources.iter().map(Source::num_rows).sum(),
         }
     }
 }
@@ -285,7 +336,7 @@ impl Inner {
         // The thread's handle may not be joined here (see `Drop`): leak it with its queue.
         std::mem::forget(std::mem::replace(&mut self.state, State::Broken));
         let (source, options) = self.recipe.clone();
-        let mut loader = options.build(source.borrow())?;
+        let mut loader = source.with(|s| options.build(s))?;
         loader.seek(self.next).py_err()?;
         self.state = State::Idle(Box::new(loader));
         Ok(())
@@ -397,7 +448,10 @@ impl Inner {
 /// neither); `length_column=None`, `level=None` (a sample's length); `shuffle=False`,
 /// `seed=0`, `chunk_rows=None`, `window=None`; `buckets=None` (bounds, or an `int` of
 /// quantile buckets); `drop_last=False`; `rank=0`, `world_size=1`, `elastic=False`;
-/// `prefetch=0` (batches read ahead on a Rust thread). `docs/python.md` says more.
+/// `prefetch=0` (batches read ahead on a Rust thread); `pack=None` (windows of that many
+/// tokens: `batch.cu_seqlens`, `batch.position_ids`, `batch.windows`), `pack_split=True`
+/// (`False`: best fit of whole documents, `pack_lookahead=1024`, `pack_overlong="cut"` or
+/// `"drop"`), `pack_extra_token=False`, `pack_pad_last=False`. `docs/python.md` says more.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Loader {
     inner: Mutex<Inner>,
@@ -409,7 +463,7 @@ impl Loader {
     /// A loader over `source` (a file or a sharded dataset) with `options`.
     pub fn build(py: Python<'_>, source: Source, options: Options) -> PyResult<Self> {
         let depth = options.prefetch;
-        let loader = py.detach(|| options.clone().build(source.borrow()))?;
+        let loader = py.detach(|| source.with(|s| options.clone().build(s)))?;
         Ok(Loader {
             inner: Mutex::new(Inner {
                 next: loader.next_position(),

@@ -43,7 +43,7 @@ pub fn open_shards(py: Python<'_>, path: PathBuf) -> PyResult<ShardedDataset> {
 /// shard's mapping and keeps that mapping alive.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct ShardedDataset {
-    data: Arc<lodtensor::shards::ShardedDataset>,
+    pub(crate) data: Arc<lodtensor::shards::ShardedDataset>,
     /// The schema every shard's batches are handed out with, made from the manifest.
     schema: SchemaRef,
     /// Each shard's record batches as `pyarrow.RecordBatch`es, imported on first use.

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 #[cfg(doc)]
 use super::Loader;
-use super::{BatchInfo, Fingerprint, Plan, Position};
+use super::mix::Blend;
+use super::{BatchInfo, Fingerprint, Piece, Plan, Position};
 use crate::dataset::Dataset;
-#[cfg(doc)]
 use crate::error::ArgumentError;
 use crate::error::Result;
 use crate::ops::{Padded, to_padded};
@@ -37,6 +37,8 @@ pub struct Batch {
     /// take turns).
     pub(super) steps: Range<usize>,
     pub(super) fingerprint: Fingerprint,
+    /// A mixture's sources.
+    pub(super) blend: Option<Arc<Blend>>,
 }
 
 impl Batch {
@@ -165,7 +167,8 @@ impl Batch {
         self.info().oversize
     }
 
-    /// The share of padding were the samples padded to the longest, in `0..=1`.
+    /// The share of padding were the samples padded to the longest, in `0..=1` (in a
+    /// packed batch: the share of its windows' tokens that are padding).
     ///
     /// # Example
     /// ```
@@ -242,6 +245,131 @@ impl Batch {
         self.index
     }
 
+    /// A packed batch's windows, each the list of its pieces of documents, in batch order
+    /// (`None` unless the loader packs, [`LoaderBuilder::with_packing`](super::LoaderBuilder::with_packing)).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing, Piece};
+    /// let mut loader = Loader::builder(&file).with_batch_size(1).with_packing(Packing::new(4)).build()?;
+    /// let windows = loader.next_batch()?.expect("a batch").windows().expect("packed");
+    /// assert_eq!(windows[0][2], Piece { row: 2, first_token: 0, n_tokens: 1 });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn windows(&self) -> Option<Vec<Vec<Piece>>> {
+        let windows = self.plan.windows()?;
+        let mut out: Vec<Vec<Piece>> = self.samples().iter().map(|&w| windows.pieces(w)).collect();
+        if let Some(blend) = &self.blend {
+            for p in out.iter_mut().flatten() {
+                p.row = blend.source_of(p.row).1; // The row of its source.
+            }
+        }
+        Some(out)
+    }
+
+    /// A mixture's batch ([`Mixture`](super::Mixture)): the source of every sample (of
+    /// every window, when packing), in batch order; `None` for a loader of one source.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let (a, b) = (MappedDataset::open(&path)?, MappedDataset::open(&path)?);
+    /// use lodtensor::loader::{Loader, Mixture};
+    /// let mixture = Mixture::new(vec![(&a).into(), (&b).into()], vec![1.0, 1.0]);
+    /// let batch = Loader::builder(&mixture).with_batch_size(4).build()?.next_batch()?.expect("a batch");
+    /// assert_eq!(batch.sources(), Some(vec![0, 1, 0, 1]));
+    /// assert_eq!(batch.source_rows(), Some(vec![0, 0, 1, 1]));   // each source's rows in order
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sources(&self) -> Option<Vec<usize>> {
+        let blend = self.blend.as_ref()?;
+        let source = |row| blend.source_of(row).0;
+        Some(match self.plan.windows() {
+            Some(w) => (self.samples().iter())
+                .map(|&s| source(w.pieces(s)[0].row))
+                .collect(),
+            None => self.samples().iter().map(|&r| source(r)).collect(),
+        })
+    }
+
+    /// A mixture's batch of samples (not packed): every sample's row within its source.
+    ///
+    /// # Example
+    /// See [`Batch::sources`].
+    pub fn source_rows(&self) -> Option<Vec<usize>> {
+        let blend = self.blend.as_ref()?;
+        if self.plan.windows().is_some() {
+            return None;
+        }
+        Some(
+            self.samples()
+                .iter()
+                .map(|&r| blend.source_of(r).1)
+                .collect(),
+        )
+    }
+
+    /// A packed batch's boundaries of column `column`, as FlashAttention's varlen kernels
+    /// take them: `int32` offsets from 0 to the batch's tokens, at every window edge and
+    /// every edge of a document (or of a window's padding) inside a window; the offsets of
+    /// level 1 of the packed column.
+    ///
+    /// # Errors
+    /// [`ArgumentError::NoSuchColumn`]; [`ArgumentError::InvalidArgument`] when the batch is
+    /// not packed, or has more tokens than `i32` counts.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).with_packing(Packing::new(5)).build()?;
+    /// let batch = loader.next_batch()?.expect("windows 0 and 1");
+    /// assert_eq!(batch.cu_seqlens("x")?, [0, 1, 3, 5, 6, 10]);  // |1 2 2|1 4|
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cu_seqlens(&self, column: &str) -> Result<Vec<i32>> {
+        let tensor = self.data.column(column)?;
+        if self.plan.windows().is_none() {
+            return Err(not_packed("cu_seqlens", "not a packed batch"));
+        }
+        let offsets = &tensor.lod().offsets()[1];
+        (offsets.iter().map(|&o| i32::try_from(o)))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| not_packed("cu_seqlens", "more tokens than int32 counts"))
+    }
+
+    /// A packed batch's position of every token within its piece of a document: 0 at
+    /// every boundary of [`Batch::cu_seqlens`], then counting up.
+    ///
+    /// # Errors
+    /// As [`Batch::cu_seqlens`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// let mut loader = Loader::builder(&file).with_batch_size(1).with_packing(Packing::new(5)).build()?;
+    /// let batch = loader.next_batch()?.expect("window 0");
+    /// assert_eq!(batch.position_ids("x")?, [0, 0, 1, 0, 1]);    // rows 0, 1 and 2's first two
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn position_ids(&self, column: &str) -> Result<Vec<i64>> {
+        let cu = self.cu_seqlens(column)?;
+        let mut ids = Vec::with_capacity(cu.last().map_or(0, |&n| n as usize));
+        for w in cu.windows(2) {
+            ids.extend(0..i64::from(w[1] - w[0]));
+        }
+        Ok(ids)
+    }
+
     /// A zero-padded copy of level `level` of column `column`: the sequences of that level
     /// as rows `[rows, max_len, D…]`, with lengths and mask ([`crate::ops::to_padded`]).
     ///
@@ -265,6 +393,17 @@ impl Batch {
         let tensor = self.data.column(column)?;
         to_padded(tensor, level, &zero(tensor.dtype())?, None)
     }
+}
+
+/// The error of a packing accessor on a batch it does not fit.
+fn not_packed(name: &'static str, found: &str) -> crate::error::Error {
+    ArgumentError::InvalidArgument {
+        op: "Batch",
+        name,
+        found: found.to_owned(),
+        expected: "a packed batch of at most i32::MAX tokens".to_owned(),
+    }
+    .into()
 }
 
 /// One zero item (`false` for booleans) of `dtype`.

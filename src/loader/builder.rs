@@ -5,12 +5,17 @@ use arrow_schema::Schema;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
+use super::mix::{Blend, Mixture, read_mixture};
+use super::pack::Packing;
+use super::packed::packed_columns;
+use super::position::Hasher;
 use crate::dataset::{Column, Dataset};
 use crate::error::ArgumentError;
 use crate::error::Result;
 use crate::io::ipc_reader::MappedDataset;
 use crate::row_index::RowIndex;
 use crate::shards::{PendingChecksum, ShardedDataset};
+use std::sync::Arc;
 
 /// What a [`Loader`] reads: the record batches of one mapped file, or of every shard of a
 /// sharded dataset, one after the other (`Loader::builder` takes either).
@@ -35,11 +40,19 @@ pub enum LoaderSource<'a> {
     /// the loader first reads a sample of it (so a rank reads the values of its own shards
     /// only).
     Shards(&'a ShardedDataset),
+    /// Several sources drawn from at set proportions ([`Mixture`]).
+    Mixture(&'a Mixture<'a>),
 }
 
 impl<'a> From<&'a MappedDataset> for LoaderSource<'a> {
     fn from(file: &'a MappedDataset) -> Self {
         LoaderSource::File(file)
+    }
+}
+
+impl<'a> From<&'a Mixture<'a>> for LoaderSource<'a> {
+    fn from(mixture: &'a Mixture<'a>) -> Self {
+        LoaderSource::Mixture(mixture)
     }
 }
 
@@ -50,22 +63,25 @@ impl<'a> From<&'a ShardedDataset> for LoaderSource<'a> {
 }
 
 /// What a loader reads, gathered from its source.
-struct Sourced {
+pub(super) struct Sourced {
     /// The record batches, in order.
-    batches: Vec<Dataset>,
+    pub batches: Vec<Dataset>,
     /// The rows of every shard (a file is one shard).
-    shards: RowIndex,
+    pub shards: RowIndex,
     /// Every shard whose checksum is still to check, by shard (empty: none).
-    unchecked: Vec<Option<PendingChecksum>>,
+    pub unchecked: Vec<Option<PendingChecksum>>,
     /// What every batch shares per column.
-    columns: Vec<ColumnInfo>,
+    pub columns: Vec<ColumnInfo>,
+    /// A mixture's sources.
+    pub blend: Option<Blend>,
 }
 
 impl LoaderSource<'_> {
     /// The record batches and shards, and what every batch shares per column (from the
     /// first batch, else from the schema: a source without rows).
-    fn read(self) -> Result<Sourced> {
+    pub(super) fn read(self) -> Result<Sourced> {
         let (batches, shards, unchecked, empty) = match self {
+            LoaderSource::Mixture(mixture) => return read_mixture(mixture),
             LoaderSource::File(file) => {
                 let rows = RowIndex::from_counts([file.num_rows()]);
                 let empty = empty_columns(file.schema());
@@ -97,6 +113,7 @@ impl LoaderSource<'_> {
             shards,
             unchecked,
             columns,
+            blend: None,
         })
     }
 }
@@ -146,6 +163,7 @@ impl<'a> LoaderBuilder<'a> {
                 shuffle: Shuffle::None,
                 buckets: Vec::new(),
                 ranks: Ranks::Parts { rank: 0, world: 1 },
+                packing: None,
             },
             length: None,
             quantiles: None,
@@ -456,6 +474,35 @@ impl<'a> LoaderBuilder<'a> {
         self
     }
 
+    /// Packs the epoch's documents into windows of tokens ([`Packing`] says exactly how):
+    /// a batch then holds `batch_size` windows
+    /// ([`LoaderBuilder::with_batch_size`]; the default 32), of every tensor column with as
+    /// many elements per row as the length column, which must be counted at its innermost
+    /// level (the default). With [`LoaderBuilder::with_shuffle`] the documents and then the
+    /// windows are shuffled; with a chunk or windowed shuffle the documents only (the
+    /// windows keep reading front to back). Ranks, `drop_last` and positions apply to the
+    /// windows' batches as they do to samples' batches. Not with a token budget or buckets.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// // Documents of 1..=5 tokens: 15 tokens, three windows of 4 (3 tokens dropped).
+    /// let mut loader = Loader::builder(&file).with_batch_size(3).with_packing(Packing::new(4)).build()?;
+    /// let batch = loader.next_batch()?.expect("one batch of three windows");
+    /// assert_eq!(batch.data().column("x")?.elements().len(), 12);
+    /// assert_eq!(batch.cu_seqlens("x")?, [0, 1, 3, 4, 6, 8, 10, 12]);
+    /// assert_eq!(batch.position_ids("x")?[..6], [0, 0, 1, 0, 0, 1]);
+    /// assert!(batch.is_view());                                  // tokens 0..12 of one record batch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_packing(mut self, packing: Packing) -> Self {
+        self.config.packing = Some(packing);
+        self
+    }
+
     /// The loader, positioned at batch 0 of epoch 0.
     ///
     /// # Errors
@@ -494,6 +541,7 @@ impl<'a> LoaderBuilder<'a> {
             shards,
             unchecked,
             columns,
+            blend,
         } = source.read()?;
         let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
         let length = length_column(&columns, length)?;
@@ -502,7 +550,22 @@ impl<'a> LoaderBuilder<'a> {
             config.buckets = quantile_bounds(&lengths, n)?;
         }
         config.validate()?;
-        let fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
+        let packed = match config.packing {
+            Some(_) => packed_columns(&batches, &columns, length, &lengths)?,
+            None => Vec::new(),
+        };
+        let mut fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
+        let blend = match blend {
+            Some(mut blend) => {
+                blend.count_first_epochs(&config, &lengths)?;
+                let mut options = Hasher::new();
+                options.add(&[fingerprint.options]);
+                options.add(&blend.hash_words());
+                fingerprint.options = options.finish();
+                Some(Arc::new(blend))
+            }
+            None => None,
+        };
         let sources = batches
             .iter()
             .map(|b| b.columns().iter().map(Source::new).collect())
@@ -515,6 +578,8 @@ impl<'a> LoaderBuilder<'a> {
             sources,
             columns,
             lengths,
+            packed,
+            blend,
             config,
             fingerprint,
             plan: None,

@@ -2,6 +2,7 @@
 //! ordered ([`Shuffle`]) and shared among ranks, checked together and hashed into the
 //! fingerprint that positions carry.
 
+use super::pack::Packing;
 use super::position::{Fingerprint, Hasher};
 use crate::error::ArgumentError;
 use crate::error::Result;
@@ -82,6 +83,8 @@ pub(crate) struct PlanConfig {
     /// last bucket. Empty: one bucket.
     pub buckets: Vec<usize>,
     pub ranks: Ranks,
+    /// Documents packed into windows; the batch size counts windows.
+    pub packing: Option<Packing>,
 }
 
 /// How the ranks of a data-parallel job share each epoch.
@@ -144,11 +147,45 @@ impl PlanConfig {
                 format!("must be below world_size ({world}), got {rank}"),
             );
         }
+        if let Some(packing) = &self.packing {
+            self.validate_packing(packing)?;
+        }
         if let Some(i) = self.buckets.windows(2).position(|w| w[1] <= w[0]) {
             let (a, b) = (self.buckets[i], self.buckets[i + 1]);
             return bad(
                 "buckets",
                 format!("bounds must increase: {b} at index {} follows {a}", i + 1),
+            );
+        }
+        Ok(())
+    }
+
+    /// Packing: windows of at least one token, batched by number (`batch_size`), in one
+    /// bucket.
+    fn validate_packing(&self, packing: &Packing) -> Result<()> {
+        let bad = |option: &'static str, reason: &str| {
+            Err(ArgumentError::LoaderConfig {
+                option,
+                reason: reason.to_owned(),
+            }
+            .into())
+        };
+        if packing.seq_len == 0 {
+            return bad("pack", "must be at least 1 token, got 0");
+        }
+        if !packing.split && packing.lookahead == 0 {
+            return bad("pack_lookahead", "must be at least 1, got 0");
+        }
+        if let BatchSize::Tokens(_) = self.batch {
+            return bad(
+                "token_budget",
+                "conflicts with pack: a packed batch holds batch_size windows",
+            );
+        }
+        if !self.buckets.is_empty() {
+            return bad(
+                "buckets",
+                "conflicts with pack: every window has one length",
             );
         }
         Ok(())
@@ -188,6 +225,9 @@ impl PlanConfig {
             }
             // Not the rank or the world size: positions move between numbers of ranks.
             Ranks::Turns { .. } => options.add(&[2]),
+        }
+        if let Some(packing) = &self.packing {
+            options.add(&packing.hash_words());
         }
         options.add(&[self.drop_last as u64, self.buckets.len() as u64]);
         for &b in &self.buckets {

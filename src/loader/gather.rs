@@ -67,6 +67,12 @@ impl Source {
         }
     }
 
+    /// The bytes of items `items` (items of `width` bytes; not booleans).
+    pub(super) fn item_bytes(&self, items: std::ops::Range<usize>, width: usize) -> &[u8] {
+        let at = |i: usize| (self.item_offset + i) * width;
+        &self.items.as_slice()[at(items.start)..at(items.end)]
+    }
+
     /// The entries of level `level` (or the elements, for `level == num_levels`) under
     /// rows `rows`.
     fn range(&self, rows: (usize, usize), level: usize) -> (usize, usize) {
@@ -181,7 +187,7 @@ const POOL_SLOTS: usize = 8;
 
 impl Gatherer {
     /// A free buffer of at least `capacity` bytes, from the pool if one is free.
-    fn take(&mut self, capacity: usize) -> MutableBuffer {
+    pub(super) fn take(&mut self, capacity: usize) -> MutableBuffer {
         if let Some(i) = self.pool.iter().position(|b| b.strong_count() == 1) {
             match self.pool.swap_remove(i).into_mutable() {
                 Ok(mut m) => {
@@ -199,7 +205,7 @@ impl Gatherer {
         MutableBuffer::with_capacity(capacity)
     }
 
-    fn keep(&mut self, buffer: &Buffer) {
+    pub(super) fn keep(&mut self, buffer: &Buffer) {
         if self.pool.len() == POOL_SLOTS {
             self.pool.remove(0);
         }

@@ -81,7 +81,10 @@ mod batch;
 mod builder;
 mod config;
 mod gather;
+mod mix;
 mod order;
+mod pack;
+mod packed;
 mod plan;
 mod position;
 mod prefetch;
@@ -101,12 +104,15 @@ pub use batch::Batch;
 pub use builder::{LoaderBuilder, LoaderSource};
 pub use config::{BatchSize, Shuffle};
 pub use gather::GatherStats;
+pub use mix::Mixture;
+pub use pack::{Overlong, Packing, Piece, Windows};
 pub use plan::{BatchInfo, Plan};
 pub use position::{Fingerprint, Position};
 pub use prefetch::Prefetch;
 
 use config::PlanConfig;
 use gather::{ColumnInfo, Gatherer, Source};
+use mix::Blend;
 
 /// Streams the batches of a [`MappedDataset`]; see the [module docs](self).
 ///
@@ -136,6 +142,11 @@ pub struct Loader {
     sources: Vec<Vec<Source>>,
     columns: Vec<ColumnInfo>,
     lengths: Vec<usize>,
+    /// The columns a packed batch holds: tensors with as many elements per row as the
+    /// length column (empty unless packing).
+    packed: Vec<usize>,
+    /// A mixture's sources.
+    blend: Option<Arc<Blend>>,
     config: PlanConfig,
     fingerprint: Fingerprint,
     plan: Option<Arc<Plan>>,
@@ -185,13 +196,15 @@ impl Loader {
     pub fn plan(&self, epoch: u64) -> Arc<Plan> {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
-            _ => Arc::new(Plan::build(
-                &self.config,
-                &self.lengths,
-                &self.rows,
-                &self.shards,
-                epoch,
-            )),
+            _ => Arc::new(self.build_plan(epoch)),
+        }
+    }
+
+    /// Makes the plan of `epoch`.
+    fn build_plan(&self, epoch: u64) -> Plan {
+        match &self.blend {
+            Some(blend) => blend.plan(&self.config, &self.lengths, epoch),
+            None => Plan::build(&self.config, &self.lengths, &self.rows, &self.shards, epoch),
         }
     }
 
@@ -229,13 +242,7 @@ impl Loader {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
             _ => {
-                let p = Arc::new(Plan::build(
-                    &self.config,
-                    &self.lengths,
-                    &self.rows,
-                    &self.shards,
-                    epoch,
-                ));
+                let p = Arc::new(self.build_plan(epoch));
                 self.plan = Some(p.clone());
                 p
             }
@@ -430,7 +437,10 @@ impl Loader {
             self.position = (epoch + 1, 0);
             return Ok(None);
         };
-        let (data, view) = self.load(samples)?;
+        let (data, view) = match plan.windows() {
+            Some(windows) => self.load_packed(windows, samples)?,
+            None => self.load(samples)?,
+        };
         let next = (step + self.config.ranks.turn().1).min(plan.len());
         self.position = (epoch, next);
         Ok(Some(Batch {
@@ -440,6 +450,7 @@ impl Loader {
             index,
             steps: step..next,
             fingerprint: self.fingerprint,
+            blend: self.blend.clone(),
         }))
     }
 
@@ -517,7 +528,7 @@ impl Loader {
     /// ```
     pub fn next_is_view(&self) -> bool {
         match &self.plan {
-            Some(p) if p.epoch() == self.position.0 => {
+            Some(p) if p.epoch() == self.position.0 && p.windows().is_none() => {
                 (p.batch(self.next_index())).is_some_and(|s| self.view_rows(s).is_some())
             }
             _ => false,

@@ -38,7 +38,7 @@ pub(super) fn epoch_order(
 }
 
 /// The generator of epoch `epoch` under `seed` (fixed forever: plans depend on it).
-fn epoch_rng(seed: u64, epoch: u64) -> SplitMix64 {
+pub(super) fn epoch_rng(seed: u64, epoch: u64) -> SplitMix64 {
     let mut mixer = SplitMix64::new(seed);
     let base = mixer.next_u64();
     SplitMix64::new(base ^ epoch.wrapping_mul(0xd1b5_4a32_d192_ed03))
@@ -50,7 +50,7 @@ fn below(rng: &mut SplitMix64, n: usize) -> usize {
 }
 
 /// Fisher–Yates, from the back.
-fn permute<T>(rng: &mut SplitMix64, items: &mut [T]) {
+pub(super) fn permute<T>(rng: &mut SplitMix64, items: &mut [T]) {
     for i in (1..items.len()).rev() {
         items.swap(i, below(rng, i + 1));
     }

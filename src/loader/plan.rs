@@ -20,10 +20,13 @@
 //! With elastic sharding (`Ranks::Turns`) there is no per-rank part: every rank makes
 //! the batches of the whole order, and takes its turns among them.
 
+use std::sync::Arc;
+
 use crate::row_index::RowIndex;
 
 use super::config::{BatchSize, PlanConfig, Ranks};
 use super::order::epoch_order;
+use super::pack::{Windows, packed_plan};
 
 /// One batch of a plan.
 ///
@@ -133,6 +136,8 @@ pub struct Plan {
     samples: Vec<usize>,
     infos: Vec<BatchInfo>,
     dropped: usize,
+    /// A packed epoch's windows (then `samples` are window numbers).
+    windows: Option<Arc<Windows>>,
 }
 
 impl Plan {
@@ -146,13 +151,27 @@ impl Plan {
         shards: &RowIndex,
         epoch: u64,
     ) -> Plan {
-        let n = lengths.len();
-        let order = epoch_order(config.shuffle, n, batches, shards, epoch);
+        let order = epoch_order(config.shuffle, lengths.len(), batches, shards, epoch);
+        if let Some(packing) = &config.packing {
+            return packed_plan(config, packing, lengths, order, epoch);
+        }
+        Plan::of_ranks(config, lengths, &order, epoch)
+    }
+
+    /// The plan of `order` (samples, or a packed epoch's windows) of lengths `lengths`,
+    /// shared among ranks as the options say.
+    pub(super) fn of_ranks(
+        config: &PlanConfig,
+        lengths: &[usize],
+        order: &[usize],
+        epoch: u64,
+    ) -> Plan {
+        let n = order.len();
         let Ranks::Parts { rank, world } = config.ranks else {
-            return Plan::of_order(config, lengths, &order, epoch);
+            return Plan::of_order(config, lengths, order, epoch);
         };
         if config.drop_last {
-            return Plan::of_order(config, lengths, &order, epoch).deal(rank, world);
+            return Plan::of_order(config, lengths, order, epoch).deal(rank, world);
         }
         Plan::of_order(
             config,
@@ -172,6 +191,7 @@ impl Plan {
             samples: Vec::with_capacity(order.len()),
             infos: Vec::new(),
             dropped: 0,
+            windows: None,
         };
         for &s in order {
             let len = lengths[s];
@@ -234,6 +254,7 @@ impl Plan {
             samples: Vec::new(),
             infos: Vec::with_capacity(share),
             dropped: 0,
+            windows: None,
         };
         for &b in &kept[share * rank..share * (rank + 1)] {
             let info = self.infos[b];
@@ -251,6 +272,35 @@ impl Plan {
             plan.dropped = self.dropped + unread;
         }
         plan
+    }
+
+    /// The plan with the packed epoch's `windows` attached: every window is as long as
+    /// the longest, so that padding ratios count the windows' padding.
+    pub(super) fn with_windows(mut self, windows: Arc<Windows>) -> Plan {
+        for info in &mut self.infos {
+            info.max_len = windows.window_len();
+        }
+        self.windows = Some(windows);
+        self
+    }
+
+    /// A packed epoch's windows ([`LoaderBuilder::with_packing`](super::LoaderBuilder::with_packing)),
+    /// in the order packing made them; the plan's samples are then numbers of these
+    /// windows. `None` when the loader does not pack.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// let packed = Loader::builder(&file).with_batch_size(2).with_packing(Packing::new(4)).build()?;
+    /// assert_eq!(packed.plan(0).batches().collect::<Vec<_>>(), [&[0, 1][..], &[2]]);   // windows
+    /// assert!(Loader::builder(&file).build()?.plan(0).windows().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn windows(&self) -> Option<&Windows> {
+        self.windows.as_deref()
     }
 
     /// Appends `samples` as one batch and empties it.

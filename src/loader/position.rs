@@ -37,7 +37,7 @@ impl Fingerprint {
     pub(crate) fn differences(&self, other: &Fingerprint) -> Vec<&'static str> {
         let mut out = Vec::new();
         if self.options != other.options {
-            out.push("the options (batch size or token budget, drop_last, shuffle or seed, buckets, shard or elastic_shard)");
+            out.push("the options (batch size or token budget, drop_last, shuffle or seed, buckets, shard or elastic_shard, packing)");
         }
         if self.lengths != other.lengths {
             out.push("the samples or their lengths (other data, or another length column)");

@@ -15,6 +15,7 @@ fn config(batch: BatchSize) -> PlanConfig {
         shuffle: Shuffle::None,
         buckets: Vec::new(),
         ranks: Ranks::Parts { rank: 0, world: 1 },
+        packing: None,
     }
 }
 

@@ -1,0 +1,104 @@
+//! `Mixture`: several datasets drawn from at set proportions (`lt.mix`), and the loaders
+//! over them.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::dataset::Dataset;
+use crate::error::invalid;
+use crate::loader::{Loader, Options, Source};
+use crate::shards::ShardedDataset;
+
+/// The sources of a mixture, their weights and its seed: what its loaders are built from.
+pub struct Recipe {
+    pub sources: Vec<Source>,
+    pub weights: Vec<f64>,
+    pub seed: u64,
+}
+
+/// Several datasets (files or sharded datasets with the same columns) drawn from at set
+/// proportions: `lt.mix([a, b], [0.7, 0.3], seed=0)`. `loader(**options)` takes the options
+/// of `Dataset.loader`; each batch's `source` says where each of its samples came from, and
+/// `samples` is then the row within that source.
+#[pyclass(frozen, module = "lodtensor")]
+pub struct Mixture {
+    recipe: Arc<Recipe>,
+}
+
+/// A mixture of `sources` (each a `Dataset` or a `ShardedDataset`) in proportion to
+/// `weights` (positive numbers, normalized), each source shuffled by its own seed derived
+/// from the loader's `seed`, this `seed` and its place: Megatron-LM's blended datasets with
+/// every count within one sample of its share at every prefix. The sources must have the
+/// same columns; a loader refuses them otherwise, naming the first that differs.
+#[lodtensor_python_guard::guard]
+#[pyfunction]
+#[pyo3(signature = (sources, weights, seed = 0))]
+pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Vec<f64>, seed: u64) -> PyResult<Mixture> {
+    let sources = (sources.iter().enumerate())
+        .map(|(k, s)| {
+            if let Ok(d) = s.cast::<Dataset>() {
+                return Ok(Source::File(d.get().file.clone()));
+            }
+            if let Ok(d) = s.cast::<ShardedDataset>() {
+                return Ok(Source::Shards(d.get().data.clone()));
+            }
+            Err(invalid(format!(
+                "source {k} is a {}, not a Dataset or ShardedDataset",
+                s.get_type().name()?
+            )))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Mixture {
+        recipe: Arc::new(Recipe {
+            sources,
+            weights,
+            seed,
+        }),
+    })
+}
+
+impl Mixture {
+    fn rows(&self) -> usize {
+        self.recipe.sources.iter().map(Source::num_rows).sum()
+    }
+}
+
+#[lodtensor_python_guard::guard]
+#[pymethods]
+impl Mixture {
+    /// A `Loader` of the mixture's samples (or packed windows): the options of
+    /// `Dataset.loader`, applied to every source; an epoch is as many samples as the
+    /// sources' own epochs hold together.
+    #[pyo3(signature = (**options))]
+    fn loader(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Loader> {
+        let options = Options::from_kwargs(py, options)?;
+        Loader::build(py, Source::Mixture(self.recipe.clone()), options)
+    }
+
+    /// The rows of all sources together.
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.rows()
+    }
+
+    /// The weights, as given.
+    #[getter]
+    fn weights(&self) -> Vec<f64> {
+        self.recipe.weights.clone()
+    }
+
+    fn __len__(&self) -> usize {
+        self.rows()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Mixture(sources={}, weights={:?}, seed={})",
+            self.recipe.sources.len(),
+            self.recipe.weights,
+            self.recipe.seed
+        )
+    }
+}

@@ -1,0 +1,31 @@
+//! The `pack*` loader options as the crate's `Packing`.
+
+use lodtensor::loader::{Overlong, Packing};
+use pyo3::prelude::*;
+
+use crate::loader::{Options, option_error};
+
+impl Options {
+    /// The `pack*` options as the crate's [`Packing`] (`None` without `pack`).
+    pub(crate) fn packing(&self) -> PyResult<Option<Packing>> {
+        let Some(seq_len) = self.pack else {
+            return Ok(None);
+        };
+        let overlong = match self.pack_overlong.as_str() {
+            "cut" => Overlong::Cut,
+            "drop" => Overlong::Drop,
+            other => {
+                let reason = format!("must be \"cut\" or \"drop\", got {other:?}");
+                return Err(option_error("pack_overlong", &reason));
+            }
+        };
+        let mut packing = Packing::new(seq_len)
+            .with_extra_token(self.pack_extra_token)
+            .with_pad_last(self.pack_pad_last)
+            .with_overlong(overlong);
+        if !self.pack_split {
+            packing = packing.with_best_fit(self.pack_lookahead);
+        }
+        Ok(Some(packing))
+    }
+}

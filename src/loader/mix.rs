@@ -1,0 +1,473 @@
+//! Weighted mixing: one loader drawing its samples (or packed windows) from several
+//! sources at set proportions, each source keeping its own epochs and shuffles.
+//!
+//! The rule, like Megatron-LM's BlendedDataset's, draws the next sample from a source below
+//! its share: Tijdeman's rule ([`draw`]), which keeps every source's count within
+//! `1 − 1/(2K − 2)` samples of its share after every sample, `K` sources. (Megatron's, the
+//! source with the largest `weights[k]·max(i, 1) − drawn[k]`, falls more than a sample
+//! behind at some prefixes with four sources or more.) Source `k`'s `j`-th draw
+//! is the `j`-th sample of its own stream: its epochs one after the other, each ordered as a
+//! loader over that source alone would order it (its own seed, derived from the options'
+//! seed, the mixture's seed and `k`), so a small source repeats and a large one is not
+//! exhausted. The mixture's epoch is as many samples as the sources' first epochs hold
+//! together; its batches, ranks (`shard`, `elastic_shard`), `drop_last` and positions are a
+//! loader's. Every source must have the same columns (name, type, levels and offset width).
+
+use std::sync::Arc;
+
+use super::LoaderSource;
+use super::builder::Sourced;
+use super::config::{PlanConfig, Shuffle};
+use super::gather::{ColumnInfo, ValuesInfo};
+use super::order::epoch_order;
+use super::pack::{Piece, Windows, packed_order, windows_of_pieces};
+use super::plan::Plan;
+use crate::dataset::Dataset;
+use crate::error::{ArgumentError, Result};
+use crate::rng::SplitMix64;
+use crate::row_index::RowIndex;
+
+/// Sources and their weights, for [`Loader::builder`](super::Loader::builder).
+///
+/// # Example
+/// ```
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+/// # let (a, b) = (MappedDataset::open(&path)?, MappedDataset::open(&path)?);
+/// use lodtensor::loader::{Loader, Mixture};
+/// let mixture = Mixture::new(vec![(&a).into(), (&b).into()], vec![0.75, 0.25]);
+/// let mut loader = Loader::builder(&mixture).with_batch_size(4).with_shuffle(1).build()?;
+/// let batch = loader.next_batch()?.expect("a batch");
+/// assert_eq!(batch.sources().expect("a mixture"), [0, 0, 1, 0]);   // 3 : 1
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Mixture<'a> {
+    sources: Vec<LoaderSource<'a>>,
+    weights: Vec<f64>,
+    seed: u64,
+}
+
+impl<'a> Mixture<'a> {
+    /// `sources` drawn from in proportion to `weights` (any positive numbers; they are
+    /// normalized). Checked by [`LoaderBuilder::build`](super::LoaderBuilder::build).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let a = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Mixture};
+    /// let refused = Mixture::new(vec![(&a).into()], vec![0.5, 0.5]);
+    /// assert!(Loader::builder(&refused).build().is_err());      // a weight for every source
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(sources: Vec<LoaderSource<'a>>, weights: Vec<f64>) -> Self {
+        Mixture {
+            sources,
+            weights,
+            seed: 0,
+        }
+    }
+
+    /// Mixed into every source's shuffle seed, so that the same sources in two mixtures
+    /// are shuffled apart.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let a = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Mixture};
+    /// let one = Mixture::new(vec![(&a).into()], vec![1.0]);
+    /// let other = one.clone().with_seed(2);
+    /// let plan = |m: &Mixture| Loader::builder(m).with_shuffle(0).build().map(|l| l.plan(0));
+    /// assert_ne!(plan(&one)?.samples(), plan(&other)?.samples());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// The sources.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let a = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::Mixture;
+    /// assert_eq!(Mixture::new(vec![(&a).into()], vec![1.0]).sources().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sources(&self) -> &[LoaderSource<'a>] {
+        &self.sources
+    }
+
+    /// The weights, normalized, after checking there is one per source, each finite and
+    /// positive.
+    pub(super) fn normalized_weights(&self) -> Result<Vec<f64>> {
+        let bad = |reason: String| {
+            Err(ArgumentError::LoaderConfig {
+                option: "weights",
+                reason,
+            }
+            .into())
+        };
+        if self.sources.is_empty() {
+            return bad("a mixture needs at least one source".to_owned());
+        }
+        if self.weights.len() != self.sources.len() {
+            let (w, s) = (self.weights.len(), self.sources.len());
+            return bad(format!("{w} weights for {s} sources: give one per source"));
+        }
+        if let Some(i) = (self.weights.iter()).position(|w| !w.is_finite() || *w <= 0.0) {
+            return bad(format!(
+                "weight {i} is {}: must be positive",
+                self.weights[i]
+            ));
+        }
+        let sum: f64 = self.weights.iter().sum();
+        Ok(self.weights.iter().map(|w| w / sum).collect())
+    }
+
+    pub(super) fn seed(&self) -> u64 {
+        self.seed
+    }
+}
+
+/// What a mixed loader knows of its sources.
+#[derive(Debug)]
+pub(crate) struct Blend {
+    weights: Vec<f64>,
+    seed: u64,
+    /// Where every source's rows start among the loader's rows.
+    pub rows: RowIndex,
+    /// Each source's record batches and shards, in its own rows.
+    parts: Vec<(RowIndex, RowIndex)>,
+    /// Samples in each source's first epoch, and in the mixture's epoch (their sum).
+    firsts: Vec<usize>,
+}
+
+/// The samples of one epoch of one source: rows of the loader, or packed windows.
+enum SourceEpoch {
+    Rows(Vec<usize>),
+    Windows(Windows, Vec<usize>),
+}
+
+impl SourceEpoch {
+    fn len(&self) -> usize {
+        match self {
+            SourceEpoch::Rows(rows) => rows.len(),
+            SourceEpoch::Windows(_, order) => order.len(),
+        }
+    }
+}
+
+/// The source of sample `i`, given the samples each source gave before it: Tijdeman's
+/// rule for the chairman assignment problem. Of the sources at least `δ = 1/(2K − 2)`
+/// samples below their share of the `i + 1` samples, the one whose next sample falls due
+/// first (the least `(drawn + 1 − δ) / weight`; the first on a tie). Every count then stays
+/// within `1 − δ` of its share after every sample.
+pub(crate) fn draw(weights: &[f64], i: u64, drawn: &[u64]) -> usize {
+    if weights.len() == 1 {
+        return 0;
+    }
+    let n = (i + 1) as f64;
+    let delta = 1.0 / (2 * weights.len() - 2) as f64;
+    let mut best: Option<(usize, f64)> = None;
+    for (k, (&w, &d)) in weights.iter().zip(drawn).enumerate() {
+        let d = d as f64;
+        // The tolerance keeps rounding from leaving every source out.
+        if w * n - d >= delta - 1e-9 {
+            let due = (d + 1.0 - delta) / w;
+            if best.is_none_or(|(_, b)| due < b) {
+                best = Some((k, due));
+            }
+        }
+    }
+    best.map_or(0, |(k, _)| k)
+}
+
+impl Blend {
+    /// The blend of sources whose record batches and shards are `parts`, in order.
+    pub(super) fn new(weights: Vec<f64>, seed: u64, parts: Vec<(RowIndex, RowIndex)>) -> Self {
+        let rows = RowIndex::from_counts(parts.iter().map(|(b, _)| b.num_rows()));
+        Blend {
+            weights,
+            seed,
+            rows,
+            parts,
+            firsts: Vec::new(),
+        }
+    }
+
+    /// Counts every source's first epoch.
+    ///
+    /// # Errors
+    /// [`ArgumentError::LoaderConfig`] for a source without samples (no rows, or too few
+    /// tokens for a window).
+    pub(super) fn count_first_epochs(
+        &mut self,
+        config: &PlanConfig,
+        lengths: &[usize],
+    ) -> Result<()> {
+        self.firsts = (0..self.parts.len())
+            .map(|k| self.source_epoch(config, lengths, k, 0).len())
+            .collect();
+        if let Some(k) = self.firsts.iter().position(|&n| n == 0) {
+            return Err(ArgumentError::LoaderConfig {
+                option: "weights",
+                reason: format!("source {k} has no samples to draw (no rows, or no window)"),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The options of source `k` alone: its own shuffle seed.
+    fn source_config(&self, config: &PlanConfig, k: usize) -> PlanConfig {
+        let mut mixer = SplitMix64::new(self.seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let salt = mixer.next_u64();
+        let shuffle = match config.shuffle {
+            Shuffle::None => Shuffle::None,
+            Shuffle::Samples { seed } => Shuffle::Samples { seed: seed ^ salt },
+            Shuffle::Chunks { seed, rows } => Shuffle::Chunks {
+                seed: seed ^ salt,
+                rows,
+            },
+            Shuffle::Windowed { seed, rows, window } => Shuffle::Windowed {
+                seed: seed ^ salt,
+                rows,
+                window,
+            },
+        };
+        PlanConfig {
+            shuffle,
+            ..config.clone()
+        }
+    }
+
+    /// Epoch `epoch` of source `k` alone, in the loader's rows.
+    fn source_epoch(
+        &self,
+        config: &PlanConfig,
+        lengths: &[usize],
+        k: usize,
+        epoch: u64,
+    ) -> SourceEpoch {
+        let rows = self.rows.part_rows(k);
+        let (batches, shards) = &self.parts[k];
+        let config = self.source_config(config, k);
+        let order = epoch_order(config.shuffle, rows.len(), batches, shards, epoch);
+        match &config.packing {
+            None => SourceEpoch::Rows(order.into_iter().map(|r| r + rows.start).collect()),
+            Some(packing) => {
+                let (windows, order) = packed_order(&config, packing, &lengths[rows], order, epoch);
+                SourceEpoch::Windows(windows, order)
+            }
+        }
+    }
+
+    /// Draws `from..to` of source `k`'s stream: rows, or each window's pieces (in the
+    /// loader's rows).
+    fn source_draws(
+        &self,
+        config: &PlanConfig,
+        lengths: &[usize],
+        k: usize,
+        (from, to): (u64, u64),
+    ) -> Vec<Drawn> {
+        let mut out = Vec::with_capacity((to - from) as usize);
+        // Every epoch of a source has as many samples but with best fit: walk from 0 then.
+        let constant = config.packing.is_none_or(|p| p.split);
+        let (mut epoch, mut start) = match constant {
+            true => (
+                from / self.firsts[k] as u64,
+                from - from % self.firsts[k] as u64,
+            ),
+            false => (0, 0),
+        };
+        let first_row = self.rows.part_rows(k).start;
+        while start < to {
+            let samples = self.source_epoch(config, lengths, k, epoch);
+            let end = start + samples.len() as u64;
+            for j in from.max(start)..to.min(end) {
+                let at = (j - start) as usize;
+                out.push(match &samples {
+                    SourceEpoch::Rows(rows) => Drawn::Row(rows[at]),
+                    SourceEpoch::Windows(w, order) => Drawn::Window(
+                        (w.pieces(order[at]).into_iter())
+                            .map(|p| Piece {
+                                row: p.row + first_row,
+                                ..p
+                            })
+                            .collect(),
+                    ),
+                });
+            }
+            (epoch, start) = (epoch + 1, end);
+        }
+        out
+    }
+
+    /// The plan of the mixture's epoch `epoch`: samples `epoch·n .. (epoch + 1)·n` of its
+    /// stream, `n` the sources' first epochs together.
+    pub(super) fn plan(&self, config: &PlanConfig, lengths: &[usize], epoch: u64) -> Plan {
+        let n: u64 = self.firsts.iter().map(|&c| c as u64).sum();
+        let mut drawn = vec![0u64; self.parts.len()];
+        for i in 0..epoch * n {
+            let k = draw(&self.weights, i, &drawn);
+            drawn[k] += 1;
+        }
+        let before = drawn.clone();
+        let mut sources = Vec::with_capacity(n as usize);
+        for i in epoch * n..(epoch + 1) * n {
+            let k = draw(&self.weights, i, &drawn);
+            drawn[k] += 1;
+            sources.push(k);
+        }
+        let mut draws: Vec<std::vec::IntoIter<Drawn>> = (0..self.parts.len())
+            .map(|k| {
+                self.source_draws(config, lengths, k, (before[k], drawn[k]))
+                    .into_iter()
+            })
+            .collect();
+        let mut drawn_in_order = sources.iter().map(|&k| draws[k].next().expect("drawn"));
+        match &config.packing {
+            None => {
+                let order: Vec<usize> = drawn_in_order
+                    .map(|d| match d {
+                        Drawn::Row(r) => r,
+                        Drawn::Window(_) => unreachable!("not packing"),
+                    })
+                    .collect();
+                Plan::of_ranks(config, lengths, &order, epoch)
+            }
+            Some(packing) => {
+                let (mut pieces, mut starts) = (Vec::new(), vec![0]);
+                for d in drawn_in_order.by_ref() {
+                    if let Drawn::Window(w) = d {
+                        pieces.extend(w);
+                        starts.push(pieces.len());
+                    }
+                }
+                let windows = windows_of_pieces(packing.window_len(), pieces, starts);
+                let tokens: Vec<usize> = (0..windows.len()).map(|w| windows.tokens_of(w)).collect();
+                let order: Vec<usize> = (0..windows.len()).collect();
+                Plan::of_ranks(config, &tokens, &order, epoch).with_windows(Arc::new(windows))
+            }
+        }
+    }
+
+    /// The words of the weights, seed and source sizes, hashed into the fingerprint.
+    pub(super) fn hash_words(&self) -> Vec<u64> {
+        let mut words = vec![5, self.seed, self.weights.len() as u64];
+        words.extend(self.weights.iter().map(|w| w.to_bits()));
+        words.extend(self.rows.starts().iter().map(|&s| s as u64));
+        words
+    }
+
+    /// The source of every one of `rows` (rows of the loader).
+    pub(super) fn source_of(&self, row: usize) -> (usize, usize) {
+        self.rows
+            .locate(row)
+            .expect("plans hold rows of the sources")
+    }
+}
+
+/// The record batches and shards of every source of `mixture`, one source after the other,
+/// and their blend.
+///
+/// # Errors
+/// As [`LoaderSource::read`] for each source; [`ArgumentError::LoaderConfig`] for bad
+/// weights, a mixture among the sources, or a column that differs between two sources.
+pub(super) fn read_mixture(mixture: &Mixture<'_>) -> Result<Sourced> {
+    let weights = mixture.normalized_weights()?;
+    let mut all: Option<Sourced> = None;
+    let (mut parts, mut shard_rows) = (Vec::new(), Vec::new());
+    for (k, source) in mixture.sources().iter().enumerate() {
+        if let LoaderSource::Mixture(_) = source {
+            return Err(mixed(format!(
+                "source {k} is a mixture: give its sources instead"
+            )));
+        }
+        let mut read = source.read()?;
+        let batches = RowIndex::from_counts(read.batches.iter().map(Dataset::num_rows));
+        let shards = read.shards.num_parts();
+        shard_rows.extend((0..shards).map(|s| read.shards.part_rows(s).len()));
+        parts.push((batches, read.shards.clone()));
+        let Some(all) = all.as_mut() else {
+            read.unchecked
+                .resize_with(if read.unchecked.is_empty() { 0 } else { shards }, || None);
+            all = Some(read);
+            continue;
+        };
+        same_columns(&all.columns, &read.columns, k)?;
+        let before = all.shards.num_parts();
+        if !(all.unchecked.is_empty() && read.unchecked.is_empty()) {
+            all.unchecked.resize_with(before, || None);
+            read.unchecked.resize_with(shards, || None);
+            all.unchecked.append(&mut read.unchecked);
+        }
+        all.batches.append(&mut read.batches);
+        all.shards = RowIndex::from_counts(shard_rows.iter().copied());
+    }
+    let mut all = all.expect("normalized_weights refuses no sources");
+    all.blend = Some(Blend::new(weights, mixture.seed(), parts));
+    Ok(all)
+}
+
+/// A mixture's configuration error.
+fn mixed(reason: String) -> crate::error::Error {
+    ArgumentError::LoaderConfig {
+        option: "sources",
+        reason,
+    }
+    .into()
+}
+
+/// Checks that source `k`'s columns are the first source's: names, levels, offset widths
+/// and values, naming the first that differs.
+fn same_columns(first: &[ColumnInfo], other: &[ColumnInfo], k: usize) -> Result<()> {
+    let names = |c: &[ColumnInfo]| c.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+    if names(first) != names(other) {
+        let (a, b) = (names(first), names(other));
+        return Err(mixed(format!(
+            "source {k} has columns {b:?}, source 0 {a:?}"
+        )));
+    }
+    for (a, b) in first.iter().zip(other) {
+        let values = |c: &ColumnInfo| match &c.values {
+            ValuesInfo::Tensor {
+                dtype,
+                element_shape,
+                ..
+            } => format!("{dtype} elements of shape {element_shape:?}"),
+            ValuesInfo::Side(field) => format!("a side column of {}", field.data_type()),
+        };
+        let (va, vb) = (values(a), values(b));
+        if a.widths != b.widths || va != vb {
+            return Err(mixed(format!(
+                "column {:?} differs: source 0 has {} levels ({:?} offsets) of {va}, source {k} \
+                 {} levels ({:?} offsets) of {vb}",
+                a.name,
+                a.widths.len(),
+                a.widths,
+                b.widths.len(),
+                b.widths,
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One draw from a source: a row, or a packed window's pieces.
+enum Drawn {
+    Row(usize),
+    Window(Vec<Piece>),
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! Mixing against a model: Megatron-LM's BlendedDataset rule replayed by hand, every source
+//! read as its own epochs, resume and elastic resume.
+
+use std::collections::HashMap;
+
+use proptest::prelude::*;
+
+use super::*;
+use arrow_array::types::Float32Type;
+
+use crate::dataset::{Column, Dataset};
+use crate::error::ErrorKind;
+use crate::io::ipc_reader::MappedDataset;
+use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
+use crate::loader::pack::Packing;
+use crate::loader::pack::tests::{file, tokens};
+use crate::loader::{Batch, Loader, LoaderBuilder, Position};
+use crate::tensor::LodTensor;
+
+fn weights_strategy() -> impl Strategy<Value = Vec<f64>> {
+    prop::collection::vec(prop_oneof![0.001f64..0.05, 0.01f64..10.0], 1..8)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// After every number of samples, each source's count is within one sample of its
+    /// share.
+    #[test]
+    fn proportions_hold_at_every_prefix(weights in weights_strategy(), n in 1u64..3000) {
+        let sum: f64 = weights.iter().sum();
+        let weights: Vec<f64> = weights.iter().map(|w| w / sum).collect();
+        let mut drawn = vec![0u64; weights.len()];
+        let bound = if weights.len() == 1 { 0.0 } else { 1.0 - 1.0 / (2 * weights.len() - 2) as f64 };
+        for i in 0..n {
+            let k = draw(&weights, i, &drawn);
+            drawn[k] += 1;
+            for (w, &d) in weights.iter().zip(&drawn) {
+                prop_assert!((d as f64 - w * (i + 1) as f64).abs() <= bound + 1e-6, "{drawn:?} at {i}");
+            }
+        }
+    }
+
+    /// A mixture's batches: proportions per batch prefix, each source read as whole epochs of
+    /// its own; resuming from any position continues exactly, also elastically on another
+    /// number of ranks.
+    #[test]
+    fn mixture_reads_sources_and_resumes(
+        sizes in (1usize..12, 1usize..40),
+        weights in (0.05f64..1.0, 0.05f64..1.0),
+        shuffle in any::<bool>(),
+        size in 1usize..5,
+        stop in 0usize..8,
+        worlds in (1usize..4, 1usize..4),
+    ) {
+        let (_a, a) = file(&vec![2; sizes.0], 3);
+        let (_b, b) = file(&vec![3; sizes.1], 3);
+        let mixture = Mixture::new(vec![(&a).into(), (&b).into()], vec![weights.0, weights.1]).with_seed(4);
+        let build = |m| mixed(m, size, shuffle);
+        let mut loader = build(&mixture).build().unwrap();
+        let whole: Vec<Batch> = loader.by_ref().collect::<crate::error::Result<_>>().unwrap();
+        let (mut seen, mut drawn) = (vec![Vec::new(), Vec::new()], 0usize);
+        let share = weights.0 / (weights.0 + weights.1);
+        for batch in &whole {
+            for (k, r) in batch.sources().unwrap().into_iter().zip(batch.source_rows().unwrap()) {
+                seen[k].push(r);
+                drawn += 1;
+                prop_assert!((seen[0].len() as f64 - share * drawn as f64).abs() <= 1.0 + 1e-9);
+            }
+        }
+        prop_assert_eq!(drawn, sizes.0 + sizes.1);
+        for (k, n) in [sizes.0, sizes.1].into_iter().enumerate() {
+            for epoch in seen[k].chunks(n) {
+                let mut rows = epoch.to_vec();
+                rows.sort_unstable();
+                rows.dedup();
+                prop_assert_eq!(rows.len(), epoch.len()); // no row twice within its epoch
+            }
+        }
+        // Resume.
+        let whole: Vec<Vec<i64>> = whole.iter().map(tokens).collect();
+        let mut first = build(&mixture).build().unwrap();
+        let mut saved = first.next_position();
+        for _ in 0..stop.min(whole.len()) {
+            saved = first.next_batch().unwrap().unwrap().next_position();
+        }
+        let mut resumed = build(&mixture).build().unwrap();
+        resumed.seek(Position::from_json(&saved.to_json()).unwrap()).unwrap();
+        let rest: Vec<Vec<i64>> = resumed.by_ref().map(|b| tokens(&b.unwrap())).collect();
+        prop_assert_eq!(&rest[..], &whole[saved.batch..]);
+        // Elastic: `worlds.0` ranks read one step, `worlds.1` the rest.
+        let mut read: HashMap<usize, Vec<i64>> = HashMap::new();
+        let mut step = None;
+        for rank in 0..worlds.0 {
+            let mut l = build(&mixture).elastic_shard(rank, worlds.0).build().unwrap();
+            if let Some(batch) = l.next_batch().unwrap() {
+                read.insert(batch.index(), tokens(&batch));
+                step = Some(batch.next_position());
+            }
+        }
+        for rank in 0..worlds.1 {
+            let mut l = build(&mixture).elastic_shard(rank, worlds.1).build().unwrap();
+            l.seek(step.unwrap()).unwrap();
+            for batch in &mut l {
+                let batch = batch.unwrap();
+                prop_assert!(read.insert(batch.index(), tokens(&batch)).is_none());
+            }
+        }
+        let mut got: Vec<(usize, Vec<i64>)> = read.into_iter().collect();
+        got.sort();
+        prop_assert_eq!(got.into_iter().map(|(_, t)| t).collect::<Vec<_>>(), whole);
+    }
+}
+
+fn mixed<'a>(m: &'a Mixture<'a>, size: usize, shuffle: bool) -> LoaderBuilder<'a> {
+    let b = Loader::builder(m).with_batch_size(size);
+    if shuffle { b.with_shuffle(9) } else { b }
+}
+
+/// Later epochs continue the stream: a small source repeats, in a new order each time.
+#[test]
+fn later_epochs_continue_every_source() {
+    let (_a, a) = file(&[1; 3], 3);
+    let (_b, b) = file(&[1; 30], 3);
+    let mixture = Mixture::new(vec![(&a).into(), (&b).into()], vec![0.5, 0.5]);
+    let loader = mixed(&mixture, 4, true).build().unwrap();
+    let small: Vec<usize> = (0..4)
+        .flat_map(|e| {
+            let plan = loader.plan(e);
+            plan.samples()
+                .iter()
+                .copied()
+                .filter(|&r| r < 3)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(small.len(), 4 * 33 / 2); // half of 4 epochs of 33 samples
+    for epoch in small.chunks(3) {
+        let mut e = epoch.to_vec();
+        e.sort_unstable();
+        assert_eq!(e, [0, 1, 2]);
+    }
+}
+
+/// Packed sources: windows drawn whole from one source each, their tokens that source's.
+#[test]
+fn packed_windows_come_from_one_source() {
+    let (_a, a) = file(&[5, 9, 2, 7], 2);
+    let (_b, b) = file(&[4; 12], 5);
+    let mixture = Mixture::new(vec![(&a).into(), (&b).into()], vec![0.3, 0.7]);
+    let mut loader = Loader::builder(&mixture)
+        .with_batch_size(3)
+        .with_shuffle(2)
+        .with_packing(Packing::new(4))
+        .build()
+        .unwrap();
+    let starts = |lengths: &[usize]| -> Vec<usize> {
+        std::iter::once(0)
+            .chain(lengths.iter().scan(0, |s, l| {
+                *s += l;
+                Some(*s)
+            }))
+            .collect()
+    };
+    let starts = [starts(&[5, 9, 2, 7]), starts(&[4; 12])];
+    let mut windows = 0;
+    for batch in &mut loader {
+        let batch = batch.unwrap();
+        let ids = tokens(&batch);
+        let mut at = 0;
+        for (pieces, k) in batch
+            .windows()
+            .unwrap()
+            .iter()
+            .zip(batch.sources().unwrap())
+        {
+            for p in pieces {
+                for t in 0..p.n_tokens {
+                    assert_eq!(ids[at + t] as usize, starts[k][p.row] + p.first_token + t);
+                }
+                at += p.n_tokens;
+            }
+            windows += 1;
+        }
+    }
+    assert_eq!(windows, 23 / 4 + 48 / 4);
+}
+
+#[test]
+fn sources_must_agree_and_weights_be_positive() {
+    let (_a, a) = file(&[2, 3], 2);
+    let refused = |m: &Mixture<'_>, needle: &str| {
+        let err = Loader::builder(m).build().unwrap_err();
+        assert!(err.to_string().contains(needle), "{err}");
+        assert!(matches!(
+            err.into_kind(),
+            ErrorKind::Argument(ArgumentError::LoaderConfig { .. })
+        ));
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, columns: Vec<Column>| {
+        let path = dir.path().join(name);
+        let mut w = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
+        w.write(&Dataset::try_new(columns).unwrap()).unwrap();
+        w.finish().unwrap();
+        MappedDataset::open(&path).unwrap()
+    };
+    let floats = |name: &str| {
+        let t = LodTensor::from_lengths::<Float32Type>(&[vec![2, 1]], vec![0.0; 3], vec![]);
+        Column::new(name, t.unwrap())
+    };
+    let other = write("other.arrow", vec![floats("tokens")]);
+    let third = write(
+        "third.arrow",
+        vec![floats("tokens"), floats("labels"), floats("doc")],
+    );
+    let two = Mixture::new(vec![(&a).into(), (&other).into()], vec![1.0, 1.0]);
+    refused(&two, "source 1 has columns");
+    let two = Mixture::new(vec![(&a).into(), (&third).into()], vec![1.0, 1.0]);
+    refused(&two, "column \"tokens\" differs");
+    refused(
+        &Mixture::new(vec![(&a).into()], vec![-1.0]),
+        "must be positive",
+    );
+    let one_weight = Mixture::new(vec![(&a).into(), (&a).into()], vec![1.0]);
+    refused(&one_weight, "1 weights for 2 sources");
+    refused(&Mixture::new(vec![], vec![]), "at least one source");
+    let inner = Mixture::new(vec![(&a).into()], vec![1.0]);
+    refused(
+        &Mixture::new(vec![(&inner).into()], vec![1.0]),
+        "is a mixture",
+    );
+}

@@ -1,0 +1,639 @@
+//! Sequence packing for language-model pretraining: an epoch's documents into windows of a
+//! fixed number of tokens, with the document boundaries kept.
+//!
+//! What packing does is said once, on [`Packing`].
+
+use std::sync::Arc;
+
+use super::config::{PlanConfig, Shuffle};
+use super::order::{epoch_rng, permute};
+use super::plan::Plan;
+
+/// What to do with a document longer than a window when packing without splitting.
+///
+/// # Example
+/// ```
+/// use lodtensor::loader::{Overlong, Packing};
+/// let packing = Packing::new(2048).with_best_fit(1024).with_overlong(Overlong::Drop);
+/// assert_eq!(packing.overlong, Overlong::Drop);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlong {
+    /// Cut it into pieces of a window's length (the last one shorter), each packed as a
+    /// document of its own.
+    Cut,
+    /// Leave it out, counted in [`Windows::dropped_tokens`].
+    Drop,
+}
+
+/// How a loader packs documents into windows ([`LoaderBuilder::with_packing`](super::LoaderBuilder::with_packing)).
+///
+/// A *document* is a level-0 row; its *tokens* are the elements of the length column under
+/// it (by default the innermost level of the first column with levels, see
+/// [`LoaderBuilder::with_length_column`](super::LoaderBuilder::with_length_column)). Two
+/// ways of packing ([`Packing`]):
+///
+/// - **concatenate and split** ([`Packing::new`]): the documents, in the epoch's order, are
+///   one stream of tokens cut into windows of exactly `seq_len` tokens; window `w` holds
+///   tokens `w·seq_len .. w·seq_len + L` of the stream, where `L` is `seq_len`, or
+///   `seq_len + 1` with [`Packing::with_extra_token`] (input and label overlap by one token,
+///   as Megatron-LM's GPTDataset makes its samples). A document may continue in the next
+///   window. The tail that does not fill a window is dropped and counted
+///   ([`Windows::dropped_tokens`]), or padded ([`Packing::with_pad_last`]).
+/// - **best fit** ([`Packing::with_best_fit`]): whole documents into windows of `seq_len`
+///   tokens by best-fit decreasing within a look-ahead of documents; a document is never
+///   split, except one longer than a window, which is cut into windows' worth of pieces or
+///   dropped ([`Overlong`]). Windows are padded to `L` ([`Windows::padding_fraction`]).
+///
+/// ```text
+/// documents  |a a a a a|b b|c c c c c c c|        stream of 14 tokens, seq_len 4
+/// windows    |a a a a|a b b c|c c c c|c c · ·     3 windows, 2 tokens dropped (or padded)
+/// pieces     (a,0,4)  (a,4,1)(b,0,2)(c,0,1)  (c,1,4)
+/// cu_seqlens [0, 4, 5, 7, 8, 12]                   per batch of windows, int32 from 0
+/// ```
+///
+/// Each window is a list of [`Piece`]s `(row, first_token, n_tokens)`. A packed batch holds
+/// `batch_size` windows: each column whose rows have as many elements as the length
+/// column's (the tokens, and columns aligned with them such as labels or loss masks) as a
+/// LoD tensor of two levels, windows then pieces, so that level 1's offsets are the
+/// `cu_seqlens` varlen attention takes ([`Batch::cu_seqlens`](super::Batch::cu_seqlens));
+/// other columns are not in packed batches.
+///
+/// # Example
+/// ```
+/// use lodtensor::loader::Packing;
+/// let megatron = Packing::new(2048).with_extra_token(true);
+/// assert_eq!((megatron.seq_len, megatron.window_len()), (2048, 2049));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Packing {
+    /// Tokens per window (without the extra token).
+    pub seq_len: usize,
+    /// Windows of `seq_len + 1` tokens, overlapping by one.
+    pub extra_token: bool,
+    /// Concatenate and split (`true`), or best fit of whole documents (`false`).
+    pub split: bool,
+    /// Concatenate and split: the last partial window padded, not dropped.
+    pub pad_last: bool,
+    /// Best fit: documents considered together.
+    pub lookahead: usize,
+    /// Best fit: documents longer than a window.
+    pub overlong: Overlong,
+}
+
+impl Packing {
+    /// Concatenate and split into windows of `seq_len` tokens, the last partial window
+    /// dropped.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::Packing;
+    /// assert!(Packing::new(512).split);
+    /// ```
+    pub fn new(seq_len: usize) -> Self {
+        Packing {
+            seq_len,
+            extra_token: false,
+            split: true,
+            pad_last: false,
+            lookahead: 1024,
+            overlong: Overlong::Cut,
+        }
+    }
+
+    /// Windows of `seq_len + 1` tokens, window `w + 1` starting at the last token of window
+    /// `w` (Megatron-LM's `add_extra_token_to_sequence`).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::Packing;
+    /// assert_eq!(Packing::new(4).with_extra_token(true).window_len(), 5);
+    /// ```
+    pub fn with_extra_token(mut self, extra: bool) -> Self {
+        self.extra_token = extra;
+        self
+    }
+
+    /// Pads the epoch's last partial window with zeros instead of dropping it.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::Packing;
+    /// assert!(Packing::new(4).with_pad_last(true).pad_last);
+    /// ```
+    pub fn with_pad_last(mut self, pad: bool) -> Self {
+        self.pad_last = pad;
+        self
+    }
+
+    /// Whole documents by best-fit decreasing, `lookahead` documents of the epoch's order
+    /// at a time (each into the fullest window it fits, longest first).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::Packing;
+    /// assert!(!Packing::new(4).with_best_fit(64).split);
+    /// ```
+    pub fn with_best_fit(mut self, lookahead: usize) -> Self {
+        self.split = false;
+        self.lookahead = lookahead;
+        self
+    }
+
+    /// What best fit does with a document longer than a window (the default: cut).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::{Overlong, Packing};
+    /// assert_eq!(Packing::new(4).with_overlong(Overlong::Drop).overlong, Overlong::Drop);
+    /// ```
+    pub fn with_overlong(mut self, overlong: Overlong) -> Self {
+        self.overlong = overlong;
+        self
+    }
+
+    /// Tokens per window: `seq_len`, plus one with the extra token.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::Packing;
+    /// assert_eq!(Packing::new(4).window_len(), 4);
+    /// ```
+    pub fn window_len(&self) -> usize {
+        self.seq_len + usize::from(self.extra_token)
+    }
+
+    /// The words hashed into a loader's fingerprint.
+    pub(crate) fn hash_words(&self) -> [u64; 7] {
+        let overlong = match self.overlong {
+            Overlong::Cut => 0,
+            Overlong::Drop => 1,
+        };
+        [
+            4,
+            self.seq_len as u64,
+            self.extra_token as u64,
+            self.split as u64,
+            self.pad_last as u64,
+            self.lookahead as u64,
+            overlong,
+        ]
+    }
+}
+
+/// A run of one document's tokens in a window: tokens `first_token .. first_token +
+/// n_tokens` of row `row`.
+///
+/// # Example
+/// ```
+/// use lodtensor::loader::Piece;
+/// let p = Piece { row: 3, first_token: 0, n_tokens: 7 };
+/// assert_eq!(p.n_tokens, 7);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Piece {
+    /// The document (global row number).
+    pub row: usize,
+    /// The piece's first token within the document.
+    pub first_token: usize,
+    /// Its number of tokens.
+    pub n_tokens: usize,
+}
+
+/// How the windows of an epoch are kept.
+#[derive(Clone, Debug, PartialEq)]
+enum Layout {
+    /// Concatenate and split: the documents in order and where each starts in the stream
+    /// (`starts[i]`: tokens before document `order[i]`; one more entry, the total).
+    Stream {
+        order: Vec<usize>,
+        starts: Vec<usize>,
+        /// Where each window starts: the last document starting at or before its first
+        /// token (Megatron-LM's sample index).
+        firsts: Vec<usize>,
+    },
+    /// Best fit: the pieces of every window, window after window.
+    Bins {
+        pieces: Vec<Piece>,
+        starts: Vec<usize>,
+    },
+}
+
+/// The windows of one epoch, in the order packing made them (before the windows are
+/// shuffled and batched).
+///
+/// # Example
+/// ```
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::loader::{Loader, Packing, Piece};
+/// // Documents of 1, 2, 3, 4 and 5 tokens, in windows of 4.
+/// let loader = Loader::builder(&file).with_packing(Packing::new(4)).build()?;
+/// let plan = loader.plan(0);
+/// let windows = plan.windows().expect("a packed plan");
+/// assert_eq!((windows.len(), windows.dropped_tokens()), (3, 3));
+/// assert_eq!(windows.pieces(0), [Piece { row: 0, first_token: 0, n_tokens: 1 },
+///     Piece { row: 1, first_token: 0, n_tokens: 2 }, Piece { row: 2, first_token: 0, n_tokens: 1 }]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Windows {
+    seq_len: usize,
+    window_len: usize,
+    layout: Layout,
+    windows: usize,
+    tokens: usize,
+    dropped: usize,
+}
+
+impl Windows {
+    /// Packs the documents `order` (rows, in the epoch's order) of lengths `lengths`.
+    pub(crate) fn build(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
+        if packing.split {
+            stream(packing, lengths, order)
+        } else {
+            best_fit(packing, lengths, &order)
+        }
+    }
+
+    /// The number of windows.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// let loader = Loader::builder(&file).with_packing(Packing::new(4).with_pad_last(true)).build()?;
+    /// assert_eq!(loader.plan(0).windows().expect("packed").len(), 4);   // 15 tokens: 3 + a padded one
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.windows
+    }
+
+    /// Whether there is no window (fewer tokens than one window, its tail dropped).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// let loader = Loader::builder(&file).with_packing(Packing::new(100)).build()?;
+    /// assert!(loader.plan(0).windows().expect("packed").is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.windows == 0
+    }
+
+    /// Tokens per window, padding included (`seq_len`, plus one with the extra token).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// let loader = Loader::builder(&file).with_packing(Packing::new(4).with_extra_token(true)).build()?;
+    /// assert_eq!(loader.plan(0).windows().expect("packed").window_len(), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn window_len(&self) -> usize {
+        self.window_len
+    }
+
+    /// The pieces of window `w`, in order (their tokens add up to at most
+    /// [`Windows::window_len`]; the rest is padding).
+    ///
+    /// # Panics
+    /// When `w` is not below [`Windows::len`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing, Piece};
+    /// let loader = Loader::builder(&file).with_packing(Packing::new(4)).build()?;
+    /// let plan = loader.plan(0);
+    /// let last = plan.windows().expect("packed").pieces(2);   // tokens 8..12 of the stream
+    /// assert_eq!(last, [Piece { row: 3, first_token: 2, n_tokens: 2 }, Piece { row: 4, first_token: 0, n_tokens: 2 }]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pieces(&self, w: usize) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        self.each_piece(w, |p| pieces.push(p));
+        pieces
+    }
+
+    /// `f` of every piece of window `w`, in order.
+    pub(crate) fn each_piece(&self, w: usize, f: impl FnMut(Piece)) {
+        assert!(w < self.windows, "window {w} of {}", self.windows);
+        match &self.layout {
+            Layout::Stream {
+                order,
+                starts,
+                firsts,
+            } => {
+                let total = *starts.last().expect("starts has the total");
+                let from = w * self.seq_len;
+                let to = (from + self.window_len).min(total);
+                stream_pieces(order, starts, (firsts[w], from..to), f);
+            }
+            Layout::Bins { pieces, starts } => {
+                pieces[starts[w]..starts[w + 1]].iter().copied().for_each(f)
+            }
+        }
+    }
+
+    /// The tokens of window `w` that are not padding.
+    pub(crate) fn tokens_of(&self, w: usize) -> usize {
+        match &self.layout {
+            Layout::Stream { starts, .. } => {
+                let total = *starts.last().expect("starts has the total");
+                (total - w * self.seq_len).min(self.window_len)
+            }
+            Layout::Bins { pieces, starts } => pieces[starts[w]..starts[w + 1]]
+                .iter()
+                .map(|p| p.n_tokens)
+                .sum(),
+        }
+    }
+
+    /// Tokens of the epoch in no window: the tail that does not fill one (concatenate and
+    /// split), or documents over a window's length left out ([`Overlong::Drop`]).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// let loader = Loader::builder(&file).with_packing(Packing::new(4)).build()?;
+    /// assert_eq!(loader.plan(0).windows().expect("packed").dropped_tokens(), 15 - 12);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dropped_tokens(&self) -> usize {
+        self.dropped
+    }
+
+    /// The share of the windows' places that are padding, in `0..=1`.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// let loader = Loader::builder(&file).with_packing(Packing::new(5).with_best_fit(8)).build()?;
+    /// let plan = loader.plan(0);
+    /// let windows = plan.windows().expect("packed");
+    /// assert_eq!(windows.len(), 3);                             // 5 | 4 1 | 3 2: no padding
+    /// assert_eq!(windows.padding_fraction(), 0.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn padding_fraction(&self) -> f64 {
+        let places = self.windows * self.window_len;
+        if places == 0 {
+            0.0
+        } else {
+            1.0 - self.tokens as f64 / places as f64
+        }
+    }
+}
+
+/// Concatenate and split.
+fn stream(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
+    let mut starts = Vec::with_capacity(order.len() + 1);
+    let mut total = 0usize;
+    for &d in &order {
+        starts.push(total);
+        total += lengths[d];
+    }
+    starts.push(total);
+    let (seq, extra) = (packing.seq_len, usize::from(packing.extra_token));
+    let full = total.saturating_sub(extra) / seq;
+    // Past the full windows: the tokens no window reads as input.
+    let rest = total - (full * seq).min(total);
+    let padded = packing.pad_last && rest > extra;
+    let windows = full + usize::from(padded);
+    let in_windows = if windows == 0 {
+        0
+    } else {
+        total.min((windows - 1) * seq + seq + extra)
+    };
+    let tokens = (0..windows)
+        .map(|w| (total - w * seq).min(seq + extra))
+        .sum();
+    let mut firsts = Vec::with_capacity(windows);
+    let mut i = 0;
+    for w in 0..windows {
+        while starts[i + 1] <= w * seq {
+            i += 1;
+        }
+        firsts.push(i);
+    }
+    Windows {
+        seq_len: seq,
+        window_len: seq + extra,
+        layout: Layout::Stream {
+            order,
+            starts,
+            firsts,
+        },
+        windows,
+        tokens,
+        dropped: total - in_windows,
+    }
+}
+
+/// `f` of every piece of stream tokens `range` (within the total), document `i` the first
+/// that may hold any.
+fn stream_pieces(
+    order: &[usize],
+    starts: &[usize],
+    (mut i, range): (usize, std::ops::Range<usize>),
+    mut f: impl FnMut(Piece),
+) {
+    let mut at = range.start;
+    while at < range.end {
+        let end = starts[i + 1].min(range.end);
+        if end > at {
+            f(Piece {
+                row: order[i],
+                first_token: at - starts[i],
+                n_tokens: end - at,
+            });
+        }
+        at = end;
+        i += 1;
+    }
+}
+
+/// Best-fit decreasing of whole documents, `packing.lookahead` documents at a time.
+fn best_fit(packing: &Packing, lengths: &[usize], order: &[usize]) -> Windows {
+    let cap = packing.window_len();
+    let (mut pieces, mut starts) = (Vec::new(), vec![0]);
+    let (mut dropped, mut tokens) = (0, 0);
+    let mut pool = Vec::new();
+    for chunk in order.chunks(packing.lookahead.max(1)) {
+        pool.clear();
+        for &row in chunk {
+            let len = lengths[row];
+            if len > cap && packing.overlong == Overlong::Drop {
+                dropped += len;
+                continue;
+            }
+            for first in (0..len).step_by(cap) {
+                let n_tokens = (len - first).min(cap);
+                pool.push(Piece {
+                    row,
+                    first_token: first,
+                    n_tokens,
+                });
+            }
+        }
+        tokens += pool.iter().map(|p| p.n_tokens).sum::<usize>();
+        for bin in fit_decreasing(&mut pool, cap) {
+            pieces.extend(bin);
+            starts.push(pieces.len());
+        }
+    }
+    Windows {
+        seq_len: packing.seq_len,
+        window_len: cap,
+        windows: starts.len() - 1,
+        layout: Layout::Bins { pieces, starts },
+        tokens,
+        dropped,
+    }
+}
+
+/// The bins of `pool` by best-fit decreasing: the longest piece first, each into the bin
+/// with the least room that holds it (a new bin when none does); bins in the order they
+/// were opened, each bin's pieces in the order of `pool`.
+fn fit_decreasing(pool: &mut [Piece], cap: usize) -> Vec<Vec<Piece>> {
+    let mut by_length: Vec<usize> = (0..pool.len()).collect();
+    by_length.sort_by_key(|&i| std::cmp::Reverse(pool[i].n_tokens)); // Stable: ties in order.
+    let mut bins: Vec<Vec<usize>> = Vec::new();
+    let mut rooms = Rooms::new(cap);
+    for i in by_length {
+        let len = pool[i].n_tokens;
+        let (left, bin) = match rooms.take_at_least(len) {
+            Some(found) => found,
+            None => {
+                bins.push(Vec::new());
+                (cap, bins.len() - 1)
+            }
+        };
+        bins[bin].push(i);
+        if left > len {
+            rooms.put(left - len, bin);
+        }
+    }
+    bins.into_iter()
+        .map(|mut b| {
+            b.sort_unstable();
+            b.into_iter().map(|i| pool[i]).collect()
+        })
+        .collect()
+}
+
+/// The open bins by room left (`1..=cap`), with a bit per room that has any, so that the
+/// least room of at least `n` is a scan of `cap / 64` words at most.
+struct Rooms {
+    bins: Vec<Vec<usize>>,
+    any: Vec<u64>,
+}
+
+impl Rooms {
+    fn new(cap: usize) -> Self {
+        Rooms {
+            bins: vec![Vec::new(); cap + 1],
+            any: vec![0; (cap + 1).div_ceil(64)],
+        }
+    }
+
+    fn put(&mut self, room: usize, bin: usize) {
+        self.bins[room].push(bin);
+        self.any[room / 64] |= 1 << (room % 64);
+    }
+
+    /// (room, bin) of a bin with the least room of at least `n`, taken out.
+    fn take_at_least(&mut self, n: usize) -> Option<(usize, usize)> {
+        let mut word = n / 64;
+        let mut bits = *self.any.get(word)? & (u64::MAX << (n % 64));
+        while bits == 0 {
+            word += 1;
+            bits = *self.any.get(word)?;
+        }
+        let room = word * 64 + bits.trailing_zeros() as usize;
+        let bin = self.bins[room]
+            .pop()
+            .expect("a bit for every room with bins");
+        if self.bins[room].is_empty() {
+            self.any[word] &= !(1 << (room % 64));
+        }
+        Some((room, bin))
+    }
+}
+
+/// Salt of the window shuffle's generator, apart from the documents'.
+const WINDOW_SALT: u64 = 0x7769_6e64_6f77_7321;
+
+/// A packed epoch's windows, and the order they are read in: the documents of `order`
+/// packed, the windows shuffled when the documents are ([`Shuffle::Samples`], as
+/// Megatron-LM's shuffle index).
+pub(super) fn packed_order(
+    config: &PlanConfig,
+    packing: &Packing,
+    lengths: &[usize],
+    order: Vec<usize>,
+    epoch: u64,
+) -> (Windows, Vec<usize>) {
+    let windows = Windows::build(packing, lengths, order);
+    let mut window_order: Vec<usize> = (0..windows.len()).collect();
+    if let Shuffle::Samples { seed } = config.shuffle {
+        permute(&mut epoch_rng(seed ^ WINDOW_SALT, epoch), &mut window_order);
+    }
+    (windows, window_order)
+}
+
+/// The plan of a packed epoch: its windows ([`packed_order`]) shared by ranks and batched
+/// as samples are.
+pub(super) fn packed_plan(
+    config: &PlanConfig,
+    packing: &Packing,
+    lengths: &[usize],
+    order: Vec<usize>,
+    epoch: u64,
+) -> Plan {
+    let (windows, window_order) = packed_order(config, packing, lengths, order, epoch);
+    let window_tokens: Vec<usize> = (0..windows.len()).map(|w| windows.tokens_of(w)).collect();
+    Plan::of_ranks(config, &window_tokens, &window_order, epoch).with_windows(Arc::new(windows))
+}
+
+/// Windows made of the given pieces, window after window (`starts`: where each window's
+/// pieces start, and one more entry, the end).
+pub(super) fn windows_of_pieces(
+    window_len: usize,
+    pieces: Vec<Piece>,
+    starts: Vec<usize>,
+) -> Windows {
+    let tokens = pieces.iter().map(|p| p.n_tokens).sum();
+    Windows {
+        seq_len: window_len,
+        window_len,
+        windows: starts.len() - 1,
+        layout: Layout::Bins { pieces, starts },
+        tokens,
+        dropped: 0,
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests;

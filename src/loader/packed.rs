@@ -1,0 +1,293 @@
+//! Loading a packed batch: the tokens of its windows, column by column, as a LoD tensor of
+//! two levels (windows, then the pieces of documents in them). The values are a view of the
+//! mapping when the windows' tokens are consecutive elements of one record batch, else
+//! copied once; padding is zeros, a piece of its own at the end of its window.
+
+use std::ops::Range;
+
+use arrow_array::{Array, ArrayRef, make_array};
+use arrow_buffer::Buffer;
+use arrow_data::ArrayData;
+
+use super::Loader;
+use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
+use super::pack::{Piece, Windows};
+use crate::dataset::{Column, Dataset};
+use crate::error::{ArgumentError, Result};
+use crate::lod::{Lod, OffsetWidth};
+use crate::tensor::LodTensor;
+use crate::values::{DType, Values};
+
+/// A run of a batch's tokens: a piece of a document, or a window's padding.
+enum Segment {
+    Piece(Piece),
+    Padding(usize),
+}
+
+/// The segments of a batch of windows, and the lengths of its two levels.
+struct Layout {
+    segments: Vec<Segment>,
+    /// Segments per window.
+    windows: Vec<usize>,
+    /// Tokens per segment.
+    lengths: Vec<usize>,
+    padded: bool,
+}
+
+impl Layout {
+    fn new(windows: &Windows, ids: &[usize]) -> Layout {
+        let len = windows.window_len();
+        let mut out = Layout {
+            segments: Vec::new(),
+            windows: Vec::with_capacity(ids.len()),
+            lengths: Vec::new(),
+            padded: false,
+        };
+        for &w in ids {
+            let (mut tokens, before) = (0, out.segments.len());
+            windows.each_piece(w, |p| {
+                tokens += p.n_tokens;
+                out.lengths.push(p.n_tokens);
+                out.segments.push(Segment::Piece(p));
+            });
+            if tokens < len {
+                out.padded = true;
+                out.lengths.push(len - tokens);
+                out.segments.push(Segment::Padding(len - tokens));
+            }
+            out.windows.push(out.segments.len() - before);
+        }
+        out
+    }
+
+    fn pieces(&self) -> impl Iterator<Item = &Piece> {
+        self.segments.iter().filter_map(|s| match s {
+            Segment::Piece(p) => Some(p),
+            Segment::Padding(_) => None,
+        })
+    }
+}
+
+impl Loader {
+    /// The packed columns for windows `ids` of `windows`, and whether it is a view.
+    pub(super) fn load_packed(
+        &mut self,
+        windows: &Windows,
+        ids: &[usize],
+    ) -> Result<(Dataset, bool)> {
+        let layout = Layout::new(windows, ids);
+        if !self.unchecked.is_empty() {
+            let rows: Vec<usize> = layout.pieces().map(|p| p.row).collect();
+            self.check_shards(&rows)?;
+        }
+        let total: usize = layout.lengths.iter().sum();
+        let width = if i32::try_from(total).is_ok() {
+            OffsetWidth::I32
+        } else {
+            OffsetWidth::I64
+        };
+        let lod = Lod::try_from_lengths_with_width(&[&layout.windows, &layout.lengths], width)?;
+        let mut view = true;
+        let mut columns = Vec::with_capacity(self.packed.len());
+        for c in self.packed.clone() {
+            let (values, is_view) = self.packed_values(c, &layout)?;
+            view &= is_view;
+            let name = self.columns[c].name.clone();
+            columns.push(Column::new(name, LodTensor::try_new(lod.clone(), values)?));
+        }
+        if view {
+            self.gatherer.stats.views += 1;
+        } else {
+            self.gatherer.stats.gathered += 1;
+        }
+        Ok((Dataset::try_new(columns)?, view))
+    }
+
+    /// Column `c`'s tokens of `layout`: a slice of one record batch's values when they are
+    /// consecutive there and nothing is padding, else concatenated.
+    fn packed_values(&mut self, c: usize, layout: &Layout) -> Result<(Values, bool)> {
+        let values_of = |b: usize| {
+            let column = &self.batches[b].columns()[c];
+            column
+                .as_tensor()
+                .expect("packed columns are tensors")
+                .values()
+        };
+        let place = |p: &Piece| {
+            let (b, local) = (self.rows.locate(p.row)).expect("plans hold rows of the source");
+            let t = self.batches[b].columns()[c].as_tensor();
+            let lod = t.expect("a tensor").lod();
+            let first = lod.descend(0, local..local + 1, lod.num_levels()).start + p.first_token;
+            (b, first..first + p.n_tokens)
+        };
+        if let Some(range) = self.consecutive(layout, place) {
+            let (b, range) = range;
+            return Ok((values_of(b).slice_elements(range), true));
+        }
+        let parts: Vec<(usize, Range<usize>)> = layout.pieces().map(place).collect();
+        let contiguous = (parts.windows(2)).all(|w| w[0].0 == w[1].0 && w[0].1.end == w[1].1.start);
+        if let (true, false, Some((b, first)), Some((_, last))) =
+            (contiguous, layout.padded, parts.first(), parts.last())
+        {
+            return Ok((values_of(*b).slice_elements(first.start..last.end), true));
+        }
+        let ValuesInfo::Tensor {
+            dtype,
+            element_shape,
+            element_size,
+        } = &self.columns[c].values
+        else {
+            unreachable!("packed columns are tensors")
+        };
+        if let Some(width) = dtype.byte_width() {
+            let (gatherer, sources) = (&mut self.gatherer, &self.sources);
+            let items = copy_items(gatherer, sources, c, layout, &parts, (*element_size, width));
+            let data = ArrayData::builder(dtype.arrow_type())
+                .len(items.len() / width)
+                .add_buffer(items)
+                .build()?;
+            return Ok((
+                Values::try_new(make_array(data), element_shape.clone())?,
+                false,
+            ));
+        }
+        let mut items: Vec<ArrayRef> = Vec::with_capacity(layout.segments.len());
+        let mut parts = parts.into_iter();
+        for segment in &layout.segments {
+            items.push(match segment {
+                Segment::Piece(_) => {
+                    let (b, range) = parts.next().expect("a part per piece");
+                    values_of(b).slice_elements(range).items().clone()
+                }
+                Segment::Padding(n) => zeros(*dtype, n * element_size)?,
+            });
+        }
+        // Booleans, packed in bits: Arrow's concatenation.
+        let refs: Vec<&dyn Array> = items.iter().map(AsRef::as_ref).collect();
+        let all = arrow_select::concat::concat(&refs)?;
+        let bytes = (all.to_data().buffers().iter())
+            .map(|b| b.len() as u64)
+            .sum::<u64>();
+        self.gatherer.stats.bytes_copied += bytes;
+        Ok((Values::try_new(all, element_shape.clone())?, false))
+    }
+}
+
+impl Loader {
+    /// (record batch, elements) of `layout`'s tokens when they follow each other in file
+    /// order (a piece where the one before it ended, in its row or at the start of the
+    /// next), within one record batch, and nothing is padding: a view, found without
+    /// placing every piece (`place` places one).
+    fn consecutive(
+        &self,
+        layout: &Layout,
+        place: impl Fn(&Piece) -> (usize, Range<usize>),
+    ) -> Option<(usize, Range<usize>)> {
+        if layout.padded {
+            return None;
+        }
+        let mut pieces = layout.pieces();
+        let first = pieces.next()?;
+        let mut last = first;
+        for p in pieces {
+            let end = last.first_token + last.n_tokens;
+            let next_row = end == self.lengths[last.row] && p.row == last.row + 1;
+            let same_row = p.row == last.row && p.first_token == end;
+            if !(same_row || next_row && p.first_token == 0) {
+                return None;
+            }
+            last = p;
+        }
+        let ((b, start), (b_last, end)) = (place(first), place(last));
+        (b == b_last).then_some((b, start.start..end.end))
+    }
+}
+
+/// Column `c`'s items of `layout` (its pieces at `parts`), copied into a pooled buffer:
+/// elements of `element_size` items of `width` bytes, padding zeros.
+fn copy_items(
+    gatherer: &mut Gatherer,
+    sources: &[Vec<Source>],
+    c: usize,
+    layout: &Layout,
+    parts: &[(usize, Range<usize>)],
+    (element_size, width): (usize, usize),
+) -> Buffer {
+    let element_bytes = element_size * width;
+    let total = layout.lengths.iter().sum::<usize>() * element_bytes;
+    let mut out = gatherer.take(total);
+    let mut parts = parts.iter();
+    for segment in &layout.segments {
+        match segment {
+            Segment::Piece(_) => {
+                let (b, r) = parts.next().expect("a part per piece");
+                let items = r.start * element_size..r.end * element_size;
+                out.extend_from_slice(sources[*b][c].item_bytes(items, width));
+            }
+            Segment::Padding(n) => out.extend_zeros(n * element_bytes),
+        }
+    }
+    gatherer.stats.bytes_copied += out.len() as u64;
+    let buffer: Buffer = out.into();
+    gatherer.keep(&buffer);
+    buffer
+}
+
+/// `n` zero items of `dtype` (`false` for booleans).
+fn zeros(dtype: DType, n: usize) -> Result<ArrayRef> {
+    let bytes = match dtype.byte_width() {
+        Some(w) => n * w,
+        None => n.div_ceil(8),
+    };
+    let data = ArrayData::builder(dtype.arrow_type())
+        .len(n)
+        .add_buffer(Buffer::from_vec(vec![0u8; bytes]))
+        .build()?;
+    Ok(make_array(data))
+}
+
+/// The columns a packed batch holds: the length column, which must count tokens at its
+/// innermost level, and every tensor column with as many elements under each row.
+pub(super) fn packed_columns(
+    batches: &[Dataset],
+    columns: &[ColumnInfo],
+    length: Option<(usize, usize)>,
+    lengths: &[usize],
+) -> Result<Vec<usize>> {
+    let bad = |reason: String| -> Result<Vec<usize>> {
+        Err(ArgumentError::LoaderConfig {
+            option: "pack",
+            reason,
+        }
+        .into())
+    };
+    let Some((tokens, level)) = length else {
+        return bad("needs a column with levels: no column has any".to_owned());
+    };
+    let levels = columns[tokens].widths.len();
+    if level + 1 != levels {
+        return bad(format!(
+            "tokens are the elements of the length column: level {level} of {:?} is not its \
+             innermost ({})",
+            columns[tokens].name,
+            levels - 1
+        ));
+    }
+    let aligned = |c: usize| {
+        let mut row = 0;
+        batches.iter().all(|b| {
+            let Some(t) = b.columns()[c].as_tensor() else {
+                return false;
+            };
+            let lod = t.lod();
+            (0..b.num_rows()).all(|r| {
+                row += 1;
+                lod.num_levels() > 0
+                    && lod.descend(0, r..r + 1, lod.num_levels()).len() == lengths[row - 1]
+            })
+        })
+    };
+    Ok((0..columns.len())
+        .filter(|&c| c == tokens || (!columns[c].widths.is_empty() && aligned(c)))
+        .collect())
+}
