@@ -99,9 +99,16 @@ def write(
 ) -> dict:
     """Writes ``data`` to ``path`` as a validated lodtensor file, atomically.
 
-    ``data`` is a ``pyarrow.Table``, a ``RecordBatch``, a list of record batches, or any
-    object with ``__arrow_c_stream__``. Each column must be a LoD tensor column (nested
-    lists over fixed-size lists or primitives, no nulls); the file is written under a
+    ``data`` is a ``pyarrow.Table``, a ``RecordBatch`` or ``RecordBatchReader``, a list of
+    record batches, any object with ``__arrow_c_stream__`` (a Polars DataFrame, a DuckDB
+    relation), a pandas DataFrame, or a HuggingFace ``datasets.Dataset`` (one split of a
+    ``DatasetDict``); anything else raises ``TypeError``. A column of nested lists over
+    fixed-size lists or primitives is a LoD tensor column; any other column, and one of
+    those types holding nulls that its field does not declare a tensor (``format-spec.md``
+    §2.2), is a side column, written as it is. A table in memory is looked at whole; a
+    stream (a ``RecordBatchReader``, a DuckDB relation) is decided by its first record
+    batch, and a later batch's nulls in a tensor column are an error (mark the field
+    ``lodtensor.kind = "side"`` to avoid it). The file is written under a
     temporary name and renamed over ``path`` only once complete, so a reader never sees a
     partial file. ``offset_width`` is ``"i64"`` (LargeList) or ``"i32"`` (List);
     ``batch_bytes`` the target size of one record batch (default 64 MiB).
@@ -147,7 +154,7 @@ def write_shards(
         offset_width=offset_width,
         batch_bytes=batch_bytes,
     ) as writer:
-        writer.write(_as_stream(data))
+        writer.write(_as_stream(data, "write_shards"))
         return writer.finish()
 
 
@@ -177,11 +184,47 @@ def vacuum(path: str | os.PathLike, *, grace: float = 86400.0) -> list[str]:
     return _native.vacuum(os.fspath(path), grace=grace)
 
 
-def _as_stream(data: Any) -> Any:
-    """``data`` as an object with ``__arrow_c_stream__``: record batches become a table."""
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, (list, tuple)):
-        return pa.Table.from_batches(list(data))
-    return data
+_ACCEPTED = (
+    "a pyarrow Table, RecordBatch or RecordBatchReader, a list of record batches, any object "
+    "with __arrow_c_stream__ (a Polars DataFrame, a DuckDB relation), a pandas DataFrame, or a "
+    "datasets.Dataset (one split of a DatasetDict)"
+)
 
+
+def _as_stream(data: Any, what: str = "write") -> Any:
+    """``data`` as an object with ``__arrow_c_stream__``: record batches, pandas, Polars and
+    HuggingFace datasets become a table; a table in memory gets the columns that hold nulls
+    but are not declared tensors marked side columns (``format-spec.md`` §2.2), so that the
+    nulls of one record batch make the column a side column in all of them."""
+    module = type(data).__module__.split(".")[0]
+    if module == "datasets":
+        data = _hf_table(data, what)
+    elif module == "pandas" and hasattr(data, "columns"):
+        data = pa.Table.from_pandas(data, preserve_index=False)
+    elif module == "polars" and hasattr(data, "__arrow_c_stream__"):
+        data = pa.table(data)
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    elif isinstance(data, (list, tuple)) and all(isinstance(b, pa.RecordBatch) for b in data):
+        data = pa.Table.from_batches(list(data))
+    if isinstance(data, pa.Table):
+        schema = _native.side_schema(data)
+        if schema.equals(data.schema, check_metadata=True):
+            return data
+        return pa.Table.from_arrays(data.columns, schema=schema)
+    if hasattr(data, "__arrow_c_stream__"):
+        return data
+    raise TypeError(f"{what}: data must be {_ACCEPTED}; got {type(data).__name__}")
+
+
+def _hf_table(data: Any, what: str) -> pa.Table:
+    """The rows of a HuggingFace ``datasets.Dataset`` as a pyarrow table (its Arrow memory,
+    sliced or taken through its indices mapping), with its ``huggingface`` metadata."""
+    kind = type(data).__name__
+    if kind in ("DatasetDict", "IterableDatasetDict"):
+        splits = ", ".join(repr(k) for k in data)
+        raise TypeError(f"{what}: pass one split of the DatasetDict (one of {splits}), not all")
+    if not hasattr(data, "with_format") or not hasattr(data, "features") or kind != "Dataset":
+        raise TypeError(f"{what}: data must be {_ACCEPTED}; got {kind}")
+    table = data.with_format("arrow")[:]
+    return table.replace_schema_metadata({**(data.data.schema.metadata or {}), **(table.schema.metadata or {})})

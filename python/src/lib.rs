@@ -36,6 +36,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<shard_writer::ShardWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(ffi::write, m)?)?;
+    m.add_function(wrap_pyfunction!(ffi::side_schema, m)?)?;
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.

@@ -45,8 +45,9 @@ def test_invalid_file(tmp_path):
 
 def test_invalid_data(tmp_path):
     nulls = pa.array([[1.0, 2.0], None], pa.large_list(pa.float32()))
+    declared = pa.schema([pa.field("x", nulls.type, metadata={b"lodtensor.lod_levels": b"1"})])
     with pytest.raises(lt.InvalidDataError) as caught:
-        lt.write(tmp_path / "x.arrow", pa.table({"x": nulls}))
+        lt.write(tmp_path / "x.arrow", pa.table([nulls], schema=declared))
     assert isinstance(caught.value, lt.LodTensorError)
     assert isinstance(caught.value, ValueError)
     assert "null" in str(caught.value)
