@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _native
+from . import _hf, _native
 from ._native import (
     ArgumentError,
     Batch,
@@ -42,6 +42,7 @@ from ._native import (
 __all__ = [
     "open",
     "write",
+    "from_huggingface",
     "write_shards",
     "commit",
     "vacuum",
@@ -158,6 +159,40 @@ def write_shards(
         return writer.finish()
 
 
+def from_huggingface(
+    hf_dataset: Any,
+    path: str | os.PathLike,
+    element_shape: dict[str, Any] | None = None,
+    dtype: dict[str, Any] | None = None,
+) -> dict:
+    """Writes the HuggingFace ``datasets.Dataset`` ``hf_dataset`` (one split of a
+    ``DatasetDict``) to ``path``: a file, or a sharded dataset when ``path`` ends with
+    ``/`` (``write_shards``). Returns what ``write`` or ``write_shards`` returns.
+
+    The rows are the dataset's own Arrow memory (its indices mapping applied). Every
+    column is kept: nested lists of numbers become LoD tensors, fixed-length ``List``
+    (``Sequence(..., length=n)``) columns elements of shape ``[n]``, ``Array2D`` ..
+    ``Array5D`` columns elements of their shape (one LoD level when the first dimension is
+    ``None``), and strings, ``ClassLabel`` names, structs and nullable lists side columns
+    or 0-level tensors as their types say (``format-spec.md`` §2.2). ``dtype`` casts
+    columns' numbers (``{"feats": "float32"}``: ``from_dict`` makes float64);
+    ``element_shape`` folds a column's innermost lists (each of exactly that many numbers)
+    into elements (``{"mel": [80]}``). The features go into the file's ``huggingface``
+    schema metadata (updated by the casts), so ``lt.open(path).to_huggingface()`` gives
+    them back.
+
+        >>> ds = datasets.Dataset.from_dict({"x": [[1.0, 2.0], [3.0]]})   # doctest: +SKIP
+        >>> lt.from_huggingface(ds, "x.arrow", dtype={"x": "float32"})      # doctest: +SKIP
+        >>> lt.open("x.arrow").to_huggingface()["x"]                       # doctest: +SKIP
+        [[1.0, 2.0], [3.0]]
+    """
+    table = _hf.table(hf_dataset, element_shape, dtype, what="from_huggingface")
+    path = os.fspath(path)
+    if path.endswith(("/", os.sep)):
+        return write_shards(path, table)
+    return write(path, table)
+
+
 def commit(path: str | os.PathLike) -> dict:
     """Merges every pending manifest in the directory ``path`` (written by
     ``write_shards(..., mode="pending")`` or ``ShardWriter(mode="pending")`` workers) into
@@ -198,7 +233,7 @@ def _as_stream(data: Any, what: str = "write") -> Any:
     nulls of one record batch make the column a side column in all of them."""
     module = type(data).__module__.split(".")[0]
     if module == "datasets":
-        data = _hf_table(data, what)
+        data = _hf.table(data, what=what)
     elif module == "pandas" and hasattr(data, "columns"):
         data = pa.Table.from_pandas(data, preserve_index=False)
     elif module == "polars" and hasattr(data, "__arrow_c_stream__"):
@@ -217,14 +252,3 @@ def _as_stream(data: Any, what: str = "write") -> Any:
     raise TypeError(f"{what}: data must be {_ACCEPTED}; got {type(data).__name__}")
 
 
-def _hf_table(data: Any, what: str) -> pa.Table:
-    """The rows of a HuggingFace ``datasets.Dataset`` as a pyarrow table (its Arrow memory,
-    sliced or taken through its indices mapping), with its ``huggingface`` metadata."""
-    kind = type(data).__name__
-    if kind in ("DatasetDict", "IterableDatasetDict"):
-        splits = ", ".join(repr(k) for k in data)
-        raise TypeError(f"{what}: pass one split of the DatasetDict (one of {splits}), not all")
-    if not hasattr(data, "with_format") or not hasattr(data, "features") or kind != "Dataset":
-        raise TypeError(f"{what}: data must be {_ACCEPTED}; got {kind}")
-    table = data.with_format("arrow")[:]
-    return table.replace_schema_metadata({**(data.data.schema.metadata or {}), **(table.schema.metadata or {})})

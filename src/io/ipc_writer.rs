@@ -58,17 +58,20 @@ impl WriteOptions {
     /// # let t = lodtensor::doc_fixtures::words();
     /// use lodtensor::{DatasetWriter, MappedDataset, WriteOptions};
     /// let path = tempfile::tempdir()?.keep().join("d.arrow");
-    /// let kept = [("huggingface".to_owned(), "{}".to_owned())].into_iter().collect();
+    /// let kept = [("huggingface".to_owned(), "{}".to_owned())];
     /// let mut w = DatasetWriter::create(&path, WriteOptions::default().with_schema_metadata(kept))?;
     /// w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
     /// w.finish()?;
     /// assert_eq!(MappedDataset::open(&path)?.schema().metadata()["huggingface"], "{}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_schema_metadata(mut self, metadata: HashMap<String, String>) -> Self {
-        self.schema_metadata = metadata;
-        self.schema_metadata
-            .retain(|k, _| !k.starts_with("lodtensor."));
+    pub fn with_schema_metadata(
+        mut self,
+        metadata: impl IntoIterator<Item = (String, String)>,
+    ) -> Self {
+        self.schema_metadata = (metadata.into_iter())
+            .filter(|(k, _)| !k.starts_with("lodtensor."))
+            .collect();
         self
     }
 
