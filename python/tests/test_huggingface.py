@@ -97,11 +97,6 @@ def test_splits_selections_and_shards(tmp_path):
     assert lt.open(tmp_path / "picked.arrow").to_huggingface().to_list() == picked.to_list()
     with pytest.raises(KeyError, match="nope"):
         lt.from_huggingface(hf, tmp_path / "y.arrow", dtype={"nope": "float32"})
-    tensors = hf.remove_columns(["id", "text"])
-    lt.from_huggingface(tensors, str(tmp_path / "shards") + "/")
-    sharded = lt.open(tmp_path / "shards")
-    assert sharded.num_rows == ROWS
-    assert sharded.to_huggingface().to_list() == tensors.to_list()
 
 
 def test_nullable_lists_are_side_columns_and_come_back(tmp_path):
@@ -124,3 +119,11 @@ def test_to_huggingface_shares_the_mapping(tmp_path):
     emb = back.data.table["emb"].chunks[0]  # fixed-length lists: the file's values as they are
     values = np.frombuffer(emb.values.buffers()[1], dtype=np.float32)
     assert inside_mapping(values, path)
+
+
+def test_a_dataset_with_string_ids_converts_to_shards_as_it_is(tmp_path):
+    hf = explicit()
+    manifest = lt.from_huggingface(hf, str(tmp_path / "shards") + "/")
+    assert manifest["version"] == 2
+    back = lt.open(tmp_path / "shards").to_huggingface()
+    assert back.to_list() == hf.to_list()

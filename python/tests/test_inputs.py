@@ -105,3 +105,36 @@ def test_write_names_what_it_takes(tmp_path, bad):
         lt.write(tmp_path / "x.arrow", bad)
     with pytest.raises(TypeError, match="write_shards"):
         lt.write_shards(tmp_path / "s", bad)
+
+
+def test_shards_carry_side_columns_and_pyarrow_alone_reads_their_types(tmp_path):
+    import base64
+    import json
+
+    expected = nullable().append_column("id", pa.array([f"u{r}" if r % 4 else None for r in range(ROWS)]))
+    manifest = lt.write_shards(tmp_path / "s", expected, shard_rows=7)
+    assert manifest["version"] == 2
+    data = lt.open(tmp_path / "s")
+    data.validate()
+    assert data.num_shards == 5
+    got = data.to_pyarrow()
+    for name in ["flags", "counts", "frames", "id"]:
+        assert got[name].to_pylist() == expected[name].to_pylist(), name
+    # The manifest alone gives each side column's Arrow type, with pyarrow.
+    with open(tmp_path / "s" / "_lodtensor.json") as f:
+        columns = json.load(f)["columns"]
+    sides = {
+        c["name"]: pa.ipc.read_schema(pa.py_buffer(base64.b64decode(c["arrow_schema"]))).field(0)
+        for c in columns
+        if c.get("kind") == "side"
+    }
+    assert {n: f.type for n, f in sides.items()} == {
+        n: expected.schema.field(n).type for n in ["flags", "counts", "frames", "id"]
+    }
+    seen = 0
+    for batch in data.loader(batch_size=4, shuffle=True, seed=1):
+        want = expected.take(pa.array(batch.samples))
+        assert batch.values("id").to_pylist() == want["id"].to_pylist()
+        assert batch.values("frames").to_pylist() == want["frames"].to_pylist()
+        seen += len(batch)
+    assert seen == ROWS

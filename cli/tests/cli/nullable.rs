@@ -118,7 +118,28 @@ fn nullable_lists_are_side_columns_in_every_command() {
             .map(|c| c["name"].as_str().unwrap())
             .collect();
         assert_eq!(sides, ["flags", "ids", "frames"], "{input}");
-        assert_eq!(json["columns"][0]["name"], "tokens", "{input}");
+        let kinds: Vec<(&str, &str)> = (json["columns"].as_array().unwrap().iter())
+            .map(|c| (c["name"].as_str().unwrap(), c["kind"].as_str().unwrap()))
+            .collect();
+        let expected = [
+            ("tokens", "tensor"),
+            ("flags", "side"),
+            ("ids", "side"),
+            ("frames", "side"),
+        ];
+        assert_eq!(kinds, expected, "{input}");
+        let json: Value = serde_json::from_str(
+            lodtensor_in(
+                dir.path(),
+                ["info", input, "--json", "--columns", "ids,tokens"],
+            )
+            .ok(),
+        )
+        .unwrap();
+        let names: Vec<&str> = (json["columns"].as_array().unwrap().iter())
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["ids", "tokens"], "{input}");
         let shown = lodtensor_in(
             dir.path(),
             ["show", input, "--column", "ids", "--rows", "4..6"],
@@ -140,6 +161,19 @@ fn nullable_lists_are_side_columns_in_every_command() {
         lodtensor_in(dir.path(), ["convert", &parquet, &back]).ok();
         assert_same(&read(&dir.path().join(&parquet)), &batch, input);
         assert_same(&read(&dir.path().join(&back)), &batch, input);
+
+        // Shards carry the side columns (manifest version 2), and give them back.
+        let shards = format!("{input}.shards/");
+        let again = format!("{input}.again.arrow");
+        lodtensor_in(dir.path(), ["convert", input, &shards, "--shard-rows", "2"]).ok();
+        let json: Value =
+            serde_json::from_str(lodtensor_in(dir.path(), ["info", &shards, "--json"]).ok())
+                .unwrap();
+        assert_eq!(json["format_version"], "2", "{input}");
+        assert_eq!(json["columns"][2]["kind"], "side", "{input}");
+        lodtensor_in(dir.path(), ["validate", &shards]).ok();
+        lodtensor_in(dir.path(), ["convert", &shards, &again]).ok();
+        assert_same(&read(&dir.path().join(&again)), &batch, input);
     }
 }
 
