@@ -302,7 +302,7 @@ impl Dataset {
     /// use lodtensor::arrow::array::{ArrayRef, Int64Array, RecordBatch};
     /// let flags = |v: Vec<Option<i64>>| {
     ///     let a: ArrayRef = Arc::new(Int64Array::from(v));
-    ///     RecordBatch::try_from_iter([("flag", a)])
+    ///     RecordBatch::try_from_iter_with_nullable([("flag", a, true)])
     /// };
     /// let batches = [flags(vec![Some(1)])?, flags(vec![None])?];
     /// let datasets = Dataset::try_from_record_batches(&batches)?;

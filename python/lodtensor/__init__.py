@@ -15,12 +15,14 @@ it alive. Every Rust step runs with the GIL released.
 
 from __future__ import annotations
 
+import builtins
 import os
 from typing import Any
 
 import pyarrow as pa
 
 from . import _hf, _native
+from ._inputs import as_stream as _as_stream
 from ._native import (
     ArgumentError,
     Batch,
@@ -43,6 +45,7 @@ __all__ = [
     "open",
     "write",
     "from_huggingface",
+    "demo",
     "write_shards",
     "commit",
     "vacuum",
@@ -193,6 +196,46 @@ def from_huggingface(
     return write(path, table)
 
 
+_DEMO_MARKER = ".lodtensor-demo"
+
+
+def demo(dir: str | os.PathLike = "lodtensor-demo", *, docs: int = 2000, seed: int = 42) -> dict:  # noqa: A002
+    """Writes the example files of ``lodtensor demo`` into the directory ``dir`` (created
+    when missing; an existing one must be empty or hold a previous demo's files) and returns
+    their paths, ``{"arrow": ..., "parquet": ...}``.
+
+    ``documents.arrow`` holds ``docs`` synthetic documents (``tokens``: documents →
+    sentences → ``float32[64]`` tokens; ``label``: an ``int64`` per document) from ``seed``,
+    written by the same library calls as the command line's ``demo``: the same bytes.
+    ``documents.parquet`` holds the same table, written by pyarrow. ``python -m lodtensor
+    demo [DIR]`` does the same from a shell.
+
+        >>> files = lt.demo("lodtensor-demo")                   # doctest: +SKIP
+        >>> lt.open(files["arrow"]).num_rows                    # doctest: +SKIP
+        2000
+    """
+    import pyarrow.parquet as pq
+
+    path = os.fspath(dir)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ArgumentError(f"{path}: exists and is not a directory; choose another")
+    if os.path.isdir(path) and os.listdir(path) and not os.path.isfile(os.path.join(path, _DEMO_MARKER)):
+        raise ArgumentError(
+            f"{path}: the directory holds files that are not a previous demo's "
+            f"(no {_DEMO_MARKER} file); choose another"
+        )
+    if docs < 1:
+        raise ArgumentError(f"docs: {docs}, expected at least 1")
+    os.makedirs(path, exist_ok=True)
+    with builtins.open(os.path.join(path, _DEMO_MARKER), "w") as marker:
+        marker.write("written by `lodtensor demo`, which may overwrite this directory\n")
+    arrow = os.path.join(path, "documents.arrow")
+    parquet = os.path.join(path, "documents.parquet")
+    _native.demo_documents(arrow, docs, seed)
+    pq.write_table(pa.table(open(arrow)), parquet)
+    return {"arrow": arrow, "parquet": parquet}
+
+
 def commit(path: str | os.PathLike) -> dict:
     """Merges every pending manifest in the directory ``path`` (written by
     ``write_shards(..., mode="pending")`` or ``ShardWriter(mode="pending")`` workers) into
@@ -217,38 +260,3 @@ def vacuum(path: str | os.PathLike, *, grace: float = 86400.0) -> list[str]:
         ['shards/_pending/part-Xb3kQ9/part-00000.arrow']
     """
     return _native.vacuum(os.fspath(path), grace=grace)
-
-
-_ACCEPTED = (
-    "a pyarrow Table, RecordBatch or RecordBatchReader, a list of record batches, any object "
-    "with __arrow_c_stream__ (a Polars DataFrame, a DuckDB relation), a pandas DataFrame, or a "
-    "datasets.Dataset (one split of a DatasetDict)"
-)
-
-
-def _as_stream(data: Any, what: str = "write") -> Any:
-    """``data`` as an object with ``__arrow_c_stream__``: record batches, pandas, Polars and
-    HuggingFace datasets become a table; a table in memory gets the columns that hold nulls
-    but are not declared tensors marked side columns (``format-spec.md`` §2.2), so that the
-    nulls of one record batch make the column a side column in all of them."""
-    module = type(data).__module__.split(".")[0]
-    if module == "datasets":
-        data = _hf.table(data, what=what)
-    elif module == "pandas" and hasattr(data, "columns"):
-        data = pa.Table.from_pandas(data, preserve_index=False)
-    elif module == "polars" and hasattr(data, "__arrow_c_stream__"):
-        data = pa.table(data)
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    elif isinstance(data, (list, tuple)) and all(isinstance(b, pa.RecordBatch) for b in data):
-        data = pa.Table.from_batches(list(data))
-    if isinstance(data, pa.Table):
-        schema = _native.side_schema(data)
-        if schema.equals(data.schema, check_metadata=True):
-            return data
-        return pa.Table.from_arrays(data.columns, schema=schema)
-    if hasattr(data, "__arrow_c_stream__"):
-        return data
-    raise TypeError(f"{what}: data must be {_ACCEPTED}; got {type(data).__name__}")
-
-

@@ -14,6 +14,7 @@ __all__ = [
     "open",
     "write",
     "from_huggingface",
+    "demo",
     "write_shards",
     "commit",
     "vacuum",
@@ -127,6 +128,10 @@ def write(
     """Writes ``data`` (pyarrow, any ``__arrow_c_stream__`` object such as a Polars
     DataFrame or a DuckDB relation, pandas, a ``datasets.Dataset``) to ``path`` as a
     validated lodtensor file, atomically; ``TypeError`` for anything else."""
+
+def demo(dir: _Path = "lodtensor-demo", *, docs: int = 2000, seed: int = 42) -> dict[str, str]:
+    """Writes ``lodtensor demo``'s example files (``documents.arrow``, ``documents.parquet``)
+    into ``dir``; returns their paths."""
 
 def from_huggingface(
     hf_dataset: Any,

@@ -38,6 +38,7 @@ from ray.data.block import Block, BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask, WriteResult
 
 import lodtensor as lt
+from lodtensor._inputs import as_stream
 
 __all__ = ["read_lodtensor", "write_lodtensor", "LodTensorDatasource", "LodTensorDatasink"]
 
@@ -268,7 +269,7 @@ class LodTensorDatasink(Datasink):
             if writer is None:
                 writer = lt.ShardWriter(self.path, mode="pending", prefix=prefix, **self._options)
             # One kind per column for the whole block (format-spec §2.2).
-            writer.write(lt._as_stream(table, "write_lodtensor"))
+            writer.write(as_stream(table, "write_lodtensor"))
         if writer is None:
             return None
         writer.finish()

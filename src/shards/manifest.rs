@@ -64,7 +64,7 @@ pub const MANIFEST_FORMAT: &str = "lodtensor.shards";
 /// # Example
 /// ```
 /// use lodtensor::shards::{MANIFEST_VERSION, Manifest};
-/// let newer = r#"{"format": "lodtensor.shards", "version": 2, "columns": [], "shards": []}"#;
+/// let newer = r#"{"format": "lodtensor.shards", "version": 3, "columns": [], "shards": []}"#;
 /// assert_eq!(MANIFEST_VERSION, 1);
 /// assert!(Manifest::parse(newer).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
