@@ -182,7 +182,9 @@ def from_huggingface(
     ``element_shape`` folds a column's innermost lists (each of exactly that many numbers)
     into elements (``{"mel": [80]}``). The features go into the file's ``huggingface``
     schema metadata (updated by the casts), so ``lt.open(path).to_huggingface()`` gives
-    them back.
+    them back. The file keeps HF's layout where it can: ``int32`` offsets when every list
+    of the table has them (HF's ``List``), and a record batch per chunk of HF's table, so
+    that nothing is copied but into the file, and ``to_huggingface()`` needs no copy.
 
         >>> ds = datasets.Dataset.from_dict({"x": [[1.0, 2.0], [3.0]]})   # doctest: +SKIP
         >>> lt.from_huggingface(ds, "x.arrow", dtype={"x": "float32"})      # doctest: +SKIP
@@ -191,9 +193,10 @@ def from_huggingface(
     """
     table = _hf.table(hf_dataset, element_shape, dtype, what="from_huggingface")
     path = os.fspath(path)
+    options = _hf.write_options(table)
     if path.endswith(("/", os.sep)):
-        return write_shards(path, table)
-    return write(path, table)
+        return write_shards(path, table, **options)
+    return write(path, table, **options)
 
 
 _DEMO_MARKER = ".lodtensor-demo"

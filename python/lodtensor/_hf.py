@@ -67,6 +67,26 @@ def table(
     return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=metadata))
 
 
+def write_options(data: pa.Table) -> dict[str, Any]:
+    """``lt.write``'s options that keep HF's layout: ``int32`` offsets when every list
+    type of the table is a ``list`` (HF's ``List``; ``large_list`` otherwise), and record
+    batches of about one chunk of the table each (the writer then writes each chunk as it
+    is instead of joining chunks into a copy), between 1 and 64 MiB."""
+    def lists(arrow_type: pa.DataType) -> list[pa.DataType]:
+        if isinstance(arrow_type, pa.ExtensionType):
+            return lists(arrow_type.storage_type)
+        if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+            return [arrow_type, *lists(arrow_type.value_type)]
+        if pa.types.is_fixed_size_list(arrow_type):
+            return lists(arrow_type.value_type)
+        return []
+
+    found = [t for field in data.schema for t in lists(field.type)]
+    width = "i32" if found and all(pa.types.is_list(t) for t in found) else "i64"
+    chunk = max((batch.nbytes for batch in data.to_batches()), default=0)
+    return {"offset_width": width, "batch_bytes": min(max(chunk + 1, 1 << 20), 64 << 20)}
+
+
 def _recast(feature: Any, dtype: str) -> Any:
     """``feature`` with its value type ``dtype`` (``Value``, ``ArrayXD`` or lists of them)."""
     if hasattr(feature, "feature"):
