@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use lodtensor::DType;
-use lodtensor::shards::{ColumnSpec, ColumnStats, MANIFEST_VERSION, MANIFEST_VERSION_SIDE_COLUMNS};
+use lodtensor::shards::{
+    ColumnSpec, ColumnStats, MANIFEST_VERSION, MANIFEST_VERSION_SIDE_COLUMNS, Manifest,
+};
 
 use crate::input::{ReadArgs, element_shape_hint};
 use crate::shards::{Sharded, is_dir};
@@ -283,38 +285,12 @@ fn side_json(side: &SideParts) -> Value {
 /// shards of a kilobyte or a gigabyte.
 fn run_shards(sharded: &Sharded, json: bool) -> Result<()> {
     let manifest = sharded.manifest();
-    let (side_specs, tensor_specs): (Vec<_>, Vec<_>) = manifest
-        .columns
-        .iter()
-        .enumerate()
-        .partition(|(_, spec)| spec.side.is_some());
-    let columns: Vec<ColumnSummary> = tensor_specs
-        .iter()
-        .map(|&(c, spec)| {
-            ColumnSummary::of_manifest(spec, manifest.shards.iter().map(|s| &s.columns[c]))
-        })
-        .collect();
-    let version = match side_specs.is_empty() {
+    let (columns, sides) = manifest_columns(manifest);
+    let version = match sides.is_empty() {
         true => MANIFEST_VERSION,
         false => MANIFEST_VERSION_SIDE_COLUMNS,
     };
-    let (rows, side_fields) = (
-        manifest.num_rows(),
-        side_specs.iter().map(|(c, spec)| {
-            (
-                *c,
-                spec.side
-                    .as_ref()
-                    .expect("a side column's spec has its field"),
-            )
-        }),
-    );
-    let sides: Vec<(usize, Value)> = side_fields
-        .map(|(c, field)| {
-            let side = json!({"name": field.name(), "kind": "side", "type": field.data_type().to_string(), "rows": rows});
-            (c, side)
-        })
-        .collect();
+    let rows = manifest.num_rows();
     let bytes: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
     let batches: usize = manifest.shards.iter().map(|s| s.batches).sum();
     let out = &mut std::io::stdout().lock();
@@ -390,6 +366,25 @@ fn in_order(tensors: &[ColumnSummary], sides: Vec<(usize, Value)>) -> Vec<Value>
     }
     all.extend(tensors);
     all
+}
+
+/// The manifest's tensor columns' summaries, and its side columns in `--json` form, each
+/// with its place among the columns.
+fn manifest_columns(manifest: &Manifest) -> (Vec<ColumnSummary>, Vec<(usize, Value)>) {
+    let (mut tensors, mut sides) = (Vec::new(), Vec::new());
+    for (c, spec) in manifest.columns.iter().enumerate() {
+        match &spec.side {
+            Some(field) => sides.push((
+                c,
+                json!({"name": field.name(), "kind": "side", "type": field.data_type().to_string(), "rows": manifest.num_rows()}),
+            )),
+            None => tensors.push(ColumnSummary::of_manifest(
+                spec,
+                manifest.shards.iter().map(|s| &s.columns[c]),
+            )),
+        }
+    }
+    (tensors, sides)
 }
 
 /// `min 1, mean 2.00, max 3` of non-empty `values`.
