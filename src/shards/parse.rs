@@ -87,28 +87,36 @@ fn short_str(s: &str) -> String {
     cut(&format!("{s:?}"), 60)
 }
 
-pub(super) fn parse_column(v: &Value, at: &str) -> Result<ColumnSpec> {
-    let o = object(v, at)?;
-    let name = string(field(o, at, "name")?, &join(at, "name"))?.to_owned();
+/// The spec of the column `name` at `at` when its `kind` is `"side"` (its Arrow field
+/// from `arrow_schema`); `None` for a LoD tensor column.
+fn parse_side_column(o: &Map<String, Value>, name: &str, at: &str) -> Result<Option<ColumnSpec>> {
     let kind_at = join(at, "kind");
     match o.get("kind").map(|k| string(k, &kind_at)).transpose()? {
-        None | Some("tensor") => {}
+        None | Some("tensor") => Ok(None),
         Some("side") => {
             let schema_at = join(at, "arrow_schema");
             let encoded = string(field(o, at, "arrow_schema")?, &schema_at)?;
-            return Ok(ColumnSpec {
-                side: Some(decode_field(encoded, &name, &schema_at)?),
-                name,
+            Ok(Some(ColumnSpec {
+                side: Some(decode_field(encoded, name, &schema_at)?),
+                name: name.to_owned(),
                 dtype: DType::UInt8,
                 element_shape: Vec::new(),
                 offsets: Vec::new(),
                 level_names: Vec::new(),
-            });
+            }))
         }
         Some(other) => {
             let reason = format!("is {}, expected \"tensor\" or \"side\"", short_str(other));
-            return Err(manifest_error(&kind_at, reason));
+            Err(manifest_error(&kind_at, reason))
         }
+    }
+}
+
+pub(super) fn parse_column(v: &Value, at: &str) -> Result<ColumnSpec> {
+    let o = object(v, at)?;
+    let name = string(field(o, at, "name")?, &join(at, "name"))?.to_owned();
+    if let Some(side) = parse_side_column(o, &name, at)? {
+        return Ok(side);
     }
     let dtype_at = join(at, "dtype");
     let dtype = DType::from_name(string(field(o, at, "dtype")?, &dtype_at)?)
