@@ -47,6 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             element_shape: vec![],
             offsets: vec![OffsetWidth::I64],
             level_names: vec![],
+            side: None,
         }],
         shards: (0..shards)
             .map(|i| ShardEntry {

@@ -20,7 +20,7 @@ mod side;
 
 pub use column::Column;
 
-pub(crate) use side::{check_type, is_side};
+pub(crate) use side::{check_type, has_nulls, is_side, mark_sides, undeclared_tensors};
 
 /// Named LoD tensor columns with one row count: one row is one sample.
 ///
@@ -284,6 +284,61 @@ impl Dataset {
     /// ```
     pub fn try_from_record_batch(batch: &RecordBatch) -> Result<Self> {
         Self::try_from_record_batch_at(batch, 0)
+    }
+
+    /// The datasets of record batches that share a schema, with one kind per column for
+    /// all of them: a column of a tensor's type that its field does not declare a tensor is
+    /// a side column when any batch holds a null in it (format-spec §2.2), where
+    /// [`Dataset::try_from_record_batch`] decides each batch alone.
+    ///
+    /// # Errors
+    /// As [`Dataset::try_from_record_batch`], naming the batch; [`FileFormat::Ipc`] invalid
+    /// when a batch's columns do not match the first batch's schema.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodtensor::Dataset;
+    /// use lodtensor::arrow::array::{ArrayRef, Int64Array, RecordBatch};
+    /// let flags = |v: Vec<Option<i64>>| {
+    ///     let a: ArrayRef = Arc::new(Int64Array::from(v));
+    ///     RecordBatch::try_from_iter_with_nullable([("flag", a, true)])
+    /// };
+    /// let batches = [flags(vec![Some(1)])?, flags(vec![None])?];
+    /// let datasets = Dataset::try_from_record_batches(&batches)?;
+    /// assert!(datasets[0].columns()[0].is_side());   // a null in batch 1: side in both
+    /// assert!(!Dataset::try_from_record_batch(&batches[0])?.columns()[0].is_side());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_from_record_batches(batches: &[RecordBatch]) -> Result<Vec<Self>> {
+        let Some(first) = batches.first() else {
+            return Ok(Vec::new());
+        };
+        let schema = first.schema();
+        let nulls: Vec<usize> = undeclared_tensors(&schema)?
+            .into_iter()
+            .filter(|&i| {
+                (batches.iter())
+                    .any(|b| b.columns().get(i).is_some_and(|a| has_nulls(&a.to_data())))
+            })
+            .collect();
+        let schema: SchemaRef = Arc::new(mark_sides(&schema, &nulls));
+        let mut datasets: Vec<Self> = Vec::with_capacity(batches.len());
+        for (index, batch) in batches.iter().enumerate() {
+            let options =
+                arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+            let batch = RecordBatch::try_new_with_options(
+                schema.clone(),
+                batch.columns().to_vec(),
+                &options,
+            )
+            .map_err(|e| Error::invalid(FileFormat::Ipc, format!("batch {index}: {e}")))?;
+            datasets.push(match datasets.first() {
+                Some(first) => first.try_from_record_batch_like(&batch, index)?,
+                None => Self::try_from_record_batch_at(&batch, index)?,
+            });
+        }
+        Ok(datasets)
     }
 
     /// Like [`Dataset::try_from_record_batch`], naming the batch `index` in errors.

@@ -114,6 +114,28 @@ impl Documents {
     }
 }
 
+/// The documents of `lodtensor demo` and Python's `lodtensor.demo()` (which write the same
+/// files from them): `docs` documents of the default shape from `seed`, generated
+/// [`DEMO_CHUNK`] at a time so that a writer streams them.
+///
+/// # Example
+/// ```
+/// use lodtensor::synthetic::demo_chunks;
+/// let chunks = demo_chunks(250, 42).collect::<Result<Vec<_>, _>>()?;
+/// let rows: Vec<usize> = chunks.iter().map(|c| c.num_rows()).collect();
+/// assert_eq!(rows, [100, 100, 50]);
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub fn demo_chunks(docs: usize, seed: u64) -> impl Iterator<Item = Result<Dataset>> {
+    let mut rng = crate::rng::SplitMix64::new(seed);
+    (0..docs)
+        .step_by(DEMO_CHUNK)
+        .map(move |start| Documents::default().generate(&mut rng, DEMO_CHUNK.min(docs - start)))
+}
+
+/// Documents per chunk of [`demo_chunks`].
+pub const DEMO_CHUNK: usize = 100;
+
 #[cfg(test)]
 mod tests {
     use super::*;

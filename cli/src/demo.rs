@@ -9,7 +9,8 @@ use arrow_array::types::Float32Type;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::ops::sequence_expand_view;
-use lodtensor::{rng::SplitMix64, synthetic::Documents};
+use lodtensor::rng::SplitMix64;
+use lodtensor::synthetic::demo_chunks;
 
 use crate::draw::draw;
 use crate::source::{plural, progress};
@@ -32,9 +33,6 @@ pub struct Args {
 
 /// The file that marks a directory as a demo's, so that a later demo may overwrite it.
 pub const MARKER: &str = ".lodtensor-demo";
-
-/// Documents generated and written per step.
-const CHUNK: usize = 100;
 
 pub fn run(args: Args) -> Result<()> {
     prepare(&args.out)?;
@@ -104,20 +102,20 @@ fn in_path(e: std::io::Error, path: &Path) -> crate::CliError {
 
 /// Generates and writes the documents, streaming chunk by chunk.
 fn write_documents(out: &mut impl Write, path: &Path, docs: usize, seed: u64) -> Result<()> {
-    let shape = Documents::default();
-    let mut rng = SplitMix64::new(seed);
     let bar = progress(docs as u64, "writing", "documents");
     let started = Instant::now();
     let mut generating = Duration::ZERO;
     let mut writer = DatasetWriter::create(path, WriteOptions::default())?;
     let mut written = 0;
-    while written < docs {
-        let n = CHUNK.min(docs - written);
+    let mut chunks = demo_chunks(docs, seed);
+    loop {
         let t = Instant::now();
-        let chunk = shape.generate(&mut rng, n)?;
+        let Some(chunk) = chunks.next().transpose()? else {
+            break;
+        };
         generating += t.elapsed();
         writer.write(&chunk)?;
-        written += n;
+        written += chunk.num_rows();
         bar.set_position(written as u64);
     }
     let summary = writer.finish()?;

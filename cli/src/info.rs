@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use lodtensor::DType;
-use lodtensor::shards::{ColumnSpec, ColumnStats, MANIFEST_VERSION};
+use lodtensor::shards::{
+    ColumnSpec, ColumnStats, MANIFEST_VERSION, MANIFEST_VERSION_SIDE_COLUMNS, Manifest,
+};
 
 use crate::input::{ReadArgs, element_shape_hint};
 use crate::shards::{Sharded, is_dir};
@@ -213,7 +215,8 @@ pub fn run(args: Args) -> Result<()> {
             "rows": source.num_rows(),
             "batches": source.batches,
             "bytes": source.bytes,
-            "columns": columns.iter().map(ColumnSummary::to_json).collect::<Vec<_>>(),
+            "columns": all_columns(&columns, &source.sides),
+            // Deprecated: the side columns are in `columns` too, with "kind": "side".
             "side_columns": source.sides.iter().map(side_json).collect::<Vec<_>>(),
         });
         return print_json(out, &object);
@@ -249,10 +252,28 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// Every column in `info --json`, in the file's (or `--columns`') order: the tensors'
+/// summaries and the side columns', each with its `kind`.
+fn all_columns(tensors: &[ColumnSummary], sides: &[SideParts]) -> Vec<Value> {
+    in_order(
+        tensors,
+        sides.iter().map(|s| (s.position, side_json(s))).collect(),
+    )
+}
+
+/// `summary` with `"kind": kind`.
+fn with_kind(mut summary: Value, kind: &str) -> Value {
+    if let Value::Object(fields) = &mut summary {
+        fields.insert("kind".to_owned(), json!(kind));
+    }
+    summary
+}
+
 /// A side column in `info --json`.
 fn side_json(side: &SideParts) -> Value {
     json!({
         "name": side.name(),
+        "kind": "side",
         "type": side.field.data_type().to_string(),
         "rows": side.num_rows(),
         "nulls": side.null_count(),
@@ -264,14 +285,12 @@ fn side_json(side: &SideParts) -> Value {
 /// shards of a kilobyte or a gigabyte.
 fn run_shards(sharded: &Sharded, json: bool) -> Result<()> {
     let manifest = sharded.manifest();
-    let columns: Vec<ColumnSummary> = manifest
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(c, spec)| {
-            ColumnSummary::of_manifest(spec, manifest.shards.iter().map(|s| &s.columns[c]))
-        })
-        .collect();
+    let (columns, sides) = manifest_columns(manifest);
+    let version = match sides.is_empty() {
+        true => MANIFEST_VERSION,
+        false => MANIFEST_VERSION_SIDE_COLUMNS,
+    };
+    let rows = manifest.num_rows();
     let bytes: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
     let batches: usize = manifest.shards.iter().map(|s| s.batches).sum();
     let out = &mut std::io::stdout().lock();
@@ -284,18 +303,18 @@ fn run_shards(sharded: &Sharded, json: bool) -> Result<()> {
         let object = json!({
             "path": sharded.path.display().to_string(),
             "format": Format::Shards.key(),
-            "format_version": MANIFEST_VERSION.to_string(),
+            "format_version": version.to_string(),
             "rows": manifest.num_rows(),
             "batches": batches,
             "bytes": bytes,
             "shards": shards,
-            "columns": columns.iter().map(ColumnSummary::to_json).collect::<Vec<_>>(),
+            "columns": in_order(&columns, sides.clone()),
         });
         return print_json(out, &object);
     }
     writeln!(
         out,
-        "{}: {}, manifest version {MANIFEST_VERSION}, {}, {}, {} in {}, {}",
+        "{}: {}, manifest version {version}, {}, {}, {} in {}, {}",
         sharded.path.display(),
         Format::Shards.name(),
         plural(manifest.shards.len(), "shard"),
@@ -318,7 +337,54 @@ fn run_shards(sharded: &Sharded, json: bool) -> Result<()> {
             min_mean_max(&sizes)
         )?;
     }
-    columns.iter().try_for_each(|c| c.write_text(out))
+    columns.iter().try_for_each(|c| c.write_text(out))?;
+    for (_, side) in &sides {
+        writeln!(
+            out,
+            "side column {}: {}, {}",
+            side["name"],
+            side["type"].as_str().unwrap_or(""),
+            plural(rows, "row")
+        )?;
+    }
+    Ok(())
+}
+
+/// The columns in order: the tensors' summaries (`"kind": "tensor"`), and `sides`, each
+/// at its place among the columns.
+fn in_order(tensors: &[ColumnSummary], sides: Vec<(usize, Value)>) -> Vec<Value> {
+    let mut tensors = tensors.iter().map(|c| with_kind(c.to_json(), "tensor"));
+    let mut all = Vec::with_capacity(tensors.len() + sides.len());
+    for (position, side) in sides {
+        while all.len() < position {
+            match tensors.next() {
+                Some(tensor) => all.push(tensor),
+                None => break,
+            }
+        }
+        all.push(side);
+    }
+    all.extend(tensors);
+    all
+}
+
+/// The manifest's tensor columns' summaries, and its side columns in `--json` form, each
+/// with its place among the columns.
+fn manifest_columns(manifest: &Manifest) -> (Vec<ColumnSummary>, Vec<(usize, Value)>) {
+    let (mut tensors, mut sides) = (Vec::new(), Vec::new());
+    for (c, spec) in manifest.columns.iter().enumerate() {
+        match &spec.side {
+            Some(field) => sides.push((
+                c,
+                json!({"name": field.name(), "kind": "side", "type": field.data_type().to_string(), "rows": manifest.num_rows()}),
+            )),
+            None => tensors.push(ColumnSummary::of_manifest(
+                spec,
+                manifest.shards.iter().map(|s| &s.columns[c]),
+            )),
+        }
+    }
+    (tensors, sides)
 }
 
 /// `min 1, mean 2.00, max 3` of non-empty `values`.

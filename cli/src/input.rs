@@ -242,13 +242,24 @@ pub fn read_stream(path: &Path) -> Result<(arrow_schema::SchemaRef, Vec<Dataset>
         .map_err(|e| in_file(e.into()))?;
     let schema = reader.schema();
     lodtensor::check_version(&schema).map_err(in_file)?;
-    let mut datasets = Vec::new();
-    for (index, batch) in reader.enumerate() {
-        let batch = batch.map_err(|e| in_file(e.into()))?;
-        let dataset =
-            Dataset::try_from_record_batch(&batch).map_err(|e| in_file(e.with_batch(index)))?;
-        datasets.push(dataset);
-    }
+    let batches = reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| in_file(e.into()))?;
+    // One kind per column for all batches: a null in any makes a side column (spec §2.2).
+    let datasets = Dataset::try_from_record_batches(&batches).map_err(in_file)?;
+    let schema = match datasets.first() {
+        None => schema,
+        Some(first) => {
+            let fields: Vec<arrow_schema::Field> = (schema.fields().iter().zip(first.columns()))
+                .map(|(f, c)| match c.is_side() {
+                    true => c.arrow_field(),
+                    false => f.as_ref().clone(),
+                })
+                .collect();
+            let metadata = schema.metadata().clone();
+            std::sync::Arc::new(arrow_schema::Schema::new_with_metadata(fields, metadata))
+        }
+    };
     Ok((schema, datasets))
 }
 

@@ -12,6 +12,7 @@ use lodtensor::shards::{MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, Shar
 use lodtensor::{ArgumentError, Error};
 
 use crate::input::ReadArgs;
+use crate::side::SideParts;
 use crate::source::{Format, Held, Parts, ShardParts, Source, progress, split_rows};
 use crate::{Result, usage};
 
@@ -145,6 +146,13 @@ impl Sharded {
         } else {
             Source::parts_of(&batches)?
         };
+        let in_dir = |e: Error| e.in_file(&self.path);
+        let empty = (self.data.columns().iter())
+            .map(|spec| spec.empty_column())
+            .collect::<lodtensor::Result<Vec<_>>>()
+            .and_then(lodtensor::Dataset::try_new)
+            .map_err(in_dir)?;
+        let sides = SideParts::of(&batches, &empty.schema()).map_err(in_dir)?;
         let starts = self.data.row_index().starts();
         let mut source = Source {
             path: self.path.clone(),
@@ -153,7 +161,7 @@ impl Sharded {
             bytes,
             batches: batches.len(),
             columns,
-            sides: Vec::new(),
+            sides,
             shards: Some(ShardParts {
                 first_row: starts.get(shards.start).copied().unwrap_or(0),
                 opened: shards,
@@ -173,6 +181,7 @@ impl Sharded {
         self.data
             .columns()
             .iter()
+            .filter(|spec| spec.side.is_none())
             .map(|spec| {
                 let column = spec.empty_column().map_err(|e| e.in_file(&self.path))?;
                 Ok(Parts {

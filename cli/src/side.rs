@@ -60,8 +60,16 @@ impl SideParts {
     ) -> lodtensor::Result<Vec<SideParts>> {
         let mut sides = Vec::new();
         for (position, field) in schema.fields().iter().enumerate() {
-            let empty = arrow_array::new_empty_array(field.data_type());
-            if !Column::try_from_arrow(field, empty.as_ref())?.is_side() {
+            // The batches say, when there are some: a column of a tensor's type with nulls
+            // is a side column (format-spec §2.2).
+            let side = match batches.first() {
+                Some(first) => first.columns()[position].is_side(),
+                None => {
+                    let empty = arrow_array::new_empty_array(field.data_type());
+                    Column::try_from_arrow(field, empty.as_ref())?.is_side()
+                }
+            };
+            if !side {
                 continue;
             }
             let arrays = match batches {

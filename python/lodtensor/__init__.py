@@ -15,12 +15,14 @@ it alive. Every Rust step runs with the GIL released.
 
 from __future__ import annotations
 
+import builtins
 import os
 from typing import Any
 
 import pyarrow as pa
 
-from . import _native
+from . import _hf, _native
+from ._inputs import as_stream as _as_stream
 from ._native import (
     ArgumentError,
     Batch,
@@ -44,6 +46,8 @@ from ._native import (
 __all__ = [
     "open",
     "write",
+    "from_huggingface",
+    "demo",
     "write_shards",
     "commit",
     "vacuum",
@@ -103,9 +107,16 @@ def write(
 ) -> dict:
     """Writes ``data`` to ``path`` as a validated lodtensor file, atomically.
 
-    ``data`` is a ``pyarrow.Table``, a ``RecordBatch``, a list of record batches, or any
-    object with ``__arrow_c_stream__``. Each column must be a LoD tensor column (nested
-    lists over fixed-size lists or primitives, no nulls); the file is written under a
+    ``data`` is a ``pyarrow.Table``, a ``RecordBatch`` or ``RecordBatchReader``, a list of
+    record batches, any object with ``__arrow_c_stream__`` (a Polars DataFrame, a DuckDB
+    relation), a pandas DataFrame, or a HuggingFace ``datasets.Dataset`` (one split of a
+    ``DatasetDict``); anything else raises ``TypeError``. A column of nested lists over
+    fixed-size lists or primitives is a LoD tensor column; any other column, and one of
+    those types holding nulls that its field does not declare a tensor (``format-spec.md``
+    §2.2), is a side column, written as it is. A table in memory is looked at whole; a
+    stream (a ``RecordBatchReader``, a DuckDB relation) is decided by its first record
+    batch, and a later batch's nulls in a tensor column are an error (mark the field
+    ``lodtensor.kind = "side"`` to avoid it). The file is written under a
     temporary name and renamed over ``path`` only once complete, so a reader never sees a
     partial file. ``offset_width`` is ``"i64"`` (LargeList) or ``"i32"`` (List);
     ``batch_bytes`` the target size of one record batch (default 64 MiB).
@@ -151,8 +162,85 @@ def write_shards(
         offset_width=offset_width,
         batch_bytes=batch_bytes,
     ) as writer:
-        writer.write(_as_stream(data))
+        writer.write(_as_stream(data, "write_shards"))
         return writer.finish()
+
+
+def from_huggingface(
+    hf_dataset: Any,
+    path: str | os.PathLike,
+    element_shape: dict[str, Any] | None = None,
+    dtype: dict[str, Any] | None = None,
+) -> dict:
+    """Writes the HuggingFace ``datasets.Dataset`` ``hf_dataset`` (one split of a
+    ``DatasetDict``) to ``path``: a file, or a sharded dataset when ``path`` ends with
+    ``/`` (``write_shards``). Returns what ``write`` or ``write_shards`` returns.
+
+    The rows are the dataset's own Arrow memory (its indices mapping applied). Every
+    column is kept: nested lists of numbers become LoD tensors, fixed-length ``List``
+    (``Sequence(..., length=n)``) columns elements of shape ``[n]``, ``Array2D`` ..
+    ``Array5D`` columns elements of their shape (one LoD level when the first dimension is
+    ``None``), and strings, ``ClassLabel`` names, structs and nullable lists side columns
+    or 0-level tensors as their types say (``format-spec.md`` §2.2). ``dtype`` casts
+    columns' numbers (``{"feats": "float32"}``: ``from_dict`` makes float64);
+    ``element_shape`` folds a column's innermost lists (each of exactly that many numbers)
+    into elements (``{"mel": [80]}``). The features go into the file's ``huggingface``
+    schema metadata (updated by the casts), so ``lt.open(path).to_huggingface()`` gives
+    them back. The file keeps HF's layout where it can: ``int32`` offsets when every list
+    of the table has them (HF's ``List``), and a record batch per chunk of HF's table, so
+    that nothing is copied but into the file, and ``to_huggingface()`` needs no copy.
+
+        >>> ds = datasets.Dataset.from_dict({"x": [[1.0, 2.0], [3.0]]})   # doctest: +SKIP
+        >>> lt.from_huggingface(ds, "x.arrow", dtype={"x": "float32"})      # doctest: +SKIP
+        >>> lt.open("x.arrow").to_huggingface()["x"]                       # doctest: +SKIP
+        [[1.0, 2.0], [3.0]]
+    """
+    table = _hf.table(hf_dataset, element_shape, dtype, what="from_huggingface")
+    path = os.fspath(path)
+    options = _hf.write_options(table)
+    if path.endswith(("/", os.sep)):
+        return write_shards(path, table, **options)
+    return write(path, table, **options)
+
+
+_DEMO_MARKER = ".lodtensor-demo"
+
+
+def demo(dir: str | os.PathLike = "lodtensor-demo", *, docs: int = 2000, seed: int = 42) -> dict:  # noqa: A002
+    """Writes the example files of ``lodtensor demo`` into the directory ``dir`` (created
+    when missing; an existing one must be empty or hold a previous demo's files) and returns
+    their paths, ``{"arrow": ..., "parquet": ...}``.
+
+    ``documents.arrow`` holds ``docs`` synthetic documents (``tokens``: documents →
+    sentences → ``float32[64]`` tokens; ``label``: an ``int64`` per document) from ``seed``,
+    written by the same library calls as the command line's ``demo``: the same bytes.
+    ``documents.parquet`` holds the same table, written by pyarrow. ``python -m lodtensor
+    demo [DIR]`` does the same from a shell.
+
+        >>> files = lt.demo("lodtensor-demo")                   # doctest: +SKIP
+        >>> lt.open(files["arrow"]).num_rows                    # doctest: +SKIP
+        2000
+    """
+    import pyarrow.parquet as pq
+
+    path = os.fspath(dir)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ArgumentError(f"{path}: exists and is not a directory; choose another")
+    if os.path.isdir(path) and os.listdir(path) and not os.path.isfile(os.path.join(path, _DEMO_MARKER)):
+        raise ArgumentError(
+            f"{path}: the directory holds files that are not a previous demo's "
+            f"(no {_DEMO_MARKER} file); choose another"
+        )
+    if docs < 1:
+        raise ArgumentError(f"docs: {docs}, expected at least 1")
+    os.makedirs(path, exist_ok=True)
+    with builtins.open(os.path.join(path, _DEMO_MARKER), "w") as marker:
+        marker.write("written by `lodtensor demo`, which may overwrite this directory\n")
+    arrow = os.path.join(path, "documents.arrow")
+    parquet = os.path.join(path, "documents.parquet")
+    _native.demo_documents(arrow, docs, seed)
+    pq.write_table(pa.table(open(arrow)), parquet)
+    return {"arrow": arrow, "parquet": parquet}
 
 
 def commit(path: str | os.PathLike) -> dict:
@@ -179,13 +267,3 @@ def vacuum(path: str | os.PathLike, *, grace: float = 86400.0) -> list[str]:
         ['shards/_pending/part-Xb3kQ9/part-00000.arrow']
     """
     return _native.vacuum(os.fspath(path), grace=grace)
-
-
-def _as_stream(data: Any) -> Any:
-    """``data`` as an object with ``__arrow_c_stream__``: record batches become a table."""
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, (list, tuple)):
-        return pa.Table.from_batches(list(data))
-    return data
-

@@ -13,6 +13,8 @@ __version__: str
 __all__ = [
     "open",
     "write",
+    "from_huggingface",
+    "demo",
     "write_shards",
     "commit",
     "vacuum",
@@ -131,7 +133,23 @@ def write(
     offset_width: _OffsetWidth = "i64",
     batch_bytes: int | None = None,
 ) -> WriteSummary:
-    """Writes pyarrow data to ``path`` as a validated lodtensor file, atomically."""
+    """Writes ``data`` (pyarrow, any ``__arrow_c_stream__`` object such as a Polars
+    DataFrame or a DuckDB relation, pandas, a ``datasets.Dataset``) to ``path`` as a
+    validated lodtensor file, atomically; ``TypeError`` for anything else."""
+
+def demo(dir: _Path = "lodtensor-demo", *, docs: int = 2000, seed: int = 42) -> dict[str, str]:
+    """Writes ``lodtensor demo``'s example files (``documents.arrow``, ``documents.parquet``)
+    into ``dir``; returns their paths."""
+
+def from_huggingface(
+    hf_dataset: Any,
+    path: _Path,
+    element_shape: dict[str, Sequence[int]] | None = None,
+    dtype: dict[str, Any] | None = None,
+) -> WriteSummary | Manifest:
+    """Writes a HuggingFace ``datasets.Dataset`` to the file ``path`` (shards when ``path``
+    ends with ``/``): ``ArrayXD`` and fixed-length lists as element shapes, ``dtype`` casts,
+    ``element_shape`` folds, the features kept in the ``huggingface`` metadata."""
 
 def write_shards(
     path: _Path,
@@ -213,6 +231,8 @@ class ShardedDataset:
         """The record batches of ``shards`` (all by default), in order, zero-copy."""
     def to_pyarrow(self) -> pa.Table:
         """Every shard as one table, zero-copy."""
+    def to_huggingface(self) -> Any:
+        """Every shard as a ``datasets.Dataset`` over the same values."""
     def __arrow_c_schema__(self) -> object: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def loader(self, **options: Unpack[LoaderOptions]) -> Loader:
@@ -296,6 +316,9 @@ class Dataset:
     def sample(self, row: int) -> pa.RecordBatch: ...
     def to_pyarrow(self) -> pa.Table:
         """The whole file as a table, zero-copy."""
+    def to_huggingface(self) -> Any:
+        """The file as a ``datasets.Dataset`` over the same values, with the features of its
+        ``huggingface`` metadata (else inferred)."""
     def __arrow_c_schema__(self) -> object: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def loader(self, **options: Unpack[LoaderOptions]) -> Loader:

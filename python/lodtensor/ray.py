@@ -38,6 +38,7 @@ from ray.data.block import Block, BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask, WriteResult
 
 import lodtensor as lt
+from lodtensor._inputs import as_stream
 
 __all__ = ["read_lodtensor", "write_lodtensor", "LodTensorDatasource", "LodTensorDatasink"]
 
@@ -96,8 +97,11 @@ def write_lodtensor(
     as pending shards of at most ``shard_rows`` rows or ``shard_bytes`` bytes under its own
     prefix; the driver then commits them all at once, so readers see the dataset before the
     write or after it. ``min_rows_per_write`` bundles small blocks into bigger tasks (and
-    so bigger shards). The columns must be LoD tensor columns: nested lists over
-    ``arrow.fixed_shape_tensor`` or primitives, without nulls.
+    so bigger shards). Nested lists over ``arrow.fixed_shape_tensor`` or numbers are LoD
+    tensor columns, every other column a side column (``format-spec.md`` §2.2), carried
+    as it is. A column of a tensor's type with nulls is a side column; each task decides
+    from its own blocks, so when only some blocks hold its nulls, mark its field
+    ``lodtensor.kind = "side"`` (or ``"tensor"``) so that every task writes it alike.
 
         >>> write_lodtensor(ds.map_batches(f, batch_format="pyarrow"), "out/")  # doctest: +SKIP
     """
@@ -264,7 +268,8 @@ class LodTensorDatasink(Datasink):
                 continue
             if writer is None:
                 writer = lt.ShardWriter(self.path, mode="pending", prefix=prefix, **self._options)
-            writer.write(table)
+            # One kind per column for the whole block (format-spec §2.2).
+            writer.write(as_stream(table, "write_lodtensor"))
         if writer is None:
             return None
         writer.finish()

@@ -188,6 +188,17 @@ impl Dataset {
             .call_method1("from_batches", (batches, self.schema(py)?))
     }
 
+    /// The file as a HuggingFace `datasets.Dataset` over the same values: the features of
+    /// its `huggingface` schema metadata (what `lodtensor.from_huggingface` kept), else
+    /// inferred, tensor elements as fixed-length lists (`lodtensor._hf.to_dataset`).
+    fn to_huggingface<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let table = slf.call_method0("to_pyarrow")?;
+        py.import("lodtensor._hf")?
+            .getattr("to_dataset")?
+            .call1((table,))
+    }
+
     /// The Arrow PyCapsule protocol: the schema.
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
         ffi::schema_capsule(py, self.file.schema())

@@ -185,8 +185,10 @@ pub fn write<'py>(
     offset_width: &str,
     batch_bytes: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let options = write_options(offset_width, batch_bytes)?;
     let reader = import_stream(py, data)?;
+    // The input's own schema metadata (HuggingFace's features, pandas') is kept.
+    let options = write_options(offset_width, batch_bytes)?
+        .with_schema_metadata(reader.schema().metadata().clone());
     let summary = py
         .detach(move || -> lodtensor::Result<_> {
             let mut writer = DatasetWriter::create(&path, options)?;
@@ -202,4 +204,35 @@ pub fn write<'py>(
     d.set_item("batches", summary.batches)?;
     d.set_item("bytes", summary.bytes)?;
     Ok(d)
+}
+
+/// The schema of `data` (any object with `__arrow_c_stream__`, read whole: a table in
+/// memory) as a `pyarrow.Schema`, with each column of a tensor's type that holds a null in
+/// some batch, and that its field does not declare a tensor, marked `lodtensor.kind =
+/// "side"` (format-spec §2.2): written batch by batch, the column is then a side column in
+/// every batch, not only in those with nulls.
+#[lodtensor_python_guard::guard]
+#[pyfunction]
+pub fn side_schema<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let reader = import_stream(py, data)?;
+    let schema = reader.schema();
+    let marked = py
+        .detach(move || -> lodtensor::Result<Schema> {
+            let batches = reader
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(stream_fault)?;
+            let datasets = Dataset::try_from_record_batches(&batches)?;
+            let Some(first) = datasets.first() else {
+                return Ok(schema.as_ref().clone());
+            };
+            let fields: Vec<arrow_schema::Field> = (schema.fields().iter().zip(first.columns()))
+                .map(|(field, column)| match column.is_side() {
+                    true => column.arrow_field(),
+                    false => field.as_ref().clone(),
+                })
+                .collect();
+            Ok(Schema::new_with_metadata(fields, schema.metadata().clone()))
+        })
+        .py_err()?;
+    to_pyarrow_schema(py, &marked)
 }

@@ -10,6 +10,7 @@
 mod array;
 mod batch;
 mod dataset;
+mod demo;
 mod deprecated;
 mod error;
 mod ffi;
@@ -40,6 +41,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<shard_writer::ShardWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(ffi::write, m)?)?;
+    m.add_function(wrap_pyfunction!(ffi::side_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(demo::demo_documents, m)?)?;
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.

@@ -238,6 +238,16 @@ impl ShardedDataset {
         self.reader(py, None)?.call_method0("read_all")
     }
 
+    /// Every shard as a HuggingFace `datasets.Dataset` over the same values (see
+    /// `Dataset.to_huggingface`; touches every shard).
+    fn to_huggingface<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let table = slf.call_method0("to_pyarrow")?;
+        py.import("lodtensor._hf")?
+            .getattr("to_dataset")?
+            .call1((table,))
+    }
+
     /// The Arrow PyCapsule protocol: the schema.
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
         ffi::schema_capsule(py, &self.schema)

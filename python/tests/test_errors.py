@@ -45,8 +45,9 @@ def test_invalid_file(tmp_path):
 
 def test_invalid_data(tmp_path):
     nulls = pa.array([[1.0, 2.0], None], pa.large_list(pa.float32()))
+    declared = pa.schema([pa.field("x", nulls.type, metadata={b"lodtensor.lod_levels": b"1"})])
     with pytest.raises(lt.InvalidDataError) as caught:
-        lt.write(tmp_path / "x.arrow", pa.table({"x": nulls}))
+        lt.write(tmp_path / "x.arrow", pa.table([nulls], schema=declared))
     assert isinstance(caught.value, lt.LodTensorError)
     assert isinstance(caught.value, ValueError)
     assert "null" in str(caught.value)
@@ -81,9 +82,9 @@ def test_column_not_found(docs_path):
 
 
 def test_unsupported(tmp_path):
-    side = pa.table({"x": pa.array([[1.0]], pa.large_list(pa.float32())), "id": ["a"]})
+    union = pa.UnionArray.from_sparse(pa.array([0], pa.int8()), [pa.array([1]), pa.array(["a"])])
     with pytest.raises(lt.UnsupportedError) as caught:
-        lt.write_shards(tmp_path / "shards", side)
+        lt.write_shards(tmp_path / "shards", pa.table({"u": union}))
     assert isinstance(caught.value, lt.LodTensorError)
     assert isinstance(caught.value, ValueError)
     assert "side column" in str(caught.value)

@@ -172,3 +172,13 @@ def test_an_empty_write_makes_an_empty_dataset(shards_dir, tmp_path):
     sink.on_write_complete(SimpleNamespace(write_returns=[None]))
     ds = lt.open(tmp_path / "empty")
     assert ds.num_rows == 0 and ds.schema == lt.open(shards_dir).schema
+
+
+def test_side_columns_and_nullable_lists_go_through_ray(cluster, tmp_path):
+    from test_inputs import nullable
+
+    table = nullable().append_column("id", pa.array([f"u{r}" for r in range(30)]))
+    lray.write_lodtensor(ray.data.from_arrow(table), tmp_path / "out")
+    got = collect(lray.read_lodtensor(tmp_path / "out"))
+    for name in table.column_names:
+        assert got[name].to_pylist() == table[name].to_pylist(), name

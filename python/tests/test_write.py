@@ -43,7 +43,9 @@ def test_invalid_data_raises_and_leaves_the_target_alone(tmp_path):
     path = tmp_path / "keep.arrow"
     lt.write(path, documents(5, seed=5))
     before = path.read_bytes()
-    nulls = pa.table({"x": pa.array([1.0, None, 3.0])})
+    # Nulls in a column declared a tensor (undeclared, it would be a side column).
+    declared = pa.field("x", pa.float64(), metadata={b"lodtensor.kind": b"tensor"})
+    nulls = pa.table([pa.array([1.0, None, 3.0])], schema=pa.schema([declared]))
     with pytest.raises(lt.LodTensorError, match="null"):
         lt.write(path, nulls)
     # Strings are a side column now; a union is no column a lodtensor file holds.

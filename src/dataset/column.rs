@@ -313,7 +313,10 @@ impl Column {
 
     /// The column an Arrow field and array hold: a LoD tensor when the field says so or its
     /// type is a LoD tensor's (format-spec §2.2), its metadata checked against its layout;
-    /// else a side column.
+    /// else a side column. A column of a tensor's type with a null at some level is a side
+    /// column unless its field declares it a tensor (`lodtensor.kind = "tensor"`,
+    /// `lodtensor.lod_levels` or an `arrow.fixed_shape_tensor` element): then the nulls are
+    /// an error.
     ///
     /// # Errors
     /// As [`LodTensor::try_from_arrow`]; [`FormatError::Metadata`] when a `lodtensor.*` key
@@ -329,7 +332,7 @@ impl Column {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_from_arrow(field: &Field, array: &dyn arrow_array::Array) -> Result<Self> {
-        if side::is_side(field)? {
+        if side::is_side_array(field, array)? {
             return Column::side_with_field(
                 field.clone(),
                 arrow_array::make_array(array.to_data()),

@@ -3,18 +3,22 @@
 //!
 //! A column is a LoD tensor when its field says `lodtensor.kind = "tensor"` or carries
 //! `lodtensor.lod_levels`, or, with no such key, when its type is a LoD tensor's (nested
-//! lists over fixed-size lists or items of a [`DType`]); a column marked
-//! `lodtensor.kind = "side"`, or of any other type, is a side column. Side columns hold
-//! nulls freely; LoD tensors hold none.
+//! lists over fixed-size lists or items of a [`DType`]) and it holds no null at any
+//! level; a column marked `lodtensor.kind = "side"`, or of any other type, or of a tensor's
+//! type with nulls that its file does not declare a tensor, is a side column. A column is
+//! declared a tensor by `lodtensor.kind = "tensor"`, `lodtensor.lod_levels` or an
+//! `arrow.fixed_shape_tensor` element: only such a column is refused for nulls. Side
+//! columns hold nulls freely; LoD tensors hold none.
 
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
-use arrow_schema::{DataType, Field, FieldRef};
+use arrow_schema::{DataType, Field, FieldRef, Schema};
 
 use super::Column;
 use super::column::ColumnData;
 use crate::error::{ArgumentError, Error, FormatError, Result, UnsupportedError};
+use crate::extension::{EXTENSION_NAME, EXTENSION_NAME_KEY};
 use crate::format::{KEY_KIND, KEY_LOD_LEVELS};
 use crate::layout::{Nest, peel};
 use crate::values::DType;
@@ -122,6 +126,81 @@ pub(crate) fn is_side(field: &Field) -> Result<bool> {
     }
 }
 
+/// Whether `field` declares its column a LoD tensor (format-spec §2.2): `lodtensor.kind =
+/// "tensor"`, `lodtensor.lod_levels`, or an `arrow.fixed_shape_tensor` element. Such a
+/// column with nulls is refused; an undeclared one with nulls is a side column.
+pub(crate) fn declares_tensor(field: &Field) -> bool {
+    let metadata = field.metadata();
+    if metadata.get(KEY_KIND).is_some_and(|k| k == TENSOR) || metadata.contains_key(KEY_LOD_LEVELS)
+    {
+        return true;
+    }
+    let mut field = field;
+    loop {
+        let tagged = field.metadata().get(EXTENSION_NAME_KEY);
+        if tagged.is_some_and(|name| name == EXTENSION_NAME) {
+            return true;
+        }
+        match peel(field.data_type()) {
+            Some(Nest::List(_, f) | Nest::Fixed(_, f)) => field = f,
+            None => return false,
+        }
+    }
+}
+
+/// Whether the column of `field` and `array` is a side column: [`is_side`] on the field,
+/// or a tensor's type with a null at some level in a field that does not declare a tensor
+/// ([`declares_tensor`]).
+///
+/// # Errors
+/// As [`is_side`].
+pub(crate) fn is_side_array(field: &Field, array: &dyn Array) -> Result<bool> {
+    Ok(is_side(field)? || (!declares_tensor(field) && has_nulls(&array.to_data())))
+}
+
+/// Whether `data` or, down the lists of a tensor's type, a child holds a null.
+pub(crate) fn has_nulls(data: &arrow_data::ArrayData) -> bool {
+    data.null_count() > 0
+        || (matches!(
+            data.data_type(),
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+        ) && data.child_data().iter().any(has_nulls))
+}
+
+/// `field` marked `lodtensor.kind = "side"`: how a reader records that a column of a
+/// tensor's type is a side column because it holds nulls.
+pub(crate) fn mark_side(field: &Field) -> Field {
+    let mut metadata = field.metadata().clone();
+    metadata.insert(KEY_KIND.to_owned(), SIDE.to_owned());
+    field.clone().with_metadata(metadata)
+}
+
+/// The columns of `schema` that hold a side column if they hold a null (format-spec §2.2):
+/// of a tensor's type, neither marked side nor declared a tensor.
+///
+/// # Errors
+/// As [`is_side`].
+pub(crate) fn undeclared_tensors(schema: &Schema) -> Result<Vec<usize>> {
+    let mut found = Vec::new();
+    for (i, field) in schema.fields().iter().enumerate() {
+        if !is_side(field).map_err(|e| e.in_column(field.name(), 0))? && !declares_tensor(field) {
+            found.push(i);
+        }
+    }
+    Ok(found)
+}
+
+/// `schema` with the columns `columns` marked side ([`mark_side`]).
+pub(crate) fn mark_sides(schema: &Schema, columns: &[usize]) -> Schema {
+    let fields: Vec<Field> = (schema.fields().iter().enumerate())
+        .map(|(i, f)| match columns.contains(&i) {
+            true => mark_side(f),
+            false => f.as_ref().clone(),
+        })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
 /// Whether `data_type` is a LoD tensor's: lists over fixed-size lists or items of a dtype.
 pub(crate) fn is_tensor_type(data_type: &DataType) -> bool {
     let mut data_type = data_type;
@@ -136,9 +215,7 @@ pub(crate) fn is_tensor_type(data_type: &DataType) -> bool {
 
 /// The field a side column is written with: `field` marked `lodtensor.kind = "side"`.
 pub(super) fn field(field: &FieldRef) -> Field {
-    let mut metadata = field.metadata().clone();
-    metadata.insert(KEY_KIND.to_owned(), SIDE.to_owned());
-    field.as_ref().clone().with_metadata(metadata)
+    mark_side(field)
 }
 
 /// Refuses the types a side column cannot have (format-spec §2.2): unions, run-end
@@ -219,6 +296,38 @@ mod tests {
         }
         let ts = DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, None);
         assert!(is_side(&marked(ts, None, false)).unwrap());
+    }
+
+    #[test]
+    fn nulls_make_a_side_column_unless_the_field_declares_a_tensor() {
+        use arrow_array::FixedSizeListArray;
+        let with_null = Arc::new(Int64Array::from(vec![Some(1), None])) as ArrayRef;
+        let plain = Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef;
+        let field = marked(DataType::Int64, None, false);
+        assert!(is_side_array(&field, with_null.as_ref()).unwrap());
+        assert!(!is_side_array(&field, plain.as_ref()).unwrap());
+        for declared in [
+            marked(DataType::Int64, Some("tensor"), false),
+            marked(DataType::Int64, None, true),
+        ] {
+            assert!(!is_side_array(&declared, with_null.as_ref()).unwrap());
+            assert!(Column::try_from_arrow(&declared, with_null.as_ref()).is_err());
+        }
+        // A null item under an `arrow.fixed_shape_tensor` element: declared, so refused.
+        let item = Arc::new(Field::new("item", DataType::Int64, true));
+        let fixed = FixedSizeListArray::new(item, 2, with_null.clone(), None);
+        let tag = HashMap::from([
+            (EXTENSION_NAME_KEY.to_owned(), EXTENSION_NAME.to_owned()),
+            (
+                "ARROW:extension:metadata".to_owned(),
+                r#"{"shape":[2]}"#.to_owned(),
+            ),
+        ]);
+        let untagged = Field::new("x", fixed.data_type().clone(), true);
+        assert!(is_side_array(&untagged, &fixed).unwrap());
+        let tagged = untagged.with_metadata(tag);
+        assert!(declares_tensor(&tagged));
+        assert!(!is_side_array(&tagged, &fixed).unwrap());
     }
 
     #[test]

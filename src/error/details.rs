@@ -626,8 +626,9 @@ pub enum UnsupportedError {
         found: crate::values::DType,
     },
 
-    /// A side column given to a sharded dataset, whose manifest describes LoD tensor
-    /// columns only.
+    /// Never produced since sharded datasets carry side columns (manifest version 2,
+    /// format-spec §7.1); kept so that code matching it still compiles, to be removed in
+    /// the next release. Before: a side column given to a sharded dataset.
     #[error(
         "column {column:?} is a side column of type {data_type}: a sharded dataset holds LoD \
          tensor columns only (format-spec.md §7.1); write it to a single lodtensor file, or \

@@ -13,7 +13,7 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 
 use super::ipc_check::invalid;
 use super::ipc_reader::MAGIC;
-use crate::dataset::{Dataset, check_type, check_version, is_side};
+use crate::dataset::{Dataset, check_type, check_version, is_side, mark_sides, undeclared_tensors};
 use crate::error::{
     ArgumentError, DataError, Error, ErrorKind, FileFormat, FormatError, Result, catch_panic,
 };
@@ -33,8 +33,8 @@ pub(super) fn decode(
         .ok_or_else(|| invalid("footer has no schema".to_owned()))?;
     let schema = arrow_ipc::convert::try_fb_to_schema(fb_schema)
         .map_err(|e| invalid(format!("footer schema: {e}")))?;
-    let schema: SchemaRef = Arc::new(schema);
     check_version(&schema)?;
+    let schema: SchemaRef = Arc::new(mark_null_tensors(mapping, &footer, schema)?);
     let chosen = Chosen::of(&schema, columns)?;
     let version = footer.version();
     // SAFETY: check_block verifies, for every batch before it is decoded, everything Arrow's
@@ -94,6 +94,69 @@ pub(super) fn decode(
         batches.push(dataset);
     }
     Ok((projected, batches))
+}
+
+/// `schema` with the columns of a tensor's type that it does not declare tensors and that
+/// hold a null in some batch marked side (format-spec §2.2). The nulls are counted in each
+/// batch's field nodes, without reading a buffer; a batch whose message cannot be read is
+/// left for [`check_block`] to report.
+fn mark_null_tensors(
+    mapping: &Buffer,
+    footer: &arrow_ipc::Footer<'_>,
+    schema: Schema,
+) -> Result<Schema> {
+    let candidates = undeclared_tensors(&schema)?;
+    if candidates.is_empty() {
+        return Ok(schema);
+    }
+    // Each column's first field node: the nodes of a batch are its columns', depth first.
+    let mut starts = Vec::with_capacity(schema.fields().len() + 1);
+    starts.push(0);
+    for field in schema.fields() {
+        starts.push(starts.last().copied().unwrap_or(0) + node_count(field.data_type()));
+    }
+    let mut nulls = vec![false; schema.fields().len()];
+    let blocks = footer.recordBatches().map(|b| b.iter().collect::<Vec<_>>());
+    for (index, block) in blocks.unwrap_or_default().into_iter().enumerate() {
+        let Ok(data) = block_bytes(mapping, block, &format!("batch {index}")) else {
+            continue;
+        };
+        let bytes = &data.as_slice()[..block.metaDataLength() as usize];
+        let skip = if bytes[..4] == [0xff; 4] { 8 } else { 4 };
+        let nodes = arrow_ipc::root_as_message(&bytes[skip..])
+            .ok()
+            .and_then(|m| m.header_as_record_batch())
+            .and_then(|b| b.nodes());
+        let Some(nodes) = nodes else { continue };
+        for &i in &candidates {
+            let (start, end) = (starts[i], starts[i + 1].min(nodes.len()));
+            nulls[i] |= (start..end).any(|n| nodes.get(n).null_count() != 0);
+        }
+    }
+    let marked: Vec<usize> = candidates.into_iter().filter(|&i| nulls[i]).collect();
+    Ok(match marked.is_empty() {
+        true => schema,
+        false => mark_sides(&schema, &marked),
+    })
+}
+
+/// How many field nodes an array of `data_type` has in a record batch message (Arrow IPC:
+/// one per array, depth first; a dictionary's values are in its dictionary batch).
+fn node_count(data_type: &DataType) -> usize {
+    1 + match data_type {
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => node_count(f.data_type()),
+        DataType::Struct(fields) => fields.iter().map(|f| node_count(f.data_type())).sum(),
+        DataType::Union(fields, _) => fields.iter().map(|(_, f)| node_count(f.data_type())).sum(),
+        DataType::RunEndEncoded(ends, values) => {
+            node_count(ends.data_type()) + node_count(values.data_type())
+        }
+        _ => 0,
+    }
 }
 
 /// The footer of the IPC file `bytes`, after checking the magic and the footer's length.

@@ -1,9 +1,11 @@
 //! The streaming, atomic Arrow IPC file writer.
 
 use crate::error::ArgumentError;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_ipc::MetadataVersion;
@@ -32,6 +34,7 @@ const ALIGNMENT: usize = 64;
 pub struct WriteOptions {
     batch_bytes: usize,
     offset_width: OffsetWidth,
+    schema_metadata: HashMap<String, String>,
 }
 
 impl Default for WriteOptions {
@@ -39,11 +42,39 @@ impl Default for WriteOptions {
         WriteOptions {
             batch_bytes: 64 << 20,
             offset_width: OffsetWidth::I64,
+            schema_metadata: HashMap::new(),
         }
     }
 }
 
 impl WriteOptions {
+    /// Schema metadata written into the file beside lodtensor's own (`huggingface`'s
+    /// features, `pandas`'): every key but those starting with `lodtensor.`, which are the
+    /// writer's.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset};
+    /// # let t = lodtensor::doc_fixtures::words();
+    /// use lodtensor::{DatasetWriter, MappedDataset, WriteOptions};
+    /// let path = tempfile::tempdir()?.keep().join("d.arrow");
+    /// let kept = [("huggingface".to_owned(), "{}".to_owned())];
+    /// let mut w = DatasetWriter::create(&path, WriteOptions::default().with_schema_metadata(kept))?;
+    /// w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+    /// w.finish()?;
+    /// assert_eq!(MappedDataset::open(&path)?.schema().metadata()["huggingface"], "{}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_schema_metadata(
+        mut self,
+        metadata: impl IntoIterator<Item = (String, String)>,
+    ) -> Self {
+        self.schema_metadata = (metadata.into_iter())
+            .filter(|(k, _)| !k.starts_with("lodtensor."))
+            .collect();
+        self
+    }
+
     /// Target size of one record batch, in bytes of values and offsets (default 64 MiB).
     /// A batch holds at least one row, however large.
     ///
@@ -326,7 +357,12 @@ impl DatasetWriter {
     }
 
     fn check_schema(&mut self, dataset: &Dataset) -> Result<()> {
-        let schema = dataset.schema();
+        let mut schema = dataset.schema();
+        if !self.options.schema_metadata.is_empty() {
+            let mut metadata = self.options.schema_metadata.clone();
+            metadata.extend(schema.metadata().clone());
+            schema = Arc::new(schema.as_ref().clone().with_metadata(metadata));
+        }
         match &self.ipc {
             Some((_, expected)) if **expected != *schema => Err(ArgumentError::SchemaMismatch {
                 batch: self.datasets,

@@ -68,6 +68,7 @@ mod crate_file;
 mod decode;
 mod direct;
 mod footer;
+mod kinds;
 mod levels;
 mod page_encoder;
 mod pages;

@@ -4,7 +4,10 @@
 use std::io::Read;
 use std::path::Path;
 
-use arrow_schema::Schema;
+use std::sync::Arc;
+
+use arrow_array::Array;
+use arrow_schema::{FieldRef, Schema};
 use serde_json::{Value, json};
 
 use crate::dataset::Column;
@@ -16,9 +19,10 @@ use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
 use super::parse::{manifest_error, parse_manifest};
+use super::side::encode_field;
 #[cfg(doc)]
-use crate::error::FormatError;
-use crate::error::UnsupportedError;
+use crate::error::{FormatError, UnsupportedError};
+use crate::format::KEY_KIND;
 
 /// The manifest's file name inside the dataset directory.
 ///
@@ -60,12 +64,21 @@ pub const MANIFEST_FORMAT: &str = "lodtensor.shards";
 /// # Example
 /// ```
 /// use lodtensor::shards::{MANIFEST_VERSION, Manifest};
-/// let newer = r#"{"format": "lodtensor.shards", "version": 2, "columns": [], "shards": []}"#;
+/// let newer = r#"{"format": "lodtensor.shards", "version": 3, "columns": [], "shards": []}"#;
 /// assert_eq!(MANIFEST_VERSION, 1);
 /// assert!(Manifest::parse(newer).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub const MANIFEST_VERSION: u64 = 1;
+/// The manifest version written when a column is a side column (format-spec §7.1); this
+/// crate reads both.
+///
+/// # Example
+/// ```
+/// use lodtensor::shards::MANIFEST_VERSION_SIDE_COLUMNS;
+/// assert_eq!(MANIFEST_VERSION_SIDE_COLUMNS, 2);
+/// ```
+pub const MANIFEST_VERSION_SIDE_COLUMNS: u64 = 2;
 /// The largest manifest read, by the size its file's metadata gives (a million shards of
 /// one column take about 145 MB; opened, about 1.7 times that: `examples/manifest_rss.rs`).
 ///
@@ -108,14 +121,19 @@ pub struct ColumnSpec {
     pub offsets: Vec<OffsetWidth>,
     /// The level names, outermost first; empty when not given.
     pub level_names: Vec<String>,
+    /// The Arrow field of a side column (format-spec §2.2), which shards carry as they
+    /// carry rows; `None` for a LoD tensor column. A side column has no levels and no
+    /// element shape, and its `dtype` is [`DType::UInt8`], unused.
+    pub side: Option<FieldRef>,
 }
 
 impl ColumnSpec {
     /// The spec of a column.
     ///
+    /// A side column's spec holds its Arrow field ([`ColumnSpec::side`]).
+    ///
     /// # Errors
-    /// [`UnsupportedError::ShardedSideColumn`] for a side column: a sharded dataset holds
-    /// LoD tensor columns only (format-spec §7.1).
+    /// None since side columns are carried; the `Result` is kept for compatibility.
     ///
     /// # Example
     /// ```
@@ -131,11 +149,19 @@ impl ColumnSpec {
     /// ```
     pub fn of_column(column: &Column) -> Result<Self> {
         let Some(t) = column.as_tensor() else {
-            return Err(UnsupportedError::ShardedSideColumn {
-                column: column.name().to_owned(),
-                data_type: column.to_arrow().data_type().clone(),
-            }
-            .into());
+            let mut field = column.arrow_field();
+            // The mark is the file's, not the column's (`Column::side_with_field`).
+            let mut metadata = field.metadata().clone();
+            metadata.remove(KEY_KIND);
+            field = field.with_metadata(metadata);
+            return Ok(ColumnSpec {
+                name: column.name().to_owned(),
+                dtype: DType::UInt8,
+                element_shape: Vec::new(),
+                offsets: Vec::new(),
+                level_names: Vec::new(),
+                side: Some(Arc::new(field)),
+            });
         };
         Ok(ColumnSpec {
             name: column.name().to_owned(),
@@ -143,6 +169,7 @@ impl ColumnSpec {
             element_shape: t.element_shape().to_vec(),
             offsets: t.lod().levels().iter().map(|l| l.width()).collect(),
             level_names: column.level_names().to_vec(),
+            side: None,
         })
     }
 
@@ -183,7 +210,7 @@ impl ColumnSpec {
     /// use lodtensor::{DType, OffsetWidth};
     /// let spec = ColumnSpec {
     ///     name: "tokens".into(), dtype: DType::Float32, element_shape: vec![4],
-    ///     offsets: vec![OffsetWidth::I64; 2], level_names: vec![],
+    ///     offsets: vec![OffsetWidth::I64; 2], level_names: vec![], side: None,
     /// };
     /// let column = spec.empty_column()?;
     /// assert_eq!((column.tensor()?.num_rows(), column.tensor()?.num_levels()), (0, 2));
@@ -194,6 +221,10 @@ impl ColumnSpec {
     /// # Errors
     /// The errors of [`Column::with_level_names`] when the level names do not fit.
     pub fn empty_column(&self) -> Result<Column> {
+        if let Some(field) = &self.side {
+            let empty = arrow_array::new_empty_array(field.data_type());
+            return Column::side_with_field(field.as_ref().clone(), empty);
+        }
         let levels = self
             .offsets
             .iter()
@@ -210,6 +241,13 @@ impl ColumnSpec {
     }
 
     fn to_json(&self) -> Value {
+        if let Some(field) = &self.side {
+            return json!({
+                "name": self.name,
+                "kind": "side",
+                "arrow_schema": encode_field(field),
+            });
+        }
         json!({
             "name": self.name,
             "dtype": self.dtype.name(),
@@ -245,6 +283,15 @@ pub struct ColumnStats {
 }
 
 impl ColumnStats {
+    /// Adds what `column`, a part of the shard's column, holds: a side column counts its
+    /// rows as elements, as a 0-level tensor does.
+    pub(crate) fn add_column(&mut self, column: &Column) {
+        match column.as_tensor() {
+            Some(tensor) => self.add(tensor),
+            None => self.elements += column.to_arrow().len(),
+        }
+    }
+
     /// Adds the sequences and elements of `tensor`, a part of the shard's column.
     pub(crate) fn add(&mut self, tensor: &LodTensor) {
         let levels = tensor.lod().levels();
@@ -422,8 +469,13 @@ impl Manifest {
                 format!("    {shard}")
             })
             .collect();
+        // Version 2 when a column is a side column: readers of version 1 know none.
+        let version = match self.columns.iter().any(|c| c.side.is_some()) {
+            true => MANIFEST_VERSION_SIDE_COLUMNS,
+            false => MANIFEST_VERSION,
+        };
         format!(
-            "{{\n  \"format\": {},\n  \"version\": {MANIFEST_VERSION},\n  \"columns\": {},\n  \"shards\": [\n{}\n  ]\n}}\n",
+            "{{\n  \"format\": {},\n  \"version\": {version},\n  \"columns\": {},\n  \"shards\": [\n{}\n  ]\n}}\n",
             json!(MANIFEST_FORMAT),
             Value::Array(columns),
             shards.join(",\n")
@@ -488,7 +540,7 @@ pub(crate) fn is_shard_name(name: &str) -> bool {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-    use crate::error::FormatError;
+    use crate::error::{FormatError, UnsupportedError};
 
     fn sample() -> Manifest {
         Manifest {
@@ -498,6 +550,7 @@ mod tests {
                 element_shape: vec![4],
                 offsets: vec![OffsetWidth::I64, OffsetWidth::I32],
                 level_names: vec!["documents".into(), "sentences".into()],
+                side: None,
             }],
             shards: vec![ShardEntry {
                 file: "part-00000.arrow".into(),
@@ -565,11 +618,52 @@ mod tests {
         assert_eq!(fault(&twice.to_json()).0, "shards");
         assert_eq!(fault("[1, 2]").0, "(root)");
         assert_eq!(fault(&good[..good.len() / 2]).0, "(root)");
-        let newer = good.replacen("\"version\": 1", "\"version\": 2", 1);
+        let newer = good.replacen("\"version\": 1", "\"version\": 3", 1);
         assert!(matches!(
             Manifest::parse(&newer).unwrap_err().kind(),
             ErrorKind::Unsupported(UnsupportedError::UnsupportedVersion { .. })
         ));
+    }
+
+    #[test]
+    fn side_columns_carry_their_arrow_field() {
+        use arrow_schema::{DataType, Field};
+        let utf8 = Field::new("id", DataType::Utf8, true);
+        let labels: std::collections::HashMap<_, _> =
+            [("k".to_owned(), "v".to_owned())].into_iter().collect();
+        let mut manifest = sample();
+        manifest.columns.push(ColumnSpec {
+            name: "id".into(),
+            dtype: DType::UInt8,
+            element_shape: vec![],
+            offsets: vec![],
+            level_names: vec![],
+            side: Some(Arc::new(utf8.with_metadata(labels))),
+        });
+        manifest.shards[0].columns.push(ColumnStats {
+            sequences: vec![],
+            elements: 2,
+        });
+        let text = manifest.to_json();
+        assert!(
+            text.contains("\"version\": 2") && text.contains("\"kind\":\"side\""),
+            "{text}"
+        );
+        assert_eq!(Manifest::parse(&text).unwrap(), manifest);
+        let encoded = encode_field(manifest.columns[1].side.as_ref().unwrap());
+        for (from, to, expected) in [
+            (encoded.as_str(), "bm90IGFycm93", "columns[1].arrow_schema"),
+            (encoded.as_str(), "%%", "columns[1].arrow_schema"),
+            ("\"side\"", "\"other\"", "columns[1].kind"),
+            (
+                "\"name\":\"id\"",
+                "\"name\":\"ie\"",
+                "columns[1].arrow_schema",
+            ),
+        ] {
+            let (field, reason) = fault(&text.replacen(from, to, 1));
+            assert_eq!(field, expected, "{from} -> {to}: {reason}");
+        }
     }
 
     #[test]

@@ -15,14 +15,15 @@ mod commit;
 mod manifest;
 mod parse;
 mod reader;
+mod side;
 mod store;
 mod vacuum;
 mod writer;
 
 pub use commit::commit;
 pub use manifest::{
-    ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION, MAX_MANIFEST_BYTES,
-    Manifest, ShardEntry,
+    ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION,
+    MANIFEST_VERSION_SIDE_COLUMNS, MAX_MANIFEST_BYTES, Manifest, ShardEntry,
 };
 pub(crate) use reader::PendingChecksum;
 pub use reader::ShardedDataset;

@@ -7,9 +7,10 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::{Map, Value};
 
 use super::manifest::{
-    ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_VERSION, MAX_LEVELS, Manifest, ShardEntry,
-    is_shard_name,
+    ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_VERSION, MANIFEST_VERSION_SIDE_COLUMNS,
+    MAX_LEVELS, Manifest, ShardEntry, is_shard_name,
 };
+use super::side::decode_field;
 use crate::error::{Error, FormatError, Result, UnsupportedError};
 use crate::lod::OffsetWidth;
 use crate::values::DType;
@@ -86,9 +87,37 @@ fn short_str(s: &str) -> String {
     cut(&format!("{s:?}"), 60)
 }
 
+/// The spec of the column `name` at `at` when its `kind` is `"side"` (its Arrow field
+/// from `arrow_schema`); `None` for a LoD tensor column.
+fn parse_side_column(o: &Map<String, Value>, name: &str, at: &str) -> Result<Option<ColumnSpec>> {
+    let kind_at = join(at, "kind");
+    match o.get("kind").map(|k| string(k, &kind_at)).transpose()? {
+        None | Some("tensor") => Ok(None),
+        Some("side") => {
+            let schema_at = join(at, "arrow_schema");
+            let encoded = string(field(o, at, "arrow_schema")?, &schema_at)?;
+            Ok(Some(ColumnSpec {
+                side: Some(decode_field(encoded, name, &schema_at)?),
+                name: name.to_owned(),
+                dtype: DType::UInt8,
+                element_shape: Vec::new(),
+                offsets: Vec::new(),
+                level_names: Vec::new(),
+            }))
+        }
+        Some(other) => {
+            let reason = format!("is {}, expected \"tensor\" or \"side\"", short_str(other));
+            Err(manifest_error(&kind_at, reason))
+        }
+    }
+}
+
 pub(super) fn parse_column(v: &Value, at: &str) -> Result<ColumnSpec> {
     let o = object(v, at)?;
     let name = string(field(o, at, "name")?, &join(at, "name"))?.to_owned();
+    if let Some(side) = parse_side_column(o, &name, at)? {
+        return Ok(side);
+    }
     let dtype_at = join(at, "dtype");
     let dtype = DType::from_name(string(field(o, at, "dtype")?, &dtype_at)?)
         .map_err(|e| manifest_error(&dtype_at, e.to_string()))?;
@@ -146,6 +175,7 @@ pub(super) fn parse_column(v: &Value, at: &str) -> Result<ColumnSpec> {
         element_shape,
         offsets,
         level_names,
+        side: None,
     })
 }
 
@@ -394,10 +424,10 @@ fn check_format(v: &Value) -> Result<()> {
 
 fn check_version(v: &Value) -> Result<()> {
     let version = count(v, "version")?;
-    if version as u64 != MANIFEST_VERSION {
+    if ![MANIFEST_VERSION, MANIFEST_VERSION_SIDE_COLUMNS].contains(&(version as u64)) {
         return Err(UnsupportedError::UnsupportedVersion {
             found: version.to_string(),
-            expected: "1",
+            expected: "1 or 2",
         }
         .into());
     }

@@ -480,7 +480,7 @@ fn open_checked(
     for (c, expected) in entry.columns.iter().enumerate() {
         let mut found = ColumnStats::default();
         for batch in shard.batches() {
-            found.add(batch.columns()[c].tensor()?);
+            found.add_column(&batch.columns()[c]);
         }
         if found.sequences.is_empty() {
             found.sequences = vec![0; expected.sequences.len()];

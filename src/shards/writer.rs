@@ -471,7 +471,7 @@ impl ShardWriter {
             let part = dataset.slice_rows(start..end)?;
             shard.writer.write(&part)?;
             for (stats, column) in shard.stats.iter_mut().zip(part.columns()) {
-                stats.add(column.tensor()?);
+                stats.add_column(column);
             }
             let full = shard_rows.is_some_and(|l| shard.rows >= l)
                 || shard_bytes.is_some_and(|l| shard.bytes >= l);

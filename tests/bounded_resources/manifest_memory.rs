@@ -18,6 +18,7 @@ fn manifest(shards: usize) -> Manifest {
         element_shape: vec![],
         offsets: vec![OffsetWidth::I64],
         level_names: vec![],
+        side: None,
     }];
     let shards = (0..shards)
         .map(|i| ShardEntry {

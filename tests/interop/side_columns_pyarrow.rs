@@ -60,6 +60,9 @@ fn hf_table_round_trips_through_lodtensor_and_parquet() {
             ("flag", true),
             ("at", true),
             ("scores", true),
+            ("mask", true),
+            ("counts", true),
+            ("frames", true),
         ]
     );
     let embedding: &LodTensor = first.column("embedding").unwrap();

@@ -474,25 +474,33 @@ fn a_killed_writer_leaves_old_or_new_never_partial() {
 }
 
 #[test]
-fn nulls_written_by_other_tools_are_refused() {
+fn nulls_in_a_column_declared_a_tensor_are_refused_and_undeclared_it_is_a_side_column() {
     use std::sync::Arc;
     let list = arrow_array::LargeListArray::from_iter_primitive::<Int64Type, _, _>(vec![
         Some(vec![Some(1), Some(2)]),
         None,
     ]);
-    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
-        "x",
-        list.data_type().clone(),
-        true,
-    )]));
-    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(list)]).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("nulls.arrow");
-    let mut w =
-        arrow_ipc::writer::FileWriter::try_new(std::fs::File::create(&path).unwrap(), &schema)
+    let file = |name: &str, metadata: &[(&str, &str)]| {
+        let metadata = metadata.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        let field = arrow_schema::Field::new("x", list.data_type().clone(), true)
+            .with_metadata(metadata.collect::<std::collections::HashMap<_, _>>());
+        let schema = Arc::new(arrow_schema::Schema::new(vec![field]));
+        let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(list.clone())])
             .unwrap();
-    w.write(&batch).unwrap();
-    w.finish().unwrap();
+        let path = dir.path().join(name);
+        let out = std::fs::File::create(&path).unwrap();
+        let mut w = arrow_ipc::writer::FileWriter::try_new(out, &schema).unwrap();
+        w.write(&batch).unwrap();
+        w.finish().unwrap();
+        path
+    };
+    // format-spec §2.2: a column the file does not declare a tensor is a side column.
+    let side = MappedDataset::open(file("side.arrow", &[])).unwrap();
+    let column = &side.batches()[0].columns()[0];
+    assert_eq!(column.side_array().unwrap().to_data(), list.to_data());
+    assert_eq!(side.schema().field(0).metadata()["lodtensor.kind"], "side");
+    let path = file("nulls.arrow", &[("lodtensor.kind", "tensor")]);
     let err = MappedDataset::open(&path).unwrap_err();
     assert!(
         matches!(

@@ -380,3 +380,44 @@ fn sequence_pool_max_index_and_steps_match_paddle() {
 fn context_project_matches_sequence_conv() {
     check("context_project");
 }
+
+/// The rank rules where lodtensor generalises Paddle 2.6.2 (docs/ops.md's table): Paddle
+/// refuses a rank-1 `X` (`[N]`, it wants `[N, 1]`) for `sequence_enumerate` and
+/// `sequence_erase`, and any rank but 2 for `sequence_reshape`; here a rank-1 `X` is
+/// scalar elements (element shape `[]`), giving what the `[N, 1]` input gives, and a rank-3
+/// `X` (`[N, 2, 3]`) is re-cut by its 6 items per element.
+#[test]
+fn rank_generalisations_give_what_the_paddle_shaped_input_gives() {
+    use lodtensor::ops::{sequence_enumerate, sequence_erase, sequence_reshape};
+    let ids = |shape: Vec<usize>| {
+        LodTensor::from_lengths::<Int64Type>(&[vec![3, 2]], vec![1, 2, 3, 4, 5], shape).unwrap()
+    };
+    let (rank1, paddle) = (ids(vec![]), ids(vec![1]));
+    let (a, b) = (
+        sequence_enumerate(&rank1, 2, 0).unwrap(),
+        sequence_enumerate(&paddle, 2, 0).unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_eq!(
+        a.typed_values::<Int64Type>().unwrap(),
+        &[1, 2, 2, 3, 3, 0, 4, 5, 5, 0]
+    );
+    let (a, b) = (
+        sequence_erase(&rank1, &[2, 5]).unwrap(),
+        sequence_erase(&paddle, &[2, 5]).unwrap(),
+    );
+    assert_eq!(a.typed_values::<Int64Type>().unwrap(), &[1, 3, 4]);
+    assert_eq!(a.lod(), b.lod());
+    assert_eq!((a.element_shape(), b.element_shape()), (&[][..], &[1][..]));
+    let items: Vec<f32> = (1..=24).map(|v| v as f32).collect();
+    let rank3 =
+        LodTensor::from_lengths::<Float32Type>(&[vec![2, 2]], items.clone(), vec![2, 3]).unwrap();
+    let rank2 = LodTensor::from_lengths::<Float32Type>(&[vec![2, 2]], items, vec![6]).unwrap();
+    let (a, b) = (
+        sequence_reshape(&rank3, 4).unwrap(),
+        sequence_reshape(&rank2, 4).unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_eq!(a.lod().lengths(), vec![vec![3, 3]]);
+    assert_eq!(a.element_shape(), &[4]);
+}

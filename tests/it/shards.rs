@@ -530,19 +530,63 @@ fn sigkill_leaves_a_complete_dataset() {
 }
 
 #[test]
-fn side_columns_are_refused_by_name_and_nothing_is_written() {
-    use lodtensor::{Column, UnsupportedError};
-    let dir = tempfile::tempdir().unwrap();
-    let ids: arrow_array::ArrayRef = std::sync::Arc::new(arrow_array::StringArray::from(vec!["a"]));
-    let mut columns = documents(1, 1, 0).columns().to_vec();
-    columns.push(Column::side("id", ids).unwrap());
-    let ds = Dataset::try_new(columns).unwrap();
-    let mut writer = ShardWriter::create(dir.path(), ShardOptions::default()).unwrap();
-    match writer.write(&ds).map_err(lodtensor::Error::into_kind) {
-        Err(ErrorKind::Unsupported(UnsupportedError::ShardedSideColumn { column, .. })) => {
-            assert_eq!(column, "id")
+fn side_columns_ride_along_in_shards_and_the_loader_over_them() {
+    use arrow_array::builder::{BooleanBuilder, ListBuilder};
+    use arrow_array::types::Int32Type;
+    use arrow_array::{ArrayRef, DictionaryArray, RecordBatch, StringArray};
+    use lodtensor::Column;
+    use std::sync::Arc;
+    let docs = 23;
+    let ds = documents(5, docs, 0);
+    let ids: ArrayRef = Arc::new(StringArray::from_iter(
+        (0..docs).map(|r| (r % 5 != 2).then(|| format!("doc-{r}"))),
+    ));
+    let lang: DictionaryArray<Int32Type> = (0..docs).map(|r| ["en", "fr"][r % 2]).collect();
+    let mut flags = ListBuilder::new(BooleanBuilder::new());
+    for r in 0..docs {
+        match r % 7 {
+            3 => flags.append_null(),
+            _ => flags.append_value([Some(r % 2 == 0), (r % 3 != 1).then_some(true)]),
         }
-        other => panic!("{other:?}"),
     }
-    assert!(!dir.path().join(MANIFEST_NAME).exists());
+    let mut columns = ds.columns().to_vec();
+    columns.insert(1, Column::side("id", ids).unwrap());
+    columns.push(Column::side("lang", Arc::new(lang)).unwrap());
+    columns.push(Column::side("flags", Arc::new(flags.finish())).unwrap());
+    let ds = Dataset::try_new(columns).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = ShardOptions::default().with_shard_rows(4);
+    let manifest = write_pieces(dir.path(), &ds, &[0.3, 0.6], options);
+    let text = std::fs::read_to_string(dir.path().join(MANIFEST_NAME)).unwrap();
+    assert!(text.contains("\"version\": 2"), "{text}");
+    assert_eq!(Manifest::parse(&text).unwrap(), manifest);
+    let side = &manifest.columns[1];
+    assert_eq!(
+        side.side.as_ref().unwrap().data_type(),
+        &arrow_schema::DataType::Utf8
+    );
+    // Read back: the rows are the dataset's, side columns included.
+    let data = ShardedDataset::open(dir.path()).unwrap();
+    data.validate().unwrap();
+    assert!(data.num_shards() > 3);
+    let whole = |parts: &[Dataset]| {
+        let batches: Vec<RecordBatch> = parts.iter().map(Dataset::to_record_batch).collect();
+        arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+    };
+    assert_eq!(whole(&data.rows(0..docs).unwrap()), ds.to_record_batch());
+    // The loader gathers side columns across shards, row for row.
+    let mut loader = Loader::builder(&data)
+        .with_batch_size(5)
+        .with_shuffle(3)
+        .build()
+        .unwrap();
+    let mut seen = 0;
+    while let Some(batch) = loader.next_batch().unwrap() {
+        let rows: Vec<Dataset> = (batch.samples().iter())
+            .map(|&r| ds.slice_rows(r..r + 1).unwrap())
+            .collect();
+        assert_eq!(batch.data().to_record_batch(), whole(&rows));
+        seen += batch.samples().len();
+    }
+    assert_eq!(seen, docs);
 }

@@ -262,14 +262,25 @@ fn a_corrupt_side_column_is_refused_by_arrow_validation() {
 #[test]
 fn nulls_in_a_tensor_column_are_refused_and_in_a_side_column_kept() {
     let with_null = Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef;
-    let field = Field::new("label", DataType::Int64, true);
+    let declared = |field: Field| {
+        let kind = [("lodtensor.kind".to_owned(), "tensor".to_owned())];
+        field.with_metadata(
+            kind.into_iter()
+                .collect::<std::collections::HashMap<_, _>>(),
+        )
+    };
+    let field = declared(Field::new("label", DataType::Int64, true));
     let batch = RecordBatch::try_new(
         Arc::new(arrow_schema::Schema::new(vec![field])),
         vec![with_null.clone()],
     )
     .unwrap();
-    // Unmarked, an int64 column is a 0-level tensor: the null is refused, naming its row,
-    // in memory and in a file another writer made.
+    // Unmarked, an int64 column with a null is a side column (format-spec §2.2).
+    let unmarked = RecordBatch::try_from_iter([("label", with_null.clone())]).unwrap();
+    let ds = Dataset::try_from_record_batch(&unmarked).unwrap();
+    assert_eq!(ds.columns()[0].side_array().unwrap(), &with_null);
+    // Declared a tensor, the null is refused, naming its row, in memory and in a file
+    // another writer made.
     let err = Dataset::try_from_record_batch(&batch).unwrap_err();
     assert!(err.to_string().contains("(the first in row 1)"), "{err}");
     let dir = tempfile::tempdir().unwrap();
@@ -291,7 +302,7 @@ fn nulls_in_a_tensor_column_are_refused_and_in_a_side_column_kept() {
         b.append(true);
     }
     let nested = Arc::new(b.finish()) as ArrayRef;
-    let field = Field::new("tokens", nested.data_type().clone(), true);
+    let field = declared(Field::new("tokens", nested.data_type().clone(), true));
     let err = Column::try_from_arrow(&field, nested.as_ref()).unwrap_err();
     assert!(
         err.to_string().contains("level 1 (the first in row 2)"),

@@ -7,7 +7,9 @@ Columns: id (string), text (large_string, nulls), label (int64: a 0-level tensor
 (dictionary), meta (struct, nulls), embedding (a dense 0-level fixed_shape_tensor), tokens
 (nested token tensors, some sequences empty), view (string_view), blob (binary), flag
 (boolean, nulls: marked a side column), at (timestamp), scores (list of float64 with null
-lists and null items: marked a side column). Several record batches.
+lists and null items: marked a side column), and, unmarked, mask (list<bool>), counts
+(list<int64>) and frames (list<list<float32>>) with null rows and null items past the first
+record batch: side columns all the same (format-spec §2.2). Several record batches.
 """
 
 import sys
@@ -48,6 +50,20 @@ def table() -> pa.Table:
         "scores": pa.array(
             [None if n else [None if i == 1 else i / 3 for i in range(r % 4)] for r, n in enumerate(null)],
             pa.list_(pa.float64()),
+        ),
+        # Unmarked, of a tensor's type, with null rows and null items: side columns by
+        # format-spec §2.2, their nulls only in later record batches.
+        "mask": pa.array(
+            [None if r == 13 else [r % 2 == 0, None if r == 20 else True] for r in range(ROWS)],
+            pa.list_(pa.bool_()),
+        ),
+        "counts": pa.array(
+            [None if r == 19 else [r, None] if r == 8 else list(range(r % 3)) for r in range(ROWS)],
+            pa.list_(pa.int64()),
+        ),
+        "frames": pa.array(
+            [None if r == 7 else [[r / 2, None if r == 15 else 1.0]] * (r % 3) for r in range(ROWS)],
+            pa.list_(pa.list_(pa.float32())),
         ),
     }
     fields = [

@@ -4,6 +4,7 @@ mod concurrency;
 mod demo;
 mod edges;
 mod inspect;
+mod nullable;
 mod readme;
 mod shards;
 mod side;

@@ -71,7 +71,11 @@ fn info_show_slice_and_convert_carry_side_columns() {
             .unwrap();
     assert_eq!(json["side_columns"][0]["name"], "id");
     assert_eq!(json["side_columns"][1]["nulls"], 1);
-    assert_eq!(json["columns"].as_array().unwrap().len(), 1);
+    let kinds: Vec<&str> = (json["columns"].as_array().unwrap().iter())
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["tensor", "side", "side"]);
+    assert_eq!(json["columns"][2]["nulls"], 1);
     let valid = lodtensor_in(dir.path(), ["validate", "side.arrow"])
         .ok()
         .to_owned();

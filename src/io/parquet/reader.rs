@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use arrow_array::RecordBatch;
+use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -11,8 +11,9 @@ use parquet::arrow::arrow_reader::{
 use parquet::file::reader::ChunkReader;
 
 use super::direct::{Direct, RowGroupSource};
+use super::kinds::{Shared, null_tensor_columns};
 use super::pages;
-use crate::dataset::{Dataset, check_version};
+use crate::dataset::{Dataset, check_version, mark_sides};
 use crate::error::{ArgumentError, Error, ErrorKind, FileFormat, FormatError, Result};
 
 /// How a Parquet file is read.
@@ -277,8 +278,13 @@ impl ParquetReader {
             .map_err(Error::decoding(FileFormat::Parquet))?;
         // Before the parquet crate reads a page: it trusts chunk offsets and page headers.
         pages::check_column_chunks(&reader, metadata.metadata())?;
-        let schema = metadata.schema().clone();
-        check_version(&schema)?;
+        check_version(metadata.schema())?;
+        let reader = Shared(std::sync::Arc::new(reader));
+        let nulls = catch_panic(|| null_tensor_columns(&reader, &metadata))?;
+        let schema: SchemaRef = match nulls.is_empty() {
+            true => metadata.schema().clone(),
+            false => std::sync::Arc::new(mark_sides(metadata.schema(), &nulls)),
+        };
         for (column, _) in &options.element_shapes {
             if schema.field_with_name(column).is_err() {
                 return Err(ArgumentError::NoSuchColumn(column.clone()).into());
@@ -361,6 +367,13 @@ impl ParquetReader {
     /// The dataset of one record batch, element shapes applied, with context on error.
     fn to_dataset(&self, batch: &RecordBatch, index: usize) -> Result<Dataset> {
         let result = (|| {
+            // Under the schema whose side columns include those that hold nulls.
+            let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+            let batch = &RecordBatch::try_new_with_options(
+                self.schema.clone(),
+                batch.columns().to_vec(),
+                &options,
+            )?;
             let dataset = Dataset::try_from_record_batch(batch).map_err(|e| e.with_batch(index))?;
             if self.options.element_shapes.is_empty() {
                 return Ok(dataset);

@@ -110,21 +110,25 @@ fn low_entropy_values_decode_through_the_dictionary() {
 
 #[test]
 fn nulls_are_errors_and_other_layouts_go_to_the_general_reader() {
-    // A null row in a list column: refused by both readers.
+    // A null row in a list column the file declares a tensor: refused by both readers.
     let item = Arc::new(Field::new("item", DataType::Float32, true));
     let values: ArrayRef = Arc::new(Float32Array::from(vec![1.0, 2.0, 3.0]));
     let offsets = OffsetBuffer::new(vec![0i64, 2, 2, 3].into());
     let nulls = Some(vec![true, false, true].into());
     let list = LargeListArray::new(item.clone(), offsets, values, nulls);
-    let schema = Arc::new(Schema::new(vec![Field::new(
-        "x",
-        list.data_type().clone(),
-        true,
-    )]));
-    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(list)]).unwrap();
-    let mut w = ArrowWriter::try_new(Vec::new(), schema, None).unwrap();
-    w.write(&batch).unwrap();
-    let bytes = Bytes::from(w.into_inner().unwrap());
+    let file = |metadata: &[(&str, &str)]| {
+        let metadata = metadata.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        let field = Field::new("x", list.data_type().clone(), true);
+        let schema =
+            Arc::new(Schema::new(vec![field.with_metadata(
+                metadata.collect::<std::collections::HashMap<_, _>>(),
+            )]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(list.clone())]).unwrap();
+        let mut w = ArrowWriter::try_new(Vec::new(), schema, None).unwrap();
+        w.write(&batch).unwrap();
+        Bytes::from(w.into_inner().unwrap())
+    };
+    let bytes = file(&[("lodtensor.lod_levels", "1")]);
     let reader = ParquetReader::try_new(bytes.clone(), &ParquetReadOptions::default()).unwrap();
     assert!(reader.is_direct());
     let err = reader.read_all().unwrap_err();
@@ -134,6 +138,14 @@ fn nulls_are_errors_and_other_layouts_go_to_the_general_reader() {
             .unwrap()
             .read_all()
             .is_err()
+    );
+    // Undeclared (format-spec §2.2): a side column, through the general reader.
+    let reader = ParquetReader::try_new(file(&[]), &ParquetReadOptions::default()).unwrap();
+    assert!(!reader.is_direct());
+    let back = reader.read_all().unwrap();
+    assert_eq!(
+        back.columns()[0].side_array().unwrap().to_data(),
+        list.to_data()
     );
     // Byte-stream-split values: the general reader.
     let ds = dataset(DType::Float32, 1, &[2], 20, OffsetWidth::I32, 5);
