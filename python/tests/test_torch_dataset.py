@@ -80,13 +80,14 @@ def test_workers_read_every_sample_once_a_new_order_each_epoch(
 
 
 def test_no_workers_and_set_epoch_reaching_persistent_workers(source):
-    ds = BatchDataset(source, **OPTIONS)
+    ds = BatchDataset(source, prefetch=2, **OPTIONS)
     in_process = epochs_of(DataLoader(ds, batch_size=None), 3)
     check_epochs(in_process)
     # The loader's own epochs, in the same order: one worker is the loader itself.
     own = lt.open(source).loader(**OPTIONS)
     assert in_process == [[s for b in own for s in b.samples.tolist()] for _ in range(3)]
-    ds = BatchDataset(source, **OPTIONS)
+    # Forked after its prefetching loader ran here: the workers neither hang nor repeat.
+    ds.set_epoch(0)
     loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
     first = epochs_of(loader, 2, ds)
     # set_epoch reaches the running workers: epoch 1 again, then epoch 0 again.
