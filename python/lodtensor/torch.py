@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import multiprocessing.context
 import os
+import uuid
 import warnings
 from multiprocessing.sharedctypes import RawArray
 from typing import Any, Callable, Iterator, Mapping, Union
@@ -27,7 +28,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from . import ArgumentError, Batch, Loader
+from . import ArgumentError, Batch, Loader, _shm
 from . import open as _open
 
 __all__ = ["BatchDataset", "reshard_state", "to_nested"]
@@ -37,8 +38,7 @@ Collate = Union[None, str, Callable[[Batch], Mapping[str, Any]]]
 _MODES = (None, "padded", "nested", "packed")
 # Slots of the shared epoch array: [0] the epoch `set_epoch` gave, [1 + w] the epochs
 # DataLoader worker w began since (a worker id beyond this is refused, naming it).
-_MAX_WORKERS = 4096
-_ALIGN = 64
+_MAX_WORKERS = 1024
 
 
 class BatchDataset(IterableDataset):
@@ -109,6 +109,15 @@ class BatchDataset(IterableDataset):
         self._pending: dict[str, Any] | None = None
         self._process: tuple[Any, ...] | None = None
         self._last: Batch | None = None
+        self._shared_blocks()
+        self._blocks: tuple[int, _shm.Blocks] | None = None
+
+    def _shared_blocks(self) -> None:
+        """The flags of the workers' shared-memory blocks, found again by the token in the
+        main process (``lodtensor._shm``)."""
+        self._token = uuid.uuid4().hex
+        self._flags = RawArray(ctypes.c_int32, _MAX_WORKERS * _shm.SLOTS)
+        _shm.OWNERS[self._token] = self
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration reads, in every worker (persistent ones too: the
@@ -182,23 +191,36 @@ class BatchDataset(IterableDataset):
         return self._process[3]
 
     def _batches(self, loader: Loader, shared: bool) -> Iterator[dict[str, Any]]:
+        worker = get_worker_info()
         for batch in loader:
-            item = self._item(batch, shared)
+            item = self._item(batch, None if worker is None else worker.id)
             self._last = batch
             yield item
 
-    def _item(self, batch: Batch, shared: bool) -> dict[str, Any]:
+    def _item(self, batch: Batch, worker: int | None) -> Any:
         if callable(self.collate):
             item = dict(self.collate(batch))
         else:
             item = {name: self._column(batch, name) for name in batch.column_names}
         item = {"samples": np.array(batch.samples, dtype=np.int64), **item}
-        item = _tensors(item, shared)
-        if self.collate == "nested":
-            for name, column in item.items():
-                if isinstance(column, dict):
-                    item[name] = torch.nested.nested_tensor_from_jagged(column["values"], column["offsets"])
-        return item
+        nested = self.collate == "nested"
+        if worker is None:  # the main process: views
+            return _shm.finish(_views(item), nested)
+        if self._blocks is None or self._blocks[0] != os.getpid():
+            self._blocks = (os.getpid(), _shm.Blocks(self._flags, worker))
+        arrays: list[np.ndarray] = []
+        _walk(item, arrays.append)
+        written = _shm.write(self._blocks[1], arrays)
+        if written is None:  # every block in use: a torch shared tensor of its own
+            leaves, nbytes = _shm.layout(arrays)
+            block = torch.empty(nbytes, dtype=torch.uint8).share_memory_()
+            _shm.copy(block.numpy(), arrays, leaves)
+            layout = iter(leaves)
+            return _shm.finish(_shm.tensors(_walk(item, lambda a: next(layout)), block), nested)
+        slot, leaves, nbytes = written
+        layout = iter(leaves)
+        tree = _walk(item, lambda a: next(layout))
+        return _shm.Item(self._blocks[1], self._token, worker, slot, tree, nbytes, nested)
 
     def _column(self, batch: Batch, name: str) -> Any:
         levels = batch.num_levels(name)
@@ -222,10 +244,11 @@ class BatchDataset(IterableDataset):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_process"], state["_last"] = None, None
+        state["_process"], state["_last"], state["_blocks"] = None, None, None
         if multiprocessing.context.get_spawning_popen() is None:
-            # A plain pickle (not a worker's start): the epoch by value.
+            # A plain pickle (not a worker's start): the epoch by value, blocks of its own.
             state["_epochs"] = list(self._epochs)
+            state["_flags"] = state["_token"] = None
         elif self._world_size is None and (distributed := _distributed()) is not None:
             # A spawned or forkserver worker has no process group: it takes this process's.
             state["_rank"], state["_world_size"] = distributed
@@ -235,6 +258,8 @@ class BatchDataset(IterableDataset):
         if isinstance(state["_epochs"], list):
             state["_epochs"] = RawArray(ctypes.c_int64, state["_epochs"])
         self.__dict__.update(state)
+        if self._token is None:
+            self._shared_blocks()
 
 
 def reshard_state(state: Mapping[str, Any], num_workers: int) -> dict[str, Any]:
@@ -311,7 +336,7 @@ def to_nested(batch: Batch, column: str, level: int | None = None) -> Any:
     if level is None:
         level = levels - 1
     return torch.nested.nested_tensor_from_jagged(
-        _from_numpy(batch.values(column)), torch.from_numpy(_element_offsets(batch, column, level))
+        _views({"v": batch.values(column)})["v"], torch.from_numpy(_element_offsets(batch, column, level))
     )
 
 
@@ -343,36 +368,14 @@ def _packed(values: Any, offsets: np.ndarray, name: str) -> dict[str, Any]:
     }
 
 
-def _from_numpy(array: np.ndarray) -> torch.Tensor:
+def _views(item: dict[str, Any]) -> dict[str, Any]:
+    """Every numpy array of ``item`` (a dict of arrays, lists and dicts of them) as a tensor
+    over the same memory."""
     with warnings.catch_warnings():
         # A view batch's values are marked read-only (the mapping is copy-on-write, and
         # torch does not read the flag).
         warnings.simplefilter("ignore", UserWarning)
-        return torch.from_numpy(array)
-
-
-def _tensors(item: dict[str, Any], shared: bool) -> dict[str, Any]:
-    """Every numpy array of ``item`` (a dict of arrays, lists and dicts of them) as a tensor:
-    zero-copy in the main process; in a worker copied once into one shared-memory block,
-    which pickles as a handle."""
-    arrays: list[np.ndarray] = []
-    _walk(item, arrays.append)
-    if not shared:
-        tensors = iter([_from_numpy(a) for a in arrays])
-    else:
-        starts, end = [], 0
-        for a in arrays:
-            starts.append(end)
-            end += -(-a.nbytes // _ALIGN) * _ALIGN
-        block = torch.empty(end, dtype=torch.uint8).share_memory_()
-        raw = block.numpy()
-        out = []
-        for a, start in zip(arrays, starts):
-            np.copyto(raw[start : start + a.nbytes].view(a.dtype).reshape(a.shape), a)
-            dtype = torch.from_numpy(np.empty(0, a.dtype)).dtype
-            out.append(block[start : start + a.nbytes].view(dtype).view(a.shape))
-        tensors = iter(out)
-    return _walk(item, lambda a: next(tensors))
+        return _walk(item, torch.from_numpy)
 
 
 def _walk(tree: Any, leaf: Callable[[np.ndarray], Any]) -> Any:
