@@ -1,72 +1,55 @@
 """Shared-memory blocks that carry a DataLoader worker's batches to the main process, reused
 once the main process has dropped every tensor over one (``lodtensor.torch``; Linux).
 
-A worker copies a batch's arrays into one block (a ``memfd``, mapped once and pre-faulted)
-and sends a small ``Item``: its layout, the block's slot and the worker's pid. The main
-process maps the block once (``/proc/PID/fd/FD``) and builds the tensors over it; when the
-last of them is freed, a finalizer clears the slot's flag in an array shared with the
-worker, which may then write the block again. A block in use is never written: the worker
-takes another one, or a fresh torch shared tensor when all ``SLOTS`` are in use. Creating
-and faulting shared memory per batch costs about 1 ms per MiB on some virtual machines;
-reusing blocks costs one copy.
+A worker copies a batch's arrays into one of its blocks (a ``memfd``, mapped once and
+pre-faulted) and sends a small ``Item``: the layout, the block and the worker's pid. The
+main process maps the block once (``/proc/PID/fd/FD``) and builds the tensors over it. The
+block's first byte says whether it is in use: the worker sets it when it writes the block,
+and the main process clears it when the last tensor over the block is freed; a worker
+writes only a block of its own whose byte is clear, so a block is never written while the
+main process may read it (the worker makes another, up to ``BLOCKS``, then falls back to
+torch shared tensors). Making and faulting shared memory for every batch costs about 1 ms
+per MiB on some virtual machines; a reused block costs one copy.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-import uuid
 import weakref
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
 
-SLOTS = 64  # blocks per worker
-ALIGN = 64
+BLOCKS = 64  # blocks per worker process
+ALIGN = 64  # the arrays' alignment; the first ALIGN bytes of a block are its header
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
-# token -> the BatchDataset owning the flags (main process), so a rebuilt item can free its slot.
-OWNERS: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
-# (token, worker) -> (the worker's nonce, {slot: mmap}): the blocks this process mapped.
-_MAPPED: dict[tuple[str, int], tuple[str, dict[int, mmap.mmap]]] = {}
+# (dataset token, worker) -> (the worker's pid, {fd: mmap}): the blocks this process mapped.
+_MAPPED: dict[tuple[str, int], tuple[int, dict[int, mmap.mmap]]] = {}
 
 
 class Blocks:
-    """A worker's blocks: ``take(nbytes)`` gives a free one or ``None``. A slot's flag is 0
-    when free, else the pid of the worker whose block the main process may still read; a
-    worker takes only a slot whose flag is 0 (a slot of an earlier worker process stays
-    untouched until the main process drops that worker's last item in it)."""
+    """A worker process's blocks: ``take(nbytes)`` gives a free one (marked in use) or ``None``."""
 
-    def __init__(self, flags: Any, worker: int) -> None:
-        self.flags, self.first = flags, worker * SLOTS
-        self.nonce, self.pid = uuid.uuid4().hex, os.getpid()
-        self.blocks: dict[int, tuple[int, mmap.mmap, np.ndarray]] = {}
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.blocks: dict[int, np.ndarray] = {}  # fd -> the block's bytes
+        self._maps: list[mmap.mmap] = []
 
     def take(self, nbytes: int) -> int | None:
-        free = [slot for slot in range(SLOTS) if self.flags[self.first + slot] == 0]
-        fits = [slot for slot in free if slot in self.blocks and len(self.blocks[slot][2]) >= nbytes]
-        if fits:
-            slot = fits[0]
-        else:
-            new = [slot for slot in free if slot not in self.blocks]
-            if not new or not hasattr(os, "memfd_create"):
+        fd = next((fd for fd, raw in self.blocks.items() if raw[0] == 0 and len(raw) >= nbytes), None)
+        if fd is None:
+            if len(self.blocks) == BLOCKS or not hasattr(os, "memfd_create"):
                 return None
-            slot = new[0]
-            size = max(1 << 16, 1 << (max(nbytes, 1) - 1).bit_length())
+            size = max(1 << 16, 1 << (nbytes - 1).bit_length())
             fd = os.memfd_create("lodtensor-batch", os.MFD_CLOEXEC)
             os.ftruncate(fd, size)
             block = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | _POPULATE)
-            self.blocks[slot] = (fd, block, np.frombuffer(block, np.uint8))
-        self.flags[self.first + slot] = self.pid
-        return slot
-
-    def array(self, slot: int) -> np.ndarray:
-        return self.blocks[slot][2]
-
-
-def _release(flags: Any, index: int, pid: int) -> None:
-    if flags[index] == pid:
-        flags[index] = 0
+            self._maps.append(block)
+            self.blocks[fd] = np.frombuffer(block, np.uint8)
+        self.blocks[fd][0] = 1
+        return fd
 
 
 class Item:
@@ -74,9 +57,8 @@ class Item:
     the main process rebuilds over its own mapping of the block (the item, a dict). Not a
     ``Mapping``: DataLoader's ``default_convert`` would copy it in the worker."""
 
-    def __init__(self, blocks: Blocks, token: str, worker: int, slot: int, tree: Any, nbytes: int, nested: bool):
-        size = len(blocks.array(slot))
-        self.where = (token, worker, blocks.nonce, os.getpid(), blocks.blocks[slot][0], slot, size)
+    def __init__(self, blocks: Blocks, token: str, worker: int, fd: int, tree: Any, nbytes: int, nested: bool):
+        self.where = (token, worker, blocks.pid, fd, len(blocks.blocks[fd]))
         self.tree, self.nbytes, self.nested = tree, nbytes, nested
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
@@ -85,28 +67,30 @@ class Item:
 
 def rebuild(where: tuple[Any, ...], tree: Any, nbytes: int, nested: bool) -> Any:
     """The item over the block, mapped once in this process."""
-    token, worker, nonce, pid, fd, slot, size = where
+    token, worker, pid, fd, size = where
     known = _MAPPED.get((token, worker))
-    if known is None or known[0] != nonce:  # a new worker process: forget the old one's
-        known = _MAPPED[(token, worker)] = (nonce, {})
-    block = known[1].get(slot)
+    if known is None or known[0] != pid:  # a new worker process: forget the old one's
+        known = _MAPPED[(token, worker)] = (pid, {})
+    block = known[1].get(fd)
     if block is None:
         with open(f"/proc/{pid}/fd/{fd}", "r+b") as f:
-            block = known[1][slot] = mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED | _POPULATE)
+            block = known[1][fd] = mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED | _POPULATE)
     # One array per item: torch holds it (the buffer's exporter) as long as any tensor over
-    # the block lives; when it goes, the worker may write the block again.
+    # the block lives; when it goes, the block's header says it is free.
     base = np.frombuffer(block, np.uint8, count=nbytes)
-    owner = OWNERS.get(token)
-    if owner is not None:
-        weakref.finalize(base, _release, owner._flags, worker * SLOTS + slot, pid)
-    storage = torch.frombuffer(base, dtype=torch.uint8) if nbytes else torch.empty(0, dtype=torch.uint8)
+    weakref.finalize(base, _release, np.frombuffer(block, np.uint8, count=1))
+    storage = torch.frombuffer(base, dtype=torch.uint8)
     del base
     return finish(tensors(tree, storage), nested)
 
 
+def _release(header: np.ndarray) -> None:
+    header[0] = 0
+
+
 def layout(arrays: list[np.ndarray]) -> tuple[list[Leaf], int]:
-    """Where each array lies in one block (aligned), and the block's bytes."""
-    leaves, end = [], 0
+    """Where each array lies in one block (aligned, after the header), and the bytes used."""
+    leaves, end = [], ALIGN
     for a in arrays:
         leaves.append(Leaf(end, a.dtype.str, a.shape))
         end += -(-a.nbytes // ALIGN) * ALIGN
@@ -119,13 +103,14 @@ def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[Leaf]) -> None:
 
 
 def write(blocks: Blocks, arrays: list[np.ndarray]) -> tuple[int, list[Leaf], int] | None:
-    """Copies ``arrays`` into a free block: its slot, where each array lies, the bytes used."""
+    """Copies ``arrays`` into a free block: the block (its fd), where each array lies, the
+    bytes used."""
     leaves, nbytes = layout(arrays)
-    slot = blocks.take(nbytes)
-    if slot is None:
+    fd = blocks.take(nbytes)
+    if fd is None:
         return None
-    copy(blocks.array(slot), arrays, leaves)
-    return slot, leaves, nbytes
+    copy(blocks.blocks[fd], arrays, leaves)
+    return fd, leaves, nbytes
 
 
 class Leaf(NamedTuple):

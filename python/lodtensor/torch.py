@@ -109,15 +109,8 @@ class BatchDataset(IterableDataset):
         self._pending: dict[str, Any] | None = None
         self._process: tuple[Any, ...] | None = None
         self._last: Batch | None = None
-        self._shared_blocks()
-        self._blocks: tuple[int, _shm.Blocks] | None = None
-
-    def _shared_blocks(self) -> None:
-        """The flags of the workers' shared-memory blocks, found again by the token in the
-        main process (``lodtensor._shm``)."""
-        self._token = uuid.uuid4().hex
-        self._flags = RawArray(ctypes.c_int32, _MAX_WORKERS * _shm.SLOTS)
-        _shm.OWNERS[self._token] = self
+        self._token = uuid.uuid4().hex  # names this dataset's workers' blocks (lodtensor._shm)
+        self._blocks: _shm.Blocks | None = None
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration reads, in every worker (persistent ones too: the
@@ -168,7 +161,7 @@ class BatchDataset(IterableDataset):
             self._epochs[1 + worker] += 1
             loader.set_epoch(epoch)
         self._last = None
-        return self._batches(loader, shared=info is not None)
+        return self._batches(loader, None if info is None else worker)
 
     def _loader(self, worker: int, workers: int) -> Loader:
         """This process's loader for worker ``worker`` of ``workers``, made once per process."""
@@ -190,10 +183,9 @@ class BatchDataset(IterableDataset):
             self._process = (*key, loader, workers, ranks)
         return self._process[3]
 
-    def _batches(self, loader: Loader, shared: bool) -> Iterator[dict[str, Any]]:
-        worker = get_worker_info()
+    def _batches(self, loader: Loader, worker: int | None) -> Iterator[dict[str, Any]]:
         for batch in loader:
-            item = self._item(batch, None if worker is None else worker.id)
+            item = self._item(batch, worker)
             self._last = batch
             yield item
 
@@ -206,21 +198,21 @@ class BatchDataset(IterableDataset):
         nested = self.collate == "nested"
         if worker is None:  # the main process: views
             return _shm.finish(_views(item), nested)
-        if self._blocks is None or self._blocks[0] != os.getpid():
-            self._blocks = (os.getpid(), _shm.Blocks(self._flags, worker))
+        if self._blocks is None or self._blocks.pid != os.getpid():
+            self._blocks = _shm.Blocks()
         arrays: list[np.ndarray] = []
         _walk(item, arrays.append)
-        written = _shm.write(self._blocks[1], arrays)
+        written = _shm.write(self._blocks, arrays)
         if written is None:  # every block in use: a torch shared tensor of its own
             leaves, nbytes = _shm.layout(arrays)
             block = torch.empty(nbytes, dtype=torch.uint8).share_memory_()
             _shm.copy(block.numpy(), arrays, leaves)
             layout = iter(leaves)
             return _shm.finish(_shm.tensors(_walk(item, lambda a: next(layout)), block), nested)
-        slot, leaves, nbytes = written
+        fd, leaves, nbytes = written
         layout = iter(leaves)
         tree = _walk(item, lambda a: next(layout))
-        return _shm.Item(self._blocks[1], self._token, worker, slot, tree, nbytes, nested)
+        return _shm.Item(self._blocks, self._token, worker, fd, tree, nbytes, nested)
 
     def _column(self, batch: Batch, name: str) -> Any:
         levels = batch.num_levels(name)
@@ -246,9 +238,9 @@ class BatchDataset(IterableDataset):
         state = self.__dict__.copy()
         state["_process"], state["_last"], state["_blocks"] = None, None, None
         if multiprocessing.context.get_spawning_popen() is None:
-            # A plain pickle (not a worker's start): the epoch by value, blocks of its own.
+            # A plain pickle (not a worker's start): the epoch by value.
             state["_epochs"] = list(self._epochs)
-            state["_flags"] = state["_token"] = None
+            state["_token"] = uuid.uuid4().hex
         elif self._world_size is None and (distributed := _distributed()) is not None:
             # A spawned or forkserver worker has no process group: it takes this process's.
             state["_rank"], state["_world_size"] = distributed
@@ -258,8 +250,6 @@ class BatchDataset(IterableDataset):
         if isinstance(state["_epochs"], list):
             state["_epochs"] = RawArray(ctypes.c_int64, state["_epochs"])
         self.__dict__.update(state)
-        if self._token is None:
-            self._shared_blocks()
 
 
 def reshard_state(state: Mapping[str, Any], num_workers: int) -> dict[str, Any]:
