@@ -92,14 +92,14 @@ def layout(arrays: list[np.ndarray]) -> tuple[list[Leaf], int]:
     """Where each array lies in one block (aligned, after the header), and the bytes used."""
     leaves, end = [], ALIGN
     for a in arrays:
-        leaves.append(Leaf(end, a.dtype.str, a.shape))
+        leaves.append(Leaf(end, a.nbytes, a.dtype.str, a.shape))
         end += -(-a.nbytes // ALIGN) * ALIGN
     return leaves, end
 
 
 def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[Leaf]) -> None:
-    for a, (start, _, _) in zip(arrays, leaves):
-        np.copyto(raw[start : start + a.nbytes].view(a.dtype).reshape(a.shape), a)
+    for a, leaf in zip(arrays, leaves):
+        np.copyto(raw[leaf.start : leaf.start + leaf.nbytes].view(a.dtype).reshape(a.shape), a)
 
 
 def write(blocks: Blocks, arrays: list[np.ndarray]) -> tuple[int, list[Leaf], int] | None:
@@ -117,6 +117,7 @@ class Leaf(NamedTuple):
     """Where one array lies in a block."""
 
     start: int
+    nbytes: int
     dtype: str
     shape: tuple[int, ...]
 
@@ -124,9 +125,7 @@ class Leaf(NamedTuple):
 def tensors(tree: Any, storage: torch.Tensor) -> Any:
     """``tree`` with each ``Leaf`` the tensor over ``storage`` (uint8) where it lies."""
     if isinstance(tree, Leaf):
-        dtype = np.dtype(tree.dtype)
-        n = int(np.prod(tree.shape, dtype=np.int64)) * dtype.itemsize
-        return storage[tree.start : tree.start + n].view(_torch_dtype(dtype)).view(tree.shape)
+        return storage[tree.start : tree.start + tree.nbytes].view(_torch_dtype(tree.dtype)).view(tree.shape)
     if isinstance(tree, dict):
         return {k: tensors(v, storage) for k, v in tree.items()}
     if isinstance(tree, list):
@@ -134,12 +133,12 @@ def tensors(tree: Any, storage: torch.Tensor) -> Any:
     return tree
 
 
-_DTYPES: dict[np.dtype, torch.dtype] = {}
+_DTYPES: dict[str, torch.dtype] = {}
 
 
-def _torch_dtype(dtype: np.dtype) -> torch.dtype:
+def _torch_dtype(dtype: str) -> torch.dtype:
     if dtype not in _DTYPES:
-        _DTYPES[dtype] = torch.from_numpy(np.empty(0, dtype)).dtype
+        _DTYPES[dtype] = torch.from_numpy(np.empty(0, np.dtype(dtype))).dtype
     return _DTYPES[dtype]
 
 
