@@ -343,6 +343,24 @@ print("alive")
 """
 
 
+def test_an_elastic_state_of_two_ranks_resumes_on_one_rank_of_three_workers(docs_path):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    opts = dict(batch_size=7, shuffle=True, seed=3, elastic=True)
+    plan = [b.samples.tolist() for b in lt.open(docs_path).loader(**opts)]
+    states = []
+    for rank in range(2):  # rank r yields batches r, r + 2, r + 4, ... of the plan
+        loader = StatefulDataLoader(BatchDataset(docs_path, rank=rank, world_size=2, **opts), batch_size=None, num_workers=2)
+        it = iter(loader)
+        assert [next(it)["samples"].tolist() for _ in range(3)] == plan[rank : 6 : 2]
+        states.append(loader.state_dict())
+        del it
+    for state in states:  # the same on both ranks: batches 0 to 5 are read
+        loader = StatefulDataLoader(BatchDataset(docs_path, **opts), batch_size=None, num_workers=3)
+        loader.load_state_dict(reshard_state(state, 3))
+        assert [item["samples"].tolist() for item in loader] == plan[6:]
+
+
 def test_in_place_ops_on_every_collated_tensor_leave_the_process_and_the_file(docs_path, tmp_path):
     before = hashlib.sha256(docs_path.read_bytes()).hexdigest()
     script = tmp_path / "in_place.py"
