@@ -17,7 +17,7 @@ from __future__ import annotations
 import mmap
 import os
 import weakref
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 import torch
@@ -55,14 +55,37 @@ class Blocks:
 class Item:
     """A batch in a worker's block, as a worker yields it: pickled, only its layout, which
     the main process rebuilds over its own mapping of the block (the item, a dict). Not a
-    ``Mapping``: DataLoader's ``default_convert`` would copy it in the worker."""
+    ``Mapping`` (DataLoader's ``default_convert`` would copy it in the worker), but read
+    like one in the worker, over the block, until the worker's next batch."""
 
     def __init__(self, blocks: Blocks, token: str, worker: int, fd: int, tree: Any, nbytes: int, nested: bool):
         self.where = (token, worker, blocks.pid, fd, len(blocks.blocks[fd]))
         self.tree, self.nbytes, self.nested = tree, nbytes, nested
+        self._block = blocks.blocks[fd]
+        self._item: dict[str, Any] | None = None
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         return rebuild, (self.where, self.tree, self.nbytes, self.nested)
+
+    def _local(self) -> dict[str, Any]:
+        if self._item is None:
+            self._item = finish(tensors(self.tree, torch.from_numpy(self._block[: self.nbytes])), self.nested)
+        return self._item
+
+    def __getitem__(self, key: str) -> Any:
+        return self._local()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._local())
+
+    def __len__(self) -> int:
+        return len(self._local())
+
+    def keys(self) -> Any:
+        return self._local().keys()
+
+    def items(self) -> Any:
+        return self._local().items()
 
 
 def rebuild(where: tuple[Any, ...], tree: Any, nbytes: int, nested: bool) -> Any:

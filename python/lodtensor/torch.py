@@ -179,6 +179,8 @@ class BatchDataset(IterableDataset):
         key = (os.getpid(), index, ranks * workers)
         if self._process is None or self._process[:3] != key:
             dataset = _open(self.source)
+            if not callable(self.collate) and "samples" in dataset.column_names:
+                raise ArgumentError(f"BatchDataset: {self.source}: a column named 'samples' clashes with the item's key")
             loader = dataset.loader(**self.loader_options, rank=index, world_size=ranks * workers)
             self._process = (*key, loader, workers, ranks)
         return self._process[3]

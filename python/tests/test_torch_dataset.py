@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import lodtensor as lt
-from conftest import inside_mapping
+from conftest import documents, inside_mapping
 
 if os.environ.get("LODTENSOR_REQUIRE_PYTHON") == "1":
     import torch
@@ -186,13 +186,34 @@ def test_workers_hand_batches_over_in_shared_blocks_reused_only_once_dropped(doc
     assert len(addresses) < 40
 
 
-def test_errors_name_the_option(docs_path):
+class Touch(torch.utils.data.IterableDataset):
+    """A wrapper that reads the items in the worker."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __iter__(self):
+        for item in self.inner:
+            assert item["tokens"]["values"].shape[1:] == (4,) and "samples" in item.keys()
+            yield item
+
+
+def test_a_wrapper_reads_items_in_the_worker(docs_path):
+    loader = DataLoader(Touch(BatchDataset(docs_path, batch_size=8)), batch_size=None, num_workers=2)
+    assert sorted(s for item in loader for s in item["samples"].tolist()) == list(range(ROWS))
+
+
+def test_errors_name_the_option(docs_path, tmp_path):
     with pytest.raises(lt.ArgumentError, match="collate"):
         BatchDataset(docs_path, collate="jagged")
     with pytest.raises(lt.ArgumentError, match="collate_level 2: column 'tokens' has 2 levels"):
         next(iter(BatchDataset(docs_path, collate="padded", collate_level={"tokens": 2})))
     with pytest.raises(TypeError, match="batchsize"):
         next(iter(BatchDataset(docs_path, batchsize=3)))
+    clash = tmp_path / "clash.arrow"
+    lt.write(clash, documents(10, seed=1).rename_columns(["tokens", "samples", "ids"]))
+    with pytest.raises(lt.ArgumentError, match="a column named 'samples'"):
+        next(iter(BatchDataset(clash)))
     with pytest.raises(lt.ArgumentError, match="elastic=True"):
         reshard_state({"_num_yielded": 1, "dataset_state": BatchDataset(docs_path).state_dict()}, 2)
 
