@@ -192,14 +192,10 @@ class BatchDataset(IterableDataset):
             yield item
 
     def _item(self, batch: Batch, worker: int | None) -> Any:
-        if callable(self.collate):
-            item = dict(self.collate(batch))
-        else:
-            item = {name: self._column(batch, name) for name in batch.column_names}
-        item = {"samples": np.array(batch.samples, dtype=np.int64), **item}
         nested = self.collate == "nested"
-        if worker is None:  # the main process: views
-            return _shm.finish(_views(item), nested)
+        if worker is None:  # the main process: tensors over the batch's arrays
+            return _shm.finish(_quiet(self._arrays, batch, _tensor), nested)
+        item = self._arrays(batch, lambda a: a)
         if self._blocks is None or self._blocks.pid != os.getpid():
             self._blocks = _shm.Blocks()
         arrays: list[np.ndarray] = []
@@ -216,12 +212,19 @@ class BatchDataset(IterableDataset):
         tree = _walk(item, lambda a: next(layout))
         return _shm.Item(self._blocks, self._token, worker, fd, tree, nbytes, nested)
 
-    def _column(self, batch: Batch, name: str) -> Any:
+    def _arrays(self, batch: Batch, leaf: Callable[[Any], Any]) -> dict[str, Any]:
+        """The item, each numpy array of it passed through ``leaf``."""
+        samples = leaf(np.array(batch.samples, dtype=np.int64))  # a copy: the plan's own
+        if callable(self.collate):
+            return {"samples": samples, **_walk(dict(self.collate(batch)), leaf)}
+        return {"samples": samples, **{name: self._column(batch, name, leaf) for name in batch.column_names}}
+
+    def _column(self, batch: Batch, name: str, leaf: Callable[[Any], Any]) -> Any:
         levels = batch.num_levels(name)
         if levels == 0:
-            return batch.values(name)
+            return leaf(batch.values(name))
         if self.collate is None:
-            return {"values": batch.values(name), "offsets": batch.offsets(name)}
+            return {"values": leaf(batch.values(name)), "offsets": [leaf(o) for o in batch.offsets(name)]}
         if isinstance(self.collate_level, int):
             level = min(self.collate_level, levels - 1)
         else:
@@ -230,11 +233,11 @@ class BatchDataset(IterableDataset):
                 raise ArgumentError(f"BatchDataset collate_level {level}: column {name!r} has {levels} levels")
         if self.collate == "padded":
             values, lengths, mask = batch.to_padded(name, level)
-            return {"values": values, "lengths": lengths, "mask": mask}
+            return {"values": leaf(values), "lengths": leaf(lengths), "mask": leaf(mask)}
         offsets = _element_offsets(batch, name, level)
         if self.collate == "nested":
-            return {"values": batch.values(name), "offsets": offsets}
-        return _packed(batch.values(name), offsets, name)
+            return {"values": leaf(batch.values(name)), "offsets": leaf(offsets)}
+        return {key: leaf(a) for key, a in _packed(batch.values(name), offsets, name).items()}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -328,7 +331,7 @@ def to_nested(batch: Batch, column: str, level: int | None = None) -> Any:
     if level is None:
         level = levels - 1
     return torch.nested.nested_tensor_from_jagged(
-        _views({"v": batch.values(column)})["v"], torch.from_numpy(_element_offsets(batch, column, level))
+        _quiet(_tensor, batch.values(column)), torch.from_numpy(_element_offsets(batch, column, level))
     )
 
 
@@ -360,14 +363,17 @@ def _packed(values: Any, offsets: np.ndarray, name: str) -> dict[str, Any]:
     }
 
 
-def _views(item: dict[str, Any]) -> dict[str, Any]:
-    """Every numpy array of ``item`` (a dict of arrays, lists and dicts of them) as a tensor
-    over the same memory."""
+def _quiet(f: Callable[..., Any], *args: Any) -> Any:
+    """``f(*args)`` without torch's warning for a read-only array: a view batch's values
+    are marked read-only, and the mapping is copy-on-write (torch does not read the flag)."""
     with warnings.catch_warnings():
-        # A view batch's values are marked read-only (the mapping is copy-on-write, and
-        # torch does not read the flag).
         warnings.simplefilter("ignore", UserWarning)
-        return _walk(item, torch.from_numpy)
+        return f(*args)
+
+
+def _tensor(a: Any) -> Any:
+    """A numeric numpy array as a tensor over the same memory (others as they are)."""
+    return torch.from_numpy(a) if isinstance(a, np.ndarray) and a.dtype.kind in "biuf" else a
 
 
 def _walk(tree: Any, leaf: Callable[[np.ndarray], Any]) -> Any:
