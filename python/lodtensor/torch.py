@@ -73,8 +73,11 @@ class BatchDataset(IterableDataset):
     int is that level for every column (a column with fewer levels: its last), a dict
     ``{column: level}`` one column's level (0 for those it leaves out). In the
     main process (``num_workers=0``) values are zero-copy views of the file's copy-on-write
-    mapping: in-place ops change this process's copy, never the file. In a worker each
-    batch is written once into shared memory, which the main process maps as it is.
+    mapping (or of the buffer a shuffled batch was gathered into): in-place ops change this
+    process's copy, never the file. In a worker each batch is written once into one of the
+    worker's shared-memory blocks, which the main process maps as it is (``_shm``).
+    ``set_epoch``, ``state_dict`` and ``load_state_dict`` reach the workers; see
+    docs/python.md (torch).
 
         >>> ds = BatchDataset("docs.arrow", collate="padded", batch_size=8)  # doctest: +SKIP
         >>> item = next(iter(DataLoader(ds, batch_size=None)))              # doctest: +SKIP
