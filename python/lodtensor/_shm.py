@@ -107,6 +107,12 @@ def rebuild(where: tuple[Any, ...], tree: Any, nbytes: int, nested: bool) -> Any
     return finish(tensors(tree, storage), nested)
 
 
+def forget(token: str) -> None:
+    """Unmaps (once their last tensor is freed) the blocks of a dataset that is gone."""
+    for key in [key for key in _MAPPED if key[0] == token]:
+        del _MAPPED[key]
+
+
 def _release(header: np.ndarray) -> None:
     header[0] = 0
 

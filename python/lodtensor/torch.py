@@ -21,6 +21,7 @@ import multiprocessing.context
 import os
 import uuid
 import warnings
+import weakref
 from multiprocessing.sharedctypes import RawArray
 from typing import Any, Callable, Iterator, Mapping, Union
 
@@ -113,6 +114,7 @@ class BatchDataset(IterableDataset):
         self._process: tuple[Any, ...] | None = None
         self._last: Batch | None = None
         self._token = uuid.uuid4().hex  # names this dataset's workers' blocks (lodtensor._shm)
+        weakref.finalize(self, _shm.forget, self._token)
         self._blocks: _shm.Blocks | None = None
 
     def set_epoch(self, epoch: int) -> None:
@@ -248,7 +250,7 @@ class BatchDataset(IterableDataset):
         if multiprocessing.context.get_spawning_popen() is None:
             # A plain pickle (not a worker's start): the epoch by value.
             state["_epochs"] = list(self._epochs)
-            state["_token"] = uuid.uuid4().hex
+            state["_token"] = None
         elif self._world_size is None and (distributed := _distributed()) is not None:
             # A spawned or forkserver worker has no process group: it takes this process's.
             state["_rank"], state["_world_size"] = distributed
@@ -258,6 +260,9 @@ class BatchDataset(IterableDataset):
         if isinstance(state["_epochs"], list):
             state["_epochs"] = RawArray(ctypes.c_int64, state["_epochs"])
         self.__dict__.update(state)
+        if self._token is None:  # a copy of its own, not a worker's
+            self._token = uuid.uuid4().hex
+            weakref.finalize(self, _shm.forget, self._token)
 
 
 def reshard_state(state: Mapping[str, Any], num_workers: int) -> dict[str, Any]:

@@ -390,3 +390,14 @@ def test_in_place_ops_on_every_collated_tensor_leave_the_process_and_the_file(do
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "alive"
     assert hashlib.sha256(docs_path.read_bytes()).hexdigest() == before
+
+
+def test_a_dataset_gone_unmaps_its_workers_blocks(docs_path):
+    from lodtensor import _shm
+
+    ds = BatchDataset(docs_path, batch_size=8)
+    token = ds._token
+    assert sum(len(item["samples"]) for item in DataLoader(ds, batch_size=None, num_workers=2)) == ROWS
+    assert any(key[0] == token for key in _shm._MAPPED)
+    del ds
+    assert not any(key[0] == token for key in _shm._MAPPED)
