@@ -1,4 +1,4 @@
-"""torch: nested tensors and the IterableDataset recipe in examples/ (skipped without torch)."""
+"""torch: nested tensors, the training loop in examples/ and in-place ops (skipped without torch)."""
 
 import hashlib
 import json
@@ -27,18 +27,40 @@ def test_to_torch_nested(docs_path):
     assert documents.size(0) == len(batch)
 
 
-def test_iterable_dataset_recipe_gives_each_sample_once(docs_path):
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "torch_iterable_dataset.py"), str(docs_path), "2", "2"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    lines = [json.loads(line) for line in out.stdout.splitlines()]
-    for epoch in range(2):
-        samples = [s for line in lines if line["epoch"] == epoch for s in line["samples"]]
+def test_torch_example_gives_each_sample_once_and_resumes(docs_path, tmp_path):
+    script = str(ROOT / "examples" / "torch_iterable_dataset.py")
+
+    def run(*args):
+        out = subprocess.run([sys.executable, script, str(docs_path), *args], check=True, capture_output=True, text=True)
+        return [json.loads(line) for line in out.stdout.splitlines()]
+
+    lines = run("2", "2")
+    epochs = [[s for line in lines if line["epoch"] == e for s in line["samples"]] for e in range(2)]
+    for samples in epochs:
         assert sorted(samples) == list(range(lt.open(docs_path).num_rows))
-        assert {line["shard"] for line in lines if line["epoch"] == epoch} == {0, 1}
+    assert epochs[0] != epochs[1]
+    # Checkpointing after every batch changes nothing; a checkpoint after 3 batches of
+    # epoch 1 (saved by another process) resumes with the 4th.
+    checkpoint = tmp_path / "checkpoint.pt"
+    assert run("2", "2", str(checkpoint)) == lines
+    first_of_epoch_1 = next(i for i, line in enumerate(lines) if line["epoch"] == 1)
+    subprocess.run(
+        [sys.executable, "-c", f"""
+import torch, sys
+sys.path.insert(0, {str(ROOT / "examples")!r})
+from torchdata.stateful_dataloader import StatefulDataLoader
+from torch_iterable_dataset import BatchDataset
+ds = BatchDataset({str(docs_path)!r}, collate="packed", token_budget=256, shuffle=True, seed=1)
+ds.set_epoch(1)
+loader = StatefulDataLoader(ds, batch_size=None, num_workers=2)
+it = iter(loader)
+for _ in range(3):
+    next(it)
+torch.save({{"epoch": 1, "loader": loader.state_dict()}}, {str(checkpoint)!r})
+"""],
+        check=True,
+    )
+    assert run("2", "2", str(checkpoint)) == lines[first_of_epoch_1 + 3 :]
 
 
 def test_in_place_torch_ops_on_zero_copy_values_leave_the_process_and_the_file(docs_path):

@@ -1,0 +1,276 @@
+"""torch data loading: lodtensor.torch.BatchDataset in a DataLoader beside the bare Loader,
+MosaicML Streaming, LitData and Hugging Face datasets, on the same tokens, in one run.
+
+    python python/bench/bench_torch.py [--mib 128] [--dir /tmp] [--repeat 3] [--workers 2]
+
+Needs torch; the peers run when installed (mosaicml-streaming, litdata, datasets: install
+them in a virtual environment of their own, not the test one). The data: documents ->
+sentences -> tokens, two columns of the same lengths, `tokens` f32[64] normal floats and
+`ids` int32, written once per format: a lodtensor file; MDS shards (`MDSWriter`, one
+`ndarray` per column and document, no compression); LitData chunks (`optimize`); a
+Hugging Face dataset saved to disk (`Array2D` tokens). Each contender is run as its users
+run it: lodtensor batches of at most 4096 tokens; the others batches of as many documents
+as the Loader's batches hold on average, joined by a collate function (`torch.cat`).
+Every training step is `tokens.sum() + ids.sum()` on the tensors it gets (it reads every
+byte once); lodtensor's contenders also take each level's offsets of both columns (the
+peers' batches carry none). torch runs the step on one thread. Tokens/s is the best of `--repeat` epochs, after one warm-up epoch (persistent
+workers); in file order and shuffled (seed 7). The resume line: from `load_state_dict` of
+a state saved mid-epoch to the next batch in hand. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import torch
+from torch.utils.data import DataLoader
+
+import lodtensor as lt
+from lodtensor.torch import BatchDataset
+
+DIM = 64
+BUDGET = 4096
+SEED = 7
+warnings.filterwarnings("ignore")
+
+
+def documents(mib: int, seed: int = 1) -> pa.Table:
+    """About `mib` MiB of f32[64] tokens (and 4 bytes of id each), 2 levels."""
+    rng = np.random.default_rng(seed)
+    n_docs = max(1, mib * 2**20 // (DIM * 4) * 2 // 315)  # 10.5 sentences of 15 tokens
+    sentences = rng.integers(1, 21, n_docs)
+    tokens = rng.integers(1, 30, int(sentences.sum()))
+    n = int(tokens.sum())
+    values = pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(n * DIM, dtype=np.float32)), DIM)
+    ids = pa.array(rng.integers(0, 50_000, n, dtype=np.int32))
+    sent_offsets = pa.array(np.r_[0, np.cumsum(tokens)])
+    doc_offsets = pa.array(np.r_[0, np.cumsum(sentences)])
+
+    def two_levels(elements):
+        return pa.LargeListArray.from_arrays(doc_offsets, pa.LargeListArray.from_arrays(sent_offsets, elements))
+
+    return pa.table({"tokens": two_levels(values), "ids": two_levels(ids)})
+
+
+def step(tokens: torch.Tensor, ids: torch.Tensor) -> int:
+    """The training step: reads every byte once; returns the tokens."""
+    tokens.sum()
+    ids.sum()
+    return len(ids)
+
+
+def per_document(path: str):
+    """Each document as numpy arrays: tokens [n, 64], ids [n], sentence offsets."""
+    for batch in lt.open(path).loader(batch_size=1):
+        yield {
+            "tokens": np.array(batch.values("tokens")),
+            "ids": np.array(batch.values("ids")),
+            "sentences": batch.offsets("tokens", 1),
+        }
+
+
+def concat(items: list[dict]) -> dict:
+    """The collate function of the per-document formats: one batch of their tokens."""
+    return {
+        "tokens": torch.cat([torch.as_tensor(np.asarray(i["tokens"])).reshape(-1, DIM) for i in items]),
+        "ids": torch.cat([torch.as_tensor(np.asarray(i["ids"])) for i in items]),
+    }
+
+
+def epoch_tokens(loader) -> int:
+    return sum(step(item["tokens"], item["ids"]) for item in loader)
+
+
+def lodtensor_epoch(loader) -> int:
+    return sum(step(item["tokens"]["values"], item["ids"]["values"]) for item in loader)
+
+
+def bare_epoch(loader) -> int:
+    """What BatchDataset hands over (collate=None), taken from the Loader's batches."""
+    n = 0
+    for batch in loader:
+        batch.offsets("tokens"), batch.offsets("ids")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            n += step(torch.from_numpy(batch.values("tokens")), torch.from_numpy(batch.values("ids")))
+    return n
+
+
+def best(run, repeat: int) -> tuple[float, int]:
+    run()  # warm-up: workers started, page cache
+    times, tokens = [], 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        tokens = run()
+        times.append(time.perf_counter() - start)
+    return min(times), tokens
+
+
+def contenders(path: str, work: str, shuffle: bool, workers: int, docs_per_batch: int) -> dict:
+    """name -> (a function that runs one epoch and returns its tokens, a closer)."""
+    opts = dict(token_budget=BUDGET, shuffle=shuffle, seed=SEED)
+    out = {}
+    bare = lt.open(path).loader(**opts)
+    out["Loader (bare, in-process)"] = lambda: bare_epoch(bare)
+    ds0 = BatchDataset(path, **opts)
+    out["lodtensor.torch, 0 workers"] = lambda: lodtensor_epoch(DataLoader(ds0, batch_size=None))
+    dsw = BatchDataset(path, **opts)
+    dlw = DataLoader(dsw, batch_size=None, num_workers=workers, persistent_workers=True)
+    out[f"lodtensor.torch, {workers} workers"] = lambda: lodtensor_epoch(dlw)
+    common = dict(batch_size=docs_per_batch, num_workers=workers, collate_fn=concat, persistent_workers=True)
+    try:
+        import streaming
+
+        mds = streaming.StreamingDataset(
+            local=os.path.join(work, "mds"), shuffle=shuffle, shuffle_seed=SEED, batch_size=docs_per_batch
+        )
+        dl_mds = streaming.StreamingDataLoader(mds, **common)
+        out[f"MosaicML Streaming, {workers} workers"] = lambda: epoch_tokens(dl_mds)
+    except ImportError:
+        pass
+    try:
+        import litdata
+
+        lit = litdata.StreamingDataset(os.path.join(work, "litdata"), shuffle=shuffle, seed=SEED)
+        dl_lit = litdata.StreamingDataLoader(lit, **common)
+        out[f"LitData, {workers} workers"] = lambda: epoch_tokens(dl_lit)
+    except ImportError:
+        pass
+    try:
+        import datasets
+
+        hf = datasets.load_from_disk(os.path.join(work, "hf")).with_format("torch")
+        dl_hf = DataLoader(hf, shuffle=shuffle, generator=torch.Generator().manual_seed(SEED), **common)
+        out[f"HF datasets with_format('torch'), {workers} workers"] = lambda: epoch_tokens(dl_hf)
+    except ImportError:
+        pass
+    return out
+
+
+def write_peers(path: str, work: str) -> None:
+    """The same documents in each peer's format (when installed)."""
+    try:
+        from streaming import MDSWriter
+
+        columns = {"tokens": "ndarray:float32", "ids": "ndarray:int32", "sentences": "ndarray:int64"}
+        with MDSWriter(out=os.path.join(work, "mds"), columns=columns, size_limit="64mb") as out:
+            for doc in per_document(path):
+                out.write(doc)
+    except ImportError:
+        pass
+    try:
+        import litdata
+
+        docs = list(per_document(path))
+        litdata.optimize(
+            fn=_lit_doc(docs), inputs=list(range(len(docs))), output_dir=os.path.join(work, "litdata"),
+            chunk_bytes="64MB", num_workers=1,
+        )
+    except ImportError:
+        pass
+    try:
+        import datasets
+
+        features = datasets.Features(
+            {
+                "tokens": datasets.Array2D(shape=(None, DIM), dtype="float32"),
+                "ids": datasets.Sequence(datasets.Value("int32")),
+                "sentences": datasets.Sequence(datasets.Value("int64")),
+            }
+        )
+        hf = datasets.Dataset.from_generator(lambda: per_document(path), features=features)
+        hf.save_to_disk(os.path.join(work, "hf"))
+    except ImportError:
+        pass
+
+
+class _lit_doc:
+    """LitData's `fn` (picklable): document `i`."""
+
+    def __init__(self, docs):
+        self.docs = docs
+
+    def __call__(self, i):
+        return self.docs[i]
+
+
+def resume_latency(path: str, workers: int) -> dict:
+    """Milliseconds from load_state_dict of a mid-epoch state to the next batch in hand."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    out = {}
+    opts = dict(token_budget=BUDGET, shuffle=True, seed=SEED)
+    loader = lt.open(path).loader(**opts)
+    it = iter(loader)
+    for _ in range(10):
+        state = next(it).next_state_dict()
+    start = time.perf_counter()
+    fresh = lt.open(path).loader(**opts)
+    fresh.load_state_dict(state)
+    next(iter(fresh))
+    out["Loader (bare): open + load_state_dict + next"] = time.perf_counter() - start
+    for w in (0, workers):
+        dl = StatefulDataLoader(BatchDataset(path, **opts), batch_size=None, num_workers=w)
+        it = iter(dl)
+        for _ in range(10):
+            next(it)
+        saved = dl.state_dict()
+        del it, dl
+        start = time.perf_counter()
+        dl = StatefulDataLoader(BatchDataset(path, **opts), batch_size=None, num_workers=w)
+        dl.load_state_dict(saved)
+        next(iter(dl))
+        out[f"StatefulDataLoader, {w} workers (workers started)"] = time.perf_counter() - start
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mib", type=int, default=128)
+    parser.add_argument("--dir", default=tempfile.gettempdir())
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # the step's threads would fight the workers for the CPUs
+    work = tempfile.mkdtemp(dir=args.dir, prefix="bench_torch_")
+    try:
+        path = os.path.join(work, "docs.arrow")
+        lt.write(path, documents(args.mib))
+        ds = lt.open(path)
+        batches = len(ds.loader(token_budget=BUDGET))
+        docs_per_batch = max(1, round(ds.num_rows / batches))
+        write_peers(path, work)
+        # LitData's optimize sets the start method to spawn; DataLoader workers start as they
+        # do by default on Linux (fork) for every contender.
+        multiprocessing.set_start_method("fork", force=True)
+        print(f"{ds.num_rows} documents, {int(ds.offsets('tokens', 1)[-1])} tokens, "
+              f"{os.path.getsize(path) / 2**20:.0f} MiB; {batches} batches of <= {BUDGET} tokens, "
+              f"peers: {docs_per_batch} documents a batch; torch {torch.__version__}, {os.cpu_count()} CPUs\n")
+        rows = {}
+        for shuffle in (False, True):
+            for name, run in contenders(path, work, shuffle, args.workers, docs_per_batch).items():
+                seconds, tokens = best(run, args.repeat)
+                rows.setdefault(name, {})[shuffle] = tokens / seconds / 1e6
+        bare = rows["Loader (bare, in-process)"]
+        print("| contender | in order, M tokens/s | shuffled, M tokens/s | vs bare Loader |")
+        print("| --- | ---: | ---: | ---: |")
+        for name, speed in rows.items():
+            ratio = "/".join(f"{speed[s] / bare[s]:.2f}" for s in (False, True))
+            print(f"| {name} | {speed[False]:.1f} | {speed[True]:.1f} | {ratio} |")
+        print("\n| resume to the next batch | ms |\n| --- | ---: |")
+        for name, seconds in resume_latency(path, args.workers).items():
+            print(f"| {name} | {seconds * 1e3:.1f} |")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
