@@ -65,9 +65,13 @@ __version__ = "0.1.0"
 
 
 def open(  # noqa: A001
-    path: str | os.PathLike, columns: list[str] | None = None
+    path: str | os.PathLike,
+    columns: list[str] | None = None,
+    storage_options: dict[str, str] | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    cache_limit: int | str | None = None,
 ) -> Dataset | ShardedDataset:
-    """Opens the dataset file, or the sharded dataset directory, at ``path``.
+    """Opens the dataset file, or the sharded dataset directory or URL, at ``path``.
 
     A file is mapped and validated: every offset of every level is checked before anything
     is read; no value is read or copied. A directory (``_lodtensor.json`` and its shards)
@@ -81,7 +85,32 @@ def open(  # noqa: A001
         >>> ds = lt.open("shards/")              # doctest: +SKIP
         >>> ds.num_rows, ds.num_shards           # doctest: +SKIP
         (200, 4)
+
+    A URL (``s3://bucket/prefix/``, ``gs://``, ``az://``, ``http(s)://``) opens a sharded
+    dataset in object storage: the manifest is read from the store, and each shard is
+    downloaded once per node into ``cache_dir`` (default ``$LODTENSOR_CACHE_DIR`` or
+    ``~/.cache/lodtensor``; every process of the node can share it) when first touched, its
+    size and CRC-32C checked, then mapped as a local shard. ``storage_options`` takes
+    ``object_store``'s keys (``aws_endpoint``, ``aws_access_key_id``,
+    ``aws_secret_access_key``, ``aws_region``, ``aws_allow_http``, ...); without them the
+    environment's ``AWS_*`` variables apply. ``cache_limit`` (bytes, or a size like
+    ``"20GB"``) bounds what the cache keeps of the dataset. ``cache_stats()`` says what was
+    downloaded. A missing bucket or manifest raises ``FileNotFoundError``, refused
+    credentials ``PermissionError``, a shard whose bytes disagree with the manifest
+    ``InvalidFileError`` naming it (``docs/remote.md``).
+
+        >>> ds = lt.open("s3://bucket/tokens/", cache_limit="20GB")   # doctest: +SKIP
+        >>> ds.cache_stats()["bytes_downloaded"]                       # doctest: +SKIP
+        0
     """
+    if isinstance(path, str) and "://" in path:
+        if columns is not None:
+            raise ArgumentError("open(URL, columns=...): sharded datasets are read whole")
+        return _native.open_url(path, storage_options, cache_dir, cache_limit)
+    if storage_options is not None or cache_dir is not None or cache_limit is not None:
+        raise ArgumentError(
+            "open(PATH, storage_options=/cache_dir=/cache_limit=): only for a URL"
+        )
     path = os.fspath(path)
     if os.path.isdir(path):
         if columns is not None:

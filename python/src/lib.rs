@@ -37,6 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(ffi::write, m)?)?;
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::open_url, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
     m.add(

@@ -10,11 +10,15 @@
 //! - [`ShardedDataset`]: opens by reading the manifest only; a shard is mapped and checked
 //!   against the manifest when first touched; global rows across shards.
 //! - [`Manifest`]: the manifest, parsed as untrusted input.
+//! - With the `remote` feature, [`ShardedDataset::open_url`]: a dataset in object storage
+//!   (S3, GCS, Azure, HTTP), each shard downloaded once per node into a local cache.
 
 mod commit;
 mod manifest;
 mod parse;
 mod reader;
+#[cfg(feature = "remote")]
+mod remote;
 mod store;
 mod vacuum;
 mod writer;
@@ -26,6 +30,8 @@ pub use manifest::{
 };
 pub(crate) use reader::PendingChecksum;
 pub use reader::ShardedDataset;
+#[cfg(feature = "remote")]
+pub use remote::{CacheStats, RemoteOptions, is_url, parse_size};
 pub use vacuum::vacuum;
 pub use writer::{ShardOptions, ShardWriter};
 
