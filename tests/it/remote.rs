@@ -126,3 +126,42 @@ fn a_full_cache_disk_is_an_io_error_naming_the_file_and_leaves_nothing() {
         .count();
     assert_eq!(temporary, 0);
 }
+
+#[test]
+fn concurrent_appenders_to_one_url_keep_every_shard() {
+    use lodtensor::shards::upload_shards;
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/appended/";
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    write_local(&first);
+    let options = s3.options();
+    upload_shards(&first, url, &options, false).unwrap();
+    // Creating again is refused: a dataset is there.
+    let err = upload_shards(&first, url, &options, false).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::AlreadyExists),
+        "{err}"
+    );
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let (local, options) = (dir.path().join(format!("w{w}")), options.clone());
+            write_local(&local);
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    upload_shards(&local, url, &options, true).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let cache = dir.path().join("cache");
+    let data = ShardedDataset::open_url(url, &options.with_cache_dir(&cache)).unwrap();
+    // The first upload and 2 writers × 3 appends, 5 shards each, none lost.
+    assert_eq!(data.num_shards(), 7 * 5);
+    assert_eq!(data.num_rows(), 7 * 120);
+    data.validate().unwrap();
+}

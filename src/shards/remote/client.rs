@@ -176,13 +176,11 @@ impl Remote {
         c.runtime.block_on(download(c.store.clone(), location))
     }
 
-    /// Writes the object `name`: if `version` is `None`, whatever is there is replaced
-    /// (`overwrite`) or the write must create it (`If-None-Match: *`); with a version, only if
-    /// the object is still that version (`If-Match`). `Ok(false)` when the condition failed.
+    /// Writes the object `name` if it does not exist ([`Put::Create`]) or is still a
+    /// version ([`Put::Update`]); `Ok(false)` when the condition failed.
     pub(crate) fn put(&self, name: &str, bytes: Bytes, mode: Put) -> Result<bool> {
         let location = self.location(name);
         let mode = match mode {
-            Put::Overwrite => PutMode::Overwrite,
             Put::Create => PutMode::Create,
             Put::Update(e_tag) => PutMode::Update(UpdateVersion {
                 e_tag: Some(e_tag),
@@ -203,6 +201,16 @@ impl Remote {
         }
     }
 
+    /// Whether the object `name` exists.
+    pub(crate) fn exists(&self, name: &str) -> Result<bool> {
+        let location = self.location(name);
+        match self.run(|store| async move { store.head(&location).await })? {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(store_error(e, &self.url_of(name))),
+        }
+    }
+
     /// Removes the object `name`, if there.
     pub(crate) fn delete(&self, name: &str) -> Result<()> {
         let location = self.location(name);
@@ -216,8 +224,6 @@ impl Remote {
 /// How [`Remote::put`] writes.
 #[derive(Clone, Debug)]
 pub(crate) enum Put {
-    /// Whatever is there is replaced.
-    Overwrite,
     /// Only if there is no such object (`If-None-Match: *`).
     Create,
     /// Only if the object is still this version (`If-Match: <etag>`).

@@ -5,6 +5,7 @@
 
 mod cache;
 mod client;
+mod upload;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +14,7 @@ pub use cache::CacheStats;
 pub(crate) use cache::ShardCache;
 use client::Remote;
 pub(crate) use client::url_scheme;
+pub use upload::upload_shards;
 
 use crate::error::{Error, FileFormat, Result};
 use crate::shards::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
@@ -218,19 +220,26 @@ impl ShardedDataset {
 
 /// The manifest of the dataset at `remote`.
 fn load_manifest(remote: &Remote) -> Result<Manifest> {
-    let url = remote.url_of(MANIFEST_NAME);
-    match remote.get(MANIFEST_NAME, MAX_MANIFEST_BYTES)? {
-        Some((bytes, _)) => {
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|e| Error::invalid(FileFormat::Manifest, e.to_string()).in_file(&url))?;
-            Manifest::parse(text).map_err(|e| e.in_file(&url))
-        }
-        None => Err(Error::from(std::io::Error::new(
+    match load_manifest_and_tag(remote)? {
+        (Some(manifest), _) => Ok(manifest),
+        (None, _) => Err(Error::from(std::io::Error::new(
             std::io::ErrorKind::NotFound,
             "no manifest: not a sharded lodtensor dataset (check the prefix)",
         ))
-        .in_file(url)),
+        .in_file(remote.url_of(MANIFEST_NAME))),
     }
+}
+
+/// The manifest of the dataset at `remote` (`None` if there is none) and its ETag.
+fn load_manifest_and_tag(remote: &Remote) -> Result<(Option<Manifest>, Option<String>)> {
+    let url = remote.url_of(MANIFEST_NAME);
+    let Some((bytes, tag)) = remote.get(MANIFEST_NAME, MAX_MANIFEST_BYTES)? else {
+        return Ok((None, None));
+    };
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| Error::invalid(FileFormat::Manifest, e.to_string()).in_file(&url))?;
+    let manifest = Manifest::parse(text).map_err(|e| e.in_file(&url))?;
+    Ok((Some(manifest), tag))
 }
 
 /// The cache's directory of the dataset at `url`: `scheme/host/path`, each part made of
