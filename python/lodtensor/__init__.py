@@ -149,6 +149,7 @@ def write_shards(
     prefix: str | None = None,
     offset_width: str = "i64",
     batch_bytes: int | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> dict:
     """Writes ``data`` to the directory ``path`` as a sharded dataset (``format-spec.md``
     §7.1): lodtensor files ``PREFIX-00000.arrow``, … and the manifest ``_lodtensor.json``.
@@ -166,7 +167,34 @@ def write_shards(
         >>> lt.write_shards("shards/", table, shard_rows=1000)         # doctest: +SKIP
         >>> lt.write_shards("shards/", part, mode="pending", prefix="w3")  # doctest: +SKIP
         >>> lt.commit("shards/")                                       # doctest: +SKIP
+
+    ``path`` may be a URL (``s3://bucket/prefix/``, ``gs://``, ``az://``; ``storage_options``
+    as for ``open``): the shards are written to a local temporary directory (room for them
+    is needed there: ``TMPDIR``), then each is created in the store under its final name
+    and the manifest committed by a conditional PUT (``If-None-Match: *`` for a new
+    dataset, ``If-Match`` on the ETag read for ``mode="append"``), so concurrent appenders
+    never lose each other's shards. ``mode="pending"`` is for local directories only.
+
+        >>> lt.write_shards("s3://bucket/tokens/", table, mode="append")  # doctest: +SKIP
     """
+    if isinstance(path, str) and "://" in path:
+        if mode not in ("create", "append"):
+            raise ArgumentError(f'write_shards(URL, mode={mode!r}): "create" or "append" only')
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="lodtensor-upload-") as local:
+            write_shards(
+                local,
+                data,
+                shard_rows=shard_rows,
+                shard_bytes=shard_bytes,
+                prefix=prefix,
+                offset_width=offset_width,
+                batch_bytes=batch_bytes,
+            )
+            return _native.upload_shards(local, path, mode == "append", storage_options)
+    if storage_options is not None:
+        raise ArgumentError("write_shards(PATH, storage_options=...): only for a URL")
     with ShardWriter(
         os.fspath(path),
         mode=mode,
@@ -180,12 +208,19 @@ def write_shards(
         return writer.finish()
 
 
-def commit(path: str | os.PathLike) -> dict:
+def commit(path: str | os.PathLike, storage_options: dict[str, str] | None = None) -> dict:
     """Merges every pending manifest in the directory ``path`` (written by
     ``write_shards(..., mode="pending")`` or ``ShardWriter(mode="pending")`` workers) into
     the dataset's manifest, replaced atomically, then removes them; writers appending at
     the same time are merged, never lost. Idempotent: run it again after a crash. Returns
-    the manifest, as a dict."""
+    the manifest, as a dict.
+
+    For a URL (``storage_options`` as for ``open``) every write to the store is committed
+    when made (``write_shards``), so nothing is pending: this returns the manifest there."""
+    if isinstance(path, str) and "://" in path:
+        return open(path, storage_options=storage_options).manifest
+    if storage_options is not None:
+        raise ArgumentError("commit(PATH, storage_options=...): only for a URL")
     return _native.commit(os.fspath(path))
 
 

@@ -15,6 +15,7 @@ mod error;
 mod ffi;
 mod loader;
 mod numpy_api;
+mod remote;
 mod shard_writer;
 mod shards;
 
@@ -37,7 +38,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(ffi::write, m)?)?;
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
-    m.add_function(wrap_pyfunction!(shards::open_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::open_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::upload_shards, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
     m.add(

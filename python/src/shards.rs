@@ -29,39 +29,6 @@ pub fn open_shards(py: Python<'_>, path: PathBuf) -> PyResult<ShardedDataset> {
     ShardedDataset::new(data, None)
 }
 
-/// Opens the sharded dataset at the URL `url` (`s3://bucket/prefix/`, `gs://`, `az://`,
-/// `http(s)://`): its manifest read from the store, each shard downloaded once per node
-/// into `cache_dir` when first touched. `cache_limit` is bytes or a size like `"20GB"`.
-#[lodtensor_python_guard::guard]
-#[pyfunction]
-#[pyo3(signature = (url, storage_options=None, cache_dir=None, cache_limit=None))]
-pub fn open_url(
-    py: Python<'_>,
-    url: String,
-    storage_options: Option<std::collections::BTreeMap<String, String>>,
-    cache_dir: Option<PathBuf>,
-    cache_limit: Option<&Bound<'_, PyAny>>,
-) -> PyResult<ShardedDataset> {
-    let mut options = lodtensor::shards::RemoteOptions::default();
-    for (key, value) in storage_options.unwrap_or_default() {
-        options = options.with_storage_option(key, value);
-    }
-    if let Some(dir) = cache_dir {
-        options = options.with_cache_dir(dir);
-    }
-    if let Some(limit) = cache_limit {
-        let bytes = match limit.extract::<u64>() {
-            Ok(bytes) => bytes,
-            Err(_) => lodtensor::shards::parse_size(&limit.extract::<String>()?).py_err()?,
-        };
-        options = options.with_cache_limit(bytes);
-    }
-    let data = py
-        .detach(|| lodtensor::shards::ShardedDataset::open_url(&url, &options))
-        .py_err()?;
-    ShardedDataset::new(data, Some(options))
-}
-
 /// A sharded dataset, open: made by `lodtensor.open(DIR)`.
 ///
 /// Opening reads the manifest only; a shard is mapped and checked against the manifest
@@ -81,7 +48,7 @@ pub struct ShardedDataset {
 
 impl ShardedDataset {
     /// The Python object of `data`, opened with `remote` if in object storage.
-    fn new(
+    pub(crate) fn new(
         data: lodtensor::shards::ShardedDataset,
         remote: Option<lodtensor::shards::RemoteOptions>,
     ) -> PyResult<Self> {

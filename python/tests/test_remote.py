@@ -162,3 +162,31 @@ def test_dropped_connections_cost_retries_not_data(s3, remote, shards_dir, tmp_p
         assert proxy.dropped > 0, proxy.accepted
     finally:
         proxy.close()
+
+
+def _append(url, options, seed, rounds):
+    for r in range(rounds):
+        lt.write_shards(url, documents(20, seed=seed * 10 + r), mode="append", shard_rows=10,
+                        storage_options=options)
+
+
+def test_write_shards_to_a_url_and_concurrent_appenders_keep_every_shard(s3, tmp_path):
+    s3.client().create_bucket(Bucket="written")
+    url, options = "s3://written/docs/", s3.storage_options()
+    manifest = lt.write_shards(url, documents(30, seed=4), shard_rows=10, storage_options=options)
+    assert [s["file"] for s in manifest["shards"]] == ["part-00000.arrow", "part-00001.arrow", "part-00002.arrow"]
+    with pytest.raises(FileExistsError, match="already there"):
+        lt.write_shards(url, documents(5, seed=4), storage_options=options)
+    assert lt.commit(url, storage_options=options) == manifest
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_append, args=(url, options, w, 3)) for w in (1, 2)]
+    for p in writers:
+        p.start()
+    for p in writers:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
+    assert ds.num_rows == 30 + 2 * 3 * 20
+    assert ds.num_shards == 3 + 2 * 3 * 2
+    assert len({s["file"] for s in ds.shards}) == ds.num_shards
+    ds.to_pyarrow()  # every shard there, its checksum right
