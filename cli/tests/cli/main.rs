@@ -5,6 +5,7 @@ mod demo;
 mod edges;
 mod inspect;
 mod readme;
+mod remote;
 mod shards;
 mod side;
 mod support;

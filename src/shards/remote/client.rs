@@ -160,7 +160,7 @@ impl Remote {
                 "is {size} bytes, larger than the limit of {limit} bytes"
             )))
             .in_file(self.url_of(name))),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e @ object_store::Error::NotFound { .. }) if !no_bucket(&e) => Ok(None),
             Err(e) => Err(store_error(e, &self.url_of(name))),
         }
     }
@@ -284,19 +284,25 @@ fn build_store(url: &str, options: &[(String, String)]) -> Result<Arc<dyn Object
     })
 }
 
-/// `e`, a store's error on the object at `url`, as this crate's I/O error naming the URL
-/// and saying what to check.
+/// Whether `e` says the bucket (or container) does not exist.
+fn no_bucket(e: &object_store::Error) -> bool {
+    let text = e.to_string();
+    text.contains("NoSuchBucket") || text.contains("ContainerNotFound")
+}
+
+/// `e`, a store's error on the object at `url`, as this crate's I/O error naming the URL,
+/// saying what to check and what the store said (its error code and message, when it sent
+/// them).
 pub(crate) fn store_error(e: object_store::Error, url: &str) -> Error {
     use object_store::Error as E;
     use std::io::ErrorKind as Kind;
+    let text = e.to_string();
     let (kind, hint) = match &e {
-        E::NotFound { .. } => (
-            Kind::NotFound,
-            "not found (check the bucket and the prefix)",
-        ),
+        E::NotFound { .. } if no_bucket(&e) => (Kind::NotFound, "no such bucket"),
+        E::NotFound { .. } => (Kind::NotFound, "not found (check the prefix)"),
         E::PermissionDenied { .. } => (
             Kind::PermissionDenied,
-            "access denied (403: check the credentials' permissions on the bucket)",
+            "access denied (check the credentials' permissions on the bucket)",
         ),
         E::Unauthenticated { .. } => (
             Kind::PermissionDenied,
@@ -304,7 +310,7 @@ pub(crate) fn store_error(e: object_store::Error, url: &str) -> Error {
              and AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*)",
         ),
         E::UnknownConfigurationKey { .. } => (Kind::InvalidInput, "bad storage option"),
-        _ if e.to_string().contains("timed out") => (
+        _ if text.contains("timed out") => (
             Kind::TimedOut,
             "timed out after retries (check the endpoint and the network)",
         ),
@@ -313,5 +319,19 @@ pub(crate) fn store_error(e: object_store::Error, url: &str) -> Error {
             "failed after retries (check the endpoint and the network)",
         ),
     };
-    Error::from(std::io::Error::new(kind, format!("{hint}: {e}"))).in_file(url)
+    let said = match (xml_field(&text, "Code"), xml_field(&text, "Message")) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        _ => crate::shards::parse::cut(&text, MAX_DETAIL_CHARS),
+    };
+    Error::from(std::io::Error::new(kind, format!("{hint}: {said}"))).in_file(url)
+}
+
+/// The longest part of a store's own error text an error shows.
+const MAX_DETAIL_CHARS: usize = 300;
+
+/// The text of the XML element `<name>` in `text` (S3's and Azure's error bodies).
+fn xml_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let start = text.find(&format!("<{name}>"))? + name.len() + 2;
+    let len = text[start..].find(&format!("</{name}>"))?;
+    Some(&text[start..start + len])
 }
