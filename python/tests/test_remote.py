@@ -53,7 +53,7 @@ def test_the_remote_dataset_reads_as_the_local_one(remote, shards_dir, tmp_path)
     assert (ds.num_rows, ds.num_shards, ds.column_names) == (200, 7, local.column_names)
     assert ds.cache_stats()["bytes_downloaded"] == 0  # opening reads the manifest only
     assert ds.row(95).equals(local.row(95))
-    assert ds.cache_stats()["shards_downloaded"] == 1
+    assert ds.cache_stats()["shards_downloaded"] >= 1  # and the next shards, ahead
     assert ds.to_pyarrow().equals(local.to_pyarrow())
     stats = ds.cache_stats()
     assert stats["shards_downloaded"] == 7
@@ -106,19 +106,22 @@ def test_a_killed_download_leaves_nothing_trusted(remote, tmp_path):
     ds.row(0)
     (entry,) = [p for p in tmp_path.rglob("*part-00000.arrow")]
     # A download killed half way: a temporary file of half the bytes, no entry.
-    half = entry.read_bytes()[: entry.stat().st_size // 2]
+    size = entry.stat().st_size
+    half = entry.read_bytes()[: size // 2]
     entry.unlink()
     stale = entry.with_name(entry.name + ".tmp-999999")
     stale.write_bytes(half)
     again = open_remote(remote, tmp_path)
     assert again.row(0).equals(ds.row(0))
-    assert again.cache_stats()["shards_downloaded"] == 1
+    assert again.cache_stats()["shards_downloaded"] >= 1
+    assert entry.stat().st_size == size
     assert not stale.exists()
     # A truncated entry (not one this cache wrote) is not trusted either.
+    entry.unlink()  # (not truncated in place: `again` maps it)
     entry.write_bytes(half)
     third = open_remote(remote, tmp_path)
     assert third.row(0).equals(ds.row(0))
-    assert third.cache_stats()["shards_downloaded"] == 1
+    assert third.cache_stats()["shards_downloaded"] >= 1
 
 
 def test_a_flipped_byte_in_a_remote_shard_is_refused_naming_it(s3, shards_dir, tmp_path):
@@ -133,8 +136,7 @@ def test_a_flipped_byte_in_a_remote_shard_is_refused_naming_it(s3, shards_dir, t
     ds.row(0)
     with pytest.raises(lt.InvalidFileError, match=r"flipped/part-00002\.arrow.*crc32c"):
         ds.row(70)
-    assert not list((tmp_path / "cache").rglob("*part-00002.arrow"))
-    assert not list((tmp_path / "cache").rglob("*.tmp-*"))
+    assert not list((tmp_path / "cache").rglob("*part-00002.arrow*[!k]"))  # no entry, no .tmp-
 
 
 def test_errors_name_the_fault(s3, remote, tmp_path):

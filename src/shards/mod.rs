@@ -31,7 +31,9 @@ pub use manifest::{
 pub(crate) use reader::PendingChecksum;
 pub use reader::ShardedDataset;
 #[cfg(feature = "remote")]
-pub use remote::{CacheStats, RemoteOptions, is_url, parse_size, upload_shards};
+pub use remote::{
+    CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, is_url, parse_size, upload_shards,
+};
 pub use vacuum::vacuum;
 pub use writer::{ShardOptions, ShardWriter};
 

@@ -364,9 +364,8 @@ impl ShardedDataset {
         let entry = &self.manifest.shards[index];
         #[cfg(feature = "remote")]
         if let Some(cache) = &self.remote {
-            let path = cache.fetch(entry)?;
-            return open_checked(&path, entry, &self.manifest.columns, checksum)
-                .map_err(|e| e.in_file(&path));
+            let columns = &self.manifest.columns;
+            return cache.open(index, |path| open_checked(path, entry, columns, checksum));
         }
         let path = self.dir.join(&entry.file);
         check_inside(&self.dir, &path)

@@ -84,7 +84,8 @@ fn a_changed_remote_shard_is_refused_naming_it_and_not_cached() {
     std::fs::write(&shard, bytes).unwrap();
     let url = s3.upload_dir(&local_dir, "data", "changed");
     let cache = dir.path().join("cache");
-    let remote = ShardedDataset::open_url(&url, &s3.options().with_cache_dir(&cache)).unwrap();
+    let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
+    let remote = ShardedDataset::open_url(&url, &options).unwrap();
     remote.shard(0).unwrap();
     let err = remote.shard(1).unwrap_err();
     assert!(
@@ -164,4 +165,88 @@ fn concurrent_appenders_to_one_url_keep_every_shard() {
     assert_eq!(data.num_shards(), 7 * 5);
     assert_eq!(data.num_rows(), 7 * 120);
     data.validate().unwrap();
+}
+
+/// The complete entries in the dataset's cache directory under `cache`.
+fn entries(cache: &Path) -> Vec<std::path::PathBuf> {
+    crate::common::files_under(cache)
+        .into_iter()
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            !name.ends_with(".lock") && !name.contains(".tmp-")
+        })
+        .collect()
+}
+
+#[test]
+fn the_cache_limit_evicts_what_no_reader_uses_least_recently_used_first() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write_local(&local_dir);
+    let url = s3.upload_dir(&local_dir, "data", "limited");
+    let local = ShardedDataset::open(&local_dir).unwrap();
+    let largest = local
+        .manifest()
+        .shards
+        .iter()
+        .map(|s| s.bytes)
+        .max()
+        .unwrap();
+    let cache = dir.path().join("cache");
+    // Room for two shards, no prefetch.
+    let options = s3
+        .options()
+        .with_cache_dir(&cache)
+        .with_cache_limit(2 * largest)
+        .with_prefetch_bytes(0);
+    let first = ShardedDataset::open_url(&url, &options).unwrap();
+    first.shard(0).unwrap();
+    first.shard(1).unwrap();
+    drop(first);
+    let second = ShardedDataset::open_url(&url, &options).unwrap();
+    for s in 2..5 {
+        assert_eq!(
+            second
+                .rows(local.row_index().starts()[s]..local.row_index().starts()[s] + 1)
+                .unwrap(),
+            local
+                .rows(local.row_index().starts()[s]..local.row_index().starts()[s] + 1)
+                .unwrap()
+        );
+    }
+    let stats = second.cache_stats().unwrap();
+    assert_eq!((stats.shards_downloaded, stats.shards_evicted), (3, 2));
+    // Shards 0 and 1 went; the three this reader maps stay (removing them frees nothing).
+    let kept = entries(&cache);
+    assert_eq!(kept.len(), 3, "{kept:?}");
+    assert!(
+        kept.iter()
+            .all(|p| !p.to_string_lossy().ends_with("part-00000.arrow"))
+    );
+}
+
+#[test]
+fn reading_a_shard_downloads_the_next_ones_ahead() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write_local(&local_dir);
+    let url = s3.upload_dir(&local_dir, "data", "ahead");
+    let cache = dir.path().join("cache");
+    let data = ShardedDataset::open_url(&url, &s3.options().with_cache_dir(&cache)).unwrap();
+    data.shard(0).unwrap();
+    // The other four arrive without being asked for (waiting as long as it takes).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while entries(&cache).len() < 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            entries(&cache)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    data.validate().unwrap();
+    let stats = data.cache_stats().unwrap();
+    assert_eq!(stats.shards_downloaded, 5);
 }

@@ -16,12 +16,14 @@
 //! The checksum is part of the entry's name, so a shard rewritten in the store under the
 //! same name is a new entry.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::Write as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
@@ -66,6 +68,16 @@ pub(crate) struct ShardCache {
     remote: Remote,
     /// This dataset's directory in the cache.
     dir: PathBuf,
+    /// The manifest's shards, in order.
+    shards: Vec<ShardEntry>,
+    /// The most bytes of complete entries the directory keeps, if bounded.
+    limit: Option<u64>,
+    /// The most bytes of shards downloaded ahead of the one asked for.
+    prefetch_bytes: u64,
+    /// The entries this process uses (mapped: removing them would free nothing) and the
+    /// shards being downloaded ahead.
+    in_use: Mutex<HashSet<String>>,
+    prefetching: Mutex<HashSet<usize>>,
     bytes_downloaded: AtomicU64,
     shards_downloaded: AtomicU64,
     shards_cached: AtomicU64,
@@ -73,17 +85,92 @@ pub(crate) struct ShardCache {
 }
 
 impl ShardCache {
-    /// The cache of the dataset at `remote`, in `dir` (created if missing).
-    pub(crate) fn new(remote: Remote, dir: PathBuf) -> Result<Self> {
+    /// The cache of the dataset at `remote` with `shards`, in `dir` (created if missing),
+    /// keeping at most `limit` bytes there and downloading up to `prefetch_bytes` ahead.
+    pub(crate) fn new(
+        remote: Remote,
+        dir: PathBuf,
+        shards: Vec<ShardEntry>,
+        limit: Option<u64>,
+        prefetch_bytes: u64,
+    ) -> Result<Self> {
         std::fs::create_dir_all(&dir).map_err(|e| Error::from(e).in_file(&dir))?;
         Ok(ShardCache {
             remote,
             dir,
+            shards,
+            limit,
+            prefetch_bytes,
+            in_use: Mutex::new(HashSet::new()),
+            prefetching: Mutex::new(HashSet::new()),
             bytes_downloaded: AtomicU64::new(0),
             shards_downloaded: AtomicU64::new(0),
             shards_cached: AtomicU64::new(0),
             shards_evicted: AtomicU64::new(0),
         })
+    }
+
+    /// Opens shard `index`'s entry with `open` (downloaded first unless there), then starts
+    /// downloading the shards after it. An entry another process evicted between the two
+    /// steps is downloaded again.
+    ///
+    /// # Errors
+    /// [`ShardCache::fetch`]'s errors; `open`'s.
+    pub(crate) fn open<T>(
+        self: &Arc<Self>,
+        index: usize,
+        open: impl Fn(&Path) -> Result<T>,
+    ) -> Result<T> {
+        let entry = &self.shards[index];
+        let name = entry_name(entry);
+        self.lock(&self.in_use).insert(name);
+        let mut attempt = 0;
+        let opened = loop {
+            let path = self.fetch(entry)?;
+            match open(&path) {
+                Err(e) if attempt == 0 && is_not_found(&e) => attempt += 1,
+                opened => break opened.map_err(|e| e.in_file(&path)),
+            }
+        };
+        self.prefetch_after(index);
+        opened
+    }
+
+    /// Downloads, on threads of their own, the shards after `index` not in the cache yet,
+    /// up to the prefetch budget.
+    fn prefetch_after(self: &Arc<Self>, index: usize) {
+        let mut budget = match self.limit {
+            Some(limit) => self.prefetch_bytes.min(limit / 4),
+            None => self.prefetch_bytes,
+        };
+        for next in index + 1..self.shards.len() {
+            let entry = &self.shards[next];
+            if entry.bytes > budget {
+                return;
+            }
+            budget -= entry.bytes;
+            if is_complete(&self.dir.join(entry_name(entry)), entry.bytes)
+                || !self.lock(&self.prefetching).insert(next)
+            {
+                continue;
+            }
+            let cache = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name("lodtensor-prefetch".into())
+                .spawn(move || {
+                    // A failure is met again, and reported, when the shard is asked for.
+                    let _ = cache.fetch(&cache.shards[next]);
+                    cache.lock(&cache.prefetching).remove(&next);
+                });
+            if spawned.is_err() {
+                self.lock(&self.prefetching).remove(&next);
+            }
+        }
+    }
+
+    /// `mutex` locked (a panic elsewhere does not poison these sets' meaning).
+    fn lock<'m, T>(&self, mutex: &'m Mutex<T>) -> std::sync::MutexGuard<'m, T> {
+        mutex.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The dataset's place in the store.
@@ -107,10 +194,12 @@ impl ShardCache {
     /// The store's errors naming the shard's URL; [`FormatError::ShardMismatch`] naming
     /// the shard's URL when its bytes are not the manifest's (size or CRC-32C); the cache
     /// disk's I/O errors (a full disk) naming the file.
-    pub(crate) fn fetch(&self, entry: &ShardEntry) -> Result<PathBuf> {
+    fn fetch(&self, entry: &ShardEntry) -> Result<PathBuf> {
         let path = self.dir.join(entry_name(entry));
         if is_complete(&path, entry.bytes) {
             self.shards_cached.fetch_add(1, Ordering::Relaxed);
+            // Its time of use, for the eviction order.
+            let _ = File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
             return Ok(path);
         }
         let lock_path = suffixed(&path, ".lock");
@@ -122,19 +211,64 @@ impl ShardCache {
             return Ok(path);
         }
         self.remove_stale_downloads(&path)?;
+        self.make_room(entry.bytes)?;
         let tmp = suffixed(&path, &format!(".tmp-{}", std::process::id()));
         let result = self.download(entry, &tmp).and_then(|()| {
+            // Counted before the entry appears, so that a reader that finds it finds it
+            // counted.
+            self.bytes_downloaded
+                .fetch_add(entry.bytes, Ordering::Relaxed);
+            self.shards_downloaded.fetch_add(1, Ordering::Relaxed);
             std::fs::rename(&tmp, &path).map_err(|e| Error::from(e).in_file(&path))?;
             sync_dir(&self.dir)
         });
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        result?;
-        self.bytes_downloaded
-            .fetch_add(entry.bytes, Ordering::Relaxed);
-        self.shards_downloaded.fetch_add(1, Ordering::Relaxed);
-        Ok(path)
+        result.map(|()| path)
+    }
+
+    /// Removes entries, least recently used first, until `bytes` more fit within the
+    /// limit: none this process uses (mapped, so removing it frees nothing) and none whose
+    /// download lock is held. Removing an entry another process has mapped is safe: its
+    /// mapping stays valid and the space is freed when it is unmapped.
+    fn make_room(&self, bytes: u64) -> Result<()> {
+        let Some(limit) = self.limit else {
+            return Ok(());
+        };
+        let in_dir = |e: std::io::Error| Error::from(e).in_file(&self.dir);
+        let mut entries = Vec::new();
+        let mut used = 0;
+        for item in std::fs::read_dir(&self.dir).map_err(in_dir)? {
+            let item = item.map_err(in_dir)?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            let Ok(meta) = item.metadata() else { continue };
+            if !meta.is_file() || name.ends_with(".lock") || name.contains(".tmp-") {
+                continue;
+            }
+            used += meta.len();
+            let when = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            entries.push((when, name, meta.len()));
+        }
+        entries.sort();
+        let in_use = self.lock(&self.in_use).clone();
+        for (_, name, len) in entries {
+            if used + bytes <= limit {
+                break;
+            }
+            if in_use.contains(&name) {
+                continue;
+            }
+            let path = self.dir.join(&name);
+            let lock = File::create(suffixed(&path, ".lock"));
+            if lock.as_ref().is_ok_and(|l| l.try_lock().is_ok())
+                && std::fs::remove_file(&path).is_ok()
+            {
+                used -= len;
+                self.shards_evicted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
     }
 
     /// Removes the temporary files of killed downloads of the entry at `path` (called
@@ -248,6 +382,11 @@ fn chunks(bytes: u64) -> Vec<Range<u64>> {
 /// The name of `entry`'s cache entry: its CRC-32C, then its file name.
 fn entry_name(entry: &ShardEntry) -> String {
     format!("{:08x}-{}", entry.crc32c, entry.file)
+}
+
+/// Whether `e` is an I/O error of kind `NotFound`.
+fn is_not_found(e: &Error) -> bool {
+    matches!(e.kind(), crate::error::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// Whether the complete entry `path` is there (a regular file of `bytes` bytes: a

@@ -37,7 +37,12 @@ pub struct RemoteOptions {
     storage_options: Vec<(String, String)>,
     cache_dir: Option<PathBuf>,
     cache_limit: Option<u64>,
+    prefetch_bytes: Option<u64>,
 }
+
+/// The bytes of shards downloaded ahead by default (and at most a quarter of the cache
+/// limit).
+pub const DEFAULT_PREFETCH_BYTES: u64 = 512 << 20;
 
 impl RemoteOptions {
     /// Sets one of `object_store`'s configuration keys (`aws_endpoint`,
@@ -101,7 +106,10 @@ impl RemoteOptions {
     }
 
     /// Bounds the bytes of this dataset's shards the cache keeps (no bound by default):
-    /// shards are evicted, least recently used first, to make room for the next.
+    /// before a download, entries are evicted, least recently used first, to make room for
+    /// it. Shards this process has mapped are never evicted (that would free nothing), so
+    /// a reader that maps more than the limit (a [`Loader`](crate::Loader) maps every
+    /// shard) holds more; the next open finds the cache within the limit again.
     ///
     /// # Example
     /// ```
@@ -113,6 +121,31 @@ impl RemoteOptions {
     pub fn with_cache_limit(mut self, bytes: u64) -> Self {
         self.cache_limit = Some(bytes);
         self
+    }
+
+    /// Downloads up to `bytes` of the shards after the one being read (in manifest order)
+    /// on background threads, so that reading shard after shard waits for the network once
+    /// (default [`DEFAULT_PREFETCH_BYTES`], at most a quarter of the cache limit; 0: none).
+    ///
+    /// # Example
+    /// ```
+    /// let o = lodtensor::shards::RemoteOptions::default().with_prefetch_bytes(0);
+    /// assert_eq!(o.prefetch_bytes(), 0);
+    /// ```
+    pub fn with_prefetch_bytes(mut self, bytes: u64) -> Self {
+        self.prefetch_bytes = Some(bytes);
+        self
+    }
+
+    /// The prefetch budget in bytes.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::shards::{DEFAULT_PREFETCH_BYTES, RemoteOptions};
+    /// assert_eq!(RemoteOptions::default().prefetch_bytes(), DEFAULT_PREFETCH_BYTES);
+    /// ```
+    pub fn prefetch_bytes(&self) -> u64 {
+        self.prefetch_bytes.unwrap_or(DEFAULT_PREFETCH_BYTES)
     }
 
     /// The cache limit, if set.
@@ -209,7 +242,13 @@ impl ShardedDataset {
         let remote = Remote::new(url, &options.storage_options)?;
         let manifest = load_manifest(&remote)?;
         let dir = options.cache_dir().join(url_key(remote.url()));
-        let cache = ShardCache::new(remote, dir.clone())?;
+        let cache = ShardCache::new(
+            remote,
+            dir.clone(),
+            manifest.shards.clone(),
+            options.cache_limit,
+            options.prefetch_bytes.unwrap_or(DEFAULT_PREFETCH_BYTES),
+        )?;
         Ok(ShardedDataset::from_parts(
             dir,
             manifest,
