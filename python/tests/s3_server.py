@@ -4,6 +4,7 @@ that drops every n-th connection (the transient faults retries must absorb)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -24,13 +25,14 @@ def free_port() -> int:
 class S3Server:
     """moto's S3 server on 127.0.0.1: `endpoint`, `storage_options()`, `client()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict | None = None) -> None:
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
         )
         deadline = time.monotonic() + 30
         while True:

@@ -155,6 +155,16 @@ def test_errors_name_the_fault(s3, remote, tmp_path):
         lt.open(tmp_path, cache_dir=tmp_path)
 
 
+def test_refused_credentials_are_a_permission_error():
+    # moto checks credentials against its IAM once told to: these keys are unknown there.
+    server = S3Server(env={"INITIAL_NO_AUTH_ACTION_COUNT": "0"})
+    try:
+        with pytest.raises(PermissionError, match=r"s3://data/x/_lodtensor\.json: (access denied|not authenticated)"):
+            lt.open("s3://data/x/", storage_options=server.storage_options(), cache_dir="/tmp")
+    finally:
+        server.stop()
+
+
 def test_dropped_connections_cost_retries_not_data(s3, remote, shards_dir, tmp_path):
     proxy = FaultProxy(s3.port, every=5)
     try:

@@ -310,6 +310,13 @@ pub(crate) fn store_error(e: object_store::Error, url: &str) -> Error {
              and AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*)",
         ),
         E::UnknownConfigurationKey { .. } => (Kind::InvalidInput, "bad storage option"),
+        // No key given, and the instance metadata service (the last credential provider)
+        // is not there either.
+        _ if text.contains("169.254.169.254") => (
+            Kind::PermissionDenied,
+            "no credentials found (set storage_options or AWS_ACCESS_KEY_ID and \
+             AWS_SECRET_ACCESS_KEY; the instance metadata service did not answer)",
+        ),
         _ if text.contains("timed out") => (
             Kind::TimedOut,
             "timed out after retries (check the endpoint and the network)",
