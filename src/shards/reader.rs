@@ -352,8 +352,16 @@ impl ShardedDataset {
 
     /// Shard `index`'s checksum in the manifest.
     fn checksum(&self, index: usize) -> Checksum {
+        let file = &self.manifest.shards[index].file;
+        #[cfg(feature = "remote")]
+        let path = match &self.remote {
+            Some(cache) => PathBuf::from(cache.remote().url_of(file)),
+            None => self.dir.join(file),
+        };
+        #[cfg(not(feature = "remote"))]
+        let path = self.dir.join(file);
         Checksum {
-            path: self.dir.join(&self.manifest.shards[index].file),
+            path,
             crc32c: self.manifest.shards[index].crc32c,
         }
     }

@@ -38,6 +38,8 @@ use crate::shards::remote::client::{Remote, store_error};
 const CHUNK_BYTES: u64 = 16 << 20;
 /// How many range requests of one download run at once.
 const PARALLEL_RANGES: usize = 4;
+/// The most shards downloaded ahead at once (small shards: a thread each).
+const MAX_PREFETCH_SHARDS: usize = 8;
 /// How many times a range whose body broke off is requested again (the store's client
 /// retries failed requests itself).
 const RANGE_ATTEMPTS: u32 = 5;
@@ -149,11 +151,17 @@ impl ShardCache {
                 return;
             }
             budget -= entry.bytes;
-            if is_complete(&self.dir.join(entry_name(entry)), entry.bytes)
-                || !self.lock(&self.prefetching).insert(next)
-            {
+            if is_complete(&self.dir.join(entry_name(entry)), entry.bytes) {
                 continue;
             }
+            let mut prefetching = self.lock(&self.prefetching);
+            if prefetching.len() >= MAX_PREFETCH_SHARDS {
+                return;
+            }
+            if !prefetching.insert(next) {
+                continue;
+            }
+            drop(prefetching);
             let cache = Arc::clone(self);
             let spawned = std::thread::Builder::new()
                 .name("lodtensor-prefetch".into())
