@@ -280,7 +280,7 @@ impl ShardedDataset {
     fn __repr__(&self) -> String {
         format!(
             "lodtensor.ShardedDataset({:?}, num_rows={}, num_shards={}, columns={:?})",
-            self.data.dir(),
+            self.data.url().map_or_else(|| self.data.dir().display().to_string(), str::to_owned),
             self.data.num_rows(),
             self.data.num_shards(),
             self.column_names()
