@@ -283,7 +283,7 @@ impl ShardedDataset {
             self.data.url().map_or_else(|| self.data.dir().display().to_string(), str::to_owned),
             self.data.num_rows(),
             self.data.num_shards(),
-            self.column_names()
+            self.data.columns().iter().map(|c| &c.name).collect::<Vec<_>>()
         )
     }
 
