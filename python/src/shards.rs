@@ -280,10 +280,16 @@ impl ShardedDataset {
     fn __repr__(&self) -> String {
         format!(
             "lodtensor.ShardedDataset({:?}, num_rows={}, num_shards={}, columns={:?})",
-            self.data.url().map_or_else(|| self.data.dir().display().to_string(), str::to_owned),
+            self.data
+                .url()
+                .map_or_else(|| self.data.dir().display().to_string(), str::to_owned),
             self.data.num_rows(),
             self.data.num_shards(),
-            self.data.columns().iter().map(|c| &c.name).collect::<Vec<_>>()
+            self.data
+                .columns()
+                .iter()
+                .map(|c| &c.name)
+                .collect::<Vec<_>>()
         )
     }
 
