@@ -13,13 +13,7 @@ use crate::{Result, usage};
 
 /// Whether `path` is a URL (`scheme://…`) rather than a local path.
 pub fn is_url(path: &Path) -> bool {
-    let text = path.as_os_str().to_string_lossy();
-    text.split_once("://").is_some_and(|(scheme, _)| {
-        !scheme.is_empty()
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-    })
+    lodtensor::shards::is_url(&path.as_os_str().to_string_lossy())
 }
 
 /// Opens the sharded dataset at the URL `url`, its shards cached as `read` says.

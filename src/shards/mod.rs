@@ -20,6 +20,7 @@ mod reader;
 #[cfg(feature = "remote")]
 mod remote;
 mod store;
+mod url;
 mod vacuum;
 mod writer;
 
@@ -31,9 +32,8 @@ pub use manifest::{
 pub(crate) use reader::PendingChecksum;
 pub use reader::ShardedDataset;
 #[cfg(feature = "remote")]
-pub use remote::{
-    CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, is_url, parse_size, upload_shards,
-};
+pub use remote::{CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, parse_size, upload_shards};
+pub use url::is_url;
 pub use vacuum::vacuum;
 pub use writer::{ShardOptions, ShardWriter};
 

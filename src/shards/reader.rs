@@ -575,7 +575,11 @@ fn open_checked(
 }
 
 /// [`FormatError::ShardMismatch`] unless the manifest's value equals the shard's.
-fn mismatch<T: PartialEq + std::fmt::Display>(field: &str, manifest: T, found: T) -> Result<()> {
+pub(crate) fn mismatch<T: PartialEq + std::fmt::Display>(
+    field: &str,
+    manifest: T,
+    found: T,
+) -> Result<()> {
     if manifest == found {
         return Ok(());
     }

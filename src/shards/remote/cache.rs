@@ -30,9 +30,11 @@ use futures_util::StreamExt as _;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt as _};
 
-use crate::error::{Error, FormatError, Result};
+use crate::error::{Error, Result};
 use crate::shards::manifest::ShardEntry;
+use crate::shards::reader::mismatch;
 use crate::shards::remote::client::{Remote, store_error};
+use crate::shards::store::sync_dir;
 
 /// The size of one range request of a download.
 const CHUNK_BYTES: u64 = 16 << 20;
@@ -315,9 +317,11 @@ impl ShardCache {
                 while let Some(part) = parts.next().await {
                     let part = part.map_err(|e| match e {
                         RangeError::Store(e) => store_error(e, url_ref),
-                        RangeError::Short { offset } => {
-                            mismatch("bytes", entry.bytes, offset).in_file(url_ref)
-                        }
+                        RangeError::Short { offset } => mismatch("bytes", entry.bytes, offset)
+                            .expect_err(
+                                "an object ending at `offset` is shorter than the manifest says",
+                            )
+                            .in_file(url_ref),
                     })?;
                     crc = crc32c::crc32c_append(crc, &part);
                     file_ref
@@ -326,9 +330,7 @@ impl ShardCache {
                 }
                 Ok(crc)
             })?;
-        if crc != entry.crc32c {
-            return Err(mismatch("crc32c", entry.crc32c, crc).in_file(url));
-        }
+        mismatch("crc32c", entry.crc32c, crc).map_err(|e| e.in_file(url))?;
         file.sync_all().map_err(|e| Error::from(e).in_file(tmp))
     }
 }
@@ -408,23 +410,6 @@ fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
-}
-
-/// [`FormatError::ShardMismatch`] of a downloaded shard.
-fn mismatch(field: &str, manifest: impl ToString, found: impl ToString) -> Error {
-    FormatError::ShardMismatch {
-        field: field.to_owned(),
-        manifest: manifest.to_string(),
-        found: found.to_string(),
-    }
-    .into()
-}
-
-/// Makes the directory's renames durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::from(e).in_file(dir))
 }
 
 #[cfg(test)]

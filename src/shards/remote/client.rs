@@ -18,6 +18,7 @@ use object_store::{
 };
 
 use crate::error::{Error, Result};
+use crate::shards::url::url_scheme;
 
 /// How many times a request is retried after a transient fault (a dropped connection, a
 /// timeout, a 5xx), with exponential backoff from 100 ms.
@@ -228,16 +229,6 @@ pub(crate) enum Put {
     Create,
     /// Only if the object is still this version (`If-Match: <etag>`).
     Update(String),
-}
-
-/// The scheme of `url`, lower case, if it has one.
-pub(crate) fn url_scheme(url: &str) -> Option<String> {
-    let (scheme, _) = url.split_once("://")?;
-    let valid = !scheme.is_empty()
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
-    valid.then(|| scheme.to_ascii_lowercase())
 }
 
 /// The store of `url`, configured from the environment and then `options`, with retries.

@@ -13,7 +13,6 @@ use std::sync::Arc;
 pub use cache::CacheStats;
 pub(crate) use cache::ShardCache;
 use client::Remote;
-pub(crate) use client::url_scheme;
 pub use upload::upload_shards;
 
 use crate::error::{Error, FileFormat, Result};
@@ -199,18 +198,6 @@ pub fn parse_size(text: &str) -> Result<u64> {
         return Err(bad());
     }
     Ok(bytes as u64)
-}
-
-/// Whether `location` is a URL (`scheme://…`) rather than a local path.
-///
-/// # Example
-/// ```
-/// use lodtensor::shards::is_url;
-/// assert!(is_url("s3://bucket/data/"));
-/// assert!(!is_url("data/shards"));
-/// ```
-pub fn is_url(location: &str) -> bool {
-    url_scheme(location).is_some()
 }
 
 impl ShardedDataset {
