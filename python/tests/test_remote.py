@@ -6,6 +6,7 @@ import os
 import pickle
 import shutil
 
+import pyarrow as pa
 import pytest
 
 pytest.importorskip("moto")
@@ -202,3 +203,21 @@ def test_write_shards_to_a_url_and_concurrent_appenders_keep_every_shard(s3, tmp
     assert ds.num_shards == 3 + 2 * 3 * 2
     assert len({s["file"] for s in ds.shards}) == ds.num_shards
     ds.to_pyarrow()  # every shard there, its checksum right
+
+
+@pytest.mark.ray
+def test_ray_data_reads_the_bucket(remote, shards_dir, tmp_path):
+    ray = pytest.importorskip("ray")
+    lray = pytest.importorskip("lodtensor.ray")
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 << 20,
+             log_to_driver=False, configure_logging=False)
+    try:
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        url, options = remote
+        ds = lray.read_lodtensor(url, storage_options=options, cache_dir=tmp_path, columns=["tokens", "label"])
+        tables = list(ds.iter_batches(batch_size=None, batch_format="pyarrow"))
+        got = pa.concat_tables(tables).sort_by("label")
+        expected = lt.open(shards_dir).to_pyarrow().select(["tokens", "label"]).sort_by("label")
+        assert got.equals(expected)
+    finally:
+        ray.shutdown()
