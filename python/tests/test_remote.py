@@ -102,6 +102,27 @@ def test_four_processes_sharing_a_cache_download_each_shard_once(remote, tmp_pat
     assert sum(downloads) == 7, downloads
 
 
+def _row_in_child(ds, row, queue):
+    queue.put(ds.row(row).num_rows)
+
+
+def test_a_child_forked_while_shards_download_ahead_reads_them(s3, tmp_path):
+    # A DataLoader worker forked while the parent's threads download the next shards: the
+    # child must not inherit their download locks (it would wait on them forever).
+    s3.client().create_bucket(Bucket="forked")
+    url, options = "s3://forked/docs/", s3.storage_options()
+    lt.write_shards(url, documents(100, seed=5), shard_rows=10, storage_options=options)
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
+    ds.row(0)  # starts downloading shards 1.. ahead
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_row_in_child, args=(ds, 55, queue))
+    child.start()
+    assert queue.get(timeout=60) == 1
+    child.join(timeout=30)
+    assert child.exitcode == 0
+
+
 def test_a_killed_download_leaves_nothing_trusted(remote, tmp_path):
     ds = open_remote(remote, tmp_path)
     ds.row(0)

@@ -34,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::shards::manifest::ShardEntry;
 use crate::shards::reader::mismatch;
 use crate::shards::remote::client::{Remote, store_error};
+use crate::shards::remote::lock::ShardLock;
 use crate::shards::store::sync_dir;
 
 /// The size of one range request of a download.
@@ -213,9 +214,8 @@ impl ShardCache {
             return Ok(path);
         }
         let lock_path = suffixed(&path, ".lock");
-        let _lock = File::create(&lock_path)
-            .and_then(|f| f.lock().map(|()| f))
-            .map_err(|e| Error::from(e).in_file(&lock_path))?;
+        let _lock =
+            ShardLock::acquire(&lock_path).map_err(|e| Error::from(e).in_file(&lock_path))?;
         if is_complete(&path, entry.bytes) {
             self.shards_cached.fetch_add(1, Ordering::Relaxed);
             return Ok(path);
@@ -270,8 +270,8 @@ impl ShardCache {
                 continue;
             }
             let path = self.dir.join(&name);
-            let lock = File::create(suffixed(&path, ".lock"));
-            if lock.as_ref().is_ok_and(|l| l.try_lock().is_ok())
+            // Held until the entry is gone: none downloads it meanwhile.
+            if let Ok(Some(_held)) = ShardLock::try_acquire(&suffixed(&path, ".lock"))
                 && std::fs::remove_file(&path).is_ok()
             {
                 used -= len;

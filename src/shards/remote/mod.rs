@@ -5,6 +5,7 @@
 
 mod cache;
 mod client;
+mod lock;
 mod upload;
 
 use std::path::{Path, PathBuf};
