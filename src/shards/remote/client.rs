@@ -103,15 +103,12 @@ impl Remote {
 
     /// This process's runtime and store, made on first use in this process.
     fn connection(&self) -> Result<Arc<Connection>> {
-        let mut slot = self.connection.lock().unwrap_or_else(|e| e.into_inner());
+        // The lock is held only to read or swap the slot, never while building, so that a
+        // child forked at any moment is unlikely to find it held by a thread it lacks.
+        let slot = || self.connection.lock().unwrap_or_else(|e| e.into_inner());
         let pid = std::process::id();
-        if let Some(c) = slot.as_ref() {
-            if c.pid == pid {
-                return Ok(c.clone());
-            }
-            // A forked child: its parent's runtime threads do not exist here, so the
-            // runtime cannot be shut down; it is left as it is.
-            std::mem::forget(slot.take());
+        if let Some(c) = slot().as_ref().filter(|c| c.pid == pid) {
+            return Ok(c.clone());
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -120,13 +117,22 @@ impl Remote {
             .build()
             .map_err(|e| Error::from(e).in_file(&self.url))?;
         let store = build_store(&self.url, &self.options)?;
-        let connection = Arc::new(Connection {
+        let built = Arc::new(Connection {
             pid,
             runtime,
             store,
         });
-        *slot = Some(connection.clone());
-        Ok(connection)
+        let mut slot = slot();
+        match slot.as_ref() {
+            // Another thread built one meanwhile: the one not kept shuts down as it drops.
+            Some(c) if c.pid == pid => Ok(c.clone()),
+            _ => {
+                // A forked child's copy of its parent's: the runtime's threads do not exist
+                // here, so it cannot be shut down; it is left as it is.
+                std::mem::forget(slot.replace(built.clone()));
+                Ok(built)
+            }
+        }
     }
 
     /// Runs `request` on the store, waiting for it.
