@@ -136,7 +136,18 @@ fn to_shards(args: Args) -> Result<()> {
         );
     }
     let started = Instant::now();
-    let (input, what, manifest) = write_shards(&args)?;
+    let (input, what, manifest) = match crate::remote::is_url(&args.output) {
+        // Written to a local temporary directory, then uploaded and committed.
+        true => {
+            let local = tempfile::tempdir().map_err(lodtensor::Error::from)?;
+            let mut shard_args = args.shards.clone();
+            shard_args.append = false;
+            let (input, what, _) = write_shards(&args, local.path(), &shard_args)?;
+            let manifest = crate::remote::upload(local.path(), &args.output, args.shards.append)?;
+            (input, what, manifest)
+        }
+        false => write_shards(&args, &args.output, &args.shards)?,
+    };
     let bytes: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
     let dataset = format!(
         "sharded dataset of {}, {}",
@@ -148,18 +159,22 @@ fn to_shards(args: Args) -> Result<()> {
 
 /// The input of `args` written as shards; returns the input's path, its format's name, rows
 /// and columns, and the dataset's manifest.
-fn write_shards(args: &Args) -> Result<(PathBuf, (&'static str, usize, usize), Manifest)> {
+fn write_shards(
+    args: &Args,
+    dir: &Path,
+    shard_args: &ShardArgs,
+) -> Result<(PathBuf, (&'static str, usize, usize), Manifest)> {
     let options = arrow_options(args.offsets);
     #[cfg(feature = "parquet")]
     if let Some(reader) = parquet_stream(&args.input, &args.read)? {
-        let mut writer = shards::writer(&args.output, &args.shards, options)?;
+        let mut writer = shards::writer(dir, shard_args, options)?;
         let (rows, columns) = drain(reader, |d| Ok(writer.write(d)?))?;
         let what = (Format::Parquet.name(), rows, columns);
         return Ok((args.input.clone(), what, writer.finish()?));
     }
     let source = Source::open_reading_streams(&args.input, &args.read)?;
     let datasets = source.datasets()?;
-    let mut writer = shards::writer(&args.output, &args.shards, options)?;
+    let mut writer = shards::writer(dir, shard_args, options)?;
     let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
     let bar = progress(rows as u64, "writing", "rows");
     for dataset in &datasets {

@@ -198,7 +198,7 @@ pub fn run(args: Args) -> Result<()> {
                 "--element-shape does not apply to `info` on a sharded dataset, which reads the manifest only",
             );
         }
-        return run_shards(&Sharded::open(&args.file)?, args.json);
+        return run_shards(&Sharded::open(&args.file, &args.read)?, args.json);
     }
     let source = Source::open(&args.file, &args.read)?;
     let columns = source

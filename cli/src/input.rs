@@ -45,6 +45,14 @@ pub struct ReadArgs {
     /// and validates only them, so opening costs what they cost.
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub columns: Vec<String>,
+    /// For a dataset at a URL: the directory its shards are cached in, shared by every
+    /// process of the node (default: $LODTENSOR_CACHE_DIR, else ~/.cache/lodtensor).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// For a dataset at a URL: the most the cache keeps of its shards (bytes, or 20GB,
+    /// 512MiB).
+    #[arg(long, value_name = "SIZE")]
+    pub cache_limit: Option<String>,
 }
 
 /// One `--element-shape`: a shape, for one column or for every column of plain values.

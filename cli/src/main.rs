@@ -8,6 +8,7 @@ mod draw;
 mod hist;
 mod info;
 mod input;
+mod remote;
 mod shards;
 mod show;
 mod side;

@@ -16,9 +16,9 @@ use crate::side::SideParts;
 use crate::source::{Format, Held, Parts, ShardParts, Source, progress, split_rows};
 use crate::{Result, usage};
 
-/// Whether `path` names a directory (a sharded dataset as an input).
+/// Whether `path` names a directory or a URL (a sharded dataset as an input).
 pub fn is_dir(path: &Path) -> bool {
-    path.is_dir()
+    path.is_dir() || crate::remote::is_url(path)
 }
 
 /// A sharded dataset, open: its manifest read, no shard mapped yet.
@@ -29,11 +29,17 @@ pub struct Sharded {
 }
 
 impl Sharded {
-    /// Opens the dataset in the directory `path`, reading its manifest only.
+    /// Opens the dataset in the directory (or at the URL) `path`, reading its manifest only.
     ///
     /// # Errors
     /// An I/O error naming the directory when it holds no manifest; the manifest's errors.
-    pub fn open(path: &Path) -> Result<Sharded> {
+    pub fn open(path: &Path, read: &ReadArgs) -> Result<Sharded> {
+        if crate::remote::is_url(path) {
+            return Ok(Sharded {
+                path: path.to_path_buf(),
+                data: Arc::new(crate::remote::open(path, read)?),
+            });
+        }
         if !path.join(MANIFEST_NAME).exists() {
             let e = std::io::Error::new(
                 std::io::ErrorKind::NotFound,
@@ -134,9 +140,11 @@ impl Sharded {
             bytes += file.as_bytes().len() as u64;
             format_version = format_version
                 .or_else(|| file.schema().metadata().get(KEY_FORMAT_VERSION).cloned());
+            // The shard's path in the dataset (not its cache entry's, for a URL).
+            let origin = self.path.join(&self.manifest().shards[shard].file);
             for (batch, dataset) in file.batches().iter().enumerate() {
                 batches.push(dataset.clone());
-                origins.push((file.path().to_path_buf(), batch));
+                origins.push((origin.clone(), batch));
             }
             bar.inc(1);
         }
@@ -206,7 +214,7 @@ pub struct ShardArgs {
     shard_bytes: Option<u64>,
     /// Add the shards to the sharded dataset already in OUT.
     #[arg(long)]
-    append: bool,
+    pub append: bool,
 }
 
 impl ShardArgs {

@@ -39,7 +39,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     // A sharded dataset opens only the shards that hold the rows.
     let (source, total, rows) = if is_dir(file) {
-        let sharded = Sharded::open(file)?;
+        let sharded = Sharded::open(file, read)?;
         let (total, rows) = (sharded.num_rows(), pick(sharded.num_rows()));
         (sharded.source_of_rows(rows.clone(), read)?, total, rows)
     } else {

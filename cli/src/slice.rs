@@ -47,7 +47,7 @@ pub fn run(args: Args) -> Result<()> {
     let column = args.column.as_deref();
     // A sharded dataset opens only the shards that hold the rows or the sequence.
     let sharded = match is_dir(&args.file) {
-        true => Some(Sharded::open(&args.file)?),
+        true => Some(Sharded::open(&args.file, &args.read)?),
         false => None,
     };
     let (source, (what, datasets)) = match (args.rows, args.level, args.index, &sharded) {

@@ -234,7 +234,7 @@ impl Source {
 
     fn open_as(path: &Path, read: &ReadArgs, streams: bool) -> Result<Source> {
         if crate::shards::is_dir(path) {
-            let sharded = crate::shards::Sharded::open(path)?;
+            let sharded = crate::shards::Sharded::open(path, read)?;
             return sharded.source(0..sharded.data.num_shards(), read);
         }
         let format = Format::of(path)?;

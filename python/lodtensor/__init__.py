@@ -73,9 +73,13 @@ __version__ = "0.1.0"
 
 
 def open(  # noqa: A001
-    path: str | os.PathLike, columns: list[str] | None = None
+    path: str | os.PathLike,
+    columns: list[str] | None = None,
+    storage_options: dict[str, str] | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    cache_limit: int | str | None = None,
 ) -> Dataset | ShardedDataset:
-    """Opens the dataset file, or the sharded dataset directory, at ``path``.
+    """Opens the dataset file, or the sharded dataset directory or URL, at ``path``.
 
     A file is mapped and validated: every offset of every level is checked before anything
     is read; no value is read or copied. A directory (``_lodtensor.json`` and its shards)
@@ -89,7 +93,32 @@ def open(  # noqa: A001
         >>> ds = lt.open("shards/")              # doctest: +SKIP
         >>> ds.num_rows, ds.num_shards           # doctest: +SKIP
         (200, 4)
+
+    A URL (``s3://bucket/prefix/``, ``gs://``, ``az://``, ``http(s)://``) opens a sharded
+    dataset in object storage: the manifest is read from the store, and each shard is
+    downloaded once per node into ``cache_dir`` (default ``$LODTENSOR_CACHE_DIR`` or
+    ``~/.cache/lodtensor``; every process of the node can share it) when first touched, its
+    size and CRC-32C checked, then mapped as a local shard. ``storage_options`` takes
+    ``object_store``'s keys (``aws_endpoint``, ``aws_access_key_id``,
+    ``aws_secret_access_key``, ``aws_region``, ``aws_allow_http``, ...); without them the
+    environment's ``AWS_*`` variables apply. ``cache_limit`` (bytes, or a size like
+    ``"20GB"``) bounds what the cache keeps of the dataset. ``cache_stats()`` says what was
+    downloaded. A missing bucket or manifest raises ``FileNotFoundError``, refused
+    credentials ``PermissionError``, a shard whose bytes disagree with the manifest
+    ``InvalidFileError`` naming it (``docs/remote.md``).
+
+        >>> ds = lt.open("s3://bucket/tokens/", cache_limit="20GB")   # doctest: +SKIP
+        >>> ds.cache_stats()["bytes_downloaded"]                       # doctest: +SKIP
+        0
     """
+    if isinstance(path, str) and "://" in path:
+        if columns is not None:
+            raise ArgumentError("open(URL, columns=...): sharded datasets are read whole")
+        return _native.open_url(path, storage_options, cache_dir, cache_limit)
+    if storage_options is not None or cache_dir is not None or cache_limit is not None:
+        raise ArgumentError(
+            "open(PATH, storage_options=/cache_dir=/cache_limit=): only for a URL"
+        )
     path = os.fspath(path)
     if os.path.isdir(path):
         if columns is not None:
@@ -135,6 +164,7 @@ def write_shards(
     prefix: str | None = None,
     offset_width: str = "i64",
     batch_bytes: int | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> dict:
     """Writes ``data`` to the directory ``path`` as a sharded dataset (``format-spec.md``
     §7.1): lodtensor files ``PREFIX-00000.arrow``, … and the manifest ``_lodtensor.json``.
@@ -152,7 +182,34 @@ def write_shards(
         >>> lt.write_shards("shards/", table, shard_rows=1000)         # doctest: +SKIP
         >>> lt.write_shards("shards/", part, mode="pending", prefix="w3")  # doctest: +SKIP
         >>> lt.commit("shards/")                                       # doctest: +SKIP
+
+    ``path`` may be a URL (``s3://bucket/prefix/``, ``gs://``, ``az://``; ``storage_options``
+    as for ``open``): the shards are written to a local temporary directory (room for them
+    is needed there: ``TMPDIR``), then each is created in the store under its final name
+    and the manifest committed by a conditional PUT (``If-None-Match: *`` for a new
+    dataset, ``If-Match`` on the ETag read for ``mode="append"``), so concurrent appenders
+    never lose each other's shards. ``mode="pending"`` is for local directories only.
+
+        >>> lt.write_shards("s3://bucket/tokens/", table, mode="append")  # doctest: +SKIP
     """
+    if isinstance(path, str) and "://" in path:
+        if mode not in ("create", "append"):
+            raise ArgumentError(f'write_shards(URL, mode={mode!r}): "create" or "append" only')
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="lodtensor-upload-") as local:
+            write_shards(
+                local,
+                data,
+                shard_rows=shard_rows,
+                shard_bytes=shard_bytes,
+                prefix=prefix,
+                offset_width=offset_width,
+                batch_bytes=batch_bytes,
+            )
+            return _native.upload_shards(local, path, mode == "append", storage_options)
+    if storage_options is not None:
+        raise ArgumentError("write_shards(PATH, storage_options=...): only for a URL")
     with ShardWriter(
         os.fspath(path),
         mode=mode,
@@ -243,12 +300,19 @@ def demo(dir: str | os.PathLike = "lodtensor-demo", *, docs: int = 2000, seed: i
     return {"arrow": arrow, "parquet": parquet}
 
 
-def commit(path: str | os.PathLike) -> dict:
+def commit(path: str | os.PathLike, storage_options: dict[str, str] | None = None) -> dict:
     """Merges every pending manifest in the directory ``path`` (written by
     ``write_shards(..., mode="pending")`` or ``ShardWriter(mode="pending")`` workers) into
     the dataset's manifest, replaced atomically, then removes them; writers appending at
     the same time are merged, never lost. Idempotent: run it again after a crash. Returns
-    the manifest, as a dict."""
+    the manifest, as a dict.
+
+    For a URL (``storage_options`` as for ``open``) every write to the store is committed
+    when made (``write_shards``), so nothing is pending: this returns the manifest there."""
+    if isinstance(path, str) and "://" in path:
+        return open(path, storage_options=storage_options).manifest
+    if storage_options is not None:
+        raise ArgumentError("commit(PATH, storage_options=...): only for a URL")
     return _native.commit(os.fspath(path))
 
 

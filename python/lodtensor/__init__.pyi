@@ -116,15 +116,29 @@ class ShardSummary(TypedDict):
     crc32c: int
     columns: list[dict[str, Any]]
 
+class CacheStats(TypedDict):
+    bytes_downloaded: int
+    shards_downloaded: int
+    shards_cached: int
+    shards_evicted: int
+
 class Manifest(TypedDict):
     format: str
     version: int
     columns: list[dict[str, Any]]
     shards: list[ShardSummary]
 
-def open(path: _Path, columns: Sequence[str] | None = None) -> Dataset | ShardedDataset:
+def open(
+    path: _Path,
+    columns: Sequence[str] | None = None,
+    storage_options: dict[str, str] | None = None,
+    cache_dir: _Path | None = None,
+    cache_limit: int | str | None = None,
+) -> Dataset | ShardedDataset:
     """Maps and validates the dataset file at ``path``; a directory gives a ``ShardedDataset``
-    (the manifest read, each shard mapped and checked when first touched)."""
+    (the manifest read, each shard mapped and checked when first touched). A URL
+    (``s3://``, ``gs://``, ``az://``, ``http(s)://``) gives a ``ShardedDataset`` whose shards
+    are downloaded once per node into ``cache_dir``, then mapped (``docs/remote.md``)."""
 
 def write(
     path: _Path,
@@ -161,12 +175,15 @@ def write_shards(
     prefix: str | None = None,
     offset_width: _OffsetWidth = "i64",
     batch_bytes: int | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> Manifest:
     """Writes pyarrow data to the directory ``path`` as a sharded dataset; ``mode`` is
-    ``"create"``, ``"append"`` or ``"pending"`` (one of many writers, then ``commit``)."""
+    ``"create"``, ``"append"`` or ``"pending"`` (one of many writers, then ``commit``).
+    A URL: the shards uploaded and the manifest committed by a conditional PUT."""
 
-def commit(path: _Path) -> Manifest:
-    """Merges the pending manifests in ``path`` into its manifest, atomically; idempotent."""
+def commit(path: _Path, storage_options: dict[str, str] | None = None) -> Manifest:
+    """Merges the pending manifests in ``path`` into its manifest, atomically; idempotent.
+    For a URL (nothing is pending there), the manifest."""
 
 def vacuum(path: _Path, *, grace: float = 86400.0) -> list[str]:
     """Removes the files of ``path`` no manifest references, older than ``grace`` seconds;
@@ -209,6 +226,11 @@ class ShardedDataset:
     @property
     def shard_offsets(self) -> npt.NDArray[np.int64]:
         """``num_shards + 1`` offsets: shard ``s`` holds rows ``offsets[s]..offsets[s + 1]``."""
+    @property
+    def url(self) -> str | None:
+        """The URL of a dataset opened by URL (ending in ``/``), else ``None``."""
+    def cache_stats(self) -> CacheStats:
+        """What the shard cache of a dataset opened by URL did since it was opened."""
     def __len__(self) -> int: ...
     def validate(self) -> None:
         """Maps and checks every shard not touched yet; raises the first shard's error."""

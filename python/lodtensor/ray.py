@@ -55,8 +55,12 @@ def read_lodtensor(
     override_num_blocks: int | None = None,
     concurrency: int | None = None,
     ray_remote_args: dict[str, Any] | None = None,
+    storage_options: dict[str, str] | None = None,
+    cache_dir: str | os.PathLike | None = None,
 ) -> ray.data.Dataset:
-    """A ``ray.data.Dataset`` of the sharded dataset in the directory ``path``.
+    """A ``ray.data.Dataset`` of the sharded dataset in the directory ``path``, or at the
+    URL ``path`` (``s3://bucket/prefix/``; ``storage_options`` and ``cache_dir`` as for
+    ``lodtensor.open``: each node's tasks download a shard once into its cache).
 
     One read task per shard, or per group of consecutive shards when Ray asks for fewer
     tasks (``override_num_blocks`` sets how many); rows keep the manifest's order within
@@ -69,7 +73,9 @@ def read_lodtensor(
         ...     tokens = batch.column("tokens")                   # nested lists intact
     """
     return ray.data.read_datasource(
-        LodTensorDatasource(path, columns=columns),
+        LodTensorDatasource(
+            path, columns=columns, storage_options=storage_options, cache_dir=cache_dir
+        ),
         override_num_blocks=override_num_blocks,
         concurrency=concurrency,
         ray_remote_args=ray_remote_args,
@@ -118,12 +124,18 @@ def write_lodtensor(
     return dict(_shards(sink.path).manifest)
 
 
-def _shards(path: str) -> lt.ShardedDataset:
-    """The sharded dataset in the directory ``path``."""
-    data = lt.open(path)
+def _shards(path: str, **remote: Any) -> lt.ShardedDataset:
+    """The sharded dataset in the directory ``path`` (or at the URL ``path``, opened with
+    ``remote``: ``storage_options`` and ``cache_dir``)."""
+    data = lt.open(path, **remote) if "://" in path else lt.open(path)
     if not isinstance(data, lt.ShardedDataset):
         raise lt.LodTensorError(f"{path}: not a sharded dataset directory")
     return data
+
+
+def _join(path: str, name: str) -> str:
+    """The file ``name`` of the dataset at ``path`` (a directory or a URL)."""
+    return path.rstrip("/") + "/" + name if "://" in path else os.path.join(path, name)
 
 
 def _groups(sizes: Sequence[int], count: int) -> list[list[int]]:
@@ -146,11 +158,11 @@ def _groups(sizes: Sequence[int], count: int) -> list[list[int]]:
 
 
 def _read_shards(
-    path: str, shards: list[int], columns: list[str] | None = None
+    path: str, shards: list[int], columns: list[str] | None = None, **remote: Any
 ) -> Iterator[pa.Table]:
     """The read task: the shards' record batches, views of their mappings, one block each
     (only ``columns`` when given)."""
-    reader = _shards(path).reader(shards)
+    reader = _shards(path, **remote).reader(shards)
     for batch in reader:
         table = pa.Table.from_batches([batch])
         yield table if columns is None else table.select(columns)
@@ -162,10 +174,19 @@ class LodTensorDatasource(Datasource):
     The manifest is read once, on the driver; read tasks map their shards.
     """
 
-    def __init__(self, path: str | os.PathLike, columns: Sequence[str] | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        columns: Sequence[str] | None = None,
+        storage_options: dict[str, str] | None = None,
+        cache_dir: str | os.PathLike | None = None,
+    ):
         super().__init__()
-        self._path = os.path.abspath(os.fspath(path))
-        dataset = lt.open(self._path)
+        path = os.fspath(path)
+        url = "://" in path
+        self._path = path if url else os.path.abspath(path)
+        self._remote = dict(storage_options=storage_options, cache_dir=cache_dir) if url else {}
+        dataset = lt.open(self._path, **self._remote)
         if not isinstance(dataset, lt.ShardedDataset):
             raise lt.ArgumentError(f"{self._path}: not a sharded dataset directory")
         self._shards = dataset.shards
@@ -201,10 +222,12 @@ class LodTensorDatasource(Datasource):
             metadata = BlockMetadata(
                 num_rows=sum(s["rows"] for s in shards),
                 size_bytes=sum(s["bytes"] for s in shards),
-                input_files=tuple(os.path.join(self._path, s["file"]) for s in shards),
+                input_files=tuple(_join(self._path, s["file"]) for s in shards),
                 exec_stats=None,
             )
-            read = functools.partial(_read_shards, self._path, group, self._columns)
+            read = functools.partial(
+                _read_shards, self._path, group, self._columns, **self._remote
+            )
             tasks.append(ReadTask(read, metadata, self._schema, per_task_row_limit))
         return tasks
 

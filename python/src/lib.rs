@@ -18,6 +18,7 @@ mod loader;
 mod mix;
 mod numpy_api;
 mod pack;
+mod remote;
 mod shard_writer;
 mod shards;
 
@@ -44,6 +45,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ffi::side_schema, m)?)?;
     m.add_function(wrap_pyfunction!(demo::demo_documents, m)?)?;
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::open_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::upload_shards, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
     m.add(

@@ -9,7 +9,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use lodtensor::shards::{ColumnSpec, Manifest};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyDict, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
 use crate::dataset::{offsets_per_level, offsets_to_py, row_index};
 use crate::deprecated;
@@ -26,13 +26,7 @@ pub fn open_shards(py: Python<'_>, path: PathBuf) -> PyResult<ShardedDataset> {
     let data = py
         .detach(|| lodtensor::shards::ShardedDataset::open(&path))
         .py_err()?;
-    let schema = manifest_schema(&data.manifest().columns).py_err()?;
-    let pyarrow_shards = (0..data.num_shards()).map(|_| PyOnceLock::new()).collect();
-    Ok(ShardedDataset {
-        data: Arc::new(data),
-        schema,
-        pyarrow_shards,
-    })
+    ShardedDataset::new(data, None)
 }
 
 /// A sharded dataset, open: made by `lodtensor.open(DIR)`.
@@ -48,9 +42,26 @@ pub struct ShardedDataset {
     schema: SchemaRef,
     /// Each shard's record batches as `pyarrow.RecordBatch`es, imported on first use.
     pyarrow_shards: Vec<PyOnceLock<Py<PyList>>>,
+    /// How a dataset in object storage was opened (to open it again when unpickled).
+    remote: Option<lodtensor::shards::RemoteOptions>,
 }
 
 impl ShardedDataset {
+    /// The Python object of `data`, opened with `remote` if in object storage.
+    pub(crate) fn new(
+        data: lodtensor::shards::ShardedDataset,
+        remote: Option<lodtensor::shards::RemoteOptions>,
+    ) -> PyResult<Self> {
+        let schema = manifest_schema(&data.manifest().columns).py_err()?;
+        let pyarrow_shards = (0..data.num_shards()).map(|_| PyOnceLock::new()).collect();
+        Ok(ShardedDataset {
+            data: Arc::new(data),
+            schema,
+            pyarrow_shards,
+            remote,
+        })
+    }
+
     /// A C stream of the record batches of `shards`, in order.
     fn stream<'py>(&self, py: Python<'py>, shards: Vec<usize>) -> PyResult<Bound<'py, PyCapsule>> {
         if let Some(bad) = shards.iter().find(|&&s| s >= self.data.num_shards()) {
@@ -279,15 +290,69 @@ impl ShardedDataset {
     fn __repr__(&self) -> String {
         format!(
             "lodtensor.ShardedDataset({:?}, num_rows={}, num_shards={}, columns={:?})",
-            self.data.dir(),
+            self.data
+                .url()
+                .map_or_else(|| self.data.dir().display().to_string(), str::to_owned),
             self.data.num_rows(),
             self.data.num_shards(),
-            self.column_names()
+            self.data
+                .columns()
+                .iter()
+                .map(|c| &c.name)
+                .collect::<Vec<_>>()
         )
     }
 
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf,))> {
-        Ok((py.import("lodtensor")?.getattr("open")?, (self.path()?,)))
+    /// What the cache of a dataset opened by URL did since it was opened: a dict with
+    /// `bytes_downloaded`, `shards_downloaded`, `shards_cached` (found in the cache) and
+    /// `shards_evicted`; all 0 for a local dataset.
+    fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.data.cache_stats().unwrap_or_default();
+        let dict = PyDict::new(py);
+        dict.set_item("bytes_downloaded", stats.bytes_downloaded)?;
+        dict.set_item("shards_downloaded", stats.shards_downloaded)?;
+        dict.set_item("shards_cached", stats.shards_cached)?;
+        dict.set_item("shards_evicted", stats.shards_evicted)?;
+        Ok(dict)
+    }
+
+    /// The URL of a dataset opened by URL (ending in `/`), else `None`.
+    #[getter]
+    fn url(&self) -> Option<String> {
+        self.data.url().map(str::to_owned)
+    }
+
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let open = py.import("lodtensor")?.getattr("open")?;
+        let args = match (&self.remote, self.data.url()) {
+            (Some(options), Some(url)) => {
+                let storage = PyDict::new(py);
+                for (key, value) in options.storage_options() {
+                    storage.set_item(key, value)?;
+                }
+                let none = py.None().into_bound(py);
+                let limit = match options.cache_limit() {
+                    Some(limit) => limit.into_pyobject(py)?.into_any(),
+                    None => none.clone(),
+                };
+                let dir = options.cache_dir().into_pyobject(py)?.into_any();
+                PyTuple::new(
+                    py,
+                    [
+                        url.into_pyobject(py)?.into_any(),
+                        none,
+                        storage.into_any(),
+                        dir,
+                        limit,
+                    ],
+                )?
+            }
+            _ => PyTuple::new(py, [self.path()?.into_pyobject(py)?.into_any()])?,
+        };
+        Ok((open, args))
     }
 }
 

@@ -10,13 +10,18 @@
 //! - [`ShardedDataset`]: opens by reading the manifest only; a shard is mapped and checked
 //!   against the manifest when first touched; global rows across shards.
 //! - [`Manifest`]: the manifest, parsed as untrusted input.
+//! - With the `remote` feature, [`ShardedDataset::open_url`]: a dataset in object storage
+//!   (S3, GCS, Azure, HTTP), each shard downloaded once per node into a local cache.
 
 mod commit;
 mod manifest;
 mod parse;
 mod reader;
 mod side;
+#[cfg(feature = "remote")]
+mod remote;
 mod store;
+mod url;
 mod vacuum;
 mod writer;
 
@@ -27,6 +32,9 @@ pub use manifest::{
 };
 pub(crate) use reader::PendingChecksum;
 pub use reader::ShardedDataset;
+#[cfg(feature = "remote")]
+pub use remote::{CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, parse_size, upload_shards};
+pub use url::is_url;
 pub use vacuum::vacuum;
 pub use writer::{ShardOptions, ShardWriter};
 

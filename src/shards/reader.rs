@@ -59,6 +59,9 @@ pub struct ShardedDataset {
     /// The global rows of each shard.
     rows: RowIndex,
     shards: Vec<ShardSlot>,
+    /// The node's cache of a dataset in object storage ([`ShardedDataset::open_url`]).
+    #[cfg(feature = "remote")]
+    remote: Option<std::sync::Arc<crate::shards::remote::ShardCache>>,
 }
 
 impl ShardedDataset {
@@ -86,6 +89,23 @@ impl ShardedDataset {
         let path = dir.join(MANIFEST_NAME);
         check_inside(dir, &path).map_err(|e| Error::from(e).in_file(&path))?;
         let manifest = Manifest::load(path)?;
+        Ok(Self::from_parts(
+            dir.to_path_buf(),
+            manifest,
+            #[cfg(feature = "remote")]
+            None,
+        ))
+    }
+
+    /// The dataset of `manifest`, its shards in `dir` (for a remote dataset, the cache's
+    /// directory, filled by `remote`).
+    pub(crate) fn from_parts(
+        dir: PathBuf,
+        manifest: Manifest,
+        #[cfg(feature = "remote")] remote: Option<
+            std::sync::Arc<crate::shards::remote::ShardCache>,
+        >,
+    ) -> Self {
         // The manifest's parser checked that the rows add up without overflow.
         let rows = RowIndex::from_counts(manifest.shards.iter().map(|s| s.rows));
         let shards = manifest
@@ -93,15 +113,57 @@ impl ShardedDataset {
             .iter()
             .map(|_| ShardSlot::default())
             .collect();
-        Ok(ShardedDataset {
-            dir: dir.to_path_buf(),
+        ShardedDataset {
+            dir,
             manifest,
             rows,
             shards,
-        })
+            #[cfg(feature = "remote")]
+            remote,
+        }
     }
 
-    /// The dataset directory.
+    /// For a dataset opened by [`ShardedDataset::open_url`], what its cache did since it
+    /// was opened; `None` for a local dataset.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset};
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = lodtensor::doc_fixtures::ids();
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// assert!(ShardedDataset::open(dir.path())?.cache_stats().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "remote")]
+    pub fn cache_stats(&self) -> Option<crate::shards::remote::CacheStats> {
+        Some(self.remote.as_ref()?.stats())
+    }
+
+    /// For a dataset opened by [`ShardedDataset::open_url`], its URL (ending in `/`);
+    /// `None` for a local dataset.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset};
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = lodtensor::doc_fixtures::ids();
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// assert_eq!(ShardedDataset::open(dir.path())?.url(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "remote")]
+    pub fn url(&self) -> Option<&str> {
+        Some(self.remote.as_ref()?.remote().url())
+    }
+
+    /// The dataset directory (for a dataset in object storage, its directory in the cache).
     ///
     /// # Example
     /// ```
@@ -290,8 +352,16 @@ impl ShardedDataset {
 
     /// Shard `index`'s checksum in the manifest.
     fn checksum(&self, index: usize) -> Checksum {
+        let file = &self.manifest.shards[index].file;
+        #[cfg(feature = "remote")]
+        let path = match &self.remote {
+            Some(cache) => PathBuf::from(cache.remote().url_of(file)),
+            None => self.dir.join(file),
+        };
+        #[cfg(not(feature = "remote"))]
+        let path = self.dir.join(file);
         Checksum {
-            path: self.dir.join(&self.manifest.shards[index].file),
+            path,
             crc32c: self.manifest.shards[index].crc32c,
         }
     }
@@ -300,6 +370,11 @@ impl ShardedDataset {
     /// `checksum`.
     fn open_shard(&self, index: usize, checksum: bool) -> Result<MappedDataset> {
         let entry = &self.manifest.shards[index];
+        #[cfg(feature = "remote")]
+        if let Some(cache) = &self.remote {
+            let columns = &self.manifest.columns;
+            return cache.open(index, |path| open_checked(path, entry, columns, checksum));
+        }
         let path = self.dir.join(&entry.file);
         check_inside(&self.dir, &path)
             .map_err(Error::from)
@@ -500,7 +575,11 @@ fn open_checked(
 }
 
 /// [`FormatError::ShardMismatch`] unless the manifest's value equals the shard's.
-fn mismatch<T: PartialEq + std::fmt::Display>(field: &str, manifest: T, found: T) -> Result<()> {
+pub(crate) fn mismatch<T: PartialEq + std::fmt::Display>(
+    field: &str,
+    manifest: T,
+    found: T,
+) -> Result<()> {
     if manifest == found {
         return Ok(());
     }

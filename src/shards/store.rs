@@ -375,7 +375,7 @@ pub(crate) fn remove_dir_if_idle(path: &Path) {
 }
 
 /// Makes the directory's entries (renames, removals) durable.
-fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| Error::from(e).in_file(dir))

@@ -4,10 +4,15 @@
 
 mod disk;
 mod plain;
+#[cfg(feature = "remote")]
+mod s3;
 #[allow(unused_imports)]
 pub use disk::{Tmpfs, files_under};
 #[allow(unused_imports)]
 pub use plain::*;
+#[cfg(feature = "remote")]
+#[allow(unused_imports)]
+pub use s3::S3Server;
 
 use std::sync::Arc;
 

@@ -15,5 +15,7 @@ mod loader;
 mod paddle;
 mod paddle_ops;
 mod properties;
+#[cfg(feature = "remote")]
+mod remote;
 mod shards;
 mod side_columns;

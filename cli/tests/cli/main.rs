@@ -6,6 +6,7 @@ mod edges;
 mod inspect;
 mod nullable;
 mod readme;
+mod remote;
 mod shards;
 mod side;
 mod support;

@@ -1,0 +1,68 @@
+//! Datasets in object storage on the command line: a URL (`s3://bucket/prefix/`, `gs://`,
+//! `az://`, `http(s)://`) wherever a command takes a sharded dataset's directory, with the
+//! store's credentials and endpoint from the environment (`AWS_ENDPOINT_URL`,
+//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP`, …) and the
+//! shard cache of `--cache-dir` and `--cache-limit` (`docs/remote.md`).
+
+use std::path::Path;
+
+use lodtensor::shards::{Manifest, ShardedDataset};
+
+use crate::input::ReadArgs;
+use crate::{Result, usage};
+
+/// Whether `path` is a URL (`scheme://…`) rather than a local path.
+pub fn is_url(path: &Path) -> bool {
+    lodtensor::shards::is_url(&path.as_os_str().to_string_lossy())
+}
+
+/// Opens the sharded dataset at the URL `url`, its shards cached as `read` says.
+///
+/// # Errors
+/// A usage error for a bad `--cache-limit`; [`ShardedDataset::open_url`]'s errors.
+#[cfg(feature = "remote")]
+pub fn open(url: &Path, read: &ReadArgs) -> Result<ShardedDataset> {
+    let mut options = lodtensor::shards::RemoteOptions::default();
+    if let Some(dir) = &read.cache_dir {
+        options = options.with_cache_dir(dir);
+    }
+    if let Some(limit) = &read.cache_limit {
+        match lodtensor::shards::parse_size(limit) {
+            Ok(bytes) => options = options.with_cache_limit(bytes),
+            Err(_) => return usage(format!("--cache-limit {limit}: bytes, or a size like 20GB")),
+        }
+    }
+    Ok(ShardedDataset::open_url(&url.to_string_lossy(), &options)?)
+}
+
+/// Uploads the sharded dataset in the local directory `dir` to the URL `url` (after the
+/// shards there, if `append`), committed by a conditional PUT.
+///
+/// # Errors
+/// [`lodtensor::shards::upload_shards`]'s errors.
+#[cfg(feature = "remote")]
+pub fn upload(dir: &Path, url: &Path, append: bool) -> Result<Manifest> {
+    let options = lodtensor::shards::RemoteOptions::default();
+    let url = url.to_string_lossy();
+    Ok(lodtensor::shards::upload_shards(
+        dir, &url, &options, append,
+    )?)
+}
+
+/// Without the `remote` feature: a usage error saying so.
+#[cfg(not(feature = "remote"))]
+pub fn open(url: &Path, _read: &ReadArgs) -> Result<ShardedDataset> {
+    usage(format!(
+        "{}: this lodtensor was built without the `remote` feature (URLs)",
+        url.display()
+    ))
+}
+
+/// Without the `remote` feature: a usage error saying so.
+#[cfg(not(feature = "remote"))]
+pub fn upload(_dir: &Path, url: &Path, _append: bool) -> Result<Manifest> {
+    usage(format!(
+        "{}: this lodtensor was built without the `remote` feature (URLs)",
+        url.display()
+    ))
+}

@@ -1,0 +1,84 @@
+//! A URL wherever a command takes a sharded dataset's directory: `convert` to and from
+//! `s3://`, `info`, `validate`, `show`, `slice`, against moto's S3 server on 127.0.0.1
+//! (skipped without Python unless `LODTENSOR_REQUIRE_PYTHON=1`), the endpoint and the
+//! credentials from `AWS_*` variables.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::common::S3Server;
+use crate::support::{Run, batches_file};
+
+/// Runs `lodtensor ARGS…` in `dir` with the server's endpoint and credentials in `AWS_*`.
+fn lodtensor_s3(s3: &S3Server, dir: &Path, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_lodtensor"))
+        .args(args)
+        .current_dir(dir)
+        .env("AWS_ENDPOINT_URL", s3.endpoint())
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: out.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+#[test]
+fn every_reading_command_takes_a_url_and_convert_writes_to_one() {
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("cli");
+    let dir = tempfile::tempdir().unwrap();
+    let input = batches_file(dir.path());
+    let input = input.to_str().unwrap();
+    let run = |args: &[&str]| lodtensor_s3(&s3, dir.path(), args);
+    let url = "s3://cli/data/";
+    assert!(
+        run(&["convert", input, url, "--shard-rows", "2"])
+            .ok()
+            .contains("to s3://cli/data/")
+    );
+    run(&["convert", input, url, "--shard-rows", "2", "--append"]).ok();
+    let info = run(&["info", url, "--cache-dir", "cache"]);
+    assert!(
+        info.ok().starts_with("s3://cli/data/: sharded dataset"),
+        "{info:?}"
+    );
+    assert!(
+        run(&["validate", url, "--cache-dir", "cache"])
+            .ok()
+            .starts_with("ok: s3://cli/data/")
+    );
+    run(&["show", url, "--cache-dir", "cache", "--cache-limit", "1GB"]).ok();
+    run(&[
+        "slice",
+        url,
+        "--rows",
+        "1..3",
+        "part.arrow",
+        "--cache-dir",
+        "cache",
+    ])
+    .ok();
+    run(&["convert", url, "back.arrow", "--cache-dir", "cache"]).ok();
+    let local = run(&["convert", input, "local/", "--shard-rows", "2"]);
+    local.ok();
+    run(&["convert", input, "local/", "--shard-rows", "2", "--append"]).ok();
+    // The rows read back from the store are the rows of the local dataset.
+    let shown = |input: &str| {
+        let out = run(&["show", input, "--rows", "0..24", "--cache-dir", "cache"]);
+        out.ok().lines().skip(1).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(shown(url), shown("local/"));
+    // Errors: one line, the exit codes of `--help` (3: I/O, 2: usage).
+    let missing = run(&["info", "s3://no-such-bucket/x/", "--cache-dir", "cache"]);
+    assert!(missing.fails(3).contains("no such bucket"), "{missing:?}");
+    let bad = run(&["info", url, "--cache-limit", "lots"]);
+    assert!(bad.fails(2).contains("--cache-limit lots"), "{bad:?}");
+    let again = run(&["convert", input, url]);
+    assert!(again.fails(3).contains("already there"), "{again:?}");
+}

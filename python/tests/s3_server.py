@@ -1,0 +1,126 @@
+"""A real S3 API on 127.0.0.1 for the tests of datasets in object storage: moto's server,
+started on a free port and stopped with the test session, and a TCP proxy in front of it
+that drops every n-th connection (the transient faults retries must absorb)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ACCESS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class S3Server:
+    """moto's S3 server on 127.0.0.1: `endpoint`, `storage_options()`, `client()`."""
+
+    def __init__(self, env: dict | None = None) -> None:
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1)
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("moto's S3 server did not start")
+                time.sleep(0.1)
+
+    def storage_options(self, endpoint: str | None = None) -> dict:
+        return {**ACCESS, "aws_endpoint": endpoint or self.endpoint, "aws_allow_http": "true"}
+
+    def client(self):
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+
+    def upload_dir(self, local: Path, bucket: str, prefix: str) -> str:
+        """Copies the files of the directory `local` (not subdirectories) to the bucket
+        (created if missing) under `prefix`; returns the dataset's URL."""
+        client = self.client()
+        existing = [b["Name"] for b in client.list_buckets().get("Buckets", [])]
+        if bucket not in existing:
+            client.create_bucket(Bucket=bucket)
+        for path in sorted(Path(local).iterdir()):
+            if path.is_file() and not path.name.startswith("_lodtensor.lock"):
+                client.put_object(Bucket=bucket, Key=f"{prefix}/{path.name}", Body=path.read_bytes())
+        return f"s3://{bucket}/{prefix}/"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+class FaultProxy:
+    """A TCP proxy to `port` on 127.0.0.1 that closes every `every`-th connection it
+    accepts without answering (a connection reset mid-request)."""
+
+    def __init__(self, port: int, every: int = 5) -> None:
+        self.target, self.every = port, every
+        self.accepted = self.dropped = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            if self.accepted % self.every == 0:
+                self.dropped += 1
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                client.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(1 << 16):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.listener.close()

@@ -1,0 +1,250 @@
+"""Sharded datasets in object storage: lt.open("s3://…") against moto's S3 server on
+127.0.0.1, read through the node's shard cache exactly as the local dataset."""
+
+import multiprocessing
+import os
+import pickle
+import shutil
+import time
+
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("moto")
+pytest.importorskip("boto3")
+
+import lodtensor as lt  # noqa: E402
+from conftest import documents  # noqa: E402
+from s3_server import FaultProxy, S3Server  # noqa: E402
+
+LOADER_MODES = [
+    {"batch_size": 7},
+    {"token_budget": 60, "shuffle": True, "seed": 3},
+    {"batch_size": 5, "shuffle": True, "seed": 7, "chunk_rows": 8, "window": 16},
+    {"batch_size": 4, "buckets": [5, 20], "shuffle": True, "seed": 1, "rank": 1, "world_size": 3},
+]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def remote(s3, shards_dir):
+    """The 7-shard dataset of `shards_dir`, uploaded: (url, storage options)."""
+    return s3.upload_dir(shards_dir, "data", "docs"), s3.storage_options()
+
+
+def open_remote(remote, cache_dir, **kwargs):
+    url, options = remote
+    return lt.open(url, storage_options=options, cache_dir=cache_dir, **kwargs)
+
+
+def batches(ds, options):
+    return [(b.samples.tolist(), b.to_pyarrow()) for b in ds.loader(**options)]
+
+
+def test_the_remote_dataset_reads_as_the_local_one(remote, shards_dir, tmp_path):
+    local = lt.open(shards_dir)
+    ds = open_remote(remote, tmp_path)
+    assert isinstance(ds, lt.ShardedDataset)
+    assert ds.url == remote[0]
+    assert (ds.num_rows, ds.num_shards, ds.column_names) == (200, 7, local.column_names)
+    assert ds.cache_stats()["bytes_downloaded"] == 0  # opening reads the manifest only
+    assert ds.row(95).equals(local.row(95))
+    assert ds.cache_stats()["shards_downloaded"] >= 1  # and the next shards, ahead
+    assert ds.to_pyarrow().equals(local.to_pyarrow())
+    stats = ds.cache_stats()
+    assert stats["shards_downloaded"] == 7
+    assert stats["bytes_downloaded"] == sum(s["bytes"] for s in local.shards)
+    for options in LOADER_MODES:
+        assert batches(ds, options) == batches(local, options), options
+
+
+def test_a_second_open_downloads_nothing(remote, tmp_path):
+    first = open_remote(remote, tmp_path)
+    first.to_pyarrow()
+    again = open_remote(remote, tmp_path)
+    for _ in again.loader(batch_size=16, shuffle=True, seed=1):
+        pass
+    stats = again.cache_stats()
+    assert stats["bytes_downloaded"] == 0 and stats["shards_downloaded"] == 0
+    assert stats["shards_cached"] == 7
+
+
+def test_a_pickled_remote_dataset_opens_the_url_again(remote, tmp_path):
+    ds = open_remote(remote, tmp_path, cache_limit="1GB")
+    back = pickle.loads(pickle.dumps(ds))
+    assert back.url == ds.url and back.num_rows == 200
+    assert back.row(3).equals(ds.row(3))
+
+
+def _read_all(url, options, cache_dir, queue):
+    ds = lt.open(url, storage_options=options, cache_dir=cache_dir)
+    ds.to_pyarrow()
+    queue.put(ds.cache_stats()["shards_downloaded"])
+
+
+def test_four_processes_sharing_a_cache_download_each_shard_once(remote, tmp_path):
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    processes = [
+        context.Process(target=_read_all, args=(*remote, tmp_path, queue)) for _ in range(4)
+    ]
+    for p in processes:
+        p.start()
+    downloads = [queue.get(timeout=120) for _ in processes]
+    for p in processes:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert sum(downloads) == 7, downloads
+
+
+def _row_in_child(ds, row, queue):
+    queue.put(ds.row(row).num_rows)
+
+
+def test_a_child_forked_while_shards_download_ahead_reads_them(s3, tmp_path):
+    # A DataLoader worker forked while the parent's threads download the next shards: the
+    # child must not inherit their download locks (it would wait on them forever).
+    s3.client().create_bucket(Bucket="forked")
+    url, options = "s3://forked/docs/", s3.storage_options()
+    lt.write_shards(url, documents(100, seed=5), shard_rows=10, storage_options=options)
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
+    ds.row(0)  # starts downloading shards 1.. ahead
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_row_in_child, args=(ds, 55, queue))
+    child.start()
+    assert queue.get(timeout=60) == 1
+    child.join(timeout=30)
+    assert child.exitcode == 0
+
+
+def test_a_killed_download_leaves_nothing_trusted(remote, tmp_path):
+    ds = open_remote(remote, tmp_path)
+    ds.row(0)
+    (entry,) = [p for p in tmp_path.rglob("*part-00000.arrow")]
+    # A download killed half way: a temporary file of half the bytes, no entry.
+    size = entry.stat().st_size
+    half = entry.read_bytes()[: size // 2]
+    entry.unlink()
+    stale = entry.with_name(entry.name + ".tmp-999999")
+    stale.write_bytes(half)
+    again = open_remote(remote, tmp_path)
+    assert again.row(0).equals(ds.row(0))
+    assert again.cache_stats()["shards_downloaded"] >= 1
+    assert entry.stat().st_size == size
+    assert not stale.exists()
+    # A truncated entry (not one this cache wrote) is not trusted either.
+    entry.unlink()  # (not truncated in place: `again` maps it)
+    entry.write_bytes(half)
+    third = open_remote(remote, tmp_path)
+    assert third.row(0).equals(ds.row(0))
+    assert third.cache_stats()["shards_downloaded"] >= 1
+
+
+def test_a_flipped_byte_in_a_remote_shard_is_refused_naming_it(s3, shards_dir, tmp_path):
+    local = tmp_path / "local"
+    shutil.copytree(shards_dir, local)
+    shard = local / "part-00002.arrow"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    shard.write_bytes(bytes(data))
+    url = s3.upload_dir(local, "data", "flipped")
+    ds = lt.open(url, storage_options=s3.storage_options(), cache_dir=tmp_path / "cache")
+    ds.row(0)
+    with pytest.raises(lt.InvalidFileError, match=r"flipped/part-00002\.arrow.*crc32c"):
+        ds.row(70)
+    # Downloads ahead (of the other shards, and of this one again) finish by themselves.
+    deadline = time.monotonic() + 60
+    while list((tmp_path / "cache").rglob("*.tmp-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not list((tmp_path / "cache").rglob("*.tmp-*"))
+    assert not list((tmp_path / "cache").rglob("*part-00002.arrow"))  # no entry
+
+
+def test_errors_name_the_fault(s3, remote, tmp_path):
+    url, options = remote
+    with pytest.raises(FileNotFoundError, match="s3://no-such-bucket/x/_lodtensor.json"):
+        lt.open("s3://no-such-bucket/x/", storage_options=options, cache_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match="no manifest"):
+        lt.open(url + "nothing/", storage_options=options, cache_dir=tmp_path)
+    with pytest.raises(lt.ArgumentError, match="storage_options"):
+        lt.open(url, storage_options={**options, "no_such_key": "1"}, cache_dir=tmp_path)
+    with pytest.raises(lt.ArgumentError, match="size"):
+        lt.open(url, storage_options=options, cache_dir=tmp_path, cache_limit="lots")
+    with pytest.raises(lt.ArgumentError, match="url"):
+        lt.open("ftp://host/x/", cache_dir=tmp_path)
+    with pytest.raises(lt.ArgumentError, match="only for a URL"):
+        lt.open(tmp_path, cache_dir=tmp_path)
+
+
+def test_refused_credentials_are_a_permission_error():
+    # moto checks credentials against its IAM once told to: these keys are unknown there.
+    server = S3Server(env={"INITIAL_NO_AUTH_ACTION_COUNT": "0"})
+    try:
+        with pytest.raises(PermissionError, match=r"s3://data/x/_lodtensor\.json: (access denied|not authenticated)"):
+            lt.open("s3://data/x/", storage_options=server.storage_options(), cache_dir="/tmp")
+    finally:
+        server.stop()
+
+
+def test_dropped_connections_cost_retries_not_data(s3, remote, shards_dir, tmp_path):
+    proxy = FaultProxy(s3.port, every=5)
+    try:
+        url, _ = remote
+        ds = lt.open(url, storage_options=s3.storage_options(proxy.endpoint), cache_dir=tmp_path)
+        assert ds.to_pyarrow().equals(lt.open(shards_dir).to_pyarrow())
+        assert proxy.dropped > 0, proxy.accepted
+    finally:
+        proxy.close()
+
+
+def _append(url, options, seed, rounds):
+    for r in range(rounds):
+        lt.write_shards(url, documents(20, seed=seed * 10 + r), mode="append", shard_rows=10,
+                        storage_options=options)
+
+
+def test_write_shards_to_a_url_and_concurrent_appenders_keep_every_shard(s3, tmp_path):
+    s3.client().create_bucket(Bucket="written")
+    url, options = "s3://written/docs/", s3.storage_options()
+    manifest = lt.write_shards(url, documents(30, seed=4), shard_rows=10, storage_options=options)
+    assert [s["file"] for s in manifest["shards"]] == ["part-00000.arrow", "part-00001.arrow", "part-00002.arrow"]
+    with pytest.raises(FileExistsError, match="already there"):
+        lt.write_shards(url, documents(5, seed=4), storage_options=options)
+    assert lt.commit(url, storage_options=options) == manifest
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_append, args=(url, options, w, 3)) for w in (1, 2)]
+    for p in writers:
+        p.start()
+    for p in writers:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
+    assert ds.num_rows == 30 + 2 * 3 * 20
+    assert ds.num_shards == 3 + 2 * 3 * 2
+    assert len({s["file"] for s in ds.shards}) == ds.num_shards
+    ds.to_pyarrow()  # every shard there, its checksum right
+
+
+@pytest.mark.ray
+def test_ray_data_reads_the_bucket(remote, shards_dir, tmp_path):
+    ray = pytest.importorskip("ray")
+    lray = pytest.importorskip("lodtensor.ray")
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 << 20,
+             log_to_driver=False, configure_logging=False)
+    try:
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        url, options = remote
+        ds = lray.read_lodtensor(url, storage_options=options, cache_dir=tmp_path, columns=["tokens", "label"])
+        tables = list(ds.iter_batches(batch_size=None, batch_format="pyarrow"))
+        got = pa.concat_tables(tables).sort_by("label")
+        expected = lt.open(shards_dir).to_pyarrow().select(["tokens", "label"]).sort_by("label")
+        assert got.equals(expected)
+    finally:
+        ray.shutdown()

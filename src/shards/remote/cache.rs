@@ -1,0 +1,427 @@
+//! The node's shard cache: each shard of a remote dataset downloaded once into the cache
+//! directory, then mapped as a local shard.
+//!
+//! ```text
+//! CACHE_DIR/s3/bucket/prefix/            one directory per dataset URL
+//!     1f2e3d4c-part-00000.arrow          a shard, complete: its CRC-32C, then its name
+//!     1f2e3d4c-part-00000.arrow.lock     held while a process downloads that shard
+//!     1f2e3d4c-part-00000.arrow.tmp-…    a download under way (or killed: never trusted)
+//! ```
+//!
+//! A shard is downloaded under its lock to a temporary name, in parallel range requests,
+//! its size and CRC-32C checked against the manifest as the bytes arrive, synced, then
+//! renamed to its entry name: an entry exists only complete and checked. A process that
+//! finds the entry uses it; one that finds the lock held waits for the holder, then finds
+//! the entry. The holder of a lock removes the temporary files a killed download left.
+//! The checksum is part of the entry's name, so a shard rewritten in the store under the
+//! same name is a new entry.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Write as _;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt as _};
+
+use crate::error::{Error, Result};
+use crate::shards::manifest::ShardEntry;
+use crate::shards::reader::mismatch;
+use crate::shards::remote::client::{Remote, store_error};
+use crate::shards::remote::lock::ShardLock;
+use crate::shards::store::sync_dir;
+
+/// The size of one range request of a download.
+const CHUNK_BYTES: u64 = 16 << 20;
+/// How many range requests of one download run at once.
+const PARALLEL_RANGES: usize = 4;
+/// The most shards downloaded ahead at once (small shards: a thread each).
+const MAX_PREFETCH_SHARDS: usize = 8;
+/// How many times a range whose body broke off is requested again (the store's client
+/// retries failed requests itself).
+const RANGE_ATTEMPTS: u32 = 5;
+
+/// What a dataset's cache did since the dataset was opened.
+///
+/// # Example
+/// ```
+/// let stats = lodtensor::shards::CacheStats::default();
+/// assert_eq!((stats.bytes_downloaded, stats.shards_downloaded), (0, 0));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheStats {
+    /// Bytes downloaded by this process.
+    pub bytes_downloaded: u64,
+    /// Shards downloaded by this process.
+    pub shards_downloaded: u64,
+    /// Shards found in the cache (downloaded before, or by another process).
+    pub shards_cached: u64,
+    /// Shards removed from the cache to keep it within its limit.
+    pub shards_evicted: u64,
+}
+
+/// The cache of one remote dataset on this node.
+#[derive(Debug)]
+pub(crate) struct ShardCache {
+    remote: Remote,
+    /// This dataset's directory in the cache.
+    dir: PathBuf,
+    /// The manifest's shards, in order.
+    shards: Vec<ShardEntry>,
+    /// The most bytes of complete entries the directory keeps, if bounded.
+    limit: Option<u64>,
+    /// The most bytes of shards downloaded ahead of the one asked for.
+    prefetch_bytes: u64,
+    /// The entries this process uses (mapped: removing them would free nothing) and the
+    /// shards being downloaded ahead.
+    in_use: Mutex<HashSet<String>>,
+    prefetching: Mutex<HashSet<usize>>,
+    bytes_downloaded: AtomicU64,
+    shards_downloaded: AtomicU64,
+    shards_cached: AtomicU64,
+    shards_evicted: AtomicU64,
+}
+
+impl ShardCache {
+    /// The cache of the dataset at `remote` with `shards`, in `dir` (created if missing),
+    /// keeping at most `limit` bytes there and downloading up to `prefetch_bytes` ahead.
+    pub(crate) fn new(
+        remote: Remote,
+        dir: PathBuf,
+        shards: Vec<ShardEntry>,
+        limit: Option<u64>,
+        prefetch_bytes: u64,
+    ) -> Result<Self> {
+        std::fs::create_dir_all(&dir).map_err(|e| Error::from(e).in_file(&dir))?;
+        Ok(ShardCache {
+            remote,
+            dir,
+            shards,
+            limit,
+            prefetch_bytes,
+            in_use: Mutex::new(HashSet::new()),
+            prefetching: Mutex::new(HashSet::new()),
+            bytes_downloaded: AtomicU64::new(0),
+            shards_downloaded: AtomicU64::new(0),
+            shards_cached: AtomicU64::new(0),
+            shards_evicted: AtomicU64::new(0),
+        })
+    }
+
+    /// Opens shard `index`'s entry with `open` (downloaded first unless there), then starts
+    /// downloading the shards after it. An entry another process evicted between the two
+    /// steps is downloaded again.
+    ///
+    /// # Errors
+    /// [`ShardCache::fetch`]'s errors; `open`'s.
+    pub(crate) fn open<T>(
+        self: &Arc<Self>,
+        index: usize,
+        open: impl Fn(&Path) -> Result<T>,
+    ) -> Result<T> {
+        let entry = &self.shards[index];
+        let name = entry_name(entry);
+        self.lock(&self.in_use).insert(name);
+        let mut attempt = 0;
+        let opened = loop {
+            let path = self.fetch(entry)?;
+            match open(&path) {
+                Err(e) if attempt == 0 && is_not_found(&e) => attempt += 1,
+                opened => break opened.map_err(|e| e.in_file(&path)),
+            }
+        };
+        self.prefetch_after(index);
+        opened
+    }
+
+    /// Downloads, on threads of their own, the shards after `index` not in the cache yet,
+    /// up to the prefetch budget.
+    fn prefetch_after(self: &Arc<Self>, index: usize) {
+        let mut budget = match self.limit {
+            Some(limit) => self.prefetch_bytes.min(limit / 4),
+            None => self.prefetch_bytes,
+        };
+        for next in index + 1..self.shards.len() {
+            let entry = &self.shards[next];
+            if entry.bytes > budget {
+                return;
+            }
+            budget -= entry.bytes;
+            if is_complete(&self.dir.join(entry_name(entry)), entry.bytes) {
+                continue;
+            }
+            let mut prefetching = self.lock(&self.prefetching);
+            if prefetching.len() >= MAX_PREFETCH_SHARDS {
+                return;
+            }
+            if !prefetching.insert(next) {
+                continue;
+            }
+            drop(prefetching);
+            let cache = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name("lodtensor-prefetch".into())
+                .spawn(move || {
+                    // A failure is met again, and reported, when the shard is asked for.
+                    let _ = cache.fetch(&cache.shards[next]);
+                    cache.lock(&cache.prefetching).remove(&next);
+                });
+            if spawned.is_err() {
+                self.lock(&self.prefetching).remove(&next);
+            }
+        }
+    }
+
+    /// `mutex` locked (a panic elsewhere does not poison these sets' meaning).
+    fn lock<'m, T>(&self, mutex: &'m Mutex<T>) -> std::sync::MutexGuard<'m, T> {
+        mutex.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The dataset's place in the store.
+    pub(crate) fn remote(&self) -> &Remote {
+        &self.remote
+    }
+
+    /// What the cache did so far.
+    pub(crate) fn stats(&self) -> CacheStats {
+        CacheStats {
+            bytes_downloaded: self.bytes_downloaded.load(Ordering::Relaxed),
+            shards_downloaded: self.shards_downloaded.load(Ordering::Relaxed),
+            shards_cached: self.shards_cached.load(Ordering::Relaxed),
+            shards_evicted: self.shards_evicted.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The path of `entry`'s cache entry, complete: downloaded now unless there already.
+    ///
+    /// # Errors
+    /// The store's errors naming the shard's URL; [`FormatError::ShardMismatch`] naming
+    /// the shard's URL when its bytes are not the manifest's (size or CRC-32C); the cache
+    /// disk's I/O errors (a full disk) naming the file.
+    fn fetch(&self, entry: &ShardEntry) -> Result<PathBuf> {
+        let path = self.dir.join(entry_name(entry));
+        if is_complete(&path, entry.bytes) {
+            self.shards_cached.fetch_add(1, Ordering::Relaxed);
+            // Its time of use, for the eviction order.
+            let _ = File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+            return Ok(path);
+        }
+        let lock_path = suffixed(&path, ".lock");
+        let _lock =
+            ShardLock::acquire(&lock_path).map_err(|e| Error::from(e).in_file(&lock_path))?;
+        if is_complete(&path, entry.bytes) {
+            self.shards_cached.fetch_add(1, Ordering::Relaxed);
+            return Ok(path);
+        }
+        self.remove_stale_downloads(&path)?;
+        self.make_room(entry.bytes)?;
+        let tmp = suffixed(&path, &format!(".tmp-{}", std::process::id()));
+        let result = self.download(entry, &tmp).and_then(|()| {
+            // Counted before the entry appears, so that a reader that finds it finds it
+            // counted.
+            self.bytes_downloaded
+                .fetch_add(entry.bytes, Ordering::Relaxed);
+            self.shards_downloaded.fetch_add(1, Ordering::Relaxed);
+            std::fs::rename(&tmp, &path).map_err(|e| Error::from(e).in_file(&path))?;
+            sync_dir(&self.dir)
+        });
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result.map(|()| path)
+    }
+
+    /// Removes entries, least recently used first, until `bytes` more fit within the
+    /// limit: none this process uses (mapped, so removing it frees nothing) and none whose
+    /// download lock is held. Removing an entry another process has mapped is safe: its
+    /// mapping stays valid and the space is freed when it is unmapped.
+    fn make_room(&self, bytes: u64) -> Result<()> {
+        let Some(limit) = self.limit else {
+            return Ok(());
+        };
+        let in_dir = |e: std::io::Error| Error::from(e).in_file(&self.dir);
+        let mut entries = Vec::new();
+        let mut used = 0;
+        for item in std::fs::read_dir(&self.dir).map_err(in_dir)? {
+            let item = item.map_err(in_dir)?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            let Ok(meta) = item.metadata() else { continue };
+            if !meta.is_file() || name.ends_with(".lock") || name.contains(".tmp-") {
+                continue;
+            }
+            used += meta.len();
+            let when = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            entries.push((when, name, meta.len()));
+        }
+        entries.sort();
+        let in_use = self.lock(&self.in_use).clone();
+        for (_, name, len) in entries {
+            if used + bytes <= limit {
+                break;
+            }
+            if in_use.contains(&name) {
+                continue;
+            }
+            let path = self.dir.join(&name);
+            // Held until the entry is gone: none downloads it meanwhile.
+            if let Ok(Some(_held)) = ShardLock::try_acquire(&suffixed(&path, ".lock"))
+                && std::fs::remove_file(&path).is_ok()
+            {
+                used -= len;
+                self.shards_evicted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the temporary files of killed downloads of the entry at `path` (called
+    /// with the entry's lock held: no live download has one).
+    fn remove_stale_downloads(&self, path: &Path) -> Result<()> {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return Ok(());
+        };
+        let prefix = format!("{name}.tmp-");
+        let entries =
+            std::fs::read_dir(&self.dir).map_err(|e| Error::from(e).in_file(&self.dir))?;
+        for item in entries.flatten() {
+            if item
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix))
+            {
+                let _ = std::fs::remove_file(item.path());
+            }
+        }
+        Ok(())
+    }
+
+    /// Downloads `entry` into the new file `tmp`, checking its size and CRC-32C, and syncs it.
+    fn download(&self, entry: &ShardEntry, tmp: &Path) -> Result<()> {
+        let url = self.remote.url_of(&entry.file);
+        let mut file = File::create(tmp).map_err(|e| Error::from(e).in_file(tmp))?;
+        let (url_ref, file_ref) = (&url, &mut file);
+        let crc = self
+            .remote
+            .with_object(&entry.file, |store, location| async move {
+                let mut parts = futures_util::stream::iter(chunks(entry.bytes))
+                    .map(|range| fetch_range(store.as_ref(), &location, range))
+                    .buffered(PARALLEL_RANGES);
+                let mut crc = 0;
+                while let Some(part) = parts.next().await {
+                    let part = part.map_err(|e| match e {
+                        RangeError::Store(e) => store_error(e, url_ref),
+                        RangeError::Short { offset } => mismatch("bytes", entry.bytes, offset)
+                            .expect_err(
+                                "an object ending at `offset` is shorter than the manifest says",
+                            )
+                            .in_file(url_ref),
+                    })?;
+                    crc = crc32c::crc32c_append(crc, &part);
+                    file_ref
+                        .write_all(&part)
+                        .map_err(|e| Error::from(e).in_file(tmp))?;
+                }
+                Ok(crc)
+            })?;
+        mismatch("crc32c", entry.crc32c, crc).map_err(|e| e.in_file(url))?;
+        file.sync_all().map_err(|e| Error::from(e).in_file(tmp))
+    }
+}
+
+/// Why a range could not be had.
+enum RangeError {
+    Store(object_store::Error),
+    /// The object ends at `offset`, before the range does.
+    Short {
+        offset: u64,
+    },
+}
+
+/// Bytes `range` of the object at `location`; a body that broke off is requested again.
+async fn fetch_range(
+    store: &dyn ObjectStore,
+    location: &StorePath,
+    range: Range<u64>,
+) -> Result<Bytes, RangeError> {
+    let mut attempt = 0;
+    loop {
+        match store.get_range(location, range.clone()).await {
+            Ok(bytes) if bytes.len() as u64 == range.end - range.start => return Ok(bytes),
+            Ok(bytes) => {
+                return Err(RangeError::Short {
+                    offset: range.start + bytes.len() as u64,
+                });
+            }
+            Err(e) if attempt + 1 < RANGE_ATTEMPTS && is_transient(&e) => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            }
+            Err(object_store::Error::Generic { source, .. })
+                if source.to_string().contains("Range") =>
+            {
+                // The object is shorter than the manifest says: 416 Range Not Satisfiable.
+                return Err(RangeError::Short {
+                    offset: range.start,
+                });
+            }
+            Err(e) => return Err(RangeError::Store(e)),
+        }
+    }
+}
+
+/// Whether `e` may pass if the request is made again (not a missing object, a denied or
+/// refused request).
+fn is_transient(e: &object_store::Error) -> bool {
+    matches!(e, object_store::Error::Generic { .. }) && !e.to_string().contains("Range")
+}
+
+/// The ranges of the requests that download `bytes` bytes.
+fn chunks(bytes: u64) -> Vec<Range<u64>> {
+    (0..bytes.div_ceil(CHUNK_BYTES))
+        .map(|i| i * CHUNK_BYTES..((i + 1) * CHUNK_BYTES).min(bytes))
+        .collect()
+}
+
+/// The name of `entry`'s cache entry: its CRC-32C, then its file name.
+fn entry_name(entry: &ShardEntry) -> String {
+    format!("{:08x}-{}", entry.crc32c, entry.file)
+}
+
+/// Whether `e` is an I/O error of kind `NotFound`.
+fn is_not_found(e: &Error) -> bool {
+    matches!(e.kind(), crate::error::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Whether the complete entry `path` is there (a regular file of `bytes` bytes: a
+/// temporary file is never renamed before it is complete and checked).
+fn is_complete(path: &Path, bytes: u64) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == bytes)
+}
+
+/// `path` with `suffix` appended to its name.
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_the_object_once() {
+        assert!(chunks(0).is_empty());
+        assert_eq!(chunks(5), vec![0..5]);
+        let c = chunks(2 * CHUNK_BYTES + 1);
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[2], 2 * CHUNK_BYTES..2 * CHUNK_BYTES + 1);
+    }
+}

@@ -1,0 +1,298 @@
+//! Sharded datasets in object storage (S3 and S3-compatible stores, GCS, Azure, HTTP):
+//! [`ShardedDataset::open_url`] reads the manifest from the store and each shard through a
+//! cache on the local disk (`docs/remote.md`), so that a shard is downloaded once per node
+//! and then mapped and read as a local shard.
+
+mod cache;
+mod client;
+mod lock;
+mod upload;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use cache::CacheStats;
+pub(crate) use cache::ShardCache;
+use client::Remote;
+pub use upload::upload_shards;
+
+use crate::error::{Error, FileFormat, Result};
+use crate::shards::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
+use crate::shards::reader::ShardedDataset;
+
+/// How [`ShardedDataset::open_url`] reaches the store and where it caches shards.
+///
+/// # Example
+/// ```
+/// use lodtensor::shards::RemoteOptions;
+/// let options = RemoteOptions::default()
+///     .with_storage_option("aws_endpoint", "http://127.0.0.1:9000")
+///     .with_storage_option("aws_allow_http", "true")
+///     .with_cache_dir("/tmp/lodtensor-cache")
+///     .with_cache_limit(20_000_000_000);
+/// assert_eq!(options.cache_limit(), Some(20_000_000_000));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct RemoteOptions {
+    storage_options: Vec<(String, String)>,
+    cache_dir: Option<PathBuf>,
+    cache_limit: Option<u64>,
+    prefetch_bytes: Option<u64>,
+}
+
+/// The bytes of shards downloaded ahead by default (and at most a quarter of the cache
+/// limit).
+pub const DEFAULT_PREFETCH_BYTES: u64 = 512 << 20;
+
+impl RemoteOptions {
+    /// Sets one of `object_store`'s configuration keys (`aws_endpoint`,
+    /// `aws_access_key_id`, `aws_secret_access_key`, `aws_region`, `aws_allow_http`,
+    /// `google_service_account`, `azure_storage_account_name`, …). The environment's
+    /// variables (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, …) apply first; these override.
+    ///
+    /// # Example
+    /// ```
+    /// let o = lodtensor::shards::RemoteOptions::default().with_storage_option("aws_region", "eu-west-1");
+    /// assert_eq!(o.storage_options(), &[("aws_region".to_owned(), "eu-west-1".to_owned())]);
+    /// ```
+    pub fn with_storage_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.storage_options.push((key.into(), value.into()));
+        self
+    }
+
+    /// The storage options set, in order.
+    ///
+    /// # Example
+    /// ```
+    /// assert!(lodtensor::shards::RemoteOptions::default().storage_options().is_empty());
+    /// ```
+    pub fn storage_options(&self) -> &[(String, String)] {
+        &self.storage_options
+    }
+
+    /// The cache directory (default: `$LODTENSOR_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/lodtensor`, else `~/.cache/lodtensor`). Every process of a node
+    /// can share one.
+    ///
+    /// # Example
+    /// ```
+    /// let o = lodtensor::shards::RemoteOptions::default().with_cache_dir("/scratch/cache");
+    /// assert_eq!(o.cache_dir(), std::path::Path::new("/scratch/cache"));
+    /// ```
+    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// The cache directory: the one set, or the default of [`RemoteOptions::with_cache_dir`].
+    ///
+    /// # Example
+    /// ```
+    /// assert!(lodtensor::shards::RemoteOptions::default().cache_dir().ends_with("lodtensor"));
+    /// ```
+    pub fn cache_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.cache_dir {
+            return dir.clone();
+        }
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        if let Some(dir) = var("LODTENSOR_CACHE_DIR") {
+            return dir.into();
+        }
+        match (var("XDG_CACHE_HOME"), var("HOME")) {
+            (Some(cache), _) => Path::new(&cache).join("lodtensor"),
+            (None, Some(home)) => Path::new(&home).join(".cache").join("lodtensor"),
+            (None, None) => std::env::temp_dir().join("lodtensor-cache"),
+        }
+    }
+
+    /// Bounds the bytes of this dataset's shards the cache keeps (no bound by default):
+    /// before a download, entries are evicted, least recently used first, to make room for
+    /// it. Shards this process has mapped are never evicted (that would free nothing), so
+    /// a reader that maps more than the limit (a [`Loader`](crate::Loader) maps every
+    /// shard) holds more; the next open finds the cache within the limit again.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::shards::{RemoteOptions, parse_size};
+    /// let o = RemoteOptions::default().with_cache_limit(parse_size("20GB")?);
+    /// assert_eq!(o.cache_limit(), Some(20_000_000_000));
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    pub fn with_cache_limit(mut self, bytes: u64) -> Self {
+        self.cache_limit = Some(bytes);
+        self
+    }
+
+    /// Downloads up to `bytes` of the shards after the one being read (in manifest order)
+    /// on background threads, so that reading shard after shard waits for the network once
+    /// (default [`DEFAULT_PREFETCH_BYTES`], at most a quarter of the cache limit; 0: none).
+    ///
+    /// # Example
+    /// ```
+    /// let o = lodtensor::shards::RemoteOptions::default().with_prefetch_bytes(0);
+    /// assert_eq!(o.prefetch_bytes(), 0);
+    /// ```
+    pub fn with_prefetch_bytes(mut self, bytes: u64) -> Self {
+        self.prefetch_bytes = Some(bytes);
+        self
+    }
+
+    /// The prefetch budget in bytes.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::shards::{DEFAULT_PREFETCH_BYTES, RemoteOptions};
+    /// assert_eq!(RemoteOptions::default().prefetch_bytes(), DEFAULT_PREFETCH_BYTES);
+    /// ```
+    pub fn prefetch_bytes(&self) -> u64 {
+        self.prefetch_bytes.unwrap_or(DEFAULT_PREFETCH_BYTES)
+    }
+
+    /// The cache limit, if set.
+    ///
+    /// # Example
+    /// ```
+    /// assert_eq!(lodtensor::shards::RemoteOptions::default().cache_limit(), None);
+    /// ```
+    pub fn cache_limit(&self) -> Option<u64> {
+        self.cache_limit
+    }
+}
+
+/// A size in bytes from `"20GB"`, `"512MiB"`, `"1.5 TB"` or `"1000"` (decimal units `kB`,
+/// `MB`, `GB`, `TB`; binary `KiB`, `MiB`, `GiB`, `TiB`; case ignored).
+///
+/// # Errors
+/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) naming the text.
+///
+/// # Example
+/// ```
+/// use lodtensor::shards::parse_size;
+/// assert_eq!(parse_size("20GB")?, 20_000_000_000);
+/// assert_eq!(parse_size("512MiB")?, 512 << 20);
+/// assert_eq!(parse_size("1000")?, 1000);
+/// assert!(parse_size("lots").is_err());
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub fn parse_size(text: &str) -> Result<u64> {
+    let bad = || Error::invalid_argument("parse_size", "size", text, "bytes, or a size like 20GB");
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = (&t[..split], t[split..].trim().to_ascii_lowercase());
+    let scale: u64 = match unit.as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "t" | "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => return Err(bad()),
+    };
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    let bytes = value * scale as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok(bytes as u64)
+}
+
+impl ShardedDataset {
+    /// Opens the sharded dataset at `url` (`s3://bucket/prefix/`, `gs://…`, `az://…`,
+    /// `http(s)://…`), reading its manifest from the store. Each shard is downloaded into
+    /// the node's cache (`options.cache_dir()`) the first time it is touched, unless a
+    /// process downloaded it before, its size and CRC-32C checked against the manifest;
+    /// from then on it is mapped and read exactly as a local shard (`docs/remote.md`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) naming the URL: `NotFound` for a missing
+    /// bucket or manifest, `PermissionDenied` for a refused or unauthenticated request,
+    /// `TimedOut` or `Other` when retries did not help; [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument)
+    /// for a URL of another scheme or an unknown storage option; the manifest's errors.
+    ///
+    /// # Example
+    /// ```no_run
+    /// use lodtensor::shards::{RemoteOptions, ShardedDataset};
+    /// let options = RemoteOptions::default()
+    ///     .with_storage_option("aws_endpoint", "http://127.0.0.1:9000")
+    ///     .with_storage_option("aws_allow_http", "true")
+    ///     .with_cache_dir("/tmp/lodtensor-cache");
+    /// let data = ShardedDataset::open_url("s3://bucket/tokens/", &options)?;
+    /// let first = data.sample(0)?;              // shard 0 downloaded, then mapped
+    /// assert_eq!(data.cache_stats().unwrap().shards_downloaded, 1);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    pub fn open_url(url: &str, options: &RemoteOptions) -> Result<Self> {
+        let remote = Remote::new(url, &options.storage_options)?;
+        let manifest = load_manifest(&remote)?;
+        let dir = options.cache_dir().join(url_key(remote.url()));
+        let cache = ShardCache::new(
+            remote,
+            dir.clone(),
+            manifest.shards.clone(),
+            options.cache_limit,
+            options.prefetch_bytes.unwrap_or(DEFAULT_PREFETCH_BYTES),
+        )?;
+        Ok(ShardedDataset::from_parts(
+            dir,
+            manifest,
+            Some(Arc::new(cache)),
+        ))
+    }
+}
+
+/// The manifest of the dataset at `remote`.
+fn load_manifest(remote: &Remote) -> Result<Manifest> {
+    match load_manifest_and_tag(remote)? {
+        (Some(manifest), _) => Ok(manifest),
+        (None, _) => Err(Error::from(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no manifest: not a sharded lodtensor dataset (check the prefix)",
+        ))
+        .in_file(remote.url_of(MANIFEST_NAME))),
+    }
+}
+
+/// The manifest of the dataset at `remote` (`None` if there is none) and its ETag.
+fn load_manifest_and_tag(remote: &Remote) -> Result<(Option<Manifest>, Option<String>)> {
+    let url = remote.url_of(MANIFEST_NAME);
+    let Some((bytes, tag)) = remote.get(MANIFEST_NAME, MAX_MANIFEST_BYTES)? else {
+        return Ok((None, None));
+    };
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| Error::invalid(FileFormat::Manifest, e.to_string()).in_file(&url))?;
+    let manifest = Manifest::parse(text).map_err(|e| e.in_file(&url))?;
+    Ok((Some(manifest), tag))
+}
+
+/// The cache's directory of the dataset at `url`: `scheme/host/path`, each part made of
+/// safe characters only.
+fn url_key(url: &str) -> PathBuf {
+    url.split(['/', ':'])
+        .filter(|part| !part.is_empty() && *part != "." && *part != "..")
+        .map(|part| {
+            part.chars()
+                .map(|c| match c.is_ascii_alphanumeric() || "._-=".contains(c) {
+                    true => c,
+                    false => '_',
+                })
+                .collect::<String>()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_key_stays_inside_the_cache() {
+        assert_eq!(url_key("s3://b/p/q/"), Path::new("s3/b/p/q"));
+        assert_eq!(url_key("http://h:9000/../x"), Path::new("http/h/9000/x"));
+        assert_eq!(url_key("s3://b/a b?"), Path::new("s3/b/a_b_"));
+    }
+}

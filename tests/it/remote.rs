@@ -1,0 +1,252 @@
+//! Sharded datasets in object storage, against moto's S3 server on 127.0.0.1
+//! (`common::S3Server`; skipped without Python unless `LODTENSOR_REQUIRE_PYTHON=1`): the
+//! remote dataset reads as the local one, through a cache that downloads each shard once.
+
+use std::path::Path;
+
+use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+use lodtensor::{Dataset, ErrorKind, FormatError, Loader};
+use lodtensor::{rng::SplitMix64, synthetic::Documents};
+
+use crate::common::S3Server;
+
+/// 120 small documents in shards of 25 rows.
+fn write_local(dir: &Path) -> Dataset {
+    let spec = Documents {
+        sentences: (0, 4),
+        tokens: (1, 5),
+        dim: 3,
+    };
+    let ds = spec.generate(&mut SplitMix64::new(5), 120).unwrap();
+    let mut writer = ShardWriter::create(dir, ShardOptions::default().with_shard_rows(25)).unwrap();
+    writer.write(&ds).unwrap();
+    writer.finish().unwrap();
+    ds
+}
+
+/// Every batch of one epoch of each loader mode: samples and data.
+fn epochs(data: &ShardedDataset) -> Vec<(Vec<usize>, Dataset)> {
+    let modes: [fn(lodtensor::LoaderBuilder<'_>) -> lodtensor::LoaderBuilder<'_>; 4] = [
+        |b| b.with_batch_size(7),
+        |b| b.with_token_budget(12).with_shuffle(3),
+        |b| b.with_batch_size(4).with_windowed_shuffle(9, 5, 2),
+        |b| b.with_batch_size(3).with_shuffle(1).shard(1, 3),
+    ];
+    let mut out = Vec::new();
+    for mode in modes {
+        let mut loader = mode(Loader::builder(data)).build().unwrap();
+        while let Some(batch) = loader.next_batch().unwrap() {
+            out.push((batch.samples().to_vec(), batch.data().clone()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_remote_dataset_reads_as_the_local_one_and_downloads_each_shard_once() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write_local(&local_dir);
+    let url = s3.upload_dir(&local_dir, "data", "docs");
+    let cache = dir.path().join("cache");
+    let options = s3.options().with_cache_dir(&cache);
+    let local = ShardedDataset::open(&local_dir).unwrap();
+    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    assert_eq!(remote.url(), Some(url.as_str()));
+    assert_eq!(remote.manifest(), local.manifest());
+    assert_eq!(remote.cache_stats().unwrap().bytes_downloaded, 0);
+    assert_eq!(remote.rows(10..90).unwrap(), local.rows(10..90).unwrap());
+    assert_eq!(epochs(&remote), epochs(&local));
+    let stats = remote.cache_stats().unwrap();
+    let total: u64 = local.manifest().shards.iter().map(|s| s.bytes).sum();
+    assert_eq!(
+        (stats.shards_downloaded, stats.bytes_downloaded),
+        (5, total)
+    );
+    // A second open (another process, or the next run) finds every shard in the cache.
+    let again = ShardedDataset::open_url(&url, &options).unwrap();
+    again.validate().unwrap();
+    let stats = again.cache_stats().unwrap();
+    assert_eq!((stats.bytes_downloaded, stats.shards_cached), (0, 5));
+}
+
+#[test]
+fn a_changed_remote_shard_is_refused_naming_it_and_not_cached() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write_local(&local_dir);
+    let shard = local_dir.join("part-00001.arrow");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&shard, bytes).unwrap();
+    let url = s3.upload_dir(&local_dir, "data", "changed");
+    let cache = dir.path().join("cache");
+    let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
+    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    remote.shard(0).unwrap();
+    let err = remote.shard(1).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Format(FormatError::ShardMismatch { field, .. }) if field == "crc32c"),
+        "{err}"
+    );
+    assert_eq!(
+        err.path().unwrap(),
+        Path::new(&format!("{url}part-00001.arrow"))
+    );
+    let left: Vec<_> = crate::common::files_under(&cache)
+        .into_iter()
+        .filter(|p| !p.to_string_lossy().ends_with(".lock"))
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}"); // shard 0 only
+}
+
+#[test]
+fn a_full_cache_disk_is_an_io_error_naming_the_file_and_leaves_nothing() {
+    let Some(s3) = S3Server::start() else { return };
+    let Some(tmpfs) = crate::common::Tmpfs::mount(24 << 10) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write_local(&local_dir);
+    let url = s3.upload_dir(&local_dir, "data", "full");
+    let remote =
+        ShardedDataset::open_url(&url, &s3.options().with_cache_dir(tmpfs.path())).unwrap();
+    let err = remote.validate().unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Io(io) if io.raw_os_error() == Some(28)),
+        "{err}"
+    );
+    assert!(err.path().unwrap().starts_with(tmpfs.path()), "{err}");
+    let temporary = crate::common::files_under(tmpfs.path())
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(".tmp-"))
+        .count();
+    assert_eq!(temporary, 0);
+}
+
+#[test]
+fn concurrent_appenders_to_one_url_keep_every_shard() {
+    use lodtensor::shards::upload_shards;
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/appended/";
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    write_local(&first);
+    let options = s3.options();
+    upload_shards(&first, url, &options, false).unwrap();
+    // Creating again is refused: a dataset is there.
+    let err = upload_shards(&first, url, &options, false).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::AlreadyExists),
+        "{err}"
+    );
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let (local, options) = (dir.path().join(format!("w{w}")), options.clone());
+            write_local(&local);
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    upload_shards(&local, url, &options, true).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let cache = dir.path().join("cache");
+    let data = ShardedDataset::open_url(url, &options.with_cache_dir(&cache)).unwrap();
+    // The first upload and 2 writers × 3 appends, 5 shards each, none lost.
+    assert_eq!(data.num_shards(), 7 * 5);
+    assert_eq!(data.num_rows(), 7 * 120);
+    data.validate().unwrap();
+}
+
+/// The complete entries in the dataset's cache directory under `cache`.
+fn entries(cache: &Path) -> Vec<std::path::PathBuf> {
+    crate::common::files_under(cache)
+        .into_iter()
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            !name.ends_with(".lock") && !name.contains(".tmp-")
+        })
+        .collect()
+}
+
+#[test]
+fn the_cache_limit_evicts_what_no_reader_uses_least_recently_used_first() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write_local(&local_dir);
+    let url = s3.upload_dir(&local_dir, "data", "limited");
+    let local = ShardedDataset::open(&local_dir).unwrap();
+    let largest = local
+        .manifest()
+        .shards
+        .iter()
+        .map(|s| s.bytes)
+        .max()
+        .unwrap();
+    let cache = dir.path().join("cache");
+    // Room for two shards, no prefetch.
+    let options = s3
+        .options()
+        .with_cache_dir(&cache)
+        .with_cache_limit(2 * largest)
+        .with_prefetch_bytes(0);
+    let first = ShardedDataset::open_url(&url, &options).unwrap();
+    first.shard(0).unwrap();
+    first.shard(1).unwrap();
+    drop(first);
+    let second = ShardedDataset::open_url(&url, &options).unwrap();
+    for s in 2..5 {
+        assert_eq!(
+            second
+                .rows(local.row_index().starts()[s]..local.row_index().starts()[s] + 1)
+                .unwrap(),
+            local
+                .rows(local.row_index().starts()[s]..local.row_index().starts()[s] + 1)
+                .unwrap()
+        );
+    }
+    let stats = second.cache_stats().unwrap();
+    assert_eq!((stats.shards_downloaded, stats.shards_evicted), (3, 2));
+    // Shards 0 and 1 went; the three this reader maps stay (removing them frees nothing).
+    let kept = entries(&cache);
+    assert_eq!(kept.len(), 3, "{kept:?}");
+    assert!(
+        kept.iter()
+            .all(|p| !p.to_string_lossy().ends_with("part-00000.arrow"))
+    );
+}
+
+#[test]
+fn reading_a_shard_downloads_the_next_ones_ahead() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write_local(&local_dir);
+    let url = s3.upload_dir(&local_dir, "data", "ahead");
+    let cache = dir.path().join("cache");
+    let data = ShardedDataset::open_url(&url, &s3.options().with_cache_dir(&cache)).unwrap();
+    data.shard(0).unwrap();
+    // The other four arrive without being asked for (waiting as long as it takes).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while entries(&cache).len() < 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            entries(&cache)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    data.validate().unwrap();
+    let stats = data.cache_stats().unwrap();
+    assert_eq!(stats.shards_downloaded, 5);
+}
