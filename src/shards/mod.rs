@@ -17,9 +17,9 @@ mod commit;
 mod manifest;
 mod parse;
 mod reader;
-mod side;
 #[cfg(feature = "remote")]
 mod remote;
+mod side;
 mod store;
 mod url;
 mod vacuum;
