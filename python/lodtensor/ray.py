@@ -185,7 +185,8 @@ class LodTensorDatasource(Datasource):
         path = os.fspath(path)
         url = "://" in path
         self._path = path if url else os.path.abspath(path)
-        self._remote = dict(storage_options=storage_options, cache_dir=cache_dir) if url else {}
+        remote = dict(storage_options=storage_options, cache_dir=cache_dir)
+        self._remote: dict[str, Any] = remote if url else {}
         dataset = lt.open(self._path, **self._remote)
         if not isinstance(dataset, lt.ShardedDataset):
             raise lt.ArgumentError(f"{self._path}: not a sharded dataset directory")
