@@ -210,6 +210,8 @@ def write_shards(
             return _native.upload_shards(local, path, mode == "append", storage_options)
     if storage_options is not None:
         raise ArgumentError("write_shards(PATH, storage_options=...): only for a URL")
+    stream = pa.RecordBatchReader.from_stream(_as_stream(data, "write_shards"))
+    metadata = {k.decode(): v.decode() for k, v in (stream.schema.metadata or {}).items()}
     with ShardWriter(
         os.fspath(path),
         mode=mode,
@@ -218,8 +220,9 @@ def write_shards(
         prefix=prefix,
         offset_width=offset_width,
         batch_bytes=batch_bytes,
+        schema_metadata=metadata,
     ) as writer:
-        writer.write(_as_stream(data, "write_shards"))
+        writer.write(stream)
         return writer.finish()
 
 

@@ -2,7 +2,7 @@
 
 import os
 import pathlib
-from typing import Any, Iterator, Literal, Sequence, TypedDict, Union, final, overload
+from typing import Any, Iterator, Literal, Mapping, Sequence, TypedDict, Union, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -278,6 +278,7 @@ class ShardWriter:
         offset_width: _OffsetWidth = "i64",
         batch_bytes: int | None = None,
         dir: None = None,
+        schema_metadata: Mapping[str, str] | None = None,
     ) -> ShardWriter: ...
     @overload
     @deprecated("ShardWriter(dir=...) is deprecated: use ShardWriter(path=...)")
@@ -292,6 +293,7 @@ class ShardWriter:
         prefix: str | None = None,
         offset_width: _OffsetWidth = "i64",
         batch_bytes: int | None = None,
+        schema_metadata: Mapping[str, str] | None = None,
     ) -> ShardWriter: ...
     @property
     def path(self) -> pathlib.Path:

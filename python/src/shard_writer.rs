@@ -2,6 +2,7 @@
 //! process or by many at once (appending, or each writing pending shards under its own
 //! prefix), and what killed writers left removed.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -25,7 +26,9 @@ use crate::shards::manifest_dict;
 /// listed then), or `"pending"`: one of many independent writers, each with its own
 /// `prefix`, recording its shards in `_lodtensor.pending.PREFIX.json` until
 /// `lodtensor.commit(path)` merges them. Shards wait under `_pending/` (which dataset
-/// discovery ignores) until committed.
+/// discovery ignores) until committed. `schema_metadata` (`str` → `str`) is written into
+/// every shard's file beside lodtensor's own keys (`write_shards` passes its input's, such as
+/// HuggingFace's features, which `ShardedDataset.to_huggingface()` reads back).
 #[pyclass(frozen, module = "lodtensor")]
 pub struct ShardWriter {
     /// `None` once finished.
@@ -38,7 +41,8 @@ pub struct ShardWriter {
 impl ShardWriter {
     #[new]
     #[pyo3(signature = (path = None, *, mode = "create", shard_rows = None, shard_bytes = None,
-        prefix = None, offset_width = "i64", batch_bytes = None, dir = None))]
+        prefix = None, offset_width = "i64", batch_bytes = None, dir = None,
+        schema_metadata = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -50,6 +54,7 @@ impl ShardWriter {
         offset_width: &str,
         batch_bytes: Option<usize>,
         dir: Option<PathBuf>,
+        schema_metadata: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
         let dir = match (path, dir) {
             (Some(path), None) => path,
@@ -69,8 +74,10 @@ impl ShardWriter {
                 ));
             }
         };
-        let mut options =
-            ShardOptions::default().with_write_options(write_options(offset_width, batch_bytes)?);
+        // Each shard's file keeps the schema metadata given (HuggingFace's features, pandas').
+        let write = write_options(offset_width, batch_bytes)?
+            .with_schema_metadata(schema_metadata.unwrap_or_default());
+        let mut options = ShardOptions::default().with_write_options(write);
         if let Some(rows) = shard_rows {
             options = options.with_shard_rows(rows);
         }

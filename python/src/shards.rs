@@ -253,7 +253,19 @@ impl ShardedDataset {
     /// `Dataset.to_huggingface`; touches every shard).
     fn to_huggingface<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        let table = slf.call_method0("to_pyarrow")?;
+        let mut table = slf.call_method0("to_pyarrow")?;
+        // The features `from_huggingface` kept are in each shard's schema metadata.
+        let data = &slf.get().data;
+        if data.num_shards() > 0 {
+            let first = py.detach(|| data.shard(0)).py_err()?;
+            let metadata: std::collections::HashMap<String, String> = (first.schema().metadata())
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect();
+            if !metadata.is_empty() {
+                table = table.call_method1("replace_schema_metadata", (metadata,))?;
+            }
+        }
         py.import("lodtensor._hf")?
             .getattr("to_dataset")?
             .call1((table,))

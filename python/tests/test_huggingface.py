@@ -127,3 +127,14 @@ def test_a_dataset_with_string_ids_converts_to_shards_as_it_is(tmp_path):
     assert manifest["version"] == 2
     back = lt.open(tmp_path / "shards").to_huggingface()
     assert back.to_list() == hf.to_list()
+    # Each shard's file keeps HF's features, so the shards give them back too.
+    assert back.features == hf.features
+
+
+def test_write_shards_keeps_the_schema_metadata_in_every_shard(tmp_path):
+    table = pa.table({"x": pa.array([[1.0], [2.0, 3.0], []], pa.list_(pa.float32()))})
+    table = table.replace_schema_metadata({"origin": "test"})
+    lt.write_shards(tmp_path / "s", table, shard_rows=1)
+    files = sorted((tmp_path / "s").glob("*.arrow"))
+    assert len(files) == 3
+    assert all(lt.open(f).schema.metadata[b"origin"] == b"test" for f in files)
