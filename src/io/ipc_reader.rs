@@ -79,6 +79,9 @@ pub struct MappedDataset {
     /// The file, held for its shared advisory lock, with its size and modification time
     /// when opened (none for a file read from memory).
     opened: Option<Opened>,
+    /// Whether a record batch was compressed: its values then live in memory, decompressed
+    /// once when opened, not in the mapping.
+    compressed: bool,
 }
 
 /// A mapped file as it was when opened.
@@ -252,7 +255,7 @@ impl MappedDataset {
         columns: Option<&[&str]>,
         validate: bool,
     ) -> Result<Self> {
-        let (schema, batches) = decode(&mapping, columns, validate)?;
+        let (schema, batches, compressed) = decode(&mapping, columns, validate)?;
         let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
         Ok(MappedDataset {
             path,
@@ -261,6 +264,7 @@ impl MappedDataset {
             batches,
             rows,
             opened,
+            compressed,
         })
     }
 
@@ -350,6 +354,23 @@ impl MappedDataset {
     /// ```
     pub fn as_bytes(&self) -> &[u8] {
         self.mapping.as_slice()
+    }
+
+    /// Whether a record batch of the file is compressed (Arrow IPC body compression, zstd
+    /// or lz4): its buffers were decompressed into memory once, when the file was opened,
+    /// and views of it point there, not into the mapping (format-spec §6). Every method
+    /// reads it as it reads an uncompressed file.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (_dir, path) = lodtensor::doc_fixtures::file()?;
+    /// let file = MappedDataset::open(&path)?;
+    /// assert!(!file.is_compressed());                          // every view is in the mapping
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_compressed(&self) -> bool {
+        self.compressed
     }
 
     /// The mapping, shared.
