@@ -41,6 +41,7 @@ _Offsets = npt.NDArray[np.int64]
 _Mode = Literal["create", "append", "pending"]
 # The offsets of a written file: i64 (LargeList) or i32 (List).
 _OffsetWidth = Literal["i32", "i64"]
+_Compression = Literal["none", "zstd", "lz4"]
 
 class LodTensorError(ValueError):
     """A file, argument or loader state that lodtensor refuses; the message says what and where.
@@ -130,6 +131,7 @@ def write(
     *,
     offset_width: _OffsetWidth = "i64",
     batch_bytes: int | None = None,
+    compression: _Compression | None = None,
 ) -> WriteSummary:
     """Writes pyarrow data to ``path`` as a validated lodtensor file, atomically."""
 
@@ -143,6 +145,7 @@ def write_shards(
     prefix: str | None = None,
     offset_width: _OffsetWidth = "i64",
     batch_bytes: int | None = None,
+    compression: _Compression | None = None,
 ) -> Manifest:
     """Writes pyarrow data to the directory ``path`` as a sharded dataset; ``mode`` is
     ``"create"``, ``"append"`` or ``"pending"`` (one of many writers, then ``commit``)."""
@@ -236,6 +239,7 @@ class ShardWriter:
         offset_width: _OffsetWidth = "i64",
         batch_bytes: int | None = None,
         dir: None = None,
+        compression: _Compression | None = None,
     ) -> ShardWriter: ...
     @overload
     @deprecated("ShardWriter(dir=...) is deprecated: use ShardWriter(path=...)")
@@ -250,6 +254,7 @@ class ShardWriter:
         prefix: str | None = None,
         offset_width: _OffsetWidth = "i64",
         batch_bytes: int | None = None,
+        compression: _Compression | None = None,
     ) -> ShardWriter: ...
     @property
     def path(self) -> pathlib.Path:

@@ -38,7 +38,7 @@ pub struct ShardWriter {
 impl ShardWriter {
     #[new]
     #[pyo3(signature = (path = None, *, mode = "create", shard_rows = None, shard_bytes = None,
-        prefix = None, offset_width = "i64", batch_bytes = None, dir = None))]
+        prefix = None, offset_width = "i64", batch_bytes = None, dir = None, compression = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -50,6 +50,7 @@ impl ShardWriter {
         offset_width: &str,
         batch_bytes: Option<usize>,
         dir: Option<PathBuf>,
+        compression: Option<&str>,
     ) -> PyResult<Self> {
         let dir = match (path, dir) {
             (Some(path), None) => path,
@@ -69,8 +70,8 @@ impl ShardWriter {
                 ));
             }
         };
-        let mut options =
-            ShardOptions::default().with_write_options(write_options(offset_width, batch_bytes)?);
+        let write = write_options(offset_width, batch_bytes, compression)?;
+        let mut options = ShardOptions::default().with_write_options(write);
         if let Some(rows) = shard_rows {
             options = options.with_shard_rows(rows);
         }
