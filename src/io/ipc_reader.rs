@@ -1,7 +1,9 @@
 //! The memory-mapped, zero-copy, validating Arrow IPC file reader.
 //!
 //! Opening maps the file, reads the footer and schema, and decodes each record batch's
-//! metadata into views of the mapping: no value is read or copied. Every offset of every
+//! metadata into views of the mapping: no value is read or copied (but a file written with
+//! compressed bodies, which is decompressed into memory once: see
+//! [`MappedDataset::is_compressed`]). Every offset of every
 //! level is validated (Arrow's offset checks, then the LoD rules) before any access, so an
 //! untrusted file gives a typed error, never a panic or an out-of-bounds read.
 //!
@@ -97,7 +99,8 @@ impl MappedDataset {
     ///
     /// # Errors
     /// Any fault in the file, with the path attached ([`Error::path`]): [`ErrorKind::Io`](crate::ErrorKind::Io), [`FormatError::InvalidFile`](crate::FormatError::InvalidFile)
-    /// for a file that is not a valid uncompressed Arrow IPC file of LoD tensor columns,
+    /// for a file that is not a valid Arrow IPC file of LoD tensor columns (or whose
+    /// compressed buffers declare more than 1024 times their size uncompressed),
     /// and offset or LoD errors naming the batch, column, level and index.
     ///
     /// # Example
