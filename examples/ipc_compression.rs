@@ -28,8 +28,7 @@ fn token_ids(rng: &mut SplitMix64, docs: usize) -> lodtensor::Result<Dataset> {
         .map(|_| 32000f32.powf(rng.unit()) as i32 - 1)
         .collect();
     let t = LodTensor::from_lengths::<Int32Type>(&[sentences, tokens], ids, vec![])?;
-    let label =
-        LodTensor::from_lengths::<Int64Type>(&[], (0..docs as i64).collect(), vec![])?;
+    let label = LodTensor::from_lengths::<Int64Type>(&[], (0..docs as i64).collect(), vec![])?;
     Dataset::try_new(vec![Column::new("ids", t), Column::new("label", label)])
 }
 
@@ -74,9 +73,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("|---|---|---|---|---|---|");
     for (name, ds) in &sets {
         let mut base = (0u64, 0f64);
-        for codec in [IpcCompression::None, IpcCompression::Zstd, IpcCompression::Lz4] {
+        for codec in [
+            IpcCompression::None,
+            IpcCompression::Zstd,
+            IpcCompression::Lz4,
+        ] {
             let path = dir.path().join(format!("{codec:?}.arrow"));
-            let mut w = DatasetWriter::create(&path, WriteOptions::default().with_compression(codec))?;
+            let mut w =
+                DatasetWriter::create(&path, WriteOptions::default().with_compression(codec))?;
             w.write(ds)?;
             let bytes = w.finish()?.bytes;
             let ms = open_and_scan(&path)?;

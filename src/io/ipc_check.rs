@@ -115,7 +115,12 @@ fn check_compressed(
         }
         let prefix: [u8; 8] = (buffer.as_slice().get(..8))
             .and_then(|p| p.try_into().ok())
-            .ok_or_else(|| at(format!("compressed buffer {i} of {} bytes has no length", buffer.len())))?;
+            .ok_or_else(|| {
+                at(format!(
+                    "compressed buffer {i} of {} bytes has no length",
+                    buffer.len()
+                ))
+            })?;
         let length = match i64::from_le_bytes(prefix) {
             -1 => buffer.len() - 8,
             n => usize::try_from(n)

@@ -93,7 +93,11 @@ pub(super) fn decode(
             validate,
         )?;
         compressed |= is_compressed;
-        let decoder = if is_compressed { &decompressing } else { &tensors };
+        let decoder = if is_compressed {
+            &decompressing
+        } else {
+            &tensors
+        };
         let batch = chosen.read(decoder, &sides, block, &data, &projected, index)?;
         if is_compressed {
             check_no_nulls(&batch, index)?;
@@ -121,7 +125,9 @@ fn check_no_nulls(batch: &RecordBatch, index: usize) -> Result<()> {
         let count = nulls(&column.to_data());
         if count > 0 {
             let what = "levels or values".to_owned();
-            return Err(Error::from(DataError::Nulls { what, count }).in_column(field.name(), index));
+            return Err(
+                Error::from(DataError::Nulls { what, count }).in_column(field.name(), index)
+            );
         }
     }
     Ok(())

@@ -6,8 +6,8 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
-use arrow_ipc::{CompressionType, MetadataVersion};
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
+use arrow_ipc::{CompressionType, MetadataVersion};
 use arrow_schema::SchemaRef;
 
 use crate::dataset::Dataset;

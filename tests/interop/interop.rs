@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::{case, python};
-use lodtensor::io::ipc_reader::MappedDataset;
-use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 #[cfg(feature = "compression")]
 use lodtensor::IpcCompression;
+use lodtensor::io::ipc_reader::MappedDataset;
+use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 #[cfg(feature = "parquet")]
 use lodtensor::io::parquet::{ParquetWriteOptions, write_parquet};
 use lodtensor::{Column, DType, Dataset};

@@ -13,7 +13,10 @@ fn tokens() -> Dataset {
     let words: Vec<i32> = (0..rows.iter().sum::<i32>()).map(|w| 1 + w % 5).collect();
     let n: i32 = words.iter().sum();
     let t = LodTensor::from_lengths::<Int32Type>(
-        &[rows.iter().map(|&r| r as usize).collect(), words.iter().map(|&w| w as usize).collect()],
+        &[
+            rows.iter().map(|&r| r as usize).collect(),
+            words.iter().map(|&w| w as usize).collect(),
+        ],
         (0..n).map(|i| i % 7).collect(),
         vec![],
     )
@@ -22,7 +25,9 @@ fn tokens() -> Dataset {
 }
 
 fn write(path: &std::path::Path, ds: &Dataset, codec: IpcCompression) -> u64 {
-    let options = WriteOptions::default().with_compression(codec).with_batch_bytes(400);
+    let options = WriteOptions::default()
+        .with_compression(codec)
+        .with_batch_bytes(400);
     let mut w = DatasetWriter::create(path, options).unwrap();
     w.write(ds).unwrap();
     w.finish().unwrap().bytes
@@ -45,7 +50,10 @@ fn compressed_files_read_as_uncompressed_ones() {
         assert!(file.batches().len() > 1);
         assert_eq!(file.batches(), plain.batches());
         for row in 0..ds.num_rows() {
-            assert_eq!(file.sample(row).unwrap(), ds.slice_rows(row..row + 1).unwrap());
+            assert_eq!(
+                file.sample(row).unwrap(),
+                ds.slice_rows(row..row + 1).unwrap()
+            );
         }
         assert_eq!(file.rows(3..31).unwrap(), plain.rows(3..31).unwrap());
         for index in 0..10 {
@@ -62,7 +70,10 @@ fn compressed_files_read_as_uncompressed_ones() {
 /// Replaces the first 8 bytes of `file` equal to `from` with `to`.
 fn replace(file: &mut [u8], from: i64, to: i64) {
     let from = from.to_le_bytes();
-    let at = file.windows(8).position(|w| w == from).expect("the length prefix");
+    let at = file
+        .windows(8)
+        .position(|w| w == from)
+        .expect("the length prefix");
     file[at..at + 8].copy_from_slice(&to.to_le_bytes());
 }
 
@@ -85,11 +96,17 @@ fn lying_uncompressed_lengths_are_format_errors() {
             std::fs::write(&path, &bad).unwrap();
             let err = MappedDataset::open(&path).unwrap_err();
             assert!(
-                matches!(err.kind(), ErrorKind::Format(FormatError::InvalidFile { .. })),
+                matches!(
+                    err.kind(),
+                    ErrorKind::Format(FormatError::InvalidFile { .. })
+                ),
                 "{codec:?}, {lie}: {err:?}"
             );
             assert!(err.path().is_some_and(|p| p.ends_with("x.arrow")), "{err}");
-            assert!(err.to_string().contains("batch 0"), "{codec:?}, {lie}: {err}");
+            assert!(
+                err.to_string().contains("batch 0"),
+                "{codec:?}, {lie}: {err}"
+            );
         }
     }
 }

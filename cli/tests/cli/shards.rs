@@ -120,7 +120,15 @@ fn file_to_shards_and_back_is_equal() {
     // Compressed shards (zstd, lz4) and a compressed file: smaller, read back the same.
     for codec in ["zstd", "lz4"] {
         let out = format!("{codec}/");
-        let args = ["convert", "docs.arrow", &out, "--shard-rows", "15", "--compression", codec];
+        let args = [
+            "convert",
+            "docs.arrow",
+            &out,
+            "--shard-rows",
+            "15",
+            "--compression",
+            codec,
+        ];
         lodtensor_in(dir.path(), args).ok();
         let compressed = ShardedDataset::open(dir.path().join(codec)).unwrap();
         compressed.validate().unwrap();
