@@ -63,21 +63,7 @@ pub(super) fn decode(
         .with_projection(chosen.sides.clone())
         .with_require_alignment(false);
     if chosen.dictionaries {
-        let dictionaries = footer.dictionaries().map(|b| b.iter().collect::<Vec<_>>());
-        for (index, block) in dictionaries.unwrap_or_default().into_iter().enumerate() {
-            let what = format!("dictionary {index}");
-            let data = block_bytes(mapping, block, &what)?;
-            check_dictionary(&data, block.metaDataLength() as usize, &what)?;
-            let invalid = |e: String| invalid(format!("{what}: {e}"));
-            catch_panic(
-                || {
-                    sides
-                        .read_dictionary(block, &data)
-                        .map_err(|e| invalid(e.to_string()))
-                },
-                invalid,
-            )?;
-        }
+        read_dictionaries(mapping, &footer, &mut sides)?;
     }
     let projected: SchemaRef = Arc::new(schema.project(&chosen.order)?);
     let mut batches: Vec<Dataset> = Vec::new();
@@ -129,6 +115,31 @@ fn check_no_nulls(batch: &RecordBatch, index: usize) -> Result<()> {
                 Error::from(DataError::Nulls { what, count }).in_column(field.name(), index)
             );
         }
+    }
+    Ok(())
+}
+
+/// Reads every dictionary batch of the file into `sides` (the side columns' decoder), each
+/// checked first to lie in the file with its buffers in its body.
+fn read_dictionaries(
+    mapping: &Buffer,
+    footer: &arrow_ipc::Footer<'_>,
+    sides: &mut FileDecoder,
+) -> Result<()> {
+    let dictionaries = footer.dictionaries().map(|b| b.iter().collect::<Vec<_>>());
+    for (index, block) in dictionaries.unwrap_or_default().into_iter().enumerate() {
+        let what = format!("dictionary {index}");
+        let data = block_bytes(mapping, block, &what)?;
+        check_dictionary(&data, block.metaDataLength() as usize, &what)?;
+        let invalid = |e: String| invalid(format!("{what}: {e}"));
+        catch_panic(
+            || {
+                sides
+                    .read_dictionary(block, &data)
+                    .map_err(|e| invalid(e.to_string()))
+            },
+            invalid,
+        )?;
     }
     Ok(())
 }
