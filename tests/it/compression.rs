@@ -110,3 +110,35 @@ fn lying_uncompressed_lengths_are_format_errors() {
         }
     }
 }
+
+/// The loader over a compressed file gives the batches it gives over the plain file.
+#[test]
+fn the_loader_reads_a_compressed_file_as_a_plain_one() {
+    use lodtensor::{Loader, rng::SplitMix64, synthetic::Documents};
+    let dir = tempfile::tempdir().unwrap();
+    let docs = Documents {
+        dim: 4,
+        ..Documents::default()
+    }
+    .generate(&mut SplitMix64::new(3), 30)
+    .unwrap();
+    let batches = |codec: IpcCompression| {
+        let path = dir.path().join(format!("{codec:?}.arrow"));
+        write(&path, &docs, codec);
+        let file = MappedDataset::open(&path).unwrap();
+        let mut loader = Loader::builder(&file)
+            .with_token_budget(512)
+            .with_shuffle(7)
+            .build()
+            .unwrap();
+        let mut out = Vec::new();
+        while let Some(batch) = loader.next_batch().unwrap() {
+            out.push(batch.data().clone());
+        }
+        out
+    };
+    let plain = batches(IpcCompression::None);
+    assert!(plain.len() > 1);
+    assert_eq!(batches(IpcCompression::Zstd), plain);
+    assert_eq!(batches(IpcCompression::Lz4), plain);
+}
