@@ -67,12 +67,13 @@ fn compressed_files_read_as_uncompressed_ones() {
     }
 }
 
-/// Replaces the first 8 bytes of `file` equal to `from` with `to`.
+/// Replaces the first uncompressed-length prefix of `file` equal to `from` (8 bytes followed
+/// by a zstd or lz4 frame's magic number) with `to`.
 fn replace(file: &mut [u8], from: i64, to: i64) {
     let from = from.to_le_bytes();
-    let at = file
-        .windows(8)
-        .position(|w| w == from)
+    let magics = [[0x28, 0xb5, 0x2f, 0xfd], [0x04, 0x22, 0x4d, 0x18]];
+    let at = (file.windows(12))
+        .position(|w| w[..8] == from && magics.iter().any(|m| w[8..] == m[..]))
         .expect("the length prefix");
     file[at..at + 8].copy_from_slice(&to.to_le_bytes());
 }
@@ -141,4 +142,37 @@ fn the_loader_reads_a_compressed_file_as_a_plain_one() {
     assert!(plain.len() > 1);
     assert_eq!(batches(IpcCompression::Zstd), plain);
     assert_eq!(batches(IpcCompression::Lz4), plain);
+}
+
+/// A dictionary batch (of a dictionary-encoded side column) whose compressed buffer claims a
+/// terabyte: a Format error naming the dictionary, before anything is allocated.
+#[test]
+fn a_lying_dictionary_batch_is_a_format_error() {
+    use arrow_array::builder::StringDictionaryBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    let t = LodTensor::from_lengths::<Int32Type>(&[vec![1, 1]], vec![1, 2], vec![]).unwrap();
+    let mut b = StringDictionaryBuilder::<Int32Type>::new();
+    b.append_value("a".repeat(4000));
+    b.append_value("a".repeat(4000));
+    let side = Column::side("lang", std::sync::Arc::new(b.finish())).unwrap();
+    let ds = Dataset::try_new(vec![Column::new("ids", t), side]).unwrap();
+    for codec in [IpcCompression::Zstd, IpcCompression::Lz4] {
+        let path = dir.path().join("x.arrow");
+        write(&path, &ds, codec);
+        let good = std::fs::read(&path).unwrap();
+        let opened = MappedDataset::open(&path).unwrap();
+        assert_eq!(opened.num_rows(), 2);
+        let mut bad = good.clone();
+        replace(&mut bad, 4000, 1 << 40);
+        std::fs::write(&path, &bad).unwrap();
+        let err = MappedDataset::open(&path).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                ErrorKind::Format(FormatError::InvalidFile { .. })
+            ),
+            "{codec:?}: {err:?}"
+        );
+        assert!(err.to_string().contains("dictionary 0"), "{codec:?}: {err}");
+    }
 }
