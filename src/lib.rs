@@ -120,7 +120,7 @@ pub use error::{
     UnsupportedError, UnusableError,
 };
 pub use io::ipc_reader::MappedDataset;
-pub use io::ipc_writer::{DatasetWriter, WriteOptions, WriteSummary};
+pub use io::ipc_writer::{DatasetWriter, IpcCompression, WriteOptions, WriteSummary};
 pub use layout::ColumnLayout;
 pub use loader::{Batch, Loader, LoaderBuilder, Position};
 pub use lod::{LevelOffsets, Lod, MAX_LEVELS, OffsetWidth};

@@ -1,4 +1,4 @@
-//! `lodtensor convert IN OUT [--compression none|snappy|zstd] [--offsets int32|int64]`: between
+//! `lodtensor convert IN OUT [--compression none|snappy|zstd|lz4] [--offsets int32|int64]`: between
 //! `.arrow`, `.parquet` and Paddle `.pdtensor` / `.pdiparams`, by extension, and sharded
 //! datasets (a directory, `--shard-rows N` / `--shard-bytes N`). The output appears whole or
 //! not at all.
@@ -11,19 +11,21 @@ use lodtensor::io::AtomicFile;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::io::paddle;
 use lodtensor::shards::Manifest;
-use lodtensor::{Dataset, LodTensor, OffsetWidth};
+use lodtensor::{Dataset, IpcCompression, LodTensor, OffsetWidth};
 
 use crate::input::ReadArgs;
 use crate::shards::{self, ShardArgs};
 use crate::source::{Format, Source, bytes_text, plural, progress};
 use crate::{Result, usage};
 
-/// Compression of the output (Parquet only: Arrow files stay uncompressed to be mapped).
+/// Compression of the output: snappy and zstd for Parquet; zstd and lz4 for Arrow files and
+/// shards (which are then decompressed into memory when opened, not mapped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Codec {
     None,
     Snappy,
     Zstd,
+    Lz4,
 }
 
 /// Offset width of every level of the output.
@@ -55,7 +57,9 @@ pub struct Args {
     /// The output file (.arrow, .parquet, .pdtensor or .pdiparams), written atomically; or a
     /// directory (ending with /) to write a sharded dataset into.
     output: PathBuf,
-    /// Compression of a Parquet output (default snappy; zstd at level 1, as pyarrow).
+    /// Compression of the output: of Parquet (default snappy; zstd at level 1, as pyarrow), or
+    /// of an Arrow file or shards (default none: mapped without a copy; zstd or lz4: smaller,
+    /// decompressed into memory when opened).
     #[arg(long, value_enum)]
     compression: Option<Codec>,
     /// Offset width of every level of an Arrow or Parquet output (default int64).
@@ -95,7 +99,7 @@ pub fn run(args: Args) -> Result<()> {
     if format == Format::Arrow
         && let Some(reader) = parquet_stream(&args.input, &args.read)?
     {
-        let mut writer = DatasetWriter::create(&args.output, arrow_options(output.offsets))?;
+        let mut writer = DatasetWriter::create(&args.output, arrow_options(output)?)?;
         let (rows, columns) = drain(reader, |d| Ok(writer.write(d)?))?;
         let bytes = writer.finish()?.bytes;
         let what = (Format::Parquet.name(), rows, columns);
@@ -130,11 +134,6 @@ pub fn run(args: Args) -> Result<()> {
 /// `convert IN DIR/`: the input written as a sharded dataset, each shard atomically and the
 /// manifest last; a Parquet input a row group at a time.
 fn to_shards(args: Args) -> Result<()> {
-    if args.compression.is_some_and(|c| c != Codec::None) {
-        return usage(
-            "--compression applies to .parquet output: shards are .arrow files, uncompressed so they can be mapped",
-        );
-    }
     let started = Instant::now();
     let (input, what, manifest) = match crate::remote::is_url(&args.output) {
         // Written to a local temporary directory, then uploaded and committed.
@@ -164,7 +163,10 @@ fn write_shards(
     dir: &Path,
     shard_args: &ShardArgs,
 ) -> Result<(PathBuf, (&'static str, usize, usize), Manifest)> {
-    let options = arrow_options(args.offsets);
+    let options = arrow_options(Output {
+        compression: args.compression,
+        offsets: args.offsets,
+    })?;
     #[cfg(feature = "parquet")]
     if let Some(reader) = parquet_stream(&args.input, &args.read)? {
         let mut writer = shards::writer(dir, shard_args, options)?;
@@ -212,12 +214,23 @@ fn report(
     Ok(())
 }
 
-/// The options of an Arrow output (a file or shards) with `--offsets`.
-fn arrow_options(offsets: Option<Offsets>) -> WriteOptions {
-    match offsets {
-        Some(offsets) => WriteOptions::default().with_offset_width(offsets.into()),
-        None => WriteOptions::default(),
+/// The options of an Arrow output (a file or shards) with `--offsets` and `--compression`.
+fn arrow_options(output: Output) -> Result<WriteOptions> {
+    let mut options = WriteOptions::default();
+    if let Some(offsets) = output.offsets {
+        options = options.with_offset_width(offsets.into());
     }
+    let compression = match output.compression {
+        None | Some(Codec::None) => IpcCompression::None,
+        Some(Codec::Zstd) => IpcCompression::Zstd,
+        Some(Codec::Lz4) => IpcCompression::Lz4,
+        Some(Codec::Snappy) => {
+            return usage(
+                "--compression snappy applies to .parquet output: .arrow files and shards take zstd or lz4",
+            );
+        }
+    };
+    Ok(options.with_compression(compression))
 }
 
 impl Output {
@@ -225,8 +238,9 @@ impl Output {
     fn check(self, format: Format) -> Result<()> {
         let compressed = self.compression.is_some_and(|c| c != Codec::None);
         match format {
-            Format::Arrow if compressed => usage(
-                "--compression applies to .parquet output: .arrow files stay uncompressed so they can be mapped",
+            Format::Arrow => arrow_options(self).map(drop),
+            Format::Parquet if self.compression == Some(Codec::Lz4) => usage(
+                "--compression lz4 applies to .arrow output and shards: .parquet takes snappy or zstd",
             ),
             Format::PaddleTensor | Format::PaddleCombined if compressed => {
                 usage("--compression applies to .parquet output: Paddle files are not compressed")
@@ -277,7 +291,7 @@ pub fn write(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
 fn write_arrow(path: &Path, datasets: &[Dataset], output: Output) -> Result<u64> {
     let rows: usize = datasets.iter().map(Dataset::num_rows).sum();
     let bar = progress(rows as u64, "writing", "rows");
-    let mut writer = DatasetWriter::create(path, arrow_options(output.offsets))?;
+    let mut writer = DatasetWriter::create(path, arrow_options(output)?)?;
     for dataset in datasets {
         writer.write(dataset)?;
         bar.inc(dataset.num_rows() as u64);
@@ -294,6 +308,7 @@ fn write_parquet(path: &Path, datasets: &[Dataset], output: Output) -> Result<u6
         None | Some(Codec::Snappy) => Compression::Snappy,
         Some(Codec::None) => Compression::None,
         Some(Codec::Zstd) => Compression::Zstd(1),
+        Some(Codec::Lz4) => unreachable!("refused by Output::check"),
     };
     let mut options = ParquetWriteOptions::default().with_compression(compression);
     if let Some(offsets) = output.offsets {

@@ -43,6 +43,7 @@ _Offsets = npt.NDArray[np.int64]
 _Mode = Literal["create", "append", "pending"]
 # The offsets of a written file: i64 (LargeList) or i32 (List).
 _OffsetWidth = Literal["i32", "i64"]
+_Compression = Literal["none", "zstd", "lz4"]
 
 class LodTensorError(ValueError):
     """A file, argument or loader state that lodtensor refuses; the message says what and where.
@@ -146,6 +147,7 @@ def write(
     *,
     offset_width: _OffsetWidth = "i64",
     batch_bytes: int | None = None,
+    compression: _Compression | None = None,
 ) -> WriteSummary:
     """Writes ``data`` (pyarrow, any ``__arrow_c_stream__`` object such as a Polars
     DataFrame or a DuckDB relation, pandas, a ``datasets.Dataset``) to ``path`` as a
@@ -176,6 +178,7 @@ def write_shards(
     offset_width: _OffsetWidth = "i64",
     batch_bytes: int | None = None,
     storage_options: dict[str, str] | None = None,
+    compression: _Compression | None = None,
 ) -> Manifest:
     """Writes pyarrow data to the directory ``path`` as a sharded dataset; ``mode`` is
     ``"create"``, ``"append"`` or ``"pending"`` (one of many writers, then ``commit``).
@@ -279,6 +282,7 @@ class ShardWriter:
         batch_bytes: int | None = None,
         dir: None = None,
         schema_metadata: Mapping[str, str] | None = None,
+        compression: _Compression | None = None,
     ) -> ShardWriter: ...
     @overload
     @deprecated("ShardWriter(dir=...) is deprecated: use ShardWriter(path=...)")
@@ -294,6 +298,7 @@ class ShardWriter:
         offset_width: _OffsetWidth = "i64",
         batch_bytes: int | None = None,
         schema_metadata: Mapping[str, str] | None = None,
+        compression: _Compression | None = None,
     ) -> ShardWriter: ...
     @property
     def path(self) -> pathlib.Path:

@@ -13,7 +13,7 @@ use arrow_array::{Array as _, RecordBatch, RecordBatchIterator, RecordBatchReade
 use arrow_schema::{ArrowError, Schema};
 use lodtensor::Dataset;
 use lodtensor::OffsetWidth;
-use lodtensor::{DatasetWriter, WriteOptions};
+use lodtensor::{DatasetWriter, IpcCompression, WriteOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
@@ -129,8 +129,13 @@ impl RecordBatchReader for Guarded {
 }
 
 /// The options of a file written from Python: `offset_width` is `"i64"` (`LargeList`) or
-/// `"i32"` (`List`), `batch_bytes` the target size of a record batch.
-pub fn write_options(offset_width: &str, batch_bytes: Option<usize>) -> PyResult<WriteOptions> {
+/// `"i32"` (`List`), `batch_bytes` the target size of a record batch, `compression` `None`,
+/// `"none"`, `"zstd"` or `"lz4"` (Arrow IPC body compression).
+pub fn write_options(
+    offset_width: &str,
+    batch_bytes: Option<usize>,
+    compression: Option<&str>,
+) -> PyResult<WriteOptions> {
     let width = match offset_width {
         "i64" => OffsetWidth::I64,
         "i32" => OffsetWidth::I32,
@@ -140,7 +145,10 @@ pub fn write_options(offset_width: &str, batch_bytes: Option<usize>) -> PyResult
             )));
         }
     };
-    let options = WriteOptions::default().with_offset_width(width);
+    let compression: IpcCompression = compression.unwrap_or("none").parse().py_err()?;
+    let options = WriteOptions::default()
+        .with_offset_width(width)
+        .with_compression(compression);
     Ok(match batch_bytes {
         Some(bytes) => options.with_batch_bytes(bytes),
         None => options,
@@ -177,17 +185,18 @@ pub fn stream_fault(e: ArrowError) -> lodtensor::Error {
 /// `{"rows", "batches", "bytes"}`.
 #[lodtensor_python_guard::guard]
 #[pyfunction]
-#[pyo3(signature = (path, data, offset_width = "i64", batch_bytes = None))]
+#[pyo3(signature = (path, data, offset_width = "i64", batch_bytes = None, compression = None))]
 pub fn write<'py>(
     py: Python<'py>,
     path: std::path::PathBuf,
     data: &Bound<'py, PyAny>,
     offset_width: &str,
     batch_bytes: Option<usize>,
+    compression: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let reader = import_stream(py, data)?;
     // The input's own schema metadata (HuggingFace's features, pandas') is kept.
-    let options = write_options(offset_width, batch_bytes)?
+    let options = write_options(offset_width, batch_bytes, compression)?
         .with_schema_metadata(reader.schema().metadata().clone());
     let summary = py
         .detach(move || -> lodtensor::Result<_> {

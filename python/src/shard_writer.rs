@@ -42,7 +42,7 @@ impl ShardWriter {
     #[new]
     #[pyo3(signature = (path = None, *, mode = "create", shard_rows = None, shard_bytes = None,
         prefix = None, offset_width = "i64", batch_bytes = None, dir = None,
-        schema_metadata = None))]
+        schema_metadata = None, compression = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -55,6 +55,7 @@ impl ShardWriter {
         batch_bytes: Option<usize>,
         dir: Option<PathBuf>,
         schema_metadata: Option<HashMap<String, String>>,
+        compression: Option<&str>,
     ) -> PyResult<Self> {
         let dir = match (path, dir) {
             (Some(path), None) => path,
@@ -75,7 +76,7 @@ impl ShardWriter {
             }
         };
         // Each shard's file keeps the schema metadata given (HuggingFace's features, pandas').
-        let write = write_options(offset_width, batch_bytes)?
+        let write = write_options(offset_width, batch_bytes, compression)?
             .with_schema_metadata(schema_metadata.unwrap_or_default());
         let mut options = ShardOptions::default().with_write_options(write);
         if let Some(rows) = shard_rows {

@@ -52,3 +52,20 @@ def test_totals(docs, shards_dir):
     row = total.to_pylist()[0]
     assert row["n"] == ds.num_rows
     assert row["w"] == sum(s["columns"][0]["elements"] for s in ds.shards)
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_compressed_shards_give_the_same_totals(tmp_path, shards_dir, codec):
+    """DataFusion reads compressed shards (Arrow IPC body compression) as the plain ones."""
+    from conftest import documents
+
+    path = tmp_path / codec
+    lt.write_shards(path, documents(200, seed=1), shard_rows=30, batch_bytes=4096, compression=codec)
+    query = "SELECT count(*) AS n, sum(array_length(flatten(tokens))) AS w FROM docs"
+    totals = []
+    for directory in (shards_dir, path):
+        ctx = datafusion.SessionContext()
+        ctx.register_arrow("docs", str(directory))
+        totals.append(ctx.sql(query).to_pylist()[0])
+    assert totals[0] == totals[1]
+    assert lt.open(path).num_rows == 200

@@ -72,3 +72,31 @@ def test_writing_over_a_mapped_file_keeps_the_readers_view(tmp_path):
 def test_missing_directory_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         lt.write(tmp_path / "no" / "such.arrow", documents(2, seed=8))
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_compressed_files_round_trip_and_pyarrow_reads_them(tmp_path, codec):
+    table = documents(40, seed=6)
+    plain = lt.write(tmp_path / "plain.arrow", table)
+    summary = lt.write(tmp_path / "c.arrow", table, compression=codec)
+    assert summary["rows"] == 40 and summary["bytes"] == (tmp_path / "c.arrow").stat().st_size
+    theirs = read(tmp_path / "c.arrow")
+    ours = lt.open(tmp_path / "c.arrow").to_pyarrow()
+    for name in table.column_names:
+        assert theirs.column(name).to_pylist() == table.column(name).to_pylist()
+        assert ours.column(name).to_pylist() == table.column(name).to_pylist()
+    assert plain["rows"] == 40
+    # pyarrow's compressed file opens too.
+    options = pa.ipc.IpcWriteOptions(compression=codec)
+    with pa.OSFile(str(tmp_path / "theirs.arrow"), "wb") as sink:
+        with pa.ipc.new_file(sink, table.schema, options=options) as writer:
+            writer.write_table(table)
+    back = lt.open(tmp_path / "theirs.arrow").to_pyarrow()
+    assert back.column("tokens").to_pylist() == table.column("tokens").to_pylist()
+    # Compressed shards.
+    lt.write_shards(tmp_path / "ds", table, shard_rows=15, compression=codec)
+    shards = lt.open(tmp_path / "ds")
+    assert shards.num_rows == 40
+    with pytest.raises(lt.LodTensorError, match="none, zstd or lz4"):
+        lt.write(tmp_path / "x.arrow", table, compression="snappy")
+    assert not (tmp_path / "x.arrow").exists()

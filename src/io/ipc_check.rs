@@ -17,7 +17,7 @@
 //! IPC" and "Arrow layout" are the Arrow columnar format's sections on the IPC record batch
 //! message and on physical memory layout.
 
-use crate::error::{DataError, FileFormat};
+use crate::error::{DataError, ErrorKind, FileFormat, FormatError};
 use std::mem::size_of;
 
 use std::collections::VecDeque;
@@ -42,12 +42,16 @@ pub(crate) fn check_batch(
     body: &Buffer,
     batch: usize,
     offsets: bool,
-) -> Result<()> {
-    // spec §6, §4 rule 6: a compressed body could only be read through a copy.
+) -> Result<bool> {
+    // spec §6: a compressed body is decompressed by Arrow's decoder, with full validation.
     if message.compression().is_some() {
-        return Err(invalid(
-            "compressed bodies cannot be mapped without a copy; write the file uncompressed",
-        ));
+        check_compressed(message, body).map_err(|e| match e.into_kind() {
+            ErrorKind::Format(FormatError::InvalidFile { reason, .. }) => {
+                invalid(format!("batch {batch}: {reason}"))
+            }
+            other => Error::new(other),
+        })?;
+        return Ok(true);
     }
     // Arrow IPC, RecordBatch message: `length` rows, then the field nodes and buffers of
     // every column, in schema order, depth first.
@@ -77,12 +81,70 @@ pub(crate) fn check_batch(
             walk.next_buffer
         )));
     }
+    Ok(false)
+}
+
+/// The most bytes a compressed body may declare per byte it holds: zstd and lz4 reach
+/// ratios near this only on runs of one byte; a larger claim is taken as a lie (a
+/// decompression bomb) before anything is allocated.
+const MAX_RATIO: usize = 1024;
+
+/// Checks a compressed record batch before Arrow decompresses it (Arrow IPC,
+/// `BodyCompression`, method `BUFFER`: every buffer is an 8-byte little-endian uncompressed
+/// length, -1 for a buffer stored as it is, then the codec's frame): every buffer lies in
+/// the body, 8-byte aligned, and the lengths declared add up to at most [`MAX_RATIO`] times
+/// the body, so that a lying length gives an error, not an allocation of that size.
+fn check_compressed(message: &BatchMessage<'_>, body: &Buffer) -> Result<()> {
+    let Some(compression) = message.compression() else {
+        return Ok(());
+    };
+    if compression.method() != arrow_ipc::BodyCompressionMethod::BUFFER {
+        return Err(invalid(format!(
+            "unsupported body compression method {:?}",
+            compression.method()
+        )));
+    }
+    let mut walk = Walk::new(message, body, false);
+    let mut declared: usize = 0;
+    while walk.next_buffer < walk.buffers.len() {
+        let i = walk.next_buffer;
+        let buffer = walk.buffer(1)?;
+        if buffer.is_empty() {
+            continue;
+        }
+        let prefix: [u8; 8] = (buffer.as_slice().get(..8))
+            .and_then(|p| p.try_into().ok())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "compressed buffer {i} of {} bytes has no length",
+                    buffer.len()
+                ))
+            })?;
+        let length = match i64::from_le_bytes(prefix) {
+            -1 => buffer.len() - 8,
+            n => usize::try_from(n)
+                .map_err(|_| invalid(format!("compressed buffer {i} declares a length of {n}")))?,
+        };
+        declared = declared.saturating_add(length);
+    }
+    let limit = body.len().saturating_mul(MAX_RATIO);
+    if declared > limit {
+        return Err(invalid(format!(
+            "the compressed buffers declare {declared} bytes uncompressed, more than \
+             {MAX_RATIO} times the body's {} bytes",
+            body.len()
+        )));
+    }
     Ok(())
 }
 
 /// Checks that every buffer of the record batch message `message` lies inside `body`,
-/// 8-byte aligned, whatever the types (for dictionary batches, which Arrow decodes itself).
+/// 8-byte aligned, whatever the types (for dictionary batches, which Arrow decodes itself);
+/// compressed ones also checked as [`check_compressed`] does.
 pub(crate) fn check_buffers(message: &BatchMessage<'_>, body: &Buffer) -> Result<()> {
+    if message.compression().is_some() {
+        return check_compressed(message, body);
+    }
     let mut walk = Walk::new(message, body, false);
     while walk.next_buffer < walk.buffers.len() {
         walk.buffer(1)?;

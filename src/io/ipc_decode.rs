@@ -21,12 +21,13 @@ use crate::io::ipc_check::{check_batch, check_buffers};
 use crate::layout::ColumnLayout;
 
 /// Reads the footer, the schema and every record batch of a mapped IPC file: of the
-/// columns named `columns` (all when `None`), in that order.
+/// columns named `columns` (all when `None`), in that order, and whether any batch was
+/// compressed (its buffers then decompressed into memory, not views of the mapping).
 pub(super) fn decode(
     mapping: &Buffer,
     columns: Option<&[&str]>,
     validate: bool,
-) -> Result<(SchemaRef, Vec<Dataset>)> {
+) -> Result<(SchemaRef, Vec<Dataset>, bool)> {
     let footer = read_footer(mapping.as_slice())?;
     let fb_schema = footer
         .schema()
@@ -48,6 +49,12 @@ pub(super) fn decode(
             .with_require_alignment(true)
             .with_skip_validation(true)
     };
+    // Compressed batches (spec §6): their buffers are only known once decompressed, so
+    // Arrow validates the tensor columns fully, and nulls are looked for after.
+    let decompressing = FileDecoder::new(schema.clone(), version)
+        .with_projection(chosen.tensors.clone())
+        .with_require_alignment(false);
+    let mut compressed = false;
     // Side columns: Arrow's decoder with its full validation, after check_block has seen
     // that every buffer lies in the body, 8-byte aligned. Types whose items need 16 bytes
     // (string and binary views, 128- and 256-bit decimals) in a file aligned to 8 only
@@ -56,27 +63,13 @@ pub(super) fn decode(
         .with_projection(chosen.sides.clone())
         .with_require_alignment(false);
     if chosen.dictionaries {
-        let dictionaries = footer.dictionaries().map(|b| b.iter().collect::<Vec<_>>());
-        for (index, block) in dictionaries.unwrap_or_default().into_iter().enumerate() {
-            let what = format!("dictionary {index}");
-            let data = block_bytes(mapping, block, &what)?;
-            check_dictionary(&data, block.metaDataLength() as usize, &what)?;
-            let invalid = |e: String| invalid(format!("{what}: {e}"));
-            catch_panic(
-                || {
-                    sides
-                        .read_dictionary(block, &data)
-                        .map_err(|e| invalid(e.to_string()))
-                },
-                invalid,
-            )?;
-        }
+        read_dictionaries(mapping, &footer, &mut sides)?;
     }
     let projected: SchemaRef = Arc::new(schema.project(&chosen.order)?);
     let mut batches: Vec<Dataset> = Vec::new();
     let blocks = footer.recordBatches().map(|b| b.iter().collect::<Vec<_>>());
     for (index, block) in blocks.unwrap_or_default().into_iter().enumerate() {
-        let data = check_block(
+        let (data, is_compressed) = check_block(
             mapping,
             block,
             version,
@@ -85,7 +78,16 @@ pub(super) fn decode(
             index,
             validate,
         )?;
-        let batch = chosen.read(&tensors, &sides, block, &data, &projected, index)?;
+        compressed |= is_compressed;
+        let decoder = if is_compressed {
+            &decompressing
+        } else {
+            &tensors
+        };
+        let batch = chosen.read(decoder, &sides, block, &data, &projected, index)?;
+        if is_compressed {
+            check_no_nulls(&batch, index)?;
+        }
         // Every batch has the file's schema: its fields are checked with the first batch.
         let dataset = match batches.first() {
             Some(first) => first.try_from_record_batch_like(&batch, index)?,
@@ -93,7 +95,53 @@ pub(super) fn decode(
         };
         batches.push(dataset);
     }
-    Ok((projected, batches))
+    Ok((projected, batches, compressed))
+}
+
+/// Checks that no level and no value of a decompressed batch's tensor columns is null
+/// (spec §2), as [`check_batch`] does from the field nodes of an uncompressed one.
+fn check_no_nulls(batch: &RecordBatch, index: usize) -> Result<()> {
+    fn nulls(data: &arrow_data::ArrayData) -> usize {
+        data.null_count() + data.child_data().iter().map(nulls).sum::<usize>()
+    }
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        if is_side(field)? {
+            continue;
+        }
+        let count = nulls(&column.to_data());
+        if count > 0 {
+            let what = "levels or values".to_owned();
+            return Err(
+                Error::from(DataError::Nulls { what, count }).in_column(field.name(), index)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Reads every dictionary batch of the file into `sides` (the side columns' decoder), each
+/// checked first to lie in the file with its buffers in its body.
+fn read_dictionaries(
+    mapping: &Buffer,
+    footer: &arrow_ipc::Footer<'_>,
+    sides: &mut FileDecoder,
+) -> Result<()> {
+    let dictionaries = footer.dictionaries().map(|b| b.iter().collect::<Vec<_>>());
+    for (index, block) in dictionaries.unwrap_or_default().into_iter().enumerate() {
+        let what = format!("dictionary {index}");
+        let data = block_bytes(mapping, block, &what)?;
+        check_dictionary(&data, block.metaDataLength() as usize, &what)?;
+        let invalid = |e: String| invalid(format!("{what}: {e}"));
+        catch_panic(
+            || {
+                sides
+                    .read_dictionary(block, &data)
+                    .map_err(|e| invalid(e.to_string()))
+            },
+            invalid,
+        )?;
+    }
+    Ok(())
 }
 
 /// `schema` with the columns of a tensor's type that it does not declare tensors and that
@@ -262,7 +310,11 @@ impl Chosen {
                 .ok_or_else(|| invalid(format!("batch {index}: no record batch")))
                 .map(Some)
         };
-        let tensor_batch = decode(tensors, &self.tensors)?;
+        // Arrow's decompression and validation of a compressed batch may panic too.
+        let tensor_batch = catch_panic(
+            || decode(tensors, &self.tensors),
+            |what| invalid(format!("batch {index}: {what}")),
+        )?;
         // Arrow's decoder and validation panic on some malformed side columns.
         let side_batch = catch_panic(
             || decode(sides, &self.sides),
@@ -374,7 +426,7 @@ fn check_block(
     checked: &[bool],
     index: usize,
     validate: bool,
-) -> Result<Buffer> {
+) -> Result<(Buffer, bool)> {
     let at_batch = |reason: String| invalid(format!("batch {index}: {reason}"));
     let data = block_bytes(mapping, block, &format!("batch {index}"))?;
     let meta = block.metaDataLength() as usize;
@@ -390,6 +442,6 @@ fn check_block(
     let batch = message
         .header_as_record_batch()
         .ok_or_else(|| at_batch("block is not a record batch".to_owned()))?;
-    check_batch(schema, checked, &batch, &data.slice(meta), index, validate)?;
-    Ok(data)
+    let compressed = check_batch(schema, checked, &batch, &data.slice(meta), index, validate)?;
+    Ok((data, compressed))
 }

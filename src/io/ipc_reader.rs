@@ -1,7 +1,9 @@
 //! The memory-mapped, zero-copy, validating Arrow IPC file reader.
 //!
 //! Opening maps the file, reads the footer and schema, and decodes each record batch's
-//! metadata into views of the mapping: no value is read or copied. Every offset of every
+//! metadata into views of the mapping: no value is read or copied (but a file written with
+//! compressed bodies, which is decompressed into memory once: see
+//! [`MappedDataset::is_compressed`]). Every offset of every
 //! level is validated (Arrow's offset checks, then the LoD rules) before any access, so an
 //! untrusted file gives a typed error, never a panic or an out-of-bounds read.
 //!
@@ -79,6 +81,9 @@ pub struct MappedDataset {
     /// The file, held for its shared advisory lock, with its size and modification time
     /// when opened (none for a file read from memory).
     opened: Option<Opened>,
+    /// Whether a record batch was compressed: its values then live in memory, decompressed
+    /// once when opened, not in the mapping.
+    compressed: bool,
 }
 
 /// A mapped file as it was when opened.
@@ -94,7 +99,8 @@ impl MappedDataset {
     ///
     /// # Errors
     /// Any fault in the file, with the path attached ([`Error::path`]): [`ErrorKind::Io`](crate::ErrorKind::Io), [`FormatError::InvalidFile`](crate::FormatError::InvalidFile)
-    /// for a file that is not a valid uncompressed Arrow IPC file of LoD tensor columns,
+    /// for a file that is not a valid Arrow IPC file of LoD tensor columns (or whose
+    /// compressed buffers declare more than 1024 times their size uncompressed),
     /// and offset or LoD errors naming the batch, column, level and index.
     ///
     /// # Example
@@ -252,7 +258,7 @@ impl MappedDataset {
         columns: Option<&[&str]>,
         validate: bool,
     ) -> Result<Self> {
-        let (schema, batches) = decode(&mapping, columns, validate)?;
+        let (schema, batches, compressed) = decode(&mapping, columns, validate)?;
         let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
         Ok(MappedDataset {
             path,
@@ -261,6 +267,7 @@ impl MappedDataset {
             batches,
             rows,
             opened,
+            compressed,
         })
     }
 
@@ -350,6 +357,23 @@ impl MappedDataset {
     /// ```
     pub fn as_bytes(&self) -> &[u8] {
         self.mapping.as_slice()
+    }
+
+    /// Whether a record batch of the file is compressed (Arrow IPC body compression, zstd
+    /// or lz4): its buffers were decompressed into memory once, when the file was opened,
+    /// and views of it point there, not into the mapping (format-spec §6). Every method
+    /// reads it as it reads an uncompressed file.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (_dir, path) = lodtensor::doc_fixtures::file()?;
+    /// let file = MappedDataset::open(&path)?;
+    /// assert!(!file.is_compressed());                          // every view is in the mapping
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_compressed(&self) -> bool {
+        self.compressed
     }
 
     /// The mapping, shared.

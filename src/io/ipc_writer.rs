@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_ipc::MetadataVersion;
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
+use arrow_ipc::{CompressionType, MetadataVersion};
 use arrow_schema::SchemaRef;
 
 use crate::dataset::Dataset;
@@ -35,6 +35,74 @@ pub struct WriteOptions {
     batch_bytes: usize,
     offset_width: OffsetWidth,
     schema_metadata: HashMap<String, String>,
+    compression: IpcCompression,
+}
+
+/// The compression of an Arrow IPC file's record batch bodies (Arrow IPC, `BodyCompression`:
+/// each buffer compressed on its own, prefixed with its uncompressed length).
+///
+/// A compressed file is smaller at rest but not zero-copy: opening it decompresses every
+/// buffer read once into memory (format-spec §6). Needs the `compression` feature (on by
+/// default) to write or read.
+///
+/// # Example
+/// ```
+/// # use lodtensor::{Column, Dataset};
+/// # let t = lodtensor::doc_fixtures::words();
+/// use lodtensor::{DatasetWriter, IpcCompression, MappedDataset, WriteOptions};
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("d.arrow");
+/// let options = WriteOptions::default().with_compression(IpcCompression::Zstd);
+/// let mut w = DatasetWriter::create(&path, options)?;
+/// w.write(&Dataset::try_new(vec![Column::new("x", t)])?)?;
+/// w.finish()?;
+/// let file = MappedDataset::open(&path)?;
+/// assert!(file.is_compressed());
+/// assert_eq!(file.num_rows(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IpcCompression {
+    /// Uncompressed: every buffer can be mapped without a copy (the default).
+    #[default]
+    None,
+    /// Zstandard (level 1): the smaller files.
+    Zstd,
+    /// LZ4 frame: the faster to decompress.
+    Lz4,
+}
+
+impl IpcCompression {
+    /// Arrow's compression type, `None` when uncompressed.
+    fn to_arrow(self) -> Option<CompressionType> {
+        match self {
+            IpcCompression::None => None,
+            IpcCompression::Zstd => Some(CompressionType::ZSTD),
+            IpcCompression::Lz4 => Some(CompressionType::LZ4_FRAME),
+        }
+    }
+}
+
+impl std::str::FromStr for IpcCompression {
+    type Err = Error;
+
+    /// `none`, `zstd` or `lz4`.
+    ///
+    /// # Errors
+    /// [`ArgumentError::InvalidArgument`] naming the unknown codec.
+    fn from_str(name: &str) -> Result<Self> {
+        match name {
+            "none" => Ok(IpcCompression::None),
+            "zstd" => Ok(IpcCompression::Zstd),
+            "lz4" => Ok(IpcCompression::Lz4),
+            other => Err(Error::invalid_argument(
+                "IpcCompression::from_str",
+                "name",
+                format!("{other:?}"),
+                "none, zstd or lz4",
+            )),
+        }
+    }
 }
 
 impl Default for WriteOptions {
@@ -43,6 +111,7 @@ impl Default for WriteOptions {
             batch_bytes: 64 << 20,
             offset_width: OffsetWidth::I64,
             schema_metadata: HashMap::new(),
+            compression: IpcCompression::None,
         }
     }
 }
@@ -123,6 +192,31 @@ impl WriteOptions {
     /// ```
     pub fn offset_width(&self) -> OffsetWidth {
         self.offset_width
+    }
+
+    /// Compression of the record batch bodies (default none: the file is mapped without a
+    /// copy; a compressed one is decompressed into memory when opened).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{IpcCompression, WriteOptions};
+    /// let options = WriteOptions::default().with_compression(IpcCompression::Lz4);
+    /// assert_eq!(options.compression(), IpcCompression::Lz4);
+    /// ```
+    pub fn with_compression(mut self, compression: IpcCompression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// The compression of the record batch bodies.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::{IpcCompression, WriteOptions};
+    /// assert_eq!(WriteOptions::default().compression(), IpcCompression::None);
+    /// ```
+    pub fn compression(&self) -> IpcCompression {
+        self.compression
     }
 }
 
@@ -371,7 +465,8 @@ impl DatasetWriter {
             .into()),
             Some(_) => Ok(()),
             None => {
-                let options = IpcWriteOptions::try_new(ALIGNMENT, false, MetadataVersion::V5)?;
+                let options = IpcWriteOptions::try_new(ALIGNMENT, false, MetadataVersion::V5)?
+                    .try_with_compression(self.options.compression.to_arrow())?;
                 let out = BufWriter::with_capacity(
                     1 << 20,
                     self.file

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::{case, python};
+#[cfg(feature = "compression")]
+use lodtensor::IpcCompression;
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 #[cfg(feature = "parquet")]
@@ -104,6 +106,17 @@ proptest! {
         std::fs::write(&whole_path, whole.to_string()).unwrap();
         run(&python, &[&script("read_ours.py"), &parquet, &whole_path]);
         }
+        // Rust -> compressed file (zstd or lz4) -> pyarrow: the same batches.
+        #[cfg(feature = "compression")]
+        {
+        let (codec, name) = [(IpcCompression::Zstd, "ours.zstd.arrow"), (IpcCompression::Lz4, "ours.lz4.arrow")][batch_bytes % 2];
+        let compressed = dir.path().join(name);
+        let options = WriteOptions::default().with_batch_bytes(batch_bytes).with_offset_width(case.width).with_compression(codec);
+        let mut w = DatasetWriter::create(&compressed, options).unwrap();
+        w.write(&ds).unwrap();
+        w.finish().unwrap();
+        run(&python, &[&script("read_ours.py"), &compressed, &json_path]);
+        }
         let rewritten = dir.path().join("rewritten.arrow");
         run(&python, &[&script("read_ours.py"), &path, &json_path, &rewritten]);
         // Rust -> pyarrow -> Rust: the file pyarrow wrote back reads as the original.
@@ -133,6 +146,14 @@ fn we_read_pyarrow_files() {
     for (name, want) in cases {
         let file = MappedDataset::open(dir.path().join(format!("{name}.arrow")))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // pyarrow's compressed files (zstd, lz4 frame): the same batches, decompressed.
+        #[cfg(feature = "compression")]
+        for codec in ["zstd", "lz4"] {
+            let path = dir.path().join(format!("{name}.{codec}.arrow"));
+            let compressed = MappedDataset::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(compressed.is_compressed(), "{name}.{codec}");
+            assert_eq!(compressed.batches(), file.batches(), "{name}.{codec}");
+        }
         let levels = want["levels"].as_u64().unwrap() as usize;
         let shape: Vec<usize> = serde_json::from_value(want["element_shape"].clone()).unwrap();
         let batches = want["batches"].as_array().unwrap();

@@ -69,10 +69,10 @@ fn check_about_the_file(e: &lodtensor::Error) {
 /// Writes `dataset`, then opens every variant of its file: the ones that open are read in
 /// full (a changed byte may leave a valid file with another column name, dtype or kind:
 /// whatever columns it has). Returns how many opened.
-fn sweep_arrow(dataset: &Dataset) -> usize {
+fn sweep_arrow(dataset: &Dataset, options: WriteOptions) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("good.arrow");
-    let mut w = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
+    let mut w = DatasetWriter::create(&path, options).unwrap();
     w.write(dataset).unwrap();
     w.finish().unwrap();
     let good = std::fs::read(&path).unwrap();
@@ -101,8 +101,23 @@ fn sweep_arrow(dataset: &Dataset) -> usize {
 #[test]
 fn arrow_files_of_0_to_3_levels() {
     for levels in 0..=3 {
-        let opened = sweep_arrow(&dataset(levels));
+        let opened = sweep_arrow(&dataset(levels), WriteOptions::default());
         assert!(opened > 0, "{levels} levels: no variant opened at all");
+    }
+}
+
+/// Compressed files (zstd and lz4 frames, whose lengths, checksums and uncompressed-length
+/// prefixes the sweep changes and cuts): a typed error or a file that reads in full.
+#[cfg(feature = "compression")]
+#[test]
+fn compressed_arrow_files() {
+    use lodtensor::IpcCompression;
+    for codec in [IpcCompression::Zstd, IpcCompression::Lz4] {
+        for levels in [0, 2] {
+            let options = WriteOptions::default().with_compression(codec);
+            let opened = sweep_arrow(&dataset(levels), options);
+            assert!(opened > 0, "{codec:?}, {levels} levels: no variant opened");
+        }
     }
 }
 
@@ -210,6 +225,6 @@ fn arrow_files_with_side_columns() {
         ),
         side("scores", Arc::new(list.finish())),
     ]);
-    let opened = sweep_arrow(&Dataset::try_new(columns).unwrap());
+    let opened = sweep_arrow(&Dataset::try_new(columns).unwrap(), WriteOptions::default());
     assert!(opened > 0, "no variant opened at all");
 }

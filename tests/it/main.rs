@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod compression;
 mod concurrency;
 mod corruption_sweep;
 mod fuzz_regressions;

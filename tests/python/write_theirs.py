@@ -80,6 +80,15 @@ def main(out):
                 with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
                     for b in batches:
                         writer.write_batch(pa.record_batch([b], schema=schema))
+                # The same batches with compressed bodies (zstd, lz4 frame).
+                for codec in ("zstd", "lz4"):
+                    options = pa.ipc.IpcWriteOptions(compression=codec)
+                    compressed = os.path.join(out, f"{name}.{codec}.arrow")
+                    with pa.OSFile(compressed, "wb") as sink, pa.ipc.new_file(
+                        sink, schema, options=options
+                    ) as writer:
+                        for b in batches:
+                            writer.write_batch(pa.record_batch([b], schema=schema))
                 # The same rows as a Parquet file, as pyarrow writes it by default.
                 table = pa.Table.from_batches([pa.record_batch([b], schema=schema) for b in batches])
                 pq.write_table(table, os.path.join(out, name + ".parquet"))
