@@ -81,6 +81,8 @@ mod batch;
 mod builder;
 mod config;
 mod gather;
+mod lazy;
+mod lengths;
 mod mix;
 mod order;
 mod pack;
@@ -112,6 +114,7 @@ pub use prefetch::Prefetch;
 
 use config::PlanConfig;
 use gather::{ColumnInfo, Gatherer, Source};
+use lazy::LazyShards;
 use mix::Blend;
 
 /// Streams the batches of a [`MappedDataset`]; see the [module docs](self).
@@ -147,6 +150,9 @@ pub struct Loader {
     packed: Vec<usize>,
     /// A mixture's sources.
     blend: Option<Arc<Blend>>,
+    /// The shards, mapped as batches reach them, when the plans need no lengths (then
+    /// `batches` and `sources` are empty and `lengths` all 1).
+    lazy: Option<LazyShards>,
     config: PlanConfig,
     fingerprint: Fingerprint,
     plan: Option<Arc<Plan>>,
@@ -435,11 +441,21 @@ impl Loader {
         let whole_step = !self.config.drop_last || step + self.config.ranks.turn().1 <= plan.len();
         let Some(samples) = plan.batch(index).filter(|_| whole_step) else {
             self.position = (epoch + 1, 0);
+            if let Some(lazy) = &mut self.lazy {
+                lazy.release_all();
+            }
             return Ok(None);
         };
-        let (data, view) = match plan.windows() {
-            Some(windows) => self.load_packed(windows, samples)?,
-            None => self.load(samples)?,
+        let (data, view, info) = match (plan.windows(), self.lazy.as_mut()) {
+            (Some(windows), _) => {
+                let (data, view) = self.load_packed(windows, samples)?;
+                (data, view, plan.infos()[index])
+            }
+            (None, Some(lazy)) => lazy.load(&plan, index, &mut self.gatherer, &self.columns)?,
+            (None, None) => {
+                let (data, view) = self.load(samples)?;
+                (data, view, plan.infos()[index])
+            }
         };
         let next = (step + self.config.ranks.turn().1).min(plan.len());
         self.position = (epoch, next);
@@ -448,6 +464,7 @@ impl Loader {
             view,
             plan,
             index,
+            info,
             steps: step..next,
             fingerprint: self.fingerprint,
             blend: self.blend.clone(),
@@ -529,7 +546,10 @@ impl Loader {
     pub fn next_is_view(&self) -> bool {
         match &self.plan {
             Some(p) if p.epoch() == self.position.0 && p.windows().is_none() => {
-                (p.batch(self.next_index())).is_some_and(|s| self.view_rows(s).is_some())
+                (p.batch(self.next_index())).is_some_and(|s| match &self.lazy {
+                    Some(lazy) => lazy.view_rows(s).is_some(),
+                    None => self.view_rows(s).is_some(),
+                })
             }
             _ => false,
         }
