@@ -37,10 +37,12 @@ use std::sync::Arc;
 pub enum LoaderSource<'a> {
     /// One file.
     File(&'a MappedDataset),
-    /// The shards of a sharded dataset, in the manifest's order: each is mapped and checked
-    /// against the manifest when the loader is built, but for its checksum, checked when
-    /// the loader first reads a sample of it (so a rank reads the values of its own shards
-    /// only).
+    /// The shards of a sharded dataset, in the manifest's order. When the plan needs no
+    /// sample lengths ([`LoaderBuilder::with_lazy_shards`]) a shard is mapped when a batch
+    /// first reads it and released after the plan's last batch that does; else each is
+    /// mapped and checked against the manifest when the loader is built. Either way its
+    /// checksum is checked when the loader first reads a sample of it (so a rank reads the
+    /// values of its own shards only).
     Shards(&'a ShardedDataset),
     /// Several sources drawn from at set proportions ([`Mixture`]).
     Mixture(&'a Mixture<'a>),

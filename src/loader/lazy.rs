@@ -348,7 +348,13 @@ mod tests {
     #[test]
     fn shards_are_released_once_the_plan_is_done_with_them() {
         let dir = tempfile::tempdir().unwrap();
-        let ids = crate::dataset::Column::new("ids", crate::doc_fixtures::ids());
+        let t = crate::tensor::LodTensor::from_lengths::<arrow_array::types::Int64Type>(
+            &[vec![2, 1, 3]],
+            (0..6).collect(),
+            vec![],
+        )
+        .unwrap();
+        let ids = crate::dataset::Column::new("ids", t);
         let ds = Dataset::try_new(vec![ids]).unwrap();
         let options = ShardOptions::default().with_shard_rows(2);
         let mut writer = ShardWriter::create(dir.path(), options).unwrap();

@@ -7,9 +7,13 @@
 //! the shards one after the other (global row numbers, as `ShardedDataset::sample` counts
 //! them), and a shard's record batches are record batches like a file's: a batch inside
 //! one of them is a view of that shard's mapping, and runs of a chunk or windowed shuffle
-//! never cross a shard. Every shard is mapped and checked against the manifest when the
-//! loader is built, but for its checksum: that is checked when a batch first takes a
-//! sample of the shard, so a rank reads the values of the shards it reads only.
+//! never cross a shard. When the plan needs no sample lengths (batches of a number of
+//! samples, no buckets, no packing: [`LoaderBuilder::with_lazy_shards`]) it is made from
+//! the manifest's row counts, and a shard is mapped when a batch first reads it and
+//! released after the plan's last batch that reads it; otherwise every shard is mapped and
+//! checked against the manifest when the loader is built. A shard's checksum is checked
+//! when a batch first takes a sample of it, so a rank reads the values of the shards it
+//! reads only.
 //!
 //! - batches of a fixed number of samples, or of at most a token budget (the sum of one
 //!   column's level lengths per sample; a longer sample is a batch of its own and flagged,
@@ -167,7 +171,8 @@ impl Loader {
     /// [`LoaderSource`]): batches of 32 samples in file order, one rank.
     ///
     /// # Errors
-    /// None here; [`LoaderBuilder::build`] maps and checks the shards of a sharded dataset.
+    /// None here; [`LoaderBuilder::build`] maps and checks the shards of a sharded dataset
+    /// when its plan needs sample lengths.
     ///
     /// # Example
     /// ```
@@ -255,7 +260,8 @@ impl Loader {
         }
     }
 
-    /// The length of each sample of the file, as used for budgets and buckets.
+    /// The length of each sample of the file, as used for budgets and buckets (1 each for
+    /// a loader over shards whose plan needs no lengths: [`LoaderBuilder::with_lazy_shards`]).
     ///
     /// # Example
     /// ```

@@ -26,9 +26,10 @@ const MAX_MISMATCH_CHARS: usize = 300;
 /// kilobyte or a gigabyte. The first access to a shard maps it and checks it against the
 /// manifest (size, CRC-32C, rows, batches, columns, sequence and element counts) and with
 /// every check of [`MappedDataset::open`]; [`ShardedDataset::validate`] does so for all.
-/// A [`Loader`](crate::Loader) maps every shard when it is built and checks everything but
-/// the checksums, each checked when a batch first reads its shard: a rank reads the values
-/// of the shards it reads only.
+/// A [`Loader`](crate::Loader) whose plan needs no sample lengths maps a shard of its own
+/// when a batch first reads it and drops it when its plan is done with it; one whose plan
+/// needs lengths maps every shard when it is built. Either checks each shard's checksum
+/// when a batch first reads the shard: a rank reads the values of the shards it reads only.
 /// Rows are numbered across shards, in manifest order; every sample and row range is a view
 /// into a shard's mapping, as with one file.
 ///
