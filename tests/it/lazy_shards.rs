@@ -40,14 +40,14 @@ fn options(
 ) -> LoaderBuilder<'_> {
     let b = b
         .with_batch_size(1 + mode % 4)
-        .with_drop_last(mode % 3 == 0);
+        .with_drop_last(mode.is_multiple_of(3));
     let b = match mode % 4 {
         0 => b,
         1 => b.with_shuffle(seed),
         2 => b.with_chunk_shuffle(seed, 3),
         _ => b.with_windowed_shuffle(seed, 2, 5),
     };
-    if mode % 2 == 0 {
+    if mode.is_multiple_of(2) {
         b.shard(rank, world)
     } else {
         b.elastic_shard(rank, world)
