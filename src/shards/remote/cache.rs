@@ -133,12 +133,19 @@ impl ShardCache {
         *self.lock(&self.in_use).entry(name).or_insert(0) += 1;
         let mut attempt = 0;
         let opened = loop {
-            let path = self.fetch(entry)?;
+            let path = match self.fetch(entry) {
+                Ok(path) => path,
+                Err(e) => break Err(e),
+            };
             match open(&path) {
                 Err(e) if attempt == 0 && is_not_found(&e) => attempt += 1,
                 opened => break opened.map_err(|e| e.in_file(&path)),
             }
         };
+        if opened.is_err() {
+            self.release(index); // Not in use: a failed open maps nothing.
+            return opened;
+        }
         match next {
             Some(next) => self.prefetch(next.iter().copied()),
             None => self.prefetch(index + 1..self.shards.len()),
