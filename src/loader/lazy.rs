@@ -112,6 +112,8 @@ pub(super) struct LazyShards {
     last_use: Vec<Option<usize>>,
     /// The shards in the order of the plan's first batch that reads each.
     first_touches: Vec<usize>,
+    /// Per shard, its place in `first_touches`.
+    touch_rank: Vec<usize>,
     /// The length column and level that give a batch's tokens.
     length: Option<(usize, usize)>,
 }
@@ -125,6 +127,7 @@ impl LazyShards {
             epoch: None,
             last_use: Vec::new(),
             first_touches: Vec::new(),
+            touch_rank: Vec::new(),
             length,
         }
     }
@@ -143,6 +146,7 @@ impl LazyShards {
         self.epoch = Some(plan.epoch());
         self.last_use = vec![None; self.open.len()];
         self.first_touches.clear();
+        self.touch_rank = vec![0; self.open.len()];
         for (i, samples) in plan.batches().enumerate() {
             for &s in samples {
                 let (shard, _) = self
@@ -150,6 +154,7 @@ impl LazyShards {
                     .locate(s)
                     .expect("plans hold rows of the source");
                 if self.last_use[shard].is_none() {
+                    self.touch_rank[shard] = self.first_touches.len();
                     self.first_touches.push(shard);
                 }
                 self.last_use[shard] = Some(i);
@@ -171,16 +176,19 @@ impl LazyShards {
         let samples = plan
             .batch(index)
             .expect("the loader asks for batches of the plan");
-        let mut touched: Vec<usize> = Vec::new();
-        for &s in samples {
-            let (shard, _) = self
-                .shards
-                .locate(s)
-                .expect("plans hold rows of the source");
-            if !touched.contains(&shard) {
-                self.map(shard)?;
-                touched.push(shard);
-            }
+        let mut touched: Vec<usize> = samples
+            .iter()
+            .map(|&s| {
+                self.shards
+                    .locate(s)
+                    .expect("plans hold rows of the source")
+                    .0
+            })
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for &shard in &touched {
+            self.map(shard)?;
         }
         let info = self.info(plan.infos()[index], samples);
         let loaded = match self.view_rows(samples) {
@@ -202,8 +210,9 @@ impl LazyShards {
     /// ahead), and checks its checksum unless checked.
     fn map(&mut self, shard: usize) -> Result<()> {
         if self.open[shard].is_none() {
-            let at = self.first_touches.iter().position(|&s| s == shard);
-            let next = at.map(|at| &self.first_touches[at + 1..]);
+            let next = self.last_use[shard]
+                .is_some()
+                .then(|| &self.first_touches[self.touch_rank[shard] + 1..]);
             let file = self.files.open(shard, false, next)?;
             let batches = file.batches().to_vec();
             let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
@@ -294,8 +303,8 @@ impl LazyShards {
         contiguous.then(|| (shard, b, row - part.start..last - start + 1 - part.start))
     }
 
-    /// Gathers `samples` from the record batches of the shards `touched`, numbered as if
-    /// those shards' rows came one after the other.
+    /// Gathers `samples` from the record batches of the shards `touched` (in order, each
+    /// once), numbered as if those shards' rows came one after the other.
     fn gather(
         &self,
         samples: &[usize],
@@ -303,13 +312,12 @@ impl LazyShards {
         gatherer: &mut Gatherer,
         columns: &[ColumnInfo],
     ) -> Result<Dataset> {
-        let mut sorted = touched.to_vec();
-        sorted.sort_unstable();
+        let sorted = touched; // In order, without repeats.
         let mut counts = Vec::new();
         let mut sources = Vec::new();
         let mut base = Vec::with_capacity(sorted.len());
         let mut total = 0;
-        for &shard in &sorted {
+        for &shard in sorted {
             let open = self.shard(shard);
             base.push(total);
             total += open.rows.num_rows();
