@@ -114,6 +114,8 @@ pub(super) struct LazyShards {
     first_touches: Vec<usize>,
     /// Per shard, its place in `first_touches`.
     touch_rank: Vec<usize>,
+    /// Per shard, whether its checksum was checked (once per loader, not per mapping).
+    checked: Vec<bool>,
     /// The length column and level that give a batch's tokens.
     length: Option<(usize, usize)>,
 }
@@ -128,6 +130,7 @@ impl LazyShards {
             last_use: Vec::new(),
             first_touches: Vec::new(),
             touch_rank: Vec::new(),
+            checked: vec![false; data.num_shards()],
             length,
         }
     }
@@ -220,12 +223,13 @@ impl LazyShards {
                 .iter()
                 .map(|b| b.columns().iter().map(Source::new).collect())
                 .collect();
-            let pending = PendingChecksum::new(file.mapping().clone(), self.files.checksum(shard));
+            let pending = (!self.checked[shard])
+                .then(|| PendingChecksum::new(file.mapping().clone(), self.files.checksum(shard)));
             self.open[shard] = Some(OpenShard {
                 batches,
                 rows,
                 sources,
-                pending: Some(pending),
+                pending,
             });
         }
         let open = self.open[shard].as_mut().expect("mapped above");
@@ -235,6 +239,7 @@ impl LazyShards {
                 return Err(e);
             }
             open.pending = None;
+            self.checked[shard] = true;
         }
         Ok(())
     }
