@@ -98,6 +98,7 @@ class LoaderOptions(TypedDict, total=False):
     pack_pad_last: bool
     pack_lookahead: int
     pack_overlong: Literal["cut", "drop"]
+    lazy_shards: bool
 
 class StateDict(TypedDict):
     epoch: int

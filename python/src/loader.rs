@@ -67,6 +67,7 @@ pub struct Options {
     pub pack_pad_last: bool,
     pub pack_lookahead: usize,
     pub pack_overlong: String,
+    pub lazy_shards: bool,
 }
 
 /// [`Options`] as a Python object, what [`loader_options`] returns.
@@ -82,7 +83,8 @@ pub struct ParsedOptions(Options);
     level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
     buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
     prefetch = 0, pack = None, pack_split = true, pack_extra_token = false,
-    pack_pad_last = false, pack_lookahead = 1024, pack_overlong = "cut".to_owned()))]
+    pack_pad_last = false, pack_lookahead = 1024, pack_overlong = "cut".to_owned(),
+    lazy_shards = true))]
 #[allow(clippy::too_many_arguments)]
 pub fn loader_options(
     batch_size: Option<usize>,
@@ -105,6 +107,7 @@ pub fn loader_options(
     pack_pad_last: bool,
     pack_lookahead: usize,
     pack_overlong: String,
+    lazy_shards: bool,
 ) -> PyResult<ParsedOptions> {
     Ok(ParsedOptions(Options {
         batch_size,
@@ -127,6 +130,7 @@ pub fn loader_options(
         pack_pad_last,
         pack_lookahead,
         pack_overlong,
+        lazy_shards,
     }))
 }
 
@@ -191,7 +195,10 @@ impl Options {
         if let Some(packing) = packing {
             b = b.with_packing(packing);
         }
-        b.with_drop_last(self.drop_last).build().py_err()
+        b.with_drop_last(self.drop_last)
+            .with_lazy_shards(self.lazy_shards)
+            .build()
+            .py_err()
     }
 }
 
@@ -451,7 +458,9 @@ impl Inner {
 /// `prefetch=0` (batches read ahead on a Rust thread); `pack=None` (windows of that many
 /// tokens: `batch.cu_seqlens`, `batch.position_ids`, `batch.windows`), `pack_split=True`
 /// (`False`: best fit of whole documents, `pack_lookahead=1024`, `pack_overlong="cut"` or
-/// `"drop"`), `pack_extra_token=False`, `pack_pad_last=False`. `docs/python.md` says more.
+/// `"drop"`), `pack_extra_token=False`, `pack_pad_last=False`; `lazy_shards=True` (over
+/// shards in `batch_size` mode: a shard mapped, or downloaded, when a batch first reads it;
+/// `False` maps every shard when the loader is made). `docs/python.md` says more.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Loader {
     inner: Mutex<Inner>,

@@ -289,10 +289,12 @@ impl ShardedDataset {
     }
 
     /// A `Loader` of training batches over the shards, one after the other (rows numbered
-    /// across shards); the options are `Dataset.loader`'s (`help(lodtensor.Loader)`). Every
-    /// shard is mapped and checked against the manifest when the loader is made, its
-    /// checksum when a batch first reads it; a batch inside one record batch of a shard is a
-    /// view of that shard's mapping.
+    /// across shards); the options are `Dataset.loader`'s (`help(lodtensor.Loader)`). In
+    /// `batch_size` mode without buckets or packing a shard is mapped (downloaded, by URL)
+    /// when a batch first reads it and released after the epoch's last batch that reads it;
+    /// otherwise every shard is mapped and checked against the manifest when the loader is
+    /// made. A shard's checksum is checked when a batch first reads it; a batch inside one
+    /// record batch of a shard is a view of that shard's mapping.
     #[pyo3(signature = (**options))]
     fn loader(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Loader> {
         let options = Options::from_kwargs(py, options)?;

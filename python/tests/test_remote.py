@@ -64,6 +64,23 @@ def test_the_remote_dataset_reads_as_the_local_one(remote, shards_dir, tmp_path)
         assert batches(ds, options) == batches(local, options), options
 
 
+def test_a_batch_size_loader_downloads_a_shard_when_a_batch_reads_it(remote, shards_dir, tmp_path):
+    local = lt.open(shards_dir)
+    total = sum(s["bytes"] for s in local.shards)
+    # A cache of a quarter of the dataset: no room to download ahead.
+    ds = open_remote(remote, tmp_path, cache_limit=total // 4)
+    loader = ds.loader(batch_size=5)
+    assert ds.cache_stats()["shards_downloaded"] == 0  # building read the manifest only
+    expected = local.loader(batch_size=5)
+    seen = [next(iter(loader)).to_pyarrow()]
+    assert ds.cache_stats()["shards_downloaded"] == 1  # the first batch: the first shard
+    seen += [b.to_pyarrow() for b in loader]
+    assert seen == [b.to_pyarrow() for b in expected]
+    stats = ds.cache_stats()
+    assert stats["shards_downloaded"] == 7
+    assert stats["bytes_downloaded"] <= total * 1.05
+
+
 def test_a_second_open_downloads_nothing(remote, tmp_path):
     first = open_remote(remote, tmp_path)
     first.to_pyarrow()

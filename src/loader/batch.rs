@@ -33,6 +33,9 @@ pub struct Batch {
     pub(super) plan: Arc<Plan>,
     /// The batch's index in the plan.
     pub(super) index: usize,
+    /// Its samples' count, tokens and longest length (the plan's, or measured when the
+    /// plan was made without lengths).
+    pub(super) info: BatchInfo,
     /// The step the batch was read in, and the next one (`index..index + 1` unless ranks
     /// take turns).
     pub(super) steps: Range<usize>,
@@ -113,7 +116,7 @@ impl Batch {
     }
 
     fn info(&self) -> &BatchInfo {
-        &self.plan.infos()[self.index]
+        &self.info
     }
 
     /// The sum of the samples' lengths.

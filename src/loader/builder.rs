@@ -4,7 +4,9 @@ use arrow_schema::Schema;
 
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
-use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
+use super::gather::{ColumnInfo, Gatherer, Source};
+use super::lazy::plans_without_lengths;
+use super::lengths::{length_column, quantile_bounds, sample_lengths};
 use super::mix::{Blend, Mixture, read_mixture};
 use super::pack::Packing;
 use super::packed::packed_columns;
@@ -35,10 +37,12 @@ use std::sync::Arc;
 pub enum LoaderSource<'a> {
     /// One file.
     File(&'a MappedDataset),
-    /// The shards of a sharded dataset, in the manifest's order: each is mapped and checked
-    /// against the manifest when the loader is built, but for its checksum, checked when
-    /// the loader first reads a sample of it (so a rank reads the values of its own shards
-    /// only).
+    /// The shards of a sharded dataset, in the manifest's order. When the plan needs no
+    /// sample lengths ([`LoaderBuilder::with_lazy_shards`]) a shard is mapped when a batch
+    /// first reads it and released after the plan's last batch that does; else each is
+    /// mapped and checked against the manifest when the loader is built. Either way its
+    /// checksum is checked when the loader first reads a sample of it (so a rank reads the
+    /// values of its own shards only).
     Shards(&'a ShardedDataset),
     /// Several sources drawn from at set proportions ([`Mixture`]).
     Mixture(&'a Mixture<'a>),
@@ -145,6 +149,8 @@ pub struct LoaderBuilder<'a> {
     chosen: [Option<&'static str>; 4],
     /// The first two alternatives both given.
     conflict: Option<(&'static str, &'static str)>,
+    /// Whether shards may be mapped as batches reach them ([`LoaderBuilder::with_lazy_shards`]).
+    lazy: bool,
 }
 
 /// The groups of alternative options, indices into [`LoaderBuilder::chosen`].
@@ -169,6 +175,7 @@ impl<'a> LoaderBuilder<'a> {
             quantiles: None,
             chosen: [None; 4],
             conflict: None,
+            lazy: true,
         }
     }
 
@@ -503,6 +510,39 @@ impl<'a> LoaderBuilder<'a> {
         self
     }
 
+    /// Over a sharded dataset, whether a shard may be mapped only when a batch first reads
+    /// it and released once the epoch is done with it (the default, `true`), which holds
+    /// when the plan needs no sample lengths: batches of a number of samples, no buckets,
+    /// no packing, and for a chunk or windowed shuffle one record batch per shard. Then
+    /// building reads the manifest only, and over a dataset opened by URL the first batch
+    /// waits for its own shards, not the dataset's. With `false`, or when the plan needs
+    /// lengths, every shard is mapped (downloaded) when the loader is built and held while
+    /// it lives. The two make the same batches, but their positions' fingerprints differ
+    /// (a lazy loader counts every sample as length 1): a position resumes on a loader
+    /// built the same way.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset};
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = lodtensor::doc_fixtures::ids();
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// use lodtensor::Loader;
+    /// let data = ShardedDataset::open(dir.path())?;
+    /// let mut lazy = Loader::builder(&data).with_batch_size(2).build()?;        // maps no shard
+    /// let mut eager = Loader::builder(&data).with_batch_size(2).with_lazy_shards(false).build()?;
+    /// assert_eq!(lazy.next_batch()?.expect("a batch").data(), eager.next_batch()?.expect("a batch").data());
+    /// assert_ne!(lazy.fingerprint(), eager.fingerprint());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_lazy_shards(mut self, lazy: bool) -> Self {
+        self.lazy = lazy;
+        self
+    }
+
     /// The loader, positioned at batch 0 of epoch 0.
     ///
     /// # Errors
@@ -534,8 +574,15 @@ impl<'a> LoaderBuilder<'a> {
             mut config,
             length,
             quantiles,
+            lazy,
             ..
         } = self;
+        if let LoaderSource::Shards(data) = source
+            && lazy
+            && plans_without_lengths(data, &config, quantiles.is_some())
+        {
+            return super::lazy::build(data, config, length);
+        }
         let Sourced {
             batches,
             shards,
@@ -580,6 +627,7 @@ impl<'a> LoaderBuilder<'a> {
             lengths,
             packed,
             blend,
+            lazy: None,
             config,
             fingerprint,
             plan: None,
@@ -599,74 +647,4 @@ fn empty_columns(schema: &Schema) -> Result<Vec<Column>> {
             Column::try_from_arrow(field, empty.as_ref()).map_err(|e| e.in_column(field.name(), 0))
         })
         .collect()
-}
-
-/// The column and level that give a sample's length: the one asked for, checked, or the
-/// last level of the first column with levels (`None`: every sample has length 1).
-fn length_column(
-    columns: &[ColumnInfo],
-    asked: Option<(String, usize)>,
-) -> Result<Option<(usize, usize)>> {
-    match asked {
-        Some((name, level)) => {
-            let Some(c) = columns.iter().position(|c| c.name == name) else {
-                return Err(ArgumentError::NoSuchColumn(name).into());
-            };
-            if let ValuesInfo::Side(field) = &columns[c].values {
-                return Err(ArgumentError::NotATensor {
-                    column: name,
-                    data_type: field.data_type().clone(),
-                }
-                .into());
-            }
-            ArgumentError::check_level(level, columns[c].widths.len())?;
-            Ok(Some((c, level)))
-        }
-        None => Ok(columns
-            .iter()
-            .position(|c| !c.widths.is_empty())
-            .map(|c| (c, columns[c].widths.len() - 1))),
-    }
-}
-
-/// The length of every sample of the file, in order.
-fn sample_lengths(batches: &[Dataset], length: Option<(usize, usize)>, rows: usize) -> Vec<usize> {
-    let mut lengths = Vec::with_capacity(rows);
-    for b in batches {
-        match length {
-            Some((c, level)) => {
-                let lod = b.columns()[c]
-                    .as_tensor()
-                    .expect("the length column is a tensor")
-                    .lod();
-                for row in 0..b.num_rows() {
-                    lengths.push(lod.descend(0, row..row + 1, level + 1).len());
-                }
-            }
-            None => lengths.extend(std::iter::repeat_n(1, b.num_rows())),
-        }
-    }
-    lengths
-}
-
-/// Bounds of `n` buckets with about as many samples each.
-fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>> {
-    if n == 0 {
-        return Err(ArgumentError::LoaderConfig {
-            option: "buckets",
-            reason: "must be at least 1 quantile bucket, got 0".to_owned(),
-        }
-        .into());
-    }
-    let mut sorted = lengths.to_vec();
-    sorted.sort_unstable();
-    let mut bounds: Vec<usize> = (1..n)
-        .filter_map(|q| {
-            // The longest length of the lower q/n of the samples.
-            let i = q * sorted.len() / n;
-            i.checked_sub(1).and_then(|i| sorted.get(i)).copied()
-        })
-        .collect();
-    bounds.dedup();
-    Ok(bounds)
 }

@@ -36,7 +36,7 @@ fn align(n: usize) -> usize {
 }
 
 /// One column of one record batch of the file, ready for copying from.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Source {
     /// Level 0 is exactly the record batch's rows; deeper levels as stored.
     levels: Vec<LevelOffsets>,

@@ -7,9 +7,13 @@
 //! the shards one after the other (global row numbers, as `ShardedDataset::sample` counts
 //! them), and a shard's record batches are record batches like a file's: a batch inside
 //! one of them is a view of that shard's mapping, and runs of a chunk or windowed shuffle
-//! never cross a shard. Every shard is mapped and checked against the manifest when the
-//! loader is built, but for its checksum: that is checked when a batch first takes a
-//! sample of the shard, so a rank reads the values of the shards it reads only.
+//! never cross a shard. When the plan needs no sample lengths (batches of a number of
+//! samples, no buckets, no packing: [`LoaderBuilder::with_lazy_shards`]) it is made from
+//! the manifest's row counts, and a shard is mapped when a batch first reads it and
+//! released after the plan's last batch that reads it; otherwise every shard is mapped and
+//! checked against the manifest when the loader is built. A shard's checksum is checked
+//! when a batch first takes a sample of it, so a rank reads the values of the shards it
+//! reads only.
 //!
 //! - batches of a fixed number of samples, or of at most a token budget (the sum of one
 //!   column's level lengths per sample; a longer sample is a batch of its own and flagged,
@@ -81,6 +85,8 @@ mod batch;
 mod builder;
 mod config;
 mod gather;
+mod lazy;
+mod lengths;
 mod mix;
 mod order;
 mod pack;
@@ -112,6 +118,7 @@ pub use prefetch::Prefetch;
 
 use config::PlanConfig;
 use gather::{ColumnInfo, Gatherer, Source};
+use lazy::LazyShards;
 use mix::Blend;
 
 /// Streams the batches of a [`MappedDataset`]; see the [module docs](self).
@@ -147,6 +154,9 @@ pub struct Loader {
     packed: Vec<usize>,
     /// A mixture's sources.
     blend: Option<Arc<Blend>>,
+    /// The shards, mapped as batches reach them, when the plans need no lengths (then
+    /// `batches` and `sources` are empty and `lengths` all 1).
+    lazy: Option<LazyShards>,
     config: PlanConfig,
     fingerprint: Fingerprint,
     plan: Option<Arc<Plan>>,
@@ -161,7 +171,8 @@ impl Loader {
     /// [`LoaderSource`]): batches of 32 samples in file order, one rank.
     ///
     /// # Errors
-    /// None here; [`LoaderBuilder::build`] maps and checks the shards of a sharded dataset.
+    /// None here; [`LoaderBuilder::build`] maps and checks the shards of a sharded dataset
+    /// when its plan needs sample lengths.
     ///
     /// # Example
     /// ```
@@ -249,7 +260,8 @@ impl Loader {
         }
     }
 
-    /// The length of each sample of the file, as used for budgets and buckets.
+    /// The length of each sample of the file, as used for budgets and buckets (1 each for
+    /// a loader over shards whose plan needs no lengths: [`LoaderBuilder::with_lazy_shards`]).
     ///
     /// # Example
     /// ```
@@ -435,11 +447,21 @@ impl Loader {
         let whole_step = !self.config.drop_last || step + self.config.ranks.turn().1 <= plan.len();
         let Some(samples) = plan.batch(index).filter(|_| whole_step) else {
             self.position = (epoch + 1, 0);
+            if let Some(lazy) = &mut self.lazy {
+                lazy.release_all();
+            }
             return Ok(None);
         };
-        let (data, view) = match plan.windows() {
-            Some(windows) => self.load_packed(windows, samples)?,
-            None => self.load(samples)?,
+        let (data, view, info) = match (plan.windows(), self.lazy.as_mut()) {
+            (Some(windows), _) => {
+                let (data, view) = self.load_packed(windows, samples)?;
+                (data, view, plan.infos()[index])
+            }
+            (None, Some(lazy)) => lazy.load(&plan, index, &mut self.gatherer, &self.columns)?,
+            (None, None) => {
+                let (data, view) = self.load(samples)?;
+                (data, view, plan.infos()[index])
+            }
         };
         let next = (step + self.config.ranks.turn().1).min(plan.len());
         self.position = (epoch, next);
@@ -448,6 +470,7 @@ impl Loader {
             view,
             plan,
             index,
+            info,
             steps: step..next,
             fingerprint: self.fingerprint,
             blend: self.blend.clone(),
@@ -529,7 +552,10 @@ impl Loader {
     pub fn next_is_view(&self) -> bool {
         match &self.plan {
             Some(p) if p.epoch() == self.position.0 && p.windows().is_none() => {
-                (p.batch(self.next_index())).is_some_and(|s| self.view_rows(s).is_some())
+                (p.batch(self.next_index())).is_some_and(|s| match &self.lazy {
+                    Some(lazy) => lazy.view_rows(s).is_some(),
+                    None => self.view_rows(s).is_some(),
+                })
             }
             _ => false,
         }

@@ -14,6 +14,7 @@
 //!   (S3, GCS, Azure, HTTP), each shard downloaded once per node into a local cache.
 
 mod commit;
+mod files;
 mod manifest;
 mod parse;
 mod reader;
@@ -26,6 +27,7 @@ mod vacuum;
 mod writer;
 
 pub use commit::commit;
+pub(crate) use files::ShardFiles;
 pub use manifest::{
     ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION,
     MANIFEST_VERSION_SIDE_COLUMNS, MAX_MANIFEST_BYTES, Manifest, ShardEntry,

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
 use crate::io::regular::{check_inside, check_regular};
 use crate::row_index::RowIndex;
+use crate::shards::files::ShardFiles;
 use crate::shards::manifest::{ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::parse::cut;
 
@@ -25,9 +26,10 @@ const MAX_MISMATCH_CHARS: usize = 300;
 /// kilobyte or a gigabyte. The first access to a shard maps it and checks it against the
 /// manifest (size, CRC-32C, rows, batches, columns, sequence and element counts) and with
 /// every check of [`MappedDataset::open`]; [`ShardedDataset::validate`] does so for all.
-/// A [`Loader`](crate::Loader) maps every shard when it is built and checks everything but
-/// the checksums, each checked when a batch first reads its shard: a rank reads the values
-/// of the shards it reads only.
+/// A [`Loader`](crate::Loader) whose plan needs no sample lengths maps a shard of its own
+/// when a batch first reads it and drops it when its plan is done with it; one whose plan
+/// needs lengths maps every shard when it is built. Either checks each shard's checksum
+/// when a batch first reads the shard: a rank reads the values of the shards it reads only.
 /// Rows are numbered across shards, in manifest order; every sample and row range is a view
 /// into a shard's mapping, as with one file.
 ///
@@ -54,14 +56,12 @@ const MAX_MISMATCH_CHARS: usize = 300;
 /// ```
 #[derive(Debug)]
 pub struct ShardedDataset {
-    dir: PathBuf,
-    manifest: Manifest,
+    /// The manifest and where the shards are (for a dataset opened by
+    /// [`ShardedDataset::open_url`], the node's cache).
+    files: ShardFiles,
     /// The global rows of each shard.
     rows: RowIndex,
     shards: Vec<ShardSlot>,
-    /// The node's cache of a dataset in object storage ([`ShardedDataset::open_url`]).
-    #[cfg(feature = "remote")]
-    remote: Option<std::sync::Arc<crate::shards::remote::ShardCache>>,
 }
 
 impl ShardedDataset {
@@ -114,12 +114,14 @@ impl ShardedDataset {
             .map(|_| ShardSlot::default())
             .collect();
         ShardedDataset {
-            dir,
-            manifest,
+            files: ShardFiles {
+                dir,
+                manifest: std::sync::Arc::new(manifest),
+                #[cfg(feature = "remote")]
+                remote,
+            },
             rows,
             shards,
-            #[cfg(feature = "remote")]
-            remote,
         }
     }
 
@@ -140,7 +142,7 @@ impl ShardedDataset {
     /// ```
     #[cfg(feature = "remote")]
     pub fn cache_stats(&self) -> Option<crate::shards::remote::CacheStats> {
-        Some(self.remote.as_ref()?.stats())
+        Some(self.files.remote.as_ref()?.stats())
     }
 
     /// For a dataset opened by [`ShardedDataset::open_url`], its URL (ending in `/`);
@@ -160,7 +162,7 @@ impl ShardedDataset {
     /// ```
     #[cfg(feature = "remote")]
     pub fn url(&self) -> Option<&str> {
-        Some(self.remote.as_ref()?.remote().url())
+        Some(self.files.remote.as_ref()?.remote().url())
     }
 
     /// The dataset directory (for a dataset in object storage, its directory in the cache).
@@ -179,7 +181,7 @@ impl ShardedDataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.files.dir
     }
 
     /// The manifest.
@@ -199,7 +201,7 @@ impl ShardedDataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        &self.files.manifest
     }
 
     /// The columns every shard holds.
@@ -219,7 +221,7 @@ impl ShardedDataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn columns(&self) -> &[ColumnSpec] {
-        &self.manifest.columns
+        &self.files.manifest.columns
     }
 
     /// The number of rows over all shards.
@@ -352,34 +354,18 @@ impl ShardedDataset {
 
     /// Shard `index`'s checksum in the manifest.
     fn checksum(&self, index: usize) -> Checksum {
-        let file = &self.manifest.shards[index].file;
-        #[cfg(feature = "remote")]
-        let path = match &self.remote {
-            Some(cache) => PathBuf::from(cache.remote().url_of(file)),
-            None => self.dir.join(file),
-        };
-        #[cfg(not(feature = "remote"))]
-        let path = self.dir.join(file);
-        Checksum {
-            path,
-            crc32c: self.manifest.shards[index].crc32c,
-        }
+        self.files.checksum(index)
     }
 
     /// Maps shard `index` and checks it against the manifest, its checksum only if
     /// `checksum`.
     fn open_shard(&self, index: usize, checksum: bool) -> Result<MappedDataset> {
-        let entry = &self.manifest.shards[index];
-        #[cfg(feature = "remote")]
-        if let Some(cache) = &self.remote {
-            let columns = &self.manifest.columns;
-            return cache.open(index, |path| open_checked(path, entry, columns, checksum));
-        }
-        let path = self.dir.join(&entry.file);
-        check_inside(&self.dir, &path)
-            .map_err(Error::from)
-            .and_then(|()| open_checked(&path, entry, &self.manifest.columns, checksum))
-            .map_err(|e| e.in_file(&path))
+        self.files.open(index, checksum, None)
+    }
+
+    /// The manifest and the place of the shards, for a loader that maps shards of its own.
+    pub(crate) fn files(&self) -> &ShardFiles {
+        &self.files
     }
 
     /// Maps and checks every shard not touched yet.
@@ -493,9 +479,9 @@ struct ShardSlot {
 
 /// A shard's checksum in the manifest.
 #[derive(Clone, Debug)]
-struct Checksum {
-    path: PathBuf,
-    crc32c: u32,
+pub(crate) struct Checksum {
+    pub path: PathBuf,
+    pub crc32c: u32,
 }
 
 impl Checksum {
@@ -513,6 +499,11 @@ pub(crate) struct PendingChecksum {
 }
 
 impl PendingChecksum {
+    /// The check of `mapping` (a shard's bytes) against `checksum`.
+    pub(crate) fn new(mapping: Buffer, checksum: Checksum) -> Self {
+        PendingChecksum { mapping, checksum }
+    }
+
     /// Checks the shard's bytes against the manifest's checksum.
     ///
     /// # Errors
@@ -524,7 +515,7 @@ impl PendingChecksum {
 
 /// Maps the shard at `path` and checks it against its manifest entry, its checksum only if
 /// `checksum`.
-fn open_checked(
+pub(crate) fn open_checked(
     path: &Path,
     entry: &ShardEntry,
     columns: &[ColumnSpec],

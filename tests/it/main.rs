@@ -12,6 +12,7 @@ mod fuzz_regressions;
 mod hostile;
 mod ipc;
 mod layers;
+mod lazy_shards;
 mod loader;
 mod paddle;
 mod paddle_ops;

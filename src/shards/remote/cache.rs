@@ -16,7 +16,7 @@
 //! The checksum is part of the entry's name, so a shard rewritten in the store under the
 //! same name is a new entry.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write as _;
 use std::ops::Range;
@@ -79,9 +79,9 @@ pub(crate) struct ShardCache {
     limit: Option<u64>,
     /// The most bytes of shards downloaded ahead of the one asked for.
     prefetch_bytes: u64,
-    /// The entries this process uses (mapped: removing them would free nothing) and the
-    /// shards being downloaded ahead.
-    in_use: Mutex<HashSet<String>>,
+    /// The entries this process uses (mapped: removing them would free nothing), with how
+    /// many of its readers use each, and the shards being downloaded ahead.
+    in_use: Mutex<HashMap<String, usize>>,
     prefetching: Mutex<HashSet<usize>>,
     bytes_downloaded: AtomicU64,
     shards_downloaded: AtomicU64,
@@ -106,7 +106,7 @@ impl ShardCache {
             shards,
             limit,
             prefetch_bytes,
-            in_use: Mutex::new(HashSet::new()),
+            in_use: Mutex::new(HashMap::new()),
             prefetching: Mutex::new(HashSet::new()),
             bytes_downloaded: AtomicU64::new(0),
             shards_downloaded: AtomicU64::new(0),
@@ -116,8 +116,9 @@ impl ShardCache {
     }
 
     /// Opens shard `index`'s entry with `open` (downloaded first unless there), then starts
-    /// downloading the shards after it. An entry another process evicted between the two
-    /// steps is downloaded again.
+    /// downloading the shards read next: `next` in that order (a loader's plan), else the
+    /// shards after `index`. An entry another process evicted between the two steps is
+    /// downloaded again. The entry counts as in use until [`ShardCache::release`].
     ///
     /// # Errors
     /// [`ShardCache::fetch`]'s errors; `open`'s.
@@ -125,31 +126,57 @@ impl ShardCache {
         self: &Arc<Self>,
         index: usize,
         open: impl Fn(&Path) -> Result<T>,
+        next: Option<&[usize]>,
     ) -> Result<T> {
         let entry = &self.shards[index];
         let name = entry_name(entry);
-        self.lock(&self.in_use).insert(name);
+        *self.lock(&self.in_use).entry(name).or_insert(0) += 1;
         let mut attempt = 0;
         let opened = loop {
-            let path = self.fetch(entry)?;
+            let path = match self.fetch(entry) {
+                Ok(path) => path,
+                Err(e) => break Err(e),
+            };
             match open(&path) {
                 Err(e) if attempt == 0 && is_not_found(&e) => attempt += 1,
                 opened => break opened.map_err(|e| e.in_file(&path)),
             }
         };
-        self.prefetch_after(index);
+        if opened.is_err() {
+            self.release(index); // Not in use: a failed open maps nothing.
+            return opened;
+        }
+        match next {
+            Some(next) => self.prefetch(next.iter().copied()),
+            None => self.prefetch(index + 1..self.shards.len()),
+        }
         opened
     }
 
-    /// Downloads, on threads of their own, the shards after `index` not in the cache yet,
-    /// up to the prefetch budget.
-    fn prefetch_after(self: &Arc<Self>, index: usize) {
+    /// Marks one use of shard `index`'s entry (by [`ShardCache::open`]) as over: once no
+    /// reader of this process uses it, it may be evicted.
+    pub(crate) fn release(&self, index: usize) {
+        let name = entry_name(&self.shards[index]);
+        let mut in_use = self.lock(&self.in_use);
+        if let Some(count) = in_use.get_mut(&name) {
+            *count -= 1;
+            if *count == 0 {
+                in_use.remove(&name);
+            }
+        }
+    }
+
+    /// Downloads, on threads of their own, the shards `order` names, in that order, that
+    /// are not in the cache yet, up to the prefetch budget.
+    fn prefetch(self: &Arc<Self>, order: impl Iterator<Item = usize>) {
         let mut budget = match self.limit {
             Some(limit) => self.prefetch_bytes.min(limit / 4),
             None => self.prefetch_bytes,
         };
-        for next in index + 1..self.shards.len() {
-            let entry = &self.shards[next];
+        for next in order {
+            let Some(entry) = self.shards.get(next) else {
+                return;
+            };
             if entry.bytes > budget {
                 return;
             }
@@ -266,7 +293,7 @@ impl ShardCache {
             if used + bytes <= limit {
                 break;
             }
-            if in_use.contains(&name) {
+            if in_use.contains_key(&name) {
                 continue;
             }
             let path = self.dir.join(&name);

@@ -1,0 +1,396 @@
+//! The shards of a loader whose plan needs no sample lengths: the plan is made from the
+//! manifest's row counts, a shard is mapped when a batch first touches it and released
+//! once the epoch's plan is done with it (so a remote dataset's cache may evict it).
+//!
+//! ```text
+//! plan (manifest rows) ──batch i──▶ its shards mapped? ──no──▶ map (download; the plan's next
+//!                                       │                      shards fetched ahead)
+//!                                       ▼
+//!                        view or gather (shard-local rows) ──▶ release the shards whose last
+//!                                                               batch of the plan is i
+//! ```
+
+use std::ops::Range;
+
+use super::Loader;
+use super::config::{BatchSize, PlanConfig, Shuffle};
+use super::gather::{ColumnInfo, Gatherer, Source};
+use super::lengths::length_column;
+use super::plan::{BatchInfo, Plan};
+use crate::dataset::Dataset;
+use crate::error::Result;
+use crate::row_index::RowIndex;
+use crate::shards::{PendingChecksum, ShardFiles, ShardedDataset};
+
+/// Whether a loader over `data` with `config` (and quantile buckets if `quantiles`) can
+/// make its plans from the manifest's row counts alone: batches of a number of samples,
+/// no buckets, no packing, and where the order follows record batches (a chunk or
+/// windowed shuffle) one record batch per shard, so that the shards' rows are the
+/// record batches' (the manifest counts a shard's record batches, not their rows).
+pub(super) fn plans_without_lengths(
+    data: &ShardedDataset,
+    config: &PlanConfig,
+    quantiles: bool,
+) -> bool {
+    let by_record_batch = match config.shuffle {
+        Shuffle::None | Shuffle::Samples { .. } => false,
+        Shuffle::Chunks { .. } | Shuffle::Windowed { .. } => true,
+    };
+    matches!(config.batch, BatchSize::Samples(_))
+        && config.buckets.is_empty()
+        && !quantiles
+        && config.packing.is_none()
+        && (!by_record_batch || data.manifest().shards.iter().all(|s| s.batches <= 1))
+}
+
+/// The record-batch boundaries a lazy loader's plans use: the shards with a record batch
+/// (the manifest's rows), as an eager loader finds them when every shard has at most one.
+pub(super) fn record_batch_rows(data: &ShardedDataset) -> RowIndex {
+    let shards = &data.manifest().shards;
+    RowIndex::from_counts(shards.iter().filter(|s| s.batches > 0).map(|s| s.rows))
+}
+
+/// The loader over `data` whose plans are made from the manifest's row counts (see
+/// [`plans_without_lengths`]): no shard is mapped until a batch reads it. Its sample
+/// lengths count 1 each (the fingerprint's too, so its positions resume on such a loader
+/// only); a batch's tokens are measured when it is read.
+pub(super) fn build(
+    data: &ShardedDataset,
+    config: PlanConfig,
+    length: Option<(String, usize)>,
+) -> Result<Loader> {
+    let empty = data.columns().iter().map(|c| c.empty_column());
+    let columns: Vec<ColumnInfo> = empty
+        .map(|c| c.map(|c| ColumnInfo::new(&c)))
+        .collect::<Result<_>>()?;
+    let length = length_column(&columns, length)?;
+    config.validate()?;
+    let lengths = vec![1; data.num_rows()];
+    let rows = record_batch_rows(data);
+    let shards = data.row_index().clone();
+    let fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
+    Ok(Loader {
+        batches: Vec::new(),
+        rows,
+        shards,
+        unchecked: Vec::new(),
+        sources: Vec::new(),
+        columns,
+        lengths,
+        packed: Vec::new(),
+        blend: None,
+        lazy: Some(LazyShards::new(data, length)),
+        config,
+        fingerprint,
+        plan: None,
+        position: (0, 0),
+        gatherer: Gatherer::default(),
+    })
+}
+
+/// A shard a lazy loader has mapped.
+#[derive(Debug)]
+struct OpenShard {
+    batches: Vec<Dataset>,
+    /// The shard's rows by record batch.
+    rows: RowIndex,
+    sources: Vec<Vec<Source>>,
+    /// Its checksum, until a batch has read it.
+    pending: Option<PendingChecksum>,
+}
+
+/// The shards of a lazy loader: those mapped, and when the current plan is done with each.
+#[derive(Debug)]
+pub(super) struct LazyShards {
+    files: ShardFiles,
+    /// The global rows of every shard.
+    shards: RowIndex,
+    open: Vec<Option<OpenShard>>,
+    /// The epoch `last_use` and `first_touches` are of.
+    epoch: Option<u64>,
+    /// Per shard, the plan's last batch that reads it (`None`: none does).
+    last_use: Vec<Option<usize>>,
+    /// The shards in the order of the plan's first batch that reads each.
+    first_touches: Vec<usize>,
+    /// Per shard, its place in `first_touches`.
+    touch_rank: Vec<usize>,
+    /// Per shard, whether its checksum was checked (once per loader, not per mapping).
+    checked: Vec<bool>,
+    /// The length column and level that give a batch's tokens.
+    length: Option<(usize, usize)>,
+}
+
+impl LazyShards {
+    pub(super) fn new(data: &ShardedDataset, length: Option<(usize, usize)>) -> Self {
+        LazyShards {
+            files: data.files().clone(),
+            shards: data.row_index().clone(),
+            open: (0..data.num_shards()).map(|_| None).collect(),
+            epoch: None,
+            last_use: Vec::new(),
+            first_touches: Vec::new(),
+            touch_rank: Vec::new(),
+            checked: vec![false; data.num_shards()],
+            length,
+        }
+    }
+
+    /// How many shards are mapped now.
+    #[cfg(test)]
+    pub(super) fn num_open(&self) -> usize {
+        self.open.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// Learns when `plan` first and last reads each shard (once per epoch).
+    fn follow(&mut self, plan: &Plan) {
+        if self.epoch == Some(plan.epoch()) {
+            return;
+        }
+        self.epoch = Some(plan.epoch());
+        self.last_use = vec![None; self.open.len()];
+        self.first_touches.clear();
+        self.touch_rank = vec![0; self.open.len()];
+        for (i, samples) in plan.batches().enumerate() {
+            for &s in samples {
+                let (shard, _) = self
+                    .shards
+                    .locate(s)
+                    .expect("plans hold rows of the source");
+                if self.last_use[shard].is_none() {
+                    self.touch_rank[shard] = self.first_touches.len();
+                    self.first_touches.push(shard);
+                }
+                self.last_use[shard] = Some(i);
+            }
+        }
+    }
+
+    /// The rows `samples` (batch `index` of `plan`) of every column, their shards mapped
+    /// first, and the batch's tokens and longest sample; then releases the shards the plan
+    /// reads no more after batch `index`.
+    pub(super) fn load(
+        &mut self,
+        plan: &Plan,
+        index: usize,
+        gatherer: &mut Gatherer,
+        columns: &[ColumnInfo],
+    ) -> Result<(Dataset, bool, BatchInfo)> {
+        self.follow(plan);
+        let samples = plan
+            .batch(index)
+            .expect("the loader asks for batches of the plan");
+        let mut touched: Vec<usize> = samples
+            .iter()
+            .map(|&s| {
+                self.shards
+                    .locate(s)
+                    .expect("plans hold rows of the source")
+                    .0
+            })
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for &shard in &touched {
+            self.map(shard)?;
+        }
+        let info = self.info(plan.infos()[index], samples);
+        let loaded = match self.view_rows(samples) {
+            Some((shard, b, rows)) => {
+                gatherer.stats.views += 1;
+                (self.shard(shard).batches[b].slice_rows(rows)?, true)
+            }
+            None => (self.gather(samples, &touched, gatherer, columns)?, false),
+        };
+        for shard in touched {
+            if self.last_use[shard].is_none_or(|last| last <= index) {
+                self.release(shard);
+            }
+        }
+        Ok((loaded.0, loaded.1, info))
+    }
+
+    /// Maps `shard` unless mapped (a remote one downloaded, the plan's next shards fetched
+    /// ahead), and checks its checksum unless checked.
+    fn map(&mut self, shard: usize) -> Result<()> {
+        if self.open[shard].is_none() {
+            let next = self.last_use[shard]
+                .is_some()
+                .then(|| &self.first_touches[self.touch_rank[shard] + 1..]);
+            let file = self.files.open(shard, false, next)?;
+            let batches = file.batches().to_vec();
+            let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
+            let sources = batches
+                .iter()
+                .map(|b| b.columns().iter().map(Source::new).collect())
+                .collect();
+            let pending = (!self.checked[shard])
+                .then(|| PendingChecksum::new(file.mapping().clone(), self.files.checksum(shard)));
+            self.open[shard] = Some(OpenShard {
+                batches,
+                rows,
+                sources,
+                pending,
+            });
+        }
+        let open = self.open[shard].as_mut().expect("mapped above");
+        if let Some(pending) = &open.pending {
+            if let Err(e) = pending.verify() {
+                self.release(shard);
+                return Err(e);
+            }
+            open.pending = None;
+            self.checked[shard] = true;
+        }
+        Ok(())
+    }
+
+    /// Drops the loader's mapping of `shard`, if any, and tells the cache.
+    fn release(&mut self, shard: usize) {
+        if self.open[shard].take().is_some() {
+            self.files.release(shard);
+        }
+    }
+
+    /// Releases every shard (the epoch is over, or the loader goes).
+    pub(super) fn release_all(&mut self) {
+        for shard in 0..self.open.len() {
+            self.release(shard);
+        }
+    }
+
+    fn shard(&self, shard: usize) -> &OpenShard {
+        self.open[shard]
+            .as_ref()
+            .expect("the batch's shards are mapped")
+    }
+
+    /// `planned` with the tokens and longest sample of `samples`, from the length column.
+    fn info(&self, planned: BatchInfo, samples: &[usize]) -> BatchInfo {
+        let Some((c, level)) = self.length else {
+            return planned;
+        };
+        let (mut tokens, mut max_len) = (0, 0);
+        for &s in samples {
+            let (shard, row) = self
+                .shards
+                .locate(s)
+                .expect("plans hold rows of the source");
+            let open = self.shard(shard);
+            let (b, local) = open.rows.locate(row).expect("a shard holds its rows");
+            let lod = open.batches[b].columns()[c]
+                .as_tensor()
+                .expect("the length column is a tensor")
+                .lod();
+            let len = lod.descend(0, local..local + 1, level + 1).len();
+            tokens += len;
+            max_len = max_len.max(len);
+        }
+        BatchInfo {
+            tokens,
+            max_len,
+            ..planned
+        }
+    }
+
+    /// (shard, record batch, its rows) when `samples` are consecutive rows of one record
+    /// batch of a mapped shard.
+    pub(super) fn view_rows(&self, samples: &[usize]) -> Option<(usize, usize, Range<usize>)> {
+        let (&first, &last) = (samples.first()?, samples.last()?);
+        let (shard, row) = self.shards.locate(first)?;
+        let open = self.open[shard].as_ref()?;
+        let start = first - row;
+        let (b, _) = open.rows.locate(row)?;
+        let part = open.rows.part_rows(b);
+        let contiguous = last >= first
+            && last - first + 1 == samples.len()
+            && last - start < part.end
+            && samples.windows(2).all(|w| w[1] == w[0] + 1);
+        contiguous.then(|| (shard, b, row - part.start..last - start + 1 - part.start))
+    }
+
+    /// Gathers `samples` from the record batches of the shards `touched` (in order, each
+    /// once), numbered as if those shards' rows came one after the other.
+    fn gather(
+        &self,
+        samples: &[usize],
+        touched: &[usize],
+        gatherer: &mut Gatherer,
+        columns: &[ColumnInfo],
+    ) -> Result<Dataset> {
+        let sorted = touched; // In order, without repeats.
+        let mut counts = Vec::new();
+        let mut sources = Vec::new();
+        let mut base = Vec::with_capacity(sorted.len());
+        let mut total = 0;
+        for &shard in sorted {
+            let open = self.shard(shard);
+            base.push(total);
+            total += open.rows.num_rows();
+            counts.extend(open.batches.iter().map(Dataset::num_rows));
+            sources.extend(open.sources.iter().cloned());
+        }
+        let rows = RowIndex::from_counts(counts);
+        let local: Vec<usize> = samples
+            .iter()
+            .map(|&s| {
+                let (shard, row) = self
+                    .shards
+                    .locate(s)
+                    .expect("plans hold rows of the source");
+                let k = sorted.binary_search(&shard).expect("a touched shard");
+                base[k] + row
+            })
+            .collect();
+        gatherer.gather(&local, &rows, &sources, columns)
+    }
+}
+
+impl Drop for LazyShards {
+    fn drop(&mut self) {
+        self.release_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shards::{ShardOptions, ShardWriter};
+
+    /// A shard is mapped at the plan's first batch that reads it and released after the
+    /// last: none is held after the epoch.
+    #[test]
+    fn shards_are_released_once_the_plan_is_done_with_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = crate::tensor::LodTensor::from_lengths::<arrow_array::types::Int64Type>(
+            &[vec![2, 1, 3]],
+            (0..6).collect(),
+            vec![],
+        )
+        .unwrap();
+        let ids = crate::dataset::Column::new("ids", t);
+        let ds = Dataset::try_new(vec![ids]).unwrap();
+        let options = ShardOptions::default().with_shard_rows(2);
+        let mut writer = ShardWriter::create(dir.path(), options).unwrap();
+        writer.write(&ds).unwrap();
+        writer.finish().unwrap();
+        let data = ShardedDataset::open(dir.path()).unwrap();
+        assert_eq!(data.num_shards(), 2); // rows 0 and 1, then row 2
+        let open = |l: &Loader| l.lazy.as_ref().expect("a lazy loader").num_open();
+        let mut loader = Loader::builder(&data).with_batch_size(1).build().unwrap();
+        assert_eq!(open(&loader), 0);
+        let mut held = Vec::new();
+        while loader.next_batch().unwrap().is_some() {
+            held.push(open(&loader));
+        }
+        assert_eq!(held, [1, 0, 0]); // shard 0 between its two batches
+        let mut loader = Loader::builder(&data).with_batch_size(3).build().unwrap();
+        loader.next_batch().unwrap().unwrap(); // both shards, done with both
+        assert_eq!(open(&loader), 0);
+        // An epoch left early: its shards go with the loader, or at the next epoch's end.
+        let mut loader = Loader::builder(&data).with_batch_size(1).build().unwrap();
+        loader.next_batch().unwrap().unwrap();
+        loader.set_epoch(1);
+        while loader.next_batch().unwrap().is_some() {}
+        assert_eq!(open(&loader), 0);
+    }
+}

@@ -1,0 +1,81 @@
+//! A sample's length: the column and level that give it, every sample's, and the bounds
+//! of buckets at its quantiles.
+
+use super::gather::{ColumnInfo, ValuesInfo};
+use crate::dataset::Dataset;
+use crate::error::ArgumentError;
+use crate::error::Result;
+
+/// The column and level that give a sample's length: the one asked for, checked, or the
+/// last level of the first column with levels (`None`: every sample has length 1).
+pub(super) fn length_column(
+    columns: &[ColumnInfo],
+    asked: Option<(String, usize)>,
+) -> Result<Option<(usize, usize)>> {
+    match asked {
+        Some((name, level)) => {
+            let Some(c) = columns.iter().position(|c| c.name == name) else {
+                return Err(ArgumentError::NoSuchColumn(name).into());
+            };
+            if let ValuesInfo::Side(field) = &columns[c].values {
+                return Err(ArgumentError::NotATensor {
+                    column: name,
+                    data_type: field.data_type().clone(),
+                }
+                .into());
+            }
+            ArgumentError::check_level(level, columns[c].widths.len())?;
+            Ok(Some((c, level)))
+        }
+        None => Ok(columns
+            .iter()
+            .position(|c| !c.widths.is_empty())
+            .map(|c| (c, columns[c].widths.len() - 1))),
+    }
+}
+
+/// The length of every sample of the file, in order.
+pub(super) fn sample_lengths(
+    batches: &[Dataset],
+    length: Option<(usize, usize)>,
+    rows: usize,
+) -> Vec<usize> {
+    let mut lengths = Vec::with_capacity(rows);
+    for b in batches {
+        match length {
+            Some((c, level)) => {
+                let lod = b.columns()[c]
+                    .as_tensor()
+                    .expect("the length column is a tensor")
+                    .lod();
+                for row in 0..b.num_rows() {
+                    lengths.push(lod.descend(0, row..row + 1, level + 1).len());
+                }
+            }
+            None => lengths.extend(std::iter::repeat_n(1, b.num_rows())),
+        }
+    }
+    lengths
+}
+
+/// Bounds of `n` buckets with about as many samples each.
+pub(super) fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>> {
+    if n == 0 {
+        return Err(ArgumentError::LoaderConfig {
+            option: "buckets",
+            reason: "must be at least 1 quantile bucket, got 0".to_owned(),
+        }
+        .into());
+    }
+    let mut sorted = lengths.to_vec();
+    sorted.sort_unstable();
+    let mut bounds: Vec<usize> = (1..n)
+        .filter_map(|q| {
+            // The longest length of the lower q/n of the samples.
+            let i = q * sorted.len() / n;
+            i.checked_sub(1).and_then(|i| sorted.get(i)).copied()
+        })
+        .collect();
+    bounds.dedup();
+    Ok(bounds)
+}
