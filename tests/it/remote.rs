@@ -113,8 +113,13 @@ fn a_full_cache_disk_is_an_io_error_naming_the_file_and_leaves_nothing() {
     let local_dir = dir.path().join("local");
     write_local(&local_dir);
     let url = s3.upload_dir(&local_dir, "data", "full");
-    let remote =
-        ShardedDataset::open_url(&url, &s3.options().with_cache_dir(tmpfs.path())).unwrap();
+    // No download ahead: the temporary files counted below are the failed download's only
+    // (a prefetch thread still writing would race with the count).
+    let options = s3
+        .options()
+        .with_cache_dir(tmpfs.path())
+        .with_prefetch_bytes(0);
+    let remote = ShardedDataset::open_url(&url, &options).unwrap();
     let err = remote.validate().unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::Io(io) if io.raw_os_error() == Some(28)),

@@ -123,8 +123,8 @@ impl RemoteOptions {
         self
     }
 
-    /// Downloads up to `bytes` of the shards after the one being read (in manifest order)
-    /// on background threads, so that reading shard after shard waits for the network once
+    /// Downloads up to `bytes` of the shards after the one being read (in the order a
+    /// loader's plan first reads them, else in manifest order) on background threads, so that reading shard after shard waits for the network once
     /// (default [`DEFAULT_PREFETCH_BYTES`], at most a quarter of the cache limit; 0: none).
     ///
     /// # Example
