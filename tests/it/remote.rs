@@ -191,13 +191,7 @@ fn the_cache_limit_evicts_what_no_reader_uses_least_recently_used_first() {
     write_local(&local_dir);
     let url = s3.upload_dir(&local_dir, "data", "limited");
     let local = ShardedDataset::open(&local_dir).unwrap();
-    let largest = local
-        .manifest()
-        .shards
-        .iter()
-        .map(|s| s.bytes)
-        .max()
-        .unwrap();
+    let largest = largest_shard(&local);
     let cache = dir.path().join("cache");
     // Room for two shards, no prefetch.
     let options = s3
@@ -325,13 +319,7 @@ fn a_loader_downloads_ahead_the_next_shard_of_its_plan() {
     write_eight(&local_dir);
     let url = s3.upload_dir(&local_dir, "data", "ahead-of-plan");
     let local = ShardedDataset::open(&local_dir).unwrap();
-    let largest = local
-        .manifest()
-        .shards
-        .iter()
-        .map(|s| s.bytes)
-        .max()
-        .unwrap();
+    let largest = largest_shard(&local);
     let cache = dir.path().join("cache");
     // Room to download one shard ahead.
     let options = s3
@@ -382,4 +370,10 @@ fn a_loader_downloads_ahead_the_next_shard_of_its_plan() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(entries(&cache).len(), 2, "{:?}", entries(&cache));
+}
+
+/// The size of the largest shard of `data`, in bytes.
+fn largest_shard(data: &ShardedDataset) -> u64 {
+    let sizes = data.manifest().shards.iter().map(|s| s.bytes);
+    sizes.max().expect("a shard at least")
 }
