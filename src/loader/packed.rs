@@ -18,7 +18,7 @@ use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo, interleave_rows};
 use super::pack::{Piece, Windows};
 use crate::dataset::{Column, Dataset};
 use crate::error::{ArgumentError, Result};
-use crate::lod::{Lod, OffsetWidth};
+use crate::lod::{LevelOffsets, Lod, OffsetWidth};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
@@ -28,13 +28,13 @@ enum Segment {
     Padding(usize),
 }
 
-/// The segments of a batch of windows, and the lengths of its two levels.
+/// The segments of a batch of windows, and the offsets of its two levels.
 struct Layout {
     segments: Vec<Segment>,
-    /// Segments per window.
+    /// Level 0: where each window's segments start, then their end.
     windows: Vec<usize>,
-    /// Tokens per segment.
-    lengths: Vec<usize>,
+    /// Level 1: where each segment's tokens start, then their end.
+    ends: Vec<usize>,
     /// Pieces of documents per window.
     pieces: Vec<usize>,
     padded: bool,
@@ -43,29 +43,56 @@ struct Layout {
 impl Layout {
     fn new(windows: &Windows, ids: &[usize]) -> Layout {
         let len = windows.window_len();
+        // Room for 16 segments a window, so that most batches grow no vector.
+        let segments = ids.len() * 16;
         let mut out = Layout {
-            segments: Vec::new(),
-            windows: Vec::with_capacity(ids.len()),
-            lengths: Vec::new(),
+            segments: Vec::with_capacity(segments),
+            windows: Vec::with_capacity(ids.len() + 1),
+            ends: Vec::with_capacity(segments + 1),
             pieces: Vec::with_capacity(ids.len()),
             padded: false,
         };
+        out.windows.push(0);
+        out.ends.push(0);
+        let mut end = 0;
         for &w in ids {
-            let (mut tokens, before) = (0, out.segments.len());
+            let (start, before) = (end, out.segments.len());
             windows.each_piece(w, |p| {
-                tokens += p.n_tokens;
-                out.lengths.push(p.n_tokens);
+                end += p.n_tokens;
+                out.ends.push(end);
                 out.segments.push(Segment::Piece(p));
             });
             out.pieces.push(out.segments.len() - before);
-            if tokens < len {
+            if end - start < len {
                 out.padded = true;
-                out.lengths.push(len - tokens);
-                out.segments.push(Segment::Padding(len - tokens));
+                out.segments.push(Segment::Padding(len - (end - start)));
+                end = start + len;
+                out.ends.push(end);
             }
-            out.windows.push(out.segments.len() - before);
+            out.windows.push(out.segments.len());
         }
         out
+    }
+
+    /// The batch's tokens, padding included.
+    fn tokens(&self) -> usize {
+        *self.ends.last().expect("ends start at 0")
+    }
+
+    /// The two-level LoD: its offsets are correct by construction (from 0, non-decreasing,
+    /// level 0 ending at level 1's count), checked once more by the constructors.
+    fn lod(&self) -> Result<Lod> {
+        let level = |level: usize, positions: &[usize]| match i32::try_from(self.tokens()) {
+            Ok(_) => {
+                let offsets = positions.iter().map(|&p| p as i32).collect();
+                LevelOffsets::try_new_i32(level, offsets)
+            }
+            Err(_) => {
+                let offsets = positions.iter().map(|&p| p as i64).collect();
+                LevelOffsets::try_new_i64(level, offsets)
+            }
+        };
+        Lod::try_new(vec![level(0, &self.windows)?, level(1, &self.ends)?])
     }
 
     fn pieces(&self) -> impl Iterator<Item = &Piece> {
@@ -88,13 +115,7 @@ impl Loader {
             let rows: Vec<usize> = layout.pieces().map(|p| p.row).collect();
             self.check_shards(&rows)?;
         }
-        let total: usize = layout.lengths.iter().sum();
-        let width = if i32::try_from(total).is_ok() {
-            OffsetWidth::I32
-        } else {
-            OffsetWidth::I64
-        };
-        let lod = Lod::try_from_lengths_with_width(&[&layout.windows, &layout.lengths], width)?;
+        let lod = layout.lod()?;
         let mut view = true;
         let mut columns = Vec::with_capacity(self.columns.len());
         for c in 0..self.columns.len() {
@@ -275,7 +296,7 @@ fn copy_items(
     (element_size, width): (usize, usize),
 ) -> Buffer {
     let element_bytes = element_size * width;
-    let total = layout.lengths.iter().sum::<usize>() * element_bytes;
+    let total = layout.tokens() * element_bytes;
     let mut out = gatherer.take(total);
     let mut parts = parts.iter();
     for segment in &layout.segments {
