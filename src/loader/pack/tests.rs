@@ -607,6 +607,8 @@ fn side_columns_are_carried_per_window() {
                 .side_array()
                 .unwrap();
             let (id, lang) = (id.as_list::<i32>(), lang.as_list::<i32>());
+            // One level, not a packed column: an error, not a panic.
+            assert!(b.cu_seqlens("label").is_err() && b.position_ids("label").is_err());
             let label = b.data().column("label").unwrap();
             let emb = b.data().column("emb").unwrap();
             assert_eq!(
