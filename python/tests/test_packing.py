@@ -80,6 +80,8 @@ def test_a_packed_batch_keeps_the_contract(corpus):
         np.testing.assert_array_equal(batch.values("doc"), rows)
         counts = np.r_[0, np.cumsum([len(pieces) for pieces in windows])]
         np.testing.assert_array_equal(batch.offsets("doc", 0), counts)
+        with pytest.raises(lt.LodTensorError, match="packed"):
+            batch.cu_seqlens("doc")  # one level: not a packed column
         seen += len(windows)
     assert seen == (int(np.sum(lengths))) // L
 
