@@ -18,7 +18,7 @@ import lodtensor as lt
 
 def token_table(lengths, seed=0) -> pa.Table:
     """`tokens`: each token's place in the file (unique), `labels` the same plus one
-    million (aligned: packed alike), `doc`: one int64 per document (not packed)."""
+    million (aligned: packed alike), `doc`: one int64 per document (carried per window)."""
     offsets = pa.array(np.r_[0, np.cumsum(lengths)], pa.int64())
     ids = np.arange(int(np.sum(lengths)), dtype=np.int64)
     return pa.table(
@@ -75,9 +75,32 @@ def test_a_packed_batch_keeps_the_contract(corpus):
                 bounds.add(at)
         assert set(cu.tolist()) == bounds
         np.testing.assert_array_equal(batch.values("labels"), values + 1_000_000)
-        assert "doc" not in batch.column_names
+        # "doc", one value per document, is carried per window: its pieces' documents.
+        rows = [row for pieces in windows for row, _, _ in pieces]
+        np.testing.assert_array_equal(batch.values("doc"), rows)
+        counts = np.r_[0, np.cumsum([len(pieces) for pieces in windows])]
+        np.testing.assert_array_equal(batch.offsets("doc", 0), counts)
+        with pytest.raises(lt.LodTensorError, match="packed"):
+            batch.cu_seqlens("doc")  # one level: not a packed column
         seen += len(windows)
     assert seen == (int(np.sum(lengths))) // L
+
+
+def test_side_columns_are_lists_per_window(tmp_path):
+    lengths = [3, 0, 5, 2, 7, 1, 4, 6]
+    table = token_table(lengths).append_column(
+        "id", pa.array([None if r % 3 == 1 else f"doc{r}" for r in range(len(lengths))])
+    )
+    lt.write(tmp_path / "side.arrow", table, batch_bytes=64)
+    ds = lt.open(tmp_path / "side.arrow")
+    for split in (True, False):
+        for batch in ds.loader(pack=4, pack_split=split, batch_size=2, shuffle=True, seed=1):
+            ids = batch.values("id")
+            assert isinstance(ids, pa.ListArray) and len(ids) == len(batch.windows)
+            expected = [
+                [None if r % 3 == 1 else f"doc{r}" for r, _, _ in pieces] for pieces in batch.windows
+            ]
+            assert ids.to_pylist() == expected
 
 
 def test_unpacked_batches_have_no_windows(corpus):

@@ -10,6 +10,7 @@ use super::{BatchInfo, Fingerprint, Piece, Plan, Position};
 use crate::dataset::Dataset;
 use crate::error::ArgumentError;
 use crate::error::Result;
+use crate::lod::LevelOffsets;
 use crate::ops::{Padded, to_padded};
 use crate::values::{DType, Values};
 
@@ -341,10 +342,15 @@ impl Batch {
         if self.plan.windows().is_none() {
             return Err(not_packed("cu_seqlens", "not a packed batch"));
         }
-        let offsets = &tensor.lod().offsets()[1];
-        (offsets.iter().map(|&o| i32::try_from(o)))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|_| not_packed("cu_seqlens", "more tokens than int32 counts"))
+        let packed = || not_packed("cu_seqlens", "not a packed column");
+        match tensor.lod().levels().get(1).ok_or_else(packed)? {
+            // Packed offsets start at 0 (the loader makes them): a copy of the buffer.
+            LevelOffsets::I32(o) if o[0] == 0 => Ok(o.to_vec()),
+            level => (level.to_vec().iter())
+                .map(|&o| i32::try_from(o - level.get(0) as i64))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| not_packed("cu_seqlens", "more tokens than int32 counts")),
+        }
     }
 
     /// A packed batch's position of every token within its piece of a document: 0 at

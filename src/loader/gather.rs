@@ -393,10 +393,7 @@ impl Gatherer {
             .iter()
             .flat_map(|&(b, lo, hi)| (lo..hi).map(move |row| (b, row)))
             .collect();
-        if let Some(gathered) = interleave_keys(&arrays, &rows)? {
-            return Ok(gathered);
-        }
-        Ok(arrow_select::interleave::interleave(&arrays, &rows)?)
+        interleave_rows(&arrays, &rows)
     }
 
     /// The elements of column `c` under the current runs.
@@ -409,6 +406,15 @@ impl Gatherer {
             })
             .sum()
     }
+}
+
+/// The rows `rows` (`(array, row)`) of `arrays`, by Arrow's `interleave` (dictionaries
+/// sharing one dictionary: by their keys).
+pub(super) fn interleave_rows(arrays: &[&dyn Array], rows: &[(usize, usize)]) -> Result<ArrayRef> {
+    if let Some(gathered) = interleave_keys(arrays, rows)? {
+        return Ok(gathered);
+    }
+    Ok(arrow_select::interleave::interleave(arrays, rows)?)
 }
 
 /// The rows `rows` of dictionary arrays that share one dictionary (every record batch of a

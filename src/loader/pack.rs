@@ -56,8 +56,10 @@ pub enum Overlong {
 /// `batch_size` windows: each column whose rows have as many elements as the length
 /// column's (the tokens, and columns aligned with them such as labels or loss masks) as a
 /// LoD tensor of two levels, windows then pieces, so that level 1's offsets are the
-/// `cu_seqlens` varlen attention takes ([`Batch::cu_seqlens`](super::Batch::cu_seqlens));
-/// other columns are not in packed batches.
+/// `cu_seqlens` varlen attention takes ([`Batch::cu_seqlens`](super::Batch::cu_seqlens)).
+/// A side column, or a tensor of one element per row (a label, an id), is carried per
+/// window as the list of the values of the documents its pieces come from, in piece order
+/// (a side column of lists; a tensor of one level). Other tensor columns are left out.
 ///
 /// # Example
 /// ```

@@ -1,20 +1,24 @@
 //! Loading a packed batch: the tokens of its windows, column by column, as a LoD tensor of
 //! two levels (windows, then the pieces of documents in them). The values are a view of the
 //! mapping when the windows' tokens are consecutive elements of one record batch, else
-//! copied once; padding is zeros, a piece of its own at the end of its window.
+//! copied once; padding is zeros, a piece of its own at the end of its window. Side
+//! columns and 0-level tensors are carried per window: the values of its pieces'
+//! documents, copied (one value per piece).
 
 use std::ops::Range;
+use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, make_array};
-use arrow_buffer::Buffer;
+use arrow_array::{Array, ArrayRef, ListArray, make_array};
+use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_data::ArrayData;
+use arrow_schema::Field;
 
 use super::Loader;
-use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo};
+use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo, interleave_rows};
 use super::pack::{Piece, Windows};
 use crate::dataset::{Column, Dataset};
 use crate::error::{ArgumentError, Result};
-use crate::lod::{Lod, OffsetWidth};
+use crate::lod::{LevelOffsets, Lod, OffsetWidth};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
@@ -24,40 +28,71 @@ enum Segment {
     Padding(usize),
 }
 
-/// The segments of a batch of windows, and the lengths of its two levels.
+/// The segments of a batch of windows, and the offsets of its two levels.
 struct Layout {
     segments: Vec<Segment>,
-    /// Segments per window.
+    /// Level 0: where each window's segments start, then their end.
     windows: Vec<usize>,
-    /// Tokens per segment.
-    lengths: Vec<usize>,
+    /// Level 1: where each segment's tokens start, then their end.
+    ends: Vec<usize>,
+    /// Pieces of documents per window.
+    pieces: Vec<usize>,
     padded: bool,
 }
 
 impl Layout {
     fn new(windows: &Windows, ids: &[usize]) -> Layout {
         let len = windows.window_len();
+        // Room for 16 segments a window, so that most batches grow no vector.
+        let segments = ids.len() * 16;
         let mut out = Layout {
-            segments: Vec::new(),
-            windows: Vec::with_capacity(ids.len()),
-            lengths: Vec::new(),
+            segments: Vec::with_capacity(segments),
+            windows: Vec::with_capacity(ids.len() + 1),
+            ends: Vec::with_capacity(segments + 1),
+            pieces: Vec::with_capacity(ids.len()),
             padded: false,
         };
+        out.windows.push(0);
+        out.ends.push(0);
+        let mut end = 0;
         for &w in ids {
-            let (mut tokens, before) = (0, out.segments.len());
+            let (start, before) = (end, out.segments.len());
             windows.each_piece(w, |p| {
-                tokens += p.n_tokens;
-                out.lengths.push(p.n_tokens);
+                end += p.n_tokens;
+                out.ends.push(end);
                 out.segments.push(Segment::Piece(p));
             });
-            if tokens < len {
+            out.pieces.push(out.segments.len() - before);
+            if end - start < len {
                 out.padded = true;
-                out.lengths.push(len - tokens);
-                out.segments.push(Segment::Padding(len - tokens));
+                out.segments.push(Segment::Padding(len - (end - start)));
+                end = start + len;
+                out.ends.push(end);
             }
-            out.windows.push(out.segments.len() - before);
+            out.windows.push(out.segments.len());
         }
         out
+    }
+
+    /// The batch's tokens, padding included.
+    fn tokens(&self) -> usize {
+        *self.ends.last().expect("ends start at 0")
+    }
+
+    /// The two-level LoD: its offsets are correct by construction (from 0, non-decreasing,
+    /// level 0 ending at level 1's count), checked once more by the constructors.
+    fn lod(&self) -> Result<Lod> {
+        let level = |level: usize, positions: &[usize]| match i32::try_from(self.tokens()) {
+            Ok(_) => {
+                let offsets = positions.iter().map(|&p| p as i32).collect();
+                LevelOffsets::try_new_i32(level, offsets)
+            }
+            Err(_) => {
+                let offsets = positions.iter().map(|&p| p as i64).collect();
+                LevelOffsets::try_new_i64(level, offsets)
+            }
+        };
+        Lod::try_new(vec![level(0, &self.windows)?, level(1, &self.ends)?])
     }
 
     fn pieces(&self) -> impl Iterator<Item = &Piece> {
@@ -80,20 +115,18 @@ impl Loader {
             let rows: Vec<usize> = layout.pieces().map(|p| p.row).collect();
             self.check_shards(&rows)?;
         }
-        let total: usize = layout.lengths.iter().sum();
-        let width = if i32::try_from(total).is_ok() {
-            OffsetWidth::I32
-        } else {
-            OffsetWidth::I64
-        };
-        let lod = Lod::try_from_lengths_with_width(&[&layout.windows, &layout.lengths], width)?;
+        let lod = layout.lod()?;
         let mut view = true;
-        let mut columns = Vec::with_capacity(self.packed.len());
-        for c in self.packed.clone() {
-            let (values, is_view) = self.packed_values(c, &layout)?;
-            view &= is_view;
+        let mut columns = Vec::with_capacity(self.columns.len());
+        for c in 0..self.columns.len() {
             let name = self.columns[c].name.clone();
-            columns.push(Column::new(name, LodTensor::try_new(lod.clone(), values)?));
+            if self.packed.contains(&c) {
+                let (values, is_view) = self.packed_values(c, &layout)?;
+                view &= is_view;
+                columns.push(Column::new(name, LodTensor::try_new(lod.clone(), values)?));
+            } else if let Some(column) = self.per_window(c, &layout)? {
+                columns.push(column);
+            }
         }
         if view {
             self.gatherer.stats.views += 1;
@@ -174,6 +207,55 @@ impl Loader {
 }
 
 impl Loader {
+    /// Column `c` (a side column, or a tensor of one element per row) as each window's list
+    /// of the values of the documents its pieces come from, in piece order: a side column
+    /// of lists, or a tensor of one level. Copied (one value per piece); `None` for a
+    /// tensor column with levels, which a packed batch leaves out unless it is packed.
+    fn per_window(&self, c: usize, layout: &Layout) -> Result<Option<Column>> {
+        let info = &self.columns[c];
+        if !info.widths.is_empty() {
+            return Ok(None);
+        }
+        let rows: Vec<(usize, usize)> = (layout.pieces())
+            .map(|p| (self.rows.locate(p.row)).expect("plans hold rows of the source"))
+            .collect();
+        let columns = self.batches.iter().map(|b| &b.columns()[c]);
+        match &info.values {
+            ValuesInfo::Side(field) => {
+                let arrays: Vec<&dyn Array> = columns
+                    .map(|col| col.side_array().expect("a side column").as_ref())
+                    .collect();
+                let values = interleave_rows(&arrays, &rows)?;
+                let item = Arc::new(Field::new_list_field(field.data_type().clone(), true));
+                let offsets = OffsetBuffer::from_lengths(layout.pieces.iter().copied());
+                let lists = ListArray::try_new(item, offsets, values, None)?;
+                Ok(Some(Column::side(info.name.clone(), Arc::new(lists))?))
+            }
+            ValuesInfo::Tensor {
+                element_shape,
+                element_size,
+                ..
+            } => {
+                let items: Vec<&dyn Array> = columns
+                    .map(|col| col.as_tensor().expect("a tensor").values().items().as_ref())
+                    .collect();
+                let n = *element_size;
+                let rows: Vec<(usize, usize)> = (rows.iter())
+                    .flat_map(|&(b, r)| (r * n..(r + 1) * n).map(move |i| (b, i)))
+                    .collect();
+                let values = arrow_select::interleave::interleave(&items, &rows)?;
+                let values = Values::try_new(values, element_shape.clone())?;
+                let width = match i32::try_from(rows.len()) {
+                    Ok(_) => OffsetWidth::I32,
+                    Err(_) => OffsetWidth::I64,
+                };
+                let lod = Lod::try_from_lengths_with_width(&[&layout.pieces], width)?;
+                let tensor = LodTensor::try_new(lod, values)?;
+                Ok(Some(Column::new(info.name.clone(), tensor)))
+            }
+        }
+    }
+
     /// (record batch, elements) of `layout`'s tokens when they follow each other in file
     /// order (a piece where the one before it ended, in its row or at the start of the
     /// next), within one record batch, and nothing is padding: a view, found without
@@ -214,7 +296,7 @@ fn copy_items(
     (element_size, width): (usize, usize),
 ) -> Buffer {
     let element_bytes = element_size * width;
-    let total = layout.lengths.iter().sum::<usize>() * element_bytes;
+    let total = layout.tokens() * element_bytes;
     let mut out = gatherer.take(total);
     let mut parts = parts.iter();
     for segment in &layout.segments {

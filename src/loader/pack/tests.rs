@@ -534,3 +534,111 @@ fn packs_booleans_and_wide_elements() {
         }
     }
 }
+
+/// A file of documents of `lengths` tokens, `per_batch` rows a record batch, with a side
+/// column `id` (strings, every third null), a dictionary `lang`, and 0-level tensors
+/// `label` (row + 100) and `emb` (`[row, -row]`, shape [2]).
+fn file_with_side_columns(
+    lengths: &[usize],
+    per_batch: usize,
+) -> (tempfile::TempDir, MappedDataset) {
+    use arrow_array::types::{Float32Type, Int32Type};
+    use arrow_array::{DictionaryArray, StringArray};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("side.arrow");
+    let mut w = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
+    for (i, chunk) in lengths.chunks(per_batch).enumerate() {
+        let rows = i * per_batch..i * per_batch + chunk.len();
+        let n: i64 = chunk.iter().sum::<usize>() as i64;
+        let tokens =
+            LodTensor::from_lengths::<Int64Type>(&[chunk.to_vec()], (0..n).collect(), vec![]);
+        let id: StringArray = (rows.clone())
+            .map(|r| (r % 3 != 1).then(|| format!("doc{r}")))
+            .collect();
+        let lang: DictionaryArray<Int32Type> = rows.clone().map(|r| ["en", "fr"][r % 2]).collect();
+        let label = rows.clone().map(|r| r as i64 + 100).collect();
+        let emb = rows.clone().flat_map(|r| [r as f32, -(r as f32)]).collect();
+        let ds = Dataset::try_new(vec![
+            Column::new("tokens", tokens.unwrap()),
+            Column::side("id", Arc::new(id)).unwrap(),
+            Column::side("lang", Arc::new(lang)).unwrap(),
+            Column::new(
+                "label",
+                LodTensor::dense::<Int64Type>(label, &[chunk.len()]).unwrap(),
+            ),
+            Column::new(
+                "emb",
+                LodTensor::dense::<Float32Type>(emb, &[chunk.len(), 2]).unwrap(),
+            ),
+        ])
+        .unwrap();
+        w.write(&ds).unwrap();
+    }
+    w.finish().unwrap();
+    (dir, MappedDataset::open(&path).unwrap())
+}
+
+/// Side columns and 0-level tensors are carried per window: the values of the documents
+/// of its pieces, in piece order, across record batches, shuffled or not, split or best fit.
+#[test]
+fn side_columns_are_carried_per_window() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, Int32Type};
+    use arrow_array::{Array, ArrayAccessor};
+    let lengths = [3usize, 0, 5, 2, 7, 1, 4, 6, 2, 3, 9, 1];
+    let (_dir, file) = file_with_side_columns(&lengths, 3);
+    for (shuffle, best_fit, seq) in [(0, false, 4), (1, false, 3), (2, true, 5), (1, true, 4)] {
+        let packing = match best_fit {
+            true => Packing::new(seq).with_best_fit(4),
+            false => Packing::new(seq).with_pad_last(true),
+        };
+        let builder = with_shuffle(Loader::builder(&file).with_batch_size(2), shuffle);
+        let (batches, _) = epoch(builder.with_packing(packing));
+        assert!(!batches.is_empty());
+        for b in &batches {
+            let windows = b.windows().unwrap();
+            let names: Vec<&str> = b.data().columns().iter().map(|c| c.name()).collect();
+            assert_eq!(names, ["tokens", "id", "lang", "label", "emb"]);
+            let id = b.data().column_by_name("id").unwrap().side_array().unwrap();
+            let lang = b
+                .data()
+                .column_by_name("lang")
+                .unwrap()
+                .side_array()
+                .unwrap();
+            let (id, lang) = (id.as_list::<i32>(), lang.as_list::<i32>());
+            // One level, not a packed column: an error, not a panic.
+            assert!(b.cu_seqlens("label").is_err() && b.position_ids("label").is_err());
+            let label = b.data().column("label").unwrap();
+            let emb = b.data().column("emb").unwrap();
+            assert_eq!(
+                (id.len(), lang.len(), label.num_rows()),
+                (windows.len(), windows.len(), windows.len())
+            );
+            let (labels, embs) = (
+                label.typed_values::<Int64Type>().unwrap(),
+                emb.typed_values::<Float32Type>().unwrap(),
+            );
+            let mut at = 0;
+            for (w, pieces) in windows.iter().enumerate() {
+                let (ids, langs) = (id.value(w), lang.value(w));
+                let (ids, langs) = (ids.as_string::<i32>(), langs.as_dictionary::<Int32Type>());
+                let langs = langs.downcast_dict::<arrow_array::StringArray>().unwrap();
+                assert_eq!(ids.len(), pieces.len());
+                for (k, p) in pieces.iter().enumerate() {
+                    let r = p.row;
+                    let expected = (r % 3 != 1).then(|| format!("doc{r}"));
+                    assert_eq!(ids.is_valid(k).then(|| ids.value(k).to_owned()), expected);
+                    assert_eq!(langs.value(k), ["en", "fr"][r % 2]);
+                    assert_eq!(labels[at], r as i64 + 100);
+                    assert_eq!(&embs[at * 2..at * 2 + 2], &[r as f32, -(r as f32)]);
+                    at += 1;
+                }
+                assert_eq!(
+                    label.lod().sequence_elements(0, w).unwrap(),
+                    at - pieces.len()..at
+                );
+            }
+        }
+    }
+}
