@@ -13,7 +13,8 @@ use crate::array::{Array, rebased_offsets};
 use crate::deprecated;
 use crate::error::IntoPy;
 use crate::ffi;
-use crate::loader::{Loader, Options, Source};
+use crate::loader::{Loader, Source};
+use crate::loader_options::Options;
 
 /// Maps and validates the dataset file at `path` (every offset of every level is checked;
 /// no value is read): only the columns `columns`, in that order, when given (the others

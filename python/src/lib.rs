@@ -15,6 +15,7 @@ mod deprecated;
 mod error;
 mod ffi;
 mod loader;
+mod loader_options;
 mod mix;
 mod numpy_api;
 mod pack;
@@ -51,7 +52,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
     m.add(
         "_loader_options",
-        wrap_pyfunction!(loader::loader_options, m)?,
+        wrap_pyfunction!(loader_options::loader_options, m)?,
     )?;
     m.add_function(wrap_pyfunction!(error::_panic, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::vacuum, m)?)?;

@@ -8,7 +8,8 @@ use pyo3::types::PyDict;
 
 use crate::dataset::Dataset;
 use crate::error::invalid;
-use crate::loader::{Loader, Options, Source};
+use crate::loader::{Loader, Source};
+use crate::loader_options::Options;
 use crate::shards::ShardedDataset;
 
 /// The sources of a mixture, their weights and its seed: what its loaders are built from.

@@ -3,7 +3,7 @@
 use lodtensor::loader::{Overlong, Packing};
 use pyo3::prelude::*;
 
-use crate::loader::{Options, option_error};
+use crate::loader_options::{Options, option_error};
 
 impl Options {
     /// The `pack*` options as the crate's [`Packing`] (`None` without `pack`).

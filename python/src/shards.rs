@@ -15,7 +15,8 @@ use crate::dataset::{offsets_per_level, offsets_to_py, row_index};
 use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 use crate::ffi;
-use crate::loader::{Loader, Options, Source};
+use crate::loader::{Loader, Source};
+use crate::loader_options::Options;
 
 /// Opens the sharded dataset in the directory `path`, reading its manifest only (no shard
 /// is mapped until it is touched). Raises `FileNotFoundError` when there is no manifest and
