@@ -166,7 +166,7 @@ pub(crate) fn write_atomically(
     run().map_err(|e| e.in_file(target))
 }
 
-/// Writes go to the temporary file; every [`WRITEBACK_BYTES`] are handed to the disk.
+/// Writes go to the temporary file; every 16 MiB written are handed to the disk.
 impl io::Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.temp.write(buf)?;
