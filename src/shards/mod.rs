@@ -10,7 +10,7 @@
 //! - [`ShardedDataset`]: opens by reading the manifest only; a shard is mapped and checked
 //!   against the manifest when first touched; global rows across shards.
 //! - [`Manifest`]: the manifest, parsed as untrusted input.
-//! - With the `remote` feature, [`ShardedDataset::open_url`]: a dataset in object storage
+//! - With the `remote` feature, `ShardedDataset::open_url`: a dataset in object storage
 //!   (S3, GCS, Azure, HTTP), each shard downloaded once per node into a local cache.
 
 mod commit;
