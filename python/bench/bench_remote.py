@@ -5,13 +5,21 @@ bytes downloaded per epoch. With `--batch-size N` the loader reads batches of N 
 in order (its plan needs no lengths: a shard is downloaded when a batch first reads it), and a
 last run has a cache limit of a quarter of the dataset.
 
+With `--peers` the same documents are also written as MosaicML Streaming shards (`MDSWriter`)
+and LitData chunks (`optimize`), uploaded to the same server, and read by each peer's
+`StreamingDataset` from the bucket in a DataLoader with 2 workers (batches of `--batch-size`
+documents, in order), cache fitting and a quarter-size cache, two epochs each. Every
+contender reads through a proxy that counts the bytes the server sends (remote_peers.py).
+
     .venv/bin/python python/bench/bench_remote.py --mib 512 --shard-mib 64
     .venv/bin/python python/bench/bench_remote.py --mib 512 --shard-mib 64 --batch-size 64
+    .venv-bench/bin/python python/bench/bench_remote.py --mib 256 --shard-mib 32 --batch-size 64 --peers
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -24,6 +32,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import lodtensor as lt  # noqa: E402
 from s3_server import S3Server  # noqa: E402
+from remote_peers import CountingProxy  # noqa: E402
 
 DIM = 64
 
@@ -59,6 +68,7 @@ def main() -> None:
     parser.add_argument("--shard-mib", type=int, default=64)
     parser.add_argument("--budget", type=int, default=65536, help="tokens per batch")
     parser.add_argument("--batch-size", type=int, help="documents per batch, in order")
+    parser.add_argument("--peers", action="store_true", help="MosaicML Streaming and LitData too")
     args = parser.parse_args()
     if args.batch_size:
         loader = {"batch_size": args.batch_size}
@@ -66,33 +76,74 @@ def main() -> None:
         loader = {"token_budget": args.budget, "shuffle": True, "seed": 1}
     work = Path(tempfile.mkdtemp(prefix="lt-remote-bench-"))
     server = S3Server()
+    proxy = CountingProxy(("127.0.0.1", server.port))
     try:
         local = work / "local"
         lt.write_shards(local, documents(args.mib), shard_bytes=args.shard_mib << 20)
         url = server.upload_dir(local, "bench", "tokens")
-        options = server.storage_options()
+        options = server.storage_options(proxy.endpoint)
         size = sum(s["bytes"] for s in lt.open(local).shards)
         print(f"dataset: {size / 2**20:.0f} MiB in {lt.open(local).num_shards} shards")
         rows = []
         first, seconds, tokens = epoch(lt.open(local), loader)
-        rows.append(("local directory", first, seconds, tokens, 0))
-        runs = [("remote, cold cache", "cache", None), ("remote, warm cache", "cache", None)]
+        rows.append(("lodtensor, local directory", first, seconds, tokens, 0, size))
+        runs = [("cold cache", "cache", None), ("warm cache", "cache", None)]
         if args.batch_size:
-            runs.append(("remote, limit 1/4", "limited", size // 4))
+            runs += [("limit 1/4, epoch 1", "limited", size // 4), ("limit 1/4, epoch 2", "limited", size // 4)]
         for name, cache, limit in runs:
             ds = lt.open(url, storage_options=options, cache_dir=work / cache, cache_limit=limit)
+            proxy.take()
             first, seconds, tokens = epoch(ds, loader)
-            rows.append((name, first, seconds, tokens, ds.cache_stats()["bytes_downloaded"]))
-        print(f"{'':22} {'first batch':>12} {'epoch':>8} {'M tokens/s':>11} {'downloaded':>11}")
-        for name, first, seconds, tokens, downloaded in rows:
+            rows.append((f"lodtensor, {name}", first, seconds, tokens, proxy.take(), size))
+        if args.peers:
+            rows += peers(args, server, proxy, local, work)
+        print(f"{'':34} {'first batch':>12} {'epoch':>8} {'M tokens/s':>11} {'fetched':>9}")
+        for name, first, seconds, tokens, fetched, stored in rows:
             print(
-                f"{name:22} {first:11.2f}s {seconds:7.2f}s {tokens / seconds / 1e6:11.2f}"
-                f" {downloaded / size:10.2f}x"
+                f"{name:34} {first:11.2f}s {seconds:7.2f}s {tokens / seconds / 1e6:11.2f}"
+                f" {fetched / stored:8.2f}x"
             )
     finally:
+        proxy.close()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
+
+def peers(args, server: S3Server, proxy: CountingProxy, local: Path, work: Path) -> list[tuple]:
+    """MosaicML Streaming and LitData from the same bucket: two epochs with a cache that fits,
+    two with a quarter-size cache; rows as main's, fetched relative to the peer's own bytes."""
+    import multiprocessing
+
+    import remote_peers as rp
+
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
+        AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true",
+    )
+    batch = args.batch_size or 64
+    client = server.client()
+    out = []
+    for name, write, run in (
+        ("MosaicML Streaming", rp.write_mds, rp.mosaic_epochs),
+        ("LitData", rp.write_litdata, rp.litdata_epochs),
+    ):
+        formatted = work / name.split()[0].lower()
+        try:
+            write(local, formatted, args.shard_mib)
+        except ImportError:
+            continue
+        multiprocessing.set_start_method("fork", force=True)  # LitData's optimize sets spawn
+        stored = sum(p.stat().st_size for p in formatted.rglob("*") if p.is_file())
+        remote = rp.upload_tree(client, formatted, "bench", formatted.name)
+        for label, limit in (("cache fits", None), ("limit 1/4", stored // 4)):
+            try:
+                epochs = run(remote, work / f"{formatted.name}-cache", limit, batch, proxy, 2)
+            except Exception as e:  # a peer that cannot read the bucket: say so, go on
+                print(f"{name}, {label}: {type(e).__name__}: {e}")
+                continue
+            for i, (first, seconds, tokens, fetched) in enumerate(epochs):
+                out.append((f"{name}, {label}, epoch {i + 1}", first, seconds, tokens, fetched, stored))
+    return out
 
 if __name__ == "__main__":
     main()

@@ -2,6 +2,7 @@
 MosaicML Streaming, LitData and Hugging Face datasets, on the same tokens, in one run.
 
     python python/bench/bench_torch.py [--mib 128] [--dir /tmp] [--repeat 3] [--workers 2]
+                                       [--token-budget 4096] [--no-peers]
 
 Needs torch; the peers run when installed (mosaicml-streaming, litdata, datasets: install
 them in a virtual environment of their own, not the test one). The data: documents ->
@@ -9,8 +10,9 @@ sentences -> tokens, two columns of the same lengths, `tokens` f32[64] normal fl
 `ids` int32, written once per format: a lodtensor file; MDS shards (`MDSWriter`, one
 `ndarray` per column and document, no compression); LitData chunks (`optimize`); a
 Hugging Face dataset saved to disk (`Array2D` tokens). Each contender is run as its users
-run it: lodtensor batches of at most 4096 tokens; the others batches of as many documents
-as the Loader's batches hold on average, joined by a collate function (`torch.cat`).
+run it: lodtensor batches of at most `--token-budget` tokens (4096 unless told); the
+others batches of as many documents as the Loader's batches hold on average, joined by a
+collate function (`torch.cat`).
 Every training step is `tokens.sum() + ids.sum()` on the tensors it gets (it reads every
 byte once); lodtensor's contenders also take each level's offsets of both columns (the
 peers' batches carry none). torch runs the step on one thread. Tokens/s is the best of `--repeat` epochs, after one warm-up epoch (persistent
@@ -37,7 +39,6 @@ import lodtensor as lt
 from lodtensor.torch import BatchDataset
 
 DIM = 64
-BUDGET = 4096
 SEED = 7
 warnings.filterwarnings("ignore")
 
@@ -114,9 +115,11 @@ def best(run, repeat: int) -> tuple[float, int]:
     return min(times), tokens
 
 
-def contenders(path: str, work: str, shuffle: bool, workers: int, docs_per_batch: int) -> dict:
-    """name -> (a function that runs one epoch and returns its tokens, a closer)."""
-    opts = dict(token_budget=BUDGET, shuffle=shuffle, seed=SEED)
+def contenders(
+    path: str, work: str, shuffle: bool, workers: int, docs_per_batch: int, budget: int, peers: bool
+) -> dict:
+    """name -> a function that runs one epoch and returns its tokens."""
+    opts = dict(token_budget=budget, shuffle=shuffle, seed=SEED)
     out = {}
     bare = lt.open(path).loader(**opts)
     out["Loader (bare, in-process)"] = lambda: bare_epoch(bare)
@@ -125,6 +128,8 @@ def contenders(path: str, work: str, shuffle: bool, workers: int, docs_per_batch
     dsw = BatchDataset(path, **opts)
     dlw = DataLoader(dsw, batch_size=None, num_workers=workers, persistent_workers=True)
     out[f"lodtensor.torch, {workers} workers"] = lambda: lodtensor_epoch(dlw)
+    if not peers:
+        return out
     common = dict(batch_size=docs_per_batch, num_workers=workers, collate_fn=concat, persistent_workers=True)
     try:
         import streaming
@@ -202,15 +207,18 @@ class _lit_doc:
         return self.docs[i]
 
 
-def resume_latency(path: str, workers: int) -> dict:
+def resume_latency(path: str, workers: int, budget: int) -> dict:
     """Milliseconds from load_state_dict of a mid-epoch state to the next batch in hand."""
     from torchdata.stateful_dataloader import StatefulDataLoader
 
     out = {}
-    opts = dict(token_budget=BUDGET, shuffle=True, seed=SEED)
+    opts = dict(token_budget=budget, shuffle=True, seed=SEED)
     loader = lt.open(path).loader(**opts)
+    steps = min(10, len(loader) // 2)  # mid-epoch, however few the batches
+    if steps == 0:
+        return out
     it = iter(loader)
-    for _ in range(10):
+    for _ in range(steps):
         state = next(it).next_state_dict()
     start = time.perf_counter()
     fresh = lt.open(path).loader(**opts)
@@ -220,7 +228,7 @@ def resume_latency(path: str, workers: int) -> dict:
     for w in (0, workers):
         dl = StatefulDataLoader(BatchDataset(path, **opts), batch_size=None, num_workers=w)
         it = iter(dl)
-        for _ in range(10):
+        for _ in range(steps):
             next(it)
         saved = dl.state_dict()
         del it, dl
@@ -238,25 +246,30 @@ def main() -> None:
     parser.add_argument("--dir", default=tempfile.gettempdir())
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--token-budget", type=int, default=4096, help="tokens per lodtensor batch")
+    parser.add_argument("--no-peers", action="store_true", help="lodtensor's contenders only")
     args = parser.parse_args()
+    budget = args.token_budget
     torch.set_num_threads(1)  # the step's threads would fight the workers for the CPUs
     work = tempfile.mkdtemp(dir=args.dir, prefix="bench_torch_")
     try:
         path = os.path.join(work, "docs.arrow")
         lt.write(path, documents(args.mib))
         ds = lt.open(path)
-        batches = len(ds.loader(token_budget=BUDGET))
+        batches = len(ds.loader(token_budget=budget))
         docs_per_batch = max(1, round(ds.num_rows / batches))
-        write_peers(path, work)
+        if not args.no_peers:
+            write_peers(path, work)
         # LitData's optimize sets the start method to spawn; DataLoader workers start as they
         # do by default on Linux (fork) for every contender.
         multiprocessing.set_start_method("fork", force=True)
         print(f"{ds.num_rows} documents, {int(ds.offsets('tokens', 1)[-1])} tokens, "
-              f"{os.path.getsize(path) / 2**20:.0f} MiB; {batches} batches of <= {BUDGET} tokens, "
+              f"{os.path.getsize(path) / 2**20:.0f} MiB; {batches} batches of <= {budget} tokens, "
               f"peers: {docs_per_batch} documents a batch; torch {torch.__version__}, {os.cpu_count()} CPUs\n")
         rows = {}
         for shuffle in (False, True):
-            for name, run in contenders(path, work, shuffle, args.workers, docs_per_batch).items():
+            runs = contenders(path, work, shuffle, args.workers, docs_per_batch, budget, not args.no_peers)
+            for name, run in runs.items():
                 seconds, tokens = best(run, args.repeat)
                 rows.setdefault(name, {})[shuffle] = tokens / seconds / 1e6
         bare = rows["Loader (bare, in-process)"]
@@ -266,7 +279,7 @@ def main() -> None:
             ratio = "/".join(f"{speed[s] / bare[s]:.2f}" for s in (False, True))
             print(f"| {name} | {speed[False]:.1f} | {speed[True]:.1f} | {ratio} |")
         print("\n| resume to the next batch | ms |\n| --- | ---: |")
-        for name, seconds in resume_latency(path, args.workers).items():
+        for name, seconds in resume_latency(path, args.workers, budget).items():
             print(f"| {name} | {seconds * 1e3:.1f} |")
     finally:
         shutil.rmtree(work, ignore_errors=True)
