@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from s3_server import pipe  # python/tests, on the path bench_remote.py sets
 
 DIM = 64
 
@@ -39,24 +40,12 @@ class CountingProxy:
             except OSError:
                 return
             server = socket.create_connection(self.upstream)
-            threading.Thread(target=self._pump, args=(client, server, False), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, True), daemon=True).start()
+            threading.Thread(target=pipe, args=(client, server), daemon=True).start()
+            threading.Thread(target=pipe, args=(server, client, self._count), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, count: bool) -> None:
-        try:
-            while data := src.recv(1 << 20):
-                dst.sendall(data)
-                if count:
-                    with self.lock:
-                        self.received += len(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+    def _count(self, n: int) -> None:
+        with self.lock:
+            self.received += n
 
     def take(self) -> int:
         """Bytes counted since the last take."""

@@ -79,6 +79,24 @@ class S3Server:
             self.process.kill()
 
 
+def pipe(src: socket.socket, dst: socket.socket, count=None) -> None:
+    """Copies what `src` sends to `dst` until either side closes, then shuts both down;
+    `count(n)` (when given) sees the size of each piece copied."""
+    try:
+        while data := src.recv(1 << 20):
+            dst.sendall(data)
+            if count is not None:
+                count(len(data))
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class FaultProxy:
     """A TCP proxy to `port` on 127.0.0.1 that closes every `every`-th connection it
     accepts without answering (a connection reset mid-request)."""
@@ -106,21 +124,7 @@ class FaultProxy:
                 continue
             upstream = socket.create_connection(("127.0.0.1", self.target))
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(1 << 16):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+                threading.Thread(target=pipe, args=(a, b), daemon=True).start()
 
     def close(self) -> None:
         self.listener.close()
