@@ -2,7 +2,7 @@
 //! (`common::S3Server`; skipped without Python unless `LODTENSOR_REQUIRE_PYTHON=1`): the
 //! remote dataset reads as the local one, through a cache that downloads each shard once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 use lodtensor::{Dataset, ErrorKind, FormatError, Loader};
@@ -45,10 +45,7 @@ fn epochs(data: &ShardedDataset) -> Vec<(Vec<usize>, Dataset)> {
 #[test]
 fn a_remote_dataset_reads_as_the_local_one_and_downloads_each_shard_once() {
     let Some(s3) = S3Server::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let local_dir = dir.path().join("local");
-    write_local(&local_dir);
-    let url = s3.upload_dir(&local_dir, "data", "docs");
+    let (dir, local_dir, url, _) = uploaded(&s3, "docs", write_local);
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache);
     let local = ShardedDataset::open(&local_dir).unwrap();
@@ -109,10 +106,7 @@ fn a_full_cache_disk_is_an_io_error_naming_the_file_and_leaves_nothing() {
     let Some(tmpfs) = crate::common::Tmpfs::mount(24 << 10) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let local_dir = dir.path().join("local");
-    write_local(&local_dir);
-    let url = s3.upload_dir(&local_dir, "data", "full");
+    let (_dir, _, url, _) = uploaded(&s3, "full", write_local);
     // No download ahead: the temporary files counted below are the failed download's only
     // (a prefetch thread still writing would race with the count).
     let options = s3
@@ -186,10 +180,7 @@ fn entries(cache: &Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn the_cache_limit_evicts_what_no_reader_uses_least_recently_used_first() {
     let Some(s3) = S3Server::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let local_dir = dir.path().join("local");
-    write_local(&local_dir);
-    let url = s3.upload_dir(&local_dir, "data", "limited");
+    let (dir, local_dir, url, _) = uploaded(&s3, "limited", write_local);
     let local = ShardedDataset::open(&local_dir).unwrap();
     let largest = largest_shard(&local);
     let cache = dir.path().join("cache");
@@ -228,10 +219,7 @@ fn the_cache_limit_evicts_what_no_reader_uses_least_recently_used_first() {
 #[test]
 fn reading_a_shard_downloads_the_next_ones_ahead() {
     let Some(s3) = S3Server::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let local_dir = dir.path().join("local");
-    write_local(&local_dir);
-    let url = s3.upload_dir(&local_dir, "data", "ahead");
+    let (dir, _, url, _) = uploaded(&s3, "ahead", write_local);
     let cache = dir.path().join("cache");
     let data = ShardedDataset::open_url(&url, &s3.options().with_cache_dir(&cache)).unwrap();
     data.shard(0).unwrap();
@@ -268,10 +256,7 @@ fn write_eight(dir: &Path) -> u64 {
 #[test]
 fn a_loader_waits_for_its_first_shard_and_an_epoch_downloads_each_shard_once() {
     let Some(s3) = S3Server::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let local_dir = dir.path().join("local");
-    let total = write_eight(&local_dir);
-    let url = s3.upload_dir(&local_dir, "data", "lazy");
+    let (dir, local_dir, url, total) = uploaded(&s3, "lazy", write_eight);
     let local = ShardedDataset::open(&local_dir).unwrap();
     // A cache of a quarter of the dataset (two shards), which leaves no room to prefetch.
     let options = s3
@@ -314,10 +299,7 @@ fn a_loader_waits_for_its_first_shard_and_an_epoch_downloads_each_shard_once() {
 #[test]
 fn a_loader_downloads_ahead_the_next_shard_of_its_plan() {
     let Some(s3) = S3Server::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let local_dir = dir.path().join("local");
-    write_eight(&local_dir);
-    let url = s3.upload_dir(&local_dir, "data", "ahead-of-plan");
+    let (dir, local_dir, url, _) = uploaded(&s3, "ahead-of-plan", write_eight);
     let local = ShardedDataset::open(&local_dir).unwrap();
     let largest = largest_shard(&local);
     let cache = dir.path().join("cache");
@@ -376,4 +358,19 @@ fn a_loader_downloads_ahead_the_next_shard_of_its_plan() {
 fn largest_shard(data: &ShardedDataset) -> u64 {
     let sizes = data.manifest().shards.iter().map(|s| s.bytes);
     sizes.max().expect("a shard at least")
+}
+
+/// A dataset written by `write` into `local/` of a new temporary directory and uploaded to
+/// `s3` under `data/PREFIX`: the directory, the local dataset's path, its URL and what
+/// `write` returned.
+fn uploaded<T>(
+    s3: &S3Server,
+    prefix: &str,
+    write: impl FnOnce(&Path) -> T,
+) -> (tempfile::TempDir, PathBuf, String, T) {
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    let written = write(&local_dir);
+    let url = s3.upload_dir(&local_dir, "data", prefix);
+    (dir, local_dir, url, written)
 }
