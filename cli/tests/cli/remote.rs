@@ -4,28 +4,20 @@
 //! credentials from `AWS_*` variables.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::support::common::S3Server;
-use crate::support::{Run, batches_file};
+use crate::support::{Run, batches_file, lodtensor_env};
 
 /// Runs `lodtensor ARGS…` in `dir` with the server's endpoint and credentials in `AWS_*`.
 fn lodtensor_s3(s3: &S3Server, dir: &Path, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_lodtensor"))
-        .args(args)
-        .current_dir(dir)
-        .env("AWS_ENDPOINT_URL", s3.endpoint())
-        .env("AWS_ALLOW_HTTP", "true")
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .output()
-        .expect("the binary runs");
-    Run {
-        code: out.status.code().expect("exited, not killed"),
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
-        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
-    }
+    let envs = [
+        ("AWS_ENDPOINT_URL", s3.endpoint().to_string()),
+        ("AWS_ALLOW_HTTP", "true".into()),
+        ("AWS_ACCESS_KEY_ID", "testing".into()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+        ("AWS_REGION", "us-east-1".into()),
+    ];
+    lodtensor_env(dir, args, envs)
 }
 
 #[test]

@@ -47,10 +47,24 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    lodtensor_env(dir, args, [])
+}
+
+/// Runs `lodtensor ARGS…` in `dir` with the environment variables `envs` set too.
+pub fn lodtensor_env<I, S>(
+    dir: &Path,
+    args: I,
+    envs: impl IntoIterator<Item = (&'static str, String)>,
+) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
     let out = Command::new(env!("CARGO_BIN_EXE_lodtensor"))
         .args(args)
         .current_dir(dir)
         .env("RUST_BACKTRACE", "1")
+        .envs(envs)
         .output()
         .expect("the binary runs");
     Run {
