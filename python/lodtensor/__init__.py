@@ -201,40 +201,35 @@ def write_shards(
 
         >>> lt.write_shards("s3://bucket/tokens/", table, mode="append")  # doctest: +SKIP
     """
+
+    def write_into(directory: str, mode: str) -> dict:
+        stream = pa.RecordBatchReader.from_stream(_as_stream(data, "write_shards"))
+        metadata = {k.decode(): v.decode() for k, v in (stream.schema.metadata or {}).items()}
+        with ShardWriter(
+            directory,
+            mode=mode,
+            shard_rows=shard_rows,
+            shard_bytes=shard_bytes,
+            prefix=prefix,
+            offset_width=offset_width,
+            batch_bytes=batch_bytes,
+            schema_metadata=metadata,
+            compression=compression,
+        ) as writer:
+            writer.write(stream)
+            return writer.finish()
+
     if isinstance(path, str) and "://" in path:
         if mode not in ("create", "append"):
             raise ArgumentError(f'write_shards(URL, mode={mode!r}): "create" or "append" only')
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="lodtensor-upload-") as local:
-            write_shards(
-                local,
-                data,
-                shard_rows=shard_rows,
-                shard_bytes=shard_bytes,
-                prefix=prefix,
-                offset_width=offset_width,
-                batch_bytes=batch_bytes,
-                compression=compression,
-            )
+            write_into(local, "create")
             return _native.upload_shards(local, path, mode == "append", storage_options)
     if storage_options is not None:
         raise ArgumentError("write_shards(PATH, storage_options=...): only for a URL")
-    stream = pa.RecordBatchReader.from_stream(_as_stream(data, "write_shards"))
-    metadata = {k.decode(): v.decode() for k, v in (stream.schema.metadata or {}).items()}
-    with ShardWriter(
-        os.fspath(path),
-        mode=mode,
-        shard_rows=shard_rows,
-        shard_bytes=shard_bytes,
-        prefix=prefix,
-        offset_width=offset_width,
-        batch_bytes=batch_bytes,
-        schema_metadata=metadata,
-        compression=compression,
-    ) as writer:
-        writer.write(stream)
-        return writer.finish()
+    return write_into(os.fspath(path), mode)
 
 
 def from_huggingface(
