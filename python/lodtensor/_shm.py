@@ -1,19 +1,28 @@
-"""Shared-memory blocks that carry a DataLoader worker's batches to the main process, reused
-once the main process has dropped every tensor over one (``lodtensor.torch``; Linux).
+"""How a DataLoader worker's batches reach the main process (``lodtensor.torch``; Linux):
+each array of an item goes the cheapest way that leaves the main process its own memory.
 
-A worker copies a batch's arrays into one of its blocks (a ``memfd``, mapped once and
-pre-faulted) and sends a small ``Item``: the layout, the block and the worker's pid. The
-main process maps the block once (``/proc/PID/fd/FD``) and builds the tensors over it. The
-block's first byte says whether it is in use: the worker sets it when it writes the block,
-and the main process clears it when the last tensor over the block is freed; a worker
-writes only a block of its own whose byte is clear, so a block is never written while the
-main process may read it (the worker makes another, up to ``BLOCKS``, then falls back to
-torch shared tensors). Making and faulting shared memory for every batch costs about 1 ms
-per MiB on some virtual machines; a reused block costs one copy.
+- An array that is a view of a mapped file (a view batch's values) goes as its place in
+  the file: the main process maps the file once, copy-on-write as a loader does, and
+  builds the tensor over that mapping. Nothing is copied; the page cache is shared.
+- A small array (offsets, sample numbers, at most ``INLINE_MAX`` bytes) goes in the
+  message itself.
+- Any other (a gathered batch's values, a padded batch) is copied into one of the
+  worker's shared-memory blocks (a ``memfd``, mapped once and pre-faulted), which the
+  main process maps once (``/proc/PID/fd/FD``). The block's first byte says whether it is
+  in use: the worker sets it when it writes the block, and the main process clears it
+  when the last tensor over the block is freed; a worker writes only a block of its own
+  whose byte is clear, so a block is never written while the main process may read it
+  (the worker makes another, up to ``BLOCKS``, then falls back to torch shared tensors).
+  Making and faulting shared memory for every batch costs about 1 ms per MiB on some
+  virtual machines; a reused block costs one copy.
+
+The worker sends a small ``Item`` (the layout, the block, the files); the main process
+builds each tensor with one ``torch.frombuffer`` over what it has mapped.
 """
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import weakref
@@ -24,9 +33,12 @@ import torch
 
 BLOCKS = 64  # blocks per worker process
 ALIGN = 64  # the arrays' alignment; the first ALIGN bytes of a block are its header
+INLINE_MAX = 1 << 12  # an array of at most this many bytes travels in the message (not a view)
+INLINE, BLOCK = -1, -2  # where a Leaf lies, when not in a file (0, 1, ...: the item's files)
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
-# (dataset token, worker) -> (the worker's pid, {fd: mmap}): the blocks this process mapped.
-_MAPPED: dict[tuple[str, int], tuple[int, dict[int, mmap.mmap]]] = {}
+# (dataset token, worker) -> (the worker's pid, {fd: mmap}): the blocks this process mapped;
+# (dataset token, file) -> mmap: the files it mapped.
+_MAPPED: dict[tuple[str, Any], Any] = {}
 
 
 class Blocks:
@@ -36,6 +48,7 @@ class Blocks:
         self.pid = os.getpid()
         self.blocks: dict[int, np.ndarray] = {}  # fd -> the block's bytes
         self._maps: list[mmap.mmap] = []
+        self.files = Files()
 
     def take(self, nbytes: int) -> int | None:
         fd = next((fd for fd, raw in self.blocks.items() if raw[0] == 0 and len(raw) >= nbytes), None)
@@ -52,24 +65,87 @@ class Blocks:
         return fd
 
 
-class Item:
-    """A batch in a worker's block, as a worker yields it: pickled, only its layout, which
-    the main process rebuilds over its own mapping of the block (the item, a dict). Not a
-    ``Mapping`` (DataLoader's ``default_convert`` would copy it in the worker), but read
-    like one in the worker, over the block, until the worker's next batch."""
+class File(NamedTuple):
+    """A mapped file, as the main process finds it again: it maps ``path`` only if it is
+    still the file the worker mapped (same device, inode, size and modification time)."""
 
-    def __init__(self, blocks: Blocks, token: str, worker: int, fd: int, tree: Any, nbytes: int, nested: bool):
-        self.where = (token, worker, blocks.pid, fd, len(blocks.blocks[fd]))
-        self.tree, self.nbytes, self.nested = tree, nbytes, nested
-        self._block = blocks.blocks[fd]
+    path: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+
+class Files:
+    """This process's mappings (``/proc/self/maps``): where an array that is a view of a
+    file lies in it, for the files that are still at their path."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._maps: list[tuple[int, int, File | None]] = []  # (end, file offset, file), by start
+
+    def locate(self, address: int, nbytes: int) -> tuple[File, int] | None:
+        """The file and the offset of the ``nbytes`` bytes at ``address``, if they lie in one
+        mapping of a file (the mappings are read again when none holds ``address``)."""
+        for again in (False, True):
+            i = bisect.bisect_right(self._starts, address) - 1
+            if i >= 0 and address < self._maps[i][0]:
+                end, offset, file = self._maps[i]
+                if file is None or address + nbytes > end:
+                    return None
+                return file, address - self._starts[i] + offset
+            if not again:
+                self._read()
+        return None
+
+    def _read(self) -> None:
+        starts, maps, known = [], [], {}
+        try:
+            with open("/proc/self/maps") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            fields = line.split(maxsplit=5)
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            file = None
+            if len(fields) == 6 and fields[5].startswith("/") and fields[4] != "0":
+                path, ino = fields[5], int(fields[4])
+                if path not in known:
+                    try:
+                        st = os.stat(path)
+                    except OSError:  # gone, or "(deleted)"
+                        st = None
+                    ok = st is not None and st.st_ino == ino
+                    known[path] = File(path, st.st_dev, ino, st.st_size, st.st_mtime_ns) if ok else None
+                file = known[path]
+            starts.append(lo)
+            maps.append((hi, int(fields[2], 16), file))
+        self._starts, self._maps = starts, maps
+
+
+class Item:
+    """A batch as a worker yields it: pickled, only its layout (and its small arrays), which
+    the main process rebuilds over its own mappings of the worker's block and of the files
+    (the item, a dict). Not a ``Mapping`` (DataLoader's ``default_convert`` would copy it in
+    the worker), but read like one in the worker, until the worker's next batch."""
+
+    def __init__(self, blocks: Blocks, token: str, worker: int, placed: Placed, nested: bool):
+        fd = placed.fd
+        self.where = None if fd is None else (token, worker, blocks.pid, fd, len(blocks.blocks[fd]))
+        self.token, self.placed, self.nested = token, placed, nested
+        self._block = None if fd is None else blocks.blocks[fd]
         self._item: dict[str, Any] | None = None
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-        return rebuild, (self.where, self.tree, self.nbytes, self.nested)
+        p = self.placed
+        return rebuild, (self.where, p.tree, p.nbytes, self.nested, self.token, p.files, p.inline)
 
     def _local(self) -> dict[str, Any]:
         if self._item is None:
-            self._item = finish(tensors(self.tree, torch.from_numpy(self._block[: self.nbytes])), self.nested)
+            block = None if self._block is None else self._block[: self.placed.nbytes]
+            files = [_file(self.token, f) for f in self.placed.files]
+            self._item = finish(tensors(self.placed.tree, block, self.placed.inline, files), self.nested)
         return self._item
 
     def __getitem__(self, key: str) -> Any:
@@ -88,27 +164,50 @@ class Item:
         return self._local().items()
 
 
-def rebuild(where: tuple[Any, ...], tree: Any, nbytes: int, nested: bool) -> Any:
-    """The item over the block, mapped once in this process."""
-    token, worker, pid, fd, size = where
-    known = _MAPPED.get((token, worker))
-    if known is None or known[0] != pid:  # a new worker process: forget the old one's
-        known = _MAPPED[(token, worker)] = (pid, {})
-    block = known[1].get(fd)
+def rebuild(
+    where: tuple[Any, ...] | None,
+    tree: Any,
+    nbytes: int,
+    nested: bool,
+    token: str = "",
+    files: tuple[File, ...] = (),
+    inline: bytearray | None = None,
+) -> Any:
+    """The item over the block and the files, each mapped once in this process."""
+    base = None
+    if where is not None:
+        token, worker, pid, fd, size = where
+        known = _MAPPED.get((token, worker))
+        if known is None or known[0] != pid:  # a new worker process: forget the old one's
+            known = _MAPPED[(token, worker)] = (pid, {})
+        block = known[1].get(fd)
+        if block is None:
+            with open(f"/proc/{pid}/fd/{fd}", "r+b") as f:
+                block = known[1][fd] = mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED | _POPULATE)
+        # One array per item: the tensors over the block hold it (their buffer's exporter)
+        # as long as any of them lives; when it goes, the block's header says it is free.
+        base = np.frombuffer(block, np.uint8, count=nbytes)
+        weakref.finalize(base, _release, np.frombuffer(block, np.uint8, count=1))
+    return finish(tensors(tree, base, inline, [_file(token, f) for f in files]), nested)
+
+
+def _file(token: str, file: File) -> mmap.mmap:
+    """``file``, mapped copy-on-write once in this process (an in-place op on a tensor over
+    it changes this process's copy of the page, never the file)."""
+    block = _MAPPED.get((token, file))
     if block is None:
-        with open(f"/proc/{pid}/fd/{fd}", "r+b") as f:
-            block = known[1][fd] = mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED | _POPULATE)
-    # One array per item: torch holds it (the buffer's exporter) as long as any tensor over
-    # the block lives; when it goes, the block's header says it is free.
-    base = np.frombuffer(block, np.uint8, count=nbytes)
-    weakref.finalize(base, _release, np.frombuffer(block, np.uint8, count=1))
-    storage = torch.frombuffer(base, dtype=torch.uint8)
-    del base
-    return finish(tensors(tree, storage), nested)
+        from . import InvalidFileError
+
+        with open(file.path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != file[1:]:
+                raise InvalidFileError(f"{file.path}: replaced or changed while a DataLoader worker reads it")
+            block = _MAPPED[(token, file)] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    return block
 
 
 def forget(token: str) -> None:
-    """Unmaps (once their last tensor is freed) the blocks of a dataset that is gone."""
+    """Unmaps (once their last tensor is freed) the blocks and files of a dataset that is gone."""
     for key in [key for key in _MAPPED if key[0] == token]:
         del _MAPPED[key]
 
@@ -117,48 +216,97 @@ def _release(header: np.ndarray) -> None:
     header[0] = 0
 
 
+class Placed(NamedTuple):
+    """Where a worker put an item's arrays: the tree of ``Leaf``, its block (``None``: none)
+    and the bytes used there, the files, the small arrays' bytes."""
+
+    tree: Any
+    fd: int | None
+    nbytes: int
+    files: tuple[File, ...]
+    inline: bytearray | None
+
+
+def place(blocks: Blocks, arrays: list[np.ndarray], views: set[int]) -> tuple[list[Leaf], Placed] | None:
+    """Where each array goes, copied where it is not a file's (``views``: the ids of the
+    arrays that may be views of a mapped file); ``None`` when an array needs a block and
+    none is free. The caller puts the leaves in the tree."""
+    leaves: list[Leaf] = []
+    files: list[File] = []
+    inline_end = block_end = 0
+    for a in arrays:
+        size = -(-a.nbytes // ALIGN) * ALIGN
+        found = None
+        if a.nbytes and id(a) in views:
+            found = blocks.files.locate(a.__array_interface__["data"][0], a.nbytes)
+        if found is not None:
+            if found[0] not in files:
+                files.append(found[0])
+            leaves.append(Leaf(found[1], a.nbytes, a.dtype.str, a.shape, files.index(found[0])))
+        elif a.nbytes <= INLINE_MAX:
+            leaves.append(Leaf(inline_end, a.nbytes, a.dtype.str, a.shape, INLINE))
+            inline_end += size
+        else:
+            leaves.append(Leaf(ALIGN + block_end, a.nbytes, a.dtype.str, a.shape, BLOCK))
+            block_end += size
+    fd = None
+    if block_end:
+        fd = blocks.take(ALIGN + block_end)
+        if fd is None:
+            return None
+        copy(blocks.blocks[fd], arrays, leaves, BLOCK)
+    inline = None
+    if inline_end:
+        inline = bytearray(inline_end)
+        copy(np.frombuffer(inline, np.uint8), arrays, leaves, INLINE)
+    nbytes = ALIGN + block_end if block_end else 0
+    return leaves, Placed(None, fd, nbytes, tuple(files), inline)
+
+
 def layout(arrays: list[np.ndarray]) -> tuple[list[Leaf], int]:
     """Where each array lies in one block (aligned, after the header), and the bytes used."""
     leaves, end = [], ALIGN
     for a in arrays:
-        leaves.append(Leaf(end, a.nbytes, a.dtype.str, a.shape))
+        leaves.append(Leaf(end, a.nbytes, a.dtype.str, a.shape, BLOCK))
         end += -(-a.nbytes // ALIGN) * ALIGN
     return leaves, end
 
 
-def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[Leaf]) -> None:
+def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[Leaf], where: int = BLOCK) -> None:
+    """Copies the arrays whose leaves lie ``where`` into ``raw``."""
     for a, leaf in zip(arrays, leaves):
-        np.copyto(raw[leaf.start : leaf.start + leaf.nbytes].view(a.dtype).reshape(a.shape), a)
-
-
-def write(blocks: Blocks, arrays: list[np.ndarray]) -> tuple[int, list[Leaf], int] | None:
-    """Copies ``arrays`` into a free block: the block (its fd), where each array lies, the
-    bytes used."""
-    leaves, nbytes = layout(arrays)
-    fd = blocks.take(nbytes)
-    if fd is None:
-        return None
-    copy(blocks.blocks[fd], arrays, leaves)
-    return fd, leaves, nbytes
+        if leaf.where == where and a.nbytes:
+            np.copyto(raw[leaf.start : leaf.start + leaf.nbytes].view(a.dtype).reshape(a.shape), a)
 
 
 class Leaf(NamedTuple):
-    """Where one array lies in a block."""
+    """Where one array lies: in the block, in the message (``INLINE``) or in a file."""
 
     start: int
     nbytes: int
     dtype: str
     shape: tuple[int, ...]
+    where: int = BLOCK
 
 
-def tensors(tree: Any, storage: torch.Tensor) -> Any:
-    """``tree`` with each ``Leaf`` the tensor over ``storage`` (uint8) where it lies."""
+def tensors(tree: Any, block: Any, inline: Any = None, files: list[Any] | tuple[Any, ...] = ()) -> Any:
+    """``tree`` with each ``Leaf`` the tensor where it lies: ``block`` (a buffer, or a uint8
+    tensor), ``inline`` or ``files[i]``."""
     if isinstance(tree, Leaf):
-        return storage[tree.start : tree.start + tree.nbytes].view(_torch_dtype(tree.dtype)).view(tree.shape)
+        dtype = _torch_dtype(tree.dtype)
+        where = tree.where
+        source = block if where == BLOCK else inline if where == INLINE else files[where]
+        if isinstance(source, torch.Tensor):  # a uint8 tensor (a torch shared tensor)
+            flat = source[tree.start : tree.start + tree.nbytes].view(dtype)
+        elif tree.nbytes == 0:
+            flat = torch.empty(0, dtype=dtype)
+        else:
+            flat = torch.frombuffer(source, dtype=dtype, count=tree.nbytes // dtype.itemsize, offset=tree.start)
+        return flat if len(tree.shape) == 1 else flat.view(tree.shape)
     if isinstance(tree, dict):
-        return {k: tensors(v, storage) for k, v in tree.items()}
+        return {k: tensors(v, block, inline, files) for k, v in tree.items()}
     if isinstance(tree, list):
-        return [tensors(v, storage) for v in tree]
+        return [tensors(v, block, inline, files) for v in tree]
     return tree
 
 

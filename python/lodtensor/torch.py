@@ -200,36 +200,41 @@ class BatchDataset(IterableDataset):
         nested = self.collate == "nested"
         if worker is None:  # the main process: tensors over the batch's arrays
             return _shm.finish(_quiet(self._arrays, batch, _tensor), nested)
-        item = self._arrays(batch, lambda a: a)
+        views: set[int] = set()  # the arrays that may be views of the file (lodtensor._shm)
+        item = self._arrays(batch, lambda a: a, views if batch.is_view else None)
         if self._blocks is None or self._blocks.pid != os.getpid():
             self._blocks = _shm.Blocks()
         arrays: list[np.ndarray] = []
         _walk(item, arrays.append)
-        written = _shm.write(self._blocks, arrays)
-        if written is None:  # every block in use: a torch shared tensor of its own
+        placed = _shm.place(self._blocks, arrays, views)
+        if placed is None:  # every block in use: a torch shared tensor of its own
             leaves, nbytes = _shm.layout(arrays)
             block = torch.empty(nbytes, dtype=torch.uint8).share_memory_()
             _shm.copy(block.numpy(), arrays, leaves)
             layout = iter(leaves)
             return _shm.finish(_shm.tensors(_walk(item, lambda a: next(layout)), block), nested)
-        fd, leaves, nbytes = written
-        layout = iter(leaves)
+        layout = iter(placed[0])
         tree = _walk(item, lambda a: next(layout))
-        return _shm.Item(self._blocks, self._token, worker, fd, tree, nbytes, nested)
+        return _shm.Item(self._blocks, self._token, worker, placed[1]._replace(tree=tree), nested)
 
-    def _arrays(self, batch: Batch, leaf: Callable[[Any], Any]) -> dict[str, Any]:
-        """The item, each numpy array of it passed through ``leaf``."""
+    def _arrays(self, batch: Batch, leaf: Callable[[Any], Any], views: set[int] | None = None) -> dict[str, Any]:
+        """The item, each numpy array of it passed through ``leaf``; the ids of the batch's
+        values arrays added to ``views``."""
         samples = leaf(np.array(batch.samples, dtype=np.int64))  # a copy: the plan's own
         if callable(self.collate):
             return {"samples": samples, **_walk(dict(self.collate(batch)), leaf)}
-        return {"samples": samples, **{name: self._column(batch, name, leaf) for name in batch.column_names}}
+        columns = {name: self._column(batch, name, leaf, views) for name in batch.column_names}
+        return {"samples": samples, **columns}
 
-    def _column(self, batch: Batch, name: str, leaf: Callable[[Any], Any]) -> Any:
+    def _column(self, batch: Batch, name: str, leaf: Callable[[Any], Any], views: set[int] | None) -> Any:
         levels = batch.num_levels(name)
+        values = batch.values(name) if self.collate != "padded" or levels == 0 else None
+        if views is not None:
+            views.add(id(values))
         if levels == 0:
-            return leaf(batch.values(name))
+            return leaf(values)
         if self.collate is None:
-            return {"values": leaf(batch.values(name)), "offsets": [leaf(o) for o in batch.offsets(name)]}
+            return {"values": leaf(values), "offsets": [leaf(o) for o in batch.offsets(name)]}
         if isinstance(self.collate_level, int):
             level = min(self.collate_level, levels - 1)
         else:
@@ -237,12 +242,12 @@ class BatchDataset(IterableDataset):
             if not 0 <= level < levels:
                 raise ArgumentError(f"BatchDataset collate_level {level}: column {name!r} has {levels} levels")
         if self.collate == "padded":
-            values, lengths, mask = batch.to_padded(name, level)
-            return {"values": leaf(values), "lengths": leaf(lengths), "mask": leaf(mask)}
+            padded, lengths, mask = batch.to_padded(name, level)
+            return {"values": leaf(padded), "lengths": leaf(lengths), "mask": leaf(mask)}
         offsets = _element_offsets(batch, name, level)
         if self.collate == "nested":
-            return {"values": leaf(batch.values(name)), "offsets": leaf(offsets)}
-        return {key: leaf(a) for key, a in _packed(batch.values(name), offsets, name).items()}
+            return {"values": leaf(values), "offsets": leaf(offsets)}
+        return {key: leaf(a) for key, a in _packed(values, offsets, name).items()}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

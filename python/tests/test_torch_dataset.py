@@ -150,10 +150,57 @@ def in_memfd(t) -> bool:
     return False
 
 
-def test_workers_hand_batches_over_in_shared_blocks_reused_only_once_dropped(docs_path):
-    # One sample a batch: 100 batches a worker, more than its blocks (64): the held epoch
-    # needs them all and then torch shared tensors; the next epoch, dropped as it goes,
-    # reuses a few blocks. Every batch keeps its values however long it is held.
+def mapping_of_tensor(t) -> str:
+    """The line of /proc/self/maps whose mapping holds the tensor's memory."""
+    address = t.data_ptr()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= address < hi:
+                return line
+    raise AssertionError(f"not mapped: {t!r}")
+
+
+def test_workers_hand_view_batches_over_as_their_place_in_the_file(docs_path, shards_dir):
+    # In file order a batch is a view of the file: the main process maps the file and the
+    # values are read there, never copied; the small arrays travel in the message.
+    for source in (docs_path, shards_dir):
+        items = list(DataLoader(BatchDataset(source, batch_size=8), batch_size=None, num_workers=2))
+        assert sum(len(item["samples"]) for item in items) == ROWS
+        in_files = sum(" " + os.fspath(source) in mapping_of_tensor(item["tokens"]["values"]) for item in items)
+        ranks = [lt.open(source).loader(batch_size=8, rank=r, world_size=2) for r in range(2)]
+        views = sum(b.is_view for loader in ranks for b in loader)
+        assert in_files == views > 0  # the others (across record batches) gathered, in blocks
+        assert not any(in_memfd(item["samples"]) for item in items)
+    batches = {
+        tuple(b.samples.tolist()): b.values("tokens").copy()
+        for r in range(2)
+        for b in lt.open(docs_path).loader(batch_size=8, rank=r, world_size=2)
+    }
+    for item in items:
+        np.testing.assert_array_equal(item["tokens"]["values"].numpy(), batches[tuple(item["samples"].tolist())])
+
+
+def test_a_file_replaced_under_the_workers_is_refused(docs_path, tmp_path):
+    from lodtensor import _shm
+
+    copy = tmp_path / "copy.arrow"
+    copy.write_bytes(docs_path.read_bytes())
+    st = os.stat(copy)
+    file = _shm.File(str(copy), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns - 1)
+    with pytest.raises(lt.InvalidFileError, match="replaced or changed"):
+        _shm._file("test", file)
+
+
+def test_workers_hand_batches_over_in_shared_blocks_reused_only_once_dropped(docs_path, monkeypatch):
+    from lodtensor import _shm
+
+    # Every array that is not a view of the file in a block (none in the message), the
+    # workers forked with it. One sample a batch: 100 batches a worker, more than its
+    # blocks (64): the held epoch needs them all and then torch shared tensors; the next
+    # epoch, dropped as it goes, reuses a few blocks. Every batch keeps its values however
+    # long it is held.
+    monkeypatch.setattr(_shm, "INLINE_MAX", 0)
     expected = {}
     for worker in range(2):
         for b in lt.open(docs_path).loader(batch_size=1, rank=worker, world_size=2):
@@ -163,9 +210,12 @@ def test_workers_hand_batches_over_in_shared_blocks_reused_only_once_dropped(doc
     held = list(loader)
     assert sum(in_memfd(item["samples"]) for item in held) >= 2 * 64
     for item in held:
-        # One block a batch: every tensor of the item is a view of it.
-        block = item["samples"].untyped_storage().data_ptr()
-        assert item["tokens"]["values"].untyped_storage().data_ptr() == block
+        # One block a batch: every array of the item that is not the file's lies in it.
+        if in_memfd(item["samples"]):
+            block = mapping_of_tensor(item["samples"])
+            if len(item["tokens"]["position_ids"]):  # not an empty document
+                assert mapping_of_tensor(item["tokens"]["position_ids"]) == block
+            assert mapping_of_tensor(item["tokens"]["cu_seqlens"]) == block
         np.testing.assert_array_equal(item["tokens"]["values"].numpy(), expected[tuple(item["samples"].tolist())])
     # Three items of the last epoch's worker processes outlive them, and are dropped while
     # the new processes' items are held: the new processes never write a block in use.
@@ -178,6 +228,7 @@ def test_workers_hand_batches_over_in_shared_blocks_reused_only_once_dropped(doc
             del kept
     for item in held:
         np.testing.assert_array_equal(item["tokens"]["values"].numpy(), expected[tuple(item["samples"].tolist())])
+        np.testing.assert_array_equal(item["tokens"]["position_ids"].numpy(), np.arange(len(item["tokens"]["values"])))
     del held, item
     addresses = set()
     for item in loader:
