@@ -17,7 +17,8 @@ Every training step is `tokens.sum() + ids.sum()` on the tensors it gets (it rea
 byte once); lodtensor's contenders also take each level's offsets of both columns (the
 peers' batches carry none). torch runs the step on one thread. Tokens/s is the best of `--repeat` epochs, after one warm-up epoch (persistent
 workers); in file order and shuffled (seed 7). The resume line: from `load_state_dict` of
-a state saved mid-epoch to the next batch in hand. Prints a Markdown table.
+a state saved mid-epoch to the next batch in hand (median of 5), and the same with a stateful
+dataset that does nothing (what torch's worker start-up costs). Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import multiprocessing
 import os
 import shutil
+import statistics
 import tempfile
 import time
 import warnings
@@ -207,10 +209,45 @@ class _lit_doc:
         return self.docs[i]
 
 
-def resume_latency(path: str, workers: int, budget: int) -> dict:
-    """Milliseconds from load_state_dict of a mid-epoch state to the next batch in hand."""
+class Counting(torch.utils.data.IterableDataset):
+    """torch's floor for a resume: a stateful IterableDataset that does nothing."""
+
+    def __init__(self):
+        self.next = 0
+
+    def __iter__(self):
+        while self.next < 1000:
+            self.next += 1
+            yield torch.zeros(1)
+
+    def state_dict(self):
+        return {"next": self.next}
+
+    def load_state_dict(self, state):
+        self.next = state["next"]
+
+
+def resume_once(make, workers: int, steps: int) -> float:
+    """Seconds from a new StatefulDataLoader's load_state_dict (of a state saved after
+    `steps` batches) to the next batch in hand."""
     from torchdata.stateful_dataloader import StatefulDataLoader
 
+    dl = StatefulDataLoader(make(), batch_size=None, num_workers=workers)
+    it = iter(dl)
+    for _ in range(steps):
+        next(it)
+    saved = dl.state_dict()
+    del it, dl
+    start = time.perf_counter()
+    dl = StatefulDataLoader(make(), batch_size=None, num_workers=workers)
+    dl.load_state_dict(saved)
+    next(iter(dl))
+    return time.perf_counter() - start
+
+
+def resume_latency(path: str, workers: int, budget: int, runs: int = 5) -> dict:
+    """Milliseconds from load_state_dict of a mid-epoch state to the next batch in hand, the
+    median of `runs`; beside it torch's own floor, the same with a dataset that does nothing."""
     out = {}
     opts = dict(token_budget=budget, shuffle=True, seed=SEED)
     loader = lt.open(path).loader(**opts)
@@ -220,23 +257,21 @@ def resume_latency(path: str, workers: int, budget: int) -> dict:
     it = iter(loader)
     for _ in range(steps):
         state = next(it).next_state_dict()
-    start = time.perf_counter()
-    fresh = lt.open(path).loader(**opts)
-    fresh.load_state_dict(state)
-    next(iter(fresh))
-    out["Loader (bare): open + load_state_dict + next"] = time.perf_counter() - start
-    for w in (0, workers):
-        dl = StatefulDataLoader(BatchDataset(path, **opts), batch_size=None, num_workers=w)
-        it = iter(dl)
-        for _ in range(steps):
-            next(it)
-        saved = dl.state_dict()
-        del it, dl
+    times = []
+    for _ in range(runs):
         start = time.perf_counter()
-        dl = StatefulDataLoader(BatchDataset(path, **opts), batch_size=None, num_workers=w)
-        dl.load_state_dict(saved)
-        next(iter(dl))
-        out[f"StatefulDataLoader, {w} workers (workers started)"] = time.perf_counter() - start
+        fresh = lt.open(path).loader(**opts)
+        fresh.load_state_dict(state)
+        next(iter(fresh))
+        times.append(time.perf_counter() - start)
+    out["Loader (bare): open + load_state_dict + next"] = statistics.median(times)
+    for w in (0, workers):
+        ours, floor = [], []
+        for _ in range(runs):  # interleaved, so that both see the same load
+            ours.append(resume_once(lambda: BatchDataset(path, **opts), w, steps))
+            floor.append(resume_once(Counting, w, steps))
+        out[f"StatefulDataLoader, {w} workers: BatchDataset"] = statistics.median(ours)
+        out[f"StatefulDataLoader, {w} workers: a dataset that does nothing (torch's floor)"] = statistics.median(floor)
     return out
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
+import re
 import weakref
 from typing import Any, Callable, Iterator, NamedTuple
 
@@ -82,7 +83,8 @@ class Files:
 
     def __init__(self) -> None:
         self._starts: list[int] = []
-        self._maps: list[tuple[int, int, File | None]] = []  # (end, file offset, file), by start
+        self._maps: list[tuple[int, int, str, int]] = []  # (end, file offset, path, inode), by start
+        self._files: dict[tuple[str, int], File | None] = {}
 
     def locate(self, address: int, nbytes: int) -> tuple[File, int] | None:
         """The file and the offset of the ``nbytes`` bytes at ``address``, if they lie in one
@@ -90,7 +92,8 @@ class Files:
         for again in (False, True):
             i = bisect.bisect_right(self._starts, address) - 1
             if i >= 0 and address < self._maps[i][0]:
-                end, offset, file = self._maps[i]
+                end, offset, path, ino = self._maps[i]
+                file = self._file(path, ino)
                 if file is None or address + nbytes > end:
                     return None
                 return file, address - self._starts[i] + offset
@@ -98,30 +101,35 @@ class Files:
                 self._read()
         return None
 
+    def _file(self, path: str, ino: int) -> File | None:
+        """The file mapped from ``path`` if it is still there (the same inode)."""
+        if (path, ino) not in self._files:
+            file = None
+            if path.startswith("/") and ino:
+                try:
+                    st = os.stat(path)
+                except OSError:  # gone, or "(deleted)"
+                    st = None
+                if st is not None and st.st_ino == ino:
+                    file = File(path, st.st_dev, ino, st.st_size, st.st_mtime_ns)
+            self._files[(path, ino)] = file
+        return self._files[(path, ino)]
+
     def _read(self) -> None:
-        starts, maps, known = [], [], {}
         try:
-            with open("/proc/self/maps") as f:
-                lines = f.read().splitlines()
+            with open("/proc/self/maps", "rb") as f:
+                text = f.read().decode(errors="replace")
         except OSError:
             return
-        for line in lines:
-            fields = line.split(maxsplit=5)
-            lo, hi = (int(x, 16) for x in fields[0].split("-"))
-            file = None
-            if len(fields) == 6 and fields[5].startswith("/") and fields[4] != "0":
-                path, ino = fields[5], int(fields[4])
-                if path not in known:
-                    try:
-                        st = os.stat(path)
-                    except OSError:  # gone, or "(deleted)"
-                        st = None
-                    ok = st is not None and st.st_ino == ino
-                    known[path] = File(path, st.st_dev, ino, st.st_size, st.st_mtime_ns) if ok else None
-                file = known[path]
-            starts.append(lo)
-            maps.append((hi, int(fields[2], 16), file))
+        starts, maps = [], []
+        for lo, hi, offset, ino, path in _MAPS_LINE.findall(text):
+            starts.append(int(lo, 16))
+            maps.append((int(hi, 16), int(offset, 16), path, int(ino)))
         self._starts, self._maps = starts, maps
+
+
+# A line of /proc/PID/maps: start-end perms offset dev inode [path].
+_MAPS_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) \S+ (\d+) *(.*)$", re.MULTILINE)
 
 
 class Item:
