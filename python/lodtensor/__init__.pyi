@@ -91,6 +91,7 @@ class LoaderOptions(TypedDict, total=False):
     rank: int
     world_size: int
     elastic: bool
+    step_ranks: int | None
     prefetch: int
     pack: int | None
     pack_split: bool

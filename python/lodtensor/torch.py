@@ -177,8 +177,11 @@ class BatchDataset(IterableDataset):
         # Elastic ranks take turns over the epoch's batches: worker-major, rank r's DataLoader
         # yields batches r, r + ranks, ... whatever the number of workers, so a saved step
         # resumes on another one. Otherwise a rank's workers read adjacent parts.
+        # With drop_last only the ranks need equal steps, not their workers (step_ranks).
+        extra = {}
         if self.loader_options.get("elastic", False):
             index = worker * ranks + rank
+            extra["step_ranks"] = ranks
         else:
             index = rank * workers + worker
         key = (os.getpid(), index, ranks * workers)
@@ -186,7 +189,7 @@ class BatchDataset(IterableDataset):
             dataset = _open(self.source)
             if not callable(self.collate) and "samples" in dataset.column_names:
                 raise ArgumentError(f"BatchDataset: {self.source}: a column named 'samples' clashes with the item's key")
-            loader = dataset.loader(**self.loader_options, rank=index, world_size=ranks * workers)
+            loader = dataset.loader(**self.loader_options, **extra, rank=index, world_size=ranks * workers)
             self._process = (*key, loader, workers, ranks)
         return self._process[3]
 

@@ -218,8 +218,9 @@ impl Inner {
 /// The options, all keywords: `batch_size=None` or `token_budget=None` (32 samples when
 /// neither); `length_column=None`, `level=None` (a sample's length); `shuffle=False`,
 /// `seed=0`, `chunk_rows=None`, `window=None`; `buckets=None` (bounds, or an `int` of
-/// quantile buckets); `drop_last=False`; `rank=0`, `world_size=1`, `elastic=False`;
-/// `prefetch=0` (batches read ahead on a Rust thread); `pack=None` (windows of that many
+/// quantile buckets); `drop_last=False`; `rank=0`, `world_size=1`, `elastic=False`
+/// (`step_ranks=None`: with `elastic`, the ranks are workers of that many data-parallel
+/// ranks, which alone need equal steps under `drop_last`); `prefetch=0` (batches read ahead on a Rust thread); `pack=None` (windows of that many
 /// tokens: `batch.cu_seqlens`, `batch.position_ids`, `batch.windows`), `pack_split=True`
 /// (`False`: best fit of whole documents, `pack_lookahead=1024`, `pack_overlong="cut"` or
 /// `"drop"`), `pack_extra_token=False`, `pack_pad_last=False`; `lazy_shards=True` (over

@@ -53,6 +53,7 @@ pub struct Options {
     pub rank: usize,
     pub world_size: usize,
     pub elastic: bool,
+    pub step_ranks: Option<usize>,
     pub prefetch: usize,
     pub pack: Option<usize>,
     pub pack_split: bool,
@@ -75,7 +76,7 @@ pub struct ParsedOptions(Options);
 #[pyo3(signature = (*, batch_size = None, token_budget = None, length_column = None,
     level = None, shuffle = false, seed = 0, chunk_rows = None, window = None,
     buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
-    prefetch = 0, pack = None, pack_split = true, pack_extra_token = false,
+    step_ranks = None, prefetch = 0, pack = None, pack_split = true, pack_extra_token = false,
     pack_pad_last = false, pack_lookahead = 1024, pack_overlong = "cut".to_owned(),
     lazy_shards = true))]
 #[allow(clippy::too_many_arguments)]
@@ -93,6 +94,7 @@ pub fn loader_options(
     rank: usize,
     world_size: usize,
     elastic: bool,
+    step_ranks: Option<usize>,
     prefetch: usize,
     pack: Option<usize>,
     pack_split: bool,
@@ -116,6 +118,7 @@ pub fn loader_options(
         rank,
         world_size,
         elastic,
+        step_ranks,
         prefetch,
         pack,
         pack_split,
@@ -180,10 +183,11 @@ impl Options {
             Buckets::Bounds(bounds) => b.with_buckets(bounds),
             Buckets::Quantiles(n) => b.with_quantile_buckets(n),
         };
-        b = if self.elastic {
-            b.elastic_shard(self.rank, self.world_size)
-        } else {
-            b.shard(self.rank, self.world_size)
+        b = match (self.elastic, self.step_ranks) {
+            (true, Some(ranks)) => b.elastic_shard_of_workers(self.rank, self.world_size, ranks),
+            (true, None) => b.elastic_shard(self.rank, self.world_size),
+            (false, None) => b.shard(self.rank, self.world_size),
+            (false, Some(_)) => return Err(option_error("step_ranks", "needs elastic=True")),
         };
         if let Some(packing) = packing {
             b = b.with_packing(packing);

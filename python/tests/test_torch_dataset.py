@@ -433,6 +433,18 @@ def test_an_elastic_state_of_two_ranks_resumes_on_one_rank_of_three_workers(docs
         assert [item["samples"].tolist() for item in loader] == plan[6:]
 
 
+def test_elastic_drop_last_leaves_out_no_step_for_the_workers_alone(docs_path):
+    # 25 batches of 8, one rank of 2 workers: only ranks need equal steps, so every batch
+    # is read, in the plan's order (not 24: a last step of the 2 workers left out).
+    opts = dict(batch_size=8, shuffle=True, seed=3, drop_last=True, elastic=True)
+    plan = [b.samples.tolist() for b in lt.open(docs_path).loader(**opts)]
+    assert len(plan) == 25
+    loader = DataLoader(BatchDataset(docs_path, **opts), batch_size=None, num_workers=2)
+    assert [item["samples"].tolist() for item in loader] == plan
+    with pytest.raises(lt.ArgumentError, match="step_ranks"):
+        lt.open(docs_path).loader(batch_size=8, step_ranks=2)
+
+
 def test_in_place_ops_on_every_collated_tensor_leave_the_process_and_the_file(docs_path, tmp_path):
     before = hashlib.sha256(docs_path.read_bytes()).hexdigest()
     script = tmp_path / "in_place.py"

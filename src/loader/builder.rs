@@ -257,7 +257,8 @@ impl<'a> LoaderBuilder<'a> {
     /// `world_size - 1` batches, and a sample over the token budget only when nothing else
     /// is left to leave out);
     /// with [`LoaderBuilder::elastic_shard`] the epoch's last step is left out when it has
-    /// fewer batches than ranks.
+    /// fewer batches than ranks (than data-parallel ranks, with
+    /// [`LoaderBuilder::elastic_shard_of_workers`]).
     ///
     /// # Example
     /// ```
@@ -472,11 +473,43 @@ impl<'a> LoaderBuilder<'a> {
     /// assert_eq!(read, rest);                           // every remaining sample once
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn elastic_shard(mut self, rank: usize, world_size: usize) -> Self {
+    pub fn elastic_shard(self, rank: usize, world_size: usize) -> Self {
+        self.elastic_shard_of_workers(rank, world_size, world_size)
+    }
+
+    /// [`LoaderBuilder::elastic_shard`] for ranks that are the workers of `step_ranks`
+    /// data-parallel ranks (of `world_size / step_ranks` workers each, worker `w` of rank
+    /// `r` being rank `w * step_ranks + r`, as `lodtensor.torch` numbers DataLoader
+    /// workers): with [`LoaderBuilder::with_drop_last`] the data-parallel ranks take equal
+    /// steps, so the epoch ends after its last step of `step_ranks` batches, leaving out at
+    /// most `step_ranks - 1` (not `world_size - 1`) beyond the incomplete ones.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let turns = |step_ranks| -> Result<Vec<usize>, lodtensor::Error> {
+    ///     let builder = || Loader::builder(&file).with_batch_size(1).with_drop_last(true);
+    ///     (0..4).map(|r| Ok(builder().elastic_shard_of_workers(r, 4, step_ranks).build()?.num_batches(0))).collect()
+    /// };
+    /// // 5 batches, 4 workers of one data-parallel rank: every batch read, none left out.
+    /// assert_eq!(turns(1)?, [2, 1, 1, 1]);
+    /// assert_eq!(turns(4)?, [1, 1, 1, 1]);                  // elastic_shard(r, 4): batch 4 left out
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn elastic_shard_of_workers(
+        mut self,
+        rank: usize,
+        world_size: usize,
+        step_ranks: usize,
+    ) -> Self {
         self.choose(SHARDING, "elastic_shard");
         self.config.ranks = Ranks::Turns {
             rank,
             world: world_size,
+            group: step_ranks,
         };
         self
     }

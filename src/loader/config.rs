@@ -95,15 +95,21 @@ pub(crate) enum Ranks {
     Parts { rank: usize, world: usize },
     /// Every rank makes the batches of the whole order; in each step of `world` batches,
     /// rank `rank` takes batch `step + rank`. A position counts steps of the whole order,
-    /// so it means the same on any number of ranks.
-    Turns { rank: usize, world: usize },
+    /// so it means the same on any number of ranks. With `drop_last`, every `group`
+    /// consecutive ranks (`world` unless they are the workers of fewer data-parallel ranks)
+    /// read a batch each or none.
+    Turns {
+        rank: usize,
+        world: usize,
+        group: usize,
+    },
 }
 
 impl Ranks {
     /// (rank, world size).
     pub fn rank_and_world(self) -> (usize, usize) {
         match self {
-            Ranks::Parts { rank, world } | Ranks::Turns { rank, world } => (rank, world),
+            Ranks::Parts { rank, world } | Ranks::Turns { rank, world, .. } => (rank, world),
         }
     }
 
@@ -111,7 +117,17 @@ impl Ranks {
     pub fn turn(self) -> (usize, usize) {
         match self {
             Ranks::Parts { .. } => (0, 1),
-            Ranks::Turns { rank, world } => (rank, world),
+            Ranks::Turns { rank, world, .. } => (rank, world),
+        }
+    }
+
+    /// With `drop_last`, where this rank's part of a step starting at batch 0 ends: the
+    /// end of its group's batches (ranks `k·group ..< (k + 1)·group`), which are read
+    /// only when the plan has them all. `1` unless ranks take turns.
+    pub fn group_end(self) -> usize {
+        match self {
+            Ranks::Parts { .. } => 1,
+            Ranks::Turns { rank, group, .. } => (rank / group + 1) * group,
         }
     }
 }
@@ -145,6 +161,14 @@ impl PlanConfig {
             return bad(
                 "rank",
                 format!("must be below world_size ({world}), got {rank}"),
+            );
+        }
+        if let Ranks::Turns { group, .. } = self.ranks
+            && (group == 0 || world % group != 0)
+        {
+            return bad(
+                "step_ranks",
+                format!("must divide world_size ({world}), got {group}"),
             );
         }
         if let Some(packing) = &self.packing {

@@ -242,7 +242,10 @@ impl Loader {
         let (rank, world) = self.config.ranks.turn();
         let batches = self.plan(epoch).len();
         if self.config.drop_last {
-            batches / world
+            // The steps whose part for this rank's group the plan holds whole.
+            batches
+                .checked_sub(self.config.ranks.group_end())
+                .map_or(0, |rest| rest / world + 1)
         } else {
             batches.saturating_sub(rank).div_ceil(world)
         }
@@ -443,8 +446,10 @@ impl Loader {
         let plan = self.current_plan();
         let (epoch, step) = self.position;
         let index = self.next_index();
-        // With `drop_last`, elastic ranks leave out a last step without a batch for each.
-        let whole_step = !self.config.drop_last || step + self.config.ranks.turn().1 <= plan.len();
+        // With `drop_last`, elastic ranks leave out a last step without a batch for each
+        // (for each rank of this rank's group).
+        let whole_step =
+            !self.config.drop_last || step + self.config.ranks.group_end() <= plan.len();
         let Some(samples) = plan.batch(index).filter(|_| whole_step) else {
             self.position = (epoch + 1, 0);
             if let Some(lazy) = &mut self.lazy {

@@ -471,6 +471,58 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Elastic ranks that are the workers of `ranks` data-parallel ranks
+    /// (`elastic_shard_of_workers`, worker `w` of rank `r` being rank `w * ranks + r`), read
+    /// as a DataLoader reads its workers, in turn, skipping those that ended: every
+    /// data-parallel rank reads the plan's batches `r`, `r + ranks`, ... in order, with
+    /// `drop_last` as many as every other (`len / ranks`), so at most `ranks - 1` batches
+    /// of the plan are left out, whatever the number of workers.
+    #[test]
+    fn elastic_workers_of_data_parallel_ranks_lose_at_most_ranks_minus_one_batches(
+        docs in prop::collection::vec(0usize..5, 0..40),
+        mode in mode(),
+        order in order(),
+        drop_last in any::<bool>(),
+        (ranks, workers) in (1usize..4, 1usize..4),
+        epoch in 0u64..2,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.arrow");
+        write(&path, &docs, 400);
+        let file = MappedDataset::open(&path).unwrap();
+        let build = |b: LoaderBuilder<'_>| {
+            let mut l = configure(b, &mode, &order, &[]).with_drop_last(drop_last).build().unwrap();
+            l.set_epoch(epoch);
+            l
+        };
+        let plan = build(Loader::builder(&file)).plan(epoch).len();
+        let end = if drop_last { plan / ranks * ranks } else { plan };
+        for r in 0..ranks {
+            let world = ranks * workers;
+            let mut loaders: Vec<Loader> = (0..workers)
+                .map(|w| build(Loader::builder(&file).elastic_shard_of_workers(w * ranks + r, world, ranks)))
+                .collect();
+            let counts: Vec<usize> = loaders.iter().map(|l| l.num_batches(epoch)).collect();
+            let mut read = Vec::new();
+            let mut live: Vec<usize> = (0..workers).collect();
+            while !live.is_empty() {
+                live.retain(|&w| match loaders[w].next_batch().unwrap() {
+                    Some(b) => {
+                        read.push(b.index());
+                        true
+                    }
+                    None => false,
+                });
+            }
+            prop_assert_eq!(&read, &(r..end).step_by(ranks).collect::<Vec<_>>());
+            prop_assert_eq!(counts.iter().sum::<usize>(), read.len());
+        }
+    }
+}
+
 #[test]
 fn plans_are_deterministic_across_loaders() {
     let dir = tempfile::tempdir().unwrap();

@@ -183,8 +183,18 @@ fn bad_options_are_named() {
     let mut c = config(BatchSize::Samples(1));
     c.ranks = Ranks::Parts { rank: 2, world: 2 };
     assert_eq!(bad(c.clone()), "rank");
-    c.ranks = Ranks::Turns { rank: 0, world: 0 };
-    assert_eq!(bad(c), "world_size");
+    c.ranks = Ranks::Turns {
+        rank: 0,
+        world: 0,
+        group: 0,
+    };
+    assert_eq!(bad(c.clone()), "world_size");
+    c.ranks = Ranks::Turns {
+        rank: 0,
+        world: 4,
+        group: 3,
+    };
+    assert_eq!(bad(c), "step_ranks");
     let mut c = config(BatchSize::Samples(1));
     c.buckets = vec![4, 4];
     assert_eq!(bad(c), "buckets");
