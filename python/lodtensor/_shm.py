@@ -235,82 +235,112 @@ class Placed(NamedTuple):
     inline: bytearray | None
 
 
-def place(blocks: Blocks, arrays: list[np.ndarray], views: set[int]) -> tuple[list[Leaf], Placed] | None:
-    """Where each array goes, copied where it is not a file's (``views``: the ids of the
-    arrays that may be views of a mapped file); ``None`` when an array needs a block and
-    none is free. The caller puts the leaves in the tree."""
-    leaves: list[Leaf] = []
-    files: list[File] = []
-    inline_end = block_end = 0
-    for a in arrays:
-        size = -(-a.nbytes // ALIGN) * ALIGN
+class Placer:
+    """Places each array of an item as the item is made (``leaf``: the array's ``Leaf``,
+    put in the tree instead of it), then copies them (``finish``). ``views``: the ids of
+    the arrays that may be views of a mapped file."""
+
+    def __init__(self, blocks: Blocks, views: set[int]) -> None:
+        self.blocks, self.views = blocks, views
+        self.arrays: list[np.ndarray] = []
+        self.leaves: list[tuple[Any, ...]] = []
+        self.files: list[File] = []
+        self.inline_end = self.block_end = 0
+
+    def leaf(self, a: Any) -> Any:
+        if not (isinstance(a, np.ndarray) and a.dtype.kind in "biuf"):
+            return a  # not an array (a packed batch's max_seqlen)
         found = None
-        if a.nbytes and id(a) in views:
-            found = blocks.files.locate(a.__array_interface__["data"][0], a.nbytes)
+        if a.nbytes and id(a) in self.views:
+            found = self.blocks.files.locate(a.__array_interface__["data"][0], a.nbytes)
         if found is not None:
-            if found[0] not in files:
-                files.append(found[0])
-            leaves.append(Leaf(found[1], a.nbytes, a.dtype.str, a.shape, files.index(found[0])))
+            if found[0] not in self.files:
+                self.files.append(found[0])
+            leaf = _leaf(found[1], a.nbytes, a.dtype.str, a.shape, self.files.index(found[0]))
         elif a.nbytes <= INLINE_MAX:
-            leaves.append(Leaf(inline_end, a.nbytes, a.dtype.str, a.shape, INLINE))
-            inline_end += size
+            leaf = _leaf(self.inline_end, a.nbytes, a.dtype.str, a.shape, INLINE)
+            self.inline_end += -(-a.nbytes // ALIGN) * ALIGN
         else:
-            leaves.append(Leaf(ALIGN + block_end, a.nbytes, a.dtype.str, a.shape, BLOCK))
-            block_end += size
-    fd = None
-    if block_end:
-        fd = blocks.take(ALIGN + block_end)
-        if fd is None:
-            return None
-        copy(blocks.blocks[fd], arrays, leaves, BLOCK)
-    inline = None
-    if inline_end:
-        inline = bytearray(inline_end)
-        copy(np.frombuffer(inline, np.uint8), arrays, leaves, INLINE)
-    nbytes = ALIGN + block_end if block_end else 0
-    return leaves, Placed(None, fd, nbytes, tuple(files), inline)
+            leaf = _leaf(ALIGN + self.block_end, a.nbytes, a.dtype.str, a.shape, BLOCK)
+            self.block_end += -(-a.nbytes // ALIGN) * ALIGN
+        self.arrays.append(a)
+        self.leaves.append(leaf)
+        return leaf
+
+    def finish(self, tree: Any) -> Placed | None:
+        """The arrays copied where their leaves say; ``None`` when a block is needed and
+        none is free."""
+        fd = None
+        if self.block_end:
+            fd = self.blocks.take(ALIGN + self.block_end)
+            if fd is None:
+                return None
+            copy(self.blocks.blocks[fd], self.arrays, self.leaves, BLOCK)
+        inline = None
+        if self.inline_end:
+            inline = bytearray(self.inline_end)
+            copy(np.frombuffer(inline, np.uint8), self.arrays, self.leaves, INLINE)
+        nbytes = ALIGN + self.block_end if self.block_end else 0
+        return Placed(tree, fd, nbytes, tuple(self.files), inline)
+
+    def shared(self, tree: Any) -> Any:
+        """The item over a torch shared tensor of its own, every array copied into it."""
+        leaves, nbytes = [], ALIGN
+        for a in self.arrays:
+            leaves.append(_leaf(nbytes, a.nbytes, a.dtype.str, a.shape, BLOCK))
+            nbytes += -(-a.nbytes // ALIGN) * ALIGN
+        block = torch.empty(nbytes, dtype=torch.uint8).share_memory_()
+        copy(block.numpy(), self.arrays, leaves, BLOCK)
+        return tensors(_relabel(tree, dict(zip(map(id, self.leaves), leaves))), block)
 
 
-def layout(arrays: list[np.ndarray]) -> tuple[list[Leaf], int]:
-    """Where each array lies in one block (aligned, after the header), and the bytes used."""
-    leaves, end = [], ALIGN
-    for a in arrays:
-        leaves.append(Leaf(end, a.nbytes, a.dtype.str, a.shape, BLOCK))
-        end += -(-a.nbytes // ALIGN) * ALIGN
-    return leaves, end
+def _relabel(tree: Any, moved: dict[int, tuple[Any, ...]]) -> Any:
+    """``tree`` with each ``Leaf`` replaced by ``moved[id(leaf)]``."""
+    if _is_leaf(tree):
+        return moved[id(tree)]
+    if isinstance(tree, dict):
+        return {k: _relabel(v, moved) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_relabel(v, moved) for v in tree]
+    return tree
 
 
-def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[Leaf], where: int = BLOCK) -> None:
+def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[tuple[Any, ...]], where: int = BLOCK) -> None:
     """Copies the arrays whose leaves lie ``where`` into ``raw``."""
-    for a, leaf in zip(arrays, leaves):
-        if leaf.where == where and a.nbytes:
-            np.copyto(raw[leaf.start : leaf.start + leaf.nbytes].view(a.dtype).reshape(a.shape), a)
+    for a, (_, start, nbytes, _, _, at) in zip(arrays, leaves):
+        if at == where and nbytes:
+            np.copyto(raw[start : start + nbytes].view(a.dtype).reshape(a.shape), a)
 
 
-class Leaf(NamedTuple):
-    """Where one array lies: in the block, in the message (``INLINE``) or in a file."""
+class Leaf:
+    """The tag of a leaf of an item's tree: a plain tuple ``(Leaf, start, nbytes, dtype,
+    shape, where)`` (where one array lies: in the block, in the message (``INLINE``) or
+    in file ``where`` of the item's), which pickles faster than a named tuple and cannot
+    be mistaken for a tuple of a user's ``collate``."""
 
-    start: int
-    nbytes: int
-    dtype: str
-    shape: tuple[int, ...]
-    where: int = BLOCK
+
+def _leaf(start: int, nbytes: int, dtype: str, shape: tuple[int, ...], where: int) -> tuple[Any, ...]:
+    return (Leaf, start, nbytes, dtype, shape, where)
+
+
+def _is_leaf(tree: Any) -> bool:
+    return type(tree) is tuple and len(tree) == 6 and tree[0] is Leaf
 
 
 def tensors(tree: Any, block: Any, inline: Any = None, files: list[Any] | tuple[Any, ...] = ()) -> Any:
     """``tree`` with each ``Leaf`` the tensor where it lies: ``block`` (a buffer, or a uint8
     tensor), ``inline`` or ``files[i]``."""
-    if isinstance(tree, Leaf):
-        dtype = _torch_dtype(tree.dtype)
-        where = tree.where
+    if _is_leaf(tree):
+        _, start, nbytes, dtype_str, shape, where = tree
+        dtype = _torch_dtype(dtype_str)
         source = block if where == BLOCK else inline if where == INLINE else files[where]
         if isinstance(source, torch.Tensor):  # a uint8 tensor (a torch shared tensor)
-            flat = source[tree.start : tree.start + tree.nbytes].view(dtype)
-        elif tree.nbytes == 0:
+            flat = source[start : start + nbytes].view(dtype)
+        elif nbytes == 0:
             flat = torch.empty(0, dtype=dtype)
         else:
-            flat = torch.frombuffer(source, dtype=dtype, count=tree.nbytes // dtype.itemsize, offset=tree.start)
-        return flat if len(tree.shape) == 1 else flat.view(tree.shape)
+            flat = torch.frombuffer(source, dtype=dtype, count=nbytes // dtype.itemsize, offset=start)
+        return flat if len(shape) == 1 else flat.view(shape)
     if isinstance(tree, dict):
         return {k: tensors(v, block, inline, files) for k, v in tree.items()}
     if isinstance(tree, list):

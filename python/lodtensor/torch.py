@@ -204,21 +204,14 @@ class BatchDataset(IterableDataset):
         if worker is None:  # the main process: tensors over the batch's arrays
             return _shm.finish(_quiet(self._arrays, batch, _tensor), nested)
         views: set[int] = set()  # the arrays that may be views of the file (lodtensor._shm)
-        item = self._arrays(batch, lambda a: a, views if batch.is_view else None)
         if self._blocks is None or self._blocks.pid != os.getpid():
             self._blocks = _shm.Blocks()
-        arrays: list[np.ndarray] = []
-        _walk(item, arrays.append)
-        placed = _shm.place(self._blocks, arrays, views)
+        placer = _shm.Placer(self._blocks, views)
+        tree = self._arrays(batch, placer.leaf, views if batch.is_view else None)
+        placed = placer.finish(tree)
         if placed is None:  # every block in use: a torch shared tensor of its own
-            leaves, nbytes = _shm.layout(arrays)
-            block = torch.empty(nbytes, dtype=torch.uint8).share_memory_()
-            _shm.copy(block.numpy(), arrays, leaves)
-            layout = iter(leaves)
-            return _shm.finish(_shm.tensors(_walk(item, lambda a: next(layout)), block), nested)
-        layout = iter(placed[0])
-        tree = _walk(item, lambda a: next(layout))
-        return _shm.Item(self._blocks, self._token, worker, placed[1]._replace(tree=tree), nested)
+            return _shm.finish(placer.shared(tree), nested)
+        return _shm.Item(self._blocks, self._token, worker, placed, nested)
 
     def _arrays(self, batch: Batch, leaf: Callable[[Any], Any], views: set[int] | None = None) -> dict[str, Any]:
         """The item, each numpy array of it passed through ``leaf``; the ids of the batch's
