@@ -56,6 +56,9 @@ class BatchDataset(IterableDataset):
     worker is a rank of the loader, of ``world_size * num_workers``, where ``rank`` and
     ``world_size`` come from ``torch.distributed`` when it is initialised (or from the
     ``rank=`` / ``world_size=`` options, which win). Every sample is read once per epoch.
+    With ``drop_last`` every rank takes as many steps; with ``elastic=True`` too, at most
+    ``world_size - 1`` batches left out (the loader option ``step_ranks``), whatever the
+    number of workers.
 
     Each item is a dict: ``"samples"``, an int64 tensor of the batch's dataset rows (global
     row numbers, across shards), then one entry per column, as ``collate`` says for a
@@ -75,8 +78,11 @@ class BatchDataset(IterableDataset):
     ``{column: level}`` one column's level (0 for those it leaves out). In the
     main process (``num_workers=0``) values are zero-copy views of the file's copy-on-write
     mapping (or of the buffer a shuffled batch was gathered into): in-place ops change this
-    process's copy, never the file. In a worker each batch is written once into one of the
-    worker's shared-memory blocks, which the main process maps as it is (``_shm``).
+    process's copy, never the file. From a worker, only the item's layout is pickled: a
+    view batch's values go as their place in the file, which the main process maps
+    copy-on-write too; small arrays travel in the message; other arrays (a gathered
+    batch's) are copied once into one of the worker's shared-memory blocks, which the main
+    process maps as it is (``lodtensor._shm``).
     ``set_epoch``, ``state_dict`` and ``load_state_dict`` reach the workers; see
     docs/python.md (torch).
 
