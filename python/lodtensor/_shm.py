@@ -56,7 +56,9 @@ class Blocks:
         if fd is None:
             if len(self.blocks) == BLOCKS or not hasattr(os, "memfd_create"):
                 return None
-            size = max(1 << 16, 1 << (nbytes - 1).bit_length())
+            # Rounded up to an eighth of a power of two: reused by batches a little larger.
+            step = max(1 << 16, 1 << max(0, (nbytes - 1).bit_length() - 3))
+            size = -(-nbytes // step) * step
             fd = os.memfd_create("lodtensor-batch", os.MFD_CLOEXEC)
             os.ftruncate(fd, size)
             block = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | _POPULATE)
@@ -85,6 +87,7 @@ class Files:
         self._starts: list[int] = []
         self._maps: list[tuple[int, int, str, int]] = []  # (end, file offset, path, inode), by start
         self._files: dict[tuple[str, int], File | None] = {}
+        self._readable = True  # False without /proc/self/maps: every array copied
 
     def locate(self, address: int, nbytes: int) -> tuple[File, int] | None:
         """The file and the offset of the ``nbytes`` bytes at ``address``, if they lie in one
@@ -97,7 +100,7 @@ class Files:
                 if file is None or address + nbytes > end:
                     return None
                 return file, address - self._starts[i] + offset
-            if not again:
+            if not again and self._readable:
                 self._read()
         return None
 
@@ -120,6 +123,7 @@ class Files:
             with open("/proc/self/maps", "rb") as f:
                 text = f.read().decode(errors="replace")
         except OSError:
+            self._readable = False
             return
         starts, maps = [], []
         for lo, hi, offset, ino, path in _MAPS_LINE.findall(text):
@@ -185,7 +189,7 @@ def rebuild(
     base = None
     if where is not None:
         token, worker, pid, fd, size = where
-        known = _MAPPED.get((token, worker))
+        known: tuple[int, dict[int, mmap.mmap]] | None = _MAPPED.get((token, worker))
         if known is None or known[0] != pid:  # a new worker process: forget the old one's
             known = _MAPPED[(token, worker)] = (pid, {})
         block = known[1].get(fd)
