@@ -16,7 +16,9 @@ collate function (`torch.cat`).
 Every training step is `tokens.sum() + ids.sum()` on the tensors it gets (it reads every
 byte once); lodtensor's contenders also take each level's offsets of both columns (the
 peers' batches carry none). torch runs the step on one thread. Tokens/s is the best of `--repeat` epochs, after one warm-up epoch (persistent
-workers); in file order and shuffled (seed 7). The resume line: from `load_state_dict` of
+workers); in file order and shuffled (seed 7). CPU ns a token: the CPU time of every
+process (the main one and the DataLoader's workers) over those epochs, per token: what a
+contender costs whatever else runs on the machine. The resume line: from `load_state_dict` of
 a state saved mid-epoch to the next batch in hand (median of 5), and the same with a stateful
 dataset that does nothing (what torch's worker start-up costs). Prints a Markdown table.
 """
@@ -107,14 +109,57 @@ def bare_epoch(loader) -> int:
     return n
 
 
-def best(run, repeat: int) -> tuple[float, int]:
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children alive now (DataLoader workers)."""
+    t = os.times()
+    total = t.user + t.system
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                children = f.read().split()
+        except OSError:
+            continue
+        for pid in children:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def best(run, repeat: int) -> tuple[float, int, float]:
+    """The fastest of `repeat` epochs after a warm-up: seconds, tokens, and the CPU seconds
+    per epoch (all of them, every process)."""
     run()  # warm-up: workers started, page cache
     times, tokens = [], 0
     for _ in range(repeat):
         start = time.perf_counter()
         tokens = run()
         times.append(time.perf_counter() - start)
-    return min(times), tokens
+    epochs = max(repeat, round(1.0 / min(times)))  # a second's worth: the clock has 10 ms ticks
+    cpu = cpu_seconds()
+    for _ in range(epochs):
+        run()
+    return min(times), tokens, (cpu_seconds() - cpu) / epochs
+
+
+def dataloader_floor(workers: int, items: int = 2000) -> float:
+    """CPU seconds (every process) per item of a DataLoader of `workers` persistent workers
+    over a dataset that yields an int: what the DataLoader itself costs per batch."""
+
+    class Ints(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            info = torch.utils.data.get_worker_info()
+            return iter(range(items // (info.num_workers if info else 1)))
+
+    dl = DataLoader(Ints(), batch_size=None, num_workers=workers, persistent_workers=True)
+    sum(1 for _ in dl)
+    cpu = cpu_seconds()
+    n = sum(1 for _ in dl) + sum(1 for _ in dl)
+    return (cpu_seconds() - cpu) / n
 
 
 def contenders(
@@ -298,21 +343,29 @@ def main() -> None:
         # LitData's optimize sets the start method to spawn; DataLoader workers start as they
         # do by default on Linux (fork) for every contender.
         multiprocessing.set_start_method("fork", force=True)
-        print(f"{ds.num_rows} documents, {int(ds.offsets('tokens', 1)[-1])} tokens, "
+        tokens_total = int(ds.offsets("tokens", 1)[-1])
+        print(f"{ds.num_rows} documents, {tokens_total} tokens, "
               f"{os.path.getsize(path) / 2**20:.0f} MiB; {batches} batches of <= {budget} tokens, "
               f"peers: {docs_per_batch} documents a batch; torch {torch.__version__}, {os.cpu_count()} CPUs\n")
-        rows = {}
+        rows, cpus = {}, {}
         for shuffle in (False, True):
             runs = contenders(path, work, shuffle, args.workers, docs_per_batch, budget, not args.no_peers)
             for name, run in runs.items():
-                seconds, tokens = best(run, args.repeat)
+                seconds, tokens, cpu = best(run, args.repeat)
                 rows.setdefault(name, {})[shuffle] = tokens / seconds / 1e6
+                cpus.setdefault(name, {})[shuffle] = cpu / tokens * 1e9
         bare = rows["Loader (bare, in-process)"]
-        print("| contender | in order, M tokens/s | shuffled, M tokens/s | vs bare Loader |")
-        print("| --- | ---: | ---: | ---: |")
+        print(f"load average {os.getloadavg()[0]:.1f}\n")
+        print("| contender | in order, M tokens/s | shuffled, M tokens/s | vs bare Loader | CPU ns a token |")
+        print("| --- | ---: | ---: | ---: | ---: |")
         for name, speed in rows.items():
             ratio = "/".join(f"{speed[s] / bare[s]:.2f}" for s in (False, True))
-            print(f"| {name} | {speed[False]:.1f} | {speed[True]:.1f} | {ratio} |")
+            cpu = "/".join(f"{cpus[name][s]:.0f}" for s in (False, True))
+            print(f"| {name} | {speed[False]:.1f} | {speed[True]:.1f} | {ratio} | {cpu} |")
+        floor = dataloader_floor(args.workers)
+        per_batch = {name: cpus[name][False] * tokens_total / batches / 1e3 for name in cpus}
+        print(f"\nCPU a batch, in order: " + ", ".join(f"{n} {us:.0f} µs" for n, us in per_batch.items() if n.startswith(("Loader", "lodtensor"))))
+        print(f"DataLoader of {args.workers} workers over a dataset of ints (torch's floor): {floor * 1e6:.0f} µs CPU an item")
         print("\n| resume to the next batch | ms |\n| --- | ---: |")
         for name, seconds in resume_latency(path, args.workers, budget).items():
             print(f"| {name} | {seconds * 1e3:.1f} |")
