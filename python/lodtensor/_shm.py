@@ -89,12 +89,13 @@ class Files:
         self._files: dict[tuple[str, int], File | None] = {}
         self._readable = True  # False without /proc/self/maps: every array copied
 
-    def locate(self, address: int, nbytes: int) -> tuple[File, int] | None:
-        """The file and the offset of the ``nbytes`` bytes at ``address``, if they lie in one
-        mapping of a file (the mappings are read again when none holds ``address``)."""
+    def locate(self, address: int, nbytes: int, expected: str) -> tuple[File, int] | None:
+        """The file and the offset of the ``nbytes`` bytes at ``address``, if they lie in a
+        mapping of the file at path ``expected`` (the mappings are read again when none
+        holds ``address`` or another file's does: one unmapped since, its place reused)."""
         for again in (False, True):
             i = bisect.bisect_right(self._starts, address) - 1
-            if i >= 0 and address < self._maps[i][0]:
+            if i >= 0 and address < self._maps[i][0] and self._maps[i][2] == expected:
                 end, offset, path, ino = self._maps[i]
                 file = self._file(path, ino)
                 if file is None or address + nbytes > end:
@@ -242,10 +243,10 @@ class Placed(NamedTuple):
 class Placer:
     """Places each array of an item as the item is made (``leaf``: the array's ``Leaf``,
     put in the tree instead of it), then copies them (``finish``). ``views``: the ids of
-    the arrays that may be views of a mapped file."""
+    the arrays that may be views of the file at ``path`` (``None``: of no file)."""
 
-    def __init__(self, blocks: Blocks, views: set[int]) -> None:
-        self.blocks, self.views = blocks, views
+    def __init__(self, blocks: Blocks, views: set[int], path: str | None) -> None:
+        self.blocks, self.views, self.path = blocks, views, path
         self.arrays: list[np.ndarray] = []
         self.leaves: list[tuple[Any, ...]] = []
         self.files: list[File] = []
@@ -255,8 +256,8 @@ class Placer:
         if not (isinstance(a, np.ndarray) and a.dtype.kind in "biuf"):
             return a  # not an array (a packed batch's max_seqlen)
         found = None
-        if a.nbytes and id(a) in self.views:
-            found = self.blocks.files.locate(a.__array_interface__["data"][0], a.nbytes)
+        if a.nbytes and self.path is not None and id(a) in self.views:
+            found = self.blocks.files.locate(a.__array_interface__["data"][0], a.nbytes, self.path)
         if found is not None:
             if found[0] not in self.files:
                 self.files.append(found[0])

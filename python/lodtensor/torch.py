@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import multiprocessing.context
 import os
@@ -196,8 +197,17 @@ class BatchDataset(IterableDataset):
             if not callable(self.collate) and "samples" in dataset.column_names:
                 raise ArgumentError(f"BatchDataset: {self.source}: a column named 'samples' clashes with the item's key")
             loader = dataset.loader(**self.loader_options, **extra, rank=index, world_size=ranks * workers)
-            self._process = (*key, loader, workers, ranks)
+            self._process = (*key, loader, workers, ranks, _files_of(self.source, dataset))
         return self._process[3]
+
+    def _file_of(self, batch: Batch) -> str | None:
+        """The path of the file a view batch is a view of (``None``: unknown)."""
+        assert self._process is not None
+        files = self._process[6]
+        if files is None:
+            return None
+        offsets, paths = files
+        return paths[bisect.bisect_right(offsets, int(batch.samples[0])) - 1]
 
     def _batches(self, loader: Loader, worker: int | None) -> Iterator[dict[str, Any]]:
         for batch in loader:
@@ -212,8 +222,8 @@ class BatchDataset(IterableDataset):
         views: set[int] = set()  # the arrays that may be views of the file (lodtensor._shm)
         if self._blocks is None or self._blocks.pid != os.getpid():
             self._blocks = _shm.Blocks()
-        placer = _shm.Placer(self._blocks, views)
-        tree = self._arrays(batch, placer.leaf, views if batch.is_view else None)
+        placer = _shm.Placer(self._blocks, views, self._file_of(batch) if batch.is_view else None)
+        tree = self._arrays(batch, placer.leaf, views)
         placed = placer.finish(tree)
         if placed is None:  # every block in use: a torch shared tensor of its own
             return _shm.finish(placer.shared(tree), nested)
@@ -348,6 +358,17 @@ def to_nested(batch: Batch, column: str, level: int | None = None) -> Any:
     return torch.nested.nested_tensor_from_jagged(
         _quiet(_tensor, batch.values(column)), torch.from_numpy(_element_offsets(batch, column, level))
     )
+
+
+def _files_of(source: str, dataset: Any) -> tuple[list[int], list[str]] | None:
+    """The first global row and the path of each file of ``source``, as the process maps
+    them (``None`` for a URL: its shards are files of a cache)."""
+    if os.path.isfile(source):
+        return [0], [os.path.realpath(source)]
+    if not os.path.isdir(source):
+        return None
+    offsets = [int(o) for o in dataset.shard_offsets]
+    return offsets[:-1], [os.path.realpath(os.path.join(source, shard["file"])) for shard in dataset.shards]
 
 
 def _distributed() -> tuple[int, int] | None:

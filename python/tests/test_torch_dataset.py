@@ -179,6 +179,34 @@ def test_workers_hand_view_batches_over_as_their_place_in_the_file(docs_path, sh
     }
     for item in items:
         np.testing.assert_array_equal(item["tokens"]["values"].numpy(), batches[tuple(item["samples"].tolist())])
+    # Shards mapped as batches reach them and unmapped after their last: a place a shard
+    # left may hold another in a later epoch, and the values are still those of the batch.
+    expected = {int(b.samples[0]): b.values("tokens").copy() for b in lt.open(shards_dir).loader(batch_size=1)}
+    ds = BatchDataset(shards_dir, batch_size=5, chunk_rows=10, shuffle=True, seed=1)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+    for _ in range(3):
+        for item in loader:
+            values = item["tokens"]["values"].numpy()
+            np.testing.assert_array_equal(values, np.concatenate([expected[s] for s in item["samples"].tolist()]))
+
+
+def test_a_place_another_file_held_before_is_looked_up_again(docs_path, shards_dir):
+    # The mappings are read once and kept; a place that held one file and now holds
+    # another (a shard unmapped, another mapped there) must not be taken for the first.
+    from lodtensor import _shm
+
+    values = next(iter(lt.open(docs_path).loader(batch_size=8))).values("tokens")
+    address = values.__array_interface__["data"][0]
+    path = os.path.realpath(docs_path)
+    files = _shm.Files()
+    found = files.locate(address, values.nbytes, path)
+    assert found is not None and found[0].path == path
+    i = files._starts.index(max(x for x in files._starts if x <= address))
+    shard = os.path.realpath(shards_dir / "part-00000.arrow")
+    files._maps[i] = (*files._maps[i][:2], shard, files._maps[i][3])  # what it held before
+    again = files.locate(address, values.nbytes, path)
+    assert again is not None and again[0].path == path and again[1] == found[1]
+    assert files.locate(address, values.nbytes, shard) is None  # not the shard's
 
 
 def test_a_file_replaced_under_the_workers_is_refused(docs_path, tmp_path):
