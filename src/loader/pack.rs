@@ -328,27 +328,58 @@ impl Windows {
     /// ```
     pub fn pieces(&self, w: usize) -> Vec<Piece> {
         let mut pieces = Vec::new();
-        self.each_piece(w, |p| pieces.push(p));
+        self.each_piece_of(&[w], |_, p| pieces.push(p));
         pieces
     }
 
-    /// `f` of every piece of window `w`, in order.
-    pub(crate) fn each_piece(&self, w: usize, f: impl FnMut(Piece)) {
-        assert!(w < self.windows, "window {w} of {}", self.windows);
+    /// `f(k, piece)` of every piece of windows `ids`, in order (`k`: the window's place in
+    /// `ids`).
+    ///
+    /// Shuffled windows lie anywhere in the epoch's tables, so each window's first reads
+    /// miss the cache. They are made for [`AHEAD`] windows at a time before any piece is
+    /// made, so that the misses overlap rather than follow one another.
+    ///
+    /// # Panics
+    /// When a window is not below [`Windows::len`].
+    pub(crate) fn each_piece_of(&self, ids: &[usize], mut f: impl FnMut(usize, Piece)) {
+        for (g, group) in ids.chunks(AHEAD).enumerate() {
+            let mut at = [0; AHEAD];
+            for (at, &w) in at.iter_mut().zip(group) {
+                assert!(w < self.windows, "window {w} of {}", self.windows);
+                *at = match &self.layout {
+                    Layout::Stream { firsts, .. } => firsts[w],
+                    Layout::Bins { starts, .. } => starts[w],
+                };
+            }
+            let at = &at[..group.len()];
+            std::hint::black_box(self.touch(at));
+            for (j, (&w, &i)) in group.iter().zip(at).enumerate() {
+                let k = g * AHEAD + j;
+                match &self.layout {
+                    Layout::Stream { order, starts, .. } => {
+                        let total = *starts.last().expect("starts has the total");
+                        let from = w * self.seq_len;
+                        let to = (from + self.window_len).min(total);
+                        stream_pieces(order, starts, (i, from..to), |p| f(k, p));
+                    }
+                    Layout::Bins { pieces, starts } => {
+                        (pieces[i..starts[w + 1]].iter()).for_each(|&p| f(k, p))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the first entries of the documents (or pieces) at `at`, all together: a
+    /// prefetch.
+    fn touch(&self, at: &[usize]) -> usize {
         match &self.layout {
-            Layout::Stream {
-                order,
-                starts,
-                firsts,
-            } => {
-                let total = *starts.last().expect("starts has the total");
-                let from = w * self.seq_len;
-                let to = (from + self.window_len).min(total);
-                stream_pieces(order, starts, (firsts[w], from..to), f);
+            Layout::Stream { order, starts, .. } => {
+                at.iter().fold(0, |x, &i| x ^ order[i] ^ starts[i])
             }
-            Layout::Bins { pieces, starts } => {
-                pieces[starts[w]..starts[w + 1]].iter().copied().for_each(f)
-            }
+            Layout::Bins { pieces, .. } => (at.iter())
+                .filter_map(|&i| pieces.get(i))
+                .fold(0, |x, p| x ^ p.row),
         }
     }
 
@@ -583,6 +614,9 @@ impl Rooms {
         Some((room, bin))
     }
 }
+
+/// Windows whose first reads are made together ([`Windows::each_piece_of`]).
+const AHEAD: usize = 16;
 
 /// Salt of the window shuffle's generator, apart from the documents'.
 const WINDOW_SALT: u64 = 0x7769_6e64_6f77_7321;
