@@ -328,12 +328,12 @@ impl Windows {
     /// ```
     pub fn pieces(&self, w: usize) -> Vec<Piece> {
         let mut pieces = Vec::new();
-        self.each_piece_of(&[w], |_, p| pieces.push(p));
+        self.pieces_of(&[w], &mut pieces, &mut Vec::new());
         pieces
     }
 
-    /// `f(k, piece)` of every piece of windows `ids`, in order (`k`: the window's place in
-    /// `ids`).
+    /// The pieces of windows `ids`, in order, appended to `out`, and each window's number
+    /// of pieces to `counts`.
     ///
     /// Shuffled windows lie anywhere in the epoch's tables, so each window's first reads
     /// miss the cache. They are made for [`AHEAD`] windows at a time before any piece is
@@ -341,8 +341,8 @@ impl Windows {
     ///
     /// # Panics
     /// When a window is not below [`Windows::len`].
-    pub(crate) fn each_piece_of(&self, ids: &[usize], mut f: impl FnMut(usize, Piece)) {
-        for (g, group) in ids.chunks(AHEAD).enumerate() {
+    pub(crate) fn pieces_of(&self, ids: &[usize], out: &mut Vec<Piece>, counts: &mut Vec<usize>) {
+        for group in ids.chunks(AHEAD) {
             let mut at = [0; AHEAD];
             for (at, &w) in at.iter_mut().zip(group) {
                 assert!(w < self.windows, "window {w} of {}", self.windows);
@@ -353,19 +353,18 @@ impl Windows {
             }
             let at = &at[..group.len()];
             std::hint::black_box(self.touch(at));
-            for (j, (&w, &i)) in group.iter().zip(at).enumerate() {
-                let k = g * AHEAD + j;
+            for (&w, &i) in group.iter().zip(at) {
+                let before = out.len();
                 match &self.layout {
                     Layout::Stream { order, starts, .. } => {
                         let total = *starts.last().expect("starts has the total");
                         let from = w * self.seq_len;
                         let to = (from + self.window_len).min(total);
-                        stream_pieces(order, starts, (i, from..to), |p| f(k, p));
+                        stream_pieces(order, starts, (i, from..to), out);
                     }
-                    Layout::Bins { pieces, starts } => {
-                        (pieces[i..starts[w + 1]].iter()).for_each(|&p| f(k, p))
-                    }
+                    Layout::Bins { pieces, starts } => out.extend(&pieces[i..starts[w + 1]]),
                 }
+                counts.push(out.len() - before);
             }
         }
     }
@@ -484,19 +483,19 @@ fn stream(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
     }
 }
 
-/// `f` of every piece of stream tokens `range` (within the total), document `i` the first
-/// that may hold any.
+/// The pieces of stream tokens `range` (within the total), appended to `out`, document `i`
+/// the first that may hold any.
 fn stream_pieces(
     order: &[usize],
     starts: &[usize],
     (mut i, range): (usize, std::ops::Range<usize>),
-    mut f: impl FnMut(Piece),
+    out: &mut Vec<Piece>,
 ) {
     let mut at = range.start;
     while at < range.end {
         let end = starts[i + 1].min(range.end);
         if end > at {
-            f(Piece {
+            out.push(Piece {
                 row: order[i],
                 first_token: at - starts[i],
                 n_tokens: end - at,
@@ -615,7 +614,7 @@ impl Rooms {
     }
 }
 
-/// Windows whose first reads are made together ([`Windows::each_piece_of`]).
+/// Windows whose first reads are made together ([`Windows::pieces_of`]).
 const AHEAD: usize = 16;
 
 /// Salt of the window shuffle's generator, apart from the documents'.

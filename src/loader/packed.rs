@@ -42,17 +42,11 @@ impl Layout {
     /// Refills the layout with windows `ids` of `windows`.
     fn fill(&mut self, windows: &Windows, ids: &[usize]) {
         self.window_len = windows.window_len();
-        let (pieces, counts, padding) = (&mut self.pieces, &mut self.counts, &mut self.padding);
-        pieces.clear();
-        counts.clear();
-        counts.resize(ids.len(), 0);
-        padding.clear();
-        padding.resize(ids.len(), self.window_len);
-        windows.each_piece_of(ids, |k, p| {
-            counts[k] += 1;
-            padding[k] -= p.n_tokens;
-            pieces.push(p);
-        });
+        self.pieces.clear();
+        self.counts.clear();
+        windows.pieces_of(ids, &mut self.pieces, &mut self.counts);
+        self.padding.clear();
+        (self.padding).extend(ids.iter().map(|&w| self.window_len - windows.tokens_of(w)));
     }
 
     fn padded(&self) -> bool {
@@ -71,23 +65,21 @@ impl Layout {
             })
     }
 
-    /// The two-level LoD: windows, then their segments (pieces and padding). Its offsets
-    /// are correct by construction (from 0, non-decreasing, level 0 ending at level 1's
-    /// count), checked once more by the constructors.
+    /// The two-level LoD: windows, then their segments (pieces and padding).
     fn lod(&self) -> Result<Lod> {
         let tokens = self.counts.len() * self.window_len;
+        // SAFETY (both widths): the offsets start at 0 and add counts, so they never
+        // decrease; `Lod::try_new` checks that level 0 ends at level 1's count.
         let levels = if i32::try_from(tokens).is_ok() {
             let (windows, ends) = self.offsets(|n| n as i32);
-            vec![
-                LevelOffsets::try_new_i32(0, windows.into())?,
-                LevelOffsets::try_new_i32(1, ends.into())?,
-            ]
+            let level =
+                |o: Vec<i32>| unsafe { LevelOffsets::I32(OffsetBuffer::new_unchecked(o.into())) };
+            vec![level(windows), level(ends)]
         } else {
             let (windows, ends) = self.offsets(|n| n as i64);
-            vec![
-                LevelOffsets::try_new_i64(0, windows.into())?,
-                LevelOffsets::try_new_i64(1, ends.into())?,
-            ]
+            let level =
+                |o: Vec<i64>| unsafe { LevelOffsets::I64(OffsetBuffer::new_unchecked(o.into())) };
+            vec![level(windows), level(ends)]
         };
         Lod::try_new(levels)
     }
