@@ -506,7 +506,7 @@ fn build_dataset(
                 .with_level_names(info.level_names.iter().cloned())?,
         );
     }
-    Dataset::try_new(built)
+    Ok(Dataset::from_checked_columns(built))
 }
 
 fn offset_bytes(width: OffsetWidth) -> usize {

@@ -147,7 +147,7 @@ impl Loader {
         } else {
             self.gatherer.stats.gathered += 1;
         }
-        Ok((Dataset::try_new(columns)?, view))
+        Ok((Dataset::from_checked_columns(columns), view))
     }
 
     /// Column `c`'s tokens of `layout`: a slice of one record batch's values when they are
