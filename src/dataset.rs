@@ -84,6 +84,15 @@ impl Dataset {
         Ok(Dataset { columns, num_rows })
     }
 
+    /// A dataset of `columns` that have one row count and distinct names by construction (a
+    /// loader's batch of its source's columns), not checked again (the row counts are in
+    /// debug builds).
+    pub(crate) fn from_checked_columns(columns: Vec<Column>) -> Self {
+        let num_rows = columns.first().map_or(0, Column::num_rows);
+        debug_assert!(columns.iter().all(|c| c.num_rows() == num_rows));
+        Dataset { columns, num_rows }
+    }
+
     /// The number of rows (samples).
     ///
     /// # Example

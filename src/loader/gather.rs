@@ -14,6 +14,7 @@
 //! holds the only reference) is taken back and refilled in place, so once the pool holds
 //! buffers as large as the largest batch, gathering allocates no data buffer.
 
+use super::packed::Layout;
 use crate::error::DataError;
 use crate::row_index::RowIndex;
 use arrow_array::{Array, ArrayRef, make_array};
@@ -179,6 +180,8 @@ pub(crate) struct Gatherer {
     runs: Vec<(usize, usize, usize)>,
     /// `(byte position, count)` of each part of the buffer being filled.
     parts: Vec<(usize, usize)>,
+    /// The packed batch being loaded.
+    pub layout: Layout,
     pub stats: GatherStats,
 }
 
@@ -503,7 +506,7 @@ fn build_dataset(
                 .with_level_names(info.level_names.iter().cloned())?,
         );
     }
-    Dataset::try_new(built)
+    Ok(Dataset::from_checked_columns(built))
 }
 
 fn offset_bytes(width: OffsetWidth) -> usize {

@@ -328,27 +328,57 @@ impl Windows {
     /// ```
     pub fn pieces(&self, w: usize) -> Vec<Piece> {
         let mut pieces = Vec::new();
-        self.each_piece(w, |p| pieces.push(p));
+        self.pieces_of(&[w], &mut pieces, &mut Vec::new());
         pieces
     }
 
-    /// `f` of every piece of window `w`, in order.
-    pub(crate) fn each_piece(&self, w: usize, f: impl FnMut(Piece)) {
-        assert!(w < self.windows, "window {w} of {}", self.windows);
+    /// The pieces of windows `ids`, in order, appended to `out`, and each window's number
+    /// of pieces to `counts`.
+    ///
+    /// Shuffled windows lie anywhere in the epoch's tables, so each window's first reads
+    /// miss the cache. They are made for [`AHEAD`] windows at a time before any piece is
+    /// made, so that the misses overlap rather than follow one another.
+    ///
+    /// # Panics
+    /// When a window is not below [`Windows::len`].
+    pub(crate) fn pieces_of(&self, ids: &[usize], out: &mut Vec<Piece>, counts: &mut Vec<usize>) {
+        for group in ids.chunks(AHEAD) {
+            let mut at = [0; AHEAD];
+            for (at, &w) in at.iter_mut().zip(group) {
+                assert!(w < self.windows, "window {w} of {}", self.windows);
+                *at = match &self.layout {
+                    Layout::Stream { firsts, .. } => firsts[w],
+                    Layout::Bins { starts, .. } => starts[w],
+                };
+            }
+            let at = &at[..group.len()];
+            std::hint::black_box(self.touch(at));
+            for (&w, &i) in group.iter().zip(at) {
+                let before = out.len();
+                match &self.layout {
+                    Layout::Stream { order, starts, .. } => {
+                        let total = *starts.last().expect("starts has the total");
+                        let from = w * self.seq_len;
+                        let to = (from + self.window_len).min(total);
+                        stream_pieces(order, starts, (i, from..to), out);
+                    }
+                    Layout::Bins { pieces, starts } => out.extend(&pieces[i..starts[w + 1]]),
+                }
+                counts.push(out.len() - before);
+            }
+        }
+    }
+
+    /// Reads the first entries of the documents (or pieces) at `at`, all together: a
+    /// prefetch.
+    fn touch(&self, at: &[usize]) -> usize {
         match &self.layout {
-            Layout::Stream {
-                order,
-                starts,
-                firsts,
-            } => {
-                let total = *starts.last().expect("starts has the total");
-                let from = w * self.seq_len;
-                let to = (from + self.window_len).min(total);
-                stream_pieces(order, starts, (firsts[w], from..to), f);
+            Layout::Stream { order, starts, .. } => {
+                at.iter().fold(0, |x, &i| x ^ order[i] ^ starts[i])
             }
-            Layout::Bins { pieces, starts } => {
-                pieces[starts[w]..starts[w + 1]].iter().copied().for_each(f)
-            }
+            Layout::Bins { pieces, .. } => (at.iter())
+                .filter_map(|&i| pieces.get(i))
+                .fold(0, |x, p| x ^ p.row),
         }
     }
 
@@ -453,19 +483,19 @@ fn stream(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
     }
 }
 
-/// `f` of every piece of stream tokens `range` (within the total), document `i` the first
-/// that may hold any.
+/// The pieces of stream tokens `range` (within the total), appended to `out`, document `i`
+/// the first that may hold any.
 fn stream_pieces(
     order: &[usize],
     starts: &[usize],
     (mut i, range): (usize, std::ops::Range<usize>),
-    mut f: impl FnMut(Piece),
+    out: &mut Vec<Piece>,
 ) {
     let mut at = range.start;
     while at < range.end {
         let end = starts[i + 1].min(range.end);
         if end > at {
-            f(Piece {
+            out.push(Piece {
                 row: order[i],
                 first_token: at - starts[i],
                 n_tokens: end - at,
@@ -583,6 +613,9 @@ impl Rooms {
         Some((room, bin))
     }
 }
+
+/// Windows whose first reads are made together ([`Windows::pieces_of`]).
+const AHEAD: usize = 16;
 
 /// Salt of the window shuffle's generator, apart from the documents'.
 const WINDOW_SALT: u64 = 0x7769_6e64_6f77_7321;

@@ -22,84 +22,90 @@ use crate::lod::{LevelOffsets, Lod, OffsetWidth};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
-/// A run of a batch's tokens: a piece of a document, or a window's padding.
-enum Segment {
-    Piece(Piece),
-    Padding(usize),
-}
-
-/// The segments of a batch of windows, and the offsets of its two levels.
-struct Layout {
-    segments: Vec<Segment>,
-    /// Level 0: where each window's segments start, then their end.
-    windows: Vec<usize>,
-    /// Level 1: where each segment's tokens start, then their end.
-    ends: Vec<usize>,
-    /// Pieces of documents per window.
-    pieces: Vec<usize>,
-    padded: bool,
+/// A batch of windows: its pieces of documents, window after window, and each window's
+/// padding (a segment of its own after the window's pieces). Kept by the loader and
+/// refilled for each batch, so that a batch allocates no scratch.
+#[derive(Debug, Default)]
+pub(super) struct Layout {
+    pieces: Vec<Piece>,
+    /// Pieces per window.
+    counts: Vec<usize>,
+    /// Tokens of padding per window (0: none).
+    padding: Vec<usize>,
+    /// Tokens per window, padding included.
+    window_len: usize,
+    /// Where a column's pieces lie: (record batch, elements), piece after piece.
+    parts: Vec<(usize, Range<usize>)>,
 }
 
 impl Layout {
-    fn new(windows: &Windows, ids: &[usize]) -> Layout {
-        let len = windows.window_len();
-        // Room for 16 segments a window, so that most batches grow no vector.
-        let segments = ids.len() * 16;
-        let mut out = Layout {
-            segments: Vec::with_capacity(segments),
-            windows: Vec::with_capacity(ids.len() + 1),
-            ends: Vec::with_capacity(segments + 1),
-            pieces: Vec::with_capacity(ids.len()),
-            padded: false,
-        };
-        out.windows.push(0);
-        out.ends.push(0);
-        let mut end = 0;
-        for &w in ids {
-            let (start, before) = (end, out.segments.len());
-            windows.each_piece(w, |p| {
-                end += p.n_tokens;
-                out.ends.push(end);
-                out.segments.push(Segment::Piece(p));
-            });
-            out.pieces.push(out.segments.len() - before);
-            if end - start < len {
-                out.padded = true;
-                out.segments.push(Segment::Padding(len - (end - start)));
-                end = start + len;
-                out.ends.push(end);
-            }
-            out.windows.push(out.segments.len());
-        }
-        out
+    /// Refills the layout with windows `ids` of `windows`.
+    fn fill(&mut self, windows: &Windows, ids: &[usize]) {
+        self.window_len = windows.window_len();
+        self.pieces.clear();
+        self.counts.clear();
+        windows.pieces_of(ids, &mut self.pieces, &mut self.counts);
+        self.padding.clear();
+        (self.padding).extend(ids.iter().map(|&w| self.window_len - windows.tokens_of(w)));
     }
 
-    /// The batch's tokens, padding included.
-    fn tokens(&self) -> usize {
-        *self.ends.last().expect("ends start at 0")
+    fn padded(&self) -> bool {
+        self.padding.iter().any(|&n| n > 0)
     }
 
-    /// The two-level LoD: its offsets are correct by construction (from 0, non-decreasing,
-    /// level 0 ending at level 1's count), checked once more by the constructors.
+    /// The windows, each its pieces and its padding (0: none).
+    fn windows(&self) -> impl Iterator<Item = (&[Piece], usize)> {
+        let mut at = 0;
+        self.counts
+            .iter()
+            .zip(&self.padding)
+            .map(move |(&n, &pad)| {
+                at += n;
+                (&self.pieces[at - n..at], pad)
+            })
+    }
+
+    /// The two-level LoD: windows, then their segments (pieces and padding).
     fn lod(&self) -> Result<Lod> {
-        let level = |level: usize, positions: &[usize]| match i32::try_from(self.tokens()) {
-            Ok(_) => {
-                let offsets = positions.iter().map(|&p| p as i32).collect();
-                LevelOffsets::try_new_i32(level, offsets)
-            }
-            Err(_) => {
-                let offsets = positions.iter().map(|&p| p as i64).collect();
-                LevelOffsets::try_new_i64(level, offsets)
-            }
+        let tokens = self.counts.len() * self.window_len;
+        // SAFETY (both widths): the offsets start at 0 and add counts, so they never
+        // decrease; `Lod::try_new` checks that level 0 ends at level 1's count.
+        let levels = if i32::try_from(tokens).is_ok() {
+            let (windows, ends) = self.offsets(|n| n as i32);
+            let level =
+                |o: Vec<i32>| unsafe { LevelOffsets::I32(OffsetBuffer::new_unchecked(o.into())) };
+            vec![level(windows), level(ends)]
+        } else {
+            let (windows, ends) = self.offsets(|n| n as i64);
+            let level =
+                |o: Vec<i64>| unsafe { LevelOffsets::I64(OffsetBuffer::new_unchecked(o.into())) };
+            vec![level(windows), level(ends)]
         };
-        Lod::try_new(vec![level(0, &self.windows)?, level(1, &self.ends)?])
+        Lod::try_new(levels)
     }
 
-    fn pieces(&self) -> impl Iterator<Item = &Piece> {
-        self.segments.iter().filter_map(|s| match s {
-            Segment::Piece(p) => Some(p),
-            Segment::Padding(_) => None,
-        })
+    /// The offsets of the windows' segments, and of the segments' tokens, as `to` makes
+    /// them.
+    fn offsets<T>(&self, to: impl Fn(usize) -> T) -> (Vec<T>, Vec<T>) {
+        let padded = self.padding.iter().filter(|&&n| n > 0).count();
+        let mut windows = Vec::with_capacity(self.counts.len() + 1);
+        let mut ends = Vec::with_capacity(self.pieces.len() + padded + 1);
+        windows.push(to(0));
+        ends.push(to(0));
+        let (mut segments, mut end) = (0, 0);
+        for (pieces, pad) in self.windows() {
+            for n in pieces
+                .iter()
+                .map(|p| p.n_tokens)
+                .chain((pad > 0).then_some(pad))
+            {
+                end += n;
+                ends.push(to(end));
+            }
+            segments += pieces.len() + usize::from(pad > 0);
+            windows.push(to(segments));
+        }
+        (windows, ends)
     }
 }
 
@@ -110,9 +116,17 @@ impl Loader {
         windows: &Windows,
         ids: &[usize],
     ) -> Result<(Dataset, bool)> {
-        let layout = Layout::new(windows, ids);
+        let mut layout = std::mem::take(&mut self.gatherer.layout);
+        layout.fill(windows, ids);
+        let loaded = self.load_layout(&mut layout);
+        self.gatherer.layout = layout;
+        loaded
+    }
+
+    /// The packed columns of the batch `layout` holds, and whether it is a view.
+    fn load_layout(&mut self, layout: &mut Layout) -> Result<(Dataset, bool)> {
         if !self.unchecked.is_empty() {
-            let rows: Vec<usize> = layout.pieces().map(|p| p.row).collect();
+            let rows: Vec<usize> = layout.pieces.iter().map(|p| p.row).collect();
             self.check_shards(&rows)?;
         }
         let lod = layout.lod()?;
@@ -121,10 +135,10 @@ impl Loader {
         for c in 0..self.columns.len() {
             let name = self.columns[c].name.clone();
             if self.packed.contains(&c) {
-                let (values, is_view) = self.packed_values(c, &layout)?;
+                let (values, is_view) = self.packed_values(c, layout)?;
                 view &= is_view;
                 columns.push(Column::new(name, LodTensor::try_new(lod.clone(), values)?));
-            } else if let Some(column) = self.per_window(c, &layout)? {
+            } else if let Some(column) = self.per_window(c, layout)? {
                 columns.push(column);
             }
         }
@@ -133,12 +147,12 @@ impl Loader {
         } else {
             self.gatherer.stats.gathered += 1;
         }
-        Ok((Dataset::try_new(columns)?, view))
+        Ok((Dataset::from_checked_columns(columns), view))
     }
 
     /// Column `c`'s tokens of `layout`: a slice of one record batch's values when they are
     /// consecutive there and nothing is padding, else concatenated.
-    fn packed_values(&mut self, c: usize, layout: &Layout) -> Result<(Values, bool)> {
+    fn packed_values(&mut self, c: usize, layout: &mut Layout) -> Result<(Values, bool)> {
         let values_of = |b: usize| {
             let column = &self.batches[b].columns()[c];
             column
@@ -157,10 +171,12 @@ impl Loader {
             let (b, range) = range;
             return Ok((values_of(b).slice_elements(range), true));
         }
-        let parts: Vec<(usize, Range<usize>)> = layout.pieces().map(place).collect();
+        layout.parts.clear();
+        layout.parts.extend(layout.pieces.iter().map(place));
+        let parts = &layout.parts;
         let contiguous = (parts.windows(2)).all(|w| w[0].0 == w[1].0 && w[0].1.end == w[1].1.start);
         if let (true, false, Some((b, first)), Some((_, last))) =
-            (contiguous, layout.padded, parts.first(), parts.last())
+            (contiguous, layout.padded(), parts.first(), parts.last())
         {
             return Ok((values_of(*b).slice_elements(first.start..last.end), true));
         }
@@ -174,7 +190,7 @@ impl Loader {
         };
         if let Some(width) = dtype.byte_width() {
             let (gatherer, sources) = (&mut self.gatherer, &self.sources);
-            let items = copy_items(gatherer, sources, c, layout, &parts, (*element_size, width));
+            let items = copy_items(gatherer, sources, c, layout, (*element_size, width));
             let data = ArrayData::builder(dtype.arrow_type())
                 .len(items.len() / width)
                 .add_buffer(items)
@@ -184,16 +200,15 @@ impl Loader {
                 false,
             ));
         }
-        let mut items: Vec<ArrayRef> = Vec::with_capacity(layout.segments.len());
-        let mut parts = parts.into_iter();
-        for segment in &layout.segments {
-            items.push(match segment {
-                Segment::Piece(_) => {
-                    let (b, range) = parts.next().expect("a part per piece");
-                    values_of(b).slice_elements(range).items().clone()
-                }
-                Segment::Padding(n) => zeros(*dtype, n * element_size)?,
-            });
+        let mut items: Vec<ArrayRef> = Vec::with_capacity(parts.len() + layout.counts.len());
+        let mut parts = parts.iter();
+        for (pieces, pad) in layout.windows() {
+            for (b, range) in parts.by_ref().take(pieces.len()) {
+                items.push(values_of(*b).slice_elements(range.clone()).items().clone());
+            }
+            if pad > 0 {
+                items.push(zeros(*dtype, pad * element_size)?);
+            }
         }
         // Booleans, packed in bits: Arrow's concatenation.
         let refs: Vec<&dyn Array> = items.iter().map(AsRef::as_ref).collect();
@@ -216,7 +231,7 @@ impl Loader {
         if !info.widths.is_empty() {
             return Ok(None);
         }
-        let rows: Vec<(usize, usize)> = (layout.pieces())
+        let rows: Vec<(usize, usize)> = (layout.pieces.iter())
             .map(|p| (self.rows.locate(p.row)).expect("plans hold rows of the source"))
             .collect();
         let columns = self.batches.iter().map(|b| &b.columns()[c]);
@@ -227,7 +242,7 @@ impl Loader {
                     .collect();
                 let values = interleave_rows(&arrays, &rows)?;
                 let item = Arc::new(Field::new_list_field(field.data_type().clone(), true));
-                let offsets = OffsetBuffer::from_lengths(layout.pieces.iter().copied());
+                let offsets = OffsetBuffer::from_lengths(layout.counts.iter().copied());
                 let lists = ListArray::try_new(item, offsets, values, None)?;
                 Ok(Some(Column::side(info.name.clone(), Arc::new(lists))?))
             }
@@ -249,7 +264,7 @@ impl Loader {
                     Ok(_) => OffsetWidth::I32,
                     Err(_) => OffsetWidth::I64,
                 };
-                let lod = Lod::try_from_lengths_with_width(&[&layout.pieces], width)?;
+                let lod = Lod::try_from_lengths_with_width(&[&layout.counts], width)?;
                 let tensor = LodTensor::try_new(lod, values)?;
                 Ok(Some(Column::new(info.name.clone(), tensor)))
             }
@@ -265,17 +280,19 @@ impl Loader {
         layout: &Layout,
         place: impl Fn(&Piece) -> (usize, Range<usize>),
     ) -> Option<(usize, Range<usize>)> {
-        if layout.padded {
+        if layout.padded() {
             return None;
         }
-        let mut pieces = layout.pieces();
+        let mut pieces = layout.pieces.iter();
         let first = pieces.next()?;
         let mut last = first;
         for p in pieces {
             let end = last.first_token + last.n_tokens;
-            let next_row = end == self.lengths[last.row] && p.row == last.row + 1;
             let same_row = p.row == last.row && p.first_token == end;
-            if !(same_row || next_row && p.first_token == 0) {
+            // The length last: shuffled, the rows differ, and it is a read that misses.
+            let next_row =
+                p.row == last.row + 1 && p.first_token == 0 && end == self.lengths[last.row];
+            if !(same_row || next_row) {
                 return None;
             }
             last = p;
@@ -285,29 +302,25 @@ impl Loader {
     }
 }
 
-/// Column `c`'s items of `layout` (its pieces at `parts`), copied into a pooled buffer:
-/// elements of `element_size` items of `width` bytes, padding zeros.
+/// Column `c`'s items of `layout` (its pieces at `layout.parts`), copied into a pooled
+/// buffer: elements of `element_size` items of `width` bytes, padding zeros.
 fn copy_items(
     gatherer: &mut Gatherer,
     sources: &[Vec<Source>],
     c: usize,
     layout: &Layout,
-    parts: &[(usize, Range<usize>)],
     (element_size, width): (usize, usize),
 ) -> Buffer {
     let element_bytes = element_size * width;
-    let total = layout.tokens() * element_bytes;
-    let mut out = gatherer.take(total);
-    let mut parts = parts.iter();
-    for segment in &layout.segments {
-        match segment {
-            Segment::Piece(_) => {
-                let (b, r) = parts.next().expect("a part per piece");
-                let items = r.start * element_size..r.end * element_size;
-                out.extend_from_slice(sources[*b][c].item_bytes(items, width));
-            }
-            Segment::Padding(n) => out.extend_zeros(n * element_bytes),
+    let tokens = layout.counts.len() * layout.window_len;
+    let mut out = gatherer.take(tokens * element_bytes);
+    let mut parts = layout.parts.iter();
+    for (pieces, pad) in layout.windows() {
+        for (b, r) in parts.by_ref().take(pieces.len()) {
+            let items = r.start * element_size..r.end * element_size;
+            out.extend_from_slice(sources[*b][c].item_bytes(items, width));
         }
+        out.extend_zeros(pad * element_bytes);
     }
     gatherer.stats.bytes_copied += out.len() as u64;
     let buffer: Buffer = out.into();

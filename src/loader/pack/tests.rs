@@ -196,7 +196,8 @@ proptest! {
         extra in any::<bool>(),
         pad in any::<bool>(),
         shuffle in 0u8..4,
-        size in 1usize..4,
+        // Also more windows a batch than `pieces_of` reads ahead at a time (16).
+        size in prop_oneof![1usize..4, 17usize..40],
     ) {
         let (_dir, file) = file(&lengths, per_batch);
         let places = token_places(&lengths);
@@ -288,11 +289,12 @@ proptest! {
         lookahead in 1usize..16,
         drop in any::<bool>(),
         shuffle in 0u8..4,
+        size in prop_oneof![Just(3usize), 17usize..40],
     ) {
         let (_dir, file) = file(&lengths, 5);
         let overlong = if drop { Overlong::Drop } else { Overlong::Cut };
         let packing = Packing::new(seq).with_best_fit(lookahead).with_overlong(overlong);
-        let (batches, loader) = epoch(with_shuffle(Loader::builder(&file).with_batch_size(3), shuffle).with_packing(packing));
+        let (batches, loader) = epoch(with_shuffle(Loader::builder(&file).with_batch_size(size), shuffle).with_packing(packing));
         let places = token_places(&lengths);
         let mut seen = vec![0usize; places.len()];
         for b in &batches {
