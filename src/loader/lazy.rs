@@ -15,10 +15,11 @@ use std::ops::Range;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source};
-use super::lengths::length_column;
+use super::lengths::{length_column, quantile_bounds, sample_lengths};
+use super::measured::read_lengths;
 use super::plan::{BatchInfo, Plan};
 use crate::dataset::Dataset;
-use crate::error::Result;
+use crate::error::{Error, FileFormat, Result};
 use crate::row_index::RowIndex;
 use crate::shards::{PendingChecksum, ShardFiles, ShardedDataset};
 
@@ -59,17 +60,66 @@ pub(super) fn build(
     config: PlanConfig,
     length: Option<(String, usize)>,
 ) -> Result<Loader> {
-    let empty = data.columns().iter().map(|c| c.empty_column());
-    let columns: Vec<ColumnInfo> = empty
-        .map(|c| c.map(|c| ColumnInfo::new(&c)))
-        .collect::<Result<_>>()?;
+    let columns = manifest_columns(data)?;
     let length = length_column(&columns, length)?;
     config.validate()?;
     let lengths = vec![1; data.num_rows()];
     let rows = record_batch_rows(data);
+    Ok(lazy_loader(data, config, columns, (lengths, rows), LazyShards::new(data, length)))
+}
+
+/// The loader over `data` whose plans need sample lengths, read from the shards' metadata
+/// (`measured.rs`) without mapping (downloading) a shard: the same lengths, record-batch
+/// boundaries, plans and fingerprint as a loader that maps every shard, so the same
+/// batches and positions. `None` when no column has levels (every length is 1: nothing
+/// to read).
+pub(super) fn build_measured(
+    data: &ShardedDataset,
+    mut config: PlanConfig,
+    length: Option<(String, usize)>,
+    quantiles: Option<usize>,
+) -> Result<Option<Loader>> {
+    let columns = manifest_columns(data)?;
+    let Some(length) = length_column(&columns, length)? else {
+        return Ok(None);
+    };
+    let shards = read_lengths(data, length.0, length.1)?;
+    let mut first_batch = vec![0];
+    for s in &shards {
+        first_batch.push(first_batch.last().expect("from 0") + s.batch_rows.len());
+    }
+    let rows = RowIndex::from_counts(shards.iter().flat_map(|s| s.batch_rows.iter().copied()));
+    let lengths: Vec<usize> = shards.into_iter().flat_map(|s| s.lengths).collect();
+    if let Some(n) = quantiles {
+        config.buckets = quantile_bounds(&lengths, n)?;
+    }
+    config.validate()?;
+    // The plan's tokens are the samples' own: nothing to measure per batch.
+    let mut lazy = LazyShards::new(data, None);
+    lazy.measured = Some(Measured {
+        length,
+        first_batch,
+    });
+    Ok(Some(lazy_loader(data, config, columns, (lengths, rows), lazy)))
+}
+
+/// What every batch of `data` shares per column, from the manifest.
+fn manifest_columns(data: &ShardedDataset) -> Result<Vec<ColumnInfo>> {
+    let empty = data.columns().iter().map(|c| c.empty_column());
+    empty.map(|c| c.map(|c| ColumnInfo::new(&c))).collect()
+}
+
+/// A lazy loader over `data` with sample lengths and record-batch rows `(lengths, rows)`.
+fn lazy_loader(
+    data: &ShardedDataset,
+    config: PlanConfig,
+    columns: Vec<ColumnInfo>,
+    (lengths, rows): (Vec<usize>, RowIndex),
+    lazy: LazyShards,
+) -> Loader {
     let shards = data.row_index().clone();
     let fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
-    Ok(Loader {
+    Loader {
         batches: Vec::new(),
         rows,
         shards,
@@ -79,14 +129,28 @@ pub(super) fn build(
         lengths,
         packed: Vec::new(),
         blend: None,
-        lazy: Some(LazyShards::new(data, length)),
+        lazy: Some(lazy),
         config,
         fingerprint,
         plan: None,
         position: (0, 0),
         gatherer: Gatherer::default(),
-    })
+    }
 }
+
+/// A measured loader's record of what its plans were made from, to check each shard
+/// against when mapped.
+#[derive(Debug)]
+struct Measured {
+    /// The length column and level.
+    length: (usize, usize),
+    /// Per shard, the index of its first record batch (then the total).
+    first_batch: Vec<usize>,
+}
+
+/// A loader's sample lengths and record-batch rows, which a measured loader's plans were
+/// made from.
+pub(super) type Planned<'a> = (&'a [usize], &'a RowIndex);
 
 /// A shard a lazy loader has mapped.
 #[derive(Debug)]
@@ -118,6 +182,9 @@ pub(super) struct LazyShards {
     checked: Vec<bool>,
     /// The length column and level that give a batch's tokens.
     length: Option<(usize, usize)>,
+    /// For plans made from lengths read from the shards' metadata, what to check a shard
+    /// against when it is mapped.
+    measured: Option<Measured>,
 }
 
 impl LazyShards {
@@ -132,6 +199,7 @@ impl LazyShards {
             touch_rank: Vec::new(),
             checked: vec![false; data.num_shards()],
             length,
+            measured: None,
         }
     }
 
@@ -166,14 +234,15 @@ impl LazyShards {
     }
 
     /// The rows `samples` (batch `index` of `plan`) of every column, their shards mapped
-    /// first, and the batch's tokens and longest sample; then releases the shards the plan
-    /// reads no more after batch `index`.
+    /// first (and, for a measured loader, checked against `planned`: the loader's sample
+    /// lengths and record-batch rows), and the batch's tokens and longest sample; then
+    /// releases the shards the plan reads no more after batch `index`.
     pub(super) fn load(
         &mut self,
         plan: &Plan,
         index: usize,
         gatherer: &mut Gatherer,
-        columns: &[ColumnInfo],
+        (columns, planned): (&[ColumnInfo], Planned<'_>),
     ) -> Result<(Dataset, bool, BatchInfo)> {
         self.follow(plan);
         let samples = plan
@@ -191,7 +260,7 @@ impl LazyShards {
         touched.sort_unstable();
         touched.dedup();
         for &shard in &touched {
-            self.map(shard)?;
+            self.map(shard, planned)?;
         }
         let info = self.info(plan.infos()[index], samples);
         let loaded = match self.view_rows(samples) {
@@ -211,7 +280,7 @@ impl LazyShards {
 
     /// Maps `shard` unless mapped (a remote one downloaded, the plan's next shards fetched
     /// ahead), and checks its checksum unless checked.
-    fn map(&mut self, shard: usize) -> Result<()> {
+    fn map(&mut self, shard: usize, planned: Planned<'_>) -> Result<()> {
         if self.open[shard].is_none() {
             let next = self.last_use[shard]
                 .is_some()
@@ -219,6 +288,11 @@ impl LazyShards {
             let file = self.files.open(shard, false, next)?;
             let batches = file.batches().to_vec();
             let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
+            if let Err(e) = self.check_measured(shard, &batches, planned) {
+                drop(file);
+                self.files.release(shard);
+                return Err(e.in_file(self.files.location(shard)));
+            }
             let sources = batches
                 .iter()
                 .map(|b| b.columns().iter().map(Source::new).collect())
@@ -240,6 +314,36 @@ impl LazyShards {
             }
             open.pending = None;
             self.checked[shard] = true;
+        }
+        Ok(())
+    }
+
+    /// For a measured loader, checks that the mapped shard's record batches `batches` have
+    /// the rows and sample lengths the plans were made from (the shard did not change since
+    /// its metadata was read).
+    fn check_measured(&self, shard: usize, batches: &[Dataset], planned: Planned<'_>) -> Result<()> {
+        let Some(m) = &self.measured else {
+            return Ok(());
+        };
+        let (lengths, rows) = planned;
+        let found: Vec<usize> = batches.iter().map(Dataset::num_rows).collect();
+        let then: Vec<usize> = (m.first_batch[shard]..m.first_batch[shard + 1])
+            .map(|b| rows.part_rows(b).len())
+            .collect();
+        let changed = |what: String| {
+            Err(Error::invalid(
+                FileFormat::Ipc,
+                format!("changed since the loader read its metadata: {what}"),
+            ))
+        };
+        if found != then {
+            return changed(format!("record batches of {found:?} rows, {then:?} then"));
+        }
+        let global = self.shards.part_rows(shard);
+        let found = sample_lengths(batches, Some(m.length), global.len());
+        if let Some(i) = (0..found.len()).find(|&i| found[i] != lengths[global.start + i]) {
+            let then = lengths[global.start + i];
+            return changed(format!("row {i} has length {}, {then} then", found[i]));
         }
         Ok(())
     }

@@ -87,6 +87,7 @@ mod config;
 mod gather;
 mod lazy;
 mod lengths;
+mod measured;
 mod mix;
 mod order;
 mod pack;
@@ -457,7 +458,10 @@ impl Loader {
                 let (data, view) = self.load_packed(windows, samples)?;
                 (data, view, plan.infos()[index])
             }
-            (None, Some(lazy)) => lazy.load(&plan, index, &mut self.gatherer, &self.columns)?,
+            (None, Some(lazy)) => {
+                let planned = (&self.columns[..], (&self.lengths[..], &self.rows));
+                lazy.load(&plan, index, &mut self.gatherer, planned)?
+            }
             (None, None) => {
                 let (data, view) = self.load(samples)?;
                 (data, view, plan.infos()[index])
