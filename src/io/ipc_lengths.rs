@@ -25,13 +25,17 @@ use super::ipc_reader::MAGIC;
 use crate::error::{DataError, Error, Result};
 use crate::lod::validate_offsets;
 
-/// The bytes at the end of a file read first: the footer of a file of a few thousand
+/// The most bytes at the end of a file read first: the footer of a file of a few hundred
 /// record batches fits.
 pub(crate) const TAIL_BYTES: u64 = 16 << 10;
+/// The fewest: a footer of a schema of a few columns fits.
+const MIN_TAIL_BYTES: u64 = 4 << 10;
 
-/// The range of a file of `file_len` bytes to read first.
+/// The range of a file of `file_len` bytes to read first: its last 1/64, at least
+/// [`MIN_TAIL_BYTES`] and at most [`TAIL_BYTES`] (a longer footer is read next).
 pub(crate) fn tail_range(file_len: u64) -> Range<u64> {
-    file_len.saturating_sub(TAIL_BYTES)..file_len
+    let tail = (file_len / 64).clamp(MIN_TAIL_BYTES, TAIL_BYTES);
+    file_len.saturating_sub(tail)..file_len
 }
 
 /// What the tail of a file gave.

@@ -281,18 +281,14 @@ impl LazyShards {
     /// Maps `shard` unless mapped (a remote one downloaded, the plan's next shards fetched
     /// ahead), and checks its checksum unless checked.
     fn map(&mut self, shard: usize, planned: Planned<'_>) -> Result<()> {
-        if self.open[shard].is_none() {
+        let mapped_now = self.open[shard].is_none();
+        if mapped_now {
             let next = self.last_use[shard]
                 .is_some()
                 .then(|| &self.first_touches[self.touch_rank[shard] + 1..]);
             let file = self.files.open(shard, false, next)?;
             let batches = file.batches().to_vec();
             let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
-            if let Err(e) = self.check_measured(shard, &batches, planned) {
-                drop(file);
-                self.files.release(shard);
-                return Err(e.in_file(self.files.location(shard)));
-            }
             let sources = batches
                 .iter()
                 .map(|b| b.columns().iter().map(Source::new).collect())
@@ -315,16 +311,21 @@ impl LazyShards {
             open.pending = None;
             self.checked[shard] = true;
         }
+        // After the checksum: a shard that changed is named as such.
+        if mapped_now && let Err(e) = self.check_measured(shard, planned) {
+            self.release(shard);
+            return Err(e.in_file(self.files.location(shard)));
+        }
         Ok(())
     }
 
-    /// For a measured loader, checks that the mapped shard's record batches `batches` have
-    /// the rows and sample lengths the plans were made from (the shard did not change since
+    /// For a measured loader, checks that the mapped shard's record batches have the rows and sample lengths the plans were made from (the shard did not change since
     /// its metadata was read).
-    fn check_measured(&self, shard: usize, batches: &[Dataset], planned: Planned<'_>) -> Result<()> {
+    fn check_measured(&self, shard: usize, planned: Planned<'_>) -> Result<()> {
         let Some(m) = &self.measured else {
             return Ok(());
         };
+        let batches = &self.shard(shard).batches;
         let (lengths, rows) = planned;
         let found: Vec<usize> = batches.iter().map(Dataset::num_rows).collect();
         let then: Vec<usize> = (m.first_batch[shard]..m.first_batch[shard + 1])
