@@ -511,15 +511,20 @@ impl<'a> LoaderBuilder<'a> {
     }
 
     /// Over a sharded dataset, whether a shard may be mapped only when a batch first reads
-    /// it and released once the epoch is done with it (the default, `true`), which holds
-    /// when the plan needs no sample lengths: batches of a number of samples, no buckets,
-    /// no packing, and for a chunk or windowed shuffle one record batch per shard. Then
+    /// it and released once the epoch is done with it (the default, `true`). That holds
+    /// when the plan needs no sample lengths (batches of a number of samples, no buckets,
+    /// no packing, and for a chunk or windowed shuffle one record batch per shard): then
     /// building reads the manifest only, and over a dataset opened by URL the first batch
-    /// waits for its own shards, not the dataset's. With `false`, or when the plan needs
-    /// lengths, every shard is mapped (downloaded) when the loader is built and held while
-    /// it lives. The two make the same batches, but their positions' fingerprints differ
-    /// (a lazy loader counts every sample as length 1): a position resumes on a loader
-    /// built the same way.
+    /// waits for its own shards, not the dataset's; such a loader counts every sample as
+    /// length 1, so its positions' fingerprints differ from an eager loader's and resume
+    /// on a loader built the same way. Over a dataset opened by URL it holds as well when
+    /// the plan needs lengths (a token budget, buckets, record-batch boundaries) but does
+    /// not pack: building reads each shard's footer, record-batch messages and the length
+    /// column's offsets by range requests (`docs/remote.md`), no values, and the loader
+    /// has the eager loader's lengths, plans and fingerprint. With `false`, when packing,
+    /// or over a local directory when the plan needs lengths, every shard is mapped
+    /// (downloaded) when the loader is built and held while it lives. Either way the
+    /// batches are the same.
     ///
     /// # Example
     /// ```

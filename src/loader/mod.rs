@@ -10,8 +10,11 @@
 //! never cross a shard. When the plan needs no sample lengths (batches of a number of
 //! samples, no buckets, no packing: [`LoaderBuilder::with_lazy_shards`]) it is made from
 //! the manifest's row counts, and a shard is mapped when a batch first reads it and
-//! released after the plan's last batch that reads it; otherwise every shard is mapped and
-//! checked against the manifest when the loader is built. A shard's checksum is checked
+//! released after the plan's last batch that reads it; so it is over a dataset opened by
+//! URL when the plan needs lengths but does not pack, the lengths read from the shards'
+//! metadata (footers, record-batch messages, offsets) without downloading a shard;
+//! otherwise every shard is mapped and checked against the manifest when the loader is
+//! built. A shard's checksum is checked
 //! when a batch first takes a sample of it, so a rank reads the values of the shards it
 //! reads only.
 //!
