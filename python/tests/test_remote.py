@@ -275,6 +275,8 @@ LENGTH_MODES = [
     {"batch_size": 4, "buckets": [5, 20], "shuffle": True, "seed": 1},
     {"batch_size": 4, "buckets": 3, "elastic": True, "rank": 0, "world_size": 2, "drop_last": True},
     {"batch_size": 5, "shuffle": True, "seed": 7, "chunk_rows": 8},
+    {"batch_size": 2, "pack": 16},
+    {"batch_size": 3, "pack": 12, "pack_split": False, "shuffle": True, "seed": 2},
 ]
 
 

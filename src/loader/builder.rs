@@ -518,13 +518,12 @@ impl<'a> LoaderBuilder<'a> {
     /// waits for its own shards, not the dataset's; such a loader counts every sample as
     /// length 1, so its positions' fingerprints differ from an eager loader's and resume
     /// on a loader built the same way. Over a dataset opened by URL it holds as well when
-    /// the plan needs lengths (a token budget, buckets, record-batch boundaries) but does
-    /// not pack: building reads each shard's footer, record-batch messages and the length
-    /// column's offsets by range requests (`docs/remote.md`), no values, and the loader
-    /// has the eager loader's lengths, plans and fingerprint. With `false`, when packing,
-    /// or over a local directory when the plan needs lengths, every shard is mapped
-    /// (downloaded) when the loader is built and held while it lives. Either way the
-    /// batches are the same.
+    /// the plan needs lengths (a token budget, buckets, packing, record-batch boundaries):
+    /// building reads each shard's footer, record-batch messages and the length column's
+    /// offsets by range requests (`docs/remote.md`), no values, and the loader has the
+    /// eager loader's lengths, plans and fingerprint. With `false`, or over a local
+    /// directory when the plan needs lengths, every shard is mapped (downloaded) when the
+    /// loader is built and held while it lives. Either way the batches are the same.
     ///
     /// # Example
     /// ```
@@ -589,7 +588,6 @@ impl<'a> LoaderBuilder<'a> {
                 return super::lazy::build(data, config, length);
             }
             if data.files().is_remote()
-                && config.packing.is_none()
                 && let Some(loader) = build_measured(data, config.clone(), length.clone(), quantiles)?
             {
                 return Ok(loader);

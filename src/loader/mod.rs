@@ -11,7 +11,7 @@
 //! samples, no buckets, no packing: [`LoaderBuilder::with_lazy_shards`]) it is made from
 //! the manifest's row counts, and a shard is mapped when a batch first reads it and
 //! released after the plan's last batch that reads it; so it is over a dataset opened by
-//! URL when the plan needs lengths but does not pack, the lengths read from the shards'
+//! URL when the plan needs lengths, the lengths read from the shards'
 //! metadata (footers, record-batch messages, offsets) without downloading a shard;
 //! otherwise every shard is mapped and checked against the manifest when the loader is
 //! built. A shard's checksum is checked
@@ -453,11 +453,16 @@ impl Loader {
             self.position = (epoch + 1, 0);
             if let Some(lazy) = &mut self.lazy {
                 lazy.release_all();
+                self.empty_places();
             }
             return Ok(None);
         };
         let (data, view, info) = match (plan.windows(), self.lazy.as_mut()) {
-            (Some(windows), _) => {
+            (Some(_), Some(_)) => {
+                let (data, view) = self.load_packed_lazily(&plan, index)?;
+                (data, view, plan.infos()[index])
+            }
+            (Some(windows), None) => {
                 let (data, view) = self.load_packed(windows, samples)?;
                 (data, view, plan.infos()[index])
             }

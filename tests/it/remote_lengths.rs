@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+use lodtensor::loader::Packing;
 use lodtensor::{Dataset, Loader, LoaderBuilder};
 use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
@@ -35,8 +36,12 @@ fn write(dir: &Path, seed: u64, pieces: usize, tokens: usize) -> u64 {
 
 type Build = fn(LoaderBuilder<'_>) -> LoaderBuilder<'_>;
 
-/// Every mode whose plan needs sample lengths.
-const MODES: [Build; 9] = [
+/// Every mode whose plan needs sample lengths: packing (split, best fit), token budgets,
+/// buckets, quantile buckets, chunk shuffles over shards of several record batches.
+const MODES: [Build; 12] = [
+    |b| b.with_batch_size(3).with_packing(Packing::new(64)),
+    |b| b.with_batch_size(2).with_packing(Packing::new(50).with_best_fit(16)).with_shuffle(6),
+    |b| b.with_batch_size(4).with_packing(Packing::new(32).with_extra_token(true)).with_windowed_shuffle(1, 4, 8).shard(0, 2),
     |b| b.with_token_budget(600),
     |b| b.with_token_budget(500).with_shuffle(3),
     |b| b.with_token_budget(400).with_windowed_shuffle(5, 7, 9),
@@ -117,6 +122,11 @@ fn building_a_token_budget_loader_over_a_url_reads_metadata_only() {
     assert_eq!(stats.shards_downloaded, 1, "{stats:?}");
     let mut expected = build(Loader::builder(&local)).build().unwrap();
     assert_eq!(first.data(), expected.next_batch().unwrap().unwrap().data());
+    // So does a packing loader's: the length column's offsets, and every other tensor
+    // column's with levels (to find those with as many elements per row).
+    let packing = Loader::builder(&remote).with_packing(Packing::new(128)).build().unwrap();
+    assert_eq!(remote.cache_stats().unwrap().shards_downloaded, 1);
+    drop(packing);
     // A second build reads the shard it has from the cache, the others from the store.
     let before = remote.cache_stats().unwrap();
     build(Loader::builder(&remote)).build().unwrap();
