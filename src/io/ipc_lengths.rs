@@ -375,22 +375,27 @@ mod tests {
     /// An IPC file of three record batches: a side column, a 0-level tensor, then the
     /// documents' two-level tokens.
     fn file() -> (tempfile::TempDir, Vec<u8>) {
+        use arrow_array::types::{Float32Type, Int64Type};
+        use crate::tensor::LodTensor;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.arrow");
-        let spec = crate::synthetic::Documents {
-            sentences: (0, 4),
-            tokens: (0, 5),
-            dim: 2,
-        };
-        let mut rng = crate::rng::SplitMix64::new(3);
         let mut writer = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
-        for rows in [7, 0, 5] {
-            let docs = spec.generate(&mut rng, rows).unwrap();
+        for rows in [7usize, 0, 5] {
+            // Row r: r % 4 sentences of 0, 1, 2, … tokens of 2 floats.
+            let docs: Vec<usize> = (0..rows).map(|r| r % 4).collect();
+            let sentences: Vec<usize> = docs.iter().flat_map(|&n| 0..n).collect();
+            let tokens = sentences.iter().sum::<usize>();
+            let values = (0..tokens * 2).map(|i| i as f32).collect();
+            let tokens = LodTensor::from_lengths::<Float32Type>(&[docs, sentences], values, vec![2]);
+            let labels = (0..rows as i64).collect();
+            let label = LodTensor::dense::<Int64Type>(labels, &[rows]).unwrap();
             let names: Vec<String> = (0..rows).map(|r| format!("doc {r}")).collect();
             let side = Arc::new(arrow_array::StringArray::from(names));
-            let mut columns = vec![Column::side("name", side).unwrap()];
-            columns.push(docs.columns()[1].clone()); // label
-            columns.push(docs.columns()[0].clone()); // tokens
+            let columns = vec![
+                Column::side("name", side).unwrap(),
+                Column::new("label", label),
+                Column::new("tokens", tokens.unwrap()),
+            ];
             writer.write(&Dataset::try_new(columns).unwrap()).unwrap();
         }
         writer.finish().unwrap();
