@@ -89,7 +89,9 @@ pub(crate) fn read_tail(file_len: u64, tail: &[u8]) -> Result<Tail> {
         .checked_sub(tail.len() as u64)
         .ok_or_else(|| invalid("the tail read is longer than the file"))?;
     let Some(trailer) = tail.len().checked_sub(10).map(|at| &tail[at..]) else {
-        return Err(invalid(format!("{file_len} bytes: too short for an IPC file")));
+        return Err(invalid(format!(
+            "{file_len} bytes: too short for an IPC file"
+        )));
     };
     let trailer: [u8; 10] = trailer.try_into().expect("10 bytes");
     let footer_len = arrow_ipc::reader::read_footer_length(trailer)
@@ -106,8 +108,7 @@ pub(crate) fn read_tail(file_len: u64, tail: &[u8]) -> Result<Tail> {
         return Ok(Tail::Longer(footer_start..file_len));
     }
     let bytes = &tail[(footer_start - tail_start) as usize..tail.len() - 10];
-    let footer =
-        arrow_ipc::root_as_footer(bytes).map_err(|e| invalid(format!("footer: {e}")))?;
+    let footer = arrow_ipc::root_as_footer(bytes).map_err(|e| invalid(format!("footer: {e}")))?;
     let fb_schema = footer
         .schema()
         .ok_or_else(|| invalid("footer has no schema"))?;
@@ -149,7 +150,9 @@ impl FileFooter {
     /// The range of each record batch's message, in order.
     pub(crate) fn message_ranges(&self) -> Vec<Range<u64>> {
         let ranges = self.blocks.iter();
-        ranges.map(|&(offset, meta, _)| offset..offset + meta).collect()
+        ranges
+            .map(|&(offset, meta, _)| offset..offset + meta)
+            .collect()
     }
 
     /// Where record batch `index`'s offsets of levels `0..=level` of column `column` are,
@@ -181,7 +184,9 @@ impl FileFooter {
         let parsed = arrow_ipc::root_as_message(&message[skip..])
             .map_err(|e| at_batch(invalid(format!("message: {e}"))))?;
         if self.version != MetadataVersion::V1 && parsed.version() != self.version {
-            return Err(at_batch(invalid("message version differs from the footer's")));
+            return Err(at_batch(invalid(
+                "message version differs from the footer's",
+            )));
         }
         let batch = parsed
             .header_as_record_batch()
@@ -199,12 +204,13 @@ impl FileFooter {
             variadic: (batch.variadicBufferCounts().into_iter().flatten()).collect(),
             body: offset + meta..offset + meta + body,
         };
-        let field = self.schema.fields().get(column).ok_or_else(|| {
-            at_batch(invalid(format!("no column {column} in the file's schema")))
-        })?;
-        let levels = walk.levels(&self.schema, column, level).map_err(|e| {
-            at_batch(e).in_column(field.name(), index)
-        })?;
+        let field =
+            self.schema.fields().get(column).ok_or_else(|| {
+                at_batch(invalid(format!("no column {column} in the file's schema")))
+            })?;
+        let levels = walk
+            .levels(&self.schema, column, level)
+            .map_err(|e| at_batch(e).in_column(field.name(), index))?;
         if levels[0].len != rows {
             let reason = format!("{} rows in a batch of {rows}", levels[0].len);
             return Err(at_batch(invalid(reason)).in_column(field.name(), index));
@@ -274,9 +280,8 @@ impl Walk {
 
     /// Field node `i`: its length and null count.
     fn node(&self, i: usize) -> Result<(usize, usize)> {
-        let node = (self.nodes.as_ref().and_then(|n| n.get(i))).ok_or_else(|| {
-            invalid("the message has fewer field nodes than the schema needs")
-        })?;
+        let node = (self.nodes.as_ref().and_then(|n| n.get(i)))
+            .ok_or_else(|| invalid("the message has fewer field nodes than the schema needs"))?;
         let len = usize::try_from(node.length())
             .map_err(|_| invalid(format!("negative length {}", node.length())))?;
         let nulls = usize::try_from(node.null_count())
@@ -291,14 +296,17 @@ impl Walk {
             .ok_or_else(|| invalid("the message has fewer buffers than the schema needs"))?;
         let body = self.body.end - self.body.start;
         let inside = u64::try_from(offset).ok().zip(u64::try_from(length).ok());
-        let Some((start, len)) = inside.filter(|&(o, l)| o.checked_add(l).is_some_and(|e| e <= body))
+        let Some((start, len)) =
+            inside.filter(|&(o, l)| o.checked_add(l).is_some_and(|e| e <= body))
         else {
             return Err(invalid(format!(
                 "buffer {i} at {offset} of {length} bytes lies outside the body of {body} bytes"
             )));
         };
         if start % 8 != 0 {
-            return Err(invalid(format!("buffer {i} at {start} is not 8-byte aligned")));
+            return Err(invalid(format!(
+                "buffer {i} at {start} is not 8-byte aligned"
+            )));
         }
         Ok((self.body.start + start, len))
     }
@@ -335,7 +343,9 @@ impl Located {
             };
             let values = if values.is_empty() { vec![0] } else { values };
             if values.len() != at.len + 1 {
-                return Err(invalid(format!("level {l}: the offsets were not read whole")));
+                return Err(invalid(format!(
+                    "level {l}: the offsets were not read whole"
+                )));
             }
             validate_offsets(l, &values)?;
             let last = values[at.len];
@@ -375,8 +385,8 @@ mod tests {
     /// An IPC file of three record batches: a side column, a 0-level tensor, then the
     /// documents' two-level tokens.
     fn file() -> (tempfile::TempDir, Vec<u8>) {
-        use arrow_array::types::{Float32Type, Int64Type};
         use crate::tensor::LodTensor;
+        use arrow_array::types::{Float32Type, Int64Type};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.arrow");
         let mut writer = DatasetWriter::create(&path, WriteOptions::default()).unwrap();
@@ -386,7 +396,8 @@ mod tests {
             let sentences: Vec<usize> = docs.iter().flat_map(|&n| 0..n).collect();
             let tokens = sentences.iter().sum::<usize>();
             let values = (0..tokens * 2).map(|i| i as f32).collect();
-            let tokens = LodTensor::from_lengths::<Float32Type>(&[docs, sentences], values, vec![2]);
+            let tokens =
+                LodTensor::from_lengths::<Float32Type>(&[docs, sentences], values, vec![2]);
             let labels = (0..rows as i64).collect();
             let label = LodTensor::dense::<Int64Type>(labels, &[rows]).unwrap();
             let names: Vec<String> = (0..rows).map(|r| format!("doc {r}")).collect();
@@ -464,14 +475,26 @@ mod tests {
         };
         let message = footer.message_ranges()[0].clone();
         let located = footer
-            .locate(0, &bytes[message.start as usize..message.end as usize], 2, 1)
+            .locate(
+                0,
+                &bytes[message.start as usize..message.end as usize],
+                2,
+                1,
+            )
             .unwrap();
         // Level 1's offset 2 set below offset 1.
         let at = located.ranges()[1].start as usize + 2 * 4;
         bytes[at..at + 4].copy_from_slice(&(-1i32).to_le_bytes());
         let err = read(&bytes, 2, 1).unwrap_err();
         assert!(
-            matches!(err.kind(), crate::error::ErrorKind::Data(DataError::DecreasingOffset { level: 1, index: 2, .. })),
+            matches!(
+                err.kind(),
+                crate::error::ErrorKind::Data(DataError::DecreasingOffset {
+                    level: 1,
+                    index: 2,
+                    ..
+                })
+            ),
             "{err}"
         );
     }

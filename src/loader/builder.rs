@@ -588,7 +588,8 @@ impl<'a> LoaderBuilder<'a> {
                 return super::lazy::build(data, config, length);
             }
             if data.files().is_remote()
-                && let Some(loader) = build_measured(data, config.clone(), length.clone(), quantiles)?
+                && let Some(loader) =
+                    build_measured(data, config.clone(), length.clone(), quantiles)?
             {
                 return Ok(loader);
             }

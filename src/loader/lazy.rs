@@ -68,7 +68,13 @@ pub(super) fn build(
     config.validate()?;
     let lengths = vec![1; data.num_rows()];
     let rows = record_batch_rows(data);
-    Ok(lazy_loader(data, config, columns, (lengths, rows), LazyShards::new(data, length)))
+    Ok(lazy_loader(
+        data,
+        config,
+        columns,
+        (lengths, rows),
+        LazyShards::new(data, length),
+    ))
 }
 
 /// The loader over `data` whose plans need sample lengths, read from the shards' metadata
@@ -101,7 +107,12 @@ pub(super) fn build_measured(
         Some(_) => measured_packed(data, &columns, length, &lengths)?,
         None => Vec::new(),
     };
-    let empty = Dataset::try_new(data.columns().iter().map(|c| c.empty_column()).collect::<Result<_>>()?)?;
+    let empty = Dataset::try_new(
+        data.columns()
+            .iter()
+            .map(|c| c.empty_column())
+            .collect::<Result<_>>()?,
+    )?;
     let batches = rows.num_parts();
     // The plan's tokens are the samples' own: nothing to measure per batch.
     let mut lazy = LazyShards::new(data, None);
@@ -205,10 +216,17 @@ impl Loader {
     /// windows read are mapped and their record batches put in their places among the
     /// loader's (the others stand empty), the batch is loaded as a loader that maps every
     /// shard loads it, and the shards the plan is done with are released.
-    pub(super) fn load_packed_lazily(&mut self, plan: &Plan, index: usize) -> Result<(Dataset, bool)> {
+    pub(super) fn load_packed_lazily(
+        &mut self,
+        plan: &Plan,
+        index: usize,
+    ) -> Result<(Dataset, bool)> {
         let lazy = self.lazy.as_mut().expect("a lazy loader");
         let touched = lazy.map_batch(plan, index, (&self.lengths, &self.rows))?;
-        let m = lazy.measured.as_ref().expect("packing over shards is measured");
+        let m = lazy
+            .measured
+            .as_ref()
+            .expect("packing over shards is measured");
         for &shard in &touched {
             let open = lazy.open[shard].as_ref().expect("mapped above");
             let first = m.first_batch[shard];
@@ -221,7 +239,10 @@ impl Loader {
         let loaded = self.load_packed(windows, ids);
         let lazy = self.lazy.as_mut().expect("a lazy loader");
         let done = lazy.release_done(&touched, index);
-        let m = lazy.measured.as_ref().expect("packing over shards is measured");
+        let m = lazy
+            .measured
+            .as_ref()
+            .expect("packing over shards is measured");
         for shard in done {
             for b in m.first_batch[shard]..m.first_batch[shard + 1] {
                 self.batches[b] = m.empty.clone();
@@ -364,7 +385,10 @@ impl LazyShards {
         self.follow(plan);
         let mut touched = Vec::new();
         each_row(plan, index, |s| {
-            let (shard, _) = self.shards.locate(s).expect("plans hold rows of the source");
+            let (shard, _) = self
+                .shards
+                .locate(s)
+                .expect("plans hold rows of the source");
             touched.push(shard);
         });
         touched.sort_unstable();

@@ -56,7 +56,11 @@ pub(super) fn read_lengths(
     // Every level's offsets, of every batch of every shard not compressed.
     let wanted: Vec<(usize, Range<u64>)> = (located.iter().enumerate())
         .filter(|(_, batches)| !compressed(batches))
-        .flat_map(|(s, batches)| batches.iter().flat_map(move |b| b.ranges().into_iter().map(move |r| (s, r))))
+        .flat_map(|(s, batches)| {
+            batches
+                .iter()
+                .flat_map(move |b| b.ranges().into_iter().map(move |r| (s, r)))
+        })
         .collect();
     let offsets = files.read_ranges(&wanted)?;
     let mut offsets = offsets.into_iter();
@@ -111,15 +115,24 @@ fn read_footers(files: &ShardFiles, column: usize) -> Result<Vec<FileFooter>> {
         match read_tail(shards[*s].bytes, &tail).map_err(in_file)? {
             Tail::Footer(footer) => footers[*s] = Some(footer),
             // The object changed between the two reads.
-            Tail::Longer(_) => return Err(in_file(Error::invalid(FileFormat::Ipc, "the footer moved"))),
+            Tail::Longer(_) => {
+                return Err(in_file(Error::invalid(FileFormat::Ipc, "the footer moved")));
+            }
         }
     }
     let expected = &files.manifest.columns[column].name;
-    let footers: Vec<FileFooter> = footers.into_iter().map(|f| f.expect("read above")).collect();
+    let footers: Vec<FileFooter> = footers
+        .into_iter()
+        .map(|f| f.expect("read above"))
+        .collect();
     for (s, footer) in footers.iter().enumerate() {
         let in_file = |e: Error| e.in_file(files.location(s));
         mismatch("batches", shards[s].batches, footer.num_batches()).map_err(in_file)?;
-        let found = footer.schema().fields().get(column).map(|f| f.name().as_str());
+        let found = footer
+            .schema()
+            .fields()
+            .get(column)
+            .map(|f| f.name().as_str());
         mismatch(
             &format!("columns[{column}].name"),
             expected.as_str(),

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 use lodtensor::loader::Packing;
+use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 use lodtensor::{Dataset, Loader, LoaderBuilder};
 use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
@@ -40,14 +40,35 @@ type Build = fn(LoaderBuilder<'_>) -> LoaderBuilder<'_>;
 /// buckets, quantile buckets, chunk shuffles over shards of several record batches.
 const MODES: [Build; 12] = [
     |b| b.with_batch_size(3).with_packing(Packing::new(64)),
-    |b| b.with_batch_size(2).with_packing(Packing::new(50).with_best_fit(16)).with_shuffle(6),
-    |b| b.with_batch_size(4).with_packing(Packing::new(32).with_extra_token(true)).with_windowed_shuffle(1, 4, 8).shard(0, 2),
+    |b| {
+        b.with_batch_size(2)
+            .with_packing(Packing::new(50).with_best_fit(16))
+            .with_shuffle(6)
+    },
+    |b| {
+        b.with_batch_size(4)
+            .with_packing(Packing::new(32).with_extra_token(true))
+            .with_windowed_shuffle(1, 4, 8)
+            .shard(0, 2)
+    },
     |b| b.with_token_budget(600),
     |b| b.with_token_budget(500).with_shuffle(3),
     |b| b.with_token_budget(400).with_windowed_shuffle(5, 7, 9),
-    |b| b.with_token_budget(700).with_chunk_shuffle(2, 5).shard(1, 3),
-    |b| b.with_batch_size(6).with_buckets(vec![40, 90]).with_shuffle(1),
-    |b| b.with_batch_size(5).with_quantile_buckets(3).elastic_shard(1, 2),
+    |b| {
+        b.with_token_budget(700)
+            .with_chunk_shuffle(2, 5)
+            .shard(1, 3)
+    },
+    |b| {
+        b.with_batch_size(6)
+            .with_buckets(vec![40, 90])
+            .with_shuffle(1)
+    },
+    |b| {
+        b.with_batch_size(5)
+            .with_quantile_buckets(3)
+            .elastic_shard(1, 2)
+    },
     |b| b.with_token_budget(300).with_drop_last(true).shard(0, 2),
     |b| b.with_batch_size(4).with_chunk_shuffle(8, 3),
     |b| b.with_token_budget(500).with_length_column("tokens", 0),
@@ -81,7 +102,10 @@ fn a_length_needing_loader_over_a_url_makes_the_local_batches_and_positions() {
             let mut eager = build(Loader::builder(&local)).build().unwrap();
             assert_eq!(lazy.fingerprint(), eager.fingerprint(), "mode {m}");
             assert_eq!(lazy.lengths(), eager.lengths(), "mode {m}");
-            assert!(epochs(&mut lazy) == epochs(&mut eager), "mode {m}, {pieces} pieces");
+            assert!(
+                epochs(&mut lazy) == epochs(&mut eager),
+                "mode {m}, {pieces} pieces"
+            );
             // A position saved by one resumes on the other, either way.
             let mut eager = build(Loader::builder(&local)).build().unwrap();
             eager.next_batch().unwrap().unwrap();
@@ -111,7 +135,11 @@ fn building_a_token_budget_loader_over_a_url_reads_metadata_only() {
     assert_eq!((stats.bytes_downloaded, stats.shards_downloaded), (0, 0));
     assert!(stats.metadata_bytes > 0, "{stats:?}");
     // Footers, messages and the offsets of two levels: 1–2 % of these small shards.
-    assert!(stats.metadata_bytes * 100 <= total * 3, "{} of {total}", stats.metadata_bytes);
+    assert!(
+        stats.metadata_bytes * 100 <= total * 3,
+        "{} of {total}",
+        stats.metadata_bytes
+    );
     let first = loader.next_batch().unwrap().unwrap();
     let mut touched: Vec<usize> = (first.samples().iter())
         .map(|&s| local.locate_row(s).unwrap().0)
@@ -124,7 +152,10 @@ fn building_a_token_budget_loader_over_a_url_reads_metadata_only() {
     assert_eq!(first.data(), expected.next_batch().unwrap().unwrap().data());
     // So does a packing loader's: the length column's offsets, and every other tensor
     // column's with levels (to find those with as many elements per row).
-    let packing = Loader::builder(&remote).with_packing(Packing::new(128)).build().unwrap();
+    let packing = Loader::builder(&remote)
+        .with_packing(Packing::new(128))
+        .build()
+        .unwrap();
     assert_eq!(remote.cache_stats().unwrap().shards_downloaded, 1);
     drop(packing);
     // A second build reads the shard it has from the cache, the others from the store.
@@ -156,11 +187,17 @@ fn a_shard_whose_metadata_differed_from_its_bytes_is_refused_when_mapped() {
         .join(format!("{:08x}-{}", entry.crc32c, entry.file));
     std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
     std::fs::write(&planted, &fake).unwrap();
-    let mut loader = Loader::builder(&remote).with_token_budget(400).build().unwrap();
+    let mut loader = Loader::builder(&remote)
+        .with_token_budget(400)
+        .build()
+        .unwrap();
     // The real shard is downloaded: its checksum is right, its lengths are not the plan's.
     std::fs::remove_file(&planted).unwrap();
     let err = loader.next_batch().unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("changed since the loader read its metadata"), "{text}");
+    assert!(
+        text.contains("changed since the loader read its metadata"),
+        "{text}"
+    );
     assert!(text.contains("part-00000.arrow"), "{text}");
 }

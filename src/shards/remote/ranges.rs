@@ -58,7 +58,8 @@ impl ShardCache {
                     (i, got.map_err(|e| e.into_error(entry.bytes, &url)))
                 }
             });
-            let mut stream = futures_util::stream::iter(fetches).buffer_unordered(MAX_RANGE_REQUESTS);
+            let mut stream =
+                futures_util::stream::iter(fetches).buffer_unordered(MAX_RANGE_REQUESTS);
             let mut fetched = Vec::new();
             while let Some((i, got)) = stream.next().await {
                 fetched.push((i, got?));
