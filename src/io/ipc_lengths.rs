@@ -155,6 +155,17 @@ impl FileFooter {
             .collect()
     }
 
+    /// The range of each record batch's message and the start of its body, in order: of a
+    /// file of `file_len` bytes, up to 1/128 of it (1–64 KiB) into the body, where the
+    /// first columns' offsets are, so that they come in the same read.
+    pub(crate) fn head_ranges(&self, file_len: u64) -> Vec<Range<u64>> {
+        let extra = (file_len / 128).clamp(1 << 10, 64 << 10);
+        let ranges = self.blocks.iter();
+        ranges
+            .map(|&(offset, meta, body)| offset..offset + meta + body.min(extra))
+            .collect()
+    }
+
     /// Where record batch `index`'s offsets of levels `0..=level` of column `column` are,
     /// from its message `message` (the bytes of [`FileFooter::message_ranges`]'s range).
     ///

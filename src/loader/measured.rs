@@ -1,16 +1,19 @@
 //! The sample lengths of a sharded dataset read from its shards' metadata, for a lazy
-//! loader whose plan needs them (a token budget, buckets, a chunk or windowed shuffle over
-//! shards of several record batches): per shard its footer, each record batch's message,
-//! and the offsets of the length column's levels (`io::ipc_lengths`), every shard's step
-//! read at once (range requests in flight together for a remote dataset), never a value.
+//! loader whose plan needs them (a token budget, buckets, packing, a chunk or windowed
+//! shuffle over shards of several record batches): per shard its footer, each record
+//! batch's message, and the offsets of the length column's levels (`io::ipc_lengths`),
+//! every shard's step read at once (range requests in flight together for a remote
+//! dataset), never a value.
 //!
 //! ```text
-//! every shard's tail ──▶ footers ──▶ every batch's message ──▶ every level's offsets ──▶ lengths
-//!   (1 read each)       (a longer one: 1 more)                   (a compressed batch: its
-//!                                                                 shard is mapped instead)
+//! every shard's tail ──▶ footers ──▶ every batch's message and  ──▶ the offsets not in it ──▶ lengths
+//!   (1 read each)   (a longer one:    body start (1 read each)     (a compressed batch: its
+//!                    1 more)                                        shard is mapped instead)
 //! ```
 
 use std::ops::Range;
+
+use bytes::Bytes;
 
 use super::lengths::sample_lengths;
 use crate::error::{Error, FileFormat, Result};
@@ -40,30 +43,50 @@ pub(super) fn read_lengths(
 ) -> Result<Vec<ShardLengths>> {
     let files = data.files();
     let footers = read_footers(files, column)?;
-    // Every batch's message, of every shard.
+    // Every batch's message and the start of its body, of every shard.
     let wanted: Vec<(usize, Range<u64>)> = (footers.iter().enumerate())
-        .flat_map(|(s, f)| f.message_ranges().into_iter().map(move |r| (s, r)))
+        .flat_map(|(s, f)| {
+            let heads = f.head_ranges(files.manifest.shards[s].bytes);
+            heads.into_iter().map(move |r| (s, r))
+        })
         .collect();
-    let messages = files.read_ranges(&wanted)?;
+    let heads = files.read_ranges(&wanted)?;
     let mut located: Vec<Vec<Located>> = footers.iter().map(|_| Vec::new()).collect();
-    for ((shard, _), message) in wanted.iter().zip(&messages) {
+    for ((shard, _), head) in wanted.iter().zip(&heads) {
         let batch = located[*shard].len();
+        let meta = footers[*shard].message_ranges()[batch].clone();
+        let message = &head[..(meta.end - meta.start) as usize];
         let at = footers[*shard].locate(batch, message, column, level);
         located[*shard].push(at.map_err(|e| e.in_file(files.location(*shard)))?);
     }
-    drop(messages);
     let compressed = |batches: &[Located]| batches.iter().any(|b| matches!(b, Located::Compressed));
-    // Every level's offsets, of every batch of every shard not compressed.
-    let wanted: Vec<(usize, Range<u64>)> = (located.iter().enumerate())
-        .filter(|(_, batches)| !compressed(batches))
-        .flat_map(|(s, batches)| {
-            batches
-                .iter()
-                .flat_map(move |b| b.ranges().into_iter().map(move |r| (s, r)))
-        })
-        .collect();
-    let offsets = files.read_ranges(&wanted)?;
-    let mut offsets = offsets.into_iter();
+    // Every level's offsets, of every batch of every shard not compressed: from the batch's
+    // head when there, else read now.
+    let mut levels: Vec<Option<Bytes>> = Vec::new();
+    let mut missing: Vec<(usize, Range<u64>)> = Vec::new();
+    let mut head = wanted.iter().zip(&heads);
+    for (s, batches) in located.iter().enumerate() {
+        for batch in batches {
+            let ((_, at), bytes) = head.next().expect("a head per batch");
+            if compressed(batches) {
+                continue;
+            }
+            for r in batch.ranges() {
+                let inside = at.start <= r.start && r.end <= at.end;
+                levels.push(inside.then(|| {
+                    bytes.slice((r.start - at.start) as usize..(r.end - at.start) as usize)
+                }));
+                if !inside {
+                    missing.push((s, r));
+                }
+            }
+        }
+    }
+    drop(heads);
+    let mut read = files.read_ranges(&missing)?.into_iter();
+    let mut offsets = levels
+        .into_iter()
+        .map(|l| l.unwrap_or_else(|| read.next().expect("a read per missing range")));
     let mut out = Vec::with_capacity(located.len());
     for (shard, batches) in located.iter().enumerate() {
         let lengths = match compressed(batches) {
