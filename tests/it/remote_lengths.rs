@@ -8,7 +8,7 @@ use std::path::Path;
 
 use lodtensor::loader::Packing;
 use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
-use lodtensor::{Dataset, Loader, LoaderBuilder};
+use lodtensor::{Dataset, ErrorKind, FormatError, Loader, LoaderBuilder};
 use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
 use crate::common::S3Server;
@@ -200,4 +200,44 @@ fn a_shard_whose_metadata_differed_from_its_bytes_is_refused_when_mapped() {
         "{text}"
     );
     assert!(text.contains("part-00000.arrow"), "{text}");
+}
+
+#[test]
+fn a_shard_that_is_not_an_ipc_file_or_is_short_is_refused_at_build_naming_it() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write(&local_dir, 3, 1, 20);
+    let shard = local_dir.join("part-00001.arrow");
+    let bytes = std::fs::read(&shard).unwrap();
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    // Garbage of the shard's size, then the shard cut short (the manifest says more).
+    for (prefix, changed) in [
+        ("garbage", vec![0x5a; bytes.len()]),
+        ("short", bytes[..bytes.len() / 2].to_vec()),
+    ] {
+        std::fs::write(&shard, &changed).unwrap();
+        let url = s3.upload_dir(&local_dir, "data", prefix);
+        let remote = ShardedDataset::open_url(&url, &options).unwrap();
+        let err = Loader::builder(&remote)
+            .with_token_budget(400)
+            .build()
+            .unwrap_err();
+        let named = err.path().map(|p| p.to_string_lossy().into_owned());
+        assert_eq!(named, Some(format!("{url}part-00001.arrow")), "{err}");
+        match prefix {
+            "garbage" => assert!(
+                matches!(
+                    err.kind(),
+                    ErrorKind::Format(FormatError::InvalidFile { .. })
+                ),
+                "{err}"
+            ),
+            _ => assert!(
+                matches!(err.kind(), ErrorKind::Format(FormatError::ShardMismatch { field, .. }) if field == "bytes"),
+                "{err}"
+            ),
+        }
+        assert_eq!(remote.cache_stats().unwrap().shards_downloaded, 0);
+    }
 }
