@@ -155,14 +155,14 @@ impl FileFooter {
             .collect()
     }
 
-    /// The range of each record batch's message and the start of its body, in order: of a
-    /// file of `file_len` bytes, up to 1/128 of it (1–64 KiB) into the body, where the
-    /// first columns' offsets are, so that they come in the same read.
-    pub(crate) fn head_ranges(&self, file_len: u64) -> Vec<Range<u64>> {
-        let extra = (file_len / 128).clamp(1 << 10, 64 << 10);
+    /// The range of each record batch's message and the start of its body, in order: 1/128
+    /// of the body (1–64 KiB, at most the body), where the first columns' offsets are, so
+    /// that they come in the same read.
+    pub(crate) fn head_ranges(&self) -> Vec<Range<u64>> {
+        let extra = |body: u64| (body / 128).clamp(1 << 10, 64 << 10).min(body);
         let ranges = self.blocks.iter();
         ranges
-            .map(|&(offset, meta, body)| offset..offset + meta + body.min(extra))
+            .map(|&(offset, meta, body)| offset..offset + meta + extra(body))
             .collect()
     }
 

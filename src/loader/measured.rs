@@ -45,10 +45,7 @@ pub(super) fn read_lengths(
     let footers = read_footers(files, column)?;
     // Every batch's message and the start of its body, of every shard.
     let wanted: Vec<(usize, Range<u64>)> = (footers.iter().enumerate())
-        .flat_map(|(s, f)| {
-            let heads = f.head_ranges(files.manifest.shards[s].bytes);
-            heads.into_iter().map(move |r| (s, r))
-        })
+        .flat_map(|(s, f)| (f.head_ranges().into_iter()).map(move |r| (s, r)))
         .collect();
     let heads = files.read_ranges(&wanted)?;
     let mut located: Vec<Vec<Located>> = footers.iter().map(|_| Vec::new()).collect();
