@@ -134,7 +134,7 @@ fn building_a_token_budget_loader_over_a_url_reads_metadata_only() {
     let stats = remote.cache_stats().unwrap();
     assert_eq!((stats.bytes_downloaded, stats.shards_downloaded), (0, 0));
     assert!(stats.metadata_bytes > 0, "{stats:?}");
-    // Footers, messages and the offsets of two levels: 1–2 % of these small shards.
+    // Footers, messages and the offsets of two levels: under 3 % of these small shards.
     assert!(
         stats.metadata_bytes * 100 <= total * 3,
         "{} of {total}",
