@@ -1,7 +1,10 @@
 """Reading a sharded dataset from object storage: moto's S3 server on 127.0.0.1 (started
 here), a dataset of float32[64] tokens in shards, read by the loader cold (empty cache),
 warm (every shard cached) and from the local directory; tokens/s, time to first batch and
-bytes downloaded per epoch. With `--batch-size N` the loader reads batches of N documents
+bytes downloaded per epoch. The loader reads batches of `--budget` tokens, shuffled
+(`--order shuffle`: the first batch reads every shard), windowed-shuffled (`windowed`) or in
+file order (`file`); with a token budget, building reads the shards' metadata only (the KiB
+and requests are printed). With `--batch-size N` the loader reads batches of N documents
 in order (its plan needs no lengths: a shard is downloaded when a batch first reads it), and a
 last run has a cache limit of a quarter of the dataset.
 
@@ -13,6 +16,7 @@ contender reads through a proxy that counts the bytes the server sends (remote_p
 
     .venv/bin/python python/bench/bench_remote.py --mib 512 --shard-mib 64
     .venv/bin/python python/bench/bench_remote.py --mib 512 --shard-mib 64 --batch-size 64
+    .venv/bin/python python/bench/bench_remote.py --mib 2048 --shard-mib 64 --order windowed
     .venv-bench/bin/python python/bench/bench_remote.py --mib 256 --shard-mib 32 --batch-size 64 --peers
 """
 
@@ -68,12 +72,23 @@ def main() -> None:
     parser.add_argument("--shard-mib", type=int, default=64)
     parser.add_argument("--budget", type=int, default=65536, help="tokens per batch")
     parser.add_argument("--batch-size", type=int, help="documents per batch, in order")
+    parser.add_argument(
+        "--order",
+        choices=["shuffle", "windowed", "file"],
+        default="shuffle",
+        help="with a token budget: samples shuffled (every shard read from the first batch on), "
+        "windowed shuffle (shards one after another), or file order",
+    )
     parser.add_argument("--peers", action="store_true", help="MosaicML Streaming and LitData too")
     args = parser.parse_args()
     if args.batch_size:
         loader = {"batch_size": args.batch_size}
     else:
-        loader = {"token_budget": args.budget, "shuffle": True, "seed": 1}
+        loader = {"token_budget": args.budget}
+        if args.order != "file":
+            loader.update(shuffle=True, seed=1)
+        if args.order == "windowed":
+            loader.update(chunk_rows=64, window=256)
     work = Path(tempfile.mkdtemp(prefix="lt-remote-bench-"))
     server = S3Server()
     proxy = CountingProxy(("127.0.0.1", server.port))
@@ -95,6 +110,9 @@ def main() -> None:
             proxy.take()
             first, seconds, tokens = epoch(ds, loader)
             rows.append((f"lodtensor, {name}", first, seconds, tokens, proxy.take(), size))
+            stats = ds.cache_stats()
+            print(f"{name}: metadata read at build {stats['metadata_bytes'] / 2**10:.0f} KiB"
+                  f" in {stats['metadata_requests']} requests")
         if args.peers:
             rows += peers(args, server, proxy, local, work)
         print(f"{'':34} {'first batch':>12} {'epoch':>8} {'M tokens/s':>11} {'fetched':>9}")

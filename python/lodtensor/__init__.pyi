@@ -124,6 +124,8 @@ class CacheStats(TypedDict):
     shards_downloaded: int
     shards_cached: int
     shards_evicted: int
+    metadata_bytes: int
+    metadata_requests: int
 
 class Manifest(TypedDict):
     format: str

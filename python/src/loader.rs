@@ -224,8 +224,10 @@ impl Inner {
 /// tokens: `batch.cu_seqlens`, `batch.position_ids`, `batch.windows`), `pack_split=True`
 /// (`False`: best fit of whole documents, `pack_lookahead=1024`, `pack_overlong="cut"` or
 /// `"drop"`), `pack_extra_token=False`, `pack_pad_last=False`; `lazy_shards=True` (over
-/// shards in `batch_size` mode: a shard mapped, or downloaded, when a batch first reads it;
-/// `False` maps every shard when the loader is made). `docs/python.md` says more.
+/// shards in `batch_size` mode, and over a dataset opened by URL in every mode:
+/// a shard mapped, or downloaded, when a batch first reads it, the sample lengths a plan
+/// needs read from the shards' metadata; `False` maps every shard when the loader is
+/// made). `docs/python.md` says more.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Loader {
     inner: Mutex<Inner>,

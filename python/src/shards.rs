@@ -319,8 +319,10 @@ impl ShardedDataset {
     }
 
     /// What the cache of a dataset opened by URL did since it was opened: a dict with
-    /// `bytes_downloaded`, `shards_downloaded`, `shards_cached` (found in the cache) and
-    /// `shards_evicted`; all 0 for a local dataset.
+    /// `bytes_downloaded`, `shards_downloaded`, `shards_cached` (found in the cache),
+    /// `shards_evicted`, and `metadata_bytes` / `metadata_requests` (the shards' footers,
+    /// messages and offsets read by loaders whose plans need sample lengths, not counted in
+    /// `bytes_downloaded`); all 0 for a local dataset.
     fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let stats = self.data.cache_stats().unwrap_or_default();
         let dict = PyDict::new(py);
@@ -328,6 +330,8 @@ impl ShardedDataset {
         dict.set_item("shards_downloaded", stats.shards_downloaded)?;
         dict.set_item("shards_cached", stats.shards_cached)?;
         dict.set_item("shards_evicted", stats.shards_evicted)?;
+        dict.set_item("metadata_bytes", stats.metadata_bytes)?;
+        dict.set_item("metadata_requests", stats.metadata_requests)?;
         Ok(dict)
     }
 

@@ -7,6 +7,7 @@ import pickle
 import shutil
 import time
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -265,3 +266,54 @@ def test_ray_data_reads_the_bucket(remote, shards_dir, tmp_path):
         assert got.equals(expected)
     finally:
         ray.shutdown()
+
+
+LENGTH_MODES = [
+    {"token_budget": 60},
+    {"token_budget": 50, "shuffle": True, "seed": 3, "chunk_rows": 8},
+    {"token_budget": 40, "shuffle": True, "seed": 5, "chunk_rows": 8, "window": 16, "rank": 1, "world_size": 2},
+    {"batch_size": 4, "buckets": [5, 20], "shuffle": True, "seed": 1},
+    {"batch_size": 4, "buckets": 3, "elastic": True, "rank": 0, "world_size": 2, "drop_last": True},
+    {"batch_size": 5, "shuffle": True, "seed": 7, "chunk_rows": 8},
+    {"batch_size": 2, "pack": 16},
+    {"batch_size": 3, "pack": 12, "pack_split": False, "shuffle": True, "seed": 2},
+]
+
+
+def test_a_length_needing_loader_reads_metadata_then_the_shards_its_batches_read(remote, shards_dir, tmp_path):
+    local = lt.open(shards_dir)
+    total = sum(s["bytes"] for s in local.shards)
+    ds = open_remote(remote, tmp_path)
+    for options in LENGTH_MODES:
+        assert batches(ds, options) == batches(local, options), options
+        # A state saved by the eager loader over the local dataset resumes on the lazy one.
+        eager = local.loader(**options)
+        it = iter(eager)
+        next(it)
+        state = eager.state_dict()
+        lazy = ds.loader(**options)
+        lazy.load_state_dict(state)
+        assert [b.to_pyarrow() for b in lazy] == [b.to_pyarrow() for b in it], options
+
+
+def test_building_a_token_budget_loader_downloads_metadata_only(s3, tmp_path):
+    # 200 documents of 16-128 tokens of float32[32] in 4 shards of about 450 kB.
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(16, 128, 200)
+    values = pa.array(rng.standard_normal(int(lengths.sum()) * 32, dtype=np.float32))
+    tokens = pa.LargeListArray.from_arrays(
+        pa.array(np.r_[0, np.cumsum(lengths)], pa.int64()), pa.FixedSizeListArray.from_arrays(values, 32)
+    )
+    s3.client().create_bucket(Bucket="budget")
+    url, options = "s3://budget/docs/", s3.storage_options()
+    manifest = lt.write_shards(url, pa.table({"tokens": tokens}), shard_rows=50, storage_options=options)
+    total = sum(s["bytes"] for s in manifest["shards"])
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
+    loader = ds.loader(token_budget=1000, shuffle=True, seed=3, chunk_rows=10, window=16)
+    stats = ds.cache_stats()
+    assert stats["bytes_downloaded"] == 0 and stats["shards_downloaded"] == 0
+    assert 0 < stats["metadata_bytes"] <= total * 0.05, (stats, total)
+    first = next(iter(loader))
+    # The first batch's shard, and the next ones downloaded ahead.
+    assert ds.cache_stats()["shards_downloaded"] >= 1
+    assert first.tokens <= 1000 or first.is_oversize

@@ -152,7 +152,43 @@ pub(crate) fn check_buffers(message: &BatchMessage<'_>, body: &Buffer) -> Result
     Ok(())
 }
 
-pub(super) fn invalid(reason: impl Into<String>) -> Error {
+/// How many buffers an array of `data_type` has of its own in a record batch message, its
+/// children's not counted (Arrow IPC, buffer layout of each type); a view array's count
+/// of data buffers is taken from `variadic` (the message's `variadicBufferCounts`, in
+/// order).
+pub(crate) fn own_buffers(data_type: &DataType, variadic: &mut VecDeque<i64>) -> Result<usize> {
+    Ok(match data_type {
+        DataType::Null => 0,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary => 3,
+        DataType::Utf8View | DataType::BinaryView => {
+            let count = variadic.pop_front().and_then(|c| usize::try_from(c).ok());
+            2 + count.ok_or_else(|| invalid(format!("no buffer count for {data_type}")))?
+        }
+        DataType::List(_) | DataType::LargeList(_) | DataType::Map(..) => 2,
+        DataType::FixedSizeList(..) | DataType::Struct(_) => 1,
+        DataType::Union(..)
+        | DataType::RunEndEncoded(..)
+        | DataType::ListView(_)
+        | DataType::LargeListView(_) => {
+            return Err(invalid(format!("unsupported type {data_type}")));
+        }
+        _ => 2,
+    })
+}
+
+/// The child arrays of an array of `data_type`, in the IPC order (depth first).
+pub(crate) fn children(data_type: &DataType) -> Vec<&DataType> {
+    match data_type {
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::Map(f, _)
+        | DataType::FixedSizeList(f, _) => vec![f.data_type()],
+        DataType::Struct(fields) => fields.iter().map(|f| f.data_type()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+pub(crate) fn invalid(reason: impl Into<String>) -> Error {
     Error::invalid(FileFormat::Ipc, reason)
 }
 
@@ -208,42 +244,11 @@ impl<'a> Walk<'a> {
     /// the IPC order (Arrow IPC, buffer layout of each type). Returns its length.
     fn skip(&mut self, data_type: &DataType) -> Result<usize> {
         let (_, len) = self.node()?;
-        let buffers = match data_type {
-            DataType::Null => 0,
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary => 3,
-            DataType::Utf8View | DataType::BinaryView => {
-                let count = self
-                    .variadic
-                    .pop_front()
-                    .and_then(|c| usize::try_from(c).ok());
-                2 + count.ok_or_else(|| invalid(format!("no buffer count for {data_type}")))?
-            }
-            DataType::List(_) | DataType::LargeList(_) | DataType::Map(..) => 2,
-            DataType::FixedSizeList(..) | DataType::Struct(_) => 1,
-            DataType::Union(..)
-            | DataType::RunEndEncoded(..)
-            | DataType::ListView(_)
-            | DataType::LargeListView(_) => {
-                return Err(invalid(format!("unsupported type {data_type}")));
-            }
-            _ => 2,
-        };
-        for _ in 0..buffers {
+        for _ in 0..own_buffers(data_type, &mut self.variadic)? {
             self.buffer(1)?;
         }
-        match data_type {
-            DataType::List(f)
-            | DataType::LargeList(f)
-            | DataType::Map(f, _)
-            | DataType::FixedSizeList(f, _) => {
-                self.skip(f.data_type())?;
-            }
-            DataType::Struct(fields) => {
-                for f in fields {
-                    self.skip(f.data_type())?;
-                }
-            }
-            _ => {}
+        for child in children(data_type) {
+            self.skip(child)?;
         }
         Ok(len)
     }

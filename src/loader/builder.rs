@@ -5,7 +5,7 @@ use arrow_schema::Schema;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source};
-use super::lazy::plans_without_lengths;
+use super::lazy::{build_measured, plans_without_lengths};
 use super::lengths::{length_column, quantile_bounds, sample_lengths};
 use super::mix::{Blend, Mixture, read_mixture};
 use super::pack::Packing;
@@ -544,15 +544,19 @@ impl<'a> LoaderBuilder<'a> {
     }
 
     /// Over a sharded dataset, whether a shard may be mapped only when a batch first reads
-    /// it and released once the epoch is done with it (the default, `true`), which holds
-    /// when the plan needs no sample lengths: batches of a number of samples, no buckets,
-    /// no packing, and for a chunk or windowed shuffle one record batch per shard. Then
+    /// it and released once the epoch is done with it (the default, `true`). That holds
+    /// when the plan needs no sample lengths (batches of a number of samples, no buckets,
+    /// no packing, and for a chunk or windowed shuffle one record batch per shard): then
     /// building reads the manifest only, and over a dataset opened by URL the first batch
-    /// waits for its own shards, not the dataset's. With `false`, or when the plan needs
-    /// lengths, every shard is mapped (downloaded) when the loader is built and held while
-    /// it lives. The two make the same batches, but their positions' fingerprints differ
-    /// (a lazy loader counts every sample as length 1): a position resumes on a loader
-    /// built the same way.
+    /// waits for its own shards, not the dataset's; such a loader counts every sample as
+    /// length 1, so its positions' fingerprints differ from an eager loader's and resume
+    /// on a loader built the same way. Over a dataset opened by URL it holds as well when
+    /// the plan needs lengths (a token budget, buckets, packing, record-batch boundaries):
+    /// building reads each shard's footer, record-batch messages and the length column's
+    /// offsets by range requests (`docs/remote.md`), no values, and the loader has the
+    /// eager loader's lengths, plans and fingerprint. With `false`, or over a local
+    /// directory when the plan needs lengths, every shard is mapped (downloaded) when the
+    /// loader is built and held while it lives. Either way the batches are the same.
     ///
     /// # Example
     /// ```
@@ -612,9 +616,16 @@ impl<'a> LoaderBuilder<'a> {
         } = self;
         if let LoaderSource::Shards(data) = source
             && lazy
-            && plans_without_lengths(data, &config, quantiles.is_some())
         {
-            return super::lazy::build(data, config, length);
+            if plans_without_lengths(data, &config, quantiles.is_some()) {
+                return super::lazy::build(data, config, length);
+            }
+            if data.files().is_remote()
+                && let Some(loader) =
+                    build_measured(data, config.clone(), length.clone(), quantiles)?
+            {
+                return Ok(loader);
+            }
         }
         let Sourced {
             batches,

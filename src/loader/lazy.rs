@@ -1,13 +1,15 @@
-//! The shards of a loader whose plan needs no sample lengths: the plan is made from the
-//! manifest's row counts, a shard is mapped when a batch first touches it and released
-//! once the epoch's plan is done with it (so a remote dataset's cache may evict it).
+//! The shards of a lazy loader: the plan is made from the manifest's row counts (a plan
+//! that needs no sample lengths) or, over a dataset opened by URL, from the lengths read
+//! from the shards' metadata (`measured.rs`: the eager loader's plans); a shard is mapped
+//! when a batch first touches it and released once the epoch's plan is done with it (so a
+//! remote dataset's cache may evict it).
 //!
 //! ```text
-//! plan (manifest rows) ──batch i──▶ its shards mapped? ──no──▶ map (download; the plan's next
-//!                                       │                      shards fetched ahead)
-//!                                       ▼
-//!                        view or gather (shard-local rows) ──▶ release the shards whose last
-//!                                                               batch of the plan is i
+//! plan (manifest rows, ──batch i──▶ its shards mapped? ──no──▶ map (download; the plan's next
+//!  or measured lengths)                  │                      shards fetched ahead; checked)
+//!                                        ▼
+//!                  view or gather (shard-local rows), ──▶ release the shards whose last
+//!                  or packed from the shards' places       batch of the plan is i
 //! ```
 
 use std::ops::Range;
@@ -15,10 +17,12 @@ use std::ops::Range;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source};
-use super::lengths::length_column;
+use super::lengths::{length_column, quantile_bounds, sample_lengths};
+use super::measured::read_lengths;
+use super::packed::packed_columns;
 use super::plan::{BatchInfo, Plan};
 use crate::dataset::Dataset;
-use crate::error::Result;
+use crate::error::{Error, FileFormat, Result};
 use crate::row_index::RowIndex;
 use crate::shards::{PendingChecksum, ShardFiles, ShardedDataset};
 
@@ -59,17 +63,114 @@ pub(super) fn build(
     config: PlanConfig,
     length: Option<(String, usize)>,
 ) -> Result<Loader> {
-    let empty = data.columns().iter().map(|c| c.empty_column());
-    let columns: Vec<ColumnInfo> = empty
-        .map(|c| c.map(|c| ColumnInfo::new(&c)))
-        .collect::<Result<_>>()?;
+    let columns = manifest_columns(data)?;
     let length = length_column(&columns, length)?;
     config.validate()?;
     let lengths = vec![1; data.num_rows()];
     let rows = record_batch_rows(data);
+    Ok(lazy_loader(
+        data,
+        config,
+        columns,
+        (lengths, rows),
+        LazyShards::new(data, length),
+    ))
+}
+
+/// The loader over `data` whose plans need sample lengths, read from the shards' metadata
+/// (`measured.rs`) without mapping (downloading) a shard: the same lengths, record-batch
+/// boundaries, plans and fingerprint as a loader that maps every shard, so the same
+/// batches and positions. `None` when no column has levels (every length is 1: nothing
+/// to read).
+pub(super) fn build_measured(
+    data: &ShardedDataset,
+    mut config: PlanConfig,
+    length: Option<(String, usize)>,
+    quantiles: Option<usize>,
+) -> Result<Option<Loader>> {
+    let columns = manifest_columns(data)?;
+    let Some(length) = length_column(&columns, length)? else {
+        return Ok(None);
+    };
+    let shards = read_lengths(data, length.0, length.1)?;
+    let mut first_batch = vec![0];
+    for s in &shards {
+        first_batch.push(first_batch.last().expect("from 0") + s.batch_rows.len());
+    }
+    let rows = RowIndex::from_counts(shards.iter().flat_map(|s| s.batch_rows.iter().copied()));
+    let lengths: Vec<usize> = shards.into_iter().flat_map(|s| s.lengths).collect();
+    if let Some(n) = quantiles {
+        config.buckets = quantile_bounds(&lengths, n)?;
+    }
+    config.validate()?;
+    let packed = match config.packing {
+        Some(_) => measured_packed(data, &columns, length, &lengths)?,
+        None => Vec::new(),
+    };
+    let empty = Dataset::try_new(
+        data.columns()
+            .iter()
+            .map(|c| c.empty_column())
+            .collect::<Result<_>>()?,
+    )?;
+    let batches = rows.num_parts();
+    // The plan's tokens are the samples' own: nothing to measure per batch.
+    let mut lazy = LazyShards::new(data, None);
+    lazy.measured = Some(Measured {
+        length,
+        first_batch,
+        empty: empty.clone(),
+    });
+    let mut loader = lazy_loader(data, config, columns, (lengths, rows), lazy);
+    if !packed.is_empty() {
+        // Packed batches are loaded from the loader's record batches, in their places.
+        (loader.packed, loader.batches) = (packed, vec![empty; batches]);
+        loader.sources = vec![Vec::new(); batches];
+    }
+    Ok(Some(loader))
+}
+
+/// The columns a packed batch holds (see `packed_columns`): the length column, and every
+/// tensor column whose elements under each row, read from the shards' metadata, are as
+/// many as its.
+fn measured_packed(
+    data: &ShardedDataset,
+    columns: &[ColumnInfo],
+    length: (usize, usize),
+    lengths: &[usize],
+) -> Result<Vec<usize>> {
+    // Without batches every column counts as aligned: the length column's level is checked.
+    let candidates = packed_columns(&[], columns, Some(length), lengths)?;
+    let mut packed = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let elements = |c: usize| -> Result<Vec<usize>> {
+            let shards = read_lengths(data, c, columns[c].widths.len() - 1)?;
+            Ok(shards.into_iter().flat_map(|s| s.lengths).collect())
+        };
+        if c == length.0 || elements(c)? == lengths {
+            packed.push(c);
+        }
+    }
+    Ok(packed)
+}
+
+/// What every batch of `data` shares per column, from the manifest.
+fn manifest_columns(data: &ShardedDataset) -> Result<Vec<ColumnInfo>> {
+    let empty = data.columns().iter().map(|c| c.empty_column());
+    empty.map(|c| c.map(|c| ColumnInfo::new(&c))).collect()
+}
+
+/// A lazy loader over `data` with sample lengths and record-batch rows `(lengths, rows)`.
+fn lazy_loader(
+    data: &ShardedDataset,
+    config: PlanConfig,
+    columns: Vec<ColumnInfo>,
+    (lengths, rows): (Vec<usize>, RowIndex),
+    lazy: LazyShards,
+) -> Loader {
     let shards = data.row_index().clone();
     let fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
-    Ok(Loader {
+    Loader {
         batches: Vec::new(),
         rows,
         shards,
@@ -79,14 +180,96 @@ pub(super) fn build(
         lengths,
         packed: Vec::new(),
         blend: None,
-        lazy: Some(LazyShards::new(data, length)),
+        lazy: Some(lazy),
         config,
         fingerprint,
         plan: None,
         position: (0, 0),
         gatherer: Gatherer::default(),
-    })
+    }
 }
+
+/// A measured loader's record of what its plans were made from, to check each shard
+/// against when mapped.
+#[derive(Debug)]
+struct Measured {
+    /// The length column and level.
+    length: (usize, usize),
+    /// Per shard, the index of its first record batch (then the total).
+    first_batch: Vec<usize>,
+    /// A record batch of no rows, in the place of those of shards not mapped (packing).
+    empty: Dataset,
+}
+
+/// Calls `f` with every sample (row) batch `index` of `plan` reads: its samples, or for a
+/// packed plan the rows of its windows' pieces.
+fn each_row(plan: &Plan, index: usize, mut f: impl FnMut(usize)) {
+    let ids = plan.batch(index).expect("a batch of the plan");
+    match plan.windows() {
+        Some(windows) => (ids.iter()).for_each(|&w| windows.each_piece(w, |p| f(p.row))),
+        None => ids.iter().for_each(|&s| f(s)),
+    }
+}
+
+impl Loader {
+    /// Packed batch `index` of `plan` over a measured loader's shards: the shards its
+    /// windows read are mapped and their record batches put in their places among the
+    /// loader's (the others stand empty), the batch is loaded as a loader that maps every
+    /// shard loads it, and the shards the plan is done with are released.
+    pub(super) fn load_packed_lazily(
+        &mut self,
+        plan: &Plan,
+        index: usize,
+    ) -> Result<(Dataset, bool)> {
+        let lazy = self.lazy.as_mut().expect("a lazy loader");
+        let touched = lazy.map_batch(plan, index, (&self.lengths, &self.rows))?;
+        let m = lazy
+            .measured
+            .as_ref()
+            .expect("packing over shards is measured");
+        for &shard in &touched {
+            let open = lazy.open[shard].as_ref().expect("mapped above");
+            let first = m.first_batch[shard];
+            let slots = first..first + open.batches.len();
+            self.batches[slots.clone()].clone_from_slice(&open.batches);
+            self.sources[slots].clone_from_slice(&open.sources);
+        }
+        let windows = plan.windows().expect("a packed plan");
+        let ids = plan.batch(index).expect("a batch of the plan");
+        let loaded = self.load_packed(windows, ids);
+        let lazy = self.lazy.as_mut().expect("a lazy loader");
+        let done = lazy.release_done(&touched, index);
+        let m = lazy
+            .measured
+            .as_ref()
+            .expect("packing over shards is measured");
+        for shard in done {
+            for b in m.first_batch[shard]..m.first_batch[shard + 1] {
+                self.batches[b] = m.empty.clone();
+                self.sources[b] = Vec::new();
+            }
+        }
+        loaded
+    }
+}
+
+impl Loader {
+    /// Empties the record-batch places of a measured packing loader (its epoch is over and
+    /// its shards released), so that it holds no mapping.
+    pub(super) fn empty_places(&mut self) {
+        let Some(m) = self.lazy.as_ref().and_then(|l| l.measured.as_ref()) else {
+            return;
+        };
+        for (batch, sources) in self.batches.iter_mut().zip(&mut self.sources) {
+            *batch = m.empty.clone();
+            sources.clear();
+        }
+    }
+}
+
+/// A loader's sample lengths and record-batch rows, which a measured loader's plans were
+/// made from.
+pub(super) type Planned<'a> = (&'a [usize], &'a RowIndex);
 
 /// A shard a lazy loader has mapped.
 #[derive(Debug)]
@@ -118,6 +301,9 @@ pub(super) struct LazyShards {
     checked: Vec<bool>,
     /// The length column and level that give a batch's tokens.
     length: Option<(usize, usize)>,
+    /// For plans made from lengths read from the shards' metadata, what to check a shard
+    /// against when it is mapped.
+    measured: Option<Measured>,
 }
 
 impl LazyShards {
@@ -132,6 +318,7 @@ impl LazyShards {
             touch_rank: Vec::new(),
             checked: vec![false; data.num_shards()],
             length,
+            measured: None,
         }
     }
 
@@ -150,8 +337,8 @@ impl LazyShards {
         self.last_use = vec![None; self.open.len()];
         self.first_touches.clear();
         self.touch_rank = vec![0; self.open.len()];
-        for (i, samples) in plan.batches().enumerate() {
-            for &s in samples {
+        for i in 0..plan.len() {
+            each_row(plan, i, |s| {
                 let (shard, _) = self
                     .shards
                     .locate(s)
@@ -161,38 +348,25 @@ impl LazyShards {
                     self.first_touches.push(shard);
                 }
                 self.last_use[shard] = Some(i);
-            }
+            });
         }
     }
 
     /// The rows `samples` (batch `index` of `plan`) of every column, their shards mapped
-    /// first, and the batch's tokens and longest sample; then releases the shards the plan
-    /// reads no more after batch `index`.
+    /// first (and, for a measured loader, checked against `planned`: the loader's sample
+    /// lengths and record-batch rows), and the batch's tokens and longest sample; then
+    /// releases the shards the plan reads no more after batch `index`.
     pub(super) fn load(
         &mut self,
         plan: &Plan,
         index: usize,
         gatherer: &mut Gatherer,
-        columns: &[ColumnInfo],
+        (columns, planned): (&[ColumnInfo], Planned<'_>),
     ) -> Result<(Dataset, bool, BatchInfo)> {
-        self.follow(plan);
+        let touched = self.map_batch(plan, index, planned)?;
         let samples = plan
             .batch(index)
             .expect("the loader asks for batches of the plan");
-        let mut touched: Vec<usize> = samples
-            .iter()
-            .map(|&s| {
-                self.shards
-                    .locate(s)
-                    .expect("plans hold rows of the source")
-                    .0
-            })
-            .collect();
-        touched.sort_unstable();
-        touched.dedup();
-        for &shard in &touched {
-            self.map(shard)?;
-        }
         let info = self.info(plan.infos()[index], samples);
         let loaded = match self.view_rows(samples) {
             Some((shard, b, rows)) => {
@@ -201,18 +375,47 @@ impl LazyShards {
             }
             None => (self.gather(samples, &touched, gatherer, columns)?, false),
         };
-        for shard in touched {
-            if self.last_use[shard].is_none_or(|last| last <= index) {
-                self.release(shard);
-            }
-        }
+        self.release_done(&touched, index);
         Ok((loaded.0, loaded.1, info))
+    }
+
+    /// Maps every shard batch `index` of `plan` reads (see [`LazyShards::map`]); returns
+    /// them in order, each once.
+    fn map_batch(&mut self, plan: &Plan, index: usize, planned: Planned<'_>) -> Result<Vec<usize>> {
+        self.follow(plan);
+        let mut touched = Vec::new();
+        each_row(plan, index, |s| {
+            let (shard, _) = self
+                .shards
+                .locate(s)
+                .expect("plans hold rows of the source");
+            touched.push(shard);
+        });
+        touched.sort_unstable();
+        touched.dedup();
+        for &shard in &touched {
+            self.map(shard, planned)?;
+        }
+        Ok(touched)
+    }
+
+    /// Releases the shards of `touched` that the plan reads no more after batch `index`;
+    /// returns them.
+    fn release_done(&mut self, touched: &[usize], index: usize) -> Vec<usize> {
+        let done: Vec<usize> = (touched.iter().copied())
+            .filter(|&shard| self.last_use[shard].is_none_or(|last| last <= index))
+            .collect();
+        for &shard in &done {
+            self.release(shard);
+        }
+        done
     }
 
     /// Maps `shard` unless mapped (a remote one downloaded, the plan's next shards fetched
     /// ahead), and checks its checksum unless checked.
-    fn map(&mut self, shard: usize) -> Result<()> {
-        if self.open[shard].is_none() {
+    fn map(&mut self, shard: usize, planned: Planned<'_>) -> Result<()> {
+        let mapped_now = self.open[shard].is_none();
+        if mapped_now {
             let next = self.last_use[shard]
                 .is_some()
                 .then(|| &self.first_touches[self.touch_rank[shard] + 1..]);
@@ -240,6 +443,41 @@ impl LazyShards {
             }
             open.pending = None;
             self.checked[shard] = true;
+        }
+        // After the checksum: a shard that changed is named as such.
+        if mapped_now && let Err(e) = self.check_measured(shard, planned) {
+            self.release(shard);
+            return Err(e.in_file(self.files.location(shard)));
+        }
+        Ok(())
+    }
+
+    /// For a measured loader, checks that the mapped shard's record batches have the rows and sample lengths the plans were made from (the shard did not change since
+    /// its metadata was read).
+    fn check_measured(&self, shard: usize, planned: Planned<'_>) -> Result<()> {
+        let Some(m) = &self.measured else {
+            return Ok(());
+        };
+        let batches = &self.shard(shard).batches;
+        let (lengths, rows) = planned;
+        let found: Vec<usize> = batches.iter().map(Dataset::num_rows).collect();
+        let then: Vec<usize> = (m.first_batch[shard]..m.first_batch[shard + 1])
+            .map(|b| rows.part_rows(b).len())
+            .collect();
+        let changed = |what: String| {
+            Err(Error::invalid(
+                FileFormat::Ipc,
+                format!("changed since the loader read its metadata: {what}"),
+            ))
+        };
+        if found != then {
+            return changed(format!("record batches of {found:?} rows, {then:?} then"));
+        }
+        let global = self.shards.part_rows(shard);
+        let found = sample_lengths(batches, Some(m.length), global.len());
+        if let Some(i) = (0..found.len()).find(|&i| found[i] != lengths[global.start + i]) {
+            let then = lengths[global.start + i];
+            return changed(format!("row {i} has length {}, {then} then", found[i]));
         }
         Ok(())
     }

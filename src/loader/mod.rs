@@ -10,8 +10,11 @@
 //! never cross a shard. When the plan needs no sample lengths (batches of a number of
 //! samples, no buckets, no packing: [`LoaderBuilder::with_lazy_shards`]) it is made from
 //! the manifest's row counts, and a shard is mapped when a batch first reads it and
-//! released after the plan's last batch that reads it; otherwise every shard is mapped and
-//! checked against the manifest when the loader is built. A shard's checksum is checked
+//! released after the plan's last batch that reads it; so it is over a dataset opened by
+//! URL when the plan needs lengths, the lengths read from the shards'
+//! metadata (footers, record-batch messages, offsets) without downloading a shard;
+//! otherwise every shard is mapped and checked against the manifest when the loader is
+//! built. A shard's checksum is checked
 //! when a batch first takes a sample of it, so a rank reads the values of the shards it
 //! reads only.
 //!
@@ -87,6 +90,7 @@ mod config;
 mod gather;
 mod lazy;
 mod lengths;
+mod measured;
 mod mix;
 mod order;
 mod pack;
@@ -454,15 +458,23 @@ impl Loader {
             self.position = (epoch + 1, 0);
             if let Some(lazy) = &mut self.lazy {
                 lazy.release_all();
+                self.empty_places();
             }
             return Ok(None);
         };
         let (data, view, info) = match (plan.windows(), self.lazy.as_mut()) {
-            (Some(windows), _) => {
+            (Some(_), Some(_)) => {
+                let (data, view) = self.load_packed_lazily(&plan, index)?;
+                (data, view, plan.infos()[index])
+            }
+            (Some(windows), None) => {
                 let (data, view) = self.load_packed(windows, samples)?;
                 (data, view, plan.infos()[index])
             }
-            (None, Some(lazy)) => lazy.load(&plan, index, &mut self.gatherer, &self.columns)?,
+            (None, Some(lazy)) => {
+                let planned = (&self.columns[..], (&self.lengths[..], &self.rows));
+                lazy.load(&plan, index, &mut self.gatherer, planned)?
+            }
             (None, None) => {
                 let (data, view) = self.load(samples)?;
                 (data, view, plan.infos()[index])

@@ -2,14 +2,17 @@
 //! [`ShardedDataset`](crate::shards::ShardedDataset) and by the loaders over it, which map
 //! shards of their own and release them when done.
 
-use std::path::PathBuf;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
-use crate::io::regular::check_inside;
+use crate::io::regular::{check_inside, open_regular};
 use crate::shards::manifest::Manifest;
-use crate::shards::reader::{Checksum, open_checked};
+use crate::shards::reader::{Checksum, mismatch, open_checked};
 
 /// A dataset's manifest and the place of its shards: a directory, or a remote dataset's
 /// node cache. Cheap to clone (the manifest is shared).
@@ -26,18 +29,28 @@ pub(crate) struct ShardFiles {
 impl ShardFiles {
     /// Shard `index`'s checksum in the manifest, with the path or URL to name.
     pub(crate) fn checksum(&self, index: usize) -> Checksum {
-        let file = &self.manifest.shards[index].file;
-        #[cfg(feature = "remote")]
-        let path = match &self.remote {
-            Some(cache) => PathBuf::from(cache.remote().url_of(file)),
-            None => self.dir.join(file),
-        };
-        #[cfg(not(feature = "remote"))]
-        let path = self.dir.join(file);
         Checksum {
-            path,
+            path: self.location(index),
             crc32c: self.manifest.shards[index].crc32c,
         }
+    }
+
+    /// Shard `index`'s path, or its URL for a remote dataset: what errors name.
+    pub(crate) fn location(&self, index: usize) -> PathBuf {
+        let file = &self.manifest.shards[index].file;
+        #[cfg(feature = "remote")]
+        if let Some(cache) = &self.remote {
+            return PathBuf::from(cache.remote().url_of(file));
+        }
+        self.dir.join(file)
+    }
+
+    /// Whether the shards are in object storage (read through the node's cache).
+    pub(crate) fn is_remote(&self) -> bool {
+        #[cfg(feature = "remote")]
+        return self.remote.is_some();
+        #[cfg(not(feature = "remote"))]
+        false
     }
 
     /// Maps shard `index` and checks it against the manifest, its checksum only if
@@ -64,6 +77,30 @@ impl ShardFiles {
             .map_err(|e| e.in_file(&path))
     }
 
+    /// The bytes of each `(shard, range)` of `wanted`, in order, without mapping or
+    /// downloading a shard: a local shard's read from its file, a remote shard's from its
+    /// cache entry if there, else by range requests ([`ShardCache::read_ranges`](crate::shards::remote::ShardCache)).
+    ///
+    /// # Errors
+    /// I/O errors naming the file; for a remote dataset, the store's errors naming the
+    /// shard's URL; [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch)
+    /// (`bytes`) for a shard shorter than the manifest says.
+    pub(crate) fn read_ranges(&self, wanted: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
+        #[cfg(feature = "remote")]
+        if let Some(cache) = &self.remote {
+            return cache.read_ranges(wanted);
+        }
+        wanted
+            .iter()
+            .map(|(shard, range)| {
+                let entry = &self.manifest.shards[*shard];
+                let path = self.dir.join(&entry.file);
+                check_inside(&self.dir, &path).map_err(|e| Error::from(e).in_file(&path))?;
+                read_range(&path, range.clone(), entry.bytes)
+            })
+            .collect()
+    }
+
     /// Marks a use of shard `index` by [`ShardFiles::open`] as over: a remote shard no
     /// reader of this process uses may be evicted from the cache.
     pub(crate) fn release(&self, index: usize) {
@@ -73,4 +110,24 @@ impl ShardFiles {
         }
         let _ = index;
     }
+}
+
+/// Bytes `range` of the regular file at `path`, which must have `file_len` bytes (its size
+/// in the manifest).
+///
+/// # Errors
+/// I/O errors naming the file; [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch)
+/// (`bytes`) for a file of another size, or a range past its end.
+pub(crate) fn read_range(path: &Path, range: Range<u64>, file_len: u64) -> Result<Bytes> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let in_file = |e: std::io::Error| Error::from(e).in_file(path);
+    let (mut file, meta) = open_regular(path).map_err(in_file)?;
+    mismatch("bytes", file_len, meta.len()).map_err(|e| e.in_file(path))?;
+    mismatch("bytes", file_len, range.end.max(file_len)).map_err(|e| e.in_file(path))?;
+    let len = usize::try_from(range.end.saturating_sub(range.start))
+        .map_err(|e| in_file(std::io::Error::other(e)))?;
+    let mut bytes = vec![0; len];
+    file.seek(SeekFrom::Start(range.start)).map_err(in_file)?;
+    file.read_exact(&mut bytes).map_err(in_file)?;
+    Ok(Bytes::from(bytes))
 }

@@ -32,8 +32,8 @@ pub use manifest::{
     ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION,
     MANIFEST_VERSION_SIDE_COLUMNS, MAX_MANIFEST_BYTES, Manifest, ShardEntry,
 };
-pub(crate) use reader::PendingChecksum;
 pub use reader::ShardedDataset;
+pub(crate) use reader::{PendingChecksum, mismatch};
 #[cfg(feature = "remote")]
 pub use remote::{CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, parse_size, upload_shards};
 pub use url::is_url;

@@ -19,5 +19,7 @@ mod paddle_ops;
 mod properties;
 #[cfg(feature = "remote")]
 mod remote;
+#[cfg(feature = "remote")]
+mod remote_lengths;
 mod shards;
 mod side_columns;

@@ -363,7 +363,7 @@ fn largest_shard(data: &ShardedDataset) -> u64 {
 /// A dataset written by `write` into `local/` of a new temporary directory and uploaded to
 /// `s3` under `data/PREFIX`: the directory, the local dataset's path, its URL and what
 /// `write` returned.
-fn uploaded<T>(
+pub(crate) fn uploaded<T>(
     s3: &S3Server,
     prefix: &str,
     write: impl FnOnce(&Path) -> T,

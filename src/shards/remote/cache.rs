@@ -65,6 +65,12 @@ pub struct CacheStats {
     pub shards_cached: u64,
     /// Shards removed from the cache to keep it within its limit.
     pub shards_evicted: u64,
+    /// Bytes of shards' metadata read by range requests (footers, record-batch messages,
+    /// the length column's offsets), for loaders whose plans need sample lengths; not
+    /// counted in `bytes_downloaded`.
+    pub metadata_bytes: u64,
+    /// The range requests that read them.
+    pub metadata_requests: u64,
 }
 
 /// The cache of one remote dataset on this node.
@@ -87,6 +93,8 @@ pub(crate) struct ShardCache {
     shards_downloaded: AtomicU64,
     shards_cached: AtomicU64,
     shards_evicted: AtomicU64,
+    pub(super) metadata_bytes: AtomicU64,
+    pub(super) metadata_requests: AtomicU64,
 }
 
 impl ShardCache {
@@ -112,6 +120,8 @@ impl ShardCache {
             shards_downloaded: AtomicU64::new(0),
             shards_cached: AtomicU64::new(0),
             shards_evicted: AtomicU64::new(0),
+            metadata_bytes: AtomicU64::new(0),
+            metadata_requests: AtomicU64::new(0),
         })
     }
 
@@ -216,6 +226,13 @@ impl ShardCache {
         &self.remote
     }
 
+    /// Shard `index`'s manifest entry and the path of its cache entry (which may not be
+    /// there).
+    pub(super) fn entry(&self, index: usize) -> (&ShardEntry, PathBuf) {
+        let entry = &self.shards[index];
+        (entry, self.dir.join(entry_name(entry)))
+    }
+
     /// What the cache did so far.
     pub(crate) fn stats(&self) -> CacheStats {
         CacheStats {
@@ -223,6 +240,8 @@ impl ShardCache {
             shards_downloaded: self.shards_downloaded.load(Ordering::Relaxed),
             shards_cached: self.shards_cached.load(Ordering::Relaxed),
             shards_evicted: self.shards_evicted.load(Ordering::Relaxed),
+            metadata_bytes: self.metadata_bytes.load(Ordering::Relaxed),
+            metadata_requests: self.metadata_requests.load(Ordering::Relaxed),
         }
     }
 
@@ -342,14 +361,7 @@ impl ShardCache {
                     .buffered(PARALLEL_RANGES);
                 let mut crc = 0;
                 while let Some(part) = parts.next().await {
-                    let part = part.map_err(|e| match e {
-                        RangeError::Store(e) => store_error(e, url_ref),
-                        RangeError::Short { offset } => mismatch("bytes", entry.bytes, offset)
-                            .expect_err(
-                                "an object ending at `offset` is shorter than the manifest says",
-                            )
-                            .in_file(url_ref),
-                    })?;
+                    let part = part.map_err(|e| e.into_error(entry.bytes, url_ref))?;
                     crc = crc32c::crc32c_append(crc, &part);
                     file_ref
                         .write_all(&part)
@@ -363,7 +375,7 @@ impl ShardCache {
 }
 
 /// Why a range could not be had.
-enum RangeError {
+pub(super) enum RangeError {
     Store(object_store::Error),
     /// The object ends at `offset`, before the range does.
     Short {
@@ -371,8 +383,20 @@ enum RangeError {
     },
 }
 
+impl RangeError {
+    /// This crate's error for the object at `url`, which the manifest says has `bytes` bytes.
+    pub(super) fn into_error(self, bytes: u64, url: &str) -> Error {
+        match self {
+            RangeError::Store(e) => store_error(e, url),
+            RangeError::Short { offset } => mismatch("bytes", bytes, offset)
+                .expect_err("an object ending at `offset` is shorter than the manifest says")
+                .in_file(url),
+        }
+    }
+}
+
 /// Bytes `range` of the object at `location`; a body that broke off is requested again.
-async fn fetch_range(
+pub(super) async fn fetch_range(
     store: &dyn ObjectStore,
     location: &StorePath,
     range: Range<u64>,
@@ -428,7 +452,7 @@ fn is_not_found(e: &Error) -> bool {
 
 /// Whether the complete entry `path` is there (a regular file of `bytes` bytes: a
 /// temporary file is never renamed before it is complete and checked).
-fn is_complete(path: &Path, bytes: u64) -> bool {
+pub(super) fn is_complete(path: &Path, bytes: u64) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == bytes)
 }
 

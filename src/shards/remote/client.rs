@@ -145,7 +145,7 @@ impl Remote {
     }
 
     /// The store's path of the dataset's object `name`.
-    fn location(&self, name: &str) -> StorePath {
+    pub(crate) fn location(&self, name: &str) -> StorePath {
         self.prefix.clone().join(name)
     }
 
@@ -181,6 +181,15 @@ impl Remote {
         let c = self.connection()?;
         let location = self.location(name);
         c.runtime.block_on(download(c.store.clone(), location))
+    }
+
+    /// Runs `work` with the store (requests of several objects: see [`Remote::location`]).
+    pub(crate) fn with_store<T, F: Future<Output = Result<T>>>(
+        &self,
+        work: impl FnOnce(Arc<dyn ObjectStore>) -> F,
+    ) -> Result<T> {
+        let c = self.connection()?;
+        c.runtime.block_on(work(c.store.clone()))
     }
 
     /// Writes the object `name` if it does not exist ([`Put::Create`]) or is still a

@@ -6,6 +6,7 @@
 mod cache;
 mod client;
 mod lock;
+mod ranges;
 mod upload;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,184 @@
+//! The sample lengths of a sharded dataset read from its shards' metadata, for a lazy
+//! loader whose plan needs them (a token budget, buckets, packing, a chunk or windowed
+//! shuffle over shards of several record batches): per shard its footer, each record
+//! batch's message, and the offsets of the length column's levels (`io::ipc_lengths`),
+//! every shard's step read at once (range requests in flight together for a remote
+//! dataset), never a value.
+//!
+//! ```text
+//! every shard's tail ──▶ footers ──▶ every batch's message and  ──▶ the offsets not in it ──▶ lengths
+//!   (1 read each)   (a longer one:    body start (1 read each)     (a compressed batch: its
+//!                    1 more)                                        shard is mapped instead)
+//! ```
+
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use super::lengths::sample_lengths;
+use crate::error::{Error, FileFormat, Result};
+use crate::io::ipc_lengths::{FileFooter, Located, Tail, read_tail, tail_range};
+use crate::shards::{ShardFiles, ShardedDataset, mismatch};
+
+/// One shard's record batches' rows and its samples' lengths.
+#[derive(Debug, Default)]
+pub(super) struct ShardLengths {
+    pub batch_rows: Vec<usize>,
+    pub lengths: Vec<usize>,
+}
+
+/// Every shard's [`ShardLengths`], the length being that of level `level` of column
+/// `column` (its index in the manifest), each checked against the manifest (its record
+/// batches, rows and column name).
+///
+/// # Errors
+/// The reads' errors (the store's, naming the shard's URL); a shard whose metadata is not
+/// an IPC file's or whose offsets break the rules: the error naming the shard, the column
+/// and the record batch; [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch)
+/// where the shard disagrees with the manifest.
+pub(super) fn read_lengths(
+    data: &ShardedDataset,
+    column: usize,
+    level: usize,
+) -> Result<Vec<ShardLengths>> {
+    let files = data.files();
+    let footers = read_footers(files, column)?;
+    // Every batch's message and the start of its body, of every shard.
+    let wanted: Vec<(usize, Range<u64>)> = (footers.iter().enumerate())
+        .flat_map(|(s, f)| (f.head_ranges().into_iter()).map(move |r| (s, r)))
+        .collect();
+    let heads = files.read_ranges(&wanted)?;
+    let mut located: Vec<Vec<Located>> = footers.iter().map(|_| Vec::new()).collect();
+    for ((shard, _), head) in wanted.iter().zip(&heads) {
+        let batch = located[*shard].len();
+        let meta = footers[*shard].message_ranges()[batch].clone();
+        let message = &head[..(meta.end - meta.start) as usize];
+        let at = footers[*shard].locate(batch, message, column, level);
+        located[*shard].push(at.map_err(|e| e.in_file(files.location(*shard)))?);
+    }
+    let compressed = |batches: &[Located]| batches.iter().any(|b| matches!(b, Located::Compressed));
+    // Every level's offsets, of every batch of every shard not compressed: from the batch's
+    // head when there, else read now.
+    let mut levels: Vec<Option<Bytes>> = Vec::new();
+    let mut missing: Vec<(usize, Range<u64>)> = Vec::new();
+    let mut head = wanted.iter().zip(&heads);
+    for (s, batches) in located.iter().enumerate() {
+        for batch in batches {
+            let ((_, at), bytes) = head.next().expect("a head per batch");
+            if compressed(batches) {
+                continue;
+            }
+            for r in batch.ranges() {
+                let inside = at.start <= r.start && r.end <= at.end;
+                levels.push(inside.then(|| {
+                    bytes.slice((r.start - at.start) as usize..(r.end - at.start) as usize)
+                }));
+                if !inside {
+                    missing.push((s, r));
+                }
+            }
+        }
+    }
+    drop(heads);
+    let mut read = files.read_ranges(&missing)?.into_iter();
+    let mut offsets = levels
+        .into_iter()
+        .map(|l| l.unwrap_or_else(|| read.next().expect("a read per missing range")));
+    let mut out = Vec::with_capacity(located.len());
+    for (shard, batches) in located.iter().enumerate() {
+        let lengths = match compressed(batches) {
+            true => map_and_measure(files, shard, column, level)?,
+            false => {
+                let mut read = ShardLengths::default();
+                for (b, batch) in batches.iter().enumerate() {
+                    let levels: Vec<_> = offsets.by_ref().take(level + 1).collect();
+                    let lengths = batch.lengths(&levels).map_err(|e| {
+                        let name = &files.manifest.columns[column].name;
+                        e.in_column(name, b).in_file(files.location(shard))
+                    })?;
+                    read.batch_rows.push(lengths.len());
+                    read.lengths.extend(lengths);
+                }
+                read
+            }
+        };
+        let rows = lengths.lengths.len();
+        mismatch("rows", files.manifest.shards[shard].rows, rows)
+            .map_err(|e| e.in_file(files.location(shard)))?;
+        out.push(lengths);
+    }
+    Ok(out)
+}
+
+/// Every shard's footer, checked against the manifest: its record batches, and its column
+/// `column`'s name.
+fn read_footers(files: &ShardFiles, column: usize) -> Result<Vec<FileFooter>> {
+    let shards = &files.manifest.shards;
+    let wanted: Vec<(usize, Range<u64>)> = (shards.iter().enumerate())
+        .map(|(s, entry)| (s, tail_range(entry.bytes)))
+        .collect();
+    let tails = files.read_ranges(&wanted)?;
+    let mut footers: Vec<Option<FileFooter>> = Vec::with_capacity(shards.len());
+    let mut longer = Vec::new();
+    for (s, tail) in tails.iter().enumerate() {
+        match read_tail(shards[s].bytes, tail).map_err(|e| e.in_file(files.location(s)))? {
+            Tail::Footer(footer) => footers.push(Some(footer)),
+            Tail::Longer(range) => {
+                footers.push(None);
+                longer.push((s, range));
+            }
+        }
+    }
+    drop(tails);
+    for ((s, _), tail) in longer.iter().zip(files.read_ranges(&longer)?) {
+        let in_file = |e: Error| e.in_file(files.location(*s));
+        match read_tail(shards[*s].bytes, &tail).map_err(in_file)? {
+            Tail::Footer(footer) => footers[*s] = Some(footer),
+            // The object changed between the two reads.
+            Tail::Longer(_) => {
+                return Err(in_file(Error::invalid(FileFormat::Ipc, "the footer moved")));
+            }
+        }
+    }
+    let expected = &files.manifest.columns[column].name;
+    let footers: Vec<FileFooter> = footers
+        .into_iter()
+        .map(|f| f.expect("read above"))
+        .collect();
+    for (s, footer) in footers.iter().enumerate() {
+        let in_file = |e: Error| e.in_file(files.location(s));
+        mismatch("batches", shards[s].batches, footer.num_batches()).map_err(in_file)?;
+        let found = footer
+            .schema()
+            .fields()
+            .get(column)
+            .map(|f| f.name().as_str());
+        mismatch(
+            &format!("columns[{column}].name"),
+            expected.as_str(),
+            found.unwrap_or(""),
+        )
+        .map_err(in_file)?;
+    }
+    Ok(footers)
+}
+
+/// Shard `shard`'s lengths from its mapping (a remote shard downloaded): for a shard whose
+/// batches are compressed.
+fn map_and_measure(
+    files: &ShardFiles,
+    shard: usize,
+    column: usize,
+    level: usize,
+) -> Result<ShardLengths> {
+    let file = files.open(shard, false, None)?;
+    let batch_rows: Vec<usize> = file.batches().iter().map(|b| b.num_rows()).collect();
+    let rows = batch_rows.iter().sum();
+    let lengths = sample_lengths(file.batches(), Some((column, level)), rows);
+    drop(file);
+    files.release(shard);
+    Ok(ShardLengths {
+        batch_rows,
+        lengths,
+    })
+}
