@@ -5,7 +5,7 @@ use arrow_schema::Schema;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source};
-use super::lazy::{build_measured, plans_without_lengths};
+use super::lazy::build_lazy;
 use super::lengths::{length_column, quantile_bounds, sample_lengths};
 use super::mix::{Blend, Mixture, read_mixture};
 use super::pack::Packing;
@@ -616,16 +616,9 @@ impl<'a> LoaderBuilder<'a> {
         } = self;
         if let LoaderSource::Shards(data) = source
             && lazy
+            && let Some(loader) = build_lazy(data, &config, &length, quantiles)?
         {
-            if plans_without_lengths(data, &config, quantiles.is_some()) {
-                return super::lazy::build(data, config, length);
-            }
-            if data.files().is_remote()
-                && let Some(loader) =
-                    build_measured(data, config.clone(), length.clone(), quantiles)?
-            {
-                return Ok(loader);
-            }
+            return Ok(loader);
         }
         let Sourced {
             batches,

@@ -26,12 +26,29 @@ use crate::error::{Error, FileFormat, Result};
 use crate::row_index::RowIndex;
 use crate::shards::{PendingChecksum, ShardFiles, ShardedDataset};
 
+/// The lazy loader over `data`, where its plans can be made without mapping the shards:
+/// from the manifest's row counts, or (over a URL) from the lengths in the shards' metadata.
+pub(super) fn build_lazy(
+    data: &ShardedDataset,
+    config: &PlanConfig,
+    length: &Option<(String, usize)>,
+    quantiles: Option<usize>,
+) -> Result<Option<Loader>> {
+    if plans_without_lengths(data, config, quantiles.is_some()) {
+        return build(data, config.clone(), length.clone()).map(Some);
+    }
+    if data.files().is_remote() {
+        return build_measured(data, config.clone(), length.clone(), quantiles);
+    }
+    Ok(None)
+}
+
 /// Whether a loader over `data` with `config` (and quantile buckets if `quantiles`) can
 /// make its plans from the manifest's row counts alone: batches of a number of samples,
 /// no buckets, no packing, and where the order follows record batches (a chunk or
 /// windowed shuffle) one record batch per shard, so that the shards' rows are the
 /// record batches' (the manifest counts a shard's record batches, not their rows).
-pub(super) fn plans_without_lengths(
+fn plans_without_lengths(
     data: &ShardedDataset,
     config: &PlanConfig,
     quantiles: bool,
@@ -82,7 +99,7 @@ pub(super) fn build(
 /// boundaries, plans and fingerprint as a loader that maps every shard, so the same
 /// batches and positions. `None` when no column has levels (every length is 1: nothing
 /// to read).
-pub(super) fn build_measured(
+fn build_measured(
     data: &ShardedDataset,
     mut config: PlanConfig,
     length: Option<(String, usize)>,
@@ -206,7 +223,11 @@ struct Measured {
 fn each_row(plan: &Plan, index: usize, mut f: impl FnMut(usize)) {
     let ids = plan.batch(index).expect("a batch of the plan");
     match plan.windows() {
-        Some(windows) => (ids.iter()).for_each(|&w| windows.each_piece(w, |p| f(p.row))),
+        Some(windows) => {
+            let (mut pieces, mut counts) = (Vec::new(), Vec::new());
+            windows.pieces_of(ids, &mut pieces, &mut counts);
+            pieces.iter().for_each(|p| f(p.row));
+        }
         None => ids.iter().for_each(|&s| f(s)),
     }
 }
