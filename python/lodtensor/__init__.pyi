@@ -183,7 +183,8 @@ def write_shards(
 ) -> Manifest:
     """Writes pyarrow data to the directory ``path`` as a sharded dataset; ``mode`` is
     ``"create"``, ``"append"`` or ``"pending"`` (one of many writers, then ``commit``).
-    A URL: the shards uploaded and the manifest committed by a conditional PUT."""
+    A URL: the shards uploaded and the manifest (or the store's pending manifest of
+    ``prefix``) committed by a conditional PUT."""
 
 def commit(path: _Path, storage_options: dict[str, str] | None = None) -> Manifest:
     """Merges the pending manifests in ``path`` into its manifest, atomically; idempotent.
@@ -284,6 +285,7 @@ class ShardWriter:
         dir: None = None,
         schema_metadata: Mapping[str, str] | None = None,
         compression: _Compression | None = None,
+        storage_options: Mapping[str, str] | None = None,
     ) -> ShardWriter: ...
     @overload
     @deprecated("ShardWriter(dir=...) is deprecated: use ShardWriter(path=...)")
@@ -300,10 +302,11 @@ class ShardWriter:
         batch_bytes: int | None = None,
         schema_metadata: Mapping[str, str] | None = None,
         compression: _Compression | None = None,
+        storage_options: Mapping[str, str] | None = None,
     ) -> ShardWriter: ...
     @property
     def path(self) -> pathlib.Path:
-        """The dataset directory."""
+        """The dataset directory (or URL)."""
     @property
     @deprecated("ShardWriter.dir is deprecated: use ShardWriter.path")
     def dir(self) -> pathlib.Path: ...

@@ -249,6 +249,54 @@ def test_write_shards_to_a_url_and_concurrent_appenders_keep_every_shard(s3, tmp
     ds.to_pyarrow()  # every shard there, its checksum right
 
 
+def _write_pending(url, options, prefix, seed):
+    remote = {} if options is None else {"storage_options": options}
+    with lt.ShardWriter(url, mode="pending", prefix=prefix, shard_rows=10, **remote) as writer:
+        writer.write(documents(25, seed=seed))
+
+
+def test_pending_writers_to_a_url_are_committed_together(s3, tmp_path):
+    s3.client().create_bucket(Bucket="pending")
+    url, options = "s3://pending/docs/", s3.storage_options()
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_write_pending, args=(url, options, f"w{w}", w))
+               for w in range(3)]
+    for p in writers:
+        p.start()
+    for p in writers:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    lt.write_shards(url, documents(5, seed=9), mode="pending", prefix="w1", storage_options=options)
+    with pytest.raises(FileNotFoundError):
+        lt.open(url, storage_options=options, cache_dir=tmp_path)  # nothing committed yet
+    manifest = lt.commit(url, storage_options=options)
+    assert lt.commit(url, storage_options=options) == manifest  # idempotent
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path / "cache")
+    # The same writers into a directory, committed: the same dataset.
+    local = tmp_path / "local"
+    for w in range(3):
+        _write_pending(str(local), None, f"w{w}", w)
+    lt.write_shards(local, documents(5, seed=9), mode="pending", prefix="w1")
+    lt.commit(local)
+    assert ds.to_pyarrow().equals(lt.open(local).to_pyarrow())
+    assert [s["file"] for s in ds.shards] == [s["file"] for s in lt.open(local).shards]
+    assert [s["file"] for s in ds.shards][3:7] == [f"w1-0000{i}.arrow" for i in range(4)]
+    listed = {o["Key"] for o in s3.client().list_objects_v2(Bucket="pending")["Contents"]}
+    assert listed == {f"docs/{s['file']}" for s in ds.shards} | {"docs/_lodtensor.json"}
+
+
+def test_a_failed_writer_to_a_url_uploads_nothing(s3, tmp_path):
+    s3.client().create_bucket(Bucket="failed")
+    url, options = "s3://failed/docs/", s3.storage_options()
+    with pytest.raises(RuntimeError, match="boom"):
+        with lt.ShardWriter(url, shard_rows=10, storage_options=options) as writer:
+            writer.write(documents(25, seed=0))
+            raise RuntimeError("boom")
+    assert "Contents" not in s3.client().list_objects_v2(Bucket="failed")
+    with pytest.raises(FileNotFoundError, match="nothing to append|no sharded dataset"):
+        lt.ShardWriter(url, mode="append", storage_options=options)
+
+
 @pytest.mark.ray
 def test_ray_data_reads_the_bucket(remote, shards_dir, tmp_path):
     ray = pytest.importorskip("ray")

@@ -10,7 +10,7 @@ use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions, row_bytes};
 use crate::shards::manifest::{
-    ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, file_crc32c, is_shard_name,
+    ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, check_prefix, file_crc32c,
 };
 use crate::shards::store::{
     Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
@@ -380,15 +380,7 @@ impl ShardWriter {
         target: Target,
         manifest: Option<Manifest>,
     ) -> Result<Self> {
-        let probe = format!("{}-00000.arrow", options.prefix);
-        if options.prefix.is_empty() || !is_shard_name(&probe) || options.prefix.contains('.') {
-            return Err(Error::invalid_argument(
-                "ShardWriter",
-                "prefix",
-                format!("{:?}", options.prefix),
-                "a plain name not starting with `.` or `_`, without `/` or `.`",
-            ));
-        }
+        check_prefix(&options.prefix)?;
         let base = ManifestVersion::of(manifest.as_ref());
         let manifest = manifest.unwrap_or_default();
         let staging = Staging::new(dir, &options.prefix, target == Target::Pending)?;

@@ -166,6 +166,69 @@ fn concurrent_appenders_to_one_url_keep_every_shard() {
     data.validate().unwrap();
 }
 
+#[test]
+fn pending_writers_to_one_url_are_committed_together() {
+    use lodtensor::shards::{commit_url, discard_pending, pending_prefixes, upload_pending};
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/pending/";
+    let dir = tempfile::tempdir().unwrap();
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    // Three independent writers, two of one prefix (the second adds to its pending manifest),
+    // and one that is dropped; nothing is readable before the commit.
+    let mut local = Vec::new();
+    for (i, prefix) in ["w0", "w1", "w1", "gone"].into_iter().enumerate() {
+        let path = dir.path().join(format!("local{i}"));
+        let shards = ShardOptions::default()
+            .with_shard_rows(25)
+            .with_prefix(prefix);
+        let mut writer = ShardWriter::create(&path, shards).unwrap();
+        let spec = Documents {
+            sentences: (0, 4),
+            tokens: (1, 5),
+            dim: 3,
+        };
+        let ds = spec.generate(&mut SplitMix64::new(i as u64), 60).unwrap();
+        writer.write(&ds).unwrap();
+        writer.finish().unwrap();
+        let pending = upload_pending(&path, url, &s3.options(), prefix).unwrap();
+        local.push(ShardedDataset::open(&path).unwrap().rows(0..60).unwrap());
+        assert_eq!(pending.num_rows(), if i == 2 { 120 } else { 60 });
+        assert!(
+            ShardedDataset::open_url(url, &options).is_err(),
+            "no dataset yet"
+        );
+    }
+    assert_eq!(
+        pending_prefixes(url, &options).unwrap(),
+        ["gone", "w0", "w1"]
+    );
+    discard_pending(url, &options, "gone").unwrap();
+    let manifest = commit_url(url, &options).unwrap();
+    assert!(pending_prefixes(url, &options).unwrap().is_empty());
+    assert_eq!(manifest.num_rows(), 180);
+    // Idempotent: committing again changes nothing.
+    assert_eq!(commit_url(url, &options).unwrap(), manifest);
+    let data = ShardedDataset::open_url(url, &options).unwrap();
+    data.validate().unwrap();
+    assert_eq!(data.rows(0..60).unwrap(), local[0]);
+    assert_eq!(data.rows(60..120).unwrap(), local[1]);
+    assert_eq!(data.rows(120..180).unwrap(), local[2]);
+    let names: Vec<_> = manifest.shards.iter().map(|s| s.file.as_str()).collect();
+    assert_eq!(
+        names[..3],
+        ["w0-00000.arrow", "w0-00001.arrow", "w0-00002.arrow"]
+    );
+    assert_eq!(
+        names[6..],
+        ["w1-00003.arrow", "w1-00004.arrow", "w1-00005.arrow"]
+    );
+    // The dropped writer's shards are gone from the store; a commit with nothing pending on a
+    // prefix with no dataset is refused.
+    let err = commit_url("s3://data/nothing/", &options).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
+}
+
 /// The complete entries in the dataset's cache directory under `cache`.
 fn entries(cache: &Path) -> Vec<std::path::PathBuf> {
     crate::common::files_under(cache)
