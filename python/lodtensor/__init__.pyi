@@ -187,8 +187,8 @@ def write_shards(
     ``prefix``) committed by a conditional PUT."""
 
 def commit(path: _Path, storage_options: dict[str, str] | None = None) -> Manifest:
-    """Merges the pending manifests in ``path`` into its manifest, atomically; idempotent.
-    For a URL (nothing is pending there), the manifest."""
+    """Merges the pending manifests in ``path`` (a directory or a URL) into its manifest,
+    atomically (for a URL, by a conditional PUT); idempotent."""
 
 def vacuum(path: _Path, *, grace: float = 86400.0) -> list[str]:
     """Removes the files of ``path`` no manifest references, older than ``grace`` seconds;
