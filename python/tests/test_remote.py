@@ -14,7 +14,7 @@ pytest.importorskip("moto")
 pytest.importorskip("boto3")
 
 import lodtensor as lt  # noqa: E402
-from conftest import documents  # noqa: E402
+from conftest import documents, inside_mapping  # noqa: E402
 from s3_server import FaultProxy, S3Server  # noqa: E402
 
 LOADER_MODES = [
@@ -182,6 +182,42 @@ def test_a_flipped_byte_in_a_remote_shard_is_refused_naming_it(s3, shards_dir, t
         time.sleep(0.05)
     assert not list((tmp_path / "cache").rglob("*.tmp-*"))
     assert not list((tmp_path / "cache").rglob("*part-00002.arrow"))  # no entry
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_a_compressed_remote_shard_is_decompressed_once_then_mapped(s3, tmp_path, compression):
+    local = tmp_path / "local"
+    lt.write_shards(local, documents(60, seed=3), shard_rows=20, compression=compression)
+    url = s3.upload_dir(local, "data", f"compressed-{compression}")
+    options, cache = s3.storage_options(), tmp_path / "cache"
+    first = lt.open(url, storage_options=options, cache_dir=cache)
+    assert first.to_pyarrow().equals(lt.open(local).to_pyarrow())
+    compressed = sum(s["bytes"] for s in first.shards)
+    assert first.cache_stats()["bytes_downloaded"] == compressed
+    del first
+    again = lt.open(url, storage_options=options, cache_dir=cache)
+    for i, shard in enumerate(again.shards):
+        entry = next(cache.rglob(f"*-{shard['file']}"))
+        assert entry.stat().st_size > shard["bytes"]  # held decompressed
+        for batch in again.reader([i]):
+            values = batch.column("tokens").flatten().flatten().to_numpy_ndarray()
+            assert values.size == 0 or inside_mapping(values, entry), shard["file"]  # zero-copy
+    assert again.cache_stats()["bytes_downloaded"] == 0
+    assert again.cache_stats()["shards_downloaded"] == 0
+
+
+def test_a_flipped_byte_in_a_compressed_remote_shard_is_refused_naming_it(s3, tmp_path):
+    local = tmp_path / "local"
+    lt.write_shards(local, documents(60, seed=3), shard_rows=20, compression="zstd")
+    shard = local / "part-00001.arrow"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    shard.write_bytes(bytes(data))
+    url = s3.upload_dir(local, "data", "flipped-zstd")
+    ds = lt.open(url, storage_options=s3.storage_options(), cache_dir=tmp_path / "cache")
+    with pytest.raises(lt.InvalidFileError, match=r"flipped-zstd/part-00001\.arrow.*crc32c"):
+        ds.row(25)
+    assert not list((tmp_path / "cache").rglob("*part-00001.arrow*.sum"))
 
 
 def test_errors_name_the_fault(s3, remote, tmp_path):

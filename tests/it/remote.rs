@@ -229,6 +229,113 @@ fn pending_writers_to_one_url_are_committed_together() {
     assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
 }
 
+/// The documents of [`write_local`], each shard compressed with zstd.
+fn write_compressed(dir: &Path) -> Dataset {
+    let spec = Documents {
+        sentences: (0, 4),
+        tokens: (1, 5),
+        dim: 3,
+    };
+    let ds = spec.generate(&mut SplitMix64::new(5), 120).unwrap();
+    let write =
+        lodtensor::WriteOptions::default().with_compression(lodtensor::IpcCompression::Zstd);
+    let options = ShardOptions::default()
+        .with_shard_rows(25)
+        .with_write_options(write);
+    let mut writer = ShardWriter::create(dir, options).unwrap();
+    writer.write(&ds).unwrap();
+    writer.finish().unwrap();
+    ds
+}
+
+#[test]
+fn a_compressed_remote_shard_is_decompressed_once_into_the_cache_then_mapped() {
+    use arrow_array::types::Float32Type;
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, local_dir, url, _) = uploaded(&s3, "zstd", write_compressed);
+    let cache = dir.path().join("cache");
+    let options = s3.options().with_cache_dir(&cache);
+    let local = ShardedDataset::open(&local_dir).unwrap();
+    assert!(local.shard(0).unwrap().is_compressed());
+    let first = ShardedDataset::open_url(&url, &options).unwrap();
+    assert_eq!(first.rows(0..120).unwrap(), local.rows(0..120).unwrap());
+    first.validate().unwrap();
+    let compressed: u64 = local.manifest().shards.iter().map(|s| s.bytes).sum();
+    assert_eq!(first.cache_stats().unwrap().bytes_downloaded, compressed);
+    drop(first);
+    // The cache holds each shard decompressed, beside its size and checksum.
+    let on_disk: u64 = entries(&cache)
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "arrow"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert!(on_disk > compressed, "{on_disk} {compressed}");
+    let sums = entries(&cache)
+        .iter()
+        .filter(|p| p.to_string_lossy().ends_with(".sum"))
+        .count();
+    assert_eq!(sums, 5);
+    let again = ShardedDataset::open_url(&url, &options).unwrap();
+    for i in 0..5 {
+        let shard = again.shard(i).unwrap();
+        assert!(!shard.is_compressed(), "shard {i}");
+        let mapping = shard.as_bytes().as_ptr_range();
+        for batch in shard.batches() {
+            let tokens = batch.column("tokens").unwrap();
+            let values = tokens.typed_values::<Float32Type>().unwrap();
+            assert!(values.is_empty() || mapping.contains(&(values.as_ptr() as *const u8)));
+        }
+    }
+    assert_eq!(epochs(&again), epochs(&local));
+    let stats = again.cache_stats().unwrap();
+    assert_eq!((stats.bytes_downloaded, stats.shards_downloaded), (0, 0));
+    // The cache's limit counts the decompressed bytes on disk: room for one shard of them
+    // evicts the others.
+    let largest = entries(&cache)
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .max();
+    let limited = options
+        .clone()
+        .with_cache_limit(largest.unwrap() + 64)
+        .with_prefetch_bytes(0);
+    drop(again);
+    std::fs::remove_dir_all(&cache).unwrap();
+    let small = ShardedDataset::open_url(&url, &limited).unwrap();
+    small.shard(0).unwrap();
+    drop(small);
+    let small = ShardedDataset::open_url(&url, &limited).unwrap();
+    small.shard(1).unwrap();
+    assert_eq!(small.cache_stats().unwrap().shards_evicted, 1);
+}
+
+#[test]
+fn a_changed_compressed_remote_shard_is_refused_before_it_is_decompressed() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write_compressed(&local_dir);
+    let shard = local_dir.join("part-00002.arrow");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&shard, bytes).unwrap();
+    let url = s3.upload_dir(&local_dir, "data", "changed-zstd");
+    let cache = dir.path().join("cache");
+    let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
+    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let err = remote.shard(2).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Format(FormatError::ShardMismatch { field, .. }) if field == "crc32c"),
+        "{err}"
+    );
+    assert_eq!(
+        err.path().unwrap(),
+        Path::new(&format!("{url}part-00002.arrow"))
+    );
+    assert!(entries(&cache).is_empty(), "{:?}", entries(&cache));
+}
+
 /// The complete entries in the dataset's cache directory under `cache`.
 fn entries(cache: &Path) -> Vec<std::path::PathBuf> {
     crate::common::files_under(cache)

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use cache::CacheStats;
-pub(crate) use cache::ShardCache;
+pub(crate) use cache::{Form, ShardCache};
 use client::Remote;
 pub use pending::{commit_url, discard_pending, pending_prefixes, read_manifest_url};
 pub use upload::{upload_pending, upload_shards};
