@@ -323,9 +323,11 @@ impl ShardCache {
 
     /// Replaces the downloaded shard `tmp` (checked) by its decompressed form if it is
     /// compressed, writing the form's size and CRC-32C beside the entry `path` first;
-    /// returns the form `tmp` then holds.
+    /// syncs what `tmp` then holds and returns its form.
     fn decompress(&self, entry: &ShardEntry, tmp: &Path, path: &Path) -> Result<Form> {
-        if !is_compressed(tmp).map_err(|e| Error::from(e).in_file(tmp))? {
+        let in_tmp = |e: std::io::Error| Error::from(e).in_file(tmp);
+        if !is_compressed(tmp).map_err(in_tmp)? {
+            File::open(tmp).and_then(|f| f.sync_all()).map_err(in_tmp)?;
             return Ok(Form::stored(entry));
         }
         let url = self.remote.url_of(&entry.file);
@@ -334,7 +336,7 @@ impl ShardCache {
         let written = File::create(&plain)
             .map_err(Error::from)
             .and_then(|file| {
-                let mut out = Crc32cWriter::new(std::io::BufWriter::new(file));
+                let mut out = Crc32cWriter::new(std::io::BufWriter::with_capacity(1 << 20, file));
                 write_uncompressed(&shard, &mut out)?;
                 let (file, bytes, crc32c) = out.finish()?;
                 file.sync_all()?;
@@ -425,7 +427,8 @@ impl ShardCache {
         Ok(())
     }
 
-    /// Downloads `entry` into the new file `tmp`, checking its size and CRC-32C, and syncs it.
+    /// Downloads `entry` into the new file `tmp`, checking its size and CRC-32C (not synced:
+    /// [`ShardCache::decompress`] syncs what becomes the entry).
     fn download(&self, entry: &ShardEntry, tmp: &Path) -> Result<()> {
         let url = self.remote.url_of(&entry.file);
         let mut file = File::create(tmp).map_err(|e| Error::from(e).in_file(tmp))?;
@@ -453,8 +456,7 @@ impl ShardCache {
                 }
                 Ok(crc)
             })?;
-        mismatch("crc32c", entry.crc32c, crc).map_err(|e| e.in_file(url))?;
-        file.sync_all().map_err(|e| Error::from(e).in_file(tmp))
+        mismatch("crc32c", entry.crc32c, crc).map_err(|e| e.in_file(url))
     }
 }
 
