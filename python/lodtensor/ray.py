@@ -44,7 +44,7 @@ from ray.data.block import Block, BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask, WriteResult
 
 import lodtensor as lt
-from lodtensor import _native
+from lodtensor import _native  # type: ignore[attr-defined]  # the compiled module, not in the stub
 from lodtensor._inputs import as_stream
 
 __all__ = ["read_lodtensor", "write_lodtensor", "LodTensorDatasource", "LodTensorDatasink"]
@@ -274,7 +274,7 @@ class LodTensorDatasink(Datasink):
             raise lt.ArgumentError("write_lodtensor(PATH, storage_options=...): only for a URL")
         # How every call reaches the URL's store (nothing for a directory).
         self._remote: dict[str, Any] = {"storage_options": storage_options} if self._url else {}
-        self.manifest: dict | None = None
+        self.manifest: Any = None
         self._mode = mode
         self._options: dict[str, Any] = dict(
             shard_rows=shard_rows,
