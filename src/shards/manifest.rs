@@ -536,24 +536,6 @@ pub(crate) fn is_shard_name(name: &str) -> bool {
         && !name.contains(['/', '\\', '\0'])
 }
 
-/// Checks that `prefix` may begin a writer's shard names (`PREFIX-00000.arrow`): a plain
-/// name not starting with `.` or `_`, without `/` or `.`.
-///
-/// # Errors
-/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) naming it.
-pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
-    let probe = format!("{prefix}-00000.arrow");
-    if prefix.is_empty() || !is_shard_name(&probe) || prefix.contains('.') {
-        return Err(Error::invalid_argument(
-            "ShardWriter",
-            "prefix",
-            format!("{prefix:?}"),
-            "a plain name not starting with `.` or `_`, without `/` or `.`",
-        ));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

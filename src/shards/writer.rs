@@ -10,11 +10,11 @@ use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions, row_bytes};
 use crate::shards::manifest::{
-    ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, check_prefix, file_crc32c,
+    ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, file_crc32c,
 };
 use crate::shards::store::{
-    Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
-    remove_dir_if_idle,
+    Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, check_prefix,
+    commit_with, remove_dir_if_idle,
 };
 
 /// Options of [`ShardWriter`].

@@ -11,7 +11,7 @@ use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::client::ETag;
 use crate::shards::remote::load_manifest_and_tag;
 use crate::shards::remote::upload::RemoteStore;
-use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, commit_with};
+use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, commit_with};
 
 /// Merges every pending manifest of the dataset at `url` into its manifest, replaced by a
 /// conditional PUT (`If-Match` on the ETag read, `If-None-Match: *` for a new dataset; a
@@ -121,7 +121,7 @@ pub fn pending_prefixes(url: &str, options: &RemoteOptions) -> Result<Vec<String
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
 pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Result<()> {
-    crate::shards::manifest::check_prefix(prefix)?;
+    check_prefix(prefix)?;
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
     let name = format!("{PENDING_PREFIX}{prefix}.json");
     let (Some(part), _) = load_manifest_and_tag(&store.remote, &name)? else {

@@ -19,12 +19,12 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 use crate::error::{ArgumentError, Error, Result};
-use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry, check_prefix};
+use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::client::{Put, Remote};
 use crate::shards::remote::load_manifest_and_tag;
 use crate::shards::store::{
-    Commit, ManifestStore, ManifestVersion, PENDING_PREFIX, Replaced, commit_with,
+    Commit, ManifestStore, ManifestVersion, PENDING_PREFIX, Replaced, check_prefix, commit_with,
 };
 use crate::shards::writer::free_name;
 
