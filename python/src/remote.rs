@@ -192,9 +192,13 @@ impl Upload {
     ) -> PyResult<Self> {
         let mode = UploadMode::parse(mode, prefix)?;
         let options = remote_options(storage_options);
-        let exists = lodtensor::shards::read_manifest_url(&url, &options)
-            .py_err()?
-            .is_some();
+        // A pending writer may start before the dataset exists, or after.
+        let exists = match mode {
+            UploadMode::Pending(_) => false,
+            _ => lodtensor::shards::read_manifest_url(&url, &options)
+                .py_err()?
+                .is_some(),
+        };
         let refusal = match (&mode, exists) {
             (UploadMode::Create, true) => Some((
                 std::io::ErrorKind::AlreadyExists,
