@@ -229,6 +229,51 @@ fn pending_writers_to_one_url_are_committed_together() {
     assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
 }
 
+#[test]
+fn concurrent_commits_of_pending_writers_keep_every_shard() {
+    use lodtensor::shards::{commit_url, upload_pending};
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/committed/";
+    let dir = tempfile::tempdir().unwrap();
+    // Two writers, each writing pending shards and committing, three times, at once: every
+    // commit that loses the manifest's conditional PUT merges again.
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let (local, options) = (dir.path().join(format!("w{w}")), s3.options());
+            let prefix = format!("w{w}");
+            let shards = ShardOptions::default()
+                .with_shard_rows(25)
+                .with_prefix(&prefix);
+            let mut writer = ShardWriter::create(&local, shards).unwrap();
+            let spec = Documents {
+                sentences: (0, 4),
+                tokens: (1, 5),
+                dim: 3,
+            };
+            writer
+                .write(&spec.generate(&mut SplitMix64::new(w), 50).unwrap())
+                .unwrap();
+            writer.finish().unwrap();
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    upload_pending(&local, url, &options, &prefix).unwrap();
+                    commit_url(url, &options).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    let data = ShardedDataset::open_url(url, &options).unwrap();
+    assert_eq!(data.num_rows(), 2 * 3 * 50);
+    assert_eq!(data.num_shards(), 2 * 3 * 2);
+    data.validate().unwrap();
+    assert_eq!(commit_url(url, &options).unwrap(), *data.manifest());
+}
+
 /// The documents of [`write_local`], each shard compressed with zstd.
 fn write_compressed(dir: &Path) -> Dataset {
     let spec = Documents {
