@@ -313,9 +313,9 @@ def commit(path: str | os.PathLike, storage_options: dict[str, str] | None = Non
     the manifest, as a dict.
 
     For a URL (``storage_options`` as for ``open``) the pending manifests are the store's
-    (``_lodtensor.pending.PREFIX.json``, from ``ShardWriter(url, mode="pending")`` or
-    ``write_shards(url, ..., mode="pending")`` writers, whose shards are in the store under
-    their final names already): they are merged into the manifest by a conditional PUT
+    (``_lodtensor.pending.PREFIX.TOKEN.json``, one per upload by ``ShardWriter(url,
+    mode="pending")`` or ``write_shards(url, ..., mode="pending")``, whose shards are in the
+    store under their final names already): they are merged into the manifest by a conditional PUT
     (``If-Match`` on its ETag; a commit that loses the race re-reads and merges again),
     then removed.
 

@@ -34,8 +34,8 @@ use crate::shards::manifest_dict;
 /// `path` may be a URL (`s3://bucket/prefix/`, `gs://`, `az://`; `storage_options` as for
 /// `open`): the shards are written into a local temporary directory (`TMPDIR`), then
 /// uploaded by `finish()` (created under their final names, the manifest committed by a
-/// conditional PUT; with `"pending"`, recorded in the store's pending manifest of `prefix`
-/// for `lodtensor.commit(url)`).
+/// conditional PUT; with `"pending"`, recorded in a new pending manifest of `prefix` in
+/// the store for `lodtensor.commit(url)`).
 #[pyclass(frozen, module = "lodtensor")]
 pub struct ShardWriter {
     /// `None` once finished.

@@ -673,12 +673,14 @@ pub(super) fn free_name(
 
 /// One past the highest index of the shards named `PREFIX-NNNNN.arrow` in `manifest`.
 fn shard_index(manifest: &Manifest, prefix: &str) -> usize {
-    manifest
-        .shards
-        .iter()
-        .filter_map(|s| {
-            s.file
-                .strip_prefix(prefix)?
+    next_index(manifest.shards.iter().map(|s| s.file.as_str()), prefix)
+}
+
+/// One past the highest index of the names `PREFIX-NNNNN.arrow` among `names`.
+pub(super) fn next_index<'a>(names: impl Iterator<Item = &'a str>, prefix: &str) -> usize {
+    names
+        .filter_map(|file| {
+            file.strip_prefix(prefix)?
                 .strip_prefix('-')?
                 .strip_suffix(".arrow")?
                 .parse::<usize>()

@@ -1,5 +1,6 @@
 //! Independent writers of a dataset in object storage: their pending manifests
-//! (`_lodtensor.pending.PREFIX.json`, written by [`upload_pending`](super::upload_pending))
+//! (`_lodtensor.pending.PREFIX.TOKEN.json`, one per [`upload_pending`](super::upload_pending),
+//! never changed once created)
 //! merged into the dataset's manifest by a conditional PUT ([`commit_url`]), listed
 //! ([`pending_prefixes`]) and dropped with their shards ([`discard_pending`]), as
 //! [`commit`](crate::shards::commit) does for a local directory.
@@ -8,7 +9,6 @@ use crate::error::{ArgumentError, Result};
 use crate::shards::commit::merge;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest};
 use crate::shards::remote::RemoteOptions;
-use crate::shards::remote::client::ETag;
 use crate::shards::remote::load_manifest_and_tag;
 use crate::shards::remote::upload::RemoteStore;
 use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, commit_with};
@@ -22,8 +22,8 @@ use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, 
 /// shard already listed is not listed again, and committing with nothing pending changes
 /// nothing. Returns the manifest committed.
 ///
-/// A pending manifest extended by its writer while the commit ran is kept (its new shards
-/// wait for the next commit).
+/// A pending manifest is never changed once created (each upload makes a new one), so the
+/// commit removes only what it merged; a writer's later uploads wait for the next commit.
 ///
 /// # Errors
 /// [`ArgumentError::NoSchema`] when there is neither a dataset nor a pending manifest;
@@ -42,11 +42,11 @@ use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, 
 pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
     let current = store.load()?;
-    let mut parts: Vec<(String, Manifest, ETag)> = Vec::new();
+    let mut parts: Vec<(String, Manifest)> = Vec::new();
     for name in pending_names(&store)? {
         // Gone meanwhile: committed (or dropped) by someone else.
-        if let (Some(part), tag) = load_manifest_and_tag(&store.remote, &name)? {
-            parts.push((name, part, tag));
+        if let (Some(part), _) = load_manifest_and_tag(&store.remote, &name)? {
+            parts.push((name, part));
         }
     }
     if let (Some(manifest), true) = (&current.0, parts.is_empty()) {
@@ -56,8 +56,8 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
         let mut manifest = current.cloned();
         // Nothing to publish: pending shards are in place already (no staged one is found).
         let mut publish = Vec::new();
-        for (name, part, _) in &parts {
-            let prefix = &name[PENDING_PREFIX.len()..name.len() - ".json".len()];
+        for (name, part) in &parts {
+            let prefix = prefix_of(name);
             let merged = manifest.get_or_insert_with(|| Manifest {
                 columns: part.columns.clone(),
                 shards: Vec::new(),
@@ -73,18 +73,14 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
             ..Commit::default()
         })
     })?;
-    for (name, _, tag) in &parts {
-        if let (Some(_), now) = load_manifest_and_tag(&store.remote, name)?
-            && now == *tag
-        {
-            store.remote.delete(name)?;
-        }
+    for (name, _) in &parts {
+        store.remote.delete(name)?;
     }
     Ok(manifest)
 }
 
 /// The prefixes of the pending writers of the dataset at `url` (those with a pending
-/// manifest `_lodtensor.pending.PREFIX.json` there), sorted.
+/// manifest `_lodtensor.pending.PREFIX.TOKEN.json` there), sorted, each once.
 ///
 /// # Errors
 /// The store's errors ([`ShardedDataset::open_url`](crate::shards::ShardedDataset::open_url)).
@@ -100,14 +96,17 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
 /// ```
 pub fn pending_prefixes(url: &str, options: &RemoteOptions) -> Result<Vec<String>> {
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
-    let names = pending_names(&store)?;
-    let prefix = |n: String| n[PENDING_PREFIX.len()..n.len() - ".json".len()].to_owned();
-    Ok(names.into_iter().map(prefix).collect())
+    let mut prefixes: Vec<String> = (pending_names(&store)?.iter())
+        .map(|n| prefix_of(n).to_owned())
+        .collect();
+    prefixes.sort();
+    prefixes.dedup();
+    Ok(prefixes)
 }
 
-/// Drops the pending writer `prefix` of the dataset at `url`: its pending manifest first
-/// (so that no commit lists its shards from then on), then each shard it lists that the
-/// dataset's manifest does not. What a writer that failed or was retried left; not to be
+/// Drops the pending writer `prefix` of the dataset at `url`: each of its pending manifests
+/// first (so that no commit lists its shards from then on), then each shard they list that
+/// the dataset's manifest does not. What a writer that failed or was retried left; not to be
 /// run while a commit that may have read the pending manifest is under way.
 ///
 /// # Errors
@@ -123,11 +122,16 @@ pub fn pending_prefixes(url: &str, options: &RemoteOptions) -> Result<Vec<String
 pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Result<()> {
     check_prefix(prefix)?;
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
-    let name = format!("{PENDING_PREFIX}{prefix}.json");
-    let (Some(part), _) = load_manifest_and_tag(&store.remote, &name)? else {
-        return Ok(());
-    };
-    store.remote.delete(&name)?;
+    let mut dropped = Vec::new();
+    for name in pending_names(&store)?
+        .iter()
+        .filter(|n| prefix_of(n) == prefix)
+    {
+        if let (Some(part), _) = load_manifest_and_tag(&store.remote, name)? {
+            store.remote.delete(name)?;
+            dropped.extend(part.shards);
+        }
+    }
     let (dataset, _) = store.load()?;
     let listed = |file: &str| {
         dataset
@@ -135,7 +139,7 @@ pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Resu
             .flat_map(|m| &m.shards)
             .any(|s| s.file == file)
     };
-    for shard in part.shards.iter().filter(|s| !listed(&s.file)) {
+    for shard in dropped.iter().filter(|s| !listed(&s.file)) {
         store.remote.delete(&shard.file)?;
     }
     Ok(())
@@ -157,6 +161,13 @@ pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Resu
 pub fn read_manifest_url(url: &str, options: &RemoteOptions) -> Result<Option<Manifest>> {
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
     Ok(store.load()?.0)
+}
+
+/// The writer's prefix in the name of a pending manifest (`_lodtensor.pending.PREFIX.TOKEN.json`,
+/// or a directory's `_lodtensor.pending.PREFIX.json`: a prefix has no `.`).
+fn prefix_of(name: &str) -> &str {
+    let rest = &name[PENDING_PREFIX.len()..name.len() - ".json".len()];
+    rest.split('.').next().unwrap_or(rest)
 }
 
 /// The names of the pending manifests at the store's dataset, sorted.

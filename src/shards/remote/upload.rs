@@ -8,10 +8,11 @@
 //! that loses either race removes the shards it created in that attempt, re-reads the
 //! manifest and tries again with its shards after the ones now listed.
 //!
-//! A pending writer ([`upload_pending`]) does the same with its own pending manifest
-//! (`_lodtensor.pending.PREFIX.json`) in place of the dataset's: its shards take their
-//! final names at once (a store has no rename, and a copy would move every byte again),
-//! and are part of the dataset once [`commit_url`](super::commit_url) lists them.
+//! A pending writer ([`upload_pending`]) does the same with a new pending manifest of its
+//! own (`_lodtensor.pending.PREFIX.TOKEN.json`, created once, never changed) in place of
+//! the dataset's: its shards take their final names at once (a store has no rename, and a
+//! copy would move every byte again), and are part of the dataset once
+//! [`commit_url`](super::commit_url) lists them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -26,7 +27,7 @@ use crate::shards::remote::load_manifest_and_tag;
 use crate::shards::store::{
     Commit, ManifestStore, ManifestVersion, PENDING_PREFIX, Replaced, check_prefix, commit_with,
 };
-use crate::shards::writer::free_name;
+use crate::shards::writer::{free_name, next_index};
 
 /// A dataset's manifest in object storage, replaced by conditional PUTs.
 pub(super) struct RemoteStore {
@@ -144,11 +145,11 @@ pub fn upload_shards(
 /// [`ShardWriter`](crate::shards::ShardWriter) whose prefix is `prefix`) as the pending
 /// shards of the writer `prefix` of the dataset at `url`, as
 /// [`ShardWriter::pending`](crate::shards::ShardWriter::pending) does in a directory: each
-/// shard created under a name of its own (`PREFIX-NNNNN.arrow`) that no manifest lists
-/// yet, then recorded in the pending manifest `_lodtensor.pending.PREFIX.json` (created, or
-/// extended by a conditional PUT). [`commit_url`](super::commit_url) then lists them in the
-/// dataset's manifest. Returns the pending manifest. Each concurrent writer takes its own
-/// prefix.
+/// shard created under a name of its own (`PREFIX-NNNNN.arrow`, after the prefix's names
+/// in the store) that no manifest lists yet, then recorded in a new pending manifest
+/// `_lodtensor.pending.PREFIX.TOKEN.json` (`TOKEN` unique to the upload; created once and
+/// never changed, so a commit can remove it once merged). [`commit_url`](super::commit_url)
+/// then lists them in the dataset's manifest. Returns the pending manifest.
 ///
 /// # Errors
 /// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for a bad
@@ -195,11 +196,19 @@ enum Target<'a> {
 fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Result<Manifest> {
     let local = Manifest::load(dir.join(MANIFEST_NAME))?;
     let name = match target {
-        Target::Pending(prefix) => format!("{PENDING_PREFIX}{prefix}.json"),
+        Target::Pending(prefix) => format!("{PENDING_PREFIX}{prefix}.{}.json", unique_token()),
         _ => MANIFEST_NAME.to_owned(),
     };
     let store = RemoteStore::new(url, options, &name)?;
     let current = store.load()?;
+    // A pending writer's names follow those of its prefix in the store (one listing).
+    let start = match target {
+        Target::Pending(prefix) => {
+            let names = store.remote.list(&format!("{prefix}-"))?;
+            next_index(names.iter().map(String::as_str), prefix)
+        }
+        _ => 0,
+    };
     let target_url = store.remote.url_of(&name);
     commit_with(&store, current, |current, store| {
         let mut manifest = match (current, target) {
@@ -231,18 +240,15 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
             .into());
         }
         let mut publish = Vec::with_capacity(local.shards.len());
-        for entry in &local.shards {
+        for (i, entry) in local.shards.iter().enumerate() {
             let (prefix, wanted) = match target {
-                Target::Pending(prefix) => {
-                    let own = entry.file.starts_with(&format!("{prefix}-"));
-                    (prefix, Some(entry.file.as_str()).filter(|_| own))
-                }
+                Target::Pending(prefix) => (prefix, format!("{prefix}-{:05}.arrow", start + i)),
                 _ => {
                     let prefix = entry.file.rsplit_once('-').map_or("part", |(p, _)| p);
-                    (prefix, Some(entry.file.as_str()))
+                    (prefix, entry.file.clone())
                 }
             };
-            let name = free_name(&manifest, prefix, wanted, store);
+            let name = free_name(&manifest, prefix, Some(&wanted), store);
             publish.push((dir.join(&entry.file), name.clone()));
             manifest.shards.push(ShardEntry {
                 file: name,
@@ -256,6 +262,16 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
             cleanup: Vec::<PathBuf>::new(),
         })
     })
+}
+
+/// A token no other upload of any process uses: the time, the process id and a count.
+fn unique_token() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}-{count}", std::process::id())
 }
 
 /// An I/O error of `kind` naming `url`.
