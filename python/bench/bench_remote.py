@@ -8,6 +8,13 @@ and requests are printed). With `--batch-size N` the loader reads batches of N d
 in order (its plan needs no lengths: a shard is downloaded when a batch first reads it), and a
 last run has a cache limit of a quarter of the dataset.
 
+With `--compression none,zstd,lz4` the same documents are written once per codec (Arrow IPC
+body compression, `write_shards(..., compression=...)`), each uploaded under a prefix of its
+own and read by URL with an empty cache, then again with every shard cached (held
+decompressed in the cache): the bytes fetched and the epochs' speed per codec. `--data
+token-ids` makes the documents int32 token ids (Zipf-distributed over a 50,257-word
+vocabulary, as a tokenizer's output is) instead of float32[64] features.
+
 With `--peers` the same documents are also written as MosaicML Streaming shards (`MDSWriter`)
 and LitData chunks (`optimize`), uploaded to the same server, and read by each peer's
 `StreamingDataset` from the bucket in a DataLoader with 2 workers (batches of `--batch-size`
@@ -18,6 +25,8 @@ contender reads through a proxy that counts the bytes the server sends (remote_p
     .venv/bin/python python/bench/bench_remote.py --mib 512 --shard-mib 64 --batch-size 64
     .venv/bin/python python/bench/bench_remote.py --mib 2048 --shard-mib 64 --order windowed
     .venv-bench/bin/python python/bench/bench_remote.py --mib 256 --shard-mib 32 --batch-size 64 --peers
+    .venv/bin/python python/bench/bench_remote.py --mib 256 --shard-mib 32 --batch-size 64 \
+        --compression none,zstd,lz4 --data token-ids
 """
 
 from __future__ import annotations
@@ -41,18 +50,26 @@ from remote_peers import CountingProxy  # noqa: E402
 DIM = 64
 
 
-def documents(mib: int, seed: int = 0) -> pa.Table:
-    """Documents of 64–1024 tokens of float32[64], `mib` MiB of values in all."""
+VOCABULARY = 50257
+
+
+def documents(mib: int, seed: int = 0, data: str = "features") -> pa.Table:
+    """Documents of 64–1024 tokens, `mib` MiB of values in all: float32[64] features, or
+    (`data="token-ids"`) int32 token ids, Zipf-distributed over the vocabulary."""
     rng = np.random.default_rng(seed)
-    tokens = mib * (1 << 20) // (DIM * 4)
+    width = DIM * 4 if data == "features" else 4
+    tokens = mib * (1 << 20) // width
     lengths = []
     while sum(lengths) < tokens:
         lengths.append(int(rng.integers(64, 1024)))
     lengths[-1] -= sum(lengths) - tokens
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    values = pa.array(rng.standard_normal(tokens * DIM, dtype=np.float32))
-    element = pa.FixedSizeListArray.from_arrays(values, DIM)
-    return pa.table({"tokens": pa.LargeListArray.from_arrays(pa.array(offsets), element)})
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+    if data == "features":
+        values = pa.array(rng.standard_normal(tokens * DIM, dtype=np.float32))
+        element = pa.FixedSizeListArray.from_arrays(values, DIM)
+        return pa.table({"tokens": pa.LargeListArray.from_arrays(offsets, element)})
+    ids = ((rng.zipf(1.1, tokens) - 1) % VOCABULARY).astype(np.int32)
+    return pa.table({"tokens": pa.LargeListArray.from_arrays(offsets, pa.array(ids))})
 
 
 def epoch(ds, options: dict) -> tuple[float, float, int]:
@@ -80,6 +97,8 @@ def main() -> None:
         "windowed shuffle (shards one after another), or file order",
     )
     parser.add_argument("--peers", action="store_true", help="MosaicML Streaming and LitData too")
+    parser.add_argument("--compression", help="codecs to compare, such as none,zstd,lz4")
+    parser.add_argument("--data", choices=["features", "token-ids"], default="features")
     args = parser.parse_args()
     if args.batch_size:
         loader = {"batch_size": args.batch_size}
@@ -93,8 +112,10 @@ def main() -> None:
     server = S3Server()
     proxy = CountingProxy(("127.0.0.1", server.port))
     try:
+        if args.compression:
+            return compressed(args, loader, server, proxy, work)
         local = work / "local"
-        lt.write_shards(local, documents(args.mib), shard_bytes=args.shard_mib << 20)
+        lt.write_shards(local, documents(args.mib, data=args.data), shard_bytes=args.shard_mib << 20)
         url = server.upload_dir(local, "bench", "tokens")
         options = server.storage_options(proxy.endpoint)
         size = sum(s["bytes"] for s in lt.open(local).shards)
@@ -125,6 +146,33 @@ def main() -> None:
         proxy.close()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def compressed(args, loader: dict, server: S3Server, proxy: CountingProxy, work: Path) -> None:
+    """One dataset per codec of `--compression`, read by URL cold and warm: stored and
+    fetched bytes, the epochs' times."""
+    table = documents(args.mib, data=args.data)
+    options = server.storage_options(proxy.endpoint)
+    print(f"{args.mib} MiB of {args.data}, loader {loader}")
+    print(f"{'codec':6} {'stored MiB':>10} {'fetched MiB':>12} {'cold first':>11} {'cold epoch':>11}"
+          f" {'M tok/s':>8} {'warm epoch':>11} {'M tok/s':>8} {'cache MiB':>10}")
+    for codec in args.compression.split(","):
+        local = work / f"local-{codec}"
+        lt.write_shards(local, table, shard_bytes=args.shard_mib << 20,
+                        compression=None if codec == "none" else codec)
+        stored = sum(s["bytes"] for s in lt.open(local).shards)
+        url = server.upload_dir(local, "bench", f"tokens-{codec}")
+        cache = work / f"cache-{codec}"
+        times = []
+        for _ in ("cold", "warm"):
+            ds = lt.open(url, storage_options=options, cache_dir=cache)
+            proxy.take()
+            first, seconds, tokens = epoch(ds, loader)
+            times.append((first, seconds, tokens, proxy.take()))
+        held = sum(p.stat().st_size for p in cache.rglob("*.arrow"))
+        (first, cold, tokens, fetched), (_, warm, _, _) = times
+        print(f"{codec:6} {stored / 2**20:10.1f} {fetched / 2**20:12.1f} {first:10.2f}s {cold:10.2f}s"
+              f" {tokens / cold / 1e6:8.2f} {warm:10.2f}s {tokens / warm / 1e6:8.2f} {held / 2**20:10.1f}")
 
 
 def peers(args, server: S3Server, proxy: CountingProxy, local: Path, work: Path) -> list[tuple]:

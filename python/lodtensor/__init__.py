@@ -197,12 +197,13 @@ def write_shards(
     is needed there: ``TMPDIR``), then each is created in the store under its final name
     and the manifest committed by a conditional PUT (``If-None-Match: *`` for a new
     dataset, ``If-Match`` on the ETag read for ``mode="append"``), so concurrent appenders
-    never lose each other's shards. ``mode="pending"`` is for local directories only.
+    never lose each other's shards. With ``mode="pending"`` the shards are recorded in the
+    store's pending manifest of ``prefix`` instead, for ``lodtensor.commit(url)``.
 
         >>> lt.write_shards("s3://bucket/tokens/", table, mode="append")  # doctest: +SKIP
     """
 
-    def write_into(directory: str, mode: str) -> dict:
+    def write_into(directory: str, mode: str, **remote: Any) -> dict:
         stream = pa.RecordBatchReader.from_stream(_as_stream(data, "write_shards"))
         metadata = {k.decode(): v.decode() for k, v in (stream.schema.metadata or {}).items()}
         with ShardWriter(
@@ -215,18 +216,13 @@ def write_shards(
             batch_bytes=batch_bytes,
             schema_metadata=metadata,
             compression=compression,
+            **remote,
         ) as writer:
             writer.write(stream)
             return writer.finish()
 
     if isinstance(path, str) and "://" in path:
-        if mode not in ("create", "append"):
-            raise ArgumentError(f'write_shards(URL, mode={mode!r}): "create" or "append" only')
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="lodtensor-upload-") as local:
-            write_into(local, "create")
-            return _native.upload_shards(local, path, mode == "append", storage_options)
+        return write_into(path, mode, storage_options=storage_options)
     if storage_options is not None:
         raise ArgumentError("write_shards(PATH, storage_options=...): only for a URL")
     return write_into(os.fspath(path), mode)
@@ -316,10 +312,18 @@ def commit(path: str | os.PathLike, storage_options: dict[str, str] | None = Non
     the same time are merged, never lost. Idempotent: run it again after a crash. Returns
     the manifest, as a dict.
 
-    For a URL (``storage_options`` as for ``open``) every write to the store is committed
-    when made (``write_shards``), so nothing is pending: this returns the manifest there."""
+    For a URL (``storage_options`` as for ``open``) the pending manifests are the store's
+    (``_lodtensor.pending.PREFIX.TOKEN.json``, one per upload by ``ShardWriter(url,
+    mode="pending")`` or ``write_shards(url, ..., mode="pending")``, whose shards are in the
+    store under their final names already): they are merged into the manifest by a conditional PUT
+    (``If-Match`` on its ETag; a commit that loses the race re-reads and merges again),
+    then removed.
+
+        >>> lt.write_shards("s3://b/d/", part, mode="pending", prefix="w3")  # doctest: +SKIP
+        >>> lt.commit("s3://b/d/")                                       # doctest: +SKIP
+    """
     if isinstance(path, str) and "://" in path:
-        return open(path, storage_options=storage_options).manifest
+        return _native.commit_url(path, storage_options)
     if storage_options is not None:
         raise ArgumentError("commit(PATH, storage_options=...): only for a URL")
     return _native.commit(os.fspath(path))

@@ -186,11 +186,12 @@ def write_shards(
 ) -> Manifest:
     """Writes pyarrow data to the directory ``path`` as a sharded dataset; ``mode`` is
     ``"create"``, ``"append"`` or ``"pending"`` (one of many writers, then ``commit``).
-    A URL: the shards uploaded and the manifest committed by a conditional PUT."""
+    A URL: the shards uploaded and the manifest (or the store's pending manifest of
+    ``prefix``) committed by a conditional PUT."""
 
 def commit(path: _Path, storage_options: dict[str, str] | None = None) -> Manifest:
-    """Merges the pending manifests in ``path`` into its manifest, atomically; idempotent.
-    For a URL (nothing is pending there), the manifest."""
+    """Merges the pending manifests in ``path`` (a directory or a URL) into its manifest,
+    atomically (for a URL, by a conditional PUT); idempotent."""
 
 def vacuum(path: _Path, *, grace: float = 86400.0) -> list[str]:
     """Removes the files of ``path`` no manifest references, older than ``grace`` seconds;
@@ -287,6 +288,7 @@ class ShardWriter:
         dir: None = None,
         schema_metadata: Mapping[str, str] | None = None,
         compression: _Compression | None = None,
+        storage_options: Mapping[str, str] | None = None,
     ) -> ShardWriter: ...
     @overload
     @deprecated("ShardWriter(dir=...) is deprecated: use ShardWriter(path=...)")
@@ -303,10 +305,11 @@ class ShardWriter:
         batch_bytes: int | None = None,
         schema_metadata: Mapping[str, str] | None = None,
         compression: _Compression | None = None,
+        storage_options: Mapping[str, str] | None = None,
     ) -> ShardWriter: ...
     @property
     def path(self) -> pathlib.Path:
-        """The dataset directory."""
+        """The dataset directory (or URL)."""
     @property
     @deprecated("ShardWriter.dir is deprecated: use ShardWriter.path")
     def dir(self) -> pathlib.Path: ...

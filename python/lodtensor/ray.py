@@ -18,7 +18,13 @@ Writing: each write task writes its blocks as pending shards under a prefix of i
 look; when every task has finished, the driver commits them into the dataset's manifest in
 one atomic replacement (other writers appending meanwhile are merged, never lost). A task
 that failed and was retried leaves nothing in the dataset: its shards are not committed,
-and are removed.
+and are removed; so are every task's when the job fails.
+
+To a URL (``s3://bucket/prefix/``): each write task writes its shards locally, uploads
+them under their final names (which no manifest lists yet) and records them in a pending
+manifest of its own in the store; the driver commits them with a conditional PUT of the
+manifest (``If-Match`` on its ETag), as ``lodtensor.commit(url)`` does, so a job that
+fails leaves the dataset as it was, and two jobs writing to one prefix keep both.
 
 Needs ``ray[data]`` (tested with 2.60; the Datasource and Datasink interfaces are Ray
 developer APIs).
@@ -38,6 +44,7 @@ from ray.data.block import Block, BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask, WriteResult
 
 import lodtensor as lt
+from lodtensor import _native  # type: ignore[attr-defined]  # the compiled module, not in the stub
 from lodtensor._inputs import as_stream
 
 __all__ = ["read_lodtensor", "write_lodtensor", "LodTensorDatasource", "LodTensorDatasink"]
@@ -94,9 +101,11 @@ def write_lodtensor(
     min_rows_per_write: int | None = None,
     concurrency: int | None = None,
     ray_remote_args: dict[str, Any] | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> dict:
-    """Writes ``dataset`` to the directory ``path`` as a sharded dataset and returns its
-    manifest (a dict).
+    """Writes ``dataset`` to the directory ``path`` (or the URL ``path``,
+    ``s3://bucket/prefix/``, ``storage_options`` as for ``lodtensor.open``) as a sharded
+    dataset and returns its manifest (a dict).
 
     ``mode="create"`` refuses a directory that already holds a dataset; ``"append"`` adds
     the shards after its own (the columns must match). Every write task writes its blocks
@@ -108,8 +117,12 @@ def write_lodtensor(
     as it is. A column of a tensor's type with nulls is a side column; each task decides
     from its own blocks, so when only some blocks hold its nulls, mark its field
     ``lodtensor.kind = "side"`` (or ``"tensor"``) so that every task writes it alike.
+    A job that fails commits nothing and removes its tasks' shards. Jobs writing to one
+    dataset at once (``"append"``, or ``"create"`` where none is yet) keep every job's
+    rows: each commit merges the pending shards found then.
 
         >>> write_lodtensor(ds.map_batches(f, batch_format="pyarrow"), "out/")  # doctest: +SKIP
+        >>> write_lodtensor(ds, "s3://bucket/clean/", storage_options=opts)  # doctest: +SKIP
     """
     sink = LodTensorDatasink(
         path,
@@ -119,9 +132,11 @@ def write_lodtensor(
         offset_width=offset_width,
         batch_bytes=batch_bytes,
         min_rows_per_write=min_rows_per_write,
+        storage_options=storage_options,
     )
     dataset.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
-    return dict(_shards(sink.path).manifest)
+    assert sink.manifest is not None, "on_write_complete ran"
+    return sink.manifest
 
 
 def _shards(path: str, **remote: Any) -> lt.ShardedDataset:
@@ -234,8 +249,9 @@ class LodTensorDatasource(Datasource):
 
 
 class LodTensorDatasink(Datasink):
-    """The Ray Data ``Datasink`` of a sharded lodtensor dataset (see ``write_lodtensor``):
-    each write task writes pending shards under its own prefix, and the driver commits."""
+    """The Ray Data ``Datasink`` of a sharded lodtensor dataset, in a directory or at a URL
+    (see ``write_lodtensor``): each write task writes pending shards under its own prefix,
+    and the driver commits. ``manifest`` is the manifest committed, once complete."""
 
     def __init__(
         self,
@@ -247,10 +263,18 @@ class LodTensorDatasink(Datasink):
         offset_width: Literal["i32", "i64"] = "i64",
         batch_bytes: int | None = None,
         min_rows_per_write: int | None = None,
+        storage_options: dict[str, str] | None = None,
     ):
         if mode not in ("create", "append"):
             raise lt.ArgumentError(f'mode must be "create" or "append", not {mode!r}')
-        self.path = os.path.abspath(os.fspath(path))
+        path = os.fspath(path)
+        self._url = "://" in path
+        self.path = path if self._url else os.path.abspath(path)
+        if storage_options is not None and not self._url:
+            raise lt.ArgumentError("write_lodtensor(PATH, storage_options=...): only for a URL")
+        # How every call reaches the URL's store (nothing for a directory).
+        self._remote: dict[str, Any] = {"storage_options": storage_options} if self._url else {}
+        self.manifest: Any = None
         self._mode = mode
         self._options: dict[str, Any] = dict(
             shard_rows=shard_rows,
@@ -272,14 +296,18 @@ class LodTensorDatasink(Datasink):
         return self._min_rows
 
     def on_write_start(self, schema: Any = None) -> None:
-        exists = os.path.exists(os.path.join(self.path, _MANIFEST))
+        if self._url:
+            exists = _native.read_manifest_url(self.path, **self._remote) is not None
+        else:
+            exists = os.path.exists(os.path.join(self.path, _MANIFEST))
         if self._mode == "create" and exists:
             raise FileExistsError(
                 f"{self.path}: a sharded dataset is already there: use mode=\"append\""
             )
         if self._mode == "append" and not exists:
-            raise FileNotFoundError(f"{os.path.join(self.path, _MANIFEST)}: nothing to append to")
-        os.makedirs(self.path, exist_ok=True)
+            raise FileNotFoundError(f"{_join(self.path, _MANIFEST)}: nothing to append to")
+        if not self._url:
+            os.makedirs(self.path, exist_ok=True)
         self._schema = schema if isinstance(schema, pa.Schema) else None
 
     def write(self, blocks: Iterable[Block], ctx: Any) -> str | None:
@@ -291,7 +319,9 @@ class LodTensorDatasink(Datasink):
             if table.num_rows == 0:
                 continue
             if writer is None:
-                writer = lt.ShardWriter(self.path, mode="pending", prefix=prefix, **self._options)
+                writer = lt.ShardWriter(
+                    self.path, mode="pending", prefix=prefix, **self._options, **self._remote
+                )
             # One kind per column for the whole block (format-spec §2.2).
             writer.write(as_stream(table, "write_lodtensor"))
         if writer is None:
@@ -302,18 +332,37 @@ class LodTensorDatasink(Datasink):
     def on_write_complete(self, write_result: WriteResult) -> None:
         """Drops what failed attempts left, then commits every task's shards at once."""
         committed = {p for p in write_result.write_returns if p}
+        self._discard(keep=committed)
+        if not committed and not self._exists():
+            if self._schema is None:
+                raise lt.ArgumentError(f"{self.path}: no rows and no schema to write")
+            empty = [pa.nulls(0, field.type) for field in self._schema]
+            table = pa.table(empty, schema=self._schema)
+            self.manifest = lt.write_shards(self.path, table, **self._options, **self._remote)
+            return
+        self.manifest = lt.commit(self.path, **self._remote)
+
+    def on_write_failed(self, error: Exception) -> None:
+        """Removes every task's pending shards: the dataset stays as it was."""
+        self._discard(keep=set())
+
+    def _exists(self) -> bool:
+        if self._url:
+            return _native.read_manifest_url(self.path, **self._remote) is not None
+        return os.path.exists(os.path.join(self.path, _MANIFEST))
+
+    def _discard(self, keep: set[str]) -> None:
+        """Removes the pending shards and manifests of this job's writers not in ``keep``."""
+        if self._url:
+            for prefix in _native.pending_prefixes(self.path, **self._remote):
+                if prefix.startswith(self._job) and prefix not in keep:
+                    _native.discard_pending(self.path, prefix, **self._remote)
+            return
         staging = os.path.join(self.path, _STAGING)
         for name in os.listdir(staging) if os.path.isdir(staging) else []:
             prefix = name[: -len(".pending")]
-            if name.startswith(self._job) and name.endswith(".pending") and prefix not in committed:
+            if name.startswith(self._job) and name.endswith(".pending") and prefix not in keep:
                 shutil.rmtree(os.path.join(staging, name), ignore_errors=True)
                 manifest = os.path.join(self.path, f"{_PENDING}{prefix}.json")
                 if os.path.exists(manifest):
                     os.remove(manifest)
-        if not committed and not os.path.exists(os.path.join(self.path, _MANIFEST)):
-            if self._schema is None:
-                raise lt.ArgumentError(f"{self.path}: no rows and no schema to write")
-            empty = [pa.nulls(0, field.type) for field in self._schema]
-            lt.write_shards(self.path, pa.table(empty, schema=self._schema), **self._options)
-            return
-        lt.commit(self.path)

@@ -48,6 +48,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(remote::open_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::upload_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::commit_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::read_manifest_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::pending_prefixes, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::discard_pending, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
     m.add(

@@ -2,7 +2,7 @@
 //! process or by many at once (appending, or each writing pending shards under its own
 //! prefix), and what killed writers left removed.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 use crate::ffi::{import_stream, write_options};
+use crate::remote::Upload;
 use crate::shards::manifest_dict;
 
 /// Writes a sharded dataset: a directory of lodtensor files (`PREFIX-00000.arrow`, …) and
@@ -29,10 +30,18 @@ use crate::shards::manifest_dict;
 /// discovery ignores) until committed. `schema_metadata` (`str` → `str`) is written into
 /// every shard's file beside lodtensor's own keys (`write_shards` passes its input's, such as
 /// HuggingFace's features, which `ShardedDataset.to_huggingface()` reads back).
+///
+/// `path` may be a URL (`s3://bucket/prefix/`, `gs://`, `az://`; `storage_options` as for
+/// `open`): the shards are written into a local temporary directory (`TMPDIR`), then
+/// uploaded by `finish()` (created under their final names, the manifest committed by a
+/// conditional PUT; with `"pending"`, recorded in a new pending manifest of `prefix` in
+/// the store for `lodtensor.commit(url)`).
 #[pyclass(frozen, module = "lodtensor")]
 pub struct ShardWriter {
     /// `None` once finished.
     writer: Mutex<Option<lodtensor::shards::ShardWriter>>,
+    /// For a URL: the upload `finish` makes (`None` once finished).
+    upload: Mutex<Option<Upload>>,
     dir: PathBuf,
 }
 
@@ -42,7 +51,7 @@ impl ShardWriter {
     #[new]
     #[pyo3(signature = (path = None, *, mode = "create", shard_rows = None, shard_bytes = None,
         prefix = None, offset_width = "i64", batch_bytes = None, dir = None,
-        schema_metadata = None, compression = None))]
+        schema_metadata = None, compression = None, storage_options = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -56,6 +65,7 @@ impl ShardWriter {
         dir: Option<PathBuf>,
         schema_metadata: Option<HashMap<String, String>>,
         compression: Option<&str>,
+        storage_options: Option<BTreeMap<String, String>>,
     ) -> PyResult<Self> {
         let dir = match (path, dir) {
             (Some(path), None) => path,
@@ -85,8 +95,26 @@ impl ShardWriter {
         if let Some(bytes) = shard_bytes {
             options = options.with_shard_bytes(bytes);
         }
-        if let Some(prefix) = prefix {
+        if let Some(prefix) = &prefix {
             options = options.with_prefix(prefix);
+        }
+        let url = dir.to_str().filter(|p| lodtensor::shards::is_url(p));
+        if let Some(url) = url {
+            let upload =
+                py.detach(|| Upload::start(url.to_owned(), mode, prefix, storage_options))?;
+            let writer = py
+                .detach(|| lodtensor::shards::ShardWriter::create(upload.local(), options))
+                .py_err()?;
+            return Ok(ShardWriter {
+                writer: Mutex::new(Some(writer)),
+                upload: Mutex::new(Some(upload)),
+                dir,
+            });
+        }
+        if storage_options.is_some() {
+            return Err(invalid(
+                "ShardWriter(PATH, storage_options=...): only for a URL",
+            ));
         }
         let open = match mode {
             "create" => lodtensor::shards::ShardWriter::create,
@@ -101,6 +129,7 @@ impl ShardWriter {
         let writer = py.detach(|| open(&dir, options)).py_err()?;
         Ok(ShardWriter {
             writer: Mutex::new(Some(writer)),
+            upload: Mutex::new(None),
             dir,
         })
     }
@@ -142,13 +171,16 @@ impl ShardWriter {
         .py_err()
     }
 
-    /// Closes the open shard and writes the manifest (or the pending manifest) atomically.
+    /// Closes the open shard and writes the manifest (or the pending manifest) atomically;
+    /// for a URL, uploads the shards and commits them (or records them as pending).
     /// Returns what it wrote, as a dict (`format-spec.md` §7.1).
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let manifest = py
             .detach(|| {
                 let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-                guard.take().ok_or_else(finished)?.finish()
+                let manifest = guard.take().ok_or_else(finished)?.finish()?;
+                let upload = self.upload.lock().unwrap_or_else(|e| e.into_inner()).take();
+                upload.map_or(Ok(manifest), Upload::finish)
             })
             .py_err()?;
         manifest_dict(py, &manifest)
@@ -173,6 +205,8 @@ impl ShardWriter {
             let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
             if failed {
                 guard.take();
+                // A URL's local shards go with it; nothing was uploaded.
+                self.upload.lock().unwrap_or_else(|e| e.into_inner()).take();
             }
             guard.is_some()
         });

@@ -182,3 +182,111 @@ def test_side_columns_and_nullable_lists_go_through_ray(cluster, tmp_path):
     got = collect(lray.read_lodtensor(tmp_path / "out"))
     for name in table.column_names:
         assert got[name].to_pylist() == table[name].to_pylist(), name
+
+
+@pytest.fixture(scope="module")
+def s3():
+    pytest.importorskip("moto")
+    pytest.importorskip("boto3")
+    from s3_server import S3Server
+
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+def bucket(s3, name: str) -> tuple[str, dict]:
+    """A new bucket `name`: the URL of a dataset in it and the storage options."""
+    s3.client().create_bucket(Bucket=name)
+    return f"s3://{name}/out/", s3.storage_options()
+
+
+def objects(s3, name: str) -> set[str]:
+    """The names of the objects of the dataset `out/` in the bucket `name`."""
+    listed = s3.client().list_objects_v2(Bucket=name, Prefix="out/").get("Contents", [])
+    return {o["Key"][len("out/"):] for o in listed}
+
+
+def test_ray_data_writes_a_bucket_as_it_writes_a_directory(cluster, s3, shards_dir, tmp_path):
+    url, options = bucket(s3, "written")
+    source = lt.open(shards_dir).to_pyarrow().sort_by("label")
+    manifest = lray.write_lodtensor(
+        lray.read_lodtensor(shards_dir), url, shard_rows=40, storage_options=options
+    )
+    written = lt.open(url, storage_options=options, cache_dir=tmp_path / "cache")
+    written.validate()
+    assert written.manifest == manifest and written.num_rows == 200
+    assert all(s["rows"] <= 40 for s in manifest["shards"])
+    assert written.to_pyarrow().sort_by("label").equals(source)
+    assert collect(lray.read_lodtensor(url, storage_options=options, cache_dir=tmp_path)).equals(source)
+    assert objects(s3, "written") == {s["file"] for s in manifest["shards"]} | {"_lodtensor.json"}
+    # As for a directory: create refuses a dataset, append adds to it.
+    with pytest.raises(Exception, match="already there"):
+        lray.write_lodtensor(lray.read_lodtensor(shards_dir), url, storage_options=options)
+    assert lt.open(url, storage_options=options, cache_dir=tmp_path).manifest == manifest
+    lray.write_lodtensor(lray.read_lodtensor(shards_dir), url, mode="append", storage_options=options)
+    again = lt.open(url, storage_options=options, cache_dir=tmp_path / "cache2")
+    again.validate()
+    labels = again.to_pyarrow().column("label").to_pylist()
+    assert sorted(labels) == sorted(list(range(0, 2000, 10)) * 2)
+    with pytest.raises(FileNotFoundError, match="nothing to append"):
+        lray.write_lodtensor(
+            lray.read_lodtensor(shards_dir), "s3://written/none/", mode="append",
+            storage_options=options,
+        )
+
+
+def test_a_retried_task_and_a_failed_job_leave_a_bucket_as_it_was(s3, shards_dir, tmp_path):
+    url, options = bucket(s3, "retried")
+    table = lt.open(shards_dir).to_pyarrow()
+    sink = lray.LodTensorDatasink(url, shard_rows=20, storage_options=options)
+    sink.on_write_start(table.schema)
+    task = SimpleNamespace(task_idx=0)
+    sink.write([table.slice(0, 50)], task)                      # lost attempt
+    kept = sink.write([table.slice(0, 50)], task)                # its retry
+    other = sink.write([table.slice(50, 150)], SimpleNamespace(task_idx=1))
+    assert sink.write([table.slice(0, 0)], SimpleNamespace(task_idx=2)) is None
+    with pytest.raises(FileNotFoundError):
+        lt.open(url, storage_options=options, cache_dir=tmp_path)  # nothing visible yet
+    sink.on_write_complete(SimpleNamespace(write_returns=[kept, other, None]))
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
+    ds.validate()
+    assert ds.to_pyarrow().equals(table) and sink.manifest == ds.manifest
+    before = objects(s3, "retried")
+    assert before == {s["file"] for s in ds.shards} | {"_lodtensor.json"}
+    # A job that fails after its tasks uploaded: the dataset and the bucket as they were.
+    failed = lray.LodTensorDatasink(url, mode="append", storage_options=options)
+    failed.on_write_start(table.schema)
+    failed.write([table.slice(0, 80)], SimpleNamespace(task_idx=0))
+    assert objects(s3, "retried") != before
+    failed.on_write_failed(RuntimeError("a task failed"))
+    assert objects(s3, "retried") == before
+    assert lt.commit(url, storage_options=options) == ds.manifest
+
+
+def test_two_jobs_writing_one_bucket_at_once_keep_both(s3, shards_dir, tmp_path):
+    url, options = bucket(s3, "both")
+    table = lt.open(shards_dir).to_pyarrow()
+    jobs = [lray.LodTensorDatasink(url, storage_options=options) for _ in range(2)]
+    for job in jobs:
+        job.on_write_start(table.schema)                     # neither sees a dataset
+    returns = [[job.write([table.slice(100 * j, 100)], SimpleNamespace(task_idx=0))]
+               for j, job in enumerate(jobs)]
+    for job, written in zip(jobs, returns):
+        job.on_write_complete(SimpleNamespace(write_returns=written))
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
+    ds.validate()
+    assert ds.to_pyarrow().sort_by("label").equals(table.sort_by("label"))
+
+
+def test_a_failed_job_leaves_a_directory_as_it_was(shards_dir, tmp_path):
+    out = tmp_path / "out"
+    table = lt.open(shards_dir).to_pyarrow()
+    lt.write_shards(out, table.slice(0, 20))
+    before = sorted(os.listdir(out))
+    sink = lray.LodTensorDatasink(out, mode="append")
+    sink.on_write_start(table.schema)
+    sink.write([table.slice(20, 80)], SimpleNamespace(task_idx=0))
+    sink.on_write_failed(RuntimeError("a task failed"))
+    assert sorted(n for n in os.listdir(out) if n != "_pending") == before
+    assert lt.commit(out)["shards"] == lt.open(out).shards and lt.open(out).num_rows == 20

@@ -15,7 +15,7 @@ pytest.importorskip("moto")
 pytest.importorskip("boto3")
 
 import lodtensor as lt  # noqa: E402
-from conftest import documents  # noqa: E402
+from conftest import documents, inside_mapping  # noqa: E402
 from s3_server import FaultProxy, S3Server  # noqa: E402
 
 LOADER_MODES = [
@@ -185,6 +185,42 @@ def test_a_flipped_byte_in_a_remote_shard_is_refused_naming_it(s3, shards_dir, t
     assert not list((tmp_path / "cache").rglob("*part-00002.arrow"))  # no entry
 
 
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_a_compressed_remote_shard_is_decompressed_once_then_mapped(s3, tmp_path, compression):
+    local = tmp_path / "local"
+    lt.write_shards(local, documents(60, seed=3), shard_rows=20, compression=compression)
+    url = s3.upload_dir(local, "data", f"compressed-{compression}")
+    options, cache = s3.storage_options(), tmp_path / "cache"
+    first = lt.open(url, storage_options=options, cache_dir=cache)
+    assert first.to_pyarrow().equals(lt.open(local).to_pyarrow())
+    compressed = sum(s["bytes"] for s in first.shards)
+    assert first.cache_stats()["bytes_downloaded"] == compressed
+    del first
+    again = lt.open(url, storage_options=options, cache_dir=cache)
+    for i, shard in enumerate(again.shards):
+        entry = next(cache.rglob(f"*-{shard['file']}"))
+        assert entry.stat().st_size > shard["bytes"]  # held decompressed
+        for batch in again.reader([i]):
+            values = batch.column("tokens").flatten().flatten().to_numpy_ndarray()
+            assert values.size == 0 or inside_mapping(values, entry), shard["file"]  # zero-copy
+    assert again.cache_stats()["bytes_downloaded"] == 0
+    assert again.cache_stats()["shards_downloaded"] == 0
+
+
+def test_a_flipped_byte_in_a_compressed_remote_shard_is_refused_naming_it(s3, tmp_path):
+    local = tmp_path / "local"
+    lt.write_shards(local, documents(60, seed=3), shard_rows=20, compression="zstd")
+    shard = local / "part-00001.arrow"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    shard.write_bytes(bytes(data))
+    url = s3.upload_dir(local, "data", "flipped-zstd")
+    ds = lt.open(url, storage_options=s3.storage_options(), cache_dir=tmp_path / "cache")
+    with pytest.raises(lt.InvalidFileError, match=r"flipped-zstd/part-00001\.arrow.*crc32c"):
+        ds.row(25)
+    assert not list((tmp_path / "cache").rglob("*part-00001.arrow*.sum"))
+
+
 def test_errors_name_the_fault(s3, remote, tmp_path):
     url, options = remote
     with pytest.raises(FileNotFoundError, match="s3://no-such-bucket/x/_lodtensor.json"):
@@ -248,6 +284,54 @@ def test_write_shards_to_a_url_and_concurrent_appenders_keep_every_shard(s3, tmp
     assert ds.num_shards == 3 + 2 * 3 * 2
     assert len({s["file"] for s in ds.shards}) == ds.num_shards
     ds.to_pyarrow()  # every shard there, its checksum right
+
+
+def _write_pending(url, options, prefix, seed):
+    remote = {} if options is None else {"storage_options": options}
+    with lt.ShardWriter(url, mode="pending", prefix=prefix, shard_rows=10, **remote) as writer:
+        writer.write(documents(25, seed=seed))
+
+
+def test_pending_writers_to_a_url_are_committed_together(s3, tmp_path):
+    s3.client().create_bucket(Bucket="pending")
+    url, options = "s3://pending/docs/", s3.storage_options()
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_write_pending, args=(url, options, f"w{w}", w))
+               for w in range(3)]
+    for p in writers:
+        p.start()
+    for p in writers:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    lt.write_shards(url, documents(5, seed=9), mode="pending", prefix="w1", storage_options=options)
+    with pytest.raises(FileNotFoundError):
+        lt.open(url, storage_options=options, cache_dir=tmp_path)  # nothing committed yet
+    manifest = lt.commit(url, storage_options=options)
+    assert lt.commit(url, storage_options=options) == manifest  # idempotent
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path / "cache")
+    # The same writers into a directory, committed: the same dataset.
+    local = tmp_path / "local"
+    for w in range(3):
+        _write_pending(str(local), None, f"w{w}", w)
+    lt.write_shards(local, documents(5, seed=9), mode="pending", prefix="w1")
+    lt.commit(local)
+    assert ds.to_pyarrow().equals(lt.open(local).to_pyarrow())
+    assert [s["file"] for s in ds.shards] == [s["file"] for s in lt.open(local).shards]
+    assert [s["file"] for s in ds.shards][3:7] == [f"w1-0000{i}.arrow" for i in range(4)]
+    listed = {o["Key"] for o in s3.client().list_objects_v2(Bucket="pending")["Contents"]}
+    assert listed == {f"docs/{s['file']}" for s in ds.shards} | {"docs/_lodtensor.json"}
+
+
+def test_a_failed_writer_to_a_url_uploads_nothing(s3, tmp_path):
+    s3.client().create_bucket(Bucket="failed")
+    url, options = "s3://failed/docs/", s3.storage_options()
+    with pytest.raises(RuntimeError, match="boom"):
+        with lt.ShardWriter(url, shard_rows=10, storage_options=options) as writer:
+            writer.write(documents(25, seed=0))
+            raise RuntimeError("boom")
+    assert "Contents" not in s3.client().list_objects_v2(Bucket="failed")
+    with pytest.raises(FileNotFoundError, match="nothing to append|no sharded dataset"):
+        lt.ShardWriter(url, mode="append", storage_options=options)
 
 
 @pytest.mark.ray

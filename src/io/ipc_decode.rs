@@ -207,6 +207,33 @@ fn node_count(data_type: &DataType) -> usize {
     }
 }
 
+/// Whether a record batch of the Arrow IPC file `bytes` is compressed, read from the
+/// messages' headers only (nothing is decoded); `false` for bytes that are not a readable
+/// IPC file (opening it then says what is wrong).
+#[cfg(feature = "remote")]
+pub(crate) fn has_compressed_batches(bytes: &[u8]) -> bool {
+    if bytes.len() < 2 * MAGIC.len() + 2 + 4 {
+        return false;
+    }
+    let Ok(footer) = read_footer(bytes) else {
+        return false;
+    };
+    footer.recordBatches().into_iter().flatten().any(|block| {
+        let offset = usize::try_from(block.offset()).ok();
+        let meta = usize::try_from(block.metaDataLength()).ok();
+        let header = offset
+            .zip(meta)
+            .and_then(|(o, m)| bytes.get(o..o.checked_add(m)?));
+        let message = header.and_then(|h| {
+            let skip = if h.starts_with(&[0xff; 4]) { 8 } else { 4 };
+            arrow_ipc::root_as_message(h.get(skip..)?).ok()
+        });
+        message
+            .and_then(|m| m.header_as_record_batch())
+            .is_some_and(|b| b.compression().is_some())
+    })
+}
+
 /// The footer of the IPC file `bytes`, after checking the magic and the footer's length.
 fn read_footer(bytes: &[u8]) -> Result<arrow_ipc::Footer<'_>> {
     let len = bytes.len();

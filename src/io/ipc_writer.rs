@@ -528,3 +528,24 @@ pub(crate) fn row_bytes(dataset: &Dataset, row: usize) -> usize {
         })
         .sum()
 }
+
+/// Writes the dataset `file` (a compressed one, say) to `out` as an uncompressed Arrow IPC
+/// file: its schema (with its metadata) and each of its record batches as it is, so that
+/// the copy has the same rows, batches and columns, and maps without a copy.
+///
+/// # Errors
+/// [`ErrorKind::Io`](crate::ErrorKind::Io) when writing fails; Arrow's errors.
+#[cfg(feature = "remote")]
+pub(crate) fn write_uncompressed(
+    file: &crate::io::ipc_reader::MappedDataset,
+    out: &mut dyn std::io::Write,
+) -> Result<()> {
+    let options = IpcWriteOptions::try_new(ALIGNMENT, false, MetadataVersion::V5)?;
+    let schema = file.schema();
+    let mut ipc = FileWriter::try_new_with_options(out, schema, options)?;
+    for batch in file.batches() {
+        ipc.write(&batch.to_record_batch_with_schema(schema.clone()))?;
+    }
+    ipc.finish()?;
+    Ok(())
+}

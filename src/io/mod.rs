@@ -2,7 +2,7 @@
 
 pub(crate) mod atomic;
 mod ipc_check;
-mod ipc_decode;
+pub(crate) mod ipc_decode;
 pub(crate) mod ipc_lengths;
 pub mod ipc_reader;
 pub mod ipc_writer;

@@ -7,7 +7,7 @@ use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::shards::manifest::{Manifest, ShardEntry};
 use crate::shards::store::{
-    Commit, LocalStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
+    Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
 };
 use crate::shards::writer::free_name;
 
@@ -99,14 +99,14 @@ fn pending_manifests(dir: &Path) -> Result<Vec<String>> {
 
 /// Appends the shards of `part` that `into` does not list yet: a staged one (`staged_in`
 /// finds it under `_pending/`) under its own name if free, else the next free name of
-/// `prefix`, added to `publish`; one already in the directory (written by a version of this
-/// crate that staged nothing) as it is.
-fn merge(
+/// `prefix`, added to `publish`; one already in place (in a directory, written by a version
+/// of this crate that staged nothing; in a store, where every pending shard is) as it is.
+pub(super) fn merge(
     into: &mut Manifest,
     part: Manifest,
     prefix: &str,
     staged_in: &dyn Fn(&str) -> Option<PathBuf>,
-    store: &LocalStore,
+    store: &impl ManifestStore,
     publish: &mut Vec<(PathBuf, String)>,
 ) -> Result<()> {
     if part.columns != into.columns {

@@ -27,11 +27,19 @@ pub(crate) struct ShardFiles {
 }
 
 impl ShardFiles {
-    /// Shard `index`'s checksum in the manifest, with the path or URL to name.
+    /// Shard `index`'s checksum in the manifest, with the path or URL to name (for a
+    /// compressed remote shard decompressed into the cache, that of the cache's entry).
     pub(crate) fn checksum(&self, index: usize) -> Checksum {
+        #[cfg(feature = "remote")]
+        if let Some(cache) = &self.remote {
+            let (form, path) = cache.checksum_of(index);
+            let crc32c = form.crc32c;
+            return Checksum { path, crc32c };
+        }
+        let entry = &self.manifest.shards[index];
         Checksum {
-            path: self.location(index),
-            crc32c: self.manifest.shards[index].crc32c,
+            path: self.dir.join(&entry.file),
+            crc32c: entry.crc32c,
         }
     }
 
@@ -67,7 +75,21 @@ impl ShardFiles {
         let columns = &self.manifest.columns;
         #[cfg(feature = "remote")]
         if let Some(cache) = &self.remote {
-            return cache.open(index, |p| open_checked(p, entry, columns, checksum), next);
+            // A decompressed entry is checked against its own size and checksum.
+            use crate::shards::{manifest::ShardEntry, remote::Form};
+            let open = |p: &std::path::Path, form: &Form| match form.decompressed {
+                false => open_checked(p, entry, columns, checksum),
+                true => {
+                    let (bytes, crc32c) = (form.bytes, form.crc32c);
+                    let entry = ShardEntry {
+                        bytes,
+                        crc32c,
+                        ..entry.clone()
+                    };
+                    open_checked(p, &entry, columns, checksum)
+                }
+            };
+            return cache.open(index, open, next);
         }
         let _ = next; // A local shard is not downloaded.
         let path = self.dir.join(&entry.file);

@@ -35,7 +35,10 @@ pub use manifest::{
 pub use reader::ShardedDataset;
 pub(crate) use reader::{PendingChecksum, mismatch};
 #[cfg(feature = "remote")]
-pub use remote::{CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, parse_size, upload_shards};
+pub use remote::{
+    CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, commit_url, discard_pending, parse_size,
+    pending_prefixes, read_manifest_url, upload_pending, upload_shards,
+};
 pub use url::is_url;
 pub use vacuum::vacuum;
 pub use writer::{ShardOptions, ShardWriter};

@@ -358,6 +358,24 @@ fn parse_journal(text: &str) -> Result<(ManifestVersion, Commit)> {
 /// The start of a pending manifest's name, `_lodtensor.pending.PREFIX.json`.
 pub(crate) const PENDING_PREFIX: &str = "_lodtensor.pending.";
 
+/// Checks that `prefix` may begin a writer's shard names (`PREFIX-00000.arrow`): a plain
+/// name not starting with `.` or `_`, without `/` or `.`.
+///
+/// # Errors
+/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) naming it.
+pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
+    let probe = format!("{prefix}-00000.arrow");
+    if prefix.is_empty() || !is_shard_name(&probe) || prefix.contains('.') {
+        return Err(Error::invalid_argument(
+            "ShardWriter",
+            "prefix",
+            format!("{prefix:?}"),
+            "a plain name not starting with `.` or `_`, without `/` or `.`",
+        ));
+    }
+    Ok(())
+}
+
 /// Removes the file at `path`, if there.
 pub(crate) fn remove_file(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {

@@ -10,11 +10,11 @@ use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions, row_bytes};
 use crate::shards::manifest::{
-    ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, file_crc32c, is_shard_name,
+    ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, file_crc32c,
 };
 use crate::shards::store::{
-    Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
-    remove_dir_if_idle,
+    Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, check_prefix,
+    commit_with, remove_dir_if_idle,
 };
 
 /// Options of [`ShardWriter`].
@@ -380,15 +380,7 @@ impl ShardWriter {
         target: Target,
         manifest: Option<Manifest>,
     ) -> Result<Self> {
-        let probe = format!("{}-00000.arrow", options.prefix);
-        if options.prefix.is_empty() || !is_shard_name(&probe) || options.prefix.contains('.') {
-            return Err(Error::invalid_argument(
-                "ShardWriter",
-                "prefix",
-                format!("{:?}", options.prefix),
-                "a plain name not starting with `.` or `_`, without `/` or `.`",
-            ));
-        }
+        check_prefix(&options.prefix)?;
         let base = ManifestVersion::of(manifest.as_ref());
         let manifest = manifest.unwrap_or_default();
         let staging = Staging::new(dir, &options.prefix, target == Target::Pending)?;
@@ -681,12 +673,14 @@ pub(super) fn free_name(
 
 /// One past the highest index of the shards named `PREFIX-NNNNN.arrow` in `manifest`.
 fn shard_index(manifest: &Manifest, prefix: &str) -> usize {
-    manifest
-        .shards
-        .iter()
-        .filter_map(|s| {
-            s.file
-                .strip_prefix(prefix)?
+    next_index(manifest.shards.iter().map(|s| s.file.as_str()), prefix)
+}
+
+/// One past the highest index of the names `PREFIX-NNNNN.arrow` among `names`.
+pub(super) fn next_index<'a>(names: impl Iterator<Item = &'a str>, prefix: &str) -> usize {
+    names
+        .filter_map(|file| {
+            file.strip_prefix(prefix)?
                 .strip_prefix('-')?
                 .strip_suffix(".arrow")?
                 .parse::<usize>()

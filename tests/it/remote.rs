@@ -166,6 +166,221 @@ fn concurrent_appenders_to_one_url_keep_every_shard() {
     data.validate().unwrap();
 }
 
+#[test]
+fn pending_writers_to_one_url_are_committed_together() {
+    use lodtensor::shards::{commit_url, discard_pending, pending_prefixes, upload_pending};
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/pending/";
+    let dir = tempfile::tempdir().unwrap();
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    // Three independent writers, two of one prefix (the second adds to its pending manifest),
+    // and one that is dropped; nothing is readable before the commit.
+    let mut local = Vec::new();
+    for (i, prefix) in ["w0", "w1", "w1", "gone"].into_iter().enumerate() {
+        let path = dir.path().join(format!("local{i}"));
+        let shards = ShardOptions::default()
+            .with_shard_rows(25)
+            .with_prefix(prefix);
+        let mut writer = ShardWriter::create(&path, shards).unwrap();
+        let spec = Documents {
+            sentences: (0, 4),
+            tokens: (1, 5),
+            dim: 3,
+        };
+        let ds = spec.generate(&mut SplitMix64::new(i as u64), 60).unwrap();
+        writer.write(&ds).unwrap();
+        writer.finish().unwrap();
+        let pending = upload_pending(&path, url, &s3.options(), prefix).unwrap();
+        local.push(ShardedDataset::open(&path).unwrap().rows(0..60).unwrap());
+        assert_eq!(pending.num_rows(), 60); // a pending manifest of its own
+        assert!(
+            ShardedDataset::open_url(url, &options).is_err(),
+            "no dataset yet"
+        );
+    }
+    assert_eq!(
+        pending_prefixes(url, &options).unwrap(),
+        ["gone", "w0", "w1"]
+    );
+    discard_pending(url, &options, "gone").unwrap();
+    let manifest = commit_url(url, &options).unwrap();
+    assert!(pending_prefixes(url, &options).unwrap().is_empty());
+    assert_eq!(manifest.num_rows(), 180);
+    // Idempotent: committing again changes nothing.
+    assert_eq!(commit_url(url, &options).unwrap(), manifest);
+    let data = ShardedDataset::open_url(url, &options).unwrap();
+    data.validate().unwrap();
+    assert_eq!(data.rows(0..60).unwrap(), local[0]);
+    assert_eq!(data.rows(60..120).unwrap(), local[1]);
+    assert_eq!(data.rows(120..180).unwrap(), local[2]);
+    let names: Vec<_> = manifest.shards.iter().map(|s| s.file.as_str()).collect();
+    assert_eq!(
+        names[..3],
+        ["w0-00000.arrow", "w0-00001.arrow", "w0-00002.arrow"]
+    );
+    assert_eq!(
+        names[6..],
+        ["w1-00003.arrow", "w1-00004.arrow", "w1-00005.arrow"]
+    );
+    // The dropped writer's shards are gone from the store; a commit with nothing pending on a
+    // prefix with no dataset is refused.
+    let err = commit_url("s3://data/nothing/", &options).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
+}
+
+#[test]
+fn concurrent_commits_of_pending_writers_keep_every_shard() {
+    use lodtensor::shards::{commit_url, upload_pending};
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/committed/";
+    let dir = tempfile::tempdir().unwrap();
+    // Two writers, each writing pending shards and committing, three times, at once: every
+    // commit that loses the manifest's conditional PUT merges again.
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let (local, options) = (dir.path().join(format!("w{w}")), s3.options());
+            let prefix = format!("w{w}");
+            let shards = ShardOptions::default()
+                .with_shard_rows(25)
+                .with_prefix(&prefix);
+            let mut writer = ShardWriter::create(&local, shards).unwrap();
+            let spec = Documents {
+                sentences: (0, 4),
+                tokens: (1, 5),
+                dim: 3,
+            };
+            writer
+                .write(&spec.generate(&mut SplitMix64::new(w), 50).unwrap())
+                .unwrap();
+            writer.finish().unwrap();
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    upload_pending(&local, url, &options, &prefix).unwrap();
+                    commit_url(url, &options).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    let data = ShardedDataset::open_url(url, &options).unwrap();
+    assert_eq!(data.num_rows(), 2 * 3 * 50);
+    assert_eq!(data.num_shards(), 2 * 3 * 2);
+    data.validate().unwrap();
+    assert_eq!(commit_url(url, &options).unwrap(), *data.manifest());
+}
+
+/// The documents of [`write_local`], each shard compressed with zstd.
+fn write_compressed(dir: &Path) -> Dataset {
+    let spec = Documents {
+        sentences: (0, 4),
+        tokens: (1, 5),
+        dim: 3,
+    };
+    let ds = spec.generate(&mut SplitMix64::new(5), 120).unwrap();
+    let write =
+        lodtensor::WriteOptions::default().with_compression(lodtensor::IpcCompression::Zstd);
+    let options = ShardOptions::default()
+        .with_shard_rows(25)
+        .with_write_options(write);
+    let mut writer = ShardWriter::create(dir, options).unwrap();
+    writer.write(&ds).unwrap();
+    writer.finish().unwrap();
+    ds
+}
+
+#[test]
+fn a_compressed_remote_shard_is_decompressed_once_into_the_cache_then_mapped() {
+    use arrow_array::types::Float32Type;
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, local_dir, url, _) = uploaded(&s3, "zstd", write_compressed);
+    let cache = dir.path().join("cache");
+    let options = s3.options().with_cache_dir(&cache);
+    let local = ShardedDataset::open(&local_dir).unwrap();
+    assert!(local.shard(0).unwrap().is_compressed());
+    let first = ShardedDataset::open_url(&url, &options).unwrap();
+    assert_eq!(first.rows(0..120).unwrap(), local.rows(0..120).unwrap());
+    first.validate().unwrap();
+    let compressed: u64 = local.manifest().shards.iter().map(|s| s.bytes).sum();
+    assert_eq!(first.cache_stats().unwrap().bytes_downloaded, compressed);
+    drop(first);
+    // The cache holds each shard decompressed, beside its size and checksum.
+    let on_disk: u64 = entries(&cache)
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "arrow"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert!(on_disk > compressed, "{on_disk} {compressed}");
+    let sums = entries(&cache)
+        .iter()
+        .filter(|p| p.to_string_lossy().ends_with(".sum"))
+        .count();
+    assert_eq!(sums, 5);
+    let again = ShardedDataset::open_url(&url, &options).unwrap();
+    for i in 0..5 {
+        let shard = again.shard(i).unwrap();
+        assert!(!shard.is_compressed(), "shard {i}");
+        let mapping = shard.as_bytes().as_ptr_range();
+        for batch in shard.batches() {
+            let tokens = batch.column("tokens").unwrap();
+            let values = tokens.typed_values::<Float32Type>().unwrap();
+            assert!(values.is_empty() || mapping.contains(&(values.as_ptr() as *const u8)));
+        }
+    }
+    assert_eq!(epochs(&again), epochs(&local));
+    let stats = again.cache_stats().unwrap();
+    assert_eq!((stats.bytes_downloaded, stats.shards_downloaded), (0, 0));
+    // The cache's limit counts the decompressed bytes on disk: room for one shard of them
+    // evicts the others.
+    let largest = entries(&cache)
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .max();
+    let limited = options
+        .clone()
+        .with_cache_limit(largest.unwrap() + 64)
+        .with_prefetch_bytes(0);
+    drop(again);
+    std::fs::remove_dir_all(&cache).unwrap();
+    let small = ShardedDataset::open_url(&url, &limited).unwrap();
+    small.shard(0).unwrap();
+    drop(small);
+    let small = ShardedDataset::open_url(&url, &limited).unwrap();
+    small.shard(1).unwrap();
+    assert_eq!(small.cache_stats().unwrap().shards_evicted, 1);
+}
+
+#[test]
+fn a_changed_compressed_remote_shard_is_refused_before_it_is_decompressed() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write_compressed(&local_dir);
+    let shard = local_dir.join("part-00002.arrow");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&shard, bytes).unwrap();
+    let url = s3.upload_dir(&local_dir, "data", "changed-zstd");
+    let cache = dir.path().join("cache");
+    let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
+    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let err = remote.shard(2).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Format(FormatError::ShardMismatch { field, .. }) if field == "crc32c"),
+        "{err}"
+    );
+    assert_eq!(
+        err.path().unwrap(),
+        Path::new(&format!("{url}part-00002.arrow"))
+    );
+    assert!(entries(&cache).is_empty(), "{:?}", entries(&cache));
+}
+
 /// The complete entries in the dataset's cache directory under `cache`.
 fn entries(cache: &Path) -> Vec<std::path::PathBuf> {
     crate::common::files_under(cache)

@@ -227,6 +227,22 @@ impl Remote {
         }
     }
 
+    /// The names of the dataset's objects (directly under its prefix) that start with
+    /// `start`, sorted.
+    pub(crate) fn list(&self, start: &str) -> Result<Vec<String>> {
+        let prefix = self.prefix.clone();
+        let listed =
+            self.run(|store| async move { store.list_with_delimiter(Some(&prefix)).await })?;
+        let listed = listed.map_err(|e| store_error(e, &self.url))?;
+        let mut names: Vec<String> = (listed.objects.iter())
+            .filter_map(|object| object.location.filename())
+            .filter(|name| name.starts_with(start))
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// Removes the object `name`, if there.
     pub(crate) fn delete(&self, name: &str) -> Result<()> {
         let location = self.location(name);

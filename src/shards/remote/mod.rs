@@ -6,6 +6,7 @@
 mod cache;
 mod client;
 mod lock;
+mod pending;
 mod ranges;
 mod upload;
 
@@ -13,9 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use cache::CacheStats;
-pub(crate) use cache::ShardCache;
+pub(crate) use cache::{Form, ShardCache};
 use client::Remote;
-pub use upload::upload_shards;
+pub use pending::{commit_url, discard_pending, pending_prefixes, read_manifest_url};
+pub use upload::{upload_pending, upload_shards};
 
 use crate::error::{Error, FileFormat, Result};
 use crate::shards::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
@@ -248,7 +250,7 @@ impl ShardedDataset {
 
 /// The manifest of the dataset at `remote`.
 fn load_manifest(remote: &Remote) -> Result<Manifest> {
-    match load_manifest_and_tag(remote)? {
+    match load_manifest_and_tag(remote, MANIFEST_NAME)? {
         (Some(manifest), _) => Ok(manifest),
         (None, _) => Err(Error::from(std::io::Error::new(
             std::io::ErrorKind::NotFound,
@@ -258,10 +260,14 @@ fn load_manifest(remote: &Remote) -> Result<Manifest> {
     }
 }
 
-/// The manifest of the dataset at `remote` (`None` if there is none) and its ETag.
-fn load_manifest_and_tag(remote: &Remote) -> Result<(Option<Manifest>, Option<String>)> {
-    let url = remote.url_of(MANIFEST_NAME);
-    let Some((bytes, tag)) = remote.get(MANIFEST_NAME, MAX_MANIFEST_BYTES)? else {
+/// The manifest `name` (the dataset's, or a pending one) at `remote` (`None` if there is
+/// none) and its ETag.
+fn load_manifest_and_tag(
+    remote: &Remote,
+    name: &str,
+) -> Result<(Option<Manifest>, Option<String>)> {
+    let url = remote.url_of(name);
+    let Some((bytes, tag)) = remote.get(name, MAX_MANIFEST_BYTES)? else {
         return Ok((None, None));
     };
     let text = std::str::from_utf8(&bytes)

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 
-use super::cache::{ShardCache, fetch_range, is_complete};
+use super::cache::{ShardCache, fetch_range, holds_stored_bytes};
 use crate::error::{Error, Result};
 use crate::shards::files::read_range;
 
@@ -39,7 +39,7 @@ impl ShardCache {
                     format!("a range of shard {shard}'s {} bytes", entry.bytes),
                 ));
             }
-            if is_complete(&path, entry.bytes) {
+            if holds_stored_bytes(&path, entry) {
                 out[i] = read_range(&path, range.clone(), entry.bytes)?;
             } else if !range.is_empty() {
                 requests.push(i);

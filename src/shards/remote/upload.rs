@@ -7,6 +7,12 @@
 //! `If-None-Match: *` (a new dataset) or `If-Match: <the ETag read>` (an update). A writer
 //! that loses either race removes the shards it created in that attempt, re-reads the
 //! manifest and tries again with its shards after the ones now listed.
+//!
+//! A pending writer ([`upload_pending`]) does the same with a new pending manifest of its
+//! own (`_lodtensor.pending.PREFIX.TOKEN.json`, created once, never changed) in place of
+//! the dataset's: its shards take their final names at once (a store has no rename, and a
+//! copy would move every byte again), and are part of the dataset once
+//! [`commit_url`](super::commit_url) lists them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -18,19 +24,23 @@ use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::client::{Put, Remote};
 use crate::shards::remote::load_manifest_and_tag;
-use crate::shards::store::{Commit, ManifestStore, ManifestVersion, Replaced, commit_with};
-use crate::shards::writer::free_name;
+use crate::shards::store::{
+    Commit, ManifestStore, ManifestVersion, PENDING_PREFIX, Replaced, check_prefix, commit_with,
+};
+use crate::shards::writer::{free_name, next_index};
 
 /// A dataset's manifest in object storage, replaced by conditional PUTs.
-struct RemoteStore {
-    remote: Remote,
+pub(super) struct RemoteStore {
+    pub(super) remote: Remote,
+    /// The manifest this store replaces: the dataset's, or a pending writer's.
+    manifest_name: String,
     /// The ETag of each manifest version read, for the `If-Match` of its replacement.
     tags: Mutex<Vec<(ManifestVersion, String)>>,
 }
 
 impl ManifestStore for RemoteStore {
     fn load(&self) -> Result<(Option<Manifest>, ManifestVersion)> {
-        let (manifest, tag) = load_manifest_and_tag(&self.remote)?;
+        let (manifest, tag) = load_manifest_and_tag(&self.remote, &self.manifest_name)?;
         let version = ManifestVersion::of(manifest.as_ref());
         if let Some(tag) = tag {
             let mut tags = self.tags.lock().unwrap_or_else(|e| e.into_inner());
@@ -67,6 +77,15 @@ impl ManifestStore for RemoteStore {
 }
 
 impl RemoteStore {
+    /// The store of the manifest `manifest_name` of the dataset at `url`.
+    pub(super) fn new(url: &str, options: &RemoteOptions, manifest_name: &str) -> Result<Self> {
+        Ok(RemoteStore {
+            remote: Remote::new(url, options.storage_options())?,
+            manifest_name: manifest_name.to_owned(),
+            tags: Mutex::new(Vec::new()),
+        })
+    }
+
     /// Creates each shard under its final name, then replaces the manifest; `created` gets
     /// the shards created, for the caller to remove if the commit does not happen.
     fn publish(&self, commit: &Commit, put: Put, created: &mut Vec<String>) -> Result<Replaced> {
@@ -78,7 +97,7 @@ impl RemoteStore {
             created.push(name.clone());
         }
         let manifest = Bytes::from(commit.manifest.to_json());
-        match self.remote.put(MANIFEST_NAME, manifest, put)? {
+        match self.remote.put(&self.manifest_name, manifest, put)? {
             true => Ok(Replaced::Done),
             false => Ok(Replaced::Conflict),
         }
@@ -115,31 +134,100 @@ pub fn upload_shards(
     options: &RemoteOptions,
     append: bool,
 ) -> Result<Manifest> {
-    let local = Manifest::load(dir.join(MANIFEST_NAME))?;
-    let store = RemoteStore {
-        remote: Remote::new(url, options.storage_options())?,
-        tags: Mutex::new(Vec::new()),
+    let target = match append {
+        true => Target::Append,
+        false => Target::Create,
     };
+    upload(dir, url, options, target)
+}
+
+/// Uploads the sharded dataset in the local directory `dir` (written by a
+/// [`ShardWriter`](crate::shards::ShardWriter) whose prefix is `prefix`) as the pending
+/// shards of the writer `prefix` of the dataset at `url`, as
+/// [`ShardWriter::pending`](crate::shards::ShardWriter::pending) does in a directory: each
+/// shard created under a name of its own (`PREFIX-NNNNN.arrow`, after the prefix's names
+/// in the store) that no manifest lists yet, then recorded in a new pending manifest
+/// `_lodtensor.pending.PREFIX.TOKEN.json` (`TOKEN` unique to the upload; created once and
+/// never changed, so a commit can remove it once merged). [`commit_url`](super::commit_url)
+/// then lists them in the dataset's manifest. Returns the pending manifest.
+///
+/// # Errors
+/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for a bad
+/// prefix; [`ArgumentError::SchemaMismatch`] when the columns differ from the pending
+/// manifest's; the store's errors ([`ShardedDataset::open_url`](crate::shards::ShardedDataset::open_url)).
+///
+/// # Example
+/// ```no_run
+/// use lodtensor::shards::{RemoteOptions, ShardOptions, ShardWriter, commit_url, upload_pending};
+/// # let ds = lodtensor::Dataset::try_new(vec![lodtensor::Column::new("ids", lodtensor::doc_fixtures::ids())])?;
+/// let options = RemoteOptions::default().with_storage_option("aws_region", "eu-west-1");
+/// for worker in ["w0", "w1"] {
+///     let local = tempfile::tempdir()?;
+///     let mut writer = ShardWriter::create(local.path(), ShardOptions::default().with_prefix(worker))?;
+///     writer.write(&ds)?;
+///     writer.finish()?;
+///     upload_pending(local.path(), "s3://bucket/tokens/", &options, worker)?;
+/// }
+/// assert_eq!(commit_url("s3://bucket/tokens/", &options)?.shards.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn upload_pending(
+    dir: &Path,
+    url: &str,
+    options: &RemoteOptions,
+    prefix: &str,
+) -> Result<Manifest> {
+    check_prefix(prefix)?;
+    upload(dir, url, options, Target::Pending(prefix))
+}
+
+/// What an upload makes of the local dataset's shards.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    /// A new dataset.
+    Create,
+    /// Shards after the dataset's.
+    Append,
+    /// Pending shards of the writer of this prefix.
+    Pending(&'a str),
+}
+
+/// Uploads the dataset in the local directory `dir` to `url` as `target` says.
+fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Result<Manifest> {
+    let local = Manifest::load(dir.join(MANIFEST_NAME))?;
+    let name = match target {
+        Target::Pending(prefix) => format!("{PENDING_PREFIX}{prefix}.{}.json", unique_token()),
+        _ => MANIFEST_NAME.to_owned(),
+    };
+    let store = RemoteStore::new(url, options, &name)?;
     let current = store.load()?;
-    let target = store.remote.url_of(MANIFEST_NAME);
+    // A pending writer's names follow those of its prefix in the store (one listing).
+    let start = match target {
+        Target::Pending(prefix) => {
+            let names = store.remote.list(&format!("{prefix}-"))?;
+            next_index(names.iter().map(String::as_str), prefix)
+        }
+        _ => 0,
+    };
+    let target_url = store.remote.url_of(&name);
     commit_with(&store, current, |current, store| {
-        let mut manifest = match (current, append) {
-            (Some(_), false) => {
+        let mut manifest = match (current, target) {
+            (Some(_), Target::Create) => {
                 return Err(io_error(
                     std::io::ErrorKind::AlreadyExists,
                     "a sharded dataset is already there: append to it instead",
-                    &target,
+                    &target_url,
                 ));
             }
-            (None, true) => {
+            (None, Target::Append) => {
                 return Err(io_error(
                     std::io::ErrorKind::NotFound,
                     "no sharded dataset to append to",
-                    &target,
+                    &target_url,
                 ));
             }
-            (Some(m), true) => m.clone(),
-            (None, false) => Manifest {
+            (Some(m), _) => m.clone(),
+            (None, _) => Manifest {
                 columns: local.columns.clone(),
                 shards: Vec::new(),
             },
@@ -152,9 +240,15 @@ pub fn upload_shards(
             .into());
         }
         let mut publish = Vec::with_capacity(local.shards.len());
-        for entry in &local.shards {
-            let prefix = entry.file.rsplit_once('-').map_or("part", |(p, _)| p);
-            let name = free_name(&manifest, prefix, Some(&entry.file), store);
+        for (i, entry) in local.shards.iter().enumerate() {
+            let (prefix, wanted) = match target {
+                Target::Pending(prefix) => (prefix, format!("{prefix}-{:05}.arrow", start + i)),
+                _ => {
+                    let prefix = entry.file.rsplit_once('-').map_or("part", |(p, _)| p);
+                    (prefix, entry.file.clone())
+                }
+            };
+            let name = free_name(&manifest, prefix, Some(&wanted), store);
             publish.push((dir.join(&entry.file), name.clone()));
             manifest.shards.push(ShardEntry {
                 file: name,
@@ -170,7 +264,17 @@ pub fn upload_shards(
     })
 }
 
+/// A token no other upload of any process uses: the time, the process id and a count.
+fn unique_token() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}-{count}", std::process::id())
+}
+
 /// An I/O error of `kind` naming `url`.
-fn io_error(kind: std::io::ErrorKind, what: &str, url: &str) -> Error {
+pub(super) fn io_error(kind: std::io::ErrorKind, what: &str, url: &str) -> Error {
     Error::from(std::io::Error::new(kind, what.to_owned())).in_file(url)
 }
