@@ -48,11 +48,7 @@ pub(super) fn build_lazy(
 /// no buckets, no packing, and where the order follows record batches (a chunk or
 /// windowed shuffle) one record batch per shard, so that the shards' rows are the
 /// record batches' (the manifest counts a shard's record batches, not their rows).
-fn plans_without_lengths(
-    data: &ShardedDataset,
-    config: &PlanConfig,
-    quantiles: bool,
-) -> bool {
+fn plans_without_lengths(data: &ShardedDataset, config: &PlanConfig, quantiles: bool) -> bool {
     let by_record_batch = match config.shuffle {
         Shuffle::None | Shuffle::Samples { .. } => false,
         Shuffle::Chunks { .. } | Shuffle::Windowed { .. } => true,
