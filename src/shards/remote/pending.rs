@@ -41,13 +41,18 @@ use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, 
 /// ```
 pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
-    let current = store.load()?;
+    let mut current = store.load()?;
     let mut parts: Vec<(String, Manifest)> = Vec::new();
     for name in pending_names(&store)? {
         // Gone meanwhile: committed (or dropped) by someone else.
         if let (Some(part), _) = load_manifest_and_tag(&store.remote, &name)? {
             parts.push((name, part));
         }
+    }
+    if parts.is_empty() && current.0.is_none() {
+        // Another commit may have taken the pending manifests since the manifest was read:
+        // it put its manifest before deleting them, so reading it again finds it.
+        current = store.load()?;
     }
     if let (Some(manifest), true) = (&current.0, parts.is_empty()) {
         return Ok(manifest.clone());
