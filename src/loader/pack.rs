@@ -373,7 +373,7 @@ impl Windows {
     /// Windows `ids` as one run of the stream, when they follow each other, are full and do
     /// not overlap (no extra token): its tokens, the epoch's documents and where each starts
     /// in the stream (one more entry, the total), and the document holding its first token.
-    pub(crate) fn run(&self, ids: &[usize]) -> Option<(Range<usize>, &[usize], &[usize], usize)> {
+    pub(crate) fn run(&self, ids: &[usize]) -> Option<(Range<usize>, Stream<'_>, usize)> {
         let Layout::Stream {
             order,
             starts,
@@ -388,7 +388,7 @@ impl Windows {
         let follow = ids.windows(2).all(|w| w[1] == w[0] + 1);
         // Full windows end at or before the total.
         (follow && self.window_len == self.seq_len && tokens.end <= total)
-            .then(|| (tokens, &order[..], &starts[..], firsts[first]))
+            .then(|| (tokens, (&order[..], &starts[..]), firsts[first]))
     }
 
     /// Reads the first entries of the documents (or pieces) at `at`, all together: a
@@ -635,6 +635,9 @@ impl Rooms {
         Some((room, bin))
     }
 }
+
+/// The epoch's documents in order, and where each starts in the stream (and the total).
+pub(crate) type Stream<'a> = (&'a [usize], &'a [usize]);
 
 /// Windows whose first reads are made together ([`Windows::pieces_of`]).
 const AHEAD: usize = 16;

@@ -191,7 +191,7 @@ impl Loader {
         if !self.unchecked.is_empty() || (0..self.columns.len()).any(per_window) {
             return Ok(None);
         }
-        let Some((tokens, order, starts, first)) = windows.run(ids) else {
+        let Some((tokens, (order, starts), first)) = windows.run(ids) else {
             return Ok(None);
         };
         let mut last = first;
