@@ -3,6 +3,7 @@
 //!
 //! What packing does is said once, on [`Packing`].
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::config::{PlanConfig, Shuffle};
@@ -369,6 +370,27 @@ impl Windows {
         }
     }
 
+    /// Windows `ids` as one run of the stream, when they follow each other, are full and do
+    /// not overlap (no extra token): its tokens, the epoch's documents and where each starts
+    /// in the stream (one more entry, the total), and the document holding its first token.
+    pub(crate) fn run(&self, ids: &[usize]) -> Option<(Range<usize>, Stream<'_>, usize)> {
+        let Layout::Stream {
+            order,
+            starts,
+            firsts,
+        } = &self.layout
+        else {
+            return None;
+        };
+        let (&first, &last) = (ids.first()?, ids.last()?);
+        let total = *starts.last().expect("starts has the total");
+        let tokens = first * self.seq_len..(last + 1) * self.seq_len;
+        let follow = ids.windows(2).all(|w| w[1] == w[0] + 1);
+        // Full windows end at or before the total.
+        (follow && self.window_len == self.seq_len && tokens.end <= total)
+            .then(|| (tokens, (&order[..], &starts[..]), firsts[first]))
+    }
+
     /// Reads the first entries of the documents (or pieces) at `at`, all together: a
     /// prefetch.
     fn touch(&self, at: &[usize]) -> usize {
@@ -488,7 +510,7 @@ fn stream(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
 fn stream_pieces(
     order: &[usize],
     starts: &[usize],
-    (mut i, range): (usize, std::ops::Range<usize>),
+    (mut i, range): (usize, Range<usize>),
     out: &mut Vec<Piece>,
 ) {
     let mut at = range.start;
@@ -613,6 +635,9 @@ impl Rooms {
         Some((room, bin))
     }
 }
+
+/// The epoch's documents in order, and where each starts in the stream (and the total).
+pub(crate) type Stream<'a> = (&'a [usize], &'a [usize]);
 
 /// Windows whose first reads are made together ([`Windows::pieces_of`]).
 const AHEAD: usize = 16;

@@ -64,28 +64,85 @@ impl Layout {
                 (&self.pieces[at - n..at], pad)
             })
     }
+}
 
-    /// The two-level LoD: windows, then their segments (pieces and padding).
+/// Full windows that follow each other in the stream ([`Windows::run`]): their segments
+/// are cut at the window edges and where documents start, found without making pieces.
+struct Run<'a> {
+    /// The stream's tokens of the windows.
+    tokens: Range<usize>,
+    /// Where the documents start in the stream: those after the one holding the first
+    /// token, before the last token's end.
+    starts: &'a [usize],
+    seq_len: usize,
+}
+
+impl Segments for Run<'_> {
+    fn tokens(&self) -> usize {
+        self.tokens.len()
+    }
+
+    fn offsets<T>(&self, to: impl Fn(usize) -> T) -> (Vec<T>, Vec<T>) {
+        let len = self.tokens.len();
+        let mut windows = Vec::with_capacity(len / self.seq_len + 1);
+        let mut ends = Vec::with_capacity(self.starts.len() + windows.capacity());
+        windows.push(to(0));
+        ends.push(to(0));
+        // Boundaries in order: each window edge, then each document start not at one
+        // (an empty document starts where the next does, and makes no segment).
+        let (mut edge, mut last) = (self.seq_len, 0);
+        for at in (self.starts.iter().map(|&s| s - self.tokens.start)).chain([len]) {
+            while edge <= at {
+                ends.push(to(edge));
+                windows.push(to(ends.len() - 1));
+                (last, edge) = (edge, edge + self.seq_len);
+            }
+            if at > last {
+                ends.push(to(at));
+                last = at;
+            }
+        }
+        (windows, ends)
+    }
+}
+
+/// A batch's two LoD levels, windows then their segments, made at either offset width.
+trait Segments {
+    /// The batch's tokens, padding included.
+    fn tokens(&self) -> usize;
+
+    /// The offsets of the windows' segments, and of the segments' tokens, as `to` makes
+    /// them: from 0, never decreasing.
+    fn offsets<T>(&self, to: impl Fn(usize) -> T) -> (Vec<T>, Vec<T>);
+
+    /// The two-level LoD: windows, then their segments.
     fn lod(&self) -> Result<Lod> {
-        let tokens = self.counts.len() * self.window_len;
-        // SAFETY (both widths): the offsets start at 0 and add counts, so they never
-        // decrease; `Lod::try_new` checks that level 0 ends at level 1's count.
-        let levels = if i32::try_from(tokens).is_ok() {
+        // SAFETY (both widths): `offsets` starts at 0 and never decreases (checked in debug
+        // builds); `Lod::try_new` checks that level 0 ends at level 1's count.
+        let levels = if i32::try_from(self.tokens()).is_ok() {
             let (windows, ends) = self.offsets(|n| n as i32);
-            let level =
-                |o: Vec<i32>| unsafe { LevelOffsets::I32(OffsetBuffer::new_unchecked(o.into())) };
+            let level = |o: Vec<i32>| {
+                debug_assert!(o.first() == Some(&0) && o.windows(2).all(|w| w[0] <= w[1]));
+                unsafe { LevelOffsets::I32(OffsetBuffer::new_unchecked(o.into())) }
+            };
             vec![level(windows), level(ends)]
         } else {
             let (windows, ends) = self.offsets(|n| n as i64);
-            let level =
-                |o: Vec<i64>| unsafe { LevelOffsets::I64(OffsetBuffer::new_unchecked(o.into())) };
+            let level = |o: Vec<i64>| {
+                debug_assert!(o.first() == Some(&0) && o.windows(2).all(|w| w[0] <= w[1]));
+                unsafe { LevelOffsets::I64(OffsetBuffer::new_unchecked(o.into())) }
+            };
             vec![level(windows), level(ends)]
         };
         Lod::try_new(levels)
     }
+}
 
-    /// The offsets of the windows' segments, and of the segments' tokens, as `to` makes
-    /// them.
+impl Segments for Layout {
+    fn tokens(&self) -> usize {
+        self.counts.len() * self.window_len
+    }
+
     fn offsets<T>(&self, to: impl Fn(usize) -> T) -> (Vec<T>, Vec<T>) {
         let padded = self.padding.iter().filter(|&&n| n > 0).count();
         let mut windows = Vec::with_capacity(self.counts.len() + 1);
@@ -116,11 +173,61 @@ impl Loader {
         windows: &Windows,
         ids: &[usize],
     ) -> Result<(Dataset, bool)> {
+        if let Some(data) = self.load_run(windows, ids)? {
+            return Ok((data, true));
+        }
         let mut layout = std::mem::take(&mut self.gatherer.layout);
         layout.fill(windows, ids);
         let loaded = self.load_layout(&mut layout);
         self.gatherer.layout = layout;
         loaded
+    }
+
+    /// The packed columns of windows `ids` as views, when the windows are one run of the
+    /// stream ([`Windows::run`]) whose documents are rows that follow each other in one
+    /// record batch, and no column is carried per window; else `None`, nothing done.
+    fn load_run(&mut self, windows: &Windows, ids: &[usize]) -> Result<Option<Dataset>> {
+        let per_window = |c: usize| !self.packed.contains(&c) && self.columns[c].widths.is_empty();
+        if !self.unchecked.is_empty() || (0..self.columns.len()).any(per_window) {
+            return Ok(None);
+        }
+        let Some((tokens, (order, starts), first)) = windows.run(ids) else {
+            return Ok(None);
+        };
+        let mut last = first;
+        while starts[last + 1] < tokens.end {
+            if order[last + 1] != order[last] + 1 {
+                return Ok(None);
+            }
+            last += 1;
+        }
+        let locate =
+            |i: usize| (self.rows.locate(order[i])).expect("plans hold rows of the source");
+        let ((b, first_row), (b_last, last_row)) = (locate(first), locate(last));
+        if b != b_last {
+            return Ok(None);
+        }
+        let run = Run {
+            starts: &starts[first + 1..=last],
+            tokens: tokens.clone(),
+            seq_len: windows.window_len(),
+        };
+        let lod = run.lod()?;
+        let mut columns = Vec::with_capacity(self.packed.len());
+        for &c in &self.packed {
+            let t = self.batches[b].columns()[c].as_tensor();
+            let t = t.expect("packed columns are tensors");
+            let levels = t.lod().num_levels();
+            let element =
+                |row: usize, token| t.lod().descend(0, row..row + 1, levels).start + token;
+            let from = element(first_row, tokens.start - starts[first]);
+            let to = element(last_row, tokens.end - starts[last]);
+            let values = t.values().slice_elements(from..to);
+            let name = self.columns[c].name.clone();
+            columns.push(Column::new(name, LodTensor::try_new(lod.clone(), values)?));
+        }
+        self.gatherer.stats.views += 1;
+        Ok(Some(Dataset::from_checked_columns(columns)))
     }
 
     /// The packed columns of the batch `layout` holds, and whether it is a view.

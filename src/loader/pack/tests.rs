@@ -409,6 +409,14 @@ fn consecutive_windows_are_views() {
     assert_eq!(views, [true, false, false]); // 4..8 and 8..12 cross rows
     let (batches, _) = epoch(packed(Packing::new(3).with_pad_last(true)));
     assert!(!batches[4].is_view()); // padded
+    // Empty documents between the windows' documents: still consecutive rows, a view.
+    let (_dir2, gaps) = self::file(&[2, 0, 3, 0, 0, 4, 1], 8);
+    assert_eq!(gaps.batches().len(), 1);
+    let by_two = Loader::builder(&gaps).with_batch_size(2);
+    let (batches, _) = epoch(by_two.with_packing(Packing::new(5)));
+    assert!(batches[0].is_view());
+    assert_eq!(batches[0].cu_seqlens("tokens").unwrap(), [0, 2, 5, 9, 10]);
+    assert_eq!(tokens(&batches[0]), (0..10).collect::<Vec<i64>>());
 }
 
 #[test]
