@@ -185,6 +185,20 @@ def test_a_flipped_byte_in_a_remote_shard_is_refused_naming_it(s3, shards_dir, t
     assert not list((tmp_path / "cache").rglob("*part-00002.arrow"))  # no entry
 
 
+def test_a_remote_shard_shorter_than_the_manifest_says_is_refused_naming_it(s3, shards_dir, tmp_path):
+    # The download streams the body into the cache's file: an object that ends early is
+    # requested again from where it stopped, then refused by its size, not trusted.
+    local = tmp_path / "local"
+    shutil.copytree(shards_dir, local)
+    shard = local / "part-00001.arrow"
+    shard.write_bytes(shard.read_bytes()[:-1000])
+    url = s3.upload_dir(local, "data", "short")
+    ds = lt.open(url, storage_options=s3.storage_options(), cache_dir=tmp_path / "cache")
+    with pytest.raises(lt.InvalidFileError, match=r"short/part-00001\.arrow.*bytes"):
+        list(ds.loader(batch_size=1000))
+    assert not list((tmp_path / "cache").rglob("*part-00001.arrow"))  # no entry
+
+
 @pytest.mark.parametrize("compression", ["zstd", "lz4"])
 def test_a_compressed_remote_shard_is_decompressed_once_then_mapped(s3, tmp_path, compression):
     local = tmp_path / "local"

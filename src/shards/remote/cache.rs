@@ -10,8 +10,9 @@
 //!     1f2e3d4c-part-00001.arrow.sum      its size and CRC-32C, written before it appears
 //! ```
 //!
-//! A shard is downloaded under its lock to a temporary name, in parallel range requests,
-//! its size and CRC-32C checked against the manifest as the bytes arrive, synced, then
+//! A shard is downloaded under its lock to a temporary name, in parallel range requests
+//! whose bodies are written into the file as they arrive (no copy of the whole shard in
+//! memory), its size and CRC-32C checked against the manifest in the same pass, synced, then
 //! renamed to its entry name: an entry exists only complete and checked. A process that
 //! finds the entry uses it; one that finds the lock held waits for the holder, then finds
 //! the entry. The holder of a lock removes the temporary files a killed download left.
@@ -32,12 +33,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use bytes::Bytes;
 use futures_util::StreamExt as _;
-use object_store::path::Path as StorePath;
-use object_store::{ObjectStore, ObjectStoreExt as _};
 
 use crate::error::{Error, Result};
 use crate::io::ipc_decode::has_compressed_batches;
@@ -45,8 +43,9 @@ use crate::io::ipc_reader::MappedDataset;
 use crate::io::ipc_writer::write_uncompressed;
 use crate::shards::manifest::ShardEntry;
 use crate::shards::reader::mismatch;
-use crate::shards::remote::client::{Remote, store_error};
+use crate::shards::remote::client::Remote;
 use crate::shards::remote::lock::ShardLock;
+use crate::shards::remote::ranges::stream_range;
 use crate::shards::store::sync_dir;
 
 /// The size of one range request of a download.
@@ -57,9 +56,6 @@ const PARALLEL_RANGES: usize = 4;
 /// than eight: with 8 MiB shards the first epoch from moto took a median 0.42 s against
 /// 0.47 s (docs/performance.md); the bytes ahead stay within the prefetch budget.
 const MAX_PREFETCH_SHARDS: usize = 16;
-/// How many times a range whose body broke off is requested again (the store's client
-/// retries failed requests itself).
-const RANGE_ATTEMPTS: u32 = 5;
 
 /// What a dataset's cache did since the dataset was opened.
 ///
@@ -449,88 +445,33 @@ impl ShardCache {
     }
 
     /// Downloads `entry` into the new file `tmp`, checking its size and CRC-32C (not synced:
-    /// [`ShardCache::decompress`] syncs what becomes the entry).
+    /// [`ShardCache::decompress`] syncs what becomes the entry). Each range's body is
+    /// written at its place in the file as it arrives, its CRC-32C computed in the same
+    /// pass; the ranges' checksums are combined in order.
     fn download(&self, entry: &ShardEntry, tmp: &Path) -> Result<()> {
         let url = self.remote.url_of(&entry.file);
-        let mut file = File::create(tmp).map_err(|e| Error::from(e).in_file(tmp))?;
-        let (url_ref, file_ref) = (&url, &mut file);
+        let file = File::create(tmp).map_err(|e| Error::from(e).in_file(tmp))?;
+        let (url_ref, file_ref) = (&url, &file);
         let crc = self
             .remote
             .with_object(&entry.file, |store, location| async move {
                 let mut parts = futures_util::stream::iter(chunks(entry.bytes))
-                    .map(|range| fetch_range(store.as_ref(), &location, range))
+                    .map(|range| {
+                        let len = range.end - range.start;
+                        let written = stream_range(store.as_ref(), &location, range, file_ref);
+                        async move { written.await.map(|crc| (crc, len)) }
+                    })
                     .buffered(PARALLEL_RANGES);
                 let mut crc = 0;
                 while let Some(part) = parts.next().await {
-                    let part = part.map_err(|e| e.into_error(entry.bytes, url_ref))?;
-                    crc = crc32c::crc32c_append(crc, &part);
-                    file_ref
-                        .write_all(&part)
-                        .map_err(|e| Error::from(e).in_file(tmp))?;
+                    let (part_crc, len) =
+                        part.map_err(|e| e.into_error(entry.bytes, url_ref, tmp))?;
+                    crc = crc32c::crc32c_combine(crc, part_crc, len as usize);
                 }
                 Ok(crc)
             })?;
         mismatch("crc32c", entry.crc32c, crc).map_err(|e| e.in_file(url))
     }
-}
-
-/// Why a range could not be had.
-pub(super) enum RangeError {
-    Store(object_store::Error),
-    /// The object ends at `offset`, before the range does.
-    Short {
-        offset: u64,
-    },
-}
-
-impl RangeError {
-    /// This crate's error for the object at `url`, which the manifest says has `bytes` bytes.
-    pub(super) fn into_error(self, bytes: u64, url: &str) -> Error {
-        match self {
-            RangeError::Store(e) => store_error(e, url),
-            RangeError::Short { offset } => mismatch("bytes", bytes, offset)
-                .expect_err("an object ending at `offset` is shorter than the manifest says")
-                .in_file(url),
-        }
-    }
-}
-
-/// Bytes `range` of the object at `location`; a body that broke off is requested again.
-pub(super) async fn fetch_range(
-    store: &dyn ObjectStore,
-    location: &StorePath,
-    range: Range<u64>,
-) -> Result<Bytes, RangeError> {
-    let mut attempt = 0;
-    loop {
-        match store.get_range(location, range.clone()).await {
-            Ok(bytes) if bytes.len() as u64 == range.end - range.start => return Ok(bytes),
-            Ok(bytes) => {
-                return Err(RangeError::Short {
-                    offset: range.start + bytes.len() as u64,
-                });
-            }
-            Err(e) if attempt + 1 < RANGE_ATTEMPTS && is_transient(&e) => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-            }
-            Err(object_store::Error::Generic { source, .. })
-                if source.to_string().contains("Range") =>
-            {
-                // The object is shorter than the manifest says: 416 Range Not Satisfiable.
-                return Err(RangeError::Short {
-                    offset: range.start,
-                });
-            }
-            Err(e) => return Err(RangeError::Store(e)),
-        }
-    }
-}
-
-/// Whether `e` may pass if the request is made again (not a missing object, a denied or
-/// refused request).
-fn is_transient(e: &object_store::Error) -> bool {
-    matches!(e, object_store::Error::Generic { .. }) && !e.to_string().contains("Range")
 }
 
 /// The ranges of the requests that download `bytes` bytes.
