@@ -71,15 +71,7 @@ fn a_remote_dataset_reads_as_the_local_one_and_downloads_each_shard_once() {
 #[test]
 fn a_changed_remote_shard_is_refused_naming_it_and_not_cached() {
     let Some(s3) = S3Server::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let local_dir = dir.path().join("local");
-    write_local(&local_dir);
-    let shard = local_dir.join("part-00001.arrow");
-    let mut bytes = std::fs::read(&shard).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 1;
-    std::fs::write(&shard, bytes).unwrap();
-    let url = s3.upload_dir(&local_dir, "data", "changed");
+    let (dir, url) = uploaded_with_a_flipped_byte(&s3, "changed", write_local, 1);
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
     let remote = ShardedDataset::open_url(&url, &options).unwrap();
@@ -357,15 +349,7 @@ fn a_compressed_remote_shard_is_decompressed_once_into_the_cache_then_mapped() {
 #[test]
 fn a_changed_compressed_remote_shard_is_refused_before_it_is_decompressed() {
     let Some(s3) = S3Server::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let local_dir = dir.path().join("local");
-    write_compressed(&local_dir);
-    let shard = local_dir.join("part-00002.arrow");
-    let mut bytes = std::fs::read(&shard).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 1;
-    std::fs::write(&shard, bytes).unwrap();
-    let url = s3.upload_dir(&local_dir, "data", "changed-zstd");
+    let (dir, url) = uploaded_with_a_flipped_byte(&s3, "changed-zstd", write_compressed, 2);
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
     let remote = ShardedDataset::open_url(&url, &options).unwrap();
@@ -379,6 +363,26 @@ fn a_changed_compressed_remote_shard_is_refused_before_it_is_decompressed() {
         Path::new(&format!("{url}part-00002.arrow"))
     );
     assert!(entries(&cache).is_empty(), "{:?}", entries(&cache));
+}
+
+/// The dataset `write` makes, with a byte in the middle of shard `shard` flipped, uploaded
+/// to the bucket `data` under `name`: the temporary directory and the dataset's URL.
+fn uploaded_with_a_flipped_byte(
+    s3: &S3Server,
+    name: &str,
+    write: fn(&Path) -> Dataset,
+    shard: usize,
+) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let local_dir = dir.path().join("local");
+    write(&local_dir);
+    let shard = local_dir.join(format!("part-{shard:05}.arrow"));
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&shard, bytes).unwrap();
+    let url = s3.upload_dir(&local_dir, "data", name);
+    (dir, url)
 }
 
 /// The complete entries in the dataset's cache directory under `cache`.
