@@ -92,17 +92,7 @@ fn lying_uncompressed_lengths_are_format_errors() {
         write(&path, &ds, codec);
         let good = std::fs::read(&path).unwrap();
         for lie in [1 << 40, 4008, 3992, -7] {
-            let mut bad = good.clone();
-            replace(&mut bad, 4000, lie);
-            std::fs::write(&path, &bad).unwrap();
-            let err = MappedDataset::open(&path).unwrap_err();
-            assert!(
-                matches!(
-                    err.kind(),
-                    ErrorKind::Format(FormatError::InvalidFile { .. })
-                ),
-                "{codec:?}, {lie}: {err:?}"
-            );
+            let err = refused_with_size(&path, &good, lie);
             assert!(err.path().is_some_and(|p| p.ends_with("x.arrow")), "{err}");
             assert!(
                 err.to_string().contains("batch 0"),
@@ -162,17 +152,24 @@ fn a_lying_dictionary_batch_is_a_format_error() {
         let good = std::fs::read(&path).unwrap();
         let opened = MappedDataset::open(&path).unwrap();
         assert_eq!(opened.num_rows(), 2);
-        let mut bad = good.clone();
-        replace(&mut bad, 4000, 1 << 40);
-        std::fs::write(&path, &bad).unwrap();
-        let err = MappedDataset::open(&path).unwrap_err();
-        assert!(
-            matches!(
-                err.kind(),
-                ErrorKind::Format(FormatError::InvalidFile { .. })
-            ),
-            "{codec:?}: {err:?}"
-        );
+        let err = refused_with_size(&path, &good, 1 << 40);
         assert!(err.to_string().contains("dictionary 0"), "{codec:?}: {err}");
     }
+}
+
+/// `good` (a compressed file's bytes) written to `path` with its buffer size 4000 replaced
+/// by `lie`: the error opening it, which says the file is invalid.
+fn refused_with_size(path: &std::path::Path, good: &[u8], lie: i64) -> lodtensor::Error {
+    let mut bad = good.to_vec();
+    replace(&mut bad, 4000, lie);
+    std::fs::write(path, &bad).unwrap();
+    let err = MappedDataset::open(path).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Format(FormatError::InvalidFile { .. })
+        ),
+        "{lie}: {err:?}"
+    );
+    err
 }
