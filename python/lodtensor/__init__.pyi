@@ -100,6 +100,7 @@ class LoaderOptions(TypedDict, total=False):
     pack_lookahead: int
     pack_overlong: Literal["cut", "drop"]
     lazy_shards: bool
+    shared_memory: bool
 
 class StateDict(TypedDict):
     epoch: int
@@ -406,6 +407,7 @@ class Batch:
     def is_oversize(self) -> bool: ...
     @property
     def is_view(self) -> bool: ...
+    def lend_shared_memory(self) -> tuple[int, int, int, int] | None: ...
     @property
     def padding_ratio(self) -> float: ...
     @property

@@ -23,6 +23,7 @@ builds each tensor with one ``torch.frombuffer`` over what it has mapped.
 from __future__ import annotations
 
 import bisect
+import ctypes
 import mmap
 import os
 import re
@@ -35,11 +36,23 @@ import torch
 BLOCKS = 64  # blocks per worker process
 ALIGN = 64  # the arrays' alignment; the first ALIGN bytes of a block are its header
 INLINE_MAX = 1 << 12  # an array of at most this many bytes travels in the message (not a view)
-INLINE, BLOCK = -1, -2  # where a Leaf lies, when not in a file (0, 1, ...: the item's files)
+INLINE = -1  # where a Leaf lies in the message (0, 1, ...: the item's sources)
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
-# (dataset token, worker) -> (the worker's pid, {fd: mmap}): the blocks this process mapped;
-# (dataset token, file) -> mmap: the files it mapped.
+# (dataset token, worker) -> (the worker's pid, {fd: (inode, mmap)}): the shared memory
+# this process mapped; (dataset token, file) -> mmap: the files it mapped.
 _MAPPED: dict[tuple[str, Any], Any] = {}
+
+
+class Shm(NamedTuple):
+    """Shared memory of a worker process: one of its blocks, or a region its loader gathered
+    a batch into (``Batch.lend_shared_memory``). The main process maps ``/proc/PID/fd/FD``
+    once, if it is still that ``memfd`` (the inode), and clears the first byte (the lend
+    flag) when the last tensor over it is freed."""
+
+    pid: int
+    fd: int
+    ino: int
+    size: int
 
 
 class Blocks:
@@ -48,10 +61,11 @@ class Blocks:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.blocks: dict[int, np.ndarray] = {}  # fd -> the block's bytes
+        self._shm: dict[int, Shm] = {}
         self._maps: list[mmap.mmap] = []
         self.files = Files()
 
-    def take(self, nbytes: int) -> int | None:
+    def take(self, nbytes: int) -> Shm | None:
         fd = next((fd for fd, raw in self.blocks.items() if raw[0] == 0 and len(raw) >= nbytes), None)
         if fd is None:
             if len(self.blocks) == BLOCKS or not hasattr(os, "memfd_create"):
@@ -64,8 +78,9 @@ class Blocks:
             block = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | _POPULATE)
             self._maps.append(block)
             self.blocks[fd] = np.frombuffer(block, np.uint8)
+            self._shm[fd] = Shm(self.pid, fd, os.fstat(fd).st_ino, size)
         self.blocks[fd][0] = 1
-        return fd
+        return self._shm[fd]
 
 
 class File(NamedTuple):
@@ -139,26 +154,23 @@ _MAPS_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) \S+ (\d+) *(.
 
 class Item:
     """A batch as a worker yields it: pickled, only its layout (and its small arrays), which
-    the main process rebuilds over its own mappings of the worker's block and of the files
-    (the item, a dict). Not a ``Mapping`` (DataLoader's ``default_convert`` would copy it in
-    the worker), but read like one in the worker, until the worker's next batch."""
+    the main process rebuilds over its own mappings of the worker's shared memory and of the
+    files (the item, a dict). Not a ``Mapping`` (DataLoader's ``default_convert`` would copy
+    it in the worker), but read like one in the worker, until the worker's next batch."""
 
-    def __init__(self, blocks: Blocks, token: str, worker: int, placed: Placed, nested: bool):
-        fd = placed.fd
-        self.where = None if fd is None else (token, worker, blocks.pid, fd, len(blocks.blocks[fd]))
-        self.token, self.placed, self.nested = token, placed, nested
-        self._block = None if fd is None else blocks.blocks[fd]
+    def __init__(self, token: str, worker: int, placed: Placed, nested: bool):
+        self.token, self.worker, self.placed, self.nested = token, worker, placed, nested
         self._item: dict[str, Any] | None = None
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         p = self.placed
-        return rebuild, (self.where, p.tree, p.nbytes, self.nested, self.token, p.files, p.inline)
+        return rebuild, (self.token, self.worker, p.tree, p.sources, p.inline, self.nested)
 
     def _local(self) -> dict[str, Any]:
         if self._item is None:
-            block = None if self._block is None else self._block[: self.placed.nbytes]
-            files = [_file(self.token, f) for f in self.placed.files]
-            self._item = finish(tensors(self.placed.tree, block, self.placed.inline, files), self.nested)
+            p = self.placed
+            bases = [_base(self.token, self.worker, source, release=False) for source in p.sources]
+            self._item = finish(tensors(p.tree, bases, p.inline), self.nested)
         return self._item
 
     def __getitem__(self, key: str) -> Any:
@@ -178,30 +190,41 @@ class Item:
 
 
 def rebuild(
-    where: tuple[Any, ...] | None,
-    tree: Any,
-    nbytes: int,
-    nested: bool,
-    token: str = "",
-    files: tuple[File, ...] = (),
-    inline: bytearray | None = None,
+    token: str, worker: int, tree: Any, sources: tuple[Any, ...], inline: bytearray | None, nested: bool
 ) -> Any:
-    """The item over the block and the files, each mapped once in this process."""
-    base = None
-    if where is not None:
-        token, worker, pid, fd, size = where
-        known: tuple[int, dict[int, mmap.mmap]] | None = _MAPPED.get((token, worker))
-        if known is None or known[0] != pid:  # a new worker process: forget the old one's
-            known = _MAPPED[(token, worker)] = (pid, {})
-        block = known[1].get(fd)
-        if block is None:
-            with open(f"/proc/{pid}/fd/{fd}", "r+b") as f:
-                block = known[1][fd] = mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED | _POPULATE)
-        # One array per item: the tensors over the block hold it (their buffer's exporter)
-        # as long as any of them lives; when it goes, the block's header says it is free.
-        base = np.frombuffer(block, np.uint8, count=nbytes)
-        weakref.finalize(base, _release, np.frombuffer(block, np.uint8, count=1))
-    return finish(tensors(tree, base, inline, [_file(token, f) for f in files]), nested)
+    """The item over its sources (files and shared memory), each mapped once in this process."""
+    bases = [_base(token, worker, source) for source in sources]
+    return finish(tensors(tree, bases, inline), nested)
+
+
+def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> Any:
+    """What the tensors over ``source`` are made from: a file's copy-on-write mapping, or
+    an array over a worker's shared memory whose lend flag is cleared when the last tensor
+    over it is freed (``release``)."""
+    if isinstance(source, File):
+        return _file(token, source)
+    known: tuple[int, dict[int, tuple[int, mmap.mmap]]] | None = _MAPPED.get((token, worker))
+    if known is None or known[0] != source.pid:  # a new worker process: forget the old one's
+        known = _MAPPED[(token, worker)] = (source.pid, {})
+    mapped = known[1].get(source.fd)
+    if mapped is None or mapped[0] != source.ino or len(mapped[1]) < source.size:
+        # New, or another memfd under a descriptor number the worker used before.
+        with open(f"/proc/{source.pid}/fd/{source.fd}", "r+b") as f:
+            if os.fstat(f.fileno()).st_ino != source.ino:
+                raise RuntimeError(f"lodtensor: DataLoader worker {worker}'s shared memory is gone")
+            block = mmap.mmap(f.fileno(), source.size, flags=mmap.MAP_SHARED | _POPULATE)
+        mapped = known[1][source.fd] = (source.ino, block)
+    if not release:
+        return mapped[1]
+    # One array per item and source: the tensors over it hold it (their buffer's exporter)
+    # as long as any of them lives; when it goes, the lend flag says the memory is free.
+    base = np.frombuffer(mapped[1], np.uint8, count=source.size)
+    weakref.finalize(base, _release, np.frombuffer(mapped[1], np.uint8, count=1))
+    return base
+
+
+def _release(flag: np.ndarray) -> None:
+    flag[0] = 0
 
 
 def _file(token: str, file: File) -> mmap.mmap:
@@ -225,49 +248,59 @@ def forget(token: str) -> None:
         del _MAPPED[key]
 
 
-def _release(header: np.ndarray) -> None:
-    header[0] = 0
-
-
 class Placed(NamedTuple):
-    """Where a worker put an item's arrays: the tree of ``Leaf``, its block (``None``: none)
-    and the bytes used there, the files, the small arrays' bytes."""
+    """Where a worker put an item's arrays: the tree of ``Leaf``, the sources its leaves
+    lie in (``File`` or ``Shm``) and the small arrays' bytes."""
 
     tree: Any
-    fd: int | None
-    nbytes: int
-    files: tuple[File, ...]
+    sources: tuple[Any, ...]
     inline: bytearray | None
 
 
 class Placer:
     """Places each array of an item as the item is made (``leaf``: the array's ``Leaf``,
-    put in the tree instead of it), then copies them (``finish``). ``views``: the ids of
-    the arrays that may be views of the file at ``path`` (``None``: of no file)."""
+    put in the tree instead of it), then copies what needs it (``finish``). ``views``: the
+    ids of the arrays that may be views of the file at ``path`` (``None``: of no file);
+    ``region``: the shared memory the batch was gathered into (``Batch.lend_shared_memory``),
+    where every array of the batch lies."""
 
-    def __init__(self, blocks: Blocks, views: set[int], path: str | None) -> None:
+    def __init__(self, blocks: Blocks, views: set[int], path: str | None, region: tuple[int, ...] | None) -> None:
         self.blocks, self.views, self.path = blocks, views, path
         self.arrays: list[np.ndarray] = []
         self.leaves: list[tuple[Any, ...]] = []
-        self.files: list[File] = []
+        self.sources: list[Any] = []
+        self.region = (0, 0)
+        if region is not None:
+            fd, ino, address, size = region
+            self.sources.append(Shm(blocks.pid, fd, ino, size))
+            self.region = (address, address + size)
+        self.block = -1  # the index of the block among the sources, once one is needed
         self.inline_end = self.block_end = 0
 
     def leaf(self, a: Any) -> Any:
         if not (isinstance(a, np.ndarray) and a.dtype.kind in "biuf"):
             return a  # not an array (a packed batch's max_seqlen)
+        nbytes = a.nbytes
+        address = a.__array_interface__["data"][0]
+        lo, hi = self.region
         found = None
-        if a.nbytes and self.path is not None and id(a) in self.views:
-            found = self.blocks.files.locate(a.__array_interface__["data"][0], a.nbytes, self.path)
-        if found is not None:
-            if found[0] not in self.files:
-                self.files.append(found[0])
-            leaf = _leaf(found[1], a.nbytes, a.dtype.str, a.shape, self.files.index(found[0]))
-        elif a.nbytes <= INLINE_MAX:
-            leaf = _leaf(self.inline_end, a.nbytes, a.dtype.str, a.shape, INLINE)
-            self.inline_end += -(-a.nbytes // ALIGN) * ALIGN
+        if not lo <= address <= hi - nbytes and nbytes and self.path is not None and id(a) in self.views:
+            found = self.blocks.files.locate(address, nbytes, self.path)
+        if lo <= address <= hi - nbytes:
+            leaf = _leaf(address - lo, nbytes, a.dtype.str, a.shape, 0)
+        elif found is not None:
+            if found[0] not in self.sources:
+                self.sources.append(found[0])
+            leaf = _leaf(found[1], nbytes, a.dtype.str, a.shape, self.sources.index(found[0]))
+        elif nbytes <= INLINE_MAX:
+            leaf = _leaf(self.inline_end, nbytes, a.dtype.str, a.shape, INLINE)
+            self.inline_end += -(-nbytes // ALIGN) * ALIGN
         else:
-            leaf = _leaf(ALIGN + self.block_end, a.nbytes, a.dtype.str, a.shape, BLOCK)
-            self.block_end += -(-a.nbytes // ALIGN) * ALIGN
+            if self.block < 0:
+                self.block = len(self.sources)
+                self.sources.append(None)  # the block, taken in finish
+            leaf = _leaf(ALIGN + self.block_end, nbytes, a.dtype.str, a.shape, self.block)
+            self.block_end += -(-nbytes // ALIGN) * ALIGN
         self.arrays.append(a)
         self.leaves.append(leaf)
         return leaf
@@ -275,28 +308,32 @@ class Placer:
     def finish(self, tree: Any) -> Placed | None:
         """The arrays copied where their leaves say; ``None`` when a block is needed and
         none is free."""
-        fd = None
-        if self.block_end:
-            fd = self.blocks.take(ALIGN + self.block_end)
-            if fd is None:
+        if self.block >= 0:
+            shm = self.blocks.take(ALIGN + self.block_end)
+            if shm is None:
                 return None
-            copy(self.blocks.blocks[fd], self.arrays, self.leaves, BLOCK)
+            self.sources[self.block] = shm
+            copy(self.blocks.blocks[shm.fd], self.arrays, self.leaves, self.block)
         inline = None
         if self.inline_end:
             inline = bytearray(self.inline_end)
-            copy(np.frombuffer(inline, np.uint8), self.arrays, self.leaves, INLINE)
-        nbytes = ALIGN + self.block_end if self.block_end else 0
-        return Placed(tree, fd, nbytes, tuple(self.files), inline)
+            for a, (_, start, nbytes, _, _, where) in zip(self.arrays, self.leaves):
+                if where == INLINE and nbytes:
+                    inline[start : start + nbytes] = a.tobytes()
+        return Placed(tree, tuple(self.sources), inline)
 
     def shared(self, tree: Any) -> Any:
-        """The item over a torch shared tensor of its own, every array copied into it."""
+        """The item over a torch shared tensor of its own, every array copied into it (and
+        the region given back: nothing is read from it)."""
         leaves, nbytes = [], ALIGN
         for a in self.arrays:
-            leaves.append(_leaf(nbytes, a.nbytes, a.dtype.str, a.shape, BLOCK))
+            leaves.append(_leaf(nbytes, a.nbytes, a.dtype.str, a.shape, 0))
             nbytes += -(-a.nbytes // ALIGN) * ALIGN
         block = torch.empty(nbytes, dtype=torch.uint8).share_memory_()
-        copy(block.numpy(), self.arrays, leaves, BLOCK)
-        return tensors(_relabel(tree, dict(zip(map(id, self.leaves), leaves))), block)
+        copy(block.numpy(), self.arrays, leaves, 0)
+        if self.region[1]:
+            ctypes.c_uint8.from_address(self.region[0]).value = 0
+        return tensors(_relabel(tree, dict(zip(map(id, self.leaves), leaves))), [block])
 
 
 def _relabel(tree: Any, moved: dict[int, tuple[Any, ...]]) -> Any:
@@ -310,8 +347,8 @@ def _relabel(tree: Any, moved: dict[int, tuple[Any, ...]]) -> Any:
     return tree
 
 
-def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[tuple[Any, ...]], where: int = BLOCK) -> None:
-    """Copies the arrays whose leaves lie ``where`` into ``raw``."""
+def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[tuple[Any, ...]], where: int) -> None:
+    """Copies the arrays whose leaves lie in source ``where`` into ``raw``."""
     for a, (_, start, nbytes, _, _, at) in zip(arrays, leaves):
         if at == where and nbytes:
             np.copyto(raw[start : start + nbytes].view(a.dtype).reshape(a.shape), a)
@@ -319,9 +356,9 @@ def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[tuple[Any, ...]
 
 class Leaf:
     """The tag of a leaf of an item's tree: a plain tuple ``(Leaf, start, nbytes, dtype,
-    shape, where)`` (where one array lies: in the block, in the message (``INLINE``) or
-    in file ``where`` of the item's), which pickles faster than a named tuple and cannot
-    be mistaken for a tuple of a user's ``collate``."""
+    shape, where)`` (where one array lies: in the message (``INLINE``) or in source
+    ``where`` of the item's), which pickles faster than a named tuple and cannot be
+    mistaken for a tuple of a user's ``collate``."""
 
 
 def _leaf(start: int, nbytes: int, dtype: str, shape: tuple[int, ...], where: int) -> tuple[Any, ...]:
@@ -332,34 +369,36 @@ def _is_leaf(tree: Any) -> bool:
     return type(tree) is tuple and len(tree) == 6 and tree[0] is Leaf
 
 
-def tensors(tree: Any, block: Any, inline: Any = None, files: list[Any] | tuple[Any, ...] = ()) -> Any:
-    """``tree`` with each ``Leaf`` the tensor where it lies: ``block`` (a buffer, or a uint8
-    tensor), ``inline`` or ``files[i]``."""
-    if _is_leaf(tree):
+def tensors(tree: Any, bases: list[Any], inline: Any = None) -> Any:
+    """``tree`` with each ``Leaf`` the tensor where it lies: ``inline`` or ``bases[where]``
+    (a buffer, or a uint8 tensor)."""
+    if type(tree) is tuple and len(tree) == 6 and tree[0] is Leaf:
         _, start, nbytes, dtype_str, shape, where = tree
-        dtype = _torch_dtype(dtype_str)
-        source = block if where == BLOCK else inline if where == INLINE else files[where]
+        source = inline if where == INLINE else bases[where]
         if isinstance(source, torch.Tensor):  # a uint8 tensor (a torch shared tensor)
-            flat = source[start : start + nbytes].view(dtype)
-        elif nbytes == 0:
-            flat = torch.empty(0, dtype=dtype)
-        else:
-            flat = torch.frombuffer(source, dtype=dtype, count=nbytes // dtype.itemsize, offset=start)
-        return flat if len(shape) == 1 else flat.view(shape)
-    if isinstance(tree, dict):
-        return {k: tensors(v, block, inline, files) for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [tensors(v, block, inline, files) for v in tree]
+            dtype = _torch_dtype(dtype_str)
+            return source[start : start + nbytes].view(dtype).view(shape)
+        dtype = _DTYPES.get(dtype_str) or _numpy_dtype(dtype_str)
+        # numpy's frombuffer, reshape and from_numpy: half the time of torch's frombuffer and view.
+        flat = np.frombuffer(source, dtype, nbytes // dtype.itemsize, start) if nbytes else np.empty(0, dtype)
+        return torch.from_numpy(flat if len(shape) == 1 else flat.reshape(shape))
+    if type(tree) is dict:
+        return {k: tensors(v, bases, inline) for k, v in tree.items()}
+    if type(tree) is list:
+        return [tensors(v, bases, inline) for v in tree]
     return tree
 
 
-_DTYPES: dict[str, torch.dtype] = {}
+_DTYPES: dict[str, np.dtype] = {}
+
+
+def _numpy_dtype(dtype: str) -> np.dtype:
+    _DTYPES[dtype] = np.dtype(dtype)
+    return _DTYPES[dtype]
 
 
 def _torch_dtype(dtype: str) -> torch.dtype:
-    if dtype not in _DTYPES:
-        _DTYPES[dtype] = torch.from_numpy(np.empty(0, np.dtype(dtype))).dtype
-    return _DTYPES[dtype]
+    return torch.from_numpy(np.empty(0, np.dtype(dtype))).dtype
 
 
 def finish(item: dict[str, Any], nested: bool) -> dict[str, Any]:

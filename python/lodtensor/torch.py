@@ -196,6 +196,8 @@ class BatchDataset(IterableDataset):
             dataset = _open(self.source)
             if not callable(self.collate) and "samples" in dataset.column_names:
                 raise ArgumentError(f"BatchDataset: {self.source}: a column named 'samples' clashes with the item's key")
+            if get_worker_info() is not None and "shared_memory" not in self.loader_options:
+                extra["shared_memory"] = True  # gathered batches: where the main process reads them
             loader = dataset.loader(**self.loader_options, **extra, rank=index, world_size=ranks * workers)
             self._process = (*key, loader, workers, ranks, _files_of(self.source, dataset))
         return self._process[3]
@@ -222,12 +224,13 @@ class BatchDataset(IterableDataset):
         views: set[int] = set()  # the arrays that may be views of the file (lodtensor._shm)
         if self._blocks is None or self._blocks.pid != os.getpid():
             self._blocks = _shm.Blocks()
-        placer = _shm.Placer(self._blocks, views, self._file_of(batch) if batch.is_view else None)
+        path = self._file_of(batch) if batch.is_view else None
+        placer = _shm.Placer(self._blocks, views, path, None if batch.is_view else batch.lend_shared_memory())
         tree = self._arrays(batch, placer.leaf, views)
         placed = placer.finish(tree)
         if placed is None:  # every block in use: a torch shared tensor of its own
             return _shm.finish(placer.shared(tree), nested)
-        return _shm.Item(self._blocks, self._token, worker, placed, nested)
+        return _shm.Item(self._token, worker, placed, nested)
 
     def _arrays(self, batch: Batch, leaf: Callable[[Any], Any], views: set[int] | None = None) -> dict[str, Any]:
         """The item, each numpy array of it passed through ``leaf``; the ids of the batch's

@@ -110,6 +110,23 @@ impl Batch {
         self.inner.is_view()
     }
 
+    /// With `shared_memory=True`, the shared memory a gathered batch lies in, marked lent:
+    /// `(fd, inode, address, size)` — the `memfd` (`/proc/PID/fd/FD` for another process),
+    /// the region's address in this process and its size. Every array of the batch lies
+    /// in it. The loader writes the region again only once its first byte, the lend flag
+    /// set here, is 0 again (the process it was lent to clears it when done) and no batch
+    /// holds it. `None`: a view of the file, or gathered on the heap.
+    fn lend_shared_memory(&self) -> Option<(i32, u64, usize, usize)> {
+        let region = self.inner.shared_memory()?;
+        region.lend();
+        Some((
+            region.fd(),
+            region.inode(),
+            region.as_ptr() as usize,
+            region.len(),
+        ))
+    }
+
     /// The share of padding were the samples padded to the longest, in `[0, 1]` (packed:
     /// the share of the windows' tokens that are padding).
     #[getter]

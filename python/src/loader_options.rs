@@ -62,6 +62,7 @@ pub struct Options {
     pub pack_lookahead: usize,
     pub pack_overlong: String,
     pub lazy_shards: bool,
+    pub shared_memory: bool,
 }
 
 /// [`Options`] as a Python object, what [`loader_options`] returns.
@@ -78,7 +79,7 @@ pub struct ParsedOptions(Options);
     buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
     step_ranks = None, prefetch = 0, pack = None, pack_split = true, pack_extra_token = false,
     pack_pad_last = false, pack_lookahead = 1024, pack_overlong = "cut".to_owned(),
-    lazy_shards = true))]
+    lazy_shards = true, shared_memory = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn loader_options(
     batch_size: Option<usize>,
@@ -103,6 +104,7 @@ pub fn loader_options(
     pack_lookahead: usize,
     pack_overlong: String,
     lazy_shards: bool,
+    shared_memory: bool,
 ) -> PyResult<ParsedOptions> {
     Ok(ParsedOptions(Options {
         batch_size,
@@ -127,6 +129,7 @@ pub fn loader_options(
         pack_lookahead,
         pack_overlong,
         lazy_shards,
+        shared_memory,
     }))
 }
 
@@ -194,6 +197,7 @@ impl Options {
         }
         b.with_drop_last(self.drop_last)
             .with_lazy_shards(self.lazy_shards)
+            .with_shared_memory(self.shared_memory)
             .build()
             .py_err()
     }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 #[cfg(doc)]
 use super::Loader;
+use super::SharedMemory;
 use super::mix::Blend;
 use super::{BatchInfo, Fingerprint, Piece, Plan, Position};
 use crate::dataset::Dataset;
@@ -31,6 +32,8 @@ use crate::values::{DType, Values};
 pub struct Batch {
     pub(super) data: Dataset,
     pub(super) view: bool,
+    /// The shared memory a gathered batch was written into.
+    pub(super) shared: Option<Arc<SharedMemory>>,
     pub(super) plan: Arc<Plan>,
     /// The batch's index in the plan.
     pub(super) index: usize,
@@ -95,6 +98,24 @@ impl Batch {
     /// ```
     pub fn is_view(&self) -> bool {
         self.view
+    }
+
+    /// The shared memory the batch was gathered into, with
+    /// [`with_shared_memory`](super::LoaderBuilder::with_shared_memory) (`None`: a view of
+    /// the file, or gathered on the heap). Its columns' buffers lie in it.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).with_shared_memory(true).build()?;
+    /// assert!(loader.next_batch()?.expect("rows 0..2").shared_memory().is_none());   // a view
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shared_memory(&self) -> Option<&SharedMemory> {
+        self.shared.as_deref()
     }
 
     /// The samples (global row numbers of the file), in batch order.

@@ -151,6 +151,8 @@ pub struct LoaderBuilder<'a> {
     conflict: Option<(&'static str, &'static str)>,
     /// Whether shards may be mapped as batches reach them ([`LoaderBuilder::with_lazy_shards`]).
     lazy: bool,
+    /// Whether to gather into shared memory ([`LoaderBuilder::with_shared_memory`]).
+    pub(super) shared_memory: bool,
 }
 
 /// The groups of alternative options, indices into [`LoaderBuilder::chosen`].
@@ -176,6 +178,7 @@ impl<'a> LoaderBuilder<'a> {
             chosen: [None; 4],
             conflict: None,
             lazy: true,
+            shared_memory: false,
         }
     }
 
@@ -612,12 +615,14 @@ impl<'a> LoaderBuilder<'a> {
             length,
             quantiles,
             lazy,
+            shared_memory: shared,
             ..
         } = self;
         if let LoaderSource::Shards(data) = source
             && lazy
-            && let Some(loader) = build_lazy(data, &config, &length, quantiles)?
+            && let Some(mut loader) = build_lazy(data, &config, &length, quantiles)?
         {
+            loader.gatherer.shared = shared;
             return Ok(loader);
         }
         let Sourced {
@@ -669,7 +674,7 @@ impl<'a> LoaderBuilder<'a> {
             fingerprint,
             plan: None,
             position: (0, 0),
-            gatherer: Gatherer::default(),
+            gatherer: Gatherer::new(shared),
         })
     }
 }

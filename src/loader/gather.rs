@@ -12,21 +12,28 @@
 //!
 //! The buffers come from a small pool: a buffer whose batch has been dropped (the pool then
 //! holds the only reference) is taken back and refilled in place, so once the pool holds
-//! buffers as large as the largest batch, gathering allocates no data buffer.
+//! buffers as large as the largest batch, gathering allocates no data buffer. With shared
+//! memory (`super::shared`) the buffer is a region of a `memfd`, from a pool of its own.
 
 use super::packed::Layout;
 use crate::error::DataError;
 use crate::row_index::RowIndex;
 use arrow_array::{Array, ArrayRef, make_array};
-use arrow_buffer::{Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer, bit_util};
+use arrow_buffer::{
+    ArrowNativeType, Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer, ToByteSlice, bit_util,
+};
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, FieldRef};
+use std::ptr::NonNull;
+use std::sync::Arc;
 
 use crate::dataset::{Column, Dataset};
 use crate::error::Result;
 use crate::lod::{LevelOffsets, Lod, OffsetWidth, descend};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
+
+use super::shared::SharedMemory;
 
 /// Each part of a gathered buffer starts at a multiple of 64 bytes, as the IPC writer aligns
 /// buffers (spec §6: at least 8, SHOULD 64), so that typed views of it are aligned.
@@ -183,12 +190,27 @@ pub(crate) struct Gatherer {
     /// The packed batch being loaded.
     pub layout: Layout,
     pub stats: GatherStats,
+    /// Whether to gather into shared memory, and its regions.
+    pub shared: bool,
+    regions: Vec<Arc<SharedMemory>>,
+    /// The region the last gathered batch was written into (taken by the caller).
+    pub region: Option<Arc<SharedMemory>>,
 }
 
 /// Buffers kept for reuse; more than this in flight and the extra ones are freed.
 const POOL_SLOTS: usize = 8;
+/// Shared-memory regions kept; with every one held or lent, a batch is gathered on the heap.
+pub(super) const REGION_SLOTS: usize = 16;
 
 impl Gatherer {
+    /// A gatherer with no buffers yet, writing into shared memory when `shared`.
+    pub(crate) fn new(shared: bool) -> Self {
+        Gatherer {
+            shared,
+            ..Gatherer::default()
+        }
+    }
+
     /// A free buffer of at least `capacity` bytes, from the pool if one is free.
     pub(super) fn take(&mut self, capacity: usize) -> MutableBuffer {
         if let Some(i) = self.pool.iter().position(|b| b.strong_count() == 1) {
@@ -228,10 +250,56 @@ impl Gatherer {
         // Sizes first, so the buffer is reserved once: per level `entries + 1` offsets
         // (spec §4 rule 5), then the items, each part padded to ALIGN.
         let total = self.total_bytes(sources, columns);
-        let mut out = self.take(total);
         let mut parts = std::mem::take(&mut self.parts);
         parts.clear();
         let mut sides = Vec::new();
+        self.region = None;
+        let buffer = match self.take_region(total) {
+            Some(mut region) => {
+                let bytes = Arc::get_mut(&mut region).expect("a region no one holds");
+                let mut out = Filling {
+                    bytes: bytes.buffer_mut(),
+                    len: 0,
+                };
+                self.fill(&mut out, sources, columns, &mut parts, &mut sides)?;
+                let len = out.len;
+                let start = NonNull::new(region.as_ptr().cast_mut())
+                    .expect("a mapping is not at address 0")
+                    .map_addr(|a| a.saturating_add(super::shared::HEADER));
+                self.regions.push(region.clone());
+                self.region = Some(region.clone());
+                // SAFETY: the region's buffer starts HEADER bytes into the mapping and
+                // holds at least `total` >= `len` bytes; `region` (the owner) keeps the
+                // mapping alive as long as the buffer, and the pool writes the region again
+                // only when no buffer holds it (and it is not lent).
+                unsafe { Buffer::from_custom_allocation(start, len, region) }
+            }
+            None => {
+                let mut out = self.take(total);
+                self.fill(&mut out, sources, columns, &mut parts, &mut sides)?;
+                let buffer: Buffer = out.into();
+                self.keep(&buffer);
+                buffer
+            }
+        };
+        debug_assert_eq!(buffer.len(), total);
+        self.stats.bytes_copied += buffer.len() as u64;
+        self.stats.gathered += 1;
+        let dataset = build_dataset(&buffer, &parts, columns, sides);
+        self.parts = parts;
+        dataset
+    }
+
+    /// Writes every column's parts into `out`, recording `(position, count)` in `parts`
+    /// and gathering side columns into `sides`.
+    fn fill(
+        &self,
+        out: &mut impl Sink,
+        sources: &[Vec<Source>],
+        columns: &[ColumnInfo],
+        parts: &mut Vec<(usize, usize)>,
+        sides: &mut Vec<ArrayRef>,
+    ) -> Result<()> {
         for (c, info) in columns.iter().enumerate() {
             let Some((dtype, element_size)) = info.values.tensor() else {
                 sides.push(self.gather_side(sources, c)?);
@@ -239,29 +307,42 @@ impl Gatherer {
             };
             for (level, &width) in info.widths.iter().enumerate() {
                 let at = out.len();
-                let count = self.copy_offsets(&mut out, sources, c, level, width)?;
+                let count = self.copy_offsets(out, sources, c, level, width)?;
                 parts.push((at, count));
-                pad_to_alignment(&mut out);
+                pad_to_alignment(out);
             }
             let at = out.len();
-            let items = self.copy_values(
-                &mut out,
-                sources,
-                c,
-                info.widths.len(),
-                (dtype, element_size),
-            );
+            let items = self.copy_values(out, sources, c, info.widths.len(), (dtype, element_size));
             parts.push((at, items));
-            pad_to_alignment(&mut out);
+            pad_to_alignment(out);
         }
-        debug_assert_eq!(out.len(), total);
-        self.stats.bytes_copied += out.len() as u64;
-        self.stats.gathered += 1;
-        let buffer: Buffer = out.into();
-        self.keep(&buffer);
-        let dataset = build_dataset(&buffer, &parts, columns, sides);
-        self.parts = parts;
-        dataset
+        Ok(())
+    }
+
+    /// A region of shared memory of at least `total` bytes that no batch holds and no
+    /// process borrows, out of the pool (or new), when gathering into shared memory.
+    fn take_region(&mut self, total: usize) -> Option<Arc<SharedMemory>> {
+        if !self.shared {
+            return None;
+        }
+        let free = |r: &Arc<SharedMemory>| Arc::strong_count(r) == 1 && !r.is_lent();
+        let fits = self
+            .regions
+            .iter()
+            .position(|r| free(r) && r.len() - super::shared::HEADER >= total);
+        if let Some(i) = fits {
+            return Some(self.regions.swap_remove(i));
+        }
+        if self.regions.len() == REGION_SLOTS {
+            // Every region is held, or too small: replace a free one by a larger one.
+            let small = self.regions.iter().position(free)?;
+            self.regions.swap_remove(small);
+        }
+        // Rounded up to an eighth of a power of two: reused by batches a little larger.
+        let step = (1usize << 16).max(1 << total.saturating_sub(1).ilog2().saturating_sub(2));
+        let region = SharedMemory::new(total.div_ceil(step) * step)?;
+        self.stats.allocations += 1;
+        Some(Arc::new(region))
     }
 
     /// Splits `samples` into runs: consecutive rows of one record batch become one run.
@@ -306,7 +387,7 @@ impl Gatherer {
     /// lengths, so their last is the next level's count.
     fn copy_offsets(
         &self,
-        out: &mut MutableBuffer,
+        out: &mut impl Sink,
         sources: &[Vec<Source>],
         c: usize,
         level: usize,
@@ -335,7 +416,7 @@ impl Gatherer {
     /// items of `dtype`) under the runs; returns how many items.
     fn copy_values(
         &self,
-        out: &mut MutableBuffer,
+        out: &mut impl Sink,
         sources: &[Vec<Source>],
         c: usize,
         levels: usize,
@@ -523,13 +604,13 @@ fn item_bytes(dtype: DType, items: usize) -> usize {
     }
 }
 
-fn pad_to_alignment(out: &mut MutableBuffer) {
+fn pad_to_alignment(out: &mut impl Sink) {
     let len = out.len();
     out.extend_zeros(align(len) - len);
 }
 
 fn push_offset(
-    out: &mut MutableBuffer,
+    out: &mut impl Sink,
     width: OffsetWidth,
     value: usize,
     level: usize,
@@ -546,4 +627,66 @@ fn push_offset(
         OffsetWidth::I64 => out.push(i64::try_from(value).map_err(|_| overflow())?),
     }
     Ok(())
+}
+
+/// What a gathered batch is written into, from the front: a heap buffer, or the buffer of a
+/// shared-memory region (`Filling`).
+trait Sink {
+    fn len(&self) -> usize;
+    fn extend_from_slice(&mut self, bytes: &[u8]);
+    fn extend_zeros(&mut self, n: usize);
+    fn push<T: ArrowNativeType>(&mut self, value: T);
+    /// The bytes written so far.
+    fn as_slice_mut(&mut self) -> &mut [u8];
+}
+
+impl Sink for MutableBuffer {
+    fn len(&self) -> usize {
+        MutableBuffer::len(self)
+    }
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        MutableBuffer::extend_from_slice(self, bytes);
+    }
+    fn extend_zeros(&mut self, n: usize) {
+        MutableBuffer::extend_zeros(self, n);
+    }
+    fn push<T: ArrowNativeType>(&mut self, value: T) {
+        MutableBuffer::push(self, value);
+    }
+    fn as_slice_mut(&mut self) -> &mut [u8] {
+        MutableBuffer::as_slice_mut(self)
+    }
+}
+
+/// A region's buffer being filled: `len` bytes written. Sized by `total_bytes` first, so a
+/// write past its end is a bug (and panics rather than write out of bounds).
+struct Filling<'a> {
+    bytes: &'a mut [u8],
+    len: usize,
+}
+
+impl Filling<'_> {
+    fn next(&mut self, n: usize) -> &mut [u8] {
+        let at = self.len;
+        self.len += n;
+        &mut self.bytes[at..at + n]
+    }
+}
+
+impl Sink for Filling<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.next(bytes.len()).copy_from_slice(bytes);
+    }
+    fn extend_zeros(&mut self, n: usize) {
+        self.next(n).fill(0);
+    }
+    fn push<T: ArrowNativeType>(&mut self, value: T) {
+        self.extend_from_slice(std::slice::from_ref(&value).to_byte_slice());
+    }
+    fn as_slice_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[..self.len]
+    }
 }

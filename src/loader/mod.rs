@@ -98,6 +98,7 @@ mod packed;
 mod plan;
 mod position;
 mod prefetch;
+mod shared;
 
 use crate::error::ArgumentError;
 use crate::row_index::RowIndex;
@@ -119,6 +120,7 @@ pub use pack::{Overlong, Packing, Piece, Windows};
 pub use plan::{BatchInfo, Plan};
 pub use position::{Fingerprint, Position};
 pub use prefetch::Prefetch;
+pub use shared::SharedMemory;
 
 use config::PlanConfig;
 use gather::{ColumnInfo, Gatherer, Source};
@@ -485,6 +487,11 @@ impl Loader {
         Ok(Some(Batch {
             data,
             view,
+            shared: if view {
+                None
+            } else {
+                self.gatherer.region.take()
+            },
             plan,
             index,
             info,

@@ -1,0 +1,174 @@
+//! Shared memory that gathered batches are written into, for another process to map.
+//!
+//! With [`LoaderBuilder::with_shared_memory`](super::LoaderBuilder::with_shared_memory)
+//! (Linux), a gathered batch lives in a region of a `memfd` instead of the heap: another
+//! process (a DataLoader's main process) maps the same pages by `/proc/PID/fd/FD` and reads
+//! the batch without a copy. A region is laid out as
+//!
+//! ```text
+//! | lend flag (1 byte) | 63 bytes unused | the gathered buffer (64-byte aligned parts) … |
+//! ```
+//!
+//! The flag says another process may still read the region: [`SharedMemory::lend`] sets
+//! it, the borrowing process clears it when done, and the loader writes a region again
+//! only when the flag is clear and no batch of this process holds it.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use super::LoaderBuilder;
+
+/// The bytes before a region's buffer: its lend flag, then padding to 64.
+pub(super) const HEADER: usize = 64;
+
+impl LoaderBuilder<'_> {
+    /// Gathered batches written into shared memory (a `memfd`, Linux; elsewhere, or when
+    /// the system refuses, the heap as without it), which another process can map and read
+    /// without a copy ([`Batch::shared_memory`](super::Batch::shared_memory)). Up to 16
+    /// regions are reused; with every one held or lent, a batch is gathered on the heap.
+    /// Views of the file stay views. Default: off.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(5).with_shuffle(1)
+    ///     .with_shared_memory(true).build()?;
+    /// let batch = loader.next_batch()?.expect("a gathered batch");
+    /// assert_eq!(batch.shared_memory().is_some(), cfg!(target_os = "linux"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_shared_memory(mut self, shared: bool) -> Self {
+        self.shared_memory = shared;
+        self
+    }
+}
+
+/// A region of shared memory (a `memfd`) holding gathered batches, as
+/// [`Batch::shared_memory`](super::Batch::shared_memory) returns it.
+///
+/// # Example
+/// ```
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::Loader;
+/// let mut loader = Loader::builder(&file).with_batch_size(5).with_shuffle(1)
+///     .with_shared_memory(true).build()?;
+/// let batch = loader.next_batch()?.expect("a gathered batch");
+/// if let Some(region) = batch.shared_memory() {       // Linux
+///     let values = batch.data().column("x")?.values().as_ptr() as usize;
+///     assert!((region.as_ptr() as usize..region.as_ptr() as usize + region.len()).contains(&values));
+///     region.lend();                                  // another process reads it now
+///     assert!(region.is_lent());
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct SharedMemory {
+    map: MmapRaw,
+    /// The `memfd`, open as long as the region lives: its descriptor names it to others.
+    _file: File,
+    fd: i32,
+    inode: u64,
+}
+
+impl SharedMemory {
+    /// A region of at least `len` bytes after its header, or `None` where shared memory
+    /// cannot be made (not Linux, or the system refused).
+    pub(super) fn new(len: usize) -> Option<SharedMemory> {
+        let (file, fd, inode) = memfd()?;
+        file.set_len(u64::try_from(HEADER + len).ok()?).ok()?;
+        let map = MmapOptions::new().populate().map_raw(&file).ok()?;
+        Some(SharedMemory {
+            map,
+            _file: file,
+            fd,
+            inode,
+        })
+    }
+
+    /// The file descriptor of the `memfd` in this process (`/proc/PID/fd/FD` opens it).
+    pub fn fd(&self) -> i32 {
+        self.fd
+    }
+
+    /// The inode of the `memfd`: with the process and the descriptor, it tells this region
+    /// from one that had the same descriptor number before.
+    pub fn inode(&self) -> u64 {
+        self.inode
+    }
+
+    /// The region's first byte in this process (the lend flag); the buffer starts 64 bytes on.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.map.as_ptr()
+    }
+
+    /// The region's size in bytes, header included.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether the region is empty (never: it has a header).
+    pub fn is_empty(&self) -> bool {
+        self.map.len() == 0
+    }
+
+    /// Marks the region lent: the loader does not write it again until the flag, its first
+    /// byte, is cleared (by the process it was lent to, when done reading).
+    pub fn lend(&self) {
+        self.flag().store(1, Ordering::Release);
+    }
+
+    /// Whether the region is lent (its first byte is not 0).
+    pub fn is_lent(&self) -> bool {
+        self.flag().load(Ordering::Acquire) != 0
+    }
+
+    fn flag(&self) -> &AtomicU8 {
+        // SAFETY: the mapping is at least HEADER bytes, page-aligned, and lives as long as
+        // `self`; this process reads and writes byte 0 only through this atomic (the
+        // buffer, which batches read, starts at HEADER), and other processes change it
+        // only as a whole byte.
+        unsafe { AtomicU8::from_ptr(self.map.as_mut_ptr()) }
+    }
+
+    /// The buffer after the header, to fill. `&mut self`: no batch of this process holds
+    /// the region (the caller checked it is not lent either).
+    pub(super) fn buffer_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the mapping holds `len()` bytes from its start, so `len() - HEADER` from
+        // HEADER; `&mut self` means no other reference into the region exists in this
+        // process, and a region not lent is read by no other process.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.map.as_mut_ptr().add(HEADER),
+                self.map.len() - HEADER,
+            )
+        }
+    }
+}
+
+/// A new `memfd`, its descriptor and its inode.
+#[cfg(target_os = "linux")]
+fn memfd() -> Option<(File, i32, u64)> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: the name is a NUL-terminated string; the call returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"lodtensor-batch".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a descriptor memfd_create just returned is open and owned by no one else.
+    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let inode = file.metadata().ok()?.ino();
+    Some((file, fd, inode))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn memfd() -> Option<(File, i32, u64)> {
+    None
+}
