@@ -265,6 +265,34 @@ def test_workers_hand_batches_over_in_shared_blocks_reused_only_once_dropped(doc
     assert len(addresses) < 40
 
 
+def test_workers_gather_shuffled_batches_straight_into_shared_memory(docs_path):
+    # A shuffled batch is gathered by the worker's loader into one of its shared-memory
+    # regions (a memfd named lodtensor-gather; the blocks a copy goes to are
+    # lodtensor-batch) and crosses as its place there: both columns' values lie in that
+    # one mapping (the offsets, rebased copies, travel in the message). Two epochs held at once (100 batches, more than the workers'
+    # 2 x 16 regions: the rest gathered on the heap and copied into blocks), then dropped
+    # and read again: every item keeps its values, no region written while in use.
+    loader_of = lambda: lt.open(docs_path).loader(batch_size=1)  # noqa: E731
+    expected = {int(b.samples[0]): (b.values("tokens").copy(), b.values("ids").copy()) for b in loader_of()}
+    ds = BatchDataset(docs_path, batch_size=4, shuffle=True, seed=3)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+
+    def check(held):
+        in_regions = 0
+        for item in held:
+            samples = item["samples"].tolist()
+            tokens = np.concatenate([expected[s][0] for s in samples])
+            np.testing.assert_array_equal(item["tokens"]["values"].numpy(), tokens)
+            np.testing.assert_array_equal(item["ids"]["values"].numpy(), np.concatenate([expected[s][1] for s in samples]))
+            region = mapping_of_tensor(item["tokens"]["values"])
+            if "memfd:lodtensor-gather" in region and mapping_of_tensor(item["ids"]["values"]) == region:
+                in_regions += 1
+        assert in_regions >= min(len(held) // 2, 2 * 16)
+
+    check([item for _ in range(2) for item in loader])
+    check(list(loader))
+
+
 class Touch(torch.utils.data.IterableDataset):
     """A wrapper that reads the items in the worker."""
 

@@ -158,7 +158,7 @@ fn memfd() -> Option<(File, i32, u64)> {
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::fs::MetadataExt;
     // SAFETY: the name is a NUL-terminated string; the call returns a new descriptor or -1.
-    let fd = unsafe { libc::memfd_create(c"lodtensor-batch".as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe { libc::memfd_create(c"lodtensor-gather".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
         return None;
     }
