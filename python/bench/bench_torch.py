@@ -13,7 +13,8 @@ Hugging Face dataset saved to disk (`Array2D` tokens). Each contender is run as 
 run it: lodtensor batches of at most `--token-budget` tokens (4096 unless told); the
 others batches of as many documents as the Loader's batches hold on average, joined by a
 collate function (`torch.cat`).
-Every training step is `tokens.sum() + ids.sum()` on the tensors it gets (it reads every
+A ceiling line: the same DataLoader (0 workers) over the epoch's items made
+beforehand, the most any dataset reaches through it. Every training step is `tokens.sum() + ids.sum()` on the tensors it gets (it reads every
 byte once); lodtensor's contenders also take each level's offsets of both columns (the
 peers' batches carry none). torch runs the step on one thread. Tokens/s is the best of `--repeat` epochs, after one warm-up epoch (persistent
 workers); in file order and shuffled (seed 7). CPU ns a token: the CPU time of every
@@ -162,6 +163,19 @@ def dataloader_floor(workers: int, items: int = 2000) -> float:
     return (cpu_seconds() - cpu) / n
 
 
+CEILING = "DataLoader, 0 workers, over prebuilt items (torch's ceiling)"
+
+
+class Prebuilt(torch.utils.data.IterableDataset):
+    """The items of an epoch made beforehand: what a DataLoader costs a batch by itself."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __iter__(self):
+        return iter(self.items)
+
+
 def contenders(
     path: str, work: str, shuffle: bool, workers: int, docs_per_batch: int, budget: int, peers: bool
 ) -> dict:
@@ -172,6 +186,8 @@ def contenders(
     out["Loader (bare, in-process)"] = lambda: bare_epoch(bare)
     ds0 = BatchDataset(path, **opts)
     out["lodtensor.torch, 0 workers"] = lambda: lodtensor_epoch(DataLoader(ds0, batch_size=None))
+    prebuilt = Prebuilt(list(DataLoader(BatchDataset(path, **opts), batch_size=None)))
+    out[CEILING] = lambda: lodtensor_epoch(DataLoader(prebuilt, batch_size=None))
     dsw = BatchDataset(path, **opts)
     dlw = DataLoader(dsw, batch_size=None, num_workers=workers, persistent_workers=True)
     out[f"lodtensor.torch, {workers} workers"] = lambda: lodtensor_epoch(dlw)

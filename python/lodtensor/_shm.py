@@ -4,22 +4,25 @@ each array of an item goes the cheapest way that leaves the main process its own
 - An array that is a view of a mapped file (a view batch's values) goes as its place in
   the file: the main process maps the file once, copy-on-write as a loader does, and
   builds the tensor over that mapping. Nothing is copied; the page cache is shared.
+- An array of a gathered batch lies in the shared memory the worker's loader gathered it
+  into (``shared_memory=True``, ``Batch.lend_shared_memory``): it goes as its place there.
 - A small array (offsets, sample numbers, at most ``INLINE_MAX`` bytes) goes in the
   message itself.
-- Any other (a gathered batch's values, a padded batch) is copied into one of the
-  worker's shared-memory blocks (a ``memfd``, mapped once and pre-faulted), which the
-  main process maps once (``/proc/PID/fd/FD``). The block's first byte says whether it is
-  in use: the worker sets it when it writes the block, and the main process clears it
-  when the last tensor over the block is freed; a worker writes only a block of its own
-  whose byte is clear, so a block is never written while the main process may read it
-  (the worker makes another, up to ``BLOCKS``, then falls back to torch shared tensors).
+- Any other (a padded batch, packed position ids, a batch gathered on the heap) is copied
+  into one of the worker's shared-memory blocks (a ``memfd``, mapped once and pre-faulted).
   Making and faulting shared memory for every batch costs about 1 ms per MiB on some
   virtual machines; a reused block costs one copy.
 
-The worker sends a small ``Item`` (the layout, the block, the files); the main process
-builds each tensor with one ``torch.frombuffer`` over what it has mapped.
-"""
+The main process maps a worker's shared memory (``Shm``: a region or a block) once, by
+``/proc/PID/fd/FD``. Its first byte says whether it is lent: the worker sets it when it
+hands the memory over, and the main process clears it when the last tensor over it is
+freed; a worker writes only memory of its own whose byte is clear, so nothing is written
+while the main process may read it (the worker makes another block, up to ``BLOCKS``,
+then falls back to torch shared tensors; its loader gathers on the heap).
 
+The worker sends a small ``Item`` (the layout, the sources, the small arrays); the main
+process builds each tensor with one ``numpy.frombuffer`` over what it has mapped.
+"""
 from __future__ import annotations
 
 import bisect
@@ -376,9 +379,8 @@ def tensors(tree: Any, bases: list[Any], inline: Any = None) -> Any:
         _, start, nbytes, dtype_str, shape, where = tree
         source = inline if where == INLINE else bases[where]
         if isinstance(source, torch.Tensor):  # a uint8 tensor (a torch shared tensor)
-            dtype = _torch_dtype(dtype_str)
-            return source[start : start + nbytes].view(dtype).view(shape)
-        dtype = _DTYPES.get(dtype_str) or _numpy_dtype(dtype_str)
+            return source[start : start + nbytes].view(_torch_dtype(dtype_str)).view(shape)
+        dtype: np.dtype = _DTYPES.get(dtype_str) or _numpy_dtype(dtype_str)
         # numpy's frombuffer, reshape and from_numpy: half the time of torch's frombuffer and view.
         flat = np.frombuffer(source, dtype, nbytes // dtype.itemsize, start) if nbytes else np.empty(0, dtype)
         return torch.from_numpy(flat if len(shape) == 1 else flat.reshape(shape))

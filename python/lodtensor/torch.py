@@ -404,10 +404,21 @@ def _packed(values: Any, offsets: np.ndarray, name: str) -> dict[str, Any]:
 
 def _quiet(f: Callable[..., Any], *args: Any) -> Any:
     """``f(*args)`` without torch's warning for a read-only array: a view batch's values
-    are marked read-only, and the mapping is copy-on-write (torch does not read the flag)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return f(*args)
+    are marked read-only, and the mapping is copy-on-write (torch does not read the flag).
+    torch warns once a process: the first call spends that warning, unseen, and the others
+    need nothing (a ``catch_warnings`` a batch would cost more than the batch's tensors)."""
+    global _SPENT
+    if not _SPENT:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            readonly = np.empty(0)
+            readonly.flags.writeable = False
+            torch.from_numpy(readonly)
+        _SPENT = True
+    return f(*args)
+
+
+_SPENT = False  # whether torch's one warning for a read-only array was spent (_quiet)
 
 
 def _tensor(a: Any) -> Any:
