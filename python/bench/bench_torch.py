@@ -13,8 +13,9 @@ Hugging Face dataset saved to disk (`Array2D` tokens). Each contender is run as 
 run it: lodtensor batches of at most `--token-budget` tokens (4096 unless told); the
 others batches of as many documents as the Loader's batches hold on average, joined by a
 collate function (`torch.cat`).
-A ceiling line: the same DataLoader (0 workers) over the epoch's items made
-beforehand, the most any dataset reaches through it. Every training step is `tokens.sum() + ids.sum()` on the tensors it gets (it reads every
+The in-process ceiling: the bare Loader's epoch plus what a DataLoader of 0 workers
+adds to each item by itself (measured over items made beforehand), the most any dataset
+reaches through it. Every training step is `tokens.sum() + ids.sum()` on the tensors it gets (it reads every
 byte once); lodtensor's contenders also take each level's offsets of both columns (the
 peers' batches carry none). torch runs the step on one thread. Tokens/s is the best of `--repeat` epochs, after one warm-up epoch (persistent
 workers); in file order and shuffled (seed 7). CPU ns a token: the CPU time of every
@@ -163,17 +164,33 @@ def dataloader_floor(workers: int, items: int = 2000) -> float:
     return (cpu_seconds() - cpu) / n
 
 
-CEILING = "DataLoader, 0 workers, over prebuilt items (torch's ceiling)"
-
-
 class Prebuilt(torch.utils.data.IterableDataset):
-    """The items of an epoch made beforehand: what a DataLoader costs a batch by itself."""
+    """Items made beforehand."""
 
     def __init__(self, items):
         self.items = items
 
     def __iter__(self):
         return iter(self.items)
+
+
+def dataloader_cost(path: str, budget: int, repeat: int = 5) -> float:
+    """Seconds a DataLoader of 0 workers adds to each item by itself: over an epoch of
+    BatchDataset's items made beforehand, no step, against a plain loop over them."""
+    items = list(DataLoader(BatchDataset(path, token_budget=budget), batch_size=None))
+    loader = DataLoader(Prebuilt(items), batch_size=None)
+
+    def fastest(run) -> float:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    through = fastest(lambda: sum(1 for _ in loader))
+    plain = fastest(lambda: sum(1 for _ in items))
+    return (through - plain) / len(items)
 
 
 def contenders(
@@ -186,8 +203,6 @@ def contenders(
     out["Loader (bare, in-process)"] = lambda: bare_epoch(bare)
     ds0 = BatchDataset(path, **opts)
     out["lodtensor.torch, 0 workers"] = lambda: lodtensor_epoch(DataLoader(ds0, batch_size=None))
-    prebuilt = Prebuilt(list(DataLoader(BatchDataset(path, **opts), batch_size=None)))
-    out[CEILING] = lambda: lodtensor_epoch(DataLoader(prebuilt, batch_size=None))
     dsw = BatchDataset(path, **opts)
     dlw = DataLoader(dsw, batch_size=None, num_workers=workers, persistent_workers=True)
     out[f"lodtensor.torch, {workers} workers"] = lambda: lodtensor_epoch(dlw)
@@ -378,6 +393,15 @@ def main() -> None:
             ratio = "/".join(f"{speed[s] / bare[s]:.2f}" for s in (False, True))
             cpu = "/".join(f"{cpus[name][s]:.0f}" for s in (False, True))
             print(f"| {name} | {speed[False]:.1f} | {speed[True]:.1f} | {ratio} | {cpu} |")
+        cost = dataloader_cost(path, budget)
+        for shuffle in (False, True):
+            seconds = tokens_total / (bare[shuffle] * 1e6) + batches * cost
+            rows.setdefault("ceiling", {})[shuffle] = tokens_total / seconds / 1e6
+        ceiling, zero = rows.pop("ceiling"), rows["lodtensor.torch, 0 workers"]
+        print(f"\nIn-process ceiling (the bare Loader + the DataLoader's own {cost * 1e6:.1f} µs an item): "
+              f"{ceiling[False]:.1f} / {ceiling[True]:.1f} M tokens/s, {ceiling[False] / bare[False]:.2f}/"
+              f"{ceiling[True] / bare[True]:.2f} of the bare Loader; lodtensor.torch with 0 workers reaches "
+              f"{zero[False] / ceiling[False]:.2f}/{zero[True] / ceiling[True]:.2f} of it")
         floor = dataloader_floor(args.workers)
         per_batch = {name: cpus[name][False] * tokens_total / batches / 1e3 for name in cpus}
         print(f"\nCPU a batch, in order: " + ", ".join(f"{n} {us:.0f} µs" for n, us in per_batch.items() if n.startswith(("Loader", "lodtensor"))))

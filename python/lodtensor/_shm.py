@@ -260,12 +260,20 @@ class Placed(NamedTuple):
     inline: bytearray | None
 
 
+_DTYPE_STR: dict[np.dtype, str] = {}
+
+
+def _dtype_str(dtype: np.dtype) -> str:
+    _DTYPE_STR[dtype] = dtype.str
+    return dtype.str
+
+
 class Placer:
     """Places each array of an item as the item is made (``leaf``: the array's ``Leaf``,
     put in the tree instead of it), then copies what needs it (``finish``). ``views``: the
-    ids of the arrays that may be views of the file at ``path`` (``None``: of no file);
-    ``region``: the shared memory the batch was gathered into (``Batch.lend_shared_memory``),
-    where every array of the batch lies."""
+    ids of the batch's values arrays, which lie in the file at ``path`` (``None``: of no
+    file) or in ``region``, the shared memory the batch was gathered into
+    (``Batch.lend_shared_memory``)."""
 
     def __init__(self, blocks: Blocks, views: set[int], path: str | None, region: tuple[int, ...] | None) -> None:
         self.blocks, self.views, self.path = blocks, views, path
@@ -281,28 +289,28 @@ class Placer:
         self.inline_end = self.block_end = 0
 
     def leaf(self, a: Any) -> Any:
-        if not (isinstance(a, np.ndarray) and a.dtype.kind in "biuf"):
+        if type(a) is not np.ndarray or a.dtype.kind not in "biuf":
             return a  # not an array (a packed batch's max_seqlen)
-        nbytes = a.nbytes
-        address = a.__array_interface__["data"][0]
+        nbytes, dtype, shape = a.nbytes, _DTYPE_STR.get(a.dtype) or _dtype_str(a.dtype), a.shape
         lo, hi = self.region
+        # Only a values array may lie in memory the main process maps (the others are the
+        # binding's copies): its address, a dict to make, is not asked of the others.
+        address = a.__array_interface__["data"][0] if nbytes and id(a) in self.views else -1
         found = None
-        if not lo <= address <= hi - nbytes and nbytes and self.path is not None and id(a) in self.views:
-            found = self.blocks.files.locate(address, nbytes, self.path)
         if lo <= address <= hi - nbytes:
-            leaf = _leaf(address - lo, nbytes, a.dtype.str, a.shape, 0)
-        elif found is not None:
+            leaf = _leaf(address - lo, nbytes, dtype, shape, 0)
+        elif address >= 0 and self.path and (found := self.blocks.files.locate(address, nbytes, self.path)):
             if found[0] not in self.sources:
                 self.sources.append(found[0])
-            leaf = _leaf(found[1], nbytes, a.dtype.str, a.shape, self.sources.index(found[0]))
+            leaf = _leaf(found[1], nbytes, dtype, shape, self.sources.index(found[0]))
         elif nbytes <= INLINE_MAX:
-            leaf = _leaf(self.inline_end, nbytes, a.dtype.str, a.shape, INLINE)
+            leaf = _leaf(self.inline_end, nbytes, dtype, shape, INLINE)
             self.inline_end += -(-nbytes // ALIGN) * ALIGN
         else:
             if self.block < 0:
                 self.block = len(self.sources)
                 self.sources.append(None)  # the block, taken in finish
-            leaf = _leaf(ALIGN + self.block_end, nbytes, a.dtype.str, a.shape, self.block)
+            leaf = _leaf(ALIGN + self.block_end, nbytes, dtype, shape, self.block)
             self.block_end += -(-nbytes // ALIGN) * ALIGN
         self.arrays.append(a)
         self.leaves.append(leaf)

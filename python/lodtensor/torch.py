@@ -221,7 +221,7 @@ class BatchDataset(IterableDataset):
         nested = self.collate == "nested"
         if worker is None:  # the main process: tensors over the batch's arrays
             return _shm.finish(_quiet(self._arrays, batch, _tensor), nested)
-        views: set[int] = set()  # the arrays that may be views of the file (lodtensor._shm)
+        views: set[int] = set()  # the values arrays: in the file or in shared memory (lodtensor._shm)
         if self._blocks is None or self._blocks.pid != os.getpid():
             self._blocks = _shm.Blocks()
         path = self._file_of(batch) if batch.is_view else None
