@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import threading
+import zlib
 
 import numpy as np
 import pyarrow as pa
@@ -414,6 +415,56 @@ def test_getters_while_another_thread_iterates_never_deadlock(docs_path):
     assert run.returncode == 0, run.stderr
     batches, *polls = map(int, run.stdout.split())
     assert batches == 30 * 100 and min(polls) >= 200
+
+
+# A loader gathering into shared memory, then `os.fork()`: the child shares the parent's
+# regions' pages, so it must gather into regions of its own, never the parent's.
+_FORK_SHARED_MEMORY = """
+import json, os, sys, zlib
+import numpy as np
+import lodtensor as lt
+
+def inode(array):
+    address = array.__array_interface__["data"][0]
+    for line in open("/proc/self/maps"):
+        fields = line.split()
+        lo, hi = (int(x, 16) for x in fields[0].split("-"))
+        if lo <= address < hi:
+            return int(fields[4]) if "lodtensor-gather" in line else None
+
+def read(batches):
+    return [(b.samples.tolist(), inode(b.values("tokens")), zlib.crc32(np.ascontiguousarray(b.values("tokens")))) for b in batches]
+
+loader = lt.open(sys.argv[1]).loader(batch_size=10, shuffle=True, seed=3, shared_memory=True)
+it = iter(loader)
+first = read(next(it) for _ in range(4))
+pid = os.fork()
+rest = read(it)
+if pid == 0:
+    print(json.dumps({"child": rest}), flush=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print(json.dumps({"first": first, "parent": rest, "status": status}), flush=True)
+"""
+
+
+def test_a_forked_child_gathers_into_shared_memory_of_its_own(docs_path):
+    expected = {
+        tuple(b.samples.tolist()): zlib.crc32(np.ascontiguousarray(b.values("tokens")))
+        for b in lt.open(docs_path).loader(batch_size=10, shuffle=True, seed=3)
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", _FORK_SHARED_MEMORY, str(docs_path)], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    child = next(line["child"] for line in lines if "child" in line)
+    parent = next(line for line in lines if "parent" in line)
+    before = {region for _, region, _ in parent["first"] if region is not None}
+    assert before, "the parent gathered into shared memory"
+    assert child and not {region for _, region, _ in child} & before
+    for samples, _, crc in parent["first"] + parent["parent"] + child:
+        assert expected[tuple(samples)] == crc
 
 
 # A prefetching loader that has read ahead, then `os.fork()`: the child has the thread's

@@ -325,6 +325,9 @@ impl Gatherer {
         if !self.shared {
             return None;
         }
+        // After a fork, the regions are the parent's too: never written here again.
+        let pid = std::process::id();
+        self.regions.retain(|r| r.pid() == pid);
         let free = |r: &Arc<SharedMemory>| Arc::strong_count(r) == 1 && !r.is_lent();
         let fits = self
             .regions

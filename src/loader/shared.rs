@@ -75,6 +75,9 @@ pub struct SharedMemory {
     _file: File,
     fd: i32,
     inode: u64,
+    /// The process that made it: a process forked since shares its pages, so must not
+    /// write it (the loader there drops it and makes its own).
+    pid: u32,
 }
 
 impl SharedMemory {
@@ -89,6 +92,7 @@ impl SharedMemory {
             _file: file,
             fd,
             inode,
+            pid: std::process::id(),
         })
     }
 
@@ -111,6 +115,11 @@ impl SharedMemory {
     /// The region's size in bytes, header included.
     pub fn len(&self) -> usize {
         self.map.len()
+    }
+
+    /// The process that made the region.
+    pub(super) fn pid(&self) -> u32 {
+        self.pid
     }
 
     /// Whether the region is empty (never: it has a header).
