@@ -28,7 +28,8 @@ impl LoaderBuilder<'_> {
     /// the system refuses, the heap as without it), which another process can map and read
     /// without a copy ([`Batch::shared_memory`](super::Batch::shared_memory)). Up to 16
     /// regions are reused; with every one held or lent, a batch is gathered on the heap.
-    /// Views of the file stay views. Default: off.
+    /// A process forked from the loader's shares its regions' pages: the loader there makes
+    /// regions of its own. Views of the file stay views. Default: off.
     ///
     /// # Example
     /// ```
