@@ -214,7 +214,9 @@ def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> 
         # New, or another memfd under a descriptor number the worker used before.
         with open(f"/proc/{source.pid}/fd/{source.fd}", "r+b") as f:
             if os.fstat(f.fileno()).st_ino != source.ino:
-                raise RuntimeError(f"lodtensor: DataLoader worker {worker}'s shared memory is gone")
+                from . import UnusableError
+
+                raise UnusableError(f"DataLoader worker {worker} (pid {source.pid}): its shared memory is gone")
             block = mmap.mmap(f.fileno(), source.size, flags=mmap.MAP_SHARED | _POPULATE)
         mapped = known[1][source.fd] = (source.ino, block)
     if not release:
