@@ -291,7 +291,7 @@ class Placer:
         self.inline_end = self.block_end = 0
 
     def leaf(self, a: Any) -> Any:
-        if type(a) is not np.ndarray or a.dtype.kind not in "biuf":
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
             return a  # not an array (a packed batch's max_seqlen)
         nbytes, dtype, shape = a.nbytes, _DTYPE_STR.get(a.dtype) or _dtype_str(a.dtype), a.shape
         lo, hi = self.region
