@@ -220,6 +220,23 @@ def test_a_file_replaced_under_the_workers_is_refused(docs_path, tmp_path):
         _shm._file("test", file)
 
 
+def test_shared_memory_under_a_reused_descriptor_is_refused():
+    # A worker's descriptor number now names another memfd (the worker gone, or its
+    # memory closed): the main process must not map it as the memory the item named.
+    from lodtensor import _shm
+
+    fd = os.memfd_create("lodtensor-batch", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, 4096)
+        ino = os.fstat(fd).st_ino
+        assert _shm._base("t", 0, _shm.Shm(os.getpid(), fd, ino, 4096), release=False) is not None
+        with pytest.raises(lt.UnusableError, match="DataLoader worker 1 .*shared memory is gone"):
+            _shm._base("t", 1, _shm.Shm(os.getpid(), fd, ino + 1, 4096))
+    finally:
+        _shm.forget("t")
+        os.close(fd)
+
+
 def test_workers_hand_batches_over_in_shared_blocks_reused_only_once_dropped(docs_path, monkeypatch):
     from lodtensor import _shm
 
