@@ -141,13 +141,7 @@ def test_zero_copy_in_process(docs_path):
 
 def in_memfd(t) -> bool:
     """Whether the tensor's memory lies in a shared-memory block of a worker."""
-    address = t.data_ptr()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
-            if lo <= address < hi:
-                return "memfd:lodtensor-batch" in line
-    return False
+    return "memfd:lodtensor-batch" in mapping_of_tensor(t)
 
 
 def mapping_of_tensor(t) -> str:
