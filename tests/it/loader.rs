@@ -91,6 +91,21 @@ enum Order {
     Chunks(u64, usize),
 }
 
+/// The loader of `b` configured by `mode` and `order`, with `drop_last`, set to `epoch`.
+fn epoch_loader(
+    b: LoaderBuilder<'_>,
+    (mode, order): (&Mode, &Order),
+    drop_last: bool,
+    epoch: u64,
+) -> Loader {
+    let mut loader = configure(b, mode, order, &[])
+        .with_drop_last(drop_last)
+        .build()
+        .unwrap();
+    loader.set_epoch(epoch);
+    loader
+}
+
 fn configure<'a>(
     b: LoaderBuilder<'a>,
     mode: &Mode,
@@ -417,11 +432,7 @@ proptest! {
         let path = dir.path().join("d.arrow");
         write(&path, &docs, 400);
         let file = MappedDataset::open(&path).unwrap();
-        let build = |b: LoaderBuilder<'_>| {
-            let mut l = configure(b, &mode, &order, &[]).with_drop_last(drop_last).build().unwrap();
-            l.set_epoch(epoch);
-            l
-        };
+        let build = |b: LoaderBuilder<'_>| epoch_loader(b, (&mode, &order), drop_last, epoch);
         let ranks = |world: usize| -> Vec<Loader> {
             (0..world).map(|r| build(Loader::builder(&file).elastic_shard(r, world))).collect()
         };
@@ -493,11 +504,7 @@ proptest! {
         let path = dir.path().join("d.arrow");
         write(&path, &docs, 400);
         let file = MappedDataset::open(&path).unwrap();
-        let build = |b: LoaderBuilder<'_>| {
-            let mut l = configure(b, &mode, &order, &[]).with_drop_last(drop_last).build().unwrap();
-            l.set_epoch(epoch);
-            l
-        };
+        let build = |b: LoaderBuilder<'_>| epoch_loader(b, (&mode, &order), drop_last, epoch);
         let plan = build(Loader::builder(&file)).plan(epoch).len();
         let end = if drop_last { plan / ranks * ranks } else { plan };
         for r in 0..ranks {
