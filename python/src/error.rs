@@ -184,15 +184,33 @@ pub fn to_py(e: lodtensor::Error) -> PyErr {
     class.err(message)
 }
 
-/// The builtin `OSError` subclass of `io`'s kind, with its errno and `message`.
+/// The builtin `OSError` subclass of `io`'s kind, with `message` and the errno: the
+/// system's, else the one of its kind (`ENOENT` for a missing object in a bucket); an
+/// error of no errno (a store's, a network's) carries the message alone, not `[Errno 0]`.
 fn os_error(io: &std::io::Error, message: String) -> PyErr {
-    let args = (io.raw_os_error().unwrap_or(0), message);
+    use std::io::ErrorKind as Kind;
+    // ENOENT, EACCES, EEXIST and EISDIR: the same numbers on Linux and macOS.
+    let errno = io.raw_os_error().or(match io.kind() {
+        Kind::NotFound => Some(2),
+        Kind::PermissionDenied => Some(13),
+        Kind::AlreadyExists => Some(17),
+        Kind::IsADirectory => Some(21),
+        _ => None,
+    });
+    macro_rules! raise {
+        ($class:ty) => {
+            match errno {
+                Some(errno) => <$class>::new_err((errno, message)),
+                None => <$class>::new_err((message,)),
+            }
+        };
+    }
     match io.kind() {
-        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
-        std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(args),
-        std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(args),
-        std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(args),
-        _ => PyOSError::new_err(args),
+        Kind::NotFound => raise!(PyFileNotFoundError),
+        Kind::PermissionDenied => raise!(PyPermissionError),
+        Kind::AlreadyExists => raise!(PyFileExistsError),
+        Kind::IsADirectory => raise!(PyIsADirectoryError),
+        _ => raise!(PyOSError),
     }
 }
 

@@ -123,3 +123,24 @@ def test_a_failing_stream_of_the_callers_is_an_argument_error(tmp_path):
     with pytest.raises(lt.ArgumentError, match="a stream that failed"):
         lt.write(tmp_path / "x.arrow", reader)
     assert not (tmp_path / "x.arrow").exists()
+
+
+def test_a_plain_http_endpoint_without_allow_http_names_the_option(tmp_path):
+    # Refused before any request (it said "failed after retries").
+    options = {"aws_endpoint": "http://127.0.0.1:9", "aws_access_key_id": "k", "aws_secret_access_key": "s"}
+    with pytest.raises(lt.ArgumentError, match="aws_allow_http"):
+        lt.open("s3://bucket/data/", storage_options={**options, "aws_region": "us-east-1"}, cache_dir=tmp_path)
+
+
+def test_a_missing_object_in_a_bucket_is_enoent_not_errno_zero(tmp_path):
+    pytest.importorskip("moto")
+    from s3_server import S3Server
+
+    server = S3Server()
+    try:
+        server.client().create_bucket(Bucket="empty")
+        with pytest.raises(FileNotFoundError) as raised:
+            lt.open("s3://empty/none/", storage_options=server.storage_options(), cache_dir=tmp_path)
+    finally:
+        server.stop()
+    assert raised.value.errno == errno.ENOENT and "Errno 0" not in str(raised.value)

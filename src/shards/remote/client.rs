@@ -319,6 +319,16 @@ pub(crate) fn store_error(e: object_store::Error, url: &str) -> Error {
     use object_store::Error as E;
     use std::io::ErrorKind as Kind;
     let text = e.to_string();
+    if error_chain(&e).any(|cause| cause.contains("scheme is not allowed")) {
+        // reqwest's refusal of plain HTTP when `allow_http` is not set: no request was made.
+        return Error::invalid_argument(
+            "open_url",
+            "storage_options",
+            "a plain http:// endpoint",
+            "the storage option aws_allow_http=\"true\" with it (allow_http for an http:// dataset)",
+        )
+        .in_file(url);
+    }
     let (kind, hint) = match &e {
         E::NotFound { .. } if no_bucket(&e) => (Kind::NotFound, "no such bucket"),
         E::NotFound { .. } => (Kind::NotFound, "not found (check the prefix)"),
@@ -353,6 +363,12 @@ pub(crate) fn store_error(e: object_store::Error, url: &str) -> Error {
         _ => crate::shards::parse::cut(&text, MAX_DETAIL_CHARS),
     };
     Error::from(std::io::Error::new(kind, format!("{hint}: {said}"))).in_file(url)
+}
+
+/// The texts of `e` and of its sources, outermost first (a transport's reason is often
+/// only in a source: "builder error" outside, "URL scheme is not allowed" inside).
+fn error_chain<'a>(e: &'a (dyn std::error::Error + 'static)) -> impl Iterator<Item = String> + 'a {
+    std::iter::successors(Some(e), |e| e.source()).map(ToString::to_string)
 }
 
 /// The longest part of a store's own error text an error shows.
