@@ -210,6 +210,8 @@ class Mixture:
     @property
     def num_rows(self) -> int: ...
     @property
+    def sources(self) -> list[Dataset | ShardedDataset]: ...
+    @property
     def weights(self) -> list[float]: ...
     def __len__(self) -> int: ...
     def loader(self, **options: Unpack[LoaderOptions]) -> Loader: ...
@@ -422,6 +424,11 @@ class Batch:
     @property
     def windows(self) -> list[list[tuple[int, int, int]]] | None:
         """A packed batch's windows: each a list of ``(row, first_token, n_tokens)``."""
+    def pieces(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+        """A packed batch's pieces, ``int64 [P, 3]`` of ``(row, first_token, n_tokens)``,
+        and the windows' offsets into them, ``int64 [B + 1]`` (``None`` unpacked)."""
+    def is_side(self, column: str) -> bool:
+        """Whether ``column`` is a side column (no levels, no offsets)."""
     def cu_seqlens(self, column: str) -> npt.NDArray[np.int32]:
         """A packed batch's boundaries, ``int32`` from 0: window and document edges."""
     def position_ids(self, column: str) -> npt.NDArray[np.int64]:

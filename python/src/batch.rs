@@ -180,6 +180,41 @@ impl Batch {
         )
     }
 
+    /// A packed batch's pieces of documents as arrays: `(pieces, offsets)`, `pieces` numpy
+    /// `int64 [P, 3]` of `(row, first_token, n_tokens)`, window after window, and `offsets`
+    /// numpy `int64 [B + 1]`, window `w`'s pieces being `pieces[offsets[w]:offsets[w + 1]]`
+    /// (the rows of `windows`, without a Python object per piece); `None` unless packed.
+    #[allow(clippy::type_complexity)]
+    fn pieces<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+        let Some(windows) = self.inner.windows() else {
+            return Ok(None);
+        };
+        let mut offsets = Vec::with_capacity(windows.len() + 1);
+        offsets.push(0);
+        let mut flat = Vec::new();
+        for window in &windows {
+            for p in window {
+                flat.extend([p.row as i64, p.first_token as i64, p.n_tokens as i64]);
+            }
+            offsets.push((flat.len() / 3) as i64);
+        }
+        let (n, b) = (flat.len() / 3, windows.len());
+        Ok(Some((
+            Array::owned(flat, vec![n, 3]).into_numpy(py)?,
+            Array::owned(offsets, vec![b + 1]).into_numpy(py)?,
+        )))
+    }
+
+    /// Whether `column` is a side column (strings, lists, ... beside the tensors), whose
+    /// `values` are its rows and which has no offsets.
+    fn is_side(&self, column: &str) -> PyResult<bool> {
+        let found = self.inner.data().column_by_name(column).py_err()?;
+        Ok(found.side_array().is_some())
+    }
+
     /// A packed batch's `cu_seqlens` for `column`, numpy `int32` from 0 to the batch's
     /// tokens: a boundary at every window edge and every document edge inside a window (and
     /// where a window's padding starts), as FlashAttention's varlen kernels take them.

@@ -33,7 +33,7 @@ pub fn open(py: Python<'_>, path: PathBuf, columns: Option<Vec<String>>) -> PyRe
             }
         })
         .py_err()?;
-    Ok(Dataset::new(file))
+    Ok(Dataset::new(file, columns))
 }
 
 /// A dataset file, memory-mapped and validated; made by `lodtensor.open(path)`.
@@ -44,12 +44,14 @@ pub fn open(py: Python<'_>, path: PathBuf, columns: Option<Vec<String>>) -> PyRe
 pub struct Dataset {
     pub(crate) file: Arc<MappedDataset>,
     names: Vec<String>,
+    /// The columns it was opened with (`open(path, columns)`), for its pickle.
+    projection: Option<Vec<String>>,
     /// The record batches as `pyarrow.RecordBatch`es, imported once on first use.
     pyarrow_batches: PyOnceLock<Py<PyList>>,
 }
 
 impl Dataset {
-    fn new(file: MappedDataset) -> Self {
+    fn new(file: MappedDataset, projection: Option<Vec<String>>) -> Self {
         let names = file
             .schema()
             .fields()
@@ -59,6 +61,7 @@ impl Dataset {
         Dataset {
             file: Arc::new(file),
             names,
+            projection,
             pyarrow_batches: PyOnceLock::new(),
         }
     }
@@ -234,8 +237,13 @@ impl Dataset {
         )
     }
 
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (PathBuf,))> {
-        Ok((py.import("lodtensor")?.getattr("open")?, (self.path()?,)))
+    /// Pickles as `open(path, columns)`: another process maps the file itself.
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (PathBuf, Option<Vec<String>>))> {
+        let open = py.import("lodtensor")?.getattr("open")?;
+        Ok((open, (self.path()?, self.projection.clone())))
     }
 }
 

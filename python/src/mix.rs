@@ -26,6 +26,8 @@ pub struct Recipe {
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Mixture {
     recipe: Arc<Recipe>,
+    /// The sources as given, for its pickle.
+    given: Vec<Py<PyAny>>,
 }
 
 /// A mixture of `sources` (each a `Dataset` or a `ShardedDataset`) in proportion to
@@ -37,6 +39,7 @@ pub struct Mixture {
 #[pyfunction]
 #[pyo3(signature = (sources, weights, seed = 0))]
 pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Vec<f64>, seed: u64) -> PyResult<Mixture> {
+    let given = sources.iter().map(|s| s.clone().unbind()).collect();
     let sources = (sources.iter().enumerate())
         .map(|(k, s)| {
             if let Ok(d) = s.cast::<Dataset>() {
@@ -57,6 +60,7 @@ pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Vec<f64>, seed: u64) -> PyRe
             weights,
             seed,
         }),
+        given,
     })
 }
 
@@ -84,6 +88,12 @@ impl Mixture {
         self.rows()
     }
 
+    /// The sources, as given.
+    #[getter]
+    fn sources(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.given.iter().map(|s| s.clone_ref(py)).collect()
+    }
+
     /// The weights, as given.
     #[getter]
     fn weights(&self) -> Vec<f64> {
@@ -92,6 +102,21 @@ impl Mixture {
 
     fn __len__(&self) -> usize {
         self.rows()
+    }
+
+    /// Pickles as `mix(sources, weights, seed)`, each source as its own pickle (a path or
+    /// URL: another process opens it itself).
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Vec<Py<PyAny>>, Vec<f64>, u64))> {
+        let mix = py.import("lodtensor")?.getattr("mix")?;
+        let sources = self.given.iter().map(|s| s.clone_ref(py)).collect();
+        Ok((
+            mix,
+            (sources, self.recipe.weights.clone(), self.recipe.seed),
+        ))
     }
 
     fn __repr__(&self) -> String {
