@@ -417,6 +417,6 @@ def finish(item: dict[str, Any], nested: bool) -> dict[str, Any]:
     """``collate="nested"``: each column's values and offsets as a jagged nested tensor."""
     if nested:
         for name, column in item.items():
-            if isinstance(column, dict):
+            if isinstance(column, dict) and "values" in column:  # not a packed item's "windows"
                 item[name] = torch.nested.nested_tensor_from_jagged(column["values"], column["offsets"])
     return item

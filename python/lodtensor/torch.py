@@ -27,15 +27,17 @@ from multiprocessing.sharedctypes import RawArray
 from typing import Any, Callable, Iterator, Mapping, Union
 
 import numpy as np
+import pyarrow as pa
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from . import ArgumentError, Batch, Loader, _shm
+from . import ArgumentError, Batch, Dataset, Loader, Mixture, ShardedDataset, _native, _shm
 from . import open as _open
 
 __all__ = ["BatchDataset", "reshard_state", "to_nested"]
 
 Collate = Union[None, str, Callable[[Batch], Mapping[str, Any]]]
+Source = Union[str, "os.PathLike[str]", Dataset, ShardedDataset, Mixture]
 
 _MODES = (None, "padded", "nested", "packed")
 # Slots of the shared epoch array: [0] the epoch `set_epoch` gave, [1 + w] the epochs
@@ -47,11 +49,15 @@ class BatchDataset(IterableDataset):
     """The batches of ``lt.open(source).loader(**loader_options)`` as a torch
     ``IterableDataset``, for ``DataLoader(ds, batch_size=None, num_workers=n)``.
 
-    ``source`` is a lodtensor file or a sharded dataset directory, opened in the process
-    that iterates (each DataLoader worker maps it itself); the object pickles as its path,
-    options and epoch, so ``fork``, ``spawn`` and ``forkserver`` workers all work.
+    ``source`` is a lodtensor file, a sharded dataset directory or URL (opened with
+    ``storage_options``, ``cache_dir`` and ``cache_limit``, as ``lt.open``), an opened
+    ``Dataset`` / ``ShardedDataset``, or a mixture (``lt.mix``). It is opened here, so a
+    missing file or a bad option fails now, and pickles as what reopens it, so ``fork``,
+    ``spawn`` and ``forkserver`` workers all work (each maps the files itself).
+    ``columns`` chooses the columns of the items (for a file, the only ones read).
     ``loader_options`` are ``Dataset.loader``'s keywords (``batch_size``, ``token_budget``,
-    ``shuffle``, ``seed``, ``buckets``, ``drop_last``, ``elastic``, ``prefetch``, ...).
+    ``shuffle``, ``seed``, ``buckets``, ``drop_last``, ``elastic``, ``pack``,
+    ``prefetch``, ...); an unknown one is a ``TypeError`` here.
 
     The epoch is split over the DataLoader's workers and the distributed ranks: each
     worker is a rank of the loader, of ``world_size * num_workers``, where ``rank`` and
@@ -62,30 +68,42 @@ class BatchDataset(IterableDataset):
     number of workers.
 
     Each item is a dict: ``"samples"``, an int64 tensor of the batch's dataset rows (global
-    row numbers, across shards), then one entry per column, as ``collate`` says for a
-    column with levels (a column without levels is one tensor ``[B, ...]``):
+    row numbers, across shards; of a mixture, rows within each sample's source, which
+    ``"mixture"`` numbers), then one entry per column, as ``collate`` says for a column with
+    levels (a column without levels is one tensor ``[B, ...]``; a side column, numbers as a
+    tensor ``[B]``, anything else a list of ``B`` Python values):
 
     - ``None``: ``{"values": [n, ...], "offsets": [level 0, level 1, ...]}`` (int64 each);
-    - ``"padded"``: ``{"values": [B, max_len, ...], "lengths": int64 [B], "mask": bool
-      [B, max_len]}``, one sequence per entry of level ``collate_level``;
-    - ``"nested"``: a jagged ``torch.nested`` tensor, one entry per sequence of that level;
+    - ``"padded"``: ``{"values": [S, max_len, ...], "lengths": int64 [S], "mask": bool
+      [S, max_len]}``, one row per sequence;
+    - ``"nested"``: a jagged ``torch.nested`` tensor, one entry per sequence;
     - ``"packed"``: ``{"values": [n, ...], "cu_seqlens": int32 [S + 1], "position_ids":
       int64 [n], "max_seqlen": int}``: the layout of FlashAttention's varlen kernels and
       of HF's ``DataCollatorWithFlattening``;
     - a callable: ``collate(batch)`` gives the dict (numpy arrays become tensors).
 
-    ``collate_level`` chooses the sequences: the default 0 is one sequence per sample; an
-    int is that level for every column (a column with fewer levels: its last), a dict
-    ``{column: level}`` one column's level (0 for those it leaves out). In the
-    main process (``num_workers=0``) values are zero-copy views of the file's copy-on-write
-    mapping (or of the buffer a shuffled batch was gathered into): in-place ops change this
-    process's copy, never the file. From a worker, only the item's layout is pickled: a
-    view batch's values go as their place in the file, which the main process maps
-    copy-on-write too; small arrays travel in the message; other arrays (a gathered
-    batch's) are copied once into one of the worker's shared-memory blocks, which the main
-    process maps as it is (``lodtensor._shm``).
+    The sequences are those of level ``collate_level``: by default one per sample, and
+    with ``pack`` one per *document* in each window (the packed columns' level 1: the
+    boundaries of ``Batch.cu_seqlens``, so attention never crosses a document's edge).
+    An int is that level for every column (a column with fewer levels: its last; with
+    ``pack``, ``0`` asks for the windows' edges only), a dict ``{column: level}`` one
+    column's level.
+
+    With ``pack``, ``"samples"`` are the dataset rows of the batch's pieces of documents,
+    window after window, and ``"windows"`` says how they lie: ``{"pieces": int64 [P, 3]
+    of (row, first_token, n_tokens), "offsets": int64 [B + 1]}`` (window ``w``'s pieces
+    are ``pieces[offsets[w]:offsets[w + 1]]``); a per-document column (a side column, a
+    tensor without levels, such as an id or a label) is one value per piece, ``[P]``.
+
+    In the main process (``num_workers=0``) values are zero-copy views of the file's
+    copy-on-write mapping (or of the buffer a shuffled batch was gathered into): in-place
+    ops change this process's copy, never the file. From a worker, only the item's layout
+    is pickled: a view batch's values go as their place in the file, which the main
+    process maps copy-on-write too; small arrays travel in the message; other arrays (a
+    gathered batch's) are copied once into one of the worker's shared-memory blocks, which
+    the main process maps as it is (``lodtensor._shm``).
     ``set_epoch``, ``state_dict`` and ``load_state_dict`` reach the workers; see
-    docs/python.md (torch).
+    docs/python.md (torch) and docs/pretraining.md.
 
         >>> ds = BatchDataset("docs.arrow", collate="padded", batch_size=8)  # doctest: +SKIP
         >>> item = next(iter(DataLoader(ds, batch_size=None)))              # doctest: +SKIP
@@ -95,10 +113,14 @@ class BatchDataset(IterableDataset):
 
     def __init__(
         self,
-        source: str | os.PathLike[str],
+        source: Source,
         *,
         collate: Collate = None,
-        collate_level: int | Mapping[str, int] = 0,
+        collate_level: int | Mapping[str, int] | None = None,
+        storage_options: dict[str, str] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_limit: int | str | None = None,
+        columns: list[str] | None = None,
         **loader_options: Any,
     ) -> None:
         super().__init__()
@@ -108,14 +130,17 @@ class BatchDataset(IterableDataset):
             )
         if isinstance(collate_level, int) and collate_level < 0:
             raise ArgumentError(f"BatchDataset collate_level: must be at least 0, got {collate_level}")
-        if not isinstance(collate_level, int):
+        if collate_level is not None and not isinstance(collate_level, int):
             collate_level = dict(collate_level)
-        self.source = os.fspath(source)
-        self.collate = collate
-        self.collate_level = collate_level
         self._rank = loader_options.pop("rank", None)
         self._world_size = loader_options.pop("world_size", None)
+        _native._loader_options(**loader_options)  # an unknown or mistyped keyword: TypeError now
+        self.columns = None if columns is None else [str(c) for c in columns]
+        self.dataset = _opened(source, self.columns, storage_options, cache_dir, cache_limit)
+        self.collate = collate
+        self.collate_level = collate_level
         self.loader_options = loader_options
+        _check_keys(self.dataset, self.columns, loader_options, collate)
         self._epochs = RawArray(ctypes.c_int64, 1 + _MAX_WORKERS)
         self._pending: dict[str, Any] | None = None
         self._process: tuple[Any, ...] | None = None
@@ -123,6 +148,14 @@ class BatchDataset(IterableDataset):
         self._token = uuid.uuid4().hex  # names this dataset's workers' blocks (lodtensor._shm)
         weakref.finalize(self, _shm.forget, self._token)
         self._blocks: _shm.Blocks | None = None
+
+    @property
+    def source(self) -> str | None:
+        """The path or URL of the dataset (``None`` for a mixture)."""
+        if isinstance(self.dataset, Mixture):
+            return None
+        url = getattr(self.dataset, "url", None)
+        return url if url is not None else os.fspath(self.dataset.path)
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration reads, in every worker (persistent ones too: the
@@ -155,7 +188,15 @@ class BatchDataset(IterableDataset):
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """The next iteration goes on from ``state`` (from ``state_dict``), not from the epoch."""
         if not isinstance(state, Mapping) or "loader" not in state:
-            raise ArgumentError(f"BatchDataset.load_state_dict: not a BatchDataset state: {state!r}")
+            raise ArgumentError(f"BatchDataset.load_state_dict: not a BatchDataset state: {str(state)[:200]}")
+        info = get_worker_info()
+        workers = 1 if info is None else info.num_workers
+        if state["loader"] is not None and state.get("workers", workers) != workers:
+            how = "" if state.get("elastic") else " (saved without elastic=True: it resumes only on as many workers)"
+            raise ArgumentError(
+                f"BatchDataset.load_state_dict: a state of {state['workers']} DataLoader workers loaded into "
+                f"{workers}: pass it through lodtensor.torch.reshard_state(state, {workers}) first{how}"
+            )
         self._pending = None if state["loader"] is None else dict(state)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -193,23 +234,20 @@ class BatchDataset(IterableDataset):
             index = rank * workers + worker
         key = (os.getpid(), index, ranks * workers)
         if self._process is None or self._process[:3] != key:
-            dataset = _open(self.source)
-            if not callable(self.collate) and "samples" in dataset.column_names:
-                raise ArgumentError(f"BatchDataset: {self.source}: a column named 'samples' clashes with the item's key")
             if get_worker_info() is not None and "shared_memory" not in self.loader_options:
                 extra["shared_memory"] = True  # gathered batches: where the main process reads them
-            loader = dataset.loader(**self.loader_options, **extra, rank=index, world_size=ranks * workers)
-            self._process = (*key, loader, workers, ranks, _files_of(self.source, dataset))
+            loader = self.dataset.loader(**self.loader_options, **extra, rank=index, world_size=ranks * workers)
+            self._process = (*key, loader, workers, ranks, _files_of(self.dataset))
         return self._process[3]
 
-    def _file_of(self, batch: Batch) -> str | None:
-        """The path of the file a view batch is a view of (``None``: unknown)."""
+    def _file_of(self, row: int) -> str | None:
+        """The path of the file that holds dataset row ``row`` (``None``: unknown)."""
         assert self._process is not None
         files = self._process[6]
         if files is None:
             return None
         offsets, paths = files
-        return paths[bisect.bisect_right(offsets, int(batch.samples[0])) - 1]
+        return paths[bisect.bisect_right(offsets, row) - 1]
 
     def _batches(self, loader: Loader, worker: int | None) -> Iterator[dict[str, Any]]:
         for batch in loader:
@@ -219,50 +257,79 @@ class BatchDataset(IterableDataset):
 
     def _item(self, batch: Batch, worker: int | None) -> Any:
         nested = self.collate == "nested"
+        pieces = batch.pieces()
         if worker is None:  # the main process: tensors over the batch's arrays
-            return _shm.finish(_quiet(self._arrays, batch, _tensor), nested)
+            return _shm.finish(_quiet(self._arrays, batch, pieces, _tensor), nested)
         views: set[int] = set()  # the values arrays: in the file or in shared memory (lodtensor._shm)
         if self._blocks is None or self._blocks.pid != os.getpid():
             self._blocks = _shm.Blocks()
-        path = self._file_of(batch) if batch.is_view else None
+        path = None
+        if batch.is_view and len(batch):
+            path = self._file_of(int(batch.samples[0] if pieces is None else pieces[0][0, 0]))
         placer = _shm.Placer(self._blocks, views, path, None if batch.is_view else batch.lend_shared_memory())
-        tree = self._arrays(batch, placer.leaf, views)
+        tree = self._arrays(batch, pieces, placer.leaf, views)
         placed = placer.finish(tree)
         if placed is None:  # every block in use: a torch shared tensor of its own
             return _shm.finish(placer.shared(tree), nested)
         return _shm.Item(self._token, worker, placed, nested)
 
-    def _arrays(self, batch: Batch, leaf: Callable[[Any], Any], views: set[int] | None = None) -> dict[str, Any]:
+    def _arrays(
+        self, batch: Batch, pieces: Any, leaf: Callable[[Any], Any], views: set[int] | None = None
+    ) -> dict[str, Any]:
         """The item, each numpy array of it passed through ``leaf``; the ids of the batch's
-        values arrays added to ``views``."""
-        samples = leaf(np.array(batch.samples, dtype=np.int64))  # a copy: the plan's own
+        values arrays added to ``views``. ``pieces``: ``batch.pieces()``."""
+        if pieces is None:
+            item = {"samples": leaf(np.array(batch.samples, dtype=np.int64))}  # a copy: the plan's own
+        else:
+            rows = np.ascontiguousarray(pieces[0][:, 0])
+            item = {"samples": leaf(rows), "windows": {"pieces": leaf(pieces[0]), "offsets": leaf(pieces[1])}}
+        source = batch.source
+        if source is not None:
+            item["mixture"] = leaf(source if pieces is None else np.repeat(source, np.diff(pieces[1])))
         if callable(self.collate):
-            return {"samples": samples, **_walk(dict(self.collate(batch)), leaf)}
-        columns = {name: self._column(batch, name, leaf, views) for name in batch.column_names}
-        return {"samples": samples, **columns}
+            return {**item, **_walk(dict(self.collate(batch)), leaf)}
+        packed = pieces is not None
+        for name in batch.column_names if self.columns is None else self.columns:
+            item[name] = self._column(batch, name, leaf, views, packed)
+        return item
 
-    def _column(self, batch: Batch, name: str, leaf: Callable[[Any], Any], views: set[int] | None) -> Any:
+    def _column(self, batch: Batch, name: str, leaf: Callable[[Any], Any], views: set[int] | None, packed: bool) -> Any:
+        if batch.is_side(name):
+            return _side(batch.values(name), leaf, packed)
         levels = batch.num_levels(name)
-        values = batch.values(name) if self.collate != "padded" or levels == 0 else None
+        one_each = levels == 0 or (packed and levels == 1)  # one value per sample, or per piece
+        values = batch.values(name) if self.collate != "padded" or one_each else None
         if views is not None:
             views.add(id(values))
-        if levels == 0:
+        if one_each:
             return leaf(values)
         if self.collate is None:
             return {"values": leaf(values), "offsets": [leaf(o) for o in batch.offsets(name)]}
-        if isinstance(self.collate_level, int):
-            level = min(self.collate_level, levels - 1)
-        else:
-            level = self.collate_level.get(name, 0)
-            if not 0 <= level < levels:
-                raise ArgumentError(f"BatchDataset collate_level {level}: column {name!r} has {levels} levels")
+        level = self._level(name, levels, packed)
         if self.collate == "padded":
             padded, lengths, mask = batch.to_padded(name, level)
             return {"values": leaf(padded), "lengths": leaf(lengths), "mask": leaf(mask)}
-        offsets = _element_offsets(batch, name, level)
+        if packed and level == 1:  # the documents' edges, as the in-process batch has them
+            cu_seqlens, position_ids = batch.cu_seqlens(name), batch.position_ids(name)
+        else:
+            offsets = _element_offsets(batch, name, level)
+            cu_seqlens, position_ids = _cu_seqlens(offsets, name), None
         if self.collate == "nested":
-            return {"values": leaf(values), "offsets": leaf(offsets)}
-        return {key: leaf(a) for key, a in _packed(values, offsets, name).items()}
+            return {"values": leaf(values), "offsets": leaf(cu_seqlens.astype(np.int64))}
+        return {key: leaf(a) for key, a in _packed(values, cu_seqlens, position_ids).items()}
+
+    def _level(self, name: str, levels: int, packed: bool) -> int:
+        """The level of ``name``'s sequences (``collate_level``): by default one per sample,
+        or per document when packed (a packed column's level 1)."""
+        default = 1 if packed else 0
+        if self.collate_level is None:
+            return default
+        if isinstance(self.collate_level, int):
+            return min(self.collate_level, levels - 1)
+        level = self.collate_level.get(name, default)
+        if not 0 <= level < levels:
+            raise ArgumentError(f"BatchDataset collate_level {level}: column {name!r} has {levels} levels")
+        return level
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -363,15 +430,57 @@ def to_nested(batch: Batch, column: str, level: int | None = None) -> Any:
     )
 
 
-def _files_of(source: str, dataset: Any) -> tuple[list[int], list[str]] | None:
-    """The first global row and the path of each file of ``source``, as the process maps
-    them (``None`` for a URL: its shards are files of a cache)."""
-    if os.path.isfile(source):
-        return [0], [os.path.realpath(source)]
-    if not os.path.isdir(source):
+def _opened(
+    source: Any,
+    columns: list[str] | None,
+    storage_options: dict[str, str] | None,
+    cache_dir: Any,
+    cache_limit: int | str | None,
+) -> Dataset | ShardedDataset | Mixture:
+    """``source`` opened as ``lt.open`` does (a file with only ``columns``), or as it is."""
+    if isinstance(source, (Dataset, ShardedDataset, Mixture)):
+        if storage_options is not None or cache_dir is not None or cache_limit is not None:
+            raise ArgumentError(
+                "BatchDataset storage_options=/cache_dir=/cache_limit=: for a URL source; an opened dataset has its own"
+            )
+        return source
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(
+            f"BatchDataset source: a path, a URL, a Dataset, a ShardedDataset or a Mixture, not {type(source).__name__}"
+        )
+    path = os.fspath(source)
+    remote = dict(storage_options=storage_options, cache_dir=cache_dir, cache_limit=cache_limit)
+    if columns is not None and os.path.isfile(path):
+        return _open(path, columns=columns, **remote)
+    return _open(path, **remote)
+
+
+def _check_keys(dataset: Any, columns: list[str] | None, options: Mapping[str, Any], collate: Collate) -> None:
+    """Refuses a column ``columns`` names that the dataset has not, and one whose name is
+    one of the item's own keys."""
+    names = set((dataset.sources[0] if isinstance(dataset, Mixture) else dataset).column_names)
+    for name in columns or []:
+        if name not in names:
+            raise ArgumentError(f"BatchDataset columns: no column {name!r} (the dataset has {sorted(names)})")
+    if callable(collate):
+        return
+    keys = ["samples"] + (["windows"] if options.get("pack") is not None else [])
+    keys += ["mixture"] if isinstance(dataset, Mixture) else []
+    for key in keys:
+        if key in names:
+            raise ArgumentError(f"BatchDataset: a column named {key!r} clashes with the item's key")
+
+
+def _files_of(dataset: Any) -> tuple[list[int], list[str]] | None:
+    """The first global row and the path of each file of ``dataset``, as the process maps
+    them (``None`` for a URL, whose shards are files of a cache, and for a mixture)."""
+    if isinstance(dataset, Dataset):
+        return [0], [os.path.realpath(dataset.path)]
+    if not isinstance(dataset, ShardedDataset) or dataset.url is not None:
         return None
     offsets = [int(o) for o in dataset.shard_offsets]
-    return offsets[:-1], [os.path.realpath(os.path.join(source, shard["file"])) for shard in dataset.shards]
+    paths = [os.path.realpath(os.path.join(dataset.path, shard["file"])) for shard in dataset.shards]
+    return offsets[:-1], paths
 
 
 def _distributed() -> tuple[int, int] | None:
@@ -389,17 +498,38 @@ def _element_offsets(batch: Batch, column: str, level: int) -> np.ndarray:
     return offsets
 
 
-def _packed(values: Any, offsets: np.ndarray, name: str) -> dict[str, Any]:
-    if len(values) > np.iinfo(np.int32).max:
+def _cu_seqlens(offsets: np.ndarray, name: str) -> np.ndarray:
+    """Element offsets from 0 as ``int32`` boundaries."""
+    if len(offsets) and offsets[-1] > np.iinfo(np.int32).max:
         raise ArgumentError(f"BatchDataset collate='packed': column {name!r}: over 2^31 elements in one batch")
-    lengths = np.diff(offsets)
-    positions = np.arange(len(values), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    return offsets.astype(np.int32)
+
+
+def _packed(values: Any, cu_seqlens: np.ndarray, position_ids: np.ndarray | None) -> dict[str, Any]:
+    """The packed collate of ``values`` cut at ``cu_seqlens`` (``position_ids``: counted
+    here when ``None``)."""
+    lengths = np.diff(cu_seqlens)
+    if position_ids is None:
+        position_ids = np.arange(len(values), dtype=np.int64) - np.repeat(cu_seqlens[:-1].astype(np.int64), lengths)
     return {
         "values": values,
-        "cu_seqlens": offsets.astype(np.int32),
-        "position_ids": positions,
+        "cu_seqlens": cu_seqlens,
+        "position_ids": position_ids,
         "max_seqlen": int(lengths.max(initial=0)),
     }
+
+
+def _side(values: Any, leaf: Callable[[Any], Any], packed: bool) -> Any:
+    """A side column of an item: numbers as one array, anything else as a list of Python
+    values; packed, one value per piece (the windows' lists flattened)."""
+    if isinstance(values, np.ndarray):
+        return leaf(values)
+    if packed:
+        values = values.flatten()
+    if pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_boolean(values.type):
+        if values.null_count == 0:
+            return leaf(values.to_numpy(zero_copy_only=False))
+    return values.to_pylist()
 
 
 def _quiet(f: Callable[..., Any], *args: Any) -> Any:
