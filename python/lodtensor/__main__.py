@@ -1,5 +1,7 @@
 """``python -m lodtensor demo [DIR] [--docs N] [--seed S]``: writes the example files of the
-command line's ``lodtensor demo`` (``lodtensor.demo``) and says what to try next."""
+command line's ``lodtensor demo`` (``lodtensor.demo``) and says what to try next.
+
+``cli``: the ``lodtensor`` command itself (the package's console script; docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     print("    for batch in ds.loader(token_budget=4096, shuffle=True, seed=1):")
     print('        tokens = batch.values("tokens")   # numpy [tokens, 64] float32, no copy')
     return 0
+
+
+def cli() -> int:
+    """The ``lodtensor`` command line over ``sys.argv``: its exit code."""
+    from . import _native
+
+    return int(_native.cli(["lodtensor", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":

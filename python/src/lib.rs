@@ -9,6 +9,7 @@
 
 mod array;
 mod batch;
+mod cli;
 mod dataset;
 mod demo;
 mod deprecated;
@@ -60,5 +61,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_function(wrap_pyfunction!(error::_panic, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::vacuum, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::cli, m)?)?;
     Ok(())
 }

@@ -63,3 +63,16 @@ def test_python_m_lodtensor_demo(tmp_path):
         text=True,
     )
     assert bad.returncode == 2 and "not a directory" in bad.stderr
+
+
+def test_the_package_installs_the_lodtensor_command(tmp_path, docs_path):
+    # The console script is the command-line tool itself (lodtensor_cli::run).
+    command = Path(sys.executable).parent / "lodtensor"
+    assert command.exists(), "pyproject's [project.scripts] installs it"
+    done = subprocess.run([command, "info", docs_path], capture_output=True, text=True)
+    assert done.returncode == 0 and "tokens" in done.stdout, done.stderr
+    done = subprocess.run([command, "validate", tmp_path / "missing.arrow"], capture_output=True, text=True)
+    assert done.returncode == 3 and "lodtensor:" in done.stderr  # I/O, as the binary's exit codes
+    done = subprocess.run([command, "--nope"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--nope" in done.stderr
+    assert subprocess.run([command, "--version"], capture_output=True, text=True).stdout.startswith("lodtensor ")
