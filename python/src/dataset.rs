@@ -238,6 +238,7 @@ impl Dataset {
     }
 
     /// Pickles as `open(path, columns)`: another process maps the file itself.
+    #[allow(clippy::type_complexity)]
     fn __reduce__<'py>(
         &self,
         py: Python<'py>,
