@@ -10,6 +10,7 @@ use crate::shards::commit::merge;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::load_manifest_and_tag;
+use crate::shards::remote::meta::{index_merged, pending_lengths};
 use crate::shards::remote::upload::RemoteStore;
 use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, commit_with};
 
@@ -57,6 +58,7 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
     if let (Some(manifest), true) = (&current.0, parts.is_empty()) {
         return Ok(manifest.clone());
     }
+    let donors = pending_lengths(&store.remote, &parts)?;
     let manifest = commit_with(&store, current, |current, store| {
         let mut manifest = current.cloned();
         // Nothing to publish: pending shards are in place already (no staged one is found).
@@ -65,14 +67,15 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
             let prefix = prefix_of(name);
             let merged = manifest.get_or_insert_with(|| Manifest {
                 columns: part.columns.clone(),
-                shards: Vec::new(),
+                ..Manifest::default()
             });
             merge(merged, part.clone(), prefix, &|_| None, store, &mut publish)
                 .map_err(|e| e.in_file(store.remote.url_of(name)))?;
         }
-        let Some(manifest) = manifest else {
+        let Some(mut manifest) = manifest else {
             return Err(ArgumentError::NoSchema.into());
         };
+        index_merged(current, &mut manifest, &donors, &store.remote)?;
         Ok(Commit {
             manifest,
             ..Commit::default()
