@@ -87,6 +87,23 @@ pub fn commit_url(
     manifest_dict(py, &manifest)
 }
 
+/// Adds or rebuilds the lengths index of the dataset at `url` (every shard downloaded
+/// through the node's cache and measured). Returns the manifest, as a dict.
+#[lodtensor_python_guard::guard]
+#[pyfunction]
+#[pyo3(signature = (url, storage_options=None))]
+pub fn index_url(
+    py: Python<'_>,
+    url: String,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<Bound<'_, PyAny>> {
+    let options = remote_options(storage_options);
+    let manifest = py
+        .detach(|| lodtensor::shards::index_url(&url, &options))
+        .py_err()?;
+    manifest_dict(py, &manifest)
+}
+
 /// The manifest of the dataset at `url` as a dict, or `None` when there is none.
 #[lodtensor_python_guard::guard]
 #[pyfunction]
