@@ -3,7 +3,8 @@ several cache directories (simulated nodes) against moto's S3 server behind a re
 counter. With the index, a node asks the store for the manifest once per rank, the index
 once, and each shard once; without it, every rank range-reads every shard's metadata.
 
-LODTENSOR_INDEX_SHARDS sets the shard count (default 240; the benchmark runs 2,000+)."""
+LODTENSOR_INDEX_SHARDS sets the shard count (default 120, to keep the test short on two
+cores; `LODTENSOR_INDEX_SHARDS=2000 pytest -s -k reads_the_manifest` is the large run)."""
 
 import json
 import multiprocessing
@@ -22,8 +23,8 @@ import lodtensor as lt  # noqa: E402
 from counting_proxy import CountingProxy  # noqa: E402
 from s3_server import S3Server  # noqa: E402
 
-SHARDS = int(os.environ.get("LODTENSOR_INDEX_SHARDS", "240"))
-NODES, RANKS = 3, 2
+SHARDS = int(os.environ.get("LODTENSOR_INDEX_SHARDS", "120"))
+NODES, RANKS = 2, 2
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +103,10 @@ def summary(counts):
     return {
         "manifest": get(lambda n, r: n == "_lodtensor.json"),
         "index": get(lambda n, r: n.startswith("_lodtensor.index.")),
-        "shard_range_reads": get(lambda n, r: n.endswith(".arrow") and not n.startswith("_") and r),
         "shard_gets": get(lambda n, r: n.endswith(".arrow") and not n.startswith("_")),
+        "most_gets_of_a_shard": max(
+            (n for (m, name, _), n in counts.items() if m == "GET" and name.startswith("part-")), default=0
+        ),
         "requests": sum(counts.values()),
     }
 
@@ -122,18 +125,22 @@ def test_a_node_reads_the_manifest_and_index_once_and_each_shard_once(store, dat
     options = server.storage_options(proxy.endpoint)
     indexed, plain = datasets
     nodes, ranks = run_cluster(indexed, options, tmp_path / "indexed", mode)
-    before, _ = run_cluster(plain, options, tmp_path / "plain", mode)
+    before = []
+    if mode is MODES[0]:  # the unindexed run once, beside the first mode
+        before, _ = run_cluster(plain, options, tmp_path / "plain", mode)
     print(f"\n{SHARDS} shards, {NODES} nodes of {RANKS} ranks, {mode}")
-    for n, (with_index, without) in enumerate(zip(nodes, before)):
-        print(f"node {n}: indexed {summary(with_index)}; unindexed {summary(without)}")
+    for n, with_index in enumerate(nodes):
+        without = summary(before[n]) if before else "not run"
+        print(f"node {n}: indexed {summary(with_index)}; unindexed {without}")
     for counts in nodes:
         s = summary(counts)
         assert s["manifest"] == RANKS  # one read per rank: its freshness check
         assert s["index"] == 1  # one download per node
-        assert s["shard_range_reads"] == 0  # nothing of a shard read to plan
-        assert s["shard_gets"] == SHARDS  # each shard downloaded once per node
-    # The unindexed run range-read every shard's metadata, on every rank.
-    assert all(summary(c)["shard_range_reads"] >= RANKS * SHARDS for c in before)
+        # Nothing of a shard read to plan: each shard the node's ranks read downloaded once
+        # (one range request: the shards are small), none read twice.
+        assert s["most_gets_of_a_shard"] == 1 and s["shard_gets"] <= SHARDS
+    # The unindexed run range-read every shard's metadata (tail, head), on every rank.
+    assert all(summary(c)["shard_gets"] >= 2 * RANKS * SHARDS for c in before)
     assert sum(r[1] for r in ranks) > 0
     for _, _, _, stats in ranks:
         assert stats["metadata_requests"] <= 1
@@ -148,7 +155,7 @@ def test_a_compressed_dataset_plans_without_a_download(store, tmp_path):
     ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
     loader = ds.loader(token_budget=100, shuffle=True, seed=1)
     assert ds.cache_stats()["shards_downloaded"] == 0
-    assert summary(proxy.counts())["shard_gets"] == 0
+    assert summary(proxy.counts())["shard_gets"] == 0  # planned from the index alone
     assert sum(len(b.samples) for b in loader) == 60
 
 

@@ -144,12 +144,15 @@ fn mismatch_of(err: &Error) -> (String, Option<&Path>) {
     }
 }
 
+/// A change made to an index's rows.
+type Change = &'static dyn Fn(&mut Vec<ShardLengths>);
+
 #[test]
 fn an_index_that_disagrees_with_the_manifest_is_refused_naming_the_shard() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = write(dir.path(), 20, 5);
     let shard2 = dir.path().join(&manifest.shards[2].file);
-    let cases: [(&dyn Fn(&mut Vec<ShardLengths>), &str); 3] = [
+    let cases: [(Change, &str); 3] = [
         (&|rows| rows[2].batch_rows[0] += 1, "index rows"),
         (&|rows| rows[2].lengths[1][0] += 1, "index lengths.0.1 sum"),
         (
