@@ -3,7 +3,7 @@ several cache directories (simulated nodes) against moto's S3 server behind a re
 counter. With the index, a node asks the store for the manifest once per rank, the index
 once, and each shard once; without it, every rank range-reads every shard's metadata.
 
-LODTENSOR_INDEX_SHARDS sets the shard count (default 120, to keep the test short on two
+LODTENSOR_INDEX_SHARDS and LODTENSOR_INDEX_NODES set the shard and node counts (default 120 and 2, to keep the test short on two
 cores; `LODTENSOR_INDEX_SHARDS=2000 pytest -s -k reads_the_manifest` is the large run)."""
 
 import json
@@ -24,7 +24,7 @@ from counting_proxy import CountingProxy  # noqa: E402
 from s3_server import S3Server  # noqa: E402
 
 SHARDS = int(os.environ.get("LODTENSOR_INDEX_SHARDS", "120"))
-NODES, RANKS = 2, 2
+NODES, RANKS = int(os.environ.get("LODTENSOR_INDEX_NODES", "2")), 2
 
 
 @pytest.fixture(scope="module")
