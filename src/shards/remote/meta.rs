@@ -174,3 +174,54 @@ pub fn index_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
         })
     })
 }
+
+/// The dataset's manifest through the node's cache in `dir`: a HEAD request gives its
+/// ETag and size (the freshness check); the copy of that version in the cache, if there,
+/// is read; else the manifest is downloaded once (under a lock, so that the processes of
+/// a node download it once) and kept under its version's name. `None` when the store
+/// gives no ETag (the caller reads the manifest itself).
+///
+/// ```text
+/// CACHE_DIR/s3/bucket/prefix/_lodtensor.json.ETAGCRC.SIZE       one version of the manifest
+/// ```
+///
+/// # Errors
+/// The store's errors naming the manifest's URL; the manifest's; the cache disk's.
+pub(super) fn cached_manifest(remote: &Remote, dir: &Path) -> Result<Option<Manifest>> {
+    let url = remote.url_of(MANIFEST_NAME);
+    let Some((size, Some(tag))) = remote.head(MANIFEST_NAME)? else {
+        return Ok(None);
+    };
+    let name = |size: u64, tag: &str| {
+        let crc = crc32c::crc32c(tag.as_bytes());
+        dir.join(format!("{MANIFEST_NAME}.{crc:08x}.{size}"))
+    };
+    let path = name(size, &tag);
+    let read = |path: &Path| -> Option<Manifest> {
+        let text = std::fs::read_to_string(path).ok()?;
+        (text.len() as u64 == size).then(|| Manifest::parse(&text).ok())?
+    };
+    if let Some(manifest) = read(&path) {
+        return Ok(Some(manifest));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
+    let lock_path = dir.join(format!("{MANIFEST_NAME}.lock"));
+    let _lock = ShardLock::acquire(&lock_path).map_err(|e| Error::from(e).in_file(&lock_path))?;
+    if let Some(manifest) = read(&path) {
+        return Ok(Some(manifest));
+    }
+    let limit = crate::shards::manifest::MAX_MANIFEST_BYTES;
+    let Some((bytes, tag)) = remote.get(MANIFEST_NAME, limit)? else {
+        return Ok(None);
+    };
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        Error::invalid(crate::error::FileFormat::Manifest, e.to_string()).in_file(&url)
+    })?;
+    let manifest = Manifest::parse(text).map_err(|e| e.in_file(&url))?;
+    // Kept under the version downloaded (which may be newer than the one the HEAD saw).
+    if let Some(tag) = tag {
+        let path = name(bytes.len() as u64, &tag);
+        crate::io::atomic::write_atomically(&path, |out| Ok(out.write_all(&bytes)?))?;
+    }
+    Ok(Some(manifest))
+}

@@ -234,8 +234,11 @@ impl ShardedDataset {
     /// ```
     pub fn open_url(url: &str, options: &RemoteOptions) -> Result<Self> {
         let remote = Remote::new(url, &options.storage_options)?;
-        let manifest = load_manifest(&remote)?;
         let dir = options.cache_dir().join(url_key(remote.url()));
+        let manifest = match meta::cached_manifest(&remote, &dir)? {
+            Some(manifest) => manifest,
+            None => load_manifest(&remote)?,
+        };
         let cache = ShardCache::new(
             remote,
             dir.clone(),
