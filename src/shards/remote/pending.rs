@@ -7,6 +7,7 @@
 
 use crate::error::{ArgumentError, Result};
 use crate::shards::commit::merge;
+use crate::shards::index::IndexEntry;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::load_manifest_and_tag;
@@ -81,8 +82,12 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
             ..Commit::default()
         })
     })?;
-    for (name, _) in &parts {
+    for (name, part) in &parts {
         store.remote.delete(name)?;
+        // The pending manifest's index objects, unless the dataset's index names them.
+        for entry in part.index.iter().filter(|e| !manifest.index.contains(e)) {
+            store.remote.delete(&entry.file)?;
+        }
     }
     Ok(manifest)
 }
@@ -130,13 +135,14 @@ pub fn pending_prefixes(url: &str, options: &RemoteOptions) -> Result<Vec<String
 pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Result<()> {
     check_prefix(prefix)?;
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
-    let mut dropped = Vec::new();
+    let (mut dropped, mut objects) = (Vec::new(), Vec::new());
     for name in pending_names(&store)?
         .iter()
         .filter(|n| prefix_of(n) == prefix)
     {
         if let (Some(part), _) = load_manifest_and_tag(&store.remote, name)? {
             store.remote.delete(name)?;
+            objects.extend(part.index);
             dropped.extend(part.shards);
         }
     }
@@ -149,6 +155,11 @@ pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Resu
     };
     for shard in dropped.iter().filter(|s| !listed(&s.file)) {
         store.remote.delete(&shard.file)?;
+    }
+    // Its index objects too, unless the dataset's index names one (the same bytes).
+    let indexed = |e: &IndexEntry| dataset.iter().any(|m| m.index.contains(e));
+    for entry in objects.iter().filter(|e| !indexed(e)) {
+        store.remote.delete(&entry.file)?;
     }
     Ok(())
 }
