@@ -4,8 +4,9 @@
 //!
 //! ```text
 //! CACHE_DIR/s3/bucket/prefix/
-//!     5c7e1a2b-_lodtensor.index.00000000.5c7e1a2b.arrow       an index object, checked
-//!     5c7e1a2b-_lodtensor.index.00000000.5c7e1a2b.arrow.lock  held while a process downloads it
+//!   _meta/_lodtensor.json.1f2e3d4c.52311                       a manifest version (ETag's CRC, size)
+//!   _meta/5c7e1a2b-_lodtensor.index.00000000.5c7e1a2b.arrow    an index object, checked
+//!   _meta/5c7e1a2b-_lodtensor.index.00000000.5c7e1a2b.lock     held while a process downloads it
 //! ```
 
 use std::collections::HashMap;
@@ -25,6 +26,11 @@ use crate::shards::remote::lock::ShardLock;
 use crate::shards::remote::upload::{RemoteStore, put_object};
 use crate::shards::store::{Commit, ManifestStore, commit_with};
 
+/// The directory of a dataset's cache that holds its metadata (manifest versions, index
+/// objects): apart from the shards' entries, so that the cache limit neither counts nor
+/// evicts them.
+const META_DIR: &str = "_meta";
+
 /// The index object `entry`'s bytes, from the node's cache in `dir` if there (and of its
 /// size and CRC-32C), else downloaded once, checked and kept there (under a lock, so that
 /// the processes of a node download it once).
@@ -33,11 +39,13 @@ use crate::shards::store::{Commit, ManifestStore, commit_with};
 /// The store's errors naming the object's URL; [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch)
 /// naming it when its bytes are not the manifest's; the cache disk's errors.
 pub(crate) fn fetch_object(cache: &ShardCache, dir: &Path, entry: &IndexEntry) -> Result<Bytes> {
+    let dir = &dir.join(META_DIR);
+    std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
     let path = dir.join(format!("{:08x}-{}", entry.crc32c, entry.file));
     if let Some(bytes) = cached(&path, entry) {
         return Ok(bytes);
     }
-    let lock_path = path.with_extension("arrow.lock");
+    let lock_path = path.with_extension("lock");
     let _lock = ShardLock::acquire(&lock_path).map_err(|e| Error::from(e).in_file(&lock_path))?;
     if let Some(bytes) = cached(&path, entry) {
         return Ok(bytes);
@@ -182,12 +190,13 @@ pub fn index_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
 /// gives no ETag (the caller reads the manifest itself).
 ///
 /// ```text
-/// CACHE_DIR/s3/bucket/prefix/_lodtensor.json.ETAGCRC.SIZE       one version of the manifest
+/// CACHE_DIR/s3/bucket/prefix/_meta/_lodtensor.json.ETAGCRC.SIZE   one version of the manifest
 /// ```
 ///
 /// # Errors
 /// The store's errors naming the manifest's URL; the manifest's; the cache disk's.
 pub(super) fn cached_manifest(remote: &Remote, dir: &Path) -> Result<Option<Manifest>> {
+    let dir = &dir.join(META_DIR);
     let url = remote.url_of(MANIFEST_NAME);
     let Some((size, Some(tag))) = remote.head(MANIFEST_NAME)? else {
         return Ok(None);
