@@ -38,10 +38,13 @@ class CountingProxy:
                 response = upstream.getresponse()
                 data = response.read()
                 self.send_response(response.status, response.reason)
+                # A HEAD's Content-Length is the object's, passed on as it is.
+                dropped = ("transfer-encoding", "connection") + (("content-length",) if self.command != "HEAD" else ())
                 for k, v in response.getheaders():
-                    if k.lower() not in ("transfer-encoding", "content-length", "connection"):
+                    if k.lower() not in dropped:
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                if self.command != "HEAD":
+                    self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)
