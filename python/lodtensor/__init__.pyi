@@ -17,6 +17,7 @@ __all__ = [
     "demo",
     "write_shards",
     "commit",
+    "index",
     "vacuum",
     "mix",
     "Mixture",
