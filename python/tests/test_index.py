@@ -1,9 +1,11 @@
 """The lengths index (format-spec section 7.2) at cluster scale: ranks as processes over
 several cache directories (simulated nodes) against moto's S3 server behind a request
 counter. With the index, a node downloads the manifest and the index once (each rank
-checks the manifest's freshness with a HEAD) and each shard once; without it, every rank range-reads every shard's metadata.
+checks the manifest's freshness with a HEAD) and each shard once; without it, every rank
+range-reads every shard's metadata.
 
-LODTENSOR_INDEX_SHARDS and LODTENSOR_INDEX_NODES set the shard and node counts (default 120 and 2, to keep the test short on two
+LODTENSOR_INDEX_SHARDS, LODTENSOR_INDEX_NODES and LODTENSOR_INDEX_RANKS set the shard,
+node and ranks-per-node counts (default 120, 2 and 2, to keep the test short on two
 cores; `LODTENSOR_INDEX_SHARDS=2000 pytest -s -k reads_the_manifest` is the large run)."""
 
 import json
@@ -24,7 +26,8 @@ from counting_proxy import CountingProxy  # noqa: E402
 from s3_server import S3Server  # noqa: E402
 
 SHARDS = int(os.environ.get("LODTENSOR_INDEX_SHARDS", "120"))
-NODES, RANKS = int(os.environ.get("LODTENSOR_INDEX_NODES", "2")), 2
+NODES = int(os.environ.get("LODTENSOR_INDEX_NODES", "2"))
+RANKS = int(os.environ.get("LODTENSOR_INDEX_RANKS", "2"))
 
 
 @pytest.fixture(scope="module")
