@@ -10,18 +10,28 @@ use crate::io::ipc_writer::WriteOptions;
 use crate::shards::commit::commit;
 use crate::shards::manifest::MANIFEST_NAME;
 use crate::shards::writer::{ShardOptions, ShardWriter};
-use crate::synthetic::Documents;
 
-/// Documents of a few short sentences (two levels of tokens, and a label column).
+/// Documents of 1-4 sentences of 1-9 tokens of `f32[2]` (two levels), and a 0-level
+/// label column: a pattern of `seed`, no generator needed.
 fn documents(rows: usize, seed: u64) -> Dataset {
-    let shape = Documents {
-        sentences: (1, 4),
-        tokens: (1, 9),
-        dim: 2,
-    };
-    shape
-        .generate(&mut crate::rng::SplitMix64::new(seed), rows)
-        .unwrap()
+    use crate::dataset::Column;
+    use crate::tensor::LodTensor;
+    use arrow_array::types::{Float32Type, Int64Type};
+    let seed = seed as usize;
+    let docs: Vec<usize> = (0..rows).map(|r| 1 + (r * 7 + seed) % 4).collect();
+    let sentences: Vec<usize> = (0..docs.iter().sum::<usize>())
+        .map(|i| 1 + (i * 5 + seed) % 9)
+        .collect();
+    let values = (0..sentences.iter().sum::<usize>() * 2)
+        .map(|i| i as f32)
+        .collect();
+    let tokens = LodTensor::from_lengths::<Float32Type>(&[docs, sentences], values, vec![2]);
+    let label = LodTensor::dense::<Int64Type>((0..rows as i64).collect(), &[rows]).unwrap();
+    let columns = vec![
+        Column::new("tokens", tokens.unwrap()),
+        Column::new("label", label),
+    ];
+    Dataset::try_new(columns).unwrap()
 }
 
 /// Shards of 7 rows in record batches of about 3 (by bytes).
