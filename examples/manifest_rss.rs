@@ -62,6 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }],
             })
             .collect(),
+        index: Vec::new(),
     };
     let path = dir.path().join(MANIFEST_NAME);
     manifest.write(&path)?;

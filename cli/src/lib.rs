@@ -8,6 +8,7 @@ mod convert;
 mod demo;
 mod draw;
 mod hist;
+mod index;
 mod info;
 mod input;
 mod remote;
@@ -68,6 +69,9 @@ enum Command {
     /// Remove the files of a sharded dataset's directory that no manifest references (left
     /// by killed writers), older than a grace period; never a live writer's.
     Vacuum(vacuum::Args),
+    /// Add or rebuild the lengths index of a sharded dataset (a directory or a URL): what
+    /// loaders whose plans need sample lengths read instead of every shard.
+    Index(index::Args),
 }
 
 /// The error of a subcommand: a library error (exit code 1) or a usage error (exit code 2).
@@ -119,6 +123,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> u8 {
         Command::Slice(args) => slice::run(args),
         Command::Hist(args) => hist::run(args),
         Command::Vacuum(args) => vacuum::run(args),
+        Command::Index(args) => index::run(args),
     };
     match result {
         Ok(()) => 0,

@@ -50,6 +50,7 @@ __all__ = [
     "demo",
     "write_shards",
     "commit",
+    "index",
     "vacuum",
     "mix",
     "Mixture",
@@ -327,6 +328,25 @@ def commit(path: str | os.PathLike, storage_options: dict[str, str] | None = Non
     if storage_options is not None:
         raise ArgumentError("commit(PATH, storage_options=...): only for a URL")
     return _native.commit(os.fspath(path))
+
+
+def index(path: str | os.PathLike, storage_options: dict[str, str] | None = None) -> dict:
+    """Adds or rebuilds the lengths index of the sharded dataset at ``path`` (a directory or a
+    URL, ``storage_options`` as for ``open``) in one pass: every shard is measured once
+    (for a URL, downloaded through the node's cache), one index object is written, and the
+    manifest is committed naming it (format-spec section 7.2). A loader whose plan needs
+    sample lengths (``token_budget``, buckets, ``pack``) then reads them from the index, not
+    from every shard. Datasets written by ``write_shards``, ``ShardWriter`` or ``commit``
+    have an index already; this is for those written without it. Returns the manifest, as
+    a dict.
+
+        >>> lt.index("s3://b/old-dataset/")                         # doctest: +SKIP
+    """
+    if isinstance(path, str) and "://" in path:
+        return _native.index_url(path, storage_options)
+    if storage_options is not None:
+        raise ArgumentError("index(PATH, storage_options=...): only for a URL")
+    return _native.index(os.fspath(path))
 
 
 def vacuum(path: str | os.PathLike, *, grace: float = 86400.0) -> list[str]:

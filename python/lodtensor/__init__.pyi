@@ -7,7 +7,7 @@ from typing import Any, Iterator, Literal, Mapping, Sequence, TypedDict, Union, 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-from typing_extensions import Unpack, deprecated
+from typing_extensions import NotRequired, Unpack, deprecated
 
 __version__: str
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "demo",
     "write_shards",
     "commit",
+    "index",
     "vacuum",
     "mix",
     "Mixture",
@@ -133,6 +134,7 @@ class Manifest(TypedDict):
     version: int
     columns: list[dict[str, Any]]
     shards: list[ShardSummary]
+    index: NotRequired[list[dict[str, Any]]]
 
 def open(
     path: _Path,
@@ -193,6 +195,10 @@ def write_shards(
 def commit(path: _Path, storage_options: dict[str, str] | None = None) -> Manifest:
     """Merges the pending manifests in ``path`` (a directory or a URL) into its manifest,
     atomically (for a URL, by a conditional PUT); idempotent."""
+
+def index(path: _Path, storage_options: dict[str, str] | None = None) -> Manifest:
+    """Adds or rebuilds the lengths index of the sharded dataset at ``path`` (a directory
+    or a URL) in one pass; returns the manifest."""
 
 def vacuum(path: _Path, *, grace: float = 86400.0) -> list[str]:
     """Removes the files of ``path`` no manifest references, older than ``grace`` seconds;

@@ -54,6 +54,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remote::pending_prefixes, m)?)?;
     m.add_function(wrap_pyfunction!(remote::discard_pending, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_writer::index, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::index_url, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
     m.add(
         "_loader_options",

@@ -80,10 +80,31 @@ pub fn commit_url(
     url: String,
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Bound<'_, PyAny>> {
+    url_call(py, &url, storage_options, lodtensor::shards::commit_url)
+}
+
+/// Adds or rebuilds the lengths index of the dataset at `url` (every shard downloaded
+/// through the node's cache and measured). Returns the manifest, as a dict.
+#[lodtensor_python_guard::guard]
+#[pyfunction]
+#[pyo3(signature = (url, storage_options=None))]
+pub fn index_url(
+    py: Python<'_>,
+    url: String,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<Bound<'_, PyAny>> {
+    url_call(py, &url, storage_options, lodtensor::shards::index_url)
+}
+
+/// `call` on the dataset at `url` with the GIL released; the manifest it returns, as a dict.
+fn url_call<'py>(
+    py: Python<'py>,
+    url: &str,
+    storage_options: Option<BTreeMap<String, String>>,
+    call: fn(&str, &RemoteOptions) -> lodtensor::Result<lodtensor::shards::Manifest>,
+) -> PyResult<Bound<'py, PyAny>> {
     let options = remote_options(storage_options);
-    let manifest = py
-        .detach(|| lodtensor::shards::commit_url(&url, &options))
-        .py_err()?;
+    let manifest = py.detach(|| call(url, &options)).py_err()?;
     manifest_dict(py, &manifest)
 }
 

@@ -231,6 +231,15 @@ pub fn commit(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
     manifest_dict(py, &manifest)
 }
 
+/// Adds or rebuilds the lengths index of the sharded dataset in `path` (every shard
+/// measured once, one index object, the manifest committed). Returns the manifest as a dict.
+#[lodtensor_python_guard::guard]
+#[pyfunction]
+pub fn index(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
+    let manifest = py.detach(|| lodtensor::shards::index(&path)).py_err()?;
+    manifest_dict(py, &manifest)
+}
+
 /// Removes the files of the sharded dataset in `path` that no manifest references (what
 /// killed or failed writers left) and that were last modified more than `grace` seconds
 /// ago; never a live writer's. Returns the removed paths.

@@ -121,6 +121,7 @@ def test_a_map_batches_pipeline_writes_a_valid_dataset(cluster, shards_dir, tmp_
     written.validate()
     assert written.num_rows == 200 and manifest == written.manifest
     assert all(s["rows"] <= 40 for s in manifest["shards"])
+    assert sum(e["shards"] for e in manifest["index"]) == len(manifest["shards"])  # indexed
     listed = {s["file"] for s in manifest["shards"]}
     visible = {n for n in os.listdir(out) if not n.startswith("_")}
     assert visible == listed, "nothing else left behind"
@@ -219,7 +220,9 @@ def test_ray_data_writes_a_bucket_as_it_writes_a_directory(cluster, s3, shards_d
     assert all(s["rows"] <= 40 for s in manifest["shards"])
     assert written.to_pyarrow().sort_by("label").equals(source)
     assert collect(lray.read_lodtensor(url, storage_options=options, cache_dir=tmp_path)).equals(source)
-    assert objects(s3, "written") == {s["file"] for s in manifest["shards"]} | {"_lodtensor.json"}
+    indexed = [e["file"] for e in manifest["index"]]  # the lengths index, for every shard
+    assert sum(e["shards"] for e in manifest["index"]) == len(manifest["shards"])
+    assert objects(s3, "written") == {s["file"] for s in manifest["shards"]} | {"_lodtensor.json", *indexed}
     # As for a directory: create refuses a dataset, append adds to it.
     with pytest.raises(Exception, match="already there"):
         lray.write_lodtensor(lray.read_lodtensor(shards_dir), url, storage_options=options)

@@ -333,7 +333,8 @@ def test_pending_writers_to_a_url_are_committed_together(s3, tmp_path):
     assert [s["file"] for s in ds.shards] == [s["file"] for s in lt.open(local).shards]
     assert [s["file"] for s in ds.shards][3:7] == [f"w1-0000{i}.arrow" for i in range(4)]
     listed = {o["Key"] for o in s3.client().list_objects_v2(Bucket="pending")["Contents"]}
-    assert listed == {f"docs/{s['file']}" for s in ds.shards} | {"docs/_lodtensor.json"}
+    objects = [s["file"] for s in ds.shards] + [e["file"] for e in ds.manifest["index"]]
+    assert listed == {f"docs/{name}" for name in objects} | {"docs/_lodtensor.json"}
 
 
 def test_a_failed_writer_to_a_url_uploads_nothing(s3, tmp_path):

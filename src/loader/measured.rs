@@ -18,7 +18,7 @@ use bytes::Bytes;
 use super::lengths::sample_lengths;
 use crate::error::{Error, FileFormat, Result};
 use crate::io::ipc_lengths::{FileFooter, Located, Tail, read_tail, tail_range};
-use crate::shards::{ShardFiles, ShardedDataset, mismatch};
+use crate::shards::{IndexedShard, ShardFiles, ShardedDataset, mismatch};
 
 /// One shard's record batches' rows and its samples' lengths.
 #[derive(Debug, Default)]
@@ -29,7 +29,8 @@ pub(super) struct ShardLengths {
 
 /// Every shard's [`ShardLengths`], the length being that of level `level` of column
 /// `column` (its index in the manifest), each checked against the manifest (its record
-/// batches, rows and column name).
+/// batches, rows and column name): from the lengths index when the manifest has one
+/// (no shard read), else from the shards' metadata.
 ///
 /// # Errors
 /// The reads' errors (the store's, naming the shard's URL); a shard whose metadata is not
@@ -41,6 +42,13 @@ pub(super) fn read_lengths(
     column: usize,
     level: usize,
 ) -> Result<Vec<ShardLengths>> {
+    if let Some(indexed) = data.indexed_lengths(column, level)? {
+        let shard = |s: IndexedShard| ShardLengths {
+            batch_rows: s.batch_rows,
+            lengths: s.lengths,
+        };
+        return Ok(indexed.into_iter().map(shard).collect());
+    }
     let files = data.files();
     let footers = read_footers(files, column)?;
     // Every batch's message and the start of its body, of every shard.

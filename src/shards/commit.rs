@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::ArgumentError;
 use crate::error::{Error, Result};
+use crate::shards::index::{index_files, put_local};
 use crate::shards::manifest::{Manifest, ShardEntry};
 use crate::shards::store::{
     Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
@@ -67,7 +68,7 @@ fn build(dir: &Path, current: Option<&Manifest>, store: &LocalStore) -> Result<C
         let staged = Path::new(PENDING_DIR).join(format!("{prefix}.pending"));
         let merged = manifest.get_or_insert_with(|| Manifest {
             columns: part.columns.clone(),
-            shards: Vec::new(),
+            ..Manifest::default()
         });
         let staged_in = |file: &str| Some(staged.join(file)).filter(|s| dir.join(s).exists());
         merge(merged, part, prefix, &staged_in, store, &mut commit.publish)
@@ -79,6 +80,8 @@ fn build(dir: &Path, current: Option<&Manifest>, store: &LocalStore) -> Result<C
         return Err(ArgumentError::NoSchema.into());
     };
     commit.manifest = manifest;
+    let put = &mut put_local(dir);
+    index_files(current, &mut commit.manifest, dir, &commit.publish, put)?;
     Ok(commit)
 }
 

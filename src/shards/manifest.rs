@@ -18,6 +18,7 @@ use crate::lod::{LevelOffsets, Lod, OffsetWidth};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
+use super::index::IndexEntry;
 use super::parse::{manifest_error, parse_manifest};
 use super::side::encode_field;
 #[cfg(doc)]
@@ -353,6 +354,9 @@ pub struct Manifest {
     pub columns: Vec<ColumnSpec>,
     /// The shards, in row order.
     pub shards: Vec<ShardEntry>,
+    /// The lengths index's objects, each covering the shards after the previous one's
+    /// (format-spec §7.2); empty for a dataset without an index.
+    pub index: Vec<IndexEntry>,
 }
 
 impl Manifest {
@@ -469,13 +473,25 @@ impl Manifest {
                 format!("    {shard}")
             })
             .collect();
+        let index = match self.index.is_empty() {
+            true => String::new(),
+            false => {
+                let entries: Vec<String> = (self.index.iter())
+                    .map(|e| {
+                        let entry = json!({"file": e.file, "shards": e.shards, "bytes": e.bytes, "crc32c": e.crc32c});
+                        format!("    {entry}")
+                    })
+                    .collect();
+                format!(",\n  \"index\": [\n{}\n  ]", entries.join(",\n"))
+            }
+        };
         // Version 2 when a column is a side column: readers of version 1 know none.
         let version = match self.columns.iter().any(|c| c.side.is_some()) {
             true => MANIFEST_VERSION_SIDE_COLUMNS,
             false => MANIFEST_VERSION,
         };
         format!(
-            "{{\n  \"format\": {},\n  \"version\": {version},\n  \"columns\": {},\n  \"shards\": [\n{}\n  ]\n}}\n",
+            "{{\n  \"format\": {},\n  \"version\": {version},\n  \"columns\": {},\n  \"shards\": [\n{}\n  ]{index}\n}}\n",
             json!(MANIFEST_FORMAT),
             Value::Array(columns),
             shards.join(",\n")
@@ -563,6 +579,7 @@ mod tests {
                     elements: 7,
                 }],
             }],
+            index: Vec::new(),
         }
     }
 

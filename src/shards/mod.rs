@@ -15,6 +15,7 @@
 
 mod commit;
 mod files;
+mod index;
 mod manifest;
 mod parse;
 mod reader;
@@ -28,6 +29,8 @@ mod writer;
 
 pub use commit::commit;
 pub(crate) use files::ShardFiles;
+pub(crate) use index::IndexedShard;
+pub use index::{INDEX_PREFIX, IndexEntry, index};
 pub use manifest::{
     ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION,
     MANIFEST_VERSION_SIDE_COLUMNS, MAX_MANIFEST_BYTES, Manifest, ShardEntry,
@@ -36,8 +39,8 @@ pub use reader::ShardedDataset;
 pub(crate) use reader::{PendingChecksum, mismatch};
 #[cfg(feature = "remote")]
 pub use remote::{
-    CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, commit_url, discard_pending, parse_size,
-    pending_prefixes, read_manifest_url, upload_pending, upload_shards,
+    CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, commit_url, discard_pending, index_url,
+    parse_size, pending_prefixes, read_manifest_url, upload_pending, upload_shards,
 };
 pub use url::is_url;
 pub use vacuum::vacuum;

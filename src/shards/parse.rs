@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::index::{IndexEntry, is_index_name};
 use super::manifest::{
     ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_VERSION, MANIFEST_VERSION_SIDE_COLUMNS,
     MAX_LEVELS, Manifest, ShardEntry, is_shard_name,
@@ -361,6 +362,7 @@ impl<'de> Visitor<'de> for Root<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Manifest, A::Error> {
         let (mut seen, mut columns, mut shards) = (Vec::new(), None, None);
+        let mut index = Vec::new();
         let mut pending: Option<Value> = None;
         while let Some(key) = map.next_key::<String>()? {
             if seen.contains(&key) {
@@ -372,6 +374,7 @@ impl<'de> Visitor<'de> for Root<'_> {
                 "columns" => {
                     columns = Some(parse_columns(&map.next_value()?).map_err(|e| self.fail(e))?)
                 }
+                "index" => index = parse_index(&map.next_value()?).map_err(|e| self.fail(e))?,
                 "shards" => match &columns {
                     Some(columns) => {
                         let seed = Shards {
@@ -407,7 +410,60 @@ impl<'de> Visitor<'de> for Root<'_> {
                 .map_err(|e| self.fail(e))?,
         };
         check_shards(&shards).map_err(|e| self.fail(e))?;
-        Ok(Manifest { columns, shards })
+        check_index(&index, shards.len()).map_err(|e| self.fail(e))?;
+        Ok(Manifest {
+            columns,
+            shards,
+            index,
+        })
+    }
+}
+
+/// The `index` array (format-spec §7.2): each object's name, shards, size and checksum.
+fn parse_index(v: &Value) -> Result<Vec<IndexEntry>> {
+    let entries = array(v, "index")?;
+    let mut out = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let at = format!("index[{i}]");
+        let o = object(e, &at)?;
+        let file_at = join(&at, "file");
+        let file = string(field(o, &at, "file")?, &file_at)?.to_owned();
+        if !is_index_name(&file) {
+            let reason = format!("{} is not an index object's name", short_str(&file));
+            return Err(manifest_error(&file_at, reason));
+        }
+        let number = |key: &str| count(field(o, &at, key)?, &join(&at, key));
+        let shards = number("shards")?;
+        if shards == 0 {
+            return Err(manifest_error(
+                &join(&at, "shards"),
+                "is 0, expected at least 1",
+            ));
+        }
+        let bytes = number("bytes")? as u64;
+        let crc32c = u32::try_from(number("crc32c")?)
+            .map_err(|_| manifest_error(&join(&at, "crc32c"), "does not fit 32 bits"))?;
+        out.push(IndexEntry {
+            file,
+            shards,
+            bytes,
+            crc32c,
+        });
+    }
+    Ok(exact(out))
+}
+
+/// The index objects cover at most the manifest's `shards`.
+fn check_index(index: &[IndexEntry], shards: usize) -> Result<()> {
+    let covered = index
+        .iter()
+        .try_fold(0usize, |total, e| total.checked_add(e.shards));
+    match covered {
+        Some(n) if n <= shards => Ok(()),
+        _ => Err(manifest_error(
+            "index",
+            format!("covers more shards than the {shards} listed"),
+        )),
     }
 }
 

@@ -418,6 +418,7 @@ mod tests {
                     columns: Vec::new(),
                 })
                 .collect(),
+            index: Vec::new(),
         }
     }
 

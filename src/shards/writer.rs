@@ -9,6 +9,7 @@ use crate::dataset::Dataset;
 use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions, row_bytes};
+use crate::shards::index::{index_files, put_local};
 use crate::shards::manifest::{
     ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, file_crc32c,
 };
@@ -540,7 +541,7 @@ impl ShardWriter {
             (Some(m), _) => m.clone(),
             (None, _) => Manifest {
                 columns: self.manifest.columns.clone(),
-                shards: Vec::new(),
+                ..Manifest::default()
             },
         };
         if manifest.columns != self.manifest.columns {
@@ -563,6 +564,8 @@ impl ShardWriter {
             });
         }
         let cleanup = vec![self.staging.rel.clone()];
+        let put = &mut put_local(&self.dir);
+        index_files(current, &mut manifest, &self.dir, &publish, put)?;
         Ok(Commit {
             manifest,
             publish,
@@ -580,7 +583,7 @@ impl ShardWriter {
             true => Manifest::load(&path)?,
             false => Manifest {
                 columns: self.manifest.columns.clone(),
-                shards: Vec::new(),
+                ..Manifest::default()
             },
         };
         pending.shards.extend_from_slice(&self.new);

@@ -33,7 +33,11 @@ fn manifest(shards: usize) -> Manifest {
             }],
         })
         .collect();
-    Manifest { columns, shards }
+    Manifest {
+        columns,
+        shards,
+        ..Manifest::default()
+    }
 }
 
 #[test]

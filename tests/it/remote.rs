@@ -88,6 +88,7 @@ fn a_changed_remote_shard_is_refused_naming_it_and_not_cached() {
     let left: Vec<_> = crate::common::files_under(&cache)
         .into_iter()
         .filter(|p| !p.to_string_lossy().ends_with(".lock"))
+        .filter(|p| !p.to_string_lossy().contains("_meta"))
         .collect();
     assert_eq!(left.len(), 1, "{left:?}"); // shard 0 only
 }
@@ -391,7 +392,7 @@ fn entries(cache: &Path) -> Vec<std::path::PathBuf> {
         .into_iter()
         .filter(|p| {
             let name = p.to_string_lossy();
-            !name.ends_with(".lock") && !name.contains(".tmp-")
+            !name.ends_with(".lock") && !name.contains(".tmp-") && !name.contains("_meta")
         })
         .collect()
 }

@@ -1,6 +1,6 @@
 //! Loaders over a remote dataset whose plans need sample lengths (token budgets, buckets,
 //! quantile buckets, chunk or windowed shuffles over shards of several record batches)
-//! read the lengths from the shards' metadata: building downloads no shard, the batches and
+//! read the lengths from the lengths index, or without one from the shards' metadata: building downloads no shard, the batches and
 //! positions are those of the loader over the same local dataset, and the first batch
 //! downloads the shards it reads.
 
@@ -32,6 +32,17 @@ fn write(dir: &Path, seed: u64, pieces: usize, tokens: usize) -> u64 {
     }
     let manifest = writer.finish().unwrap();
     manifest.shards.iter().map(|s| s.bytes).sum()
+}
+
+/// [`write`], the manifest without its lengths index (as an earlier version wrote it): a
+/// loader measures the shards' metadata.
+fn write_unindexed(dir: &Path, seed: u64, pieces: usize, tokens: usize) -> u64 {
+    let bytes = write(dir, seed, pieces, tokens);
+    let path = dir.join(lodtensor::shards::MANIFEST_NAME);
+    let mut manifest = lodtensor::shards::Manifest::load(&path).unwrap();
+    manifest.index.clear();
+    manifest.write(&path).unwrap();
+    bytes
 }
 
 type Build = fn(LoaderBuilder<'_>) -> LoaderBuilder<'_>;
@@ -92,7 +103,11 @@ fn a_length_needing_loader_over_a_url_makes_the_local_batches_and_positions() {
     let Some(s3) = S3Server::start() else { return };
     for pieces in [1, 3] {
         let (dir, local_dir, url, _) = uploaded(&s3, &format!("lengths{pieces}"), |d| {
-            write(d, 7, pieces, 40)
+            // Shards in one piece with the lengths index, in three measured.
+            match pieces {
+                1 => write(d, 7, pieces, 40),
+                _ => write_unindexed(d, 7, pieces, 40),
+            }
         });
         let local = ShardedDataset::open(&local_dir).unwrap();
         let options = s3.options().with_cache_dir(dir.path().join("cache"));
@@ -121,7 +136,7 @@ fn a_length_needing_loader_over_a_url_makes_the_local_batches_and_positions() {
 #[test]
 fn building_a_token_budget_loader_over_a_url_reads_metadata_only() {
     let Some(s3) = S3Server::start() else { return };
-    let (dir, local_dir, url, total) = uploaded(&s3, "budget", |d| write(d, 9, 1, 40));
+    let (dir, local_dir, url, total) = uploaded(&s3, "budget", |d| write_unindexed(d, 9, 1, 40));
     let local = ShardedDataset::open(&local_dir).unwrap();
     // No download ahead: the first batch downloads exactly the shards it reads.
     let options = s3
@@ -168,7 +183,7 @@ fn building_a_token_budget_loader_over_a_url_reads_metadata_only() {
 #[test]
 fn a_shard_whose_metadata_differed_from_its_bytes_is_refused_when_mapped() {
     let Some(s3) = S3Server::start() else { return };
-    let (dir, local_dir, url, _) = uploaded(&s3, "changed", |d| write(d, 1, 1, 8));
+    let (dir, local_dir, url, _) = uploaded(&s3, "changed", |d| write_unindexed(d, 1, 1, 8));
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
     let remote = ShardedDataset::open_url(&url, &options).unwrap();
@@ -207,7 +222,7 @@ fn a_shard_that_is_not_an_ipc_file_or_is_short_is_refused_at_build_naming_it() {
     let Some(s3) = S3Server::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     let local_dir = dir.path().join("local");
-    write(&local_dir, 3, 1, 20);
+    write_unindexed(&local_dir, 3, 1, 20);
     let shard = local_dir.join("part-00001.arrow");
     let bytes = std::fs::read(&shard).unwrap();
     let options = s3.options().with_cache_dir(dir.path().join("cache"));

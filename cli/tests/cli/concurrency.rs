@@ -1,5 +1,5 @@
 //! Concurrent `convert … DIR/ --append` processes lose no row; a conversion that fills the
-//! disk exits 3 and leaves no shard; `vacuum` on the command line.
+//! disk exits 3 and leaves no shard; `vacuum` and `index` on the command line.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -180,4 +180,28 @@ fn vacuum_prints_what_it_removed() {
     assert!(err.contains("not a sharded dataset"), "{err}");
     assert!(d.join("small.arrow").exists());
     assert_eq!(lodtensor_in(d, ["vacuum", "ds", "--grace", "-1"]).code, 2);
+}
+
+#[test]
+fn index_adds_the_lengths_index_of_a_dataset_without_one() {
+    use lodtensor::shards::{MANIFEST_NAME, Manifest};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "small.arrow", &[rows(0, 5)], WriteOptions::default());
+    lodtensor_in(d, ["convert", "small.arrow", "ds/", "--shard-rows", "2"]).ok();
+    let path = d.join("ds").join(MANIFEST_NAME);
+    let written = Manifest::load(&path).unwrap();
+    assert_eq!(written.index.len(), 1); // `convert DIR/` writes it
+    let mut old = written.clone();
+    old.index.clear();
+    old.write(&path).unwrap();
+    let out = lodtensor_in(d, ["index", "ds"]);
+    assert!(
+        out.ok().starts_with("index ds: 3 shards in 1 object ("),
+        "{}",
+        out.ok()
+    );
+    assert_eq!(Manifest::load(&path).unwrap(), written); // the same object again
+    let err = lodtensor_in(d, ["index", "nowhere"]).fails(3).to_owned();
+    assert!(err.contains("nowhere"), "{err}");
 }

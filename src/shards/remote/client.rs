@@ -217,6 +217,16 @@ impl Remote {
         }
     }
 
+    /// The size and ETag of the object `name`, or `None` if there is none (one HEAD request).
+    pub(crate) fn head(&self, name: &str) -> Result<Option<(u64, ETag)>> {
+        let location = self.location(name);
+        match self.run(|store| async move { store.head(&location).await })? {
+            Ok(meta) => Ok(Some((meta.size, meta.e_tag))),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(store_error(e, &self.url_of(name))),
+        }
+    }
+
     /// Whether the object `name` exists.
     pub(crate) fn exists(&self, name: &str) -> Result<bool> {
         let location = self.location(name);

@@ -6,6 +6,7 @@
 mod cache;
 mod client;
 mod lock;
+mod meta;
 mod pending;
 mod ranges;
 mod upload;
@@ -16,6 +17,8 @@ use std::sync::Arc;
 pub use cache::CacheStats;
 pub(crate) use cache::{Form, ShardCache};
 use client::Remote;
+pub(crate) use meta::fetch_object;
+pub use meta::index_url;
 pub use pending::{commit_url, discard_pending, pending_prefixes, read_manifest_url};
 pub use upload::{upload_pending, upload_shards};
 
@@ -231,8 +234,11 @@ impl ShardedDataset {
     /// ```
     pub fn open_url(url: &str, options: &RemoteOptions) -> Result<Self> {
         let remote = Remote::new(url, &options.storage_options)?;
-        let manifest = load_manifest(&remote)?;
         let dir = options.cache_dir().join(url_key(remote.url()));
+        let manifest = match meta::cached_manifest(&remote, &dir)? {
+            Some(manifest) => manifest,
+            None => load_manifest(&remote)?,
+        };
         let cache = ShardCache::new(
             remote,
             dir.clone(),

@@ -7,9 +7,11 @@
 
 use crate::error::{ArgumentError, Result};
 use crate::shards::commit::merge;
+use crate::shards::index::IndexEntry;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::load_manifest_and_tag;
+use crate::shards::remote::meta::{index_merged, pending_lengths};
 use crate::shards::remote::upload::RemoteStore;
 use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, commit_with};
 
@@ -57,6 +59,7 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
     if let (Some(manifest), true) = (&current.0, parts.is_empty()) {
         return Ok(manifest.clone());
     }
+    let donors = pending_lengths(&store.remote, &parts)?;
     let manifest = commit_with(&store, current, |current, store| {
         let mut manifest = current.cloned();
         // Nothing to publish: pending shards are in place already (no staged one is found).
@@ -65,21 +68,26 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
             let prefix = prefix_of(name);
             let merged = manifest.get_or_insert_with(|| Manifest {
                 columns: part.columns.clone(),
-                shards: Vec::new(),
+                ..Manifest::default()
             });
             merge(merged, part.clone(), prefix, &|_| None, store, &mut publish)
                 .map_err(|e| e.in_file(store.remote.url_of(name)))?;
         }
-        let Some(manifest) = manifest else {
+        let Some(mut manifest) = manifest else {
             return Err(ArgumentError::NoSchema.into());
         };
+        index_merged(current, &mut manifest, &donors, &store.remote)?;
         Ok(Commit {
             manifest,
             ..Commit::default()
         })
     })?;
-    for (name, _) in &parts {
+    for (name, part) in &parts {
         store.remote.delete(name)?;
+        // The pending manifest's index objects, unless the dataset's index names them.
+        for entry in part.index.iter().filter(|e| !manifest.index.contains(e)) {
+            store.remote.delete(&entry.file)?;
+        }
     }
     Ok(manifest)
 }
@@ -127,13 +135,14 @@ pub fn pending_prefixes(url: &str, options: &RemoteOptions) -> Result<Vec<String
 pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Result<()> {
     check_prefix(prefix)?;
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
-    let mut dropped = Vec::new();
+    let (mut dropped, mut objects) = (Vec::new(), Vec::new());
     for name in pending_names(&store)?
         .iter()
         .filter(|n| prefix_of(n) == prefix)
     {
         if let (Some(part), _) = load_manifest_and_tag(&store.remote, name)? {
             store.remote.delete(name)?;
+            objects.extend(part.index);
             dropped.extend(part.shards);
         }
     }
@@ -146,6 +155,11 @@ pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Resu
     };
     for shard in dropped.iter().filter(|s| !listed(&s.file)) {
         store.remote.delete(&shard.file)?;
+    }
+    // Its index objects too, unless the dataset's index names one (the same bytes).
+    let indexed = |e: &IndexEntry| dataset.iter().any(|m| m.index.contains(e));
+    for entry in objects.iter().filter(|e| !indexed(e)) {
+        store.remote.delete(&entry.file)?;
     }
     Ok(())
 }

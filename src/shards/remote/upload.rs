@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 use crate::error::{ArgumentError, Error, Result};
+use crate::shards::index::index_files;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::client::{Put, Remote};
@@ -229,7 +230,7 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
             (Some(m), _) => m.clone(),
             (None, _) => Manifest {
                 columns: local.columns.clone(),
-                shards: Vec::new(),
+                ..Manifest::default()
             },
         };
         if manifest.columns != local.columns {
@@ -255,6 +256,8 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
                 ..entry.clone()
             });
         }
+        let put = &mut put_object(&store.remote);
+        index_files(current, &mut manifest, Path::new(""), &publish, put)?;
         Ok(Commit {
             manifest,
             publish,
@@ -262,6 +265,12 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
             cleanup: Vec::<PathBuf>::new(),
         })
     })
+}
+
+/// Writes an index object into the store (`If-None-Match: *`: an object of that name has
+/// the same bytes, its name holding their CRC-32C).
+pub(super) fn put_object(remote: &Remote) -> impl FnMut(&str, Vec<u8>) -> Result<()> + '_ {
+    move |name, bytes| remote.put(name, Bytes::from(bytes), Put::Create).map(drop)
 }
 
 /// A token no other upload of any process uses: the time, the process id and a count.
