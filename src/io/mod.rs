@@ -1,7 +1,7 @@
 //! Files: the atomic Arrow IPC writer, the memory-mapped reader, Parquet, PaddlePaddle files.
 
 pub(crate) mod atomic;
-mod ipc_check;
+pub(crate) mod ipc_check;
 pub(crate) mod ipc_decode;
 pub(crate) mod ipc_lengths;
 pub mod ipc_reader;
