@@ -17,6 +17,7 @@ use object_store::{
     UpdateVersion,
 };
 
+use super::connector::SameOriginConnector;
 use crate::error::{Error, Result};
 use crate::shards::url::url_scheme;
 
@@ -281,9 +282,17 @@ fn build_store(url: &str, options: &[(String, String)]) -> Result<Arc<dyn Object
             format!("a configuration key of the URL's store ({e})"),
         )
     };
+    // An HTTP store joins names to its URL's path: `path/` would give `path//NAME`.
+    let base = match url_scheme(url).as_deref() {
+        Some("http" | "https") => url.trim_end_matches('/'),
+        _ => url,
+    };
     macro_rules! build {
         ($builder:expr, $key:ty) => {{
-            let mut builder = $builder.with_url(url).with_retry(retry);
+            let mut builder = $builder
+                .with_url(base)
+                .with_retry(retry)
+                .with_http_connector(SameOriginConnector);
             for (key, value) in options {
                 let k: $key = key.to_ascii_lowercase().parse().map_err(|e| bad(key, &e))?;
                 builder = builder.with_config(k, value.clone());

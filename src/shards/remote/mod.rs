@@ -5,8 +5,10 @@
 
 mod cache;
 mod client;
+mod connector;
 mod lock;
 mod pending;
+mod private;
 mod ranges;
 mod upload;
 
@@ -74,8 +76,10 @@ impl RemoteOptions {
     }
 
     /// The cache directory (default: `$LODTENSOR_CACHE_DIR`, else
-    /// `$XDG_CACHE_HOME/lodtensor`, else `~/.cache/lodtensor`). Every process of a node
-    /// can share one.
+    /// `$XDG_CACHE_HOME/lodtensor`, else `~/.cache/lodtensor`, else, with neither variable
+    /// set, `lodtensor-cache-UID` in the temporary directory). Every process of one user on
+    /// a node can share one; it is made `0700`, and refused if another user owns it or
+    /// every user may write it (docs/remote.md, "Trust").
     ///
     /// # Example
     /// ```
@@ -104,7 +108,7 @@ impl RemoteOptions {
         match (var("XDG_CACHE_HOME"), var("HOME")) {
             (Some(cache), _) => Path::new(&cache).join("lodtensor"),
             (None, Some(home)) => Path::new(&home).join(".cache").join("lodtensor"),
-            (None, None) => std::env::temp_dir().join("lodtensor-cache"),
+            (None, None) => private::per_user_root(),
         }
     }
 
@@ -232,7 +236,9 @@ impl ShardedDataset {
     pub fn open_url(url: &str, options: &RemoteOptions) -> Result<Self> {
         let remote = Remote::new(url, &options.storage_options)?;
         let manifest = load_manifest(&remote)?;
-        let dir = options.cache_dir().join(url_key(remote.url()));
+        let root = options.cache_dir();
+        let dir = root.join(url_key(remote.url()));
+        private::make_private(&root, &dir)?;
         let cache = ShardCache::new(
             remote,
             dir.clone(),
