@@ -230,3 +230,18 @@ def test_no_redirect_is_followed_to_another_origin(tmp_path):
         redirector.shutdown()
         target.shutdown()
     assert reached == [], reached
+
+
+def test_a_bad_pending_manifest_is_reported_and_skipped(s3, tmp_path):
+    from conftest import documents
+
+    options = s3.storage_options()
+    url = "s3://hostile/pending/"
+    if "hostile" not in [b["Name"] for b in s3.client().list_buckets().get("Buckets", [])]:
+        s3.client().create_bucket(Bucket="hostile")
+    lt.write_shards(url, documents(40, seed=3), mode="pending", prefix="w0", storage_options=options)
+    s3.client().put_object(Bucket="hostile", Key="pending/_lodtensor.pending.w7.a.json", Body=b"{")
+    with pytest.warns(UserWarning, match=r"_lodtensor\.pending\.w7\.a\.json"):
+        manifest = lt.commit(url, storage_options=options)
+    assert sum(s["rows"] for s in manifest["shards"]) == 40
+    assert lt._native.pending_prefixes(url, options) == ["w7"]

@@ -92,3 +92,93 @@ fn a_cache_directory_every_user_may_write_is_refused_naming_it() {
     );
     assert_eq!(err.path(), Some(dataset_dir.as_path()));
 }
+
+/// A pending writer `prefix` of 60 documents at `url`: its pending manifest.
+fn pending_writer(
+    s3: &S3Server,
+    dir: &Path,
+    url: &str,
+    prefix: &str,
+) -> lodtensor::shards::Manifest {
+    use lodtensor::shards::{ShardOptions, ShardWriter, upload_pending};
+    use lodtensor::{rng::SplitMix64, synthetic::Documents};
+    let path = dir.join(prefix);
+    let options = ShardOptions::default()
+        .with_shard_rows(25)
+        .with_prefix(prefix);
+    let mut writer = ShardWriter::create(&path, options).unwrap();
+    let spec = Documents {
+        sentences: (0, 4),
+        tokens: (1, 5),
+        dim: 3,
+    };
+    writer
+        .write(&spec.generate(&mut SplitMix64::new(7), 60).unwrap())
+        .unwrap();
+    writer.finish().unwrap();
+    upload_pending(&path, url, &s3.options(), prefix).unwrap()
+}
+
+/// Puts `text` at `data/PREFIX/name` in the store.
+fn put(s3: &S3Server, prefix: &str, name: &str, text: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), text).unwrap();
+    s3.upload_dir(dir.path(), "data", prefix);
+}
+
+#[test]
+fn a_commit_skips_the_pending_manifests_it_cannot_trust_and_a_discard_drops_only_its_own() {
+    use lodtensor::shards::{commit_url_report, discard_pending, pending_prefixes};
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/skip/";
+    let dir = tempfile::tempdir().unwrap();
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    let w0 = pending_writer(&s3, dir.path(), url, "w0");
+    let w1 = pending_writer(&s3, dir.path(), url, "w1");
+    // Another writer's pending manifest listing w0's shards: dropping it drops none of them.
+    put(&s3, "skip", "_lodtensor.pending.w6.a.json", &w0.to_json());
+    discard_pending(url, &options, "w6").unwrap();
+    // One unparsable, one naming a shard the store lacks, one a shard of another size.
+    put(
+        &s3,
+        "skip",
+        "_lodtensor.pending.w7.a.json",
+        "not a manifest",
+    );
+    let mut missing = w1.clone();
+    missing.shards[0].file = "w9-00000.arrow".to_owned();
+    put(
+        &s3,
+        "skip",
+        "_lodtensor.pending.w9.a.json",
+        &missing.to_json(),
+    );
+    let mut resized = w0.clone();
+    resized.shards.truncate(1);
+    resized.shards[0].file = "w1-00000.arrow".to_owned();
+    resized.shards[0].bytes = w1.shards[0].bytes + 1;
+    put(
+        &s3,
+        "skip",
+        "_lodtensor.pending.w8.a.json",
+        &resized.to_json(),
+    );
+    let report = commit_url_report(url, &options).unwrap();
+    assert_eq!(report.manifest.num_rows(), 120);
+    let skipped: Vec<String> = report.skipped.iter().map(|e| e.to_string()).collect();
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    for (error, prefix) in report.skipped.iter().zip(["w7", "w8", "w9"]) {
+        let path = error.path().unwrap().to_string_lossy().into_owned();
+        assert!(
+            path.starts_with(&format!("{url}_lodtensor.pending.{prefix}.")),
+            "{error}"
+        );
+    }
+    assert!(skipped[2].contains("not in the store"), "{skipped:?}");
+    ShardedDataset::open_url(url, &options)
+        .unwrap()
+        .validate()
+        .unwrap();
+    assert_eq!(pending_prefixes(url, &options).unwrap(), ["w7", "w8", "w9"]);
+}

@@ -231,14 +231,20 @@ impl Remote {
     /// The names of the dataset's objects (directly under its prefix) that start with
     /// `start`, sorted.
     pub(crate) fn list(&self, start: &str) -> Result<Vec<String>> {
+        let sized = self.list_sized(start)?;
+        Ok(sized.into_iter().map(|(name, _)| name).collect())
+    }
+
+    /// [`Remote::list`] with each object's size.
+    pub(crate) fn list_sized(&self, start: &str) -> Result<Vec<(String, u64)>> {
         let prefix = self.prefix.clone();
         let listed =
             self.run(|store| async move { store.list_with_delimiter(Some(&prefix)).await })?;
         let listed = listed.map_err(|e| store_error(e, &self.url))?;
-        let mut names: Vec<String> = (listed.objects.iter())
-            .filter_map(|object| object.location.filename())
-            .filter(|name| name.starts_with(start))
-            .map(str::to_owned)
+        let mut names: Vec<(String, u64)> = (listed.objects.iter())
+            .filter_map(|object| Some((object.location.filename()?, object.size)))
+            .filter(|(name, _)| name.starts_with(start))
+            .map(|(name, size)| (name.to_owned(), size))
             .collect();
         names.sort();
         Ok(names)

@@ -18,7 +18,10 @@ use std::sync::Arc;
 pub use cache::CacheStats;
 pub(crate) use cache::{Form, ShardCache};
 use client::Remote;
-pub use pending::{commit_url, discard_pending, pending_prefixes, read_manifest_url};
+pub use pending::{
+    CommitReport, commit_url, commit_url_report, discard_pending, pending_prefixes,
+    read_manifest_url,
+};
 pub use upload::{upload_pending, upload_shards};
 
 use crate::error::{Error, FileFormat, Result};
