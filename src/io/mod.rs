@@ -3,6 +3,7 @@
 pub(crate) mod atomic;
 pub(crate) mod ipc_check;
 pub(crate) mod ipc_decode;
+mod ipc_file;
 pub(crate) mod ipc_lengths;
 pub mod ipc_reader;
 pub mod ipc_writer;
