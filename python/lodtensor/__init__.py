@@ -318,7 +318,9 @@ def commit(path: str | os.PathLike, storage_options: dict[str, str] | None = Non
     mode="pending")`` or ``write_shards(url, ..., mode="pending")``, whose shards are in the
     store under their final names already): they are merged into the manifest by a conditional PUT
     (``If-Match`` on its ETag; a commit that loses the race re-reads and merges again),
-    then removed.
+    then removed. A pending manifest that cannot be trusted (unparsable, other columns, a
+    shard the store does not hold with its size) is skipped, left in the store and
+    reported by a ``UserWarning`` naming it; the others are committed.
 
         >>> lt.write_shards("s3://b/d/", part, mode="pending", prefix="w3")  # doctest: +SKIP
         >>> lt.commit("s3://b/d/")                                       # doctest: +SKIP

@@ -11,7 +11,8 @@
 //! ├── UnsupportedError                         ErrorKind::Unsupported
 //! ├── UnusableError(RuntimeError)              ErrorKind::Unusable
 //! └── InternalError(RuntimeError)              ErrorKind::Internal, and any Rust panic
-//! ErrorKind::Io: the builtin OSError for the errno (FileNotFoundError, PermissionError, ...)
+//! ErrorKind::Io: the builtin OSError for the errno (FileNotFoundError, PermissionError, ...),
+//!                MemoryError for OutOfMemory (counts too large to allocate)
 //! ```
 
 use std::any::Any;
@@ -21,7 +22,7 @@ use lodtensor::{ArgumentError, ErrorKind};
 use pyo3::create_exception;
 use pyo3::exceptions::{
     PyBaseException, PyFileExistsError, PyFileNotFoundError, PyIndexError, PyIsADirectoryError,
-    PyKeyError, PyOSError, PyPermissionError, PyRuntimeError, PyValueError,
+    PyKeyError, PyMemoryError, PyOSError, PyPermissionError, PyRuntimeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -210,6 +211,7 @@ fn os_error(io: &std::io::Error, message: String) -> PyErr {
         Kind::PermissionDenied => raise!(PyPermissionError),
         Kind::AlreadyExists => raise!(PyFileExistsError),
         Kind::IsADirectory => raise!(PyIsADirectoryError),
+        Kind::OutOfMemory => PyMemoryError::new_err(message),
         _ => raise!(PyOSError),
     }
 }

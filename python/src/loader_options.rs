@@ -143,9 +143,43 @@ impl Options {
         let parse = LOADER_OPTIONS.get_or_try_init(py, || {
             wrap_pyfunction!(loader_options, py).map(Bound::unbind)
         })?;
-        let parsed = parse.bind(py).call((), kwargs)?;
+        let parsed = (parse.bind(py).call((), kwargs)).map_err(|e| name_overflow(py, kwargs, e))?;
         Ok(parsed.cast::<ParsedOptions>()?.get().0.clone())
     }
+}
+
+/// `e`, an `OverflowError` of an option's conversion (which names no option), as one that
+/// names the first option holding an int out of range (a list's item too); other errors
+/// as they are.
+fn name_overflow(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>, e: PyErr) -> PyErr {
+    use pyo3::exceptions::PyOverflowError;
+    use pyo3::types::{PyInt, PyList, PyTuple};
+    if !e.is_instance_of::<PyOverflowError>(py) {
+        return e;
+    }
+    let out_of_range =
+        |v: &Bound<'_, PyAny>| v.is_instance_of::<PyInt>() && v.extract::<u64>().is_err();
+    for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
+        let items = match value.cast::<PyList>() {
+            Ok(list) => list.iter().collect(),
+            Err(_) => match value.cast::<PyTuple>() {
+                Ok(tuple) => tuple.iter().collect(),
+                Err(_) => vec![value.clone()],
+            },
+        };
+        if let Some(bad) = items.iter().find(|v| out_of_range(v)) {
+            let text = bad.to_string();
+            let shown = match text.char_indices().nth(40) {
+                Some((at, _)) => format!("{}…", &text[..at]),
+                None => text,
+            };
+            return PyOverflowError::new_err(format!(
+                "{key}: {shown} is out of range (0 to {})",
+                u64::MAX
+            ));
+        }
+    }
+    e
 }
 
 impl Options {

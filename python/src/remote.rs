@@ -71,7 +71,8 @@ pub fn upload_shards<'py>(
 }
 
 /// Merges every pending manifest at `url` into the dataset's manifest (a conditional PUT).
-/// Returns the manifest, as a dict.
+/// Returns the manifest, as a dict; a pending manifest skipped (unparsable, other columns,
+/// a shard missing from the store) is left there and reported by a `UserWarning`.
 #[lodtensor_python_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (url, storage_options=None))]
@@ -80,7 +81,17 @@ pub fn commit_url(
     url: String,
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Bound<'_, PyAny>> {
-    url_call(py, &url, storage_options, lodtensor::shards::commit_url)
+    let options = remote_options(storage_options);
+    let report = py
+        .detach(|| lodtensor::shards::commit_url_report(&url, &options))
+        .py_err()?;
+    let warning = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    for skipped in &report.skipped {
+        let message = std::ffi::CString::new(format!("pending manifest not committed: {skipped}"))
+            .unwrap_or_default();
+        PyErr::warn(py, &warning, &message, 1)?;
+    }
+    manifest_dict(py, &report.manifest)
 }
 
 /// Adds or rebuilds the lengths index of the dataset at `url` (every shard downloaded

@@ -100,3 +100,19 @@ def test_compressed_files_round_trip_and_pyarrow_reads_them(tmp_path, codec):
     with pytest.raises(lt.LodTensorError, match="none, zstd or lz4"):
         lt.write(tmp_path / "x.arrow", table, compression="snappy")
     assert not (tmp_path / "x.arrow").exists()
+
+
+@pytest.mark.parametrize("zeros", [0.0, 0.9, 0.999, 1.0])
+def test_what_is_written_compressed_opens_at_any_compressibility(tmp_path, zeros):
+    # Very compressible data (zeros, padding, masks) would declare more than 1024 times its
+    # compressed body, which the reader refuses: such a batch is written uncompressed.
+    rng = np.random.default_rng(1)
+    values = rng.integers(1, 1 << 30, 1 << 20).astype(np.int32)
+    values[rng.random(1 << 20) < zeros] = 0
+    column = pa.LargeListArray.from_arrays(pa.array(np.arange(0, (1 << 20) + 1, 1024), pa.int64()), values)
+    table = pa.table({"x": column})
+    for codec in ["zstd", "lz4"]:
+        path = tmp_path / f"{codec}.arrow"
+        lt.write(path, table, compression=codec)
+        assert lt.open(path).to_pyarrow().column("x").to_pylist() == column.to_pylist()
+        assert read(path).column("x").to_pylist() == column.to_pylist()

@@ -87,7 +87,7 @@ pub(crate) fn check_batch(
 /// The most bytes a compressed body may declare per byte it holds: zstd and lz4 reach
 /// ratios near this only on runs of one byte; a larger claim is taken as a lie (a
 /// decompression bomb) before anything is allocated.
-const MAX_RATIO: usize = 1024;
+pub(crate) const MAX_RATIO: usize = 1024;
 
 /// Checks a compressed record batch before Arrow decompresses it (Arrow IPC,
 /// `BodyCompression`, method `BUFFER`: every buffer is an 8-byte little-endian uncompressed

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
+
+use crate::io::ipc_file::IpcFileWriter;
 use arrow_ipc::{CompressionType, MetadataVersion};
 use arrow_schema::SchemaRef;
 
@@ -273,7 +275,7 @@ pub struct WriteSummary {
 pub struct DatasetWriter {
     file: AtomicFile,
     options: WriteOptions,
-    ipc: Option<(FileWriter<BufWriter<File>>, SchemaRef)>,
+    ipc: Option<(IpcFileWriter<BufWriter<File>>, SchemaRef)>,
     pending: Vec<Dataset>,
     pending_bytes: usize,
     /// Datasets given to `write` so far.
@@ -415,10 +417,9 @@ impl DatasetWriter {
     pub fn finish(mut self) -> Result<WriteSummary> {
         self.flush()?;
         let path = self.file.target().to_path_buf();
-        let (mut ipc, _) = self.ipc.take().ok_or(ArgumentError::NoSchema)?;
+        let (ipc, _) = self.ipc.take().ok_or(ArgumentError::NoSchema)?;
         let in_file = |e: Error| e.in_file(&path);
-        ipc.finish().map_err(|e| in_file(e.into()))?;
-        let buffered = ipc.into_inner().map_err(|e| in_file(e.into()))?;
+        let buffered = ipc.finish().map_err(|e| in_file(e.into()))?;
         buffered
             .into_inner()
             .map_err(|e| in_file(e.into_error().into()))?;
@@ -465,8 +466,6 @@ impl DatasetWriter {
             .into()),
             Some(_) => Ok(()),
             None => {
-                let options = IpcWriteOptions::try_new(ALIGNMENT, false, MetadataVersion::V5)?
-                    .try_with_compression(self.options.compression.to_arrow())?;
                 let out = BufWriter::with_capacity(
                     1 << 20,
                     self.file
@@ -474,7 +473,8 @@ impl DatasetWriter {
                         .try_clone()
                         .map_err(|e| Error::from(e).in_file(self.file.target()))?,
                 );
-                let ipc = FileWriter::try_new_with_options(out, &schema, options)?;
+                let compression = self.options.compression.to_arrow();
+                let ipc = IpcFileWriter::try_new(out, schema.clone(), ALIGNMENT, compression)?;
                 self.ipc = Some((ipc, schema));
                 Ok(())
             }

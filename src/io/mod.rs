@@ -1,8 +1,9 @@
 //! Files: the atomic Arrow IPC writer, the memory-mapped reader, Parquet, PaddlePaddle files.
 
 pub(crate) mod atomic;
-mod ipc_check;
+pub(crate) mod ipc_check;
 pub(crate) mod ipc_decode;
+mod ipc_file;
 pub(crate) mod ipc_lengths;
 pub mod ipc_reader;
 pub mod ipc_writer;

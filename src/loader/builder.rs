@@ -639,8 +639,8 @@ impl<'a> LoaderBuilder<'a> {
             config.buckets = quantile_bounds(&lengths, n)?;
         }
         config.validate()?;
-        let packed = match config.packing {
-            Some(_) => packed_columns(&batches, &columns, length, &lengths)?,
+        let packed = match &config.packing {
+            Some(packing) => packed_columns(&batches, &columns, length, &lengths, packing)?,
             None => Vec::new(),
         };
         let mut fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());

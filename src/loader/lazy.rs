@@ -17,8 +17,9 @@ use std::ops::Range;
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Shuffle};
 use super::gather::{ColumnInfo, Gatherer, Source};
-use super::lengths::{length_column, quantile_bounds, sample_lengths};
+use super::lengths::{length_column, quantile_bounds, sample_lengths, unit_lengths};
 use super::measured::read_lengths;
+use super::pack::Packing;
 use super::packed::packed_columns;
 use super::plan::{BatchInfo, Plan};
 use crate::dataset::Dataset;
@@ -79,7 +80,7 @@ pub(super) fn build(
     let columns = manifest_columns(data)?;
     let length = length_column(&columns, length)?;
     config.validate()?;
-    let lengths = vec![1; data.num_rows()];
+    let lengths = unit_lengths(data.num_rows())?;
     let rows = record_batch_rows(data);
     Ok(lazy_loader(
         data,
@@ -116,8 +117,8 @@ fn build_measured(
         config.buckets = quantile_bounds(&lengths, n)?;
     }
     config.validate()?;
-    let packed = match config.packing {
-        Some(_) => measured_packed(data, &columns, length, &lengths)?,
+    let packed = match &config.packing {
+        Some(packing) => measured_packed(data, &columns, length, &lengths, packing)?,
         None => Vec::new(),
     };
     let empty = Dataset::try_new(
@@ -151,9 +152,10 @@ fn measured_packed(
     columns: &[ColumnInfo],
     length: (usize, usize),
     lengths: &[usize],
+    packing: &Packing,
 ) -> Result<Vec<usize>> {
     // Without batches every column counts as aligned: the length column's level is checked.
-    let candidates = packed_columns(&[], columns, Some(length), lengths)?;
+    let candidates = packed_columns(&[], columns, Some(length), lengths, packing)?;
     let mut packed = Vec::with_capacity(candidates.len());
     for c in candidates {
         let elements = |c: usize| -> Result<Vec<usize>> {

@@ -58,7 +58,22 @@ pub(super) fn sample_lengths(
     lengths
 }
 
-/// Bounds of `n` buckets with about as many samples each.
+/// A length of 1 for each of `rows` samples (a count from a manifest, untrusted): an I/O
+/// error of kind `OutOfMemory` rather than an abort when they do not fit in memory.
+pub(super) fn unit_lengths(rows: usize) -> Result<Vec<usize>> {
+    let mut lengths = Vec::new();
+    lengths.try_reserve_exact(rows).map_err(|_| {
+        crate::error::Error::from(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("the lengths of {rows} samples do not fit in memory"),
+        ))
+    })?;
+    lengths.resize(rows, 1);
+    Ok(lengths)
+}
+
+/// Bounds of `n` buckets with about as many samples each (at most one per sample: more
+/// would give the same bounds).
 pub(super) fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>> {
     if n == 0 {
         return Err(ArgumentError::LoaderConfig {
@@ -69,6 +84,7 @@ pub(super) fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>>
     }
     let mut sorted = lengths.to_vec();
     sorted.sort_unstable();
+    let n = n.min(sorted.len().max(1));
     let mut bounds: Vec<usize> = (1..n)
         .filter_map(|q| {
             // The longest length of the lower q/n of the samples.

@@ -148,6 +148,8 @@ pub(crate) struct Blend {
     parts: Vec<(RowIndex, RowIndex)>,
     /// Samples in each source's first epoch, and in the mixture's epoch (their sum).
     firsts: Vec<usize>,
+    /// The rule's period and each source's samples in it ([`rule_period`]), if it has one.
+    period: Option<(u64, Vec<u64>)>,
 }
 
 /// The samples of one epoch of one source: rows of the loader, or packed windows.
@@ -170,15 +172,21 @@ impl SourceEpoch {
 /// samples below their share of the `i + 1` samples, the one whose next sample falls due
 /// first (the least `(drawn + 1 − δ) / weight`; the first on a tie). Every count then stays
 /// within `1 − δ` of its share after every sample.
+#[cfg(test)]
 pub(crate) fn draw(weights: &[f64], i: u64, drawn: &[u64]) -> usize {
+    draw_with(weights, i as f64, |k| drawn[k] as f64)
+}
+
+/// [`draw`] for sample `i` (as a float), the count of source `k` before it `drawn(k)`.
+fn draw_with(weights: &[f64], i: f64, drawn: impl Fn(usize) -> f64) -> usize {
     if weights.len() == 1 {
         return 0;
     }
-    let n = (i + 1) as f64;
+    let n = i + 1.0;
     let delta = 1.0 / (2 * weights.len() - 2) as f64;
     let mut best: Option<(usize, f64)> = None;
-    for (k, (&w, &d)) in weights.iter().zip(drawn).enumerate() {
-        let d = d as f64;
+    for (k, &w) in weights.iter().enumerate() {
+        let d = drawn(k);
         // The tolerance keeps rounding from leaving every source out.
         if w * n - d >= delta - 1e-9 {
             let due = (d + 1.0 - delta) / w;
@@ -190,11 +198,30 @@ pub(crate) fn draw(weights: &[f64], i: u64, drawn: &[u64]) -> usize {
     best.map_or(0, |(k, _)| k)
 }
 
+/// The longest period of the rule looked for (weights with up to 6 decimals have one).
+const MAX_PERIOD: u64 = 1 << 20;
+
+/// The rule's period for `weights`: the least `q` (at most [`MAX_PERIOD`]) for which every
+/// `weights[k]·q` is an integer, with those integers. After `m·q` samples Tijdeman's rule
+/// has drawn exactly `m·weights[k]·q` of source `k` (an integer count within less than a
+/// sample of an integer share is that share), so from there it draws as from the start:
+/// the sources of samples `i` and `i mod q` are the same.
+fn rule_period(weights: &[f64]) -> Option<(u64, Vec<u64>)> {
+    let whole = |share: f64| (share - share.round()).abs() < 1e-9;
+    let q = (1..=MAX_PERIOD).find(|&q| weights.iter().all(|w| whole(w * q as f64)))?;
+    let shares: Vec<u64> = weights
+        .iter()
+        .map(|w| (w * q as f64).round() as u64)
+        .collect();
+    (shares.iter().sum::<u64>() == q).then_some((q, shares))
+}
+
 impl Blend {
     /// The blend of sources whose record batches and shards are `parts`, in order.
     pub(super) fn new(weights: Vec<f64>, seed: u64, parts: Vec<(RowIndex, RowIndex)>) -> Self {
         let rows = RowIndex::from_counts(parts.iter().map(|(b, _)| b.num_rows()));
         Blend {
+            period: rule_period(&weights),
             weights,
             seed,
             rows,
@@ -277,22 +304,23 @@ impl Blend {
         config: &PlanConfig,
         lengths: &[usize],
         k: usize,
-        (from, to): (u64, u64),
+        (from, to): (u128, u128),
     ) -> Vec<Drawn> {
         let mut out = Vec::with_capacity((to - from) as usize);
         // Every epoch of a source has as many samples but with best fit: walk from 0 then.
         let constant = config.packing.is_none_or(|p| p.split);
         let (mut epoch, mut start) = match constant {
             true => (
-                from / self.firsts[k] as u64,
-                from - from % self.firsts[k] as u64,
+                from / self.firsts[k] as u128,
+                from - from % self.firsts[k] as u128,
             ),
             false => (0, 0),
         };
         let first_row = self.rows.part_rows(k).start;
         while start < to {
-            let samples = self.source_epoch(config, lengths, k, epoch);
-            let end = start + samples.len() as u64;
+            // A source's epochs count modulo 2^64 (past them, its orders repeat).
+            let samples = self.source_epoch(config, lengths, k, epoch as u64);
+            let end = start + samples.len() as u128;
             for j in from.max(start)..to.min(end) {
                 let at = (j - start) as usize;
                 out.push(match &samples {
@@ -315,16 +343,14 @@ impl Blend {
     /// The plan of the mixture's epoch `epoch`: samples `epoch·n .. (epoch + 1)·n` of its
     /// stream, `n` the sources' first epochs together.
     pub(super) fn plan(&self, config: &PlanConfig, lengths: &[usize], epoch: u64) -> Plan {
-        let n: u64 = self.firsts.iter().map(|&c| c as u64).sum();
-        let mut drawn = vec![0u64; self.parts.len()];
-        for i in 0..epoch * n {
-            let k = draw(&self.weights, i, &drawn);
-            drawn[k] += 1;
-        }
+        // In 128 bits: no epoch's samples wrap.
+        let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
+        let first = u128::from(epoch) * n;
+        let mut drawn = self.drawn_before(first);
         let before = drawn.clone();
         let mut sources = Vec::with_capacity(n as usize);
-        for i in epoch * n..(epoch + 1) * n {
-            let k = draw(&self.weights, i, &drawn);
+        for i in first..first + n {
+            let k = self.source_at(i, &drawn);
             drawn[k] += 1;
             sources.push(k);
         }
@@ -359,6 +385,37 @@ impl Blend {
                 Plan::of_ranks(config, &tokens, &order, epoch).with_windows(Arc::new(windows))
             }
         }
+    }
+
+    /// The source of the mixture's sample `i`, `drawn` of each before it: with a period
+    /// `q`, as of sample `i mod q` (the same, in small numbers that floats hold exactly).
+    fn source_at(&self, i: u128, drawn: &[u128]) -> usize {
+        match &self.period {
+            Some((q, shares)) => {
+                let m = i / u128::from(*q);
+                let local = |k: usize| (drawn[k] - m * u128::from(shares[k])) as f64;
+                draw_with(&self.weights, (i - m * u128::from(*q)) as f64, local)
+            }
+            None => draw_with(&self.weights, i as f64, |k| drawn[k] as f64),
+        }
+    }
+
+    /// Each source's samples among the mixture's first `i`: whole periods counted, the rest
+    /// drawn (O(period)); without a period, every sample drawn (O(i)).
+    fn drawn_before(&self, i: u128) -> Vec<u128> {
+        let (start, mut drawn) = match &self.period {
+            Some((q, shares)) => {
+                let m = i / u128::from(*q);
+                let drawn = shares.iter().map(|&s| m * u128::from(s)).collect();
+                (m * u128::from(*q), drawn)
+            }
+            None => (0, vec![0; self.parts.len()]),
+        };
+        for j in start..i {
+            let k = self.source_at(j, &drawn);
+            drawn[k] += 1;
+        }
+        drawn
     }
 
     /// The words of the weights, seed and source sizes, hashed into the fingerprint.

@@ -15,7 +15,7 @@ use arrow_schema::Field;
 
 use super::Loader;
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo, interleave_rows};
-use super::pack::{Piece, Windows};
+use super::pack::{Packing, Piece, Windows};
 use crate::dataset::{Column, Dataset};
 use crate::error::{ArgumentError, Result};
 use crate::lod::{LevelOffsets, Lod, OffsetWidth};
@@ -455,6 +455,7 @@ pub(super) fn packed_columns(
     columns: &[ColumnInfo],
     length: Option<(usize, usize)>,
     lengths: &[usize],
+    packing: &Packing,
 ) -> Result<Vec<usize>> {
     let bad = |reason: String| -> Result<Vec<usize>> {
         Err(ArgumentError::LoaderConfig {
@@ -463,6 +464,15 @@ pub(super) fn packed_columns(
         }
         .into())
     };
+    // A padded window is allocated whole: one longer than the data would hold padding only.
+    let total = lengths.iter().fold(0usize, |t, &n| t.saturating_add(n));
+    if packing.pad_last && packing.seq_len > total {
+        return bad(format!(
+            "{} tokens with pack_pad_last: longer than the data's {total} tokens, the window \
+             would be padding",
+            packing.seq_len
+        ));
+    }
     let Some((tokens, level)) = length else {
         return bad("needs a column with levels: no column has any".to_owned());
     };

@@ -37,6 +37,10 @@ pub struct Prefetch {
 
 impl Prefetch {
     pub(super) fn start(mut loader: Loader, depth: usize) -> Self {
+        // The channel's slots are allocated up front: no more than the epoch has batches
+        // (a depth past that would hold nothing, and `usize::MAX` would not fit in memory).
+        let epoch = loader.next_position().epoch;
+        let depth = depth.min(loader.num_batches(epoch).max(1));
         let (sender, receiver) = sync_channel(depth);
         let thread = std::thread::spawn(move || {
             loop {

@@ -39,8 +39,9 @@ pub use reader::ShardedDataset;
 pub(crate) use reader::{PendingChecksum, mismatch};
 #[cfg(feature = "remote")]
 pub use remote::{
-    CacheStats, DEFAULT_PREFETCH_BYTES, RemoteOptions, commit_url, discard_pending, index_url,
-    parse_size, pending_prefixes, read_manifest_url, upload_pending, upload_shards,
+    CacheStats, CommitReport, DEFAULT_PREFETCH_BYTES, RemoteOptions, commit_url, commit_url_report,
+    discard_pending, index_url, parse_size, pending_prefixes, read_manifest_url, upload_pending,
+    upload_shards,
 };
 pub use url::is_url;
 pub use vacuum::vacuum;

@@ -13,6 +13,7 @@ use super::manifest::{
 };
 use super::side::decode_field;
 use crate::error::{Error, FormatError, Result, UnsupportedError};
+use crate::io::ipc_check::MAX_RATIO;
 use crate::lod::OffsetWidth;
 use crate::values::DType;
 
@@ -180,7 +181,7 @@ pub(super) fn parse_column(v: &Value, at: &str) -> Result<ColumnSpec> {
     })
 }
 
-pub(super) fn parse_shard(v: &Value, at: &str, columns: &[ColumnSpec]) -> Result<ShardEntry> {
+pub(super) fn parse_shard(v: &Value, at: &str, columns_spec: &[ColumnSpec]) -> Result<ShardEntry> {
     let o = object(v, at)?;
     let file_at = join(at, "file");
     let file = string(field(o, at, "file")?, &file_at)?.to_owned();
@@ -201,31 +202,72 @@ pub(super) fn parse_shard(v: &Value, at: &str, columns: &[ColumnSpec]) -> Result
         .map_err(|_| manifest_error(&crc_at, "does not fit 32 bits"))?;
     let stats_at = join(at, "columns");
     let stats = array(field(o, at, "columns")?, &stats_at)?;
-    if stats.len() != columns.len() {
+    if stats.len() != columns_spec.len() {
         return Err(manifest_error(
             &stats_at,
             format!(
                 "{} entries, the dataset has {} columns",
                 stats.len(),
-                columns.len()
+                columns_spec.len()
             ),
         ));
     }
     let columns = stats
         .iter()
-        .zip(columns)
+        .zip(columns_spec)
         .enumerate()
         .map(|(i, (s, spec))| parse_stats(s, &format!("{stats_at}[{i}]"), spec, rows))
         .collect::<Result<Vec<_>>>()
         .map(exact)?;
-    Ok(ShardEntry {
+    let entry = ShardEntry {
         file,
         rows,
         batches,
         bytes,
         crc32c,
         columns,
-    })
+    };
+    check_counts_fit(&entry, columns_spec, at)?;
+    Ok(entry)
+}
+
+/// The shard's counts are no more than its `bytes` can hold, so that nothing is sized from
+/// a count the file cannot have: each level's offsets take at least 4 or 8 bytes per
+/// sequence, each element its dtype's bits, each record batch a message; a compressed body
+/// holds at most [`MAX_RATIO`] times its size (format-spec §6).
+fn check_counts_fit(entry: &ShardEntry, specs: &[ColumnSpec], at: &str) -> Result<()> {
+    let room = u128::from(entry.bytes) * MAX_RATIO as u128;
+    let check = |need: u128, what: &dyn Fn() -> String| match need > room {
+        true => Err(manifest_error(
+            &join(at, &what()),
+            format!(
+                "needs at least {need} bytes, more than the shard's {} bytes can hold",
+                entry.bytes
+            ),
+        )),
+        false => Ok(()),
+    };
+    check(entry.batches as u128 * 8, &|| "batches".to_owned())?;
+    for (c, (spec, stats)) in specs.iter().zip(&entry.columns).enumerate() {
+        if spec.side.is_some() {
+            continue;
+        }
+        for (l, (width, &n)) in spec.offsets.iter().zip(&stats.sequences).enumerate() {
+            let width = match width {
+                OffsetWidth::I32 => 4,
+                OffsetWidth::I64 => 8,
+            };
+            check(n as u128 * width, &|| {
+                format!("columns[{c}].sequences[{l}]")
+            })?;
+        }
+        let bits = spec.dtype.byte_width().map_or(1, |w| w as u128 * 8);
+        let shape = spec.element_shape.iter();
+        let bits = shape.fold(bits, |b, &d| b.saturating_mul(d as u128));
+        let need = (stats.elements as u128).saturating_mul(bits) / 8;
+        check(need, &|| format!("columns[{c}].elements"))?;
+    }
+    Ok(())
 }
 
 fn parse_stats(v: &Value, at: &str, spec: &ColumnSpec, rows: usize) -> Result<ColumnStats> {

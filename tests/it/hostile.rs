@@ -56,9 +56,7 @@ fn a_fifo_shard_is_refused_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
     sharded(dir.path());
     let manifest_path = dir.path().join(MANIFEST_NAME);
-    let mut manifest = Manifest::load(&manifest_path).unwrap();
-    manifest.shards[1].bytes = 0;
-    manifest.write(&manifest_path).unwrap();
+    let manifest = Manifest::load(&manifest_path).unwrap();
     let shard = dir.path().join(&manifest.shards[1].file);
     std::fs::remove_file(&shard).unwrap();
     mkfifo(&shard);
@@ -171,7 +169,8 @@ fn manifest_counts_that_add_up_past_the_address_space_are_refused() {
     let half = usize::MAX / 2 + 1;
     let shard = |i: usize, n: usize| {
         format!(
-            r#"{{"file": "p{i}.arrow", "rows": 1, "batches": {n}, "bytes": 1, "crc32c": 0, "columns": [{{"sequences": [1], "elements": {n}}}]}}"#
+            r#"{{"file": "p{i}.arrow", "rows": 1, "batches": {n}, "bytes": {}, "crc32c": 0, "columns": [{{"sequences": [1], "elements": {n}}}]}}"#,
+            n / 64
         )
     };
     let text = format!(
@@ -291,5 +290,27 @@ fn a_file_truncated_in_place_while_mapped_gives_an_error_not_sigbus() {
     ] {
         let err = result.unwrap_err();
         assert!(one_line(&err).contains("changed in place"), "{err}");
+    }
+}
+
+#[test]
+fn manifest_counts_the_shard_s_bytes_cannot_hold_are_refused_naming_them() {
+    let shard = |sequences: u64, elements: u64, batches: u64| {
+        format!(
+            r#"{{"format": "lodtensor.shards", "version": 1, "columns": [{{"name": "x", "dtype": "float32", "element_shape": [4], "offsets": ["int32"]}}], "shards": [{{"file": "p.arrow", "rows": {sequences}, "batches": {batches}, "bytes": 4096, "crc32c": 0, "columns": [{{"sequences": [{sequences}], "elements": {elements}}}]}}]}}"#
+        )
+    };
+    assert!(Manifest::parse(&shard(1 << 20, 1 << 18, 1)).is_ok());
+    for (text, field) in [
+        (shard(1 << 40, 10, 1), "shards[0].columns[0].sequences[0]"),
+        (shard(10, 1 << 40, 1), "shards[0].columns[0].elements"),
+        (shard(10, 10, 1 << 40), "shards[0].batches"),
+    ] {
+        let err = Manifest::parse(&text).unwrap_err();
+        let message = one_line(&err);
+        assert!(
+            message.contains(field) && message.contains("4096 bytes"),
+            "{err}"
+        );
     }
 }

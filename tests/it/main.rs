@@ -10,6 +10,8 @@ mod concurrency;
 mod corruption_sweep;
 mod fuzz_regressions;
 mod hostile;
+#[cfg(feature = "remote")]
+mod hostile_remote;
 mod ipc;
 mod layers;
 mod lazy_shards;

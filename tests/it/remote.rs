@@ -11,7 +11,7 @@ use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use crate::common::S3Server;
 
 /// 120 small documents in shards of 25 rows.
-fn write_local(dir: &Path) -> Dataset {
+pub(crate) fn write_local(dir: &Path) -> Dataset {
     let spec = Documents {
         sentences: (0, 4),
         tokens: (1, 5),

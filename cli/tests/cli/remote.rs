@@ -74,3 +74,36 @@ fn every_reading_command_takes_a_url_and_convert_writes_to_one() {
     let again = run(&["convert", input, url]);
     assert!(again.fails(3).contains("already there"), "{again:?}");
 }
+
+#[test]
+fn a_bucket_manifest_claiming_huge_shards_fails_with_an_error_not_a_signal() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = batches_file(dir.path());
+    let run = |args: &[&str]| lodtensor_s3(&s3, dir.path(), args);
+    run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "local/",
+        "--shard-rows",
+        "2",
+    ])
+    .ok();
+    let local = dir.path().join("local");
+    let manifest_path = local.join(lodtensor::shards::MANIFEST_NAME);
+    let manifest = lodtensor::shards::Manifest::load(&manifest_path).unwrap();
+    for (name, bytes) in [("e62", 1u64 << 62), ("e50", 1 << 50)] {
+        let mut forged = manifest.clone();
+        forged.shards[0].bytes = bytes;
+        forged.write(&manifest_path).unwrap();
+        let url = s3.upload_dir(&local, "hostile", name);
+        for command in ["validate", "show", "hist"] {
+            let out = run(&[command, &url, "--cache-dir", "cache"]);
+            let line = out.fails(1);
+            assert!(
+                line.contains("bytes") && line.contains(&bytes.to_string()),
+                "{out:?}"
+            );
+        }
+    }
+}

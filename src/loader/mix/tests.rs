@@ -231,3 +231,32 @@ fn sources_must_agree_and_weights_be_positive() {
         "is a mixture",
     );
 }
+
+/// Any epoch's plan starts from the rule's counts at its first sample, found from the
+/// rule's period (not by drawing every sample before it): the same sources as drawing them
+/// one by one, and no epoch's arithmetic wraps (the last epoch too).
+#[test]
+fn a_far_epoch_is_planned_from_the_rule_s_period() {
+    let (_a, a) = file(&[1; 3], 3);
+    let (_b, b) = file(&[1; 5], 3);
+    let mixture = Mixture::new(vec![(&a).into(), (&b).into()], vec![0.6, 0.2]);
+    let loader = mixed(&mixture, 2, true).build().unwrap();
+    let weights = [0.75, 0.25];
+    let mut drawn = [0u64; 2];
+    let mut i = 0;
+    for epoch in 0..40 {
+        let plan = loader.plan(epoch);
+        let first = plan.samples().iter().filter(|&&r| r < 3).count();
+        let before = drawn[0];
+        for _ in 0..8 {
+            drawn[draw(&weights, i, &drawn)] += 1;
+            i += 1;
+        }
+        assert_eq!(first as u64, drawn[0] - before, "epoch {epoch}");
+    }
+    for epoch in [10u64.pow(12), u64::MAX - 1, u64::MAX] {
+        let plan = loader.plan(epoch);
+        let first = plan.samples().iter().filter(|&&r| r < 3).count();
+        assert_eq!((plan.samples().len(), first), (8, 6), "epoch {epoch}");
+    }
+}

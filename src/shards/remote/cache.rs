@@ -45,6 +45,7 @@ use crate::shards::manifest::ShardEntry;
 use crate::shards::reader::mismatch;
 use crate::shards::remote::client::Remote;
 use crate::shards::remote::lock::ShardLock;
+use crate::shards::remote::private::{self, How};
 use crate::shards::remote::ranges::stream_range;
 use crate::shards::store::sync_dir;
 
@@ -107,6 +108,9 @@ pub(crate) struct ShardCache {
     pub(super) metadata_requests: AtomicU64,
     /// The form of each shard's entry this process opened last: its checksum to verify.
     forms: Mutex<HashMap<usize, Form>>,
+    /// The entries whose bytes this process downloaded or checked (others' may have gone
+    /// bad since they were written: a disk, or a hand).
+    checked: Mutex<HashSet<String>>,
 }
 
 /// What a cache entry's bytes must be: the manifest's size and CRC-32C, or, for a
@@ -158,6 +162,7 @@ impl ShardCache {
             metadata_bytes: AtomicU64::new(0),
             metadata_requests: AtomicU64::new(0),
             forms: Mutex::new(HashMap::new()),
+            checked: Mutex::new(HashSet::new()),
         })
     }
 
@@ -263,13 +268,10 @@ impl ShardCache {
     /// before it is opened), and the path or URL to name when its bytes are not that.
     pub(crate) fn checksum_of(&self, index: usize) -> (Form, PathBuf) {
         let entry = &self.shards[index];
-        match self.lock(&self.forms).get(&index) {
-            Some(form) if form.decompressed => (*form, self.dir.join(entry_name(entry))),
-            _ => (
-                Form::stored(entry),
-                PathBuf::from(self.remote.url_of(&entry.file)),
-            ),
-        }
+        let form = self.lock(&self.forms).get(&index).copied();
+        // The bytes checked are the cache entry's: its path is named, not the store's.
+        let path = self.dir.join(entry_name(entry));
+        (form.unwrap_or_else(|| Form::stored(entry)), path)
     }
 
     /// The dataset's place in the store.
@@ -305,19 +307,29 @@ impl ShardCache {
     /// compressed shard's decoding errors naming its URL; the cache disk's I/O errors (a
     /// full disk) naming the file.
     fn fetch(&self, entry: &ShardEntry) -> Result<(PathBuf, Form)> {
-        let path = self.dir.join(entry_name(entry));
-        if let Some(form) = on_disk(&path, entry) {
+        let name = entry_name(entry);
+        let path = self.dir.join(&name);
+        if let Some(form) = self.good_entry(&path, entry) {
             self.shards_cached.fetch_add(1, Ordering::Relaxed);
             // Its time of use, for the eviction order.
-            let _ = File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+            let _ = private::open(&path, How::Read).and_then(|f| f.set_modified(SystemTime::now()));
             return Ok((path, form));
         }
         let lock_path = suffixed(&path, ".lock");
         let _lock =
             ShardLock::acquire(&lock_path).map_err(|e| Error::from(e).in_file(&lock_path))?;
-        if let Some(form) = on_disk(&path, entry) {
+        if let Some(form) = self.good_entry(&path, entry) {
             self.shards_cached.fetch_add(1, Ordering::Relaxed);
             return Ok((path, form));
+        }
+        // Not there, or bad (its bytes, its size or its sidecar; a link): downloaded again.
+        for bad in [suffixed(&path, ".sum"), path.clone()] {
+            match std::fs::remove_file(&bad) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::from(e).in_file(&bad));
+                }
+                _ => {}
+            }
         }
         self.remove_stale_downloads(&path)?;
         self.make_room(entry.bytes)?;
@@ -330,12 +342,29 @@ impl ShardCache {
             self.shards_downloaded.fetch_add(1, Ordering::Relaxed);
             let form = self.decompress(entry, &tmp, &path)?;
             std::fs::rename(&tmp, &path).map_err(|e| Error::from(e).in_file(&path))?;
+            self.lock(&self.checked).insert(name);
             sync_dir(&self.dir).map(|()| form)
         });
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         result.map(|form| (path, form))
+    }
+
+    /// The form of `entry`'s complete entry `path` if it is there and good: a regular file
+    /// of its form's size, and, unless this process downloaded or checked it before, of its
+    /// form's CRC-32C (read whole once per process).
+    fn good_entry(&self, path: &Path, entry: &ShardEntry) -> Option<Form> {
+        let form = on_disk(path, entry)?;
+        let name = path.file_name()?.to_string_lossy().into_owned();
+        if self.lock(&self.checked).contains(&name) {
+            return Some(form);
+        }
+        let good = crc32c_of(path).is_ok_and(|found| found == (form.bytes, form.crc32c));
+        if good {
+            self.lock(&self.checked).insert(name);
+        }
+        good.then_some(form)
     }
 
     /// Replaces the downloaded shard `tmp` (checked) by its decompressed form if it is
@@ -350,7 +379,7 @@ impl ShardCache {
         let url = self.remote.url_of(&entry.file);
         let shard = MappedDataset::open(tmp).map_err(|e| e.in_file(&url))?;
         let plain = suffixed(tmp, "-plain");
-        let written = File::create(&plain)
+        let written = private::open(&plain, How::New)
             .map_err(Error::from)
             .and_then(|file| {
                 let mut out = Crc32cWriter::new(std::io::BufWriter::with_capacity(1 << 20, file));
@@ -450,7 +479,7 @@ impl ShardCache {
     /// pass; the ranges' checksums are combined in order.
     fn download(&self, entry: &ShardEntry, tmp: &Path) -> Result<()> {
         let url = self.remote.url_of(&entry.file);
-        let file = File::create(tmp).map_err(|e| Error::from(e).in_file(tmp))?;
+        let file = private::open(tmp, How::New).map_err(|e| Error::from(e).in_file(tmp))?;
         let (url_ref, file_ref) = (&url, &file);
         let crc = self
             .remote
@@ -458,6 +487,7 @@ impl ShardCache {
                 let mut parts = futures_util::stream::iter(chunks(entry.bytes))
                     .map(|range| {
                         let len = range.end - range.start;
+                        let range = (range, entry.bytes);
                         let written = stream_range(store.as_ref(), &location, range, file_ref);
                         async move { written.await.map(|crc| (crc, len)) }
                     })
@@ -474,11 +504,11 @@ impl ShardCache {
     }
 }
 
-/// The ranges of the requests that download `bytes` bytes.
-fn chunks(bytes: u64) -> Vec<Range<u64>> {
+/// The ranges of the requests that download `bytes` bytes, made as they are asked for
+/// (the size is the manifest's, untrusted until the first response confirms it).
+fn chunks(bytes: u64) -> impl Iterator<Item = Range<u64>> {
     (0..bytes.div_ceil(CHUNK_BYTES))
-        .map(|i| i * CHUNK_BYTES..((i + 1) * CHUNK_BYTES).min(bytes))
-        .collect()
+        .map(move |i| i * CHUNK_BYTES..((i + 1) * CHUNK_BYTES).min(bytes))
 }
 
 /// The name of `entry`'s cache entry: its CRC-32C, then its file name.
@@ -495,7 +525,11 @@ fn is_not_found(e: &Error) -> bool {
 /// size its sidecar `.sum` gives (a decompressed form), else of the manifest's size (a
 /// temporary file is never renamed before it is complete and checked).
 fn on_disk(path: &Path, entry: &ShardEntry) -> Option<Form> {
-    let len = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
+    // A link is no entry.
+    let len = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())?
+        .len();
     match read_sum(path) {
         Some(form) if form.bytes == len => Some(form),
         _ => (len == entry.bytes).then(|| Form::stored(entry)),
@@ -511,7 +545,10 @@ pub(super) fn holds_stored_bytes(path: &Path, entry: &ShardEntry) -> bool {
 
 /// The decompressed form the sidecar of the entry `path` gives, if it is there and readable.
 fn read_sum(path: &Path) -> Option<Form> {
-    let text = std::fs::read_to_string(suffixed(path, ".sum")).ok()?;
+    use std::io::Read as _;
+    let mut text = String::new();
+    let sum = private::open(&suffixed(path, ".sum"), How::Read).ok()?;
+    sum.take(200).read_to_string(&mut text).ok()?;
     let mut words = text.split_whitespace();
     if words.next()? != SUM_TAG {
         return None;
@@ -531,7 +568,9 @@ fn write_sum(path: &Path, form: &Form) -> Result<()> {
     let text = format!("{SUM_TAG} {} {:08x}\n", form.bytes, form.crc32c);
     let (sum, tmp) = (suffixed(path, ".sum"), suffixed(path, ".sum.tmp-"));
     let tmp = suffixed(&tmp, &std::process::id().to_string());
-    let written = File::create(&tmp)
+    // One a killed process of the same id left (the name is never a link followed).
+    let _ = std::fs::remove_file(&tmp);
+    let written = private::open(&tmp, How::New)
         .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
         .and_then(|()| std::fs::rename(&tmp, &sum))
         .map_err(|e| Error::from(e).in_file(&sum));
@@ -539,6 +578,22 @@ fn write_sum(path: &Path, form: &Form) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// The size and CRC-32C of the cache's file `path`, read whole (not through a link).
+fn crc32c_of(path: &Path) -> std::io::Result<(u64, u32)> {
+    use std::io::Read as _;
+    let mut file = private::open(path, How::Read)?;
+    let (mut buffer, mut bytes, mut crc) = (vec![0; 1 << 20], 0u64, 0u32);
+    loop {
+        match file.read(&mut buffer)? {
+            0 => return Ok((bytes, crc)),
+            n => {
+                crc = crc32c::crc32c_append(crc, &buffer[..n]);
+                bytes += n as u64;
+            }
+        }
+    }
 }
 
 /// Whether the downloaded Arrow IPC file `path` has a compressed record batch (its
@@ -608,9 +663,9 @@ mod tests {
 
     #[test]
     fn chunks_cover_the_object_once() {
-        assert!(chunks(0).is_empty());
-        assert_eq!(chunks(5), vec![0..5]);
-        let c = chunks(2 * CHUNK_BYTES + 1);
+        assert_eq!(chunks(0).count(), 0);
+        assert_eq!(chunks(5).collect::<Vec<_>>(), vec![0..5]);
+        let c: Vec<_> = chunks(2 * CHUNK_BYTES + 1).collect();
         assert_eq!(c.len(), 3);
         assert_eq!(c[2], 2 * CHUNK_BYTES..2 * CHUNK_BYTES + 1);
     }

@@ -17,6 +17,7 @@ use object_store::{
     UpdateVersion,
 };
 
+use super::connector::SameOriginConnector;
 use crate::error::{Error, Result};
 use crate::shards::url::url_scheme;
 
@@ -240,14 +241,20 @@ impl Remote {
     /// The names of the dataset's objects (directly under its prefix) that start with
     /// `start`, sorted.
     pub(crate) fn list(&self, start: &str) -> Result<Vec<String>> {
+        let sized = self.list_sized(start)?;
+        Ok(sized.into_iter().map(|(name, _)| name).collect())
+    }
+
+    /// [`Remote::list`] with each object's size.
+    pub(crate) fn list_sized(&self, start: &str) -> Result<Vec<(String, u64)>> {
         let prefix = self.prefix.clone();
         let listed =
             self.run(|store| async move { store.list_with_delimiter(Some(&prefix)).await })?;
         let listed = listed.map_err(|e| store_error(e, &self.url))?;
-        let mut names: Vec<String> = (listed.objects.iter())
-            .filter_map(|object| object.location.filename())
-            .filter(|name| name.starts_with(start))
-            .map(str::to_owned)
+        let mut names: Vec<(String, u64)> = (listed.objects.iter())
+            .filter_map(|object| Some((object.location.filename()?, object.size)))
+            .filter(|(name, _)| name.starts_with(start))
+            .map(|(name, size)| (name.to_owned(), size))
             .collect();
         names.sort();
         Ok(names)
@@ -291,9 +298,17 @@ fn build_store(url: &str, options: &[(String, String)]) -> Result<Arc<dyn Object
             format!("a configuration key of the URL's store ({e})"),
         )
     };
+    // An HTTP store joins names to its URL's path: `path/` would give `path//NAME`.
+    let base = match url_scheme(url).as_deref() {
+        Some("http" | "https") => url.trim_end_matches('/'),
+        _ => url,
+    };
     macro_rules! build {
         ($builder:expr, $key:ty) => {{
-            let mut builder = $builder.with_url(url).with_retry(retry);
+            let mut builder = $builder
+                .with_url(base)
+                .with_retry(retry)
+                .with_http_connector(SameOriginConnector);
             for (key, value) in options {
                 let k: $key = key.to_ascii_lowercase().parse().map_err(|e| bad(key, &e))?;
                 builder = builder.with_config(k, value.clone());

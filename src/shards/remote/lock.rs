@@ -13,6 +13,8 @@ use std::path::Path;
 use std::sync::Once;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use super::private::{self, How};
+
 /// The descriptors of the locks held, `-1` in a free slot.
 static HELD: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
 /// More locks held at once than the cache ever takes (downloads ahead are at most 8).
@@ -26,16 +28,17 @@ pub(crate) struct ShardLock {
 }
 
 impl ShardLock {
-    /// The lock on `path` (created if missing), waiting for its holder.
+    /// The lock on `path` (created if missing, never through a link), waiting for its
+    /// holder.
     pub(crate) fn acquire(path: &Path) -> std::io::Result<Self> {
-        let file = File::create(path)?;
+        let file = private::open(path, How::Lock)?;
         file.lock()?;
         Ok(Self::held(file))
     }
 
     /// The lock on `path`, or `None` if another holds it.
     pub(crate) fn try_acquire(path: &Path) -> std::io::Result<Option<Self>> {
-        let file = File::create(path)?;
+        let file = private::open(path, How::Lock)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(Self::held(file))),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),

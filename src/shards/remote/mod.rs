@@ -5,9 +5,11 @@
 
 mod cache;
 mod client;
+mod connector;
 mod lock;
 mod meta;
 mod pending;
+mod private;
 mod ranges;
 mod upload;
 
@@ -19,7 +21,10 @@ pub(crate) use cache::{Form, ShardCache};
 use client::Remote;
 pub(crate) use meta::fetch_object;
 pub use meta::index_url;
-pub use pending::{commit_url, discard_pending, pending_prefixes, read_manifest_url};
+pub use pending::{
+    CommitReport, commit_url, commit_url_report, discard_pending, pending_prefixes,
+    read_manifest_url,
+};
 pub use upload::{upload_pending, upload_shards};
 
 use crate::error::{Error, FileFormat, Result};
@@ -77,8 +82,10 @@ impl RemoteOptions {
     }
 
     /// The cache directory (default: `$LODTENSOR_CACHE_DIR`, else
-    /// `$XDG_CACHE_HOME/lodtensor`, else `~/.cache/lodtensor`). Every process of a node
-    /// can share one.
+    /// `$XDG_CACHE_HOME/lodtensor`, else `~/.cache/lodtensor`, else, with neither variable
+    /// set, `lodtensor-cache-UID` in the temporary directory). Every process of one user on
+    /// a node can share one; it is made `0700`, and refused if another user owns it or
+    /// every user may write it (docs/remote.md, "Trust").
     ///
     /// # Example
     /// ```
@@ -107,7 +114,7 @@ impl RemoteOptions {
         match (var("XDG_CACHE_HOME"), var("HOME")) {
             (Some(cache), _) => Path::new(&cache).join("lodtensor"),
             (None, Some(home)) => Path::new(&home).join(".cache").join("lodtensor"),
-            (None, None) => std::env::temp_dir().join("lodtensor-cache"),
+            (None, None) => private::per_user_root(),
         }
     }
 
@@ -234,7 +241,9 @@ impl ShardedDataset {
     /// ```
     pub fn open_url(url: &str, options: &RemoteOptions) -> Result<Self> {
         let remote = Remote::new(url, &options.storage_options)?;
-        let dir = options.cache_dir().join(url_key(remote.url()));
+        let root = options.cache_dir();
+        let dir = root.join(url_key(remote.url()));
+        private::make_private(&root, &dir)?;
         let manifest = match meta::cached_manifest(&remote, &dir)? {
             Some(manifest) => manifest,
             None => load_manifest(&remote)?,

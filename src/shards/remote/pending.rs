@@ -5,10 +5,13 @@
 //! ([`pending_prefixes`]) and dropped with their shards ([`discard_pending`]), as
 //! [`commit`](crate::shards::commit) does for a local directory.
 
-use crate::error::{ArgumentError, Result};
+use std::collections::{HashMap, HashSet};
+
+use crate::error::{ArgumentError, Error, ErrorKind, Result};
 use crate::shards::commit::merge;
 use crate::shards::index::IndexEntry;
-use crate::shards::manifest::{MANIFEST_NAME, Manifest};
+use crate::shards::manifest::{ColumnSpec, MANIFEST_NAME, Manifest, ShardEntry};
+use crate::shards::parse::{cut, manifest_error};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::load_manifest_and_tag;
 use crate::shards::remote::meta::{index_merged, pending_lengths};
@@ -42,13 +45,68 @@ use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, 
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
 pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
+    commit_url_report(url, options).map(|report| report.manifest)
+}
+
+/// What [`commit_url_report`] did: the manifest committed, and the pending manifests it
+/// skipped and left in the store.
+///
+/// # Example
+/// ```no_run
+/// use lodtensor::shards::{RemoteOptions, commit_url_report};
+/// let report = commit_url_report("s3://bucket/tokens/", &RemoteOptions::default())?;
+/// for skipped in &report.skipped {
+///     eprintln!("not committed: {skipped}");             // names the pending manifest
+/// }
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct CommitReport {
+    /// The manifest committed.
+    pub manifest: Manifest,
+    /// Why each pending manifest skipped was: an error naming it (its URL) and what is
+    /// wrong (unparsable, other columns, a shard missing from the store or of another size
+    /// there, a shard the dataset lists with other contents).
+    pub skipped: Vec<Error>,
+}
+
+/// [`commit_url`], reporting the pending manifests it skipped: one that cannot be parsed,
+/// whose columns differ from the dataset's, that lists a shard the store does not hold
+/// with the size it gives (the LIST the commit makes anyway says), or one the dataset (or
+/// a pending manifest merged before it) lists with other contents, is left in the store
+/// and reported; the others are committed.
+///
+/// # Errors
+/// As [`commit_url`], but for the faults of single pending manifests.
+///
+/// # Example
+/// ```no_run
+/// use lodtensor::shards::{RemoteOptions, commit_url_report};
+/// let report = commit_url_report("s3://bucket/tokens/", &RemoteOptions::default())?;
+/// println!("{} shards, {} pending manifests skipped", report.manifest.shards.len(), report.skipped.len());
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+pub fn commit_url_report(url: &str, options: &RemoteOptions) -> Result<CommitReport> {
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
     let mut current = store.load()?;
-    let mut parts: Vec<(String, Manifest)> = Vec::new();
-    for name in pending_names(&store)? {
-        // Gone meanwhile: committed (or dropped) by someone else.
-        if let (Some(part), _) = load_manifest_and_tag(&store.remote, &name)? {
-            parts.push((name, part));
+    let listed: HashMap<String, u64> = store.remote.list_sized("")?.into_iter().collect();
+    let mut known = Known::of(current.0.as_ref());
+    let (mut parts, mut skipped): (Vec<(String, Manifest)>, _) = (Vec::new(), Vec::new());
+    for name in pending_names_of(listed.keys().cloned().collect()) {
+        let part = match load_manifest_and_tag(&store.remote, &name) {
+            Ok((Some(part), _)) => part,
+            // Gone meanwhile: committed (or dropped) by someone else.
+            Ok((None, _)) => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::Io(_)) => return Err(e),
+            Err(e) => {
+                skipped.push(e);
+                continue;
+            }
+        };
+        match known.admit(&part, &listed) {
+            Ok(()) => parts.push((name, part)),
+            Err(e) => skipped.push(e.in_file(store.remote.url_of(&name))),
         }
     }
     if parts.is_empty() && current.0.is_none() {
@@ -57,7 +115,8 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
         current = store.load()?;
     }
     if let (Some(manifest), true) = (&current.0, parts.is_empty()) {
-        return Ok(manifest.clone());
+        let manifest = manifest.clone();
+        return Ok(CommitReport { manifest, skipped });
     }
     let donors = pending_lengths(&store.remote, &parts)?;
     let manifest = commit_with(&store, current, |current, store| {
@@ -89,7 +148,73 @@ pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
             store.remote.delete(&entry.file)?;
         }
     }
-    Ok(manifest)
+    Ok(CommitReport { manifest, skipped })
+}
+
+/// What a commit knows before merging: the columns and the shards of the dataset and of
+/// the pending manifests admitted so far.
+struct Known {
+    columns: Option<Vec<ColumnSpec>>,
+    shards: HashMap<String, ShardEntry>,
+}
+
+impl Known {
+    fn of(manifest: Option<&Manifest>) -> Self {
+        Known {
+            columns: manifest.map(|m| m.columns.clone()),
+            shards: (manifest.iter().flat_map(|m| &m.shards))
+                .map(|s| (s.file.clone(), s.clone()))
+                .collect(),
+        }
+    }
+
+    /// Admits `part` if its columns are the dataset's and each of its shards is listed
+    /// already with the same contents, or is in the store (`listed`: names and sizes) with
+    /// its size.
+    fn admit(&mut self, part: &Manifest, listed: &HashMap<String, u64>) -> Result<()> {
+        if let Some(columns) = &self.columns
+            && *columns != part.columns
+        {
+            return Err(ArgumentError::SchemaMismatch {
+                batch: 0,
+                reason: "the pending manifest's columns are not the dataset's".to_owned(),
+            }
+            .into());
+        }
+        for (i, shard) in part.shards.iter().enumerate() {
+            let bad = |field: &str, reason: String| {
+                Err(manifest_error(&format!("shards[{i}].{field}"), reason))
+            };
+            match (self.shards.get(&shard.file), listed.get(&shard.file)) {
+                (Some(known), _) if known == shard => {}
+                (Some(_), _) => {
+                    return bad(
+                        "file",
+                        format!("{} is listed with other contents", cut(&shard.file, 60)),
+                    );
+                }
+                (None, None) => {
+                    return bad(
+                        "file",
+                        format!("{} is not in the store", cut(&shard.file, 60)),
+                    );
+                }
+                (None, Some(&size)) if size != shard.bytes => {
+                    return bad(
+                        "bytes",
+                        format!(
+                            "is {}, the object in the store is {size} bytes",
+                            shard.bytes
+                        ),
+                    );
+                }
+                (None, Some(_)) => {}
+            }
+        }
+        self.columns.get_or_insert_with(|| part.columns.clone());
+        (self.shards).extend(part.shards.iter().map(|s| (s.file.clone(), s.clone())));
+        Ok(())
+    }
 }
 
 /// The prefixes of the pending writers of the dataset at `url` (those with a pending
@@ -135,16 +260,29 @@ pub fn pending_prefixes(url: &str, options: &RemoteOptions) -> Result<Vec<String
 pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Result<()> {
     check_prefix(prefix)?;
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
-    let (mut dropped, mut objects) = (Vec::new(), Vec::new());
-    for name in pending_names(&store)?
-        .iter()
-        .filter(|n| prefix_of(n) == prefix)
-    {
-        if let (Some(part), _) = load_manifest_and_tag(&store.remote, name)? {
-            store.remote.delete(name)?;
-            objects.extend(part.index);
-            dropped.extend(part.shards);
+    let (mut own, mut dropped, mut objects, mut others) =
+        (Vec::new(), Vec::new(), Vec::new(), HashSet::new());
+    for name in pending_names(&store)? {
+        let part = load_manifest_and_tag(&store.remote, &name);
+        match (prefix_of(&name) == prefix, part) {
+            (true, Ok((part, _))) => {
+                for part in part {
+                    objects.extend(part.index);
+                    dropped.extend(part.shards);
+                }
+                own.push(name);
+            }
+            // Unreadable: dropped, its shards unknown (no commit would list them).
+            (true, Err(e)) if !matches!(e.kind(), ErrorKind::Io(_)) => own.push(name),
+            (true, Err(e)) => return Err(e),
+            (false, Ok((part, _))) => {
+                others.extend(part.into_iter().flat_map(|p| p.shards).map(|s| s.file));
+            }
+            (false, Err(_)) => {}
         }
+    }
+    for name in &own {
+        store.remote.delete(name)?;
     }
     let (dataset, _) = store.load()?;
     let listed = |file: &str| {
@@ -153,8 +291,18 @@ pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Resu
             .flat_map(|m| &m.shards)
             .any(|s| s.file == file)
     };
-    for shard in dropped.iter().filter(|s| !listed(&s.file)) {
-        store.remote.delete(&shard.file)?;
+    // Only names of the writer's own prefix, which no manifest lists.
+    let own_name = |file: &str| {
+        file.strip_prefix(prefix)
+            .is_some_and(|r| r.starts_with('-'))
+    };
+    for shard in dropped
+        .iter()
+        .filter(|s| own_name(&s.file) && !listed(&s.file))
+    {
+        if !others.contains(&shard.file) {
+            store.remote.delete(&shard.file)?;
+        }
     }
     // Its index objects too, unless the dataset's index names one (the same bytes).
     let indexed = |e: &IndexEntry| dataset.iter().any(|m| m.index.contains(e));
@@ -191,7 +339,16 @@ fn prefix_of(name: &str) -> &str {
 
 /// The names of the pending manifests at the store's dataset, sorted.
 fn pending_names(store: &RemoteStore) -> Result<Vec<String>> {
-    let mut names = store.remote.list(PENDING_PREFIX)?;
-    names.retain(|n| n.ends_with(".json") && n.len() > PENDING_PREFIX.len() + ".json".len());
-    Ok(names)
+    Ok(pending_names_of(store.remote.list(PENDING_PREFIX)?))
+}
+
+/// The names of pending manifests among `names`, sorted.
+fn pending_names_of(mut names: Vec<String>) -> Vec<String> {
+    names.retain(|n| {
+        n.starts_with(PENDING_PREFIX)
+            && n.ends_with(".json")
+            && n.len() > PENDING_PREFIX.len() + ".json".len()
+    });
+    names.sort();
+    names
 }

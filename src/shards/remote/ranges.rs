@@ -95,6 +95,10 @@ pub(super) enum RangeError {
     Short {
         offset: u64,
     },
+    /// The object is `found` bytes, not the size the manifest says.
+    Size {
+        found: u64,
+    },
     /// Writing the range into the cache's file failed.
     Write(std::io::Error),
 }
@@ -105,9 +109,11 @@ impl RangeError {
     pub(super) fn into_error(self, bytes: u64, url: &str, file: &Path) -> Error {
         match self {
             RangeError::Store(e) => store_error(e, url),
-            RangeError::Short { offset } => mismatch("bytes", bytes, offset)
-                .expect_err("an object ending at `offset` is shorter than the manifest says")
-                .in_file(url),
+            RangeError::Short { offset: found } | RangeError::Size { found } => {
+                mismatch("bytes", bytes, found)
+                    .expect_err("an object of another size than the manifest says")
+                    .in_file(url)
+            }
             RangeError::Write(e) => Error::from(e).in_file(file),
         }
     }
@@ -133,13 +139,14 @@ async fn fetch_range(
     }
 }
 
-/// Writes bytes `range` of the object at `location` at their place in `file` as the body
-/// arrives; returns their CRC-32C. A body that breaks off is requested again from where it
-/// stopped.
+/// Writes bytes `range` of the object at `location`, which must be `size` bytes (the
+/// response says its size: another is refused before its body is read), at their place in
+/// `file` as the body arrives; returns their CRC-32C. A body that breaks off is requested
+/// again from where it stopped.
 pub(super) async fn stream_range(
     store: &dyn ObjectStore,
     location: &StorePath,
-    range: Range<u64>,
+    (range, size): (Range<u64>, u64),
     file: &File,
 ) -> Result<u32, RangeError> {
     use std::os::unix::fs::FileExt as _;
@@ -150,6 +157,11 @@ pub(super) async fn stream_range(
             ..Default::default()
         };
         let mut body = match store.get_opts(location, options).await {
+            Ok(got) if got.meta.size != size => {
+                return Err(RangeError::Size {
+                    found: got.meta.size,
+                });
+            }
             Ok(got) => got.into_stream(),
             Err(e) => {
                 retry_or_fail(e, &mut attempt, at).await?;
@@ -233,8 +245,8 @@ mod tests {
                 .await
                 .expect("put");
             // The later range written first, as parallel ranges may land.
-            let second = stream_range(&store, &location, 60_000..100_000, &file).await;
-            let first = stream_range(&store, &location, 0..60_000, &file).await;
+            let second = stream_range(&store, &location, (60_000..100_000, 100_000), &file).await;
+            let first = stream_range(&store, &location, (0..60_000, 100_000), &file).await;
             (first.expect("first"), second.expect("second"))
         });
         let written = std::fs::read(&path).expect("the file");

@@ -1,0 +1,184 @@
+//! A dataset in object storage read by a cache that others may have tampered with: links
+//! planted in the cache, entries gone bad, a cache directory others may write. Against
+//! moto's S3 server on 127.0.0.1 (`common::S3Server`, skipped without Python).
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use lodtensor::ErrorKind;
+use lodtensor::shards::ShardedDataset;
+
+use crate::common::S3Server;
+use crate::remote::{uploaded, write_local};
+
+/// The cache directory of the dataset at `url` under `cache`, and shard 0's entry there.
+fn entry_of(cache: &Path, url: &str, data: &ShardedDataset) -> (PathBuf, PathBuf) {
+    let rest = url.trim_start_matches("s3://").trim_end_matches('/');
+    let dir = cache.join("s3").join(rest);
+    let shard = &data.manifest().shards[0];
+    let entry = dir.join(format!("{:08x}-{}", shard.crc32c, shard.file));
+    (dir, entry)
+}
+
+#[test]
+fn links_planted_in_the_cache_are_neither_followed_nor_served() {
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, local, url, _) = uploaded(&s3, "links", write_local);
+    let cache = dir.path().join("cache");
+    let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
+    let data = ShardedDataset::open_url(&url, &options).unwrap();
+    let (_, entry) = entry_of(&cache, &url, &data);
+    // A lock that is a link to a file the reader may write: an error, the file untouched.
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let lock = PathBuf::from(format!("{}.lock", entry.display()));
+    std::os::unix::fs::symlink(&victim, &lock).unwrap();
+    let err = data.shard(0).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied),
+        "{err}"
+    );
+    assert_eq!(err.path(), Some(lock.as_path()));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    std::fs::remove_file(&lock).unwrap();
+    // An entry that is a link (to the right bytes, even): not served, downloaded instead.
+    let outside = local.join(&data.manifest().shards[0].file);
+    std::os::unix::fs::symlink(&outside, &entry).unwrap();
+    data.shard(0).unwrap();
+    let meta = std::fs::symlink_metadata(&entry).unwrap();
+    assert!(meta.is_file(), "the entry is still a link");
+    assert_eq!(data.cache_stats().unwrap().shards_downloaded, 1);
+}
+
+#[test]
+fn an_entry_gone_bad_is_downloaded_once_more() {
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, _, url, _) = uploaded(&s3, "bad", write_local);
+    let cache = dir.path().join("cache");
+    let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
+    let first = ShardedDataset::open_url(&url, &options).unwrap();
+    let expected = first.shard(0).unwrap().sample(0).unwrap();
+    let (_, entry) = entry_of(&cache, &url, &first);
+    drop(first);
+    // Its bytes go bad, its size stays: the next process (another open) checks it.
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(&entry, &bytes).unwrap();
+    let again = ShardedDataset::open_url(&url, &options).unwrap();
+    assert_eq!(again.shard(0).unwrap().sample(0).unwrap(), expected);
+    assert_eq!(again.cache_stats().unwrap().shards_downloaded, 1);
+    assert_ne!(std::fs::read(&entry).unwrap(), bytes);
+}
+
+#[test]
+fn a_cache_directory_every_user_may_write_is_refused_naming_it() {
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, _, url, _) = uploaded(&s3, "open", write_local);
+    let cache = dir.path().join("cache");
+    let options = s3.options().with_cache_dir(&cache);
+    let data = ShardedDataset::open_url(&url, &options).unwrap();
+    let (dataset_dir, _) = entry_of(&cache, &url, &data);
+    let mode = std::fs::metadata(&dataset_dir)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    std::fs::set_permissions(&dataset_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = ShardedDataset::open_url(&url, &options).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied),
+        "{err}"
+    );
+    assert_eq!(err.path(), Some(dataset_dir.as_path()));
+}
+
+/// A pending writer `prefix` of 60 documents at `url`: its pending manifest.
+fn pending_writer(
+    s3: &S3Server,
+    dir: &Path,
+    url: &str,
+    prefix: &str,
+) -> lodtensor::shards::Manifest {
+    use lodtensor::shards::{ShardOptions, ShardWriter, upload_pending};
+    use lodtensor::{rng::SplitMix64, synthetic::Documents};
+    let path = dir.join(prefix);
+    let options = ShardOptions::default()
+        .with_shard_rows(25)
+        .with_prefix(prefix);
+    let mut writer = ShardWriter::create(&path, options).unwrap();
+    let spec = Documents {
+        sentences: (0, 4),
+        tokens: (1, 5),
+        dim: 3,
+    };
+    writer
+        .write(&spec.generate(&mut SplitMix64::new(7), 60).unwrap())
+        .unwrap();
+    writer.finish().unwrap();
+    upload_pending(&path, url, &s3.options(), prefix).unwrap()
+}
+
+/// Puts `text` at `data/PREFIX/name` in the store.
+fn put(s3: &S3Server, prefix: &str, name: &str, text: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), text).unwrap();
+    s3.upload_dir(dir.path(), "data", prefix);
+}
+
+#[test]
+fn a_commit_skips_the_pending_manifests_it_cannot_trust_and_a_discard_drops_only_its_own() {
+    use lodtensor::shards::{commit_url_report, discard_pending, pending_prefixes};
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/skip/";
+    let dir = tempfile::tempdir().unwrap();
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    let w0 = pending_writer(&s3, dir.path(), url, "w0");
+    let w1 = pending_writer(&s3, dir.path(), url, "w1");
+    // Another writer's pending manifest listing w0's shards: dropping it drops none of them.
+    put(&s3, "skip", "_lodtensor.pending.w6.a.json", &w0.to_json());
+    discard_pending(url, &options, "w6").unwrap();
+    // One unparsable, one naming a shard the store lacks, one a shard of another size.
+    put(
+        &s3,
+        "skip",
+        "_lodtensor.pending.w7.a.json",
+        "not a manifest",
+    );
+    let mut missing = w1.clone();
+    missing.shards[0].file = "w9-00000.arrow".to_owned();
+    put(
+        &s3,
+        "skip",
+        "_lodtensor.pending.w9.a.json",
+        &missing.to_json(),
+    );
+    let mut resized = w0.clone();
+    resized.shards.truncate(1);
+    resized.shards[0].file = "w1-00000.arrow".to_owned();
+    resized.shards[0].bytes = w1.shards[0].bytes + 1;
+    put(
+        &s3,
+        "skip",
+        "_lodtensor.pending.w8.a.json",
+        &resized.to_json(),
+    );
+    let report = commit_url_report(url, &options).unwrap();
+    assert_eq!(report.manifest.num_rows(), 120);
+    let skipped: Vec<String> = report.skipped.iter().map(|e| e.to_string()).collect();
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    for (error, prefix) in report.skipped.iter().zip(["w7", "w8", "w9"]) {
+        let path = error.path().unwrap().to_string_lossy().into_owned();
+        assert!(
+            path.starts_with(&format!("{url}_lodtensor.pending.{prefix}.")),
+            "{error}"
+        );
+    }
+    assert!(skipped[2].contains("not in the store"), "{skipped:?}");
+    ShardedDataset::open_url(url, &options)
+        .unwrap()
+        .validate()
+        .unwrap();
+    assert_eq!(pending_prefixes(url, &options).unwrap(), ["w7", "w8", "w9"]);
+}
