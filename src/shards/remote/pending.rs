@@ -266,7 +266,7 @@ pub fn discard_pending(url: &str, options: &RemoteOptions, prefix: &str) -> Resu
         let part = load_manifest_and_tag(&store.remote, &name);
         match (prefix_of(&name) == prefix, part) {
             (true, Ok((part, _))) => {
-                for part in part {
+                if let Some(part) = part {
                     objects.extend(part.index);
                     dropped.extend(part.shards);
                 }
