@@ -16,6 +16,8 @@ mod show;
 mod side;
 mod slice;
 mod source;
+#[cfg(feature = "tokenize")]
+mod tokenize;
 mod vacuum;
 mod validate;
 
@@ -68,6 +70,11 @@ enum Command {
     /// Remove the files of a sharded dataset's directory that no manifest references (left
     /// by killed writers), older than a grace period; never a live writer's.
     Vacuum(vacuum::Args),
+    /// Tokenize text files, JSON lines and Parquet files with a HuggingFace tokenizer.json
+    /// into a sharded dataset of token ids (a directory or a URL), on every core; a run
+    /// killed and started again writes every document once.
+    #[cfg(feature = "tokenize")]
+    Tokenize(tokenize::Args),
 }
 
 /// The error of a subcommand: a library error (exit code 1) or a usage error (exit code 2).
@@ -119,6 +126,8 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> u8 {
         Command::Slice(args) => slice::run(args),
         Command::Hist(args) => hist::run(args),
         Command::Vacuum(args) => vacuum::run(args),
+        #[cfg(feature = "tokenize")]
+        Command::Tokenize(args) => tokenize::run(args),
     };
     match result {
         Ok(()) => 0,

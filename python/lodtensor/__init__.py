@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from . import _hf, _native
 from ._inputs import as_stream as _as_stream
+from ._tokenize import tokenize
 from ._native import (
     ArgumentError,
     Batch,
@@ -51,6 +52,7 @@ __all__ = [
     "write_shards",
     "commit",
     "vacuum",
+    "tokenize",
     "mix",
     "Mixture",
     "Dataset",
