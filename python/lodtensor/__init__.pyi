@@ -18,6 +18,7 @@ __all__ = [
     "write_shards",
     "commit",
     "vacuum",
+    "tokenize",
     "mix",
     "Mixture",
     "Dataset",
