@@ -58,19 +58,11 @@ def files_of(corpus: Path) -> list[str]:
 
 
 def train(files: list[str], path: Path, vocab: int) -> None:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "data" / "tokenize"))
+    from make_tokenizer import train as train_bpe
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab,
-        special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train(files, trainer=trainer)
-    tok.save(str(path))
+    texts = (open(f, encoding="utf-8").read() for f in files)
+    train_bpe(texts, vocab_size=vocab).save(str(path))
 
 
 def loop(files: list[str], out: Path, tok_path: Path) -> None:

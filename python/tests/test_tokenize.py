@@ -20,6 +20,9 @@ tokenizers = pytest.importorskip("tokenizers")
 
 import lodtensor as lt  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "data" / "tokenize"))
+import make_tokenizer  # noqa: E402
+
 WORDS = (
     "the of and to in is was for on that with as by at from his her an were are which this "
     "be or has had not but it its one all their also first new more two after who time "
@@ -47,19 +50,7 @@ def corpus(n: int, seed: int) -> list[str]:
 
 def train(texts: list[str], specials: list[str]) -> tokenizers.Tokenizer:
     """A byte-level BPE of 400 ids trained on `texts` (no download)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=specials,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(texts, trainer=trainer)
-    return tok
+    return make_tokenizer.train(texts, vocab_size=400, specials=specials)
 
 
 @pytest.fixture(scope="module")

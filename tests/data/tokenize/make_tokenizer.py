@@ -12,14 +12,16 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 HERE = Path(__file__).resolve().parent
 
 
-def train(texts, vocab_size=512):
-    """A byte-level BPE trained on ``texts`` (an iterable of str)."""
+def train(texts, vocab_size=512, specials=("<|endoftext|>",)):
+    """A byte-level BPE of ``vocab_size`` ids with the special tokens ``specials``, trained
+    on ``texts`` (an iterable of str). The Python tests and the tokenize benchmark train
+    theirs with it too."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=["<|endoftext|>"],
+        special_tokens=list(specials),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
