@@ -59,3 +59,14 @@ pub fn file() -> Result<(tempfile::TempDir, PathBuf)> {
     w.finish()?;
     Ok((dir, path))
 }
+
+/// The tokenizer file of the examples and tests: a byte-level BPE of 512 ids with the
+/// special token `<|endoftext|>` (`tests/data/tokenize/make_tokenizer.py`).
+///
+/// # Example
+/// ```
+/// assert!(lodtensor::doc_fixtures::tokenizer_json().exists());
+/// ```
+pub fn tokenizer_json() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/tokenize/tokenizer.json")
+}

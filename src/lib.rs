@@ -112,6 +112,8 @@ mod row_index;
 pub mod shards;
 pub mod synthetic;
 mod tensor;
+#[cfg(feature = "tokenize")]
+pub mod tokenize;
 mod values;
 
 pub use dataset::{Column, Dataset, check_version};

@@ -17,6 +17,8 @@ mod show;
 mod side;
 mod slice;
 mod source;
+#[cfg(feature = "tokenize")]
+mod tokenize;
 mod vacuum;
 mod validate;
 
@@ -72,6 +74,11 @@ enum Command {
     /// Add or rebuild the lengths index of a sharded dataset (a directory or a URL): what
     /// loaders whose plans need sample lengths read instead of every shard.
     Index(index::Args),
+    /// Tokenize text files, JSON lines and Parquet files with a HuggingFace tokenizer.json
+    /// into a sharded dataset of token ids (a directory or a URL), on every core; a run
+    /// killed and started again writes every document once.
+    #[cfg(feature = "tokenize")]
+    Tokenize(tokenize::Args),
 }
 
 /// The error of a subcommand: a library error (exit code 1) or a usage error (exit code 2).
@@ -124,6 +131,8 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> u8 {
         Command::Hist(args) => hist::run(args),
         Command::Vacuum(args) => vacuum::run(args),
         Command::Index(args) => index::run(args),
+        #[cfg(feature = "tokenize")]
+        Command::Tokenize(args) => tokenize::run(args),
     };
     match result {
         Ok(()) => 0,

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from . import _hf, _native
 from ._inputs import as_stream as _as_stream
+from ._tokenize import tokenize
 from ._native import (
     ArgumentError,
     Batch,
@@ -52,6 +53,7 @@ __all__ = [
     "commit",
     "index",
     "vacuum",
+    "tokenize",
     "mix",
     "Mixture",
     "Dataset",

@@ -19,6 +19,7 @@ __all__ = [
     "commit",
     "index",
     "vacuum",
+    "tokenize",
     "mix",
     "Mixture",
     "Dataset",
@@ -203,6 +204,26 @@ def index(path: _Path, storage_options: dict[str, str] | None = None) -> Manifes
 def vacuum(path: _Path, *, grace: float = 86400.0) -> list[str]:
     """Removes the files of ``path`` no manifest references, older than ``grace`` seconds;
     never a live writer's. Returns their paths."""
+
+def tokenize(
+    inputs: Any,
+    output: _Path,
+    *,
+    tokenizer: Any,
+    field: str | None = None,
+    eos: bool | str = True,
+    bos: bool | str = False,
+    split: str | None = None,
+    shard_rows: int | None = None,
+    storage_options: dict[str, str] | None = None,
+    compression: str | None = None,
+) -> ShardedDataset:
+    """Tokenizes ``inputs`` (paths, globs, directories of text, JSON lines or Parquet files,
+    HuggingFace datasets, Arrow streams) with ``tokenizer`` (a ``tokenizer.json`` path or a
+    ``tokenizers.Tokenizer``) into the sharded dataset ``output`` (a directory or a URL):
+    the column ``"tokens"`` (documents → tokens, or documents → pieces → tokens with
+    ``split``) and the side column ``"source"``; returns it opened. A run killed and started
+    again writes every document once."""
 
 def mix(
     sources: Sequence[Dataset | ShardedDataset], weights: Sequence[float], seed: int = 0

@@ -23,6 +23,7 @@ mod pack;
 mod remote;
 mod shard_writer;
 mod shards;
+mod tokenize;
 
 use pyo3::prelude::*;
 
@@ -56,6 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
     m.add_function(wrap_pyfunction!(shard_writer::index, m)?)?;
     m.add_function(wrap_pyfunction!(remote::index_url, m)?)?;
+    m.add_function(wrap_pyfunction!(tokenize::tokenize, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
     m.add(
         "_loader_options",

@@ -27,6 +27,13 @@ pub enum FileFormat {
     Paddle,
     /// A sharded dataset: its manifest (`_lodtensor.json`), or a shard against it.
     Manifest,
+    /// A text file read as one document (`lodtensor::tokenize`): not UTF-8.
+    Text,
+    /// A JSON lines file (one JSON object per line): a line that is not one, or lacks the
+    /// text field.
+    JsonLines,
+    /// A HuggingFace tokenizer file (`tokenizer.json`).
+    Tokenizer,
     /// A file whose format is not known (an empty input, or an error made with the
     /// deprecated `Error::invalid_file`).
     Unknown,
@@ -39,6 +46,9 @@ impl fmt::Display for FileFormat {
             FileFormat::Parquet => "Parquet",
             FileFormat::Paddle => "Paddle",
             FileFormat::Manifest => "sharded dataset",
+            FileFormat::Text => "text",
+            FileFormat::JsonLines => "JSON lines",
+            FileFormat::Tokenizer => "tokenizer.json",
             FileFormat::Unknown => "",
         })
     }

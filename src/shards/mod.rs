@@ -45,6 +45,7 @@ pub use remote::{
 };
 pub use url::is_url;
 pub use vacuum::vacuum;
+pub(crate) use writer::pending_path;
 pub use writer::{ShardOptions, ShardWriter};
 
 /// The examples of `docs/shards.md`, run as doctests.

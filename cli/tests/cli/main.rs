@@ -10,4 +10,5 @@ mod remote;
 mod shards;
 mod side;
 mod support;
+mod tokenize;
 mod write;
