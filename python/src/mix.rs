@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::dataset::Dataset;
 use crate::error::invalid;
@@ -26,6 +26,8 @@ pub struct Recipe {
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Mixture {
     recipe: Arc<Recipe>,
+    /// The Python datasets of the recipe, in order: what the mixture pickles as.
+    datasets: Vec<Py<PyAny>>,
 }
 
 /// A mixture of `sources` (each a `Dataset` or a `ShardedDataset`) in proportion to
@@ -37,7 +39,8 @@ pub struct Mixture {
 #[pyfunction]
 #[pyo3(signature = (sources, weights, seed = 0))]
 pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Vec<f64>, seed: u64) -> PyResult<Mixture> {
-    let sources = (sources.iter().enumerate())
+    let sources_given = sources;
+    let sources = (sources_given.iter().enumerate())
         .map(|(k, s)| {
             if let Ok(d) = s.cast::<Dataset>() {
                 return Ok(Source::File(d.get().file.clone()));
@@ -57,6 +60,7 @@ pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Vec<f64>, seed: u64) -> PyRe
             weights,
             seed,
         }),
+        datasets: sources_given.into_iter().map(Bound::unbind).collect(),
     })
 }
 
@@ -92,6 +96,18 @@ impl Mixture {
 
     fn __len__(&self) -> usize {
         self.rows()
+    }
+
+    /// Pickled as `lt.mix(sources, weights, seed)`, each source as it pickles itself (a
+    /// dataset by URL without its credentials).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let mix = py.import("lodtensor")?.getattr("mix")?;
+        let datasets = PyList::new(py, self.datasets.iter().map(|d| d.bind(py)))?;
+        let args = (datasets, self.recipe.weights.clone(), self.recipe.seed);
+        Ok((mix, args.into_pyobject(py)?))
     }
 
     fn __repr__(&self) -> String {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use lodtensor::shards::{Manifest, RemoteOptions};
 use pyo3::prelude::*;
 
+use crate::credentials::Reopen;
 use crate::error::{IntoPy, invalid};
 use crate::shards::manifest_dict;
 
@@ -46,7 +47,7 @@ pub fn open_url(
     let data = py
         .detach(|| lodtensor::shards::ShardedDataset::open_url(&url, &options))
         .py_err()?;
-    crate::shards::ShardedDataset::new(data, Some(options))
+    crate::shards::ShardedDataset::new(data, Some(Reopen::new(&url, &options)))
 }
 
 /// Uploads the sharded dataset in the local directory `path` to `url`: as `mode` says
