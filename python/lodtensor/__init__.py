@@ -28,6 +28,8 @@ from ._native import (
     Batch,
     ColumnNotFoundError,
     Dataset,
+    DatasetExistsError,
+    DatasetNotFoundError,
     InternalError,
     InvalidDataError,
     InvalidFileError,
@@ -68,6 +70,8 @@ __all__ = [
     "UnsupportedError",
     "UnusableError",
     "InternalError",
+    "DatasetExistsError",
+    "DatasetNotFoundError",
 ]
 __version__ = "0.1.0"
 

@@ -201,18 +201,12 @@ impl Upload {
                 .is_some(),
         };
         let refusal = match (&mode, exists) {
-            (UploadMode::Create, true) => Some((
-                std::io::ErrorKind::AlreadyExists,
-                "a sharded dataset is already there: append to it instead",
-            )),
-            (UploadMode::Append, false) => Some((
-                std::io::ErrorKind::NotFound,
-                "no sharded dataset to append to",
-            )),
+            (UploadMode::Create, true) => Some(lodtensor::DatasetError::AlreadyThere),
+            (UploadMode::Append, false) => Some(lodtensor::DatasetError::NothingToAppendTo),
             _ => None,
         };
-        if let Some((kind, what)) = refusal {
-            let err = lodtensor::Error::from(std::io::Error::new(kind, what));
+        if let Some(refusal) = refusal {
+            let err = lodtensor::Error::from(refusal);
             return Err(err.in_file(format!("{}/_lodtensor.json", url.trim_end_matches('/'))))
                 .py_err();
         }

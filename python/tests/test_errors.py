@@ -19,6 +19,8 @@ CLASSES = {
     "UnsupportedError": (ValueError,),
     "UnusableError": (ValueError, RuntimeError),
     "InternalError": (ValueError, RuntimeError),
+    "DatasetExistsError": (ValueError, FileExistsError),
+    "DatasetNotFoundError": (ValueError, FileNotFoundError),
 }
 
 
@@ -123,3 +125,18 @@ def test_a_failing_stream_of_the_callers_is_an_argument_error(tmp_path):
     with pytest.raises(lt.ArgumentError, match="a stream that failed"):
         lt.write(tmp_path / "x.arrow", reader)
     assert not (tmp_path / "x.arrow").exists()
+
+
+def test_a_dataset_there_or_missing_is_a_dataset_error_not_io(tmp_path):
+    table = pa.table({"x": pa.array([[1.0], [2.0, 3.0]], pa.large_list(pa.float32()))})
+    lt.write_shards(tmp_path / "ds", table)
+    with pytest.raises(lt.DatasetExistsError, match="already there") as caught:
+        lt.write_shards(tmp_path / "ds", table)
+    assert isinstance(caught.value, FileExistsError)
+    assert "_lodtensor.json" in str(caught.value)
+    with pytest.raises(lt.DatasetNotFoundError, match="no sharded dataset to append to") as missing:
+        lt.write_shards(tmp_path / "none", table, mode="append")
+    assert isinstance(missing.value, FileNotFoundError)
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(lt.DatasetNotFoundError, match="not a sharded dataset"):
+        lt.vacuum(tmp_path / "plain")
