@@ -47,6 +47,8 @@ pub struct ShardedDataset {
     /// How a dataset in object storage was opened (to open it again when unpickled),
     /// without its credentials (`credentials.rs`).
     remote: Option<Reopen>,
+    /// Whether the deprecated `sample` warned already.
+    warned: std::sync::atomic::AtomicBool,
 }
 
 impl ShardedDataset {
@@ -62,6 +64,7 @@ impl ShardedDataset {
             schema,
             pyarrow_shards,
             remote,
+            warned: Default::default(),
         })
     }
 
@@ -230,7 +233,7 @@ impl ShardedDataset {
     /// Deprecated: `row(row)`.
     fn sample<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
         let message = c"ShardedDataset.sample(row) is deprecated: use row(row) or ds[row]";
-        deprecated::warn(py, message)?;
+        deprecated::warn_once(py, &self.warned, message)?;
         self.row_at(py, row)
     }
 
