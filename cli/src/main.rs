@@ -5,15 +5,19 @@
 mod convert;
 mod demo;
 mod draw;
+mod format;
 mod hist;
 mod info;
 mod input;
+mod open;
+mod parts;
 mod remote;
 mod shards;
 mod show;
 mod side;
 mod slice;
 mod source;
+mod text;
 mod vacuum;
 mod validate;
 
