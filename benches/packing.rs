@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use arrow_array::types::{Int32Type, UInt8Type};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-use lodtensor::loader::{Loader, LoaderBuilder, Mixture, Packing};
+use lodtensor::loader::{Loader, LoaderBuilder, Mixture, PackMode, Packing};
 use lodtensor::rng::SplitMix64;
 use lodtensor::{Column, Dataset, LodTensor};
 
@@ -177,7 +177,7 @@ fn padding(dir: &Path) {
     println!("|---|---|---|---|");
     for seq in [1024, 2048, 4096, 8192] {
         let best = Loader::builder(&file)
-            .with_packing(Packing::new(seq).with_best_fit(1024))
+            .with_packing(Packing::new(seq).with_mode(PackMode::best_fit(1024)))
             .build()
             .expect("loader");
         let best = best.plan(0).windows().expect("packed").padding_fraction();
@@ -219,7 +219,7 @@ fn plan_time(dir: &Path) {
     );
     time(
         "best fit, 64, look-ahead 1024",
-        Loader::builder(&file).with_packing(Packing::new(64).with_best_fit(1024)),
+        Loader::builder(&file).with_packing(Packing::new(64).with_mode(PackMode::best_fit(1024))),
     );
     let mixture = Mixture::new(vec![(&file).into(), (&file).into()], vec![0.7, 0.3]);
     let loader = Loader::builder(&mixture)

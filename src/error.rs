@@ -30,12 +30,14 @@ use std::path::{Path, PathBuf};
 
 use arrow_schema::ArrowError;
 
+mod dataset;
 mod dependency;
 mod details;
 mod file_format;
 mod internal;
 mod unusable;
 
+pub use dataset::DatasetError;
 pub use details::{ArgumentError, DataError, FormatError, UnsupportedError};
 pub use file_format::FileFormat;
 pub use internal::InternalError;
@@ -116,6 +118,10 @@ pub enum ErrorKind {
     /// An I/O error: retry, or fix the path or the disk.
     #[error(transparent)]
     Io(std::io::Error),
+    /// A sharded dataset there where a call creates one, or missing where a call needs
+    /// one: change the call (create, append, check the path), retrying fails again.
+    #[error(transparent)]
+    Dataset(DatasetError),
     /// A bug of this crate: report it.
     #[error(transparent)]
     Internal(InternalError),
@@ -409,6 +415,7 @@ from_kind! {
     UnsupportedError => Unsupported,
     UnusableError => Unusable,
     std::io::Error => Io,
+    DatasetError => Dataset,
     InternalError => Internal,
 }
 

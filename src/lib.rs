@@ -118,8 +118,8 @@ mod values;
 
 pub use dataset::{Column, Dataset, check_version};
 pub use error::{
-    ArgumentError, DataError, Error, ErrorKind, FileFormat, FormatError, InternalError, Result,
-    UnsupportedError, UnusableError,
+    ArgumentError, DataError, DatasetError, Error, ErrorKind, FileFormat, FormatError,
+    InternalError, Result, UnsupportedError, UnusableError,
 };
 pub use io::ipc_reader::MappedDataset;
 pub use io::ipc_writer::{DatasetWriter, IpcCompression, WriteOptions, WriteSummary};

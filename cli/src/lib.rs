@@ -7,16 +7,20 @@
 mod convert;
 mod demo;
 mod draw;
+mod format;
 mod hist;
 mod index;
 mod info;
 mod input;
+mod open;
+mod parts;
 mod remote;
 mod shards;
 mod show;
 mod side;
 mod slice;
 mod source;
+mod text;
 #[cfg(feature = "tokenize")]
 mod tokenize;
 mod vacuum;
@@ -160,7 +164,8 @@ impl CliError {
         match self {
             CliError::Usage(_) => 2,
             CliError::Lib(e) => match e.kind() {
-                ErrorKind::Io(_) => 3,
+                // A dataset there or missing: a file's presence, as an I/O error says it.
+                ErrorKind::Io(_) | ErrorKind::Dataset(_) => 3,
                 ErrorKind::Internal(_) => 5,
                 ErrorKind::Argument(
                     ArgumentError::NoSuchColumn(_)
@@ -211,6 +216,7 @@ mod tests {
         let bug = arrow_schema::ArrowError::ComputeError("no arrays".into());
         assert_eq!(code(bug.into()), 5);
         assert_eq!(CliError::Usage("x".into()).exit_code(), 2);
+        assert_eq!(code(lodtensor::DatasetError::NothingToAppendTo.into()), 3);
         // A full disk under the Parquet writer: the I/O error it carries.
         #[cfg(feature = "parquet")]
         {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use lodtensor::format::KEY_FORMAT_VERSION;
 use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::shards::{MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, ShardedDataset};
-use lodtensor::{ArgumentError, Error};
+use lodtensor::{ArgumentError, DatasetError, Error};
 
 use crate::input::ReadArgs;
 use crate::side::SideParts;
@@ -41,11 +41,7 @@ impl Sharded {
             });
         }
         if !path.join(MANIFEST_NAME).exists() {
-            let e = std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("a directory without {MANIFEST_NAME}, not a sharded dataset"),
-            );
-            return Err(Error::from(e).in_file(path).into());
+            return Err(Error::from(DatasetError::NotADataset).in_file(path).into());
         }
         Ok(Sharded {
             path: path.to_path_buf(),

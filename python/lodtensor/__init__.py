@@ -29,6 +29,8 @@ from ._native import (
     Batch,
     ColumnNotFoundError,
     Dataset,
+    DatasetExistsError,
+    DatasetNotFoundError,
     InternalError,
     InvalidDataError,
     InvalidFileError,
@@ -71,6 +73,8 @@ __all__ = [
     "UnsupportedError",
     "UnusableError",
     "InternalError",
+    "DatasetExistsError",
+    "DatasetNotFoundError",
 ]
 __version__ = "0.1.0"
 

@@ -37,6 +37,8 @@ __all__ = [
     "UnsupportedError",
     "UnusableError",
     "InternalError",
+    "DatasetExistsError",
+    "DatasetNotFoundError",
 ]
 
 _Path = Union[str, os.PathLike[str]]
@@ -76,6 +78,12 @@ class UnusableError(LodTensorError, RuntimeError):
 
 class InternalError(LodTensorError, RuntimeError):
     """A bug of lodtensor, not of the input (also any panic of its Rust code)."""
+
+class DatasetExistsError(LodTensorError, FileExistsError):
+    """A sharded dataset is already where one was to be created: append to it instead."""
+
+class DatasetNotFoundError(LodTensorError, FileNotFoundError):
+    """No sharded dataset where one was to be appended to or opened."""
 
 class LoaderOptions(TypedDict, total=False):
     """The keywords of ``Dataset.loader`` and ``ShardedDataset.loader`` (all optional)."""

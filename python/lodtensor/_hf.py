@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ._native import ArgumentError, ColumnNotFoundError, InvalidDataError
+
 _HF_KEY = b"huggingface"
 
 
@@ -46,7 +48,7 @@ def table(
     element_shape, dtype = dict(element_shape or {}), dict(dtype or {})
     for name in [*element_shape, *dtype]:
         if name not in rows.column_names:
-            raise KeyError(f"{what}: no column {name!r} (the columns: {rows.column_names})")
+            raise ColumnNotFoundError(f"{what}: no column {name!r} (the columns: {rows.column_names})")
     features = data.features.copy()
     fields, columns = [], []
     for name, column in zip(rows.column_names, rows.columns):
@@ -93,7 +95,7 @@ def _recast(feature: Any, dtype: str) -> Any:
         return dataclasses.replace(feature, feature=_recast(feature.feature, dtype))
     if hasattr(feature, "dtype") and dataclasses.is_dataclass(feature) and not isinstance(feature, type):
         return dataclasses.replace(feature, dtype=dtype)
-    raise TypeError(f"dtype: a column of {feature} cannot be cast")
+    raise ArgumentError(f"dtype: a column of {feature} cannot be cast")
 
 
 def _hf_array_shape(arrow_type: pa.DataType) -> tuple | None:
@@ -129,7 +131,7 @@ def _convert(array: pa.Array, name: str, dtype: Any, shape: Any) -> pa.Array:
     if hf_shape is not None:
         storage = array.storage
         if storage.null_count:
-            raise ValueError(f"column {name!r}: an {array.type.extension_name} with null rows")
+            raise InvalidDataError(f"column {name!r}: an {array.type.extension_name} with null rows")
         fixed = hf_shape[0] is not None
         values = _flatten(storage, len(hf_shape))
         if dtype is not None:
@@ -162,10 +164,10 @@ def _fold(array: pa.Array, name: str, shape: tuple) -> pa.Array:
     size = prod(shape)
     what = f"element_shape {list(shape)} of column {name!r}"
     if array.null_count:
-        raise ValueError(f"{what}: the column has null entries")
+        raise InvalidDataError(f"{what}: the column has null entries")
     if pa.types.is_fixed_size_list(array.type) and not pa.types.is_nested(array.type.value_type):
         if array.type.list_size != size:
-            raise ValueError(f"{what}: its elements have {array.type.list_size} items")
+            raise ArgumentError(f"{what}: its elements have {array.type.list_size} items")
         return _elements(array.flatten(), shape)
     if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
         if pa.types.is_nested(array.type.value_type):
@@ -173,9 +175,9 @@ def _fold(array: pa.Array, name: str, shape: tuple) -> pa.Array:
             return pa.LargeListArray.from_arrays(_relative(array.offsets), inner)
         lengths = np.diff(array.offsets.to_numpy())
         if len(lengths) and not (lengths == size).all():
-            raise ValueError(f"{what}: an entry has {lengths[lengths != size][0]} items")
+            raise ArgumentError(f"{what}: an entry has {lengths[lengths != size][0]} items")
         return _elements(array.flatten(), shape)
-    raise ValueError(f"{what}: the column is {array.type}, not lists of numbers")
+    raise ArgumentError(f"{what}: the column is {array.type}, not lists of numbers")
 
 
 def to_dataset(data: pa.Table) -> Any:

@@ -144,7 +144,7 @@ def _shards(path: str, **remote: Any) -> lt.ShardedDataset:
     ``remote``: ``storage_options`` and ``cache_dir``)."""
     data = lt.open(path, **remote) if "://" in path else lt.open(path)
     if not isinstance(data, lt.ShardedDataset):
-        raise lt.LodTensorError(f"{path}: not a sharded dataset directory")
+        raise lt.DatasetNotFoundError(f"{path}: not a sharded dataset directory")
     return data
 
 
@@ -301,11 +301,11 @@ class LodTensorDatasink(Datasink):
         else:
             exists = os.path.exists(os.path.join(self.path, _MANIFEST))
         if self._mode == "create" and exists:
-            raise FileExistsError(
+            raise lt.DatasetExistsError(
                 f"{self.path}: a sharded dataset is already there: use mode=\"append\""
             )
         if self._mode == "append" and not exists:
-            raise FileNotFoundError(f"{_join(self.path, _MANIFEST)}: nothing to append to")
+            raise lt.DatasetNotFoundError(f"{_join(self.path, _MANIFEST)}: nothing to append to")
         if not self._url:
             os.makedirs(self.path, exist_ok=True)
         self._schema = schema if isinstance(schema, pa.Schema) else None

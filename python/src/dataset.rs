@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 use lodtensor::MappedDataset;
 use pyo3::exceptions::PyIndexError;
@@ -48,6 +50,47 @@ pub struct Dataset {
     projection: Option<Vec<String>>,
     /// The record batches as `pyarrow.RecordBatch`es, imported once on first use.
     pyarrow_batches: PyOnceLock<Py<PyList>>,
+    /// When `row` looks at the file again (`check_unchanged`, a `statx`).
+    lease: Lease,
+    /// Whether the deprecated `sample` warned already.
+    warned: AtomicBool,
+}
+
+/// A file checked by `row` at most once per [`Lease::CALLS`] calls or [`Lease::NANOS`] of
+/// time: a random row costs no system call, and a file changed in place is still noticed.
+#[derive(Debug, Default)]
+pub struct Lease {
+    /// Calls since the file was opened.
+    calls: AtomicU64,
+    /// When the file was last checked, in nanoseconds after [`Lease::epoch`].
+    checked: AtomicU64,
+}
+
+impl Lease {
+    /// Calls a check lasts.
+    const CALLS: u64 = 64;
+    /// Time a check lasts: 10 ms.
+    const NANOS: u64 = 10_000_000;
+
+    /// The process's clock origin (`Instant::now` reads the vDSO clock: no system call).
+    fn now() -> u64 {
+        static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        let elapsed = EPOCH.get_or_init(Instant::now).elapsed().as_nanos();
+        u64::try_from(elapsed).unwrap_or(u64::MAX)
+    }
+
+    /// Whether this call checks the file: the first after [`Lease::CALLS`] calls or
+    /// [`Lease::NANOS`] since the last check (and the very first call).
+    pub fn due(&self) -> bool {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let now = Self::now();
+        let last = self.checked.load(Ordering::Relaxed);
+        if n % Self::CALLS == 0 || now.saturating_sub(last) >= Self::NANOS {
+            self.checked.store(now, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
 }
 
 impl Dataset {
@@ -63,12 +106,19 @@ impl Dataset {
             names,
             projection,
             pyarrow_batches: PyOnceLock::new(),
+            lease: Lease::default(),
+            warned: AtomicBool::new(false),
         }
     }
 
     fn pyarrow_batches<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyList>> {
         // A file written in place since opening: an error, not a SIGBUS on the next read.
         self.file.check_unchanged().py_err()?;
+        self.imported_batches(py)
+    }
+
+    /// The record batches as `pyarrow.RecordBatch`es, the file not checked.
+    fn imported_batches<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyList>> {
         let list = self.pyarrow_batches.get_or_try_init(py, || {
             let reader = ffi::to_pyarrow_reader(py, self.stream(py)?)?;
             let batches = reader
@@ -82,7 +132,10 @@ impl Dataset {
     /// Row `row` as a one-row `pyarrow.RecordBatch`.
     fn row_at<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
         let (batch, local) = self.file.locate_row(row).py_err()?;
-        self.pyarrow_batches(py)?
+        if self.lease.due() {
+            self.file.check_unchanged().py_err()?;
+        }
+        self.imported_batches(py)?
             .get_item(batch)?
             .call_method1(pyo3::intern!(py, "slice"), (local, 1))
     }
@@ -177,10 +230,8 @@ impl Dataset {
 
     /// Deprecated: `row(row)`.
     fn sample<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
-        deprecated::warn(
-            py,
-            c"Dataset.sample(row) is deprecated: use row(row) or ds[row]",
-        )?;
+        let message = c"Dataset.sample(row) is deprecated: use row(row) or ds[row]";
+        deprecated::warn_once(py, &self.warned, message)?;
         self.row_at(py, row)
     }
 

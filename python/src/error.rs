@@ -10,7 +10,9 @@
 //! │   └── ColumnNotFoundError(KeyError)        a column the data does not have
 //! ├── UnsupportedError                         ErrorKind::Unsupported
 //! ├── UnusableError(RuntimeError)              ErrorKind::Unusable
-//! └── InternalError(RuntimeError)              ErrorKind::Internal, and any Rust panic
+//! ├── InternalError(RuntimeError)              ErrorKind::Internal, and any Rust panic
+//! ├── DatasetExistsError(FileExistsError)      ErrorKind::Dataset: a dataset already there
+//! └── DatasetNotFoundError(FileNotFoundError)  ErrorKind::Dataset: none where one is needed
 //! ErrorKind::Io: the builtin OSError for the errno (FileNotFoundError, PermissionError, ...),
 //!                MemoryError for OutOfMemory (counts too large to allocate)
 //! ```
@@ -55,11 +57,15 @@ pub enum Class {
     Unusable,
     /// A bug of lodtensor (or a Rust panic).
     Internal,
+    /// A sharded dataset already where one is created.
+    DatasetExists,
+    /// No sharded dataset where one is appended to or opened.
+    DatasetNotFound,
 }
 
 impl Class {
     /// Every class, parents first.
-    pub const ALL: [Class; 8] = [
+    pub const ALL: [Class; 10] = [
         Class::InvalidFile,
         Class::InvalidData,
         Class::Argument,
@@ -68,6 +74,8 @@ impl Class {
         Class::Unsupported,
         Class::Unusable,
         Class::Internal,
+        Class::DatasetExists,
+        Class::DatasetNotFound,
     ];
 
     /// The class's Python name.
@@ -81,6 +89,8 @@ impl Class {
             Class::Unsupported => "UnsupportedError",
             Class::Unusable => "UnusableError",
             Class::Internal => "InternalError",
+            Class::DatasetExists => "DatasetExistsError",
+            Class::DatasetNotFound => "DatasetNotFoundError",
         }
     }
 
@@ -106,6 +116,14 @@ impl Class {
                 "A bug of lodtensor, not of the input (also any panic of its Rust code): \
                  please report the message."
             }
+            Class::DatasetExists => {
+                "A sharded dataset is already where one was to be created (also a \
+                 FileExistsError): append to it, or choose another place."
+            }
+            Class::DatasetNotFound => {
+                "No sharded dataset where one was to be appended to or opened (also a \
+                 FileNotFoundError): create it, or check the path or prefix."
+            }
         }
     }
 
@@ -119,6 +137,8 @@ impl Class {
             Class::OutOfRange => vec![argument(), py.get_type::<PyIndexError>()],
             Class::ColumnNotFound => vec![argument(), py.get_type::<PyKeyError>()],
             Class::Unusable | Class::Internal => vec![base(), py.get_type::<PyRuntimeError>()],
+            Class::DatasetExists => vec![base(), py.get_type::<PyFileExistsError>()],
+            Class::DatasetNotFound => vec![base(), py.get_type::<PyFileNotFoundError>()],
         }
     }
 
@@ -180,6 +200,8 @@ pub fn to_py(e: lodtensor::Error) -> PyErr {
         ErrorKind::Argument(_) => Class::Argument,
         ErrorKind::Unsupported(_) => Class::Unsupported,
         ErrorKind::Unusable(_) => Class::Unusable,
+        ErrorKind::Dataset(d) if d.is_present() => Class::DatasetExists,
+        ErrorKind::Dataset(_) => Class::DatasetNotFound,
         _ => Class::Internal,
     };
     class.err(message)

@@ -10,6 +10,7 @@
 mod array;
 mod batch;
 mod cli;
+mod credentials;
 mod dataset;
 mod demo;
 mod deprecated;
@@ -49,6 +50,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(demo::demo_documents, m)?)?;
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(remote::open_url, m)?)?;
+    m.add_function(wrap_pyfunction!(credentials::reopen_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::upload_shards, m)?)?;
     m.add_function(wrap_pyfunction!(remote::commit_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::read_manifest_url, m)?)?;

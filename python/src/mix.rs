@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::dataset::Dataset;
 use crate::error::invalid;
@@ -26,8 +26,8 @@ pub struct Recipe {
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Mixture {
     recipe: Arc<Recipe>,
-    /// The sources as given, for its pickle.
-    given: Vec<Py<PyAny>>,
+    /// The Python datasets of the recipe, in order: what the mixture pickles as.
+    datasets: Vec<Py<PyAny>>,
 }
 
 /// A mixture of `sources` (each a `Dataset` or a `ShardedDataset`) in proportion to
@@ -39,8 +39,8 @@ pub struct Mixture {
 #[pyfunction]
 #[pyo3(signature = (sources, weights, seed = 0))]
 pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Vec<f64>, seed: u64) -> PyResult<Mixture> {
-    let given = sources.iter().map(|s| s.clone().unbind()).collect();
-    let sources = (sources.iter().enumerate())
+    let sources_given = sources;
+    let sources = (sources_given.iter().enumerate())
         .map(|(k, s)| {
             if let Ok(d) = s.cast::<Dataset>() {
                 return Ok(Source::File(d.get().file.clone()));
@@ -60,7 +60,7 @@ pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Vec<f64>, seed: u64) -> PyRe
             weights,
             seed,
         }),
-        given,
+        datasets: sources_given.into_iter().map(Bound::unbind).collect(),
     })
 }
 
@@ -91,7 +91,7 @@ impl Mixture {
     /// The sources, as given.
     #[getter]
     fn sources(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
-        self.given.iter().map(|s| s.clone_ref(py)).collect()
+        self.datasets.iter().map(|s| s.clone_ref(py)).collect()
     }
 
     /// The weights, as given.
@@ -104,19 +104,16 @@ impl Mixture {
         self.rows()
     }
 
-    /// Pickles as `mix(sources, weights, seed)`, each source as its own pickle (a path or
-    /// URL: another process opens it itself).
-    #[allow(clippy::type_complexity)]
+    /// Pickled as `lt.mix(sources, weights, seed)`, each source as it pickles itself (a
+    /// dataset by URL without its credentials).
     fn __reduce__<'py>(
         &self,
         py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Vec<Py<PyAny>>, Vec<f64>, u64))> {
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let mix = py.import("lodtensor")?.getattr("mix")?;
-        let sources = self.given.iter().map(|s| s.clone_ref(py)).collect();
-        Ok((
-            mix,
-            (sources, self.recipe.weights.clone(), self.recipe.seed),
-        ))
+        let datasets = PyList::new(py, self.datasets.iter().map(|d| d.bind(py)))?;
+        let args = (datasets, self.recipe.weights.clone(), self.recipe.seed);
+        Ok((mix, args.into_pyobject(py)?))
     }
 
     fn __repr__(&self) -> String {

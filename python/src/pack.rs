@@ -1,6 +1,6 @@
 //! The `pack*` loader options as the crate's `Packing`.
 
-use lodtensor::loader::{Overlong, Packing};
+use lodtensor::loader::{Overlong, PackMode, Packing};
 use pyo3::prelude::*;
 
 use crate::loader_options::{Options, option_error};
@@ -19,13 +19,18 @@ impl Options {
                 return Err(option_error("pack_overlong", &reason));
             }
         };
-        let mut packing = Packing::new(seq_len)
+        let mode = match self.pack_split {
+            true => PackMode::Split {
+                pad_last: self.pack_pad_last,
+            },
+            false => PackMode::BestFit {
+                lookahead: self.pack_lookahead,
+                overlong,
+            },
+        };
+        let packing = Packing::new(seq_len)
             .with_extra_token(self.pack_extra_token)
-            .with_pad_last(self.pack_pad_last)
-            .with_overlong(overlong);
-        if !self.pack_split {
-            packing = packing.with_best_fit(self.pack_lookahead);
-        }
+            .with_mode(mode);
         Ok(Some(packing))
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use lodtensor::shards::{Manifest, RemoteOptions};
 use pyo3::prelude::*;
 
+use crate::credentials::Reopen;
 use crate::error::{IntoPy, invalid};
 use crate::shards::manifest_dict;
 
@@ -46,7 +47,7 @@ pub fn open_url(
     let data = py
         .detach(|| lodtensor::shards::ShardedDataset::open_url(&url, &options))
         .py_err()?;
-    crate::shards::ShardedDataset::new(data, Some(options))
+    crate::shards::ShardedDataset::new(data, Some(Reopen::new(&url, &options)))
 }
 
 /// Uploads the sharded dataset in the local directory `path` to `url`: as `mode` says
@@ -232,18 +233,12 @@ impl Upload {
                 .is_some(),
         };
         let refusal = match (&mode, exists) {
-            (UploadMode::Create, true) => Some((
-                std::io::ErrorKind::AlreadyExists,
-                "a sharded dataset is already there: append to it instead",
-            )),
-            (UploadMode::Append, false) => Some((
-                std::io::ErrorKind::NotFound,
-                "no sharded dataset to append to",
-            )),
+            (UploadMode::Create, true) => Some(lodtensor::DatasetError::AlreadyThere),
+            (UploadMode::Append, false) => Some(lodtensor::DatasetError::NothingToAppendTo),
             _ => None,
         };
-        if let Some((kind, what)) = refusal {
-            let err = lodtensor::Error::from(std::io::Error::new(kind, what));
+        if let Some(refusal) = refusal {
+            let err = lodtensor::Error::from(refusal);
             return Err(err.in_file(format!("{}/_lodtensor.json", url.trim_end_matches('/'))))
                 .py_err();
         }

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
+use crate::credentials::Reopen;
 use crate::dataset::{offsets_per_level, offsets_to_py, row_index};
 use crate::deprecated;
 use crate::error::{IntoPy, invalid};
@@ -43,15 +44,18 @@ pub struct ShardedDataset {
     schema: SchemaRef,
     /// Each shard's record batches as `pyarrow.RecordBatch`es, imported on first use.
     pyarrow_shards: Vec<PyOnceLock<Py<PyList>>>,
-    /// How a dataset in object storage was opened (to open it again when unpickled).
-    remote: Option<lodtensor::shards::RemoteOptions>,
+    /// How a dataset in object storage was opened (to open it again when unpickled),
+    /// without its credentials (`credentials.rs`).
+    remote: Option<Reopen>,
+    /// Whether the deprecated `sample` warned already.
+    warned: std::sync::atomic::AtomicBool,
 }
 
 impl ShardedDataset {
-    /// The Python object of `data`, opened with `remote` if in object storage.
+    /// The Python object of `data`, opened as `remote` says if in object storage.
     pub(crate) fn new(
         data: lodtensor::shards::ShardedDataset,
-        remote: Option<lodtensor::shards::RemoteOptions>,
+        remote: Option<Reopen>,
     ) -> PyResult<Self> {
         let schema = manifest_schema(&data.manifest().columns).py_err()?;
         let pyarrow_shards = (0..data.num_shards()).map(|_| PyOnceLock::new()).collect();
@@ -60,6 +64,7 @@ impl ShardedDataset {
             schema,
             pyarrow_shards,
             remote,
+            warned: Default::default(),
         })
     }
 
@@ -228,7 +233,7 @@ impl ShardedDataset {
     /// Deprecated: `row(row)`.
     fn sample<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
         let message = c"ShardedDataset.sample(row) is deprecated: use row(row) or ds[row]";
-        deprecated::warn(py, message)?;
+        deprecated::warn_once(py, &self.warned, message)?;
         self.row_at(py, row)
     }
 
@@ -341,37 +346,17 @@ impl ShardedDataset {
         self.data.url().map(str::to_owned)
     }
 
+    /// Pickled as what opens it again: its directory; by URL, the URL and the options
+    /// that hold no credential (`credentials.rs`, docs/remote.md).
     fn __reduce__<'py>(
         &self,
         py: Python<'py>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        if let Some(remote) = &self.remote {
+            return remote.reduce(py);
+        }
         let open = py.import("lodtensor")?.getattr("open")?;
-        let args = match (&self.remote, self.data.url()) {
-            (Some(options), Some(url)) => {
-                let storage = PyDict::new(py);
-                for (key, value) in options.storage_options() {
-                    storage.set_item(key, value)?;
-                }
-                let none = py.None().into_bound(py);
-                let limit = match options.cache_limit() {
-                    Some(limit) => limit.into_pyobject(py)?.into_any(),
-                    None => none.clone(),
-                };
-                let dir = options.cache_dir().into_pyobject(py)?.into_any();
-                PyTuple::new(
-                    py,
-                    [
-                        url.into_pyobject(py)?.into_any(),
-                        none,
-                        storage.into_any(),
-                        dir,
-                        limit,
-                    ],
-                )?
-            }
-            _ => PyTuple::new(py, [self.path()?.into_pyobject(py)?.into_any()])?,
-        };
-        Ok((open, args))
+        Ok((open, PyTuple::new(py, [self.path()?])?))
     }
 }
 

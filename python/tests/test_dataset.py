@@ -3,6 +3,7 @@
 import gc
 import os
 import pickle
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -83,9 +84,14 @@ def test_old_names_warn_and_still_work(docs_path):
     with pytest.warns(DeprecationWarning, match=r"Dataset.sample\(row\) is deprecated: use row"):
         old = ds.sample(57)
     assert old.equals(ds.row(57))
-    with pytest.warns(DeprecationWarning):
-        with pytest.raises(lt.LodTensorError, match="200"):
-            ds.sample(200)
+    with pytest.raises(lt.LodTensorError, match="200"):
+        ds.sample(200)
+    with warnings.catch_warnings(record=True) as caught:  # once per dataset, not every call
+        warnings.simplefilter("always")
+        ds.sample(1)
+        lt.open(docs_path).sample(1)
+    assert len(caught) == 1
+
     with pytest.warns(DeprecationWarning, match=r"Dataset.lod\(column\) is deprecated: use offsets"):
         old = ds.lod("tokens")
     assert len(old) == 2

@@ -19,6 +19,8 @@ CLASSES = {
     "UnsupportedError": (ValueError,),
     "UnusableError": (ValueError, RuntimeError),
     "InternalError": (ValueError, RuntimeError),
+    "DatasetExistsError": (ValueError, FileExistsError),
+    "DatasetNotFoundError": (ValueError, FileNotFoundError),
 }
 
 
@@ -144,3 +146,18 @@ def test_a_missing_object_in_a_bucket_is_enoent_not_errno_zero(tmp_path):
     finally:
         server.stop()
     assert raised.value.errno == errno.ENOENT and "Errno 0" not in str(raised.value)
+
+
+def test_a_dataset_there_or_missing_is_a_dataset_error_not_io(tmp_path):
+    table = pa.table({"x": pa.array([[1.0], [2.0, 3.0]], pa.large_list(pa.float32()))})
+    lt.write_shards(tmp_path / "ds", table)
+    with pytest.raises(lt.DatasetExistsError, match="already there") as caught:
+        lt.write_shards(tmp_path / "ds", table)
+    assert isinstance(caught.value, FileExistsError)
+    assert "_lodtensor.json" in str(caught.value)
+    with pytest.raises(lt.DatasetNotFoundError, match="no sharded dataset to append to") as missing:
+        lt.write_shards(tmp_path / "none", table, mode="append")
+    assert isinstance(missing.value, FileNotFoundError)
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(lt.DatasetNotFoundError, match="not a sharded dataset"):
+        lt.vacuum(tmp_path / "plain")

@@ -2,7 +2,7 @@
 //! ordered ([`Shuffle`]) and shared among ranks, checked together and hashed into the
 //! fingerprint that positions carry.
 
-use super::pack::Packing;
+use super::pack::{PackMode, Packing};
 use super::position::{Fingerprint, Hasher};
 use crate::error::ArgumentError;
 use crate::error::Result;
@@ -194,10 +194,10 @@ impl PlanConfig {
             }
             .into())
         };
-        if packing.seq_len == 0 {
+        if packing.seq_len() == 0 {
             return bad("pack", "must be at least 1 token, got 0");
         }
-        if !packing.split && packing.lookahead == 0 {
+        if let PackMode::BestFit { lookahead: 0, .. } = packing.mode() {
             return bad("pack_lookahead", "must be at least 1, got 0");
         }
         if let BatchSize::Tokens(_) = self.batch {

@@ -20,7 +20,7 @@ use super::builder::Sourced;
 use super::config::{PlanConfig, Shuffle};
 use super::gather::{ColumnInfo, ValuesInfo};
 use super::order::epoch_order;
-use super::pack::{Piece, Windows, packed_order, windows_of_pieces};
+use super::pack::{PackMode, Piece, Windows, packed_order, windows_of_pieces};
 use super::plan::Plan;
 use crate::dataset::Dataset;
 use crate::error::{ArgumentError, Result};
@@ -308,7 +308,9 @@ impl Blend {
     ) -> Vec<Drawn> {
         let mut out = Vec::with_capacity((to - from) as usize);
         // Every epoch of a source has as many samples but with best fit: walk from 0 then.
-        let constant = config.packing.is_none_or(|p| p.split);
+        let constant = config
+            .packing
+            .is_none_or(|p| matches!(p.mode(), PackMode::Split { .. }));
         let (mut epoch, mut start) = match constant {
             true => (
                 from / self.firsts[k] as u128,

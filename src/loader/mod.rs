@@ -116,7 +116,7 @@ pub use builder::{LoaderBuilder, LoaderSource};
 pub use config::{BatchSize, Shuffle};
 pub use gather::GatherStats;
 pub use mix::Mixture;
-pub use pack::{Overlong, Packing, Piece, Windows};
+pub use pack::{Overlong, PackMode, Packing, Piece, Windows};
 pub use plan::{BatchInfo, Plan};
 pub use position::{Fingerprint, Position};
 pub use prefetch::Prefetch;

@@ -10,180 +10,8 @@ use super::config::{PlanConfig, Shuffle};
 use super::order::{epoch_rng, permute};
 use super::plan::Plan;
 
-/// What to do with a document longer than a window when packing without splitting.
-///
-/// # Example
-/// ```
-/// use lodtensor::loader::{Overlong, Packing};
-/// let packing = Packing::new(2048).with_best_fit(1024).with_overlong(Overlong::Drop);
-/// assert_eq!(packing.overlong, Overlong::Drop);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Overlong {
-    /// Cut it into pieces of a window's length (the last one shorter), each packed as a
-    /// document of its own.
-    Cut,
-    /// Leave it out, counted in [`Windows::dropped_tokens`].
-    Drop,
-}
-
-/// How a loader packs documents into windows ([`LoaderBuilder::with_packing`](super::LoaderBuilder::with_packing)).
-///
-/// A *document* is a level-0 row; its *tokens* are the elements of the length column under
-/// it (by default the innermost level of the first column with levels, see
-/// [`LoaderBuilder::with_length_column`](super::LoaderBuilder::with_length_column)). Two
-/// ways of packing ([`Packing`]):
-///
-/// - **concatenate and split** ([`Packing::new`]): the documents, in the epoch's order, are
-///   one stream of tokens cut into windows of exactly `seq_len` tokens; window `w` holds
-///   tokens `w·seq_len .. w·seq_len + L` of the stream, where `L` is `seq_len`, or
-///   `seq_len + 1` with [`Packing::with_extra_token`] (input and label overlap by one token,
-///   as Megatron-LM's GPTDataset makes its samples). A document may continue in the next
-///   window. The tail that does not fill a window is dropped and counted
-///   ([`Windows::dropped_tokens`]), or padded ([`Packing::with_pad_last`]).
-/// - **best fit** ([`Packing::with_best_fit`]): whole documents into windows of `seq_len`
-///   tokens by best-fit decreasing within a look-ahead of documents; a document is never
-///   split, except one longer than a window, which is cut into windows' worth of pieces or
-///   dropped ([`Overlong`]). Windows are padded to `L` ([`Windows::padding_fraction`]).
-///
-/// ```text
-/// documents  |a a a a a|b b|c c c c c c c|        stream of 14 tokens, seq_len 4
-/// windows    |a a a a|a b b c|c c c c|c c · ·     3 windows, 2 tokens dropped (or padded)
-/// pieces     (a,0,4)  (a,4,1)(b,0,2)(c,0,1)  (c,1,4)
-/// cu_seqlens [0, 4, 5, 7, 8, 12]                   per batch of windows, int32 from 0
-/// ```
-///
-/// Each window is a list of [`Piece`]s `(row, first_token, n_tokens)`. A packed batch holds
-/// `batch_size` windows: each column whose rows have as many elements as the length
-/// column's (the tokens, and columns aligned with them such as labels or loss masks) as a
-/// LoD tensor of two levels, windows then pieces, so that level 1's offsets are the
-/// `cu_seqlens` varlen attention takes ([`Batch::cu_seqlens`](super::Batch::cu_seqlens)).
-/// A side column, or a tensor of one element per row (a label, an id), is carried per
-/// window as the list of the values of the documents its pieces come from, in piece order
-/// (a side column of lists; a tensor of one level). Other tensor columns are left out.
-///
-/// # Example
-/// ```
-/// use lodtensor::loader::Packing;
-/// let megatron = Packing::new(2048).with_extra_token(true);
-/// assert_eq!((megatron.seq_len, megatron.window_len()), (2048, 2049));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Packing {
-    /// Tokens per window (without the extra token).
-    pub seq_len: usize,
-    /// Windows of `seq_len + 1` tokens, overlapping by one.
-    pub extra_token: bool,
-    /// Concatenate and split (`true`), or best fit of whole documents (`false`).
-    pub split: bool,
-    /// Concatenate and split: the last partial window padded, not dropped.
-    pub pad_last: bool,
-    /// Best fit: documents considered together.
-    pub lookahead: usize,
-    /// Best fit: documents longer than a window.
-    pub overlong: Overlong,
-}
-
-impl Packing {
-    /// Concatenate and split into windows of `seq_len` tokens, the last partial window
-    /// dropped.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::loader::Packing;
-    /// assert!(Packing::new(512).split);
-    /// ```
-    pub fn new(seq_len: usize) -> Self {
-        Packing {
-            seq_len,
-            extra_token: false,
-            split: true,
-            pad_last: false,
-            lookahead: 1024,
-            overlong: Overlong::Cut,
-        }
-    }
-
-    /// Windows of `seq_len + 1` tokens, window `w + 1` starting at the last token of window
-    /// `w` (Megatron-LM's `add_extra_token_to_sequence`).
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::loader::Packing;
-    /// assert_eq!(Packing::new(4).with_extra_token(true).window_len(), 5);
-    /// ```
-    pub fn with_extra_token(mut self, extra: bool) -> Self {
-        self.extra_token = extra;
-        self
-    }
-
-    /// Pads the epoch's last partial window with zeros instead of dropping it.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::loader::Packing;
-    /// assert!(Packing::new(4).with_pad_last(true).pad_last);
-    /// ```
-    pub fn with_pad_last(mut self, pad: bool) -> Self {
-        self.pad_last = pad;
-        self
-    }
-
-    /// Whole documents by best-fit decreasing, `lookahead` documents of the epoch's order
-    /// at a time (each into the fullest window it fits, longest first).
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::loader::Packing;
-    /// assert!(!Packing::new(4).with_best_fit(64).split);
-    /// ```
-    pub fn with_best_fit(mut self, lookahead: usize) -> Self {
-        self.split = false;
-        self.lookahead = lookahead;
-        self
-    }
-
-    /// What best fit does with a document longer than a window (the default: cut).
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::loader::{Overlong, Packing};
-    /// assert_eq!(Packing::new(4).with_overlong(Overlong::Drop).overlong, Overlong::Drop);
-    /// ```
-    pub fn with_overlong(mut self, overlong: Overlong) -> Self {
-        self.overlong = overlong;
-        self
-    }
-
-    /// Tokens per window: `seq_len`, plus one with the extra token.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::loader::Packing;
-    /// assert_eq!(Packing::new(4).window_len(), 4);
-    /// ```
-    pub fn window_len(&self) -> usize {
-        self.seq_len + usize::from(self.extra_token)
-    }
-
-    /// The words hashed into a loader's fingerprint.
-    pub(crate) fn hash_words(&self) -> [u64; 7] {
-        let overlong = match self.overlong {
-            Overlong::Cut => 0,
-            Overlong::Drop => 1,
-        };
-        [
-            4,
-            self.seq_len as u64,
-            self.extra_token as u64,
-            self.split as u64,
-            self.pad_last as u64,
-            self.lookahead as u64,
-            overlong,
-        ]
-    }
-}
+mod mode;
+pub use mode::{Overlong, PackMode, Packing};
 
 /// A run of one document's tokens in a window: tokens `first_token .. first_token +
 /// n_tokens` of row `row`.
@@ -254,10 +82,12 @@ pub struct Windows {
 impl Windows {
     /// Packs the documents `order` (rows, in the epoch's order) of lengths `lengths`.
     pub(crate) fn build(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
-        if packing.split {
-            stream(packing, lengths, order)
-        } else {
-            best_fit(packing, lengths, &order)
+        match packing.mode() {
+            PackMode::Split { pad_last } => stream(packing, pad_last, lengths, order),
+            PackMode::BestFit {
+                lookahead,
+                overlong,
+            } => best_fit(packing, (lookahead, overlong), lengths, &order),
         }
     }
 
@@ -461,7 +291,7 @@ impl Windows {
 }
 
 /// Concatenate and split.
-fn stream(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
+fn stream(packing: &Packing, pad_last: bool, lengths: &[usize], order: Vec<usize>) -> Windows {
     let mut starts = Vec::with_capacity(order.len() + 1);
     let mut total = 0usize;
     for &d in &order {
@@ -469,11 +299,11 @@ fn stream(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
         total += lengths[d];
     }
     starts.push(total);
-    let (seq, extra) = (packing.seq_len, usize::from(packing.extra_token));
+    let (seq, extra) = (packing.seq_len(), usize::from(packing.extra_token()));
     let full = total.saturating_sub(extra) / seq;
     // Past the full windows: the tokens no window reads as input.
     let rest = total - (full * seq).min(total);
-    let padded = packing.pad_last && rest > extra;
+    let padded = pad_last && rest > extra;
     let windows = full + usize::from(padded);
     let in_windows = if windows == 0 {
         0
@@ -528,17 +358,22 @@ fn stream_pieces(
     }
 }
 
-/// Best-fit decreasing of whole documents, `packing.lookahead` documents at a time.
-fn best_fit(packing: &Packing, lengths: &[usize], order: &[usize]) -> Windows {
+/// Best-fit decreasing of whole documents, `lookahead` documents at a time.
+fn best_fit(
+    packing: &Packing,
+    (lookahead, overlong): (usize, Overlong),
+    lengths: &[usize],
+    order: &[usize],
+) -> Windows {
     let cap = packing.window_len();
     let (mut pieces, mut starts) = (Vec::new(), vec![0]);
     let (mut dropped, mut tokens) = (0, 0);
     let mut pool = Vec::new();
-    for chunk in order.chunks(packing.lookahead.max(1)) {
+    for chunk in order.chunks(lookahead.max(1)) {
         pool.clear();
         for &row in chunk {
             let len = lengths[row];
-            if len > cap && packing.overlong == Overlong::Drop {
+            if len > cap && overlong == Overlong::Drop {
                 dropped += len;
                 continue;
             }
@@ -558,7 +393,7 @@ fn best_fit(packing: &Packing, lengths: &[usize], order: &[usize]) -> Windows {
         }
     }
     Windows {
-        seq_len: packing.seq_len,
+        seq_len: packing.seq_len(),
         window_len: cap,
         windows: starts.len() - 1,
         layout: Layout::Bins { pieces, starts },

@@ -17,7 +17,7 @@ use super::Loader;
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo, interleave_rows};
 use super::pack::{Packing, Piece, Windows};
 use crate::dataset::{Column, Dataset};
-use crate::error::{ArgumentError, Result};
+use crate::error::{ArgumentError, Error, Result};
 use crate::lod::{LevelOffsets, Lod, OffsetWidth};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
@@ -117,22 +117,22 @@ trait Segments {
 
     /// The two-level LoD: windows, then their segments.
     fn lod(&self) -> Result<Lod> {
-        // SAFETY (both widths): `offsets` starts at 0 and never decreases (checked in debug
-        // builds); `Lod::try_new` checks that level 0 ends at level 1's count.
+        // Checked like any offsets (one pass over a batch's windows and segments, next to
+        // copying its tokens: nothing); `Lod::try_new` checks that level 0 ends at level
+        // 1's count. A failure is this crate's bug, never undefined behaviour.
+        let bug = |e: Error| Error::internal(format!("a packed batch's offsets: {e}"));
         let levels = if i32::try_from(self.tokens()).is_ok() {
             let (windows, ends) = self.offsets(|n| n as i32);
-            let level = |o: Vec<i32>| {
-                debug_assert!(o.first() == Some(&0) && o.windows(2).all(|w| w[0] <= w[1]));
-                unsafe { LevelOffsets::I32(OffsetBuffer::new_unchecked(o.into())) }
-            };
-            vec![level(windows), level(ends)]
+            vec![
+                LevelOffsets::try_new_i32(0, windows.into()).map_err(bug)?,
+                LevelOffsets::try_new_i32(1, ends.into()).map_err(bug)?,
+            ]
         } else {
             let (windows, ends) = self.offsets(|n| n as i64);
-            let level = |o: Vec<i64>| {
-                debug_assert!(o.first() == Some(&0) && o.windows(2).all(|w| w[0] <= w[1]));
-                unsafe { LevelOffsets::I64(OffsetBuffer::new_unchecked(o.into())) }
-            };
-            vec![level(windows), level(ends)]
+            vec![
+                LevelOffsets::try_new_i64(0, windows.into()).map_err(bug)?,
+                LevelOffsets::try_new_i64(1, ends.into()).map_err(bug)?,
+            ]
         };
         Lod::try_new(levels)
     }

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::error::{Error, Result};
+use crate::error::{DatasetError, Error, Result};
 use crate::shards::manifest::{MANIFEST_NAME, Manifest};
 use crate::shards::store::{LocalStore, PENDING_DIR, PENDING_PREFIX, remove_dir_if_idle};
 
@@ -25,7 +25,7 @@ use crate::shards::store::{LocalStore, PENDING_DIR, PENDING_PREFIX, remove_dir_i
 /// without a manifest has only its `_pending/` cleaned.
 ///
 /// # Errors
-/// [`ErrorKind::Io`](crate::ErrorKind::Io) `NotFound` when `dir` holds no sharded dataset
+/// [`DatasetError::NotADataset`] when `dir` holds no sharded dataset
 /// (no manifest, no pending manifest, no `_pending/`); the manifests' errors; I/O errors
 /// naming the file.
 ///
@@ -52,11 +52,7 @@ pub fn vacuum(dir: impl AsRef<Path>, grace: Duration) -> Result<Vec<PathBuf>> {
     let dir = dir.as_ref();
     let ours = |n: &String| n == MANIFEST_NAME || n == PENDING_DIR || n.starts_with(PENDING_PREFIX);
     if !entries(dir)?.iter().any(ours) {
-        let e = std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("a directory without {MANIFEST_NAME}, not a sharded dataset"),
-        );
-        return Err(Error::from(e).in_file(dir));
+        return Err(Error::from(DatasetError::NotADataset).in_file(dir));
     }
     let _lock = LocalStore::new(dir).lock()?;
     // Listed under the lock: the roll-forward of a killed commit may have changed them.

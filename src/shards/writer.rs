@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::dataset::Dataset;
 use crate::error::ArgumentError;
-use crate::error::{Error, Result};
+use crate::error::{DatasetError, Error, Result};
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions, row_bytes};
 use crate::shards::index::{index_files, put_local};
 use crate::shards::manifest::{
@@ -275,8 +275,8 @@ impl ShardWriter {
     /// Starts a new dataset in `dir` (created if missing).
     ///
     /// # Errors
-    /// [`ErrorKind::Io`](crate::ErrorKind::Io) `AlreadyExists` when `dir` already holds a
-    /// manifest (use [`ShardWriter::append`]); an invalid prefix.
+    /// [`DatasetError::AlreadyThere`] when `dir` already holds a manifest (use
+    /// [`ShardWriter::append`]); an invalid prefix.
     ///
     /// # Example
     /// ```
@@ -296,11 +296,7 @@ impl ShardWriter {
         std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
         let path = dir.join(MANIFEST_NAME);
         if LocalStore::new(dir).load_current()?.0.is_some() {
-            let e = std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "a sharded dataset is already there: append to it instead",
-            );
-            return Err(Error::from(e).in_file(path));
+            return Err(Error::from(DatasetError::AlreadyThere).in_file(path));
         }
         Self::start(dir, options, Target::Create, None)
     }
@@ -311,7 +307,8 @@ impl ShardWriter {
     /// `docs/shards.md`, concurrency).
     ///
     /// # Errors
-    /// The manifest's errors ([`Manifest::load`]); an invalid prefix.
+    /// [`DatasetError::NothingToAppendTo`] when `dir` holds no manifest; the manifest's
+    /// errors ([`Manifest::load`]); an invalid prefix.
     ///
     /// # Example
     /// ```
@@ -332,12 +329,17 @@ impl ShardWriter {
     pub fn append(dir: impl AsRef<Path>, options: ShardOptions) -> Result<Self> {
         let dir = dir.as_ref();
         let path = dir.join(MANIFEST_NAME);
+        if path
+            .symlink_metadata()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Err(Error::from(DatasetError::NothingToAppendTo).in_file(path));
+        }
         let Some(manifest) = (match path.exists() {
             true => LocalStore::new(dir).load_current()?.0,
             false => Some(Manifest::load(&path)?),
         }) else {
-            let e = std::io::Error::new(std::io::ErrorKind::NotFound, "the manifest is gone");
-            return Err(Error::from(e).in_file(path));
+            return Err(Error::from(DatasetError::RemovedMeanwhile).in_file(path));
         };
         Self::start(dir, options, Target::Append, Some(manifest))
     }
@@ -484,7 +486,8 @@ impl ShardWriter {
     /// # Errors
     /// [`ArgumentError::NoSchema`] for a new dataset that was given no dataset;
     /// [`ArgumentError::SchemaMismatch`] when the dataset's columns changed meanwhile;
-    /// `AlreadyExists` when another writer created the dataset meanwhile; I/O errors. The
+    /// [`DatasetError::CreatedMeanwhile`] when another writer created the dataset meanwhile,
+    /// [`DatasetError::RemovedMeanwhile`] when the dataset appended to was removed; I/O errors. The
     /// previous manifest is then untouched and this writer's shards are removed.
     ///
     /// # Example
@@ -525,18 +528,10 @@ impl ShardWriter {
         let path = self.dir.join(MANIFEST_NAME);
         let mut manifest = match (current, &self.target) {
             (Some(_), Target::Create) => {
-                let e = std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "another writer created a sharded dataset there meanwhile",
-                );
-                return Err(Error::from(e).in_file(path));
+                return Err(Error::from(DatasetError::CreatedMeanwhile).in_file(path));
             }
             (None, Target::Append) => {
-                let e = std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "the sharded dataset was removed while appending",
-                );
-                return Err(Error::from(e).in_file(path));
+                return Err(Error::from(DatasetError::RemovedMeanwhile).in_file(path));
             }
             (Some(m), _) => m.clone(),
             (None, _) => Manifest {

@@ -1,5 +1,5 @@
-//! Files on disk for the tests of writers: every file under a directory, and a small tmpfs
-//! to fill.
+//! Files on disk for the tests of writers: every file under a directory, and a child
+//! process whose files cannot grow (a full disk, without root).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,36 +17,45 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A small tmpfs, unmounted when dropped.
-pub struct Tmpfs(tempfile::TempDir);
-
-impl Tmpfs {
-    /// A tmpfs of `bytes`, or `None` (said on stderr) when it cannot be mounted (not root,
-    /// no `mount`).
-    pub fn mount(bytes: usize) -> Option<Self> {
-        let dir = tempfile::tempdir().unwrap();
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
-            .arg(dir.path())
-            .stderr(std::process::Stdio::null())
-            .status();
-        match status {
-            Ok(s) if s.success() => Some(Tmpfs(dir)),
-            _ => {
-                eprintln!("skipped: cannot mount a tmpfs (needs root) to fill a disk");
-                None
-            }
-        }
-    }
-
-    /// Where it is mounted.
-    pub fn path(&self) -> &Path {
-        self.0.path()
-    }
+/// Runs the `#[ignore]`d test `child` (its path in this test binary, `ipc::child_full_disk`)
+/// in a child process whose files cannot grow past `bytes` (`prlimit --fsize`, no root
+/// needed): the kernel refuses the write that would (`EFBIG`, "File too large") as a full
+/// disk refuses one (`ENOSPC`). `SIGXFSZ` is ignored so that the write returns the error
+/// instead of killing the child. `envs` tell the child what to do. Returns the child's
+/// stdout; the test fails (never skips) when `prlimit` is missing or the child fails.
+#[track_caller]
+pub fn run_with_file_size_limit(
+    child: &str,
+    bytes: u64,
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> String {
+    let script = format!(
+        "trap '' XFSZ; exec prlimit --fsize={bytes} -- \"$0\" {child} --exact --ignored --nocapture"
+    );
+    let out = Command::new("bash")
+        .args(["-c", &script])
+        .arg(std::env::current_exe().unwrap())
+        .envs(envs.iter().copied())
+        .output()
+        .expect("bash and prlimit (util-linux) run");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{child} under prlimit --fsize={bytes}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
 
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.0.path()).status();
-    }
+/// The line of `stdout` that starts with `tag`, without it: what a child run by
+/// [`run_with_file_size_limit`] printed.
+#[track_caller]
+pub fn child_line<'a>(stdout: &'a str, tag: &str) -> &'a str {
+    let line = stdout.lines().find_map(|l| l.strip_prefix(tag));
+    line.unwrap_or_else(|| panic!("no line {tag:?} in the child's output: {stdout}"))
+}
+
+/// Whether `e` is what a write past the disk's room or the file-size limit gives.
+pub fn is_disk_full(e: &lodtensor::Error) -> bool {
+    matches!(e.kind(), lodtensor::ErrorKind::Io(io) if matches!(io.raw_os_error(), Some(27 | 28)))
 }

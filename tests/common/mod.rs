@@ -7,7 +7,7 @@ mod plain;
 #[cfg(feature = "remote")]
 mod s3;
 #[allow(unused_imports)]
-pub use disk::{Tmpfs, files_under};
+pub use disk::{child_line, files_under, is_disk_full, run_with_file_size_limit};
 #[allow(unused_imports)]
 pub use plain::*;
 #[cfg(feature = "remote")]

@@ -58,8 +58,13 @@ impl S3Server {
 
     /// The storage options that reach it (moto takes any credentials).
     pub fn options(&self) -> lodtensor::shards::RemoteOptions {
+        Self::options_at(&self.endpoint())
+    }
+
+    /// The storage options that reach the server at `endpoint` (from another process).
+    pub fn options_at(endpoint: &str) -> lodtensor::shards::RemoteOptions {
         lodtensor::shards::RemoteOptions::default()
-            .with_storage_option("aws_endpoint", self.endpoint())
+            .with_storage_option("aws_endpoint", endpoint)
             .with_storage_option("aws_allow_http", "true")
             .with_storage_option("aws_access_key_id", "testing")
             .with_storage_option("aws_secret_access_key", "testing")

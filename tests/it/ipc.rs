@@ -602,31 +602,15 @@ fn a_full_disk_is_a_clean_error_and_the_old_file_stays() {
     let target = dir.path().join("x.arrow");
     write(&target, &[example_dataset()], WriteOptions::default());
     let before = std::fs::read(&target).unwrap();
-    // The kernel refuses writes past 64 KiB (EFBIG), as a full disk refuses them (ENOSPC);
-    // SIGXFSZ is ignored so that the write returns the error instead of killing the child.
-    let out = std::process::Command::new("bash")
-        .args([
-            "-c",
-            "trap '' XFSZ; exec prlimit --fsize=65536 -- \"$0\" ipc::child_full_disk --exact --ignored --nocapture",
-        ])
-        .arg(std::env::current_exe().unwrap())
-        .env("LODTENSOR_CHILD_TARGET", &target)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    // The kernel refuses writes past 64 KiB (EFBIG), as a full disk refuses them (ENOSPC).
+    let target_env = target.as_os_str();
+    let stdout = crate::common::run_with_file_size_limit(
+        "ipc::child_full_disk",
+        65536,
+        &[("LODTENSOR_CHILD_TARGET", target_env)],
     );
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("ERROR") || l.starts_with("WROTE"))
-        .unwrap_or("");
-    assert!(
-        line.starts_with("ERROR") && line.contains("x.arrow"),
-        "{stdout}"
-    );
+    let line = crate::common::child_line(&stdout, "ERROR ");
+    assert!(line.contains("x.arrow"), "{stdout}");
     assert_eq!(std::fs::read(&target).unwrap(), before);
     let names: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
-use lodtensor::{Dataset, ErrorKind, FormatError, Loader};
+use lodtensor::{Dataset, DatasetError, ErrorKind, FormatError, Loader};
 use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
 use crate::common::S3Server;
@@ -93,31 +93,54 @@ fn a_changed_remote_shard_is_refused_naming_it_and_not_cached() {
     assert_eq!(left.len(), 1, "{left:?}"); // shard 0 only
 }
 
+/// A cache whose disk fills during a download: an I/O error naming the cache's file, and
+/// no temporary file left. The download runs in a child process whose files cannot grow
+/// past 2 KiB, less than a shard (a full disk, without root).
 #[test]
 fn a_full_cache_disk_is_an_io_error_naming_the_file_and_leaves_nothing() {
     let Some(s3) = S3Server::start() else { return };
-    let Some(tmpfs) = crate::common::Tmpfs::mount(24 << 10) else {
-        return;
-    };
+    let cache = tempfile::tempdir().unwrap();
     let (_dir, _, url, _) = uploaded(&s3, "full", write_local);
-    // No download ahead: the temporary files counted below are the failed download's only
-    // (a prefetch thread still writing would race with the count).
-    let options = s3
-        .options()
-        .with_cache_dir(tmpfs.path())
-        .with_prefetch_bytes(0);
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
-    let err = remote.validate().unwrap_err();
-    assert!(
-        matches!(err.kind(), ErrorKind::Io(io) if io.raw_os_error() == Some(28)),
-        "{err}"
+    let endpoint = s3.endpoint();
+    let stdout = crate::common::run_with_file_size_limit(
+        "remote::child_validates_into_a_full_cache",
+        2 << 10,
+        &[
+            ("LODTENSOR_CHILD_URL", url.as_ref()),
+            ("LODTENSOR_CHILD_ENDPOINT", endpoint.as_ref()),
+            ("LODTENSOR_CHILD_CACHE", cache.path().as_os_str()),
+        ],
     );
-    assert!(err.path().unwrap().starts_with(tmpfs.path()), "{err}");
-    let temporary = crate::common::files_under(tmpfs.path())
+    let path = crate::common::child_line(&stdout, "DISK FULL AT ");
+    assert!(Path::new(path).starts_with(cache.path()), "{stdout}");
+    let temporary = crate::common::files_under(cache.path())
         .into_iter()
         .filter(|p| p.to_string_lossy().contains(".tmp-"))
         .count();
     assert_eq!(temporary, 0);
+}
+
+/// Run by `a_full_cache_disk_is_an_io_error_naming_the_file_and_leaves_nothing` under a
+/// file-size limit: validates the dataset into the cache and prints where it failed.
+#[test]
+#[ignore = "run as a child process by the full-disk test"]
+fn child_validates_into_a_full_cache() {
+    let (Ok(url), Ok(endpoint), Ok(cache)) = (
+        std::env::var("LODTENSOR_CHILD_URL"),
+        std::env::var("LODTENSOR_CHILD_ENDPOINT"),
+        std::env::var("LODTENSOR_CHILD_CACHE"),
+    ) else {
+        return;
+    };
+    // No download ahead: the temporary files the parent counts are the failed download's
+    // only (a prefetch thread still writing would race with the count).
+    let options = S3Server::options_at(&endpoint)
+        .with_cache_dir(cache)
+        .with_prefetch_bytes(0);
+    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let err = remote.validate().unwrap_err();
+    assert!(crate::common::is_disk_full(&err), "{err}");
+    println!("DISK FULL AT {}", err.path().unwrap().display());
 }
 
 #[test]
@@ -134,7 +157,7 @@ fn concurrent_appenders_to_one_url_keep_every_shard() {
     // Creating again is refused: a dataset is there.
     let err = upload_shards(&first, url, &options, false).unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::AlreadyExists),
+        matches!(err.kind(), ErrorKind::Dataset(DatasetError::AlreadyThere)),
         "{err}"
     );
     let writers: Vec<_> = (0..2)

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use lodtensor::loader::Packing;
+use lodtensor::loader::{PackMode, Packing};
 use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
 use lodtensor::{Dataset, ErrorKind, FormatError, Loader, LoaderBuilder};
 use lodtensor::{rng::SplitMix64, synthetic::Documents};
@@ -53,7 +53,7 @@ const MODES: [Build; 12] = [
     |b| b.with_batch_size(3).with_packing(Packing::new(64)),
     |b| {
         b.with_batch_size(2)
-            .with_packing(Packing::new(50).with_best_fit(16))
+            .with_packing(Packing::new(50).with_mode(PackMode::best_fit(16)))
             .with_shuffle(6)
     },
     |b| {

@@ -11,7 +11,7 @@ use lodtensor::Loader;
 use lodtensor::shards::{
     MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, ShardedDataset, commit,
 };
-use lodtensor::{ArgumentError, Dataset, ErrorKind, FormatError};
+use lodtensor::{ArgumentError, Dataset, DatasetError, ErrorKind, FormatError};
 use lodtensor::{rng::SplitMix64, synthetic::Documents};
 use proptest::prelude::*;
 
@@ -407,9 +407,27 @@ fn appends_and_independent_writers() {
     let dir = tempfile::tempdir().unwrap();
     three_shards(dir.path());
     assert!(matches!(
-        ShardWriter::create(dir.path(), ShardOptions::default()).err().unwrap().kind(),
-        ErrorKind::Io(e) if e.kind() == std::io::ErrorKind::AlreadyExists
+        ShardWriter::create(dir.path(), ShardOptions::default())
+            .err()
+            .unwrap()
+            .kind(),
+        ErrorKind::Dataset(DatasetError::AlreadyThere)
     ));
+    let empty = tempfile::tempdir().unwrap();
+    let err = ShardWriter::append(empty.path(), ShardOptions::default())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Dataset(DatasetError::NothingToAppendTo)
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        err.path(),
+        Some(empty.path().join("_lodtensor.json").as_path())
+    );
     let mut writer =
         ShardWriter::append(dir.path(), ShardOptions::default().with_shard_rows(4)).unwrap();
     writer.write(&documents(2, 6, 12)).unwrap();

@@ -10,8 +10,8 @@ use lodtensor::io::ipc_writer::WriteOptions;
 use lodtensor::shards::ShardedDataset;
 use lodtensor::{Column, Dataset, Lod, LodTensor, Values};
 
-use crate::support::common::{Tmpfs, files_under};
-use crate::support::{lodtensor_in, write};
+use crate::support::common::files_under;
+use crate::support::{lodtensor_in, lodtensor_limited, write};
 
 /// `rows` rows: a 1-level `ids` column and a `label` column holding `first..first + rows`.
 fn rows(first: i64, rows: usize) -> Dataset {
@@ -98,64 +98,54 @@ fn shards(dir: &Path) -> Vec<PathBuf> {
 
 /// A conversion into a directory on a full disk exits 3 and leaves no shard; an append
 /// leaves the dataset as it was; a Parquet file that does not fit exits 3 and leaves
-/// nothing.
+/// nothing. The writes run under a file-size limit of 64 KiB, half a shard (a full disk,
+/// without root).
 #[test]
 fn a_full_disk_exits_3_and_leaves_no_shard() {
-    let Some(mount) = Tmpfs::mount(256 << 10) else {
-        return;
+    const LIMIT: u64 = 64 << 10;
+    let out = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let big: Vec<Dataset> = (0..40).map(|i| rows(i * 1000, 1000)).collect();
+    write(dir.path(), "big.arrow", &big, WriteOptions::default());
+    write(
+        dir.path(),
+        "small.arrow",
+        &[rows(0, 3)],
+        WriteOptions::default(),
+    );
+    let parquet = out.path().join("big.parquet");
+    let parquet_args = [
+        "convert",
+        "big.arrow",
+        parquet.to_str().unwrap(),
+        "--compression",
+        "none",
+    ];
+    let refused = lodtensor_limited(dir.path(), LIMIT, parquet_args);
+    assert!(refused.fails(3).contains("too large"), "{refused:?}");
+    assert!(
+        files_under(out.path()).is_empty(),
+        "{:?}",
+        files_under(out.path())
+    );
+    let ds = out.path().join("ds");
+    let new = out.path().join("new");
+    let args = |input: &str, out: &Path, more: &[&str]| {
+        let mut a = vec![input.to_owned(), format!("{}/", out.display())];
+        a.extend(more.iter().map(|s| s.to_string()));
+        a.insert(0, "convert".to_owned());
+        a
     };
-    let run = || -> Result<(), String> {
-        let dir = tempfile::tempdir().unwrap();
-        let big: Vec<Dataset> = (0..40).map(|i| rows(i * 1000, 1000)).collect();
-        write(dir.path(), "big.arrow", &big, WriteOptions::default());
-        write(
-            dir.path(),
-            "small.arrow",
-            &[rows(0, 3)],
-            WriteOptions::default(),
-        );
-        let parquet = mount.path().join("big.parquet");
-        let parquet_args = [
-            "convert",
-            "big.arrow",
-            parquet.to_str().unwrap(),
-            "--compression",
-            "none",
-        ];
-        lodtensor_in(dir.path(), parquet_args).fails(3);
-        if !files_under(mount.path()).is_empty() {
-            return Err(format!("left behind: {:?}", files_under(mount.path())));
-        }
-        let ds = mount.path().join("ds");
-        let new = mount.path().join("new");
-        let args = |input: &str, out: &Path, more: &[&str]| {
-            let mut a = vec![input.to_owned(), format!("{}/", out.display())];
-            a.extend(more.iter().map(|s| s.to_string()));
-            a.insert(0, "convert".to_owned());
-            a
-        };
-        lodtensor_in(
-            dir.path(),
-            args("big.arrow", &new, &["--shard-rows", "4000"]),
-        )
-        .fails(3);
-        if !shards(&new).is_empty() || new.join("_lodtensor.json").exists() {
-            return Err(format!("left behind: {:?}", files_under(&new)));
-        }
-        lodtensor_in(dir.path(), args("small.arrow", &ds, &[])).ok();
-        let before = std::fs::read(ds.join("_lodtensor.json")).unwrap();
-        let append = args("big.arrow", &ds, &["--append", "--shard-rows", "4000"]);
-        lodtensor_in(dir.path(), append).fails(3);
-        if std::fs::read(ds.join("_lodtensor.json")).unwrap() != before {
-            return Err("the manifest changed".into());
-        }
-        let arrow = shards(&ds);
-        match arrow.len() {
-            1 => Ok(()),
-            _ => Err(format!("left behind: {arrow:?}")),
-        }
-    };
-    run().unwrap();
+    let shards_args = args("big.arrow", &new, &["--shard-rows", "4000"]);
+    lodtensor_limited(dir.path(), LIMIT, shards_args).fails(3);
+    assert!(shards(&new).is_empty(), "{:?}", files_under(&new));
+    assert!(!new.join("_lodtensor.json").exists());
+    lodtensor_in(dir.path(), args("small.arrow", &ds, &[])).ok();
+    let before = std::fs::read(ds.join("_lodtensor.json")).unwrap();
+    let append = args("big.arrow", &ds, &["--append", "--shard-rows", "4000"]);
+    lodtensor_limited(dir.path(), LIMIT, append).fails(3);
+    assert_eq!(std::fs::read(ds.join("_lodtensor.json")).unwrap(), before);
+    assert_eq!(shards(&ds).len(), 1, "{:?}", shards(&ds));
 }
 
 #[test]

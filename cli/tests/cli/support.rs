@@ -60,8 +60,36 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let out = Command::new(env!("CARGO_BIN_EXE_lodtensor"))
-        .args(args)
+    run(
+        Command::new(env!("CARGO_BIN_EXE_lodtensor")).args(args),
+        dir,
+        envs,
+    )
+}
+
+/// Runs `lodtensor ARGS…` in `dir`, its files unable to grow past `bytes` (`prlimit
+/// --fsize`, no root needed): a write past them fails as on a full disk (`EFBIG` for
+/// `ENOSPC`; `SIGXFSZ` ignored so that the write returns the error).
+pub fn lodtensor_limited<I, S>(dir: &Path, bytes: u64, args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let script = format!("trap '' XFSZ; exec prlimit --fsize={bytes} -- \"$@\"");
+    let mut command = Command::new("bash");
+    command
+        .args(["-c", &script, "bash", env!("CARGO_BIN_EXE_lodtensor")])
+        .args(args);
+    run(&mut command, dir, [])
+}
+
+/// Runs `command` in `dir` with `envs` set too.
+fn run(
+    command: &mut Command,
+    dir: &Path,
+    envs: impl IntoIterator<Item = (&'static str, String)>,
+) -> Run {
+    let out = command
         .current_dir(dir)
         .env("RUST_BACKTRACE", "1")
         .envs(envs)

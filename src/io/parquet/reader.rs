@@ -190,6 +190,7 @@ pub struct ParquetReader {
     batches: Batches,
     schema: SchemaRef,
     num_rows: usize,
+    num_row_groups: usize,
     path: Option<PathBuf>,
     options: ParquetReadOptions,
     next_batch: usize,
@@ -292,6 +293,7 @@ impl ParquetReader {
         }
         let num_rows = usize::try_from(metadata.metadata().file_metadata().num_rows())
             .map_err(|_| Error::invalid(FileFormat::Parquet, "negative row count in the footer"))?;
+        let num_row_groups = metadata.metadata().num_row_groups();
         let plans = options
             .direct
             .then(|| Direct::<R>::plans(metadata.metadata(), &schema))
@@ -319,6 +321,7 @@ impl ParquetReader {
             batches,
             schema,
             num_rows,
+            num_row_groups,
             path: None,
             options: options.clone(),
             next_batch: 0,
@@ -362,6 +365,25 @@ impl ParquetReader {
     /// ```
     pub fn num_rows(&self) -> usize {
         self.num_rows
+    }
+
+    /// The number of row groups of the file, from its footer.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset};
+    /// # use lodtensor::io::parquet::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = lodtensor::doc_fixtures::words();
+    /// # let ds = Dataset::try_new(vec![Column::new("x", t)])?;
+    /// # let path = dir.path().join("d.parquet");
+    /// let rows = ParquetWriteOptions::default().with_row_group_size(RowGroupSize::Rows(2));
+    /// write_parquet(&path, [&ds, &ds], &rows)?;                 // 2 rows each
+    /// assert_eq!(ParquetReader::open(&path, &ParquetReadOptions::default())?.num_row_groups(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_row_groups(&self) -> usize {
+        self.num_row_groups
     }
 
     /// The dataset of one record batch, element shapes applied, with context on error.

@@ -205,7 +205,7 @@ proptest! {
         let mut starts = vec![0usize];
         for &l in &lengths { starts.push(starts.last().unwrap() + l); }
         let stream: Vec<i64> = order.iter().flat_map(|&d| (starts[d]..starts[d + 1]).map(|t| t as i64)).collect();
-        let packing = Packing::new(seq).with_extra_token(extra).with_pad_last(pad);
+        let packing = Packing::new(seq).with_extra_token(extra).with_mode(PackMode::Split { pad_last: pad });
         let builder = with_shuffle(Loader::builder(&file).with_batch_size(size), shuffle).with_packing(packing);
         let (batches, loader) = epoch(builder);
         let plan = loader.plan(0);
@@ -293,7 +293,7 @@ proptest! {
     ) {
         let (_dir, file) = file(&lengths, 5);
         let overlong = if drop { Overlong::Drop } else { Overlong::Cut };
-        let packing = Packing::new(seq).with_best_fit(lookahead).with_overlong(overlong);
+        let packing = Packing::new(seq).with_mode(PackMode::BestFit { lookahead, overlong });
         let (batches, loader) = epoch(with_shuffle(Loader::builder(&file).with_batch_size(size), shuffle).with_packing(packing));
         let places = token_places(&lengths);
         let mut seen = vec![0usize; places.len()];
@@ -366,7 +366,7 @@ fn best_fit_pads_less_than_first_fit() {
         let order: Vec<usize> = (0..lengths.len()).collect();
         for (seq, lookahead) in [(1024, 64), (2048, 256), (4096, 1024)] {
             let w = Windows::build(
-                &Packing::new(seq).with_best_fit(lookahead),
+                &Packing::new(seq).with_mode(PackMode::best_fit(lookahead)),
                 &lengths,
                 order.clone(),
             );
@@ -407,7 +407,9 @@ fn consecutive_windows_are_views() {
     let (batches, _) = epoch(packed(Packing::new(4)));
     let views: Vec<bool> = batches.iter().map(Batch::is_view).collect();
     assert_eq!(views, [true, false, false]); // 4..8 and 8..12 cross rows
-    let (batches, _) = epoch(packed(Packing::new(3).with_pad_last(true)));
+    let (batches, _) = epoch(packed(
+        Packing::new(3).with_mode(PackMode::Split { pad_last: true }),
+    ));
     assert!(!batches[4].is_view()); // padded
     // Empty documents between the windows' documents: still consecutive rows, a view.
     let (_dir2, gaps) = self::file(&[2, 0, 3, 0, 0, 4, 1], 8);
@@ -445,7 +447,7 @@ fn packing_refuses_what_it_cannot_do() {
         "buckets",
     );
     refused(
-        Loader::builder(&file).with_packing(Packing::new(4).with_best_fit(0)),
+        Loader::builder(&file).with_packing(Packing::new(4).with_mode(PackMode::best_fit(0))),
         "pack_lookahead",
     );
     let unpacked = Loader::builder(&file)
@@ -509,7 +511,7 @@ fn packs_booleans_and_wide_elements() {
     w.write(&ds).unwrap();
     w.finish().unwrap();
     let file = MappedDataset::open(&path).unwrap();
-    let packing = Packing::new(4).with_pad_last(true);
+    let packing = Packing::new(4).with_mode(PackMode::Split { pad_last: true });
     let (batches, _) = epoch(
         Loader::builder(&file)
             .with_batch_size(2)
@@ -599,8 +601,8 @@ fn side_columns_are_carried_per_window() {
     let (_dir, file) = file_with_side_columns(&lengths, 3);
     for (shuffle, best_fit, seq) in [(0, false, 4), (1, false, 3), (2, true, 5), (1, true, 4)] {
         let packing = match best_fit {
-            true => Packing::new(seq).with_best_fit(4),
-            false => Packing::new(seq).with_pad_last(true),
+            true => Packing::new(seq).with_mode(PackMode::best_fit(4)),
+            false => Packing::new(seq).with_mode(PackMode::Split { pad_last: true }),
         };
         let builder = with_shuffle(Loader::builder(&file).with_batch_size(2), shuffle);
         let (batches, _) = epoch(builder.with_packing(packing));

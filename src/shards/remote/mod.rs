@@ -27,7 +27,7 @@ pub use pending::{
 };
 pub use upload::{upload_pending, upload_shards};
 
-use crate::error::{Error, FileFormat, Result};
+use crate::error::{DatasetError, Error, FileFormat, Result};
 use crate::shards::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
 use crate::shards::reader::ShardedDataset;
 
@@ -222,8 +222,9 @@ impl ShardedDataset {
     /// from then on it is mapped and read exactly as a local shard (`docs/remote.md`).
     ///
     /// # Errors
+    /// [`DatasetError::NoManifestAtUrl`] naming the manifest's URL when there is none;
     /// [`ErrorKind::Io`](crate::ErrorKind::Io) naming the URL: `NotFound` for a missing
-    /// bucket or manifest, `PermissionDenied` for a refused or unauthenticated request,
+    /// bucket, `PermissionDenied` for a refused or unauthenticated request,
     /// `TimedOut` or `Other` when retries did not help; [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument)
     /// for a URL of another scheme or an unknown storage option; the manifest's errors.
     ///
@@ -267,11 +268,9 @@ impl ShardedDataset {
 fn load_manifest(remote: &Remote) -> Result<Manifest> {
     match load_manifest_and_tag(remote, MANIFEST_NAME)? {
         (Some(manifest), _) => Ok(manifest),
-        (None, _) => Err(Error::from(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no manifest: not a sharded lodtensor dataset (check the prefix)",
-        ))
-        .in_file(remote.url_of(MANIFEST_NAME))),
+        (None, _) => {
+            Err(Error::from(DatasetError::NoManifestAtUrl).in_file(remote.url_of(MANIFEST_NAME)))
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
-use crate::error::{ArgumentError, Error, Result};
+use crate::error::{ArgumentError, DatasetError, Error, Result};
 use crate::shards::index::index_files;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::remote::RemoteOptions;
@@ -113,8 +113,8 @@ impl RemoteStore {
 /// (`docs/remote.md`). Returns the manifest committed.
 ///
 /// # Errors
-/// [`ErrorKind::Io`](crate::ErrorKind::Io) `AlreadyExists` when creating where a dataset is,
-/// `NotFound` when appending where none is; [`ArgumentError::SchemaMismatch`] when the
+/// [`DatasetError::AlreadyThere`] when creating where a dataset is,
+/// [`DatasetError::NothingToAppendTo`] when appending where none is; [`ArgumentError::SchemaMismatch`] when the
 /// columns differ from the dataset's; the store's errors ([`ShardedDataset::open_url`](crate::shards::ShardedDataset::open_url)).
 ///
 /// # Example
@@ -214,18 +214,10 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
     commit_with(&store, current, |current, store| {
         let mut manifest = match (current, target) {
             (Some(_), Target::Create) => {
-                return Err(io_error(
-                    std::io::ErrorKind::AlreadyExists,
-                    "a sharded dataset is already there: append to it instead",
-                    &target_url,
-                ));
+                return Err(Error::from(DatasetError::AlreadyThere).in_file(&target_url));
             }
             (None, Target::Append) => {
-                return Err(io_error(
-                    std::io::ErrorKind::NotFound,
-                    "no sharded dataset to append to",
-                    &target_url,
-                ));
+                return Err(Error::from(DatasetError::NothingToAppendTo).in_file(&target_url));
             }
             (Some(m), _) => m.clone(),
             (None, _) => Manifest {
@@ -281,9 +273,4 @@ fn unique_token() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("{nanos:x}-{:x}-{count}", std::process::id())
-}
-
-/// An I/O error of `kind` naming `url`.
-pub(super) fn io_error(kind: std::io::ErrorKind, what: &str, url: &str) -> Error {
-    Error::from(std::io::Error::new(kind, what.to_owned())).in_file(url)
 }
