@@ -387,6 +387,7 @@ impl IndexObject {
     }
 
     /// Every shard's name and row, to build another object from.
+    #[cfg(feature = "remote")]
     pub(crate) fn rows(&self) -> HashMap<String, ShardLengths> {
         let mut out = HashMap::new();
         for batch in &self.batches {

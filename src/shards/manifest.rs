@@ -473,17 +473,13 @@ impl Manifest {
                 format!("    {shard}")
             })
             .collect();
-        let index = match self.index.is_empty() {
+        // The lengths index (format-spec §7.2), an object a line; no key without one.
+        let index: Vec<String> = (self.index.iter())
+            .map(|e| format!("    {}", json!({"file": e.file, "shards": e.shards, "bytes": e.bytes, "crc32c": e.crc32c})))
+            .collect();
+        let index = match index.is_empty() {
             true => String::new(),
-            false => {
-                let entries: Vec<String> = (self.index.iter())
-                    .map(|e| {
-                        let entry = json!({"file": e.file, "shards": e.shards, "bytes": e.bytes, "crc32c": e.crc32c});
-                        format!("    {entry}")
-                    })
-                    .collect();
-                format!(",\n  \"index\": [\n{}\n  ]", entries.join(",\n"))
-            }
+            false => format!(",\n  \"index\": [\n{}\n  ]", index.join(",\n")),
         };
         // Version 2 when a column is a side column: readers of version 1 know none.
         let version = match self.columns.iter().any(|c| c.side.is_some()) {
