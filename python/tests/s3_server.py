@@ -13,7 +13,19 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 ACCESS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """moto's S3 server for a test module (skipped without moto and boto3)."""
+    pytest.importorskip("moto")
+    pytest.importorskip("boto3")
+    server = S3Server()
+    yield server
+    server.stop()
 
 
 def free_port() -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import lodtensor as lt
+from s3_server import s3  # noqa: F401 (the fixture)
 
 CHILD = """
 import json, resource, sys
@@ -90,17 +91,6 @@ def test_rows_a_forged_size_allows_fail_in_a_loader_without_an_abort(shards_dir,
     path = forged(shards_dir, tmp_path, "rows_bytes", lambda s: huge_rows(s, True))
     said = fails_in_child(path)
     assert said.startswith(("MemoryError", "InvalidFileError")), said
-
-
-@pytest.fixture(scope="module")
-def s3():
-    pytest.importorskip("moto")
-    pytest.importorskip("boto3")
-    from s3_server import S3Server
-
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 @pytest.mark.parametrize("bytes_", [1 << 62, 1 << 50])

@@ -334,3 +334,18 @@ def test_prefetch_and_shards_pack_alike(corpus, tmp_path):
     sharded = lt.open(tmp_path / "shards").loader(pack=48, batch_size=3)
     in_order = [b.windows for b in lt.open(path).loader(pack=48, batch_size=3)]
     assert [b.windows for b in sharded] == in_order
+
+
+@pytest.mark.parametrize("epoch", [10**6, 2**64 - 1])
+def test_a_far_mixture_epoch_is_planned_as_any_other(two_sources, epoch):
+    # Its plan starts from the rule's counts found from the weights' period (3 + 7 = 10),
+    # not by drawing every sample before it; the last epoch wraps to no other.
+    small, large = two_sources
+    loader = lt.mix([small, large], [0.3, 0.7], seed=1).loader(batch_size=67)
+    loader.set_epoch(epoch)
+    batches = iter(loader)
+    drawn = next(batches).source.tolist()
+    assert len(drawn) == 67 and abs(drawn.count(0) - 0.3 * 67) <= 1
+    if epoch == 2**64 - 1:
+        with pytest.raises(lt.ArgumentError, match="epoch .* is the last"):
+            next(batches)

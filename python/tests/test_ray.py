@@ -12,6 +12,7 @@ import pytest
 
 import lodtensor as lt
 from conftest import inside_mapping
+from s3_server import s3  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.ray
 ray = pytest.importorskip("ray")
@@ -183,17 +184,6 @@ def test_side_columns_and_nullable_lists_go_through_ray(cluster, tmp_path):
     got = collect(lray.read_lodtensor(tmp_path / "out"))
     for name in table.column_names:
         assert got[name].to_pylist() == table[name].to_pylist(), name
-
-
-@pytest.fixture(scope="module")
-def s3():
-    pytest.importorskip("moto")
-    pytest.importorskip("boto3")
-    from s3_server import S3Server
-
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 def bucket(s3, name: str) -> tuple[str, dict]:

@@ -457,7 +457,14 @@ impl Loader {
         let whole_step =
             !self.config.drop_last || step + self.config.ranks.group_end() <= plan.len();
         let Some(samples) = plan.batch(index).filter(|_| whole_step) else {
-            self.position = (epoch + 1, 0);
+            // The last epoch has no next: an error, not a wrap to epoch 0.
+            let next = epoch
+                .checked_add(1)
+                .ok_or_else(|| ArgumentError::LoaderConfig {
+                    option: "epoch",
+                    reason: format!("epoch {epoch} is the last: there is no next"),
+                })?;
+            self.position = (next, 0);
             if let Some(lazy) = &mut self.lazy {
                 lazy.release_all();
                 self.empty_places();

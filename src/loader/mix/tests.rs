@@ -259,4 +259,15 @@ fn a_far_epoch_is_planned_from_the_rule_s_period() {
         let first = plan.samples().iter().filter(|&&r| r < 3).count();
         assert_eq!((plan.samples().len(), first), (8, 6), "epoch {epoch}");
     }
+    // The last epoch reads, then has no next: an error, not a wrap to epoch 0.
+    let mut loader = loader;
+    loader.set_epoch(u64::MAX);
+    for _ in 0..4 {
+        loader
+            .next_batch()
+            .unwrap()
+            .expect("a batch of the last epoch");
+    }
+    let err = loader.next_batch().unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
 }
