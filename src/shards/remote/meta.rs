@@ -23,6 +23,7 @@ use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::cache::ShardCache;
 use crate::shards::remote::client::Remote;
 use crate::shards::remote::lock::ShardLock;
+use crate::shards::remote::private::How;
 use crate::shards::remote::upload::{RemoteStore, put_object};
 use crate::shards::store::{Commit, ManifestStore, commit_with};
 
@@ -39,8 +40,8 @@ const META_DIR: &str = "_meta";
 /// The store's errors naming the object's URL; [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch)
 /// naming it when its bytes are not the manifest's; the cache disk's errors.
 pub(crate) fn fetch_object(cache: &ShardCache, dir: &Path, entry: &IndexEntry) -> Result<Bytes> {
-    let dir = &dir.join(META_DIR);
-    std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
+    let (parent, dir) = (dir, &dir.join(META_DIR));
+    super::private::make_private(parent, dir)?;
     let path = dir.join(format!("{:08x}-{}", entry.crc32c, entry.file));
     if let Some(bytes) = cached(&path, entry) {
         return Ok(bytes);
@@ -72,8 +73,8 @@ pub(crate) fn fetch_object(cache: &ShardCache, dir: &Path, entry: &IndexEntry) -
 
 /// The cache entry at `path` if it holds `entry`'s bytes.
 fn cached(path: &Path, entry: &IndexEntry) -> Option<Bytes> {
-    let (mut file, meta) = crate::io::regular::open_regular(path).ok()?;
-    if meta.len() != entry.bytes {
+    let mut file = super::private::open(path, How::Read).ok()?;
+    if file.metadata().ok()?.len() != entry.bytes {
         return None;
     }
     let mut bytes = Vec::with_capacity(entry.bytes as usize);
@@ -196,7 +197,7 @@ pub fn index_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
 /// # Errors
 /// The store's errors naming the manifest's URL; the manifest's; the cache disk's.
 pub(super) fn cached_manifest(remote: &Remote, dir: &Path) -> Result<Option<Manifest>> {
-    let dir = &dir.join(META_DIR);
+    let (parent, dir) = (dir, &dir.join(META_DIR));
     let url = remote.url_of(MANIFEST_NAME);
     let Some((size, Some(tag))) = remote.head(MANIFEST_NAME)? else {
         return Ok(None);
@@ -207,13 +208,15 @@ pub(super) fn cached_manifest(remote: &Remote, dir: &Path) -> Result<Option<Mani
     };
     let path = name(size, &tag);
     let read = |path: &Path| -> Option<Manifest> {
-        let text = std::fs::read_to_string(path).ok()?;
+        let mut text = String::new();
+        let mut file = super::private::open(path, How::Read).ok()?;
+        std::io::Read::read_to_string(&mut file, &mut text).ok()?;
         (text.len() as u64 == size).then(|| Manifest::parse(&text).ok())?
     };
     if let Some(manifest) = read(&path) {
         return Ok(Some(manifest));
     }
-    std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
+    super::private::make_private(parent, dir)?;
     let lock_path = dir.join(format!("{MANIFEST_NAME}.lock"));
     let _lock = ShardLock::acquire(&lock_path).map_err(|e| Error::from(e).in_file(&lock_path))?;
     if let Some(manifest) = read(&path) {
