@@ -15,7 +15,7 @@ use arrow_schema::Field;
 
 use super::Loader;
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo, interleave_rows};
-use super::pack::{Packing, Piece, Windows};
+use super::pack::{PackMode, Packing, Piece, Windows};
 use crate::dataset::{Column, Dataset};
 use crate::error::{ArgumentError, Error, Result};
 use crate::lod::{LevelOffsets, Lod, OffsetWidth};
@@ -466,11 +466,12 @@ pub(super) fn packed_columns(
     };
     // A padded window is allocated whole: one longer than the data would hold padding only.
     let total = lengths.iter().fold(0usize, |t, &n| t.saturating_add(n));
-    if packing.pad_last && packing.seq_len > total {
+    let pad_last = matches!(packing.mode(), PackMode::Split { pad_last: true });
+    if pad_last && packing.seq_len() > total {
         return bad(format!(
             "{} tokens with pack_pad_last: longer than the data's {total} tokens, the window \
              would be padding",
-            packing.seq_len
+            packing.seq_len()
         ));
     }
     let Some((tokens, level)) = length else {
