@@ -85,7 +85,7 @@ impl Lease {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let now = Self::now();
         let last = self.checked.load(Ordering::Relaxed);
-        if n % Self::CALLS == 0 || now.saturating_sub(last) >= Self::NANOS {
+        if n.is_multiple_of(Self::CALLS) || now.saturating_sub(last) >= Self::NANOS {
             self.checked.store(now, Ordering::Relaxed);
             return true;
         }

@@ -4,13 +4,11 @@ use arrow_schema::Schema;
 
 use super::Loader;
 use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
-use super::gather::{ColumnInfo, Gatherer, Source};
-use super::lazy::build_lazy;
-use super::lengths::{length_column, quantile_bounds, sample_lengths};
+use super::gather::{ColumnInfo, Gatherer};
 use super::mix::{Blend, Mixture, read_mixture};
 use super::pack::Packing;
-use super::packed::packed_columns;
 use super::position::Hasher;
+use super::store;
 use crate::dataset::{Column, Dataset};
 use crate::error::ArgumentError;
 use crate::error::Result;
@@ -618,35 +616,12 @@ impl<'a> LoaderBuilder<'a> {
             shared_memory: shared,
             ..
         } = self;
-        if let LoaderSource::Shards(data) = source
-            && lazy
-            && let Some(mut loader) = build_lazy(data, &config, &length, quantiles)?
-        {
-            loader.gatherer.shared = shared;
-            return Ok(loader);
-        }
-        let Sourced {
-            batches,
-            shards,
-            unchecked,
-            columns,
-            blend,
-        } = source.read()?;
-        let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
-        let length = length_column(&columns, length)?;
-        let lengths = sample_lengths(&batches, length, rows.num_rows());
-        if let Some(n) = quantiles {
-            config.buckets = quantile_bounds(&lengths, n)?;
-        }
-        config.validate()?;
-        let packed = match &config.packing {
-            Some(packing) => packed_columns(&batches, &columns, length, &lengths, packing)?,
-            None => Vec::new(),
-        };
-        let mut fingerprint = config.fingerprint(&lengths, rows.starts(), shards.starts());
+        let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, lazy)?;
+        let (rows, shards) = (inputs.rows.starts(), inputs.shards.starts());
+        let mut fingerprint = config.fingerprint(&inputs.lengths, rows, shards);
         let blend = match blend {
             Some(mut blend) => {
-                blend.count_first_epochs(&config, &lengths)?;
+                blend.count_first_epochs(&config, &inputs.lengths)?;
                 let mut options = Hasher::new();
                 options.add(&[fingerprint.options]);
                 options.add(&blend.hash_words());
@@ -655,21 +630,10 @@ impl<'a> LoaderBuilder<'a> {
             }
             None => None,
         };
-        let sources = batches
-            .iter()
-            .map(|b| b.columns().iter().map(Source::new).collect())
-            .collect();
         Ok(Loader {
-            batches,
-            rows,
-            shards,
-            unchecked,
-            sources,
-            columns,
-            lengths,
-            packed,
+            store,
+            inputs,
             blend,
-            lazy: None,
             config,
             fingerprint,
             plan: None,

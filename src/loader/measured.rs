@@ -27,37 +27,49 @@ pub(super) struct ShardLengths {
     pub lengths: Vec<usize>,
 }
 
-/// Every shard's [`ShardLengths`], the length being that of level `level` of column
-/// `column` (its index in the manifest), each checked against the manifest (its record
-/// batches, rows and column name): from the lengths index when the manifest has one
-/// (no shard read), else from the shards' metadata.
+/// Every shard's [`ShardLengths`] for each `(column, level)` of `columns` (a column's index
+/// in the manifest, the level whose lengths are wanted), in that order: each shard's
+/// footer and record-batch messages read once for all of them, and checked against the
+/// manifest (its record batches, rows and column names); from the lengths index when the manifest
+/// has one (no shard read).
 ///
 /// # Errors
 /// The reads' errors (the store's, naming the shard's URL); a shard whose metadata is not
 /// an IPC file's or whose offsets break the rules: the error naming the shard, the column
 /// and the record batch; [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch)
 /// where the shard disagrees with the manifest.
-pub(super) fn read_lengths(
+pub(super) fn read_columns(
     data: &ShardedDataset,
-    column: usize,
-    level: usize,
-) -> Result<Vec<ShardLengths>> {
-    if let Some(indexed) = data.indexed_lengths(column, level)? {
-        let shard = |s: IndexedShard| ShardLengths {
-            batch_rows: s.batch_rows,
-            lengths: s.lengths,
-        };
-        return Ok(indexed.into_iter().map(shard).collect());
+    columns: &[(usize, usize)],
+) -> Result<Vec<Vec<ShardLengths>>> {
+    if let Some(indexed) = indexed_lengths(data, columns)? {
+        return Ok(indexed);
     }
     let files = data.files();
-    let footers = read_footers(files, column)?;
+    let names: Vec<usize> = columns.iter().map(|&(c, _)| c).collect();
+    let footers = read_footers(files, &names)?;
     // Every batch's message and the start of its body, of every shard.
     let wanted: Vec<(usize, Range<u64>)> = (footers.iter().enumerate())
         .flat_map(|(s, f)| (f.head_ranges().into_iter()).map(move |r| (s, r)))
         .collect();
     let heads = files.read_ranges(&wanted)?;
+    let read = |&(column, level): &(usize, usize)| {
+        let heads = (wanted.as_slice(), heads.as_slice());
+        column_lengths(files, &footers, heads, (column, level))
+    };
+    columns.iter().map(read).collect()
+}
+
+/// Every shard's [`ShardLengths`] of level `level` of column `column`, from the shards'
+/// `footers` and the heads of their record batches (`(shard, range)` read, bytes).
+fn column_lengths(
+    files: &ShardFiles,
+    footers: &[FileFooter],
+    (wanted, heads): (&[(usize, Range<u64>)], &[Bytes]),
+    (column, level): (usize, usize),
+) -> Result<Vec<ShardLengths>> {
     let mut located: Vec<Vec<Located>> = footers.iter().map(|_| Vec::new()).collect();
-    for ((shard, _), head) in wanted.iter().zip(&heads) {
+    for ((shard, _), head) in wanted.iter().zip(heads) {
         let batch = located[*shard].len();
         let meta = footers[*shard].message_ranges()[batch].clone();
         let message = &head[..(meta.end - meta.start) as usize];
@@ -69,7 +81,7 @@ pub(super) fn read_lengths(
     // head when there, else read now.
     let mut levels: Vec<Option<Bytes>> = Vec::new();
     let mut missing: Vec<(usize, Range<u64>)> = Vec::new();
-    let mut head = wanted.iter().zip(&heads);
+    let mut head = wanted.iter().zip(heads);
     for (s, batches) in located.iter().enumerate() {
         for batch in batches {
             let ((_, at), bytes) = head.next().expect("a head per batch");
@@ -87,7 +99,6 @@ pub(super) fn read_lengths(
             }
         }
     }
-    drop(heads);
     let mut read = files.read_ranges(&missing)?.into_iter();
     let mut offsets = levels
         .into_iter()
@@ -118,9 +129,9 @@ pub(super) fn read_lengths(
     Ok(out)
 }
 
-/// Every shard's footer, checked against the manifest: its record batches, and its column
-/// `column`'s name.
-fn read_footers(files: &ShardFiles, column: usize) -> Result<Vec<FileFooter>> {
+/// Every shard's footer, checked against the manifest: its record batches, and the names of
+/// its columns `columns`.
+fn read_footers(files: &ShardFiles, columns: &[usize]) -> Result<Vec<FileFooter>> {
     let shards = &files.manifest.shards;
     let wanted: Vec<(usize, Range<u64>)> = (shards.iter().enumerate())
         .map(|(s, entry)| (s, tail_range(entry.bytes)))
@@ -148,25 +159,29 @@ fn read_footers(files: &ShardFiles, column: usize) -> Result<Vec<FileFooter>> {
             }
         }
     }
-    let expected = &files.manifest.columns[column].name;
-    let footers: Vec<FileFooter> = footers
-        .into_iter()
-        .map(|f| f.expect("read above"))
-        .collect();
+    let footers: Vec<FileFooter> = (footers.into_iter().enumerate())
+        .map(|(s, f)| {
+            let moved = || Error::invalid(FileFormat::Ipc, "the footer was not read");
+            f.ok_or_else(|| moved().in_file(files.location(s)))
+        })
+        .collect::<Result<_>>()?;
     for (s, footer) in footers.iter().enumerate() {
         let in_file = |e: Error| e.in_file(files.location(s));
         mismatch("batches", shards[s].batches, footer.num_batches()).map_err(in_file)?;
-        let found = footer
-            .schema()
-            .fields()
-            .get(column)
-            .map(|f| f.name().as_str());
-        mismatch(
-            &format!("columns[{column}].name"),
-            expected.as_str(),
-            found.unwrap_or(""),
-        )
-        .map_err(in_file)?;
+        for &column in columns {
+            let expected = &files.manifest.columns[column].name;
+            let found = footer
+                .schema()
+                .fields()
+                .get(column)
+                .map(|f| f.name().as_str());
+            mismatch(
+                &format!("columns[{column}].name"),
+                expected.as_str(),
+                found.unwrap_or(""),
+            )
+            .map_err(in_file)?;
+        }
     }
     Ok(footers)
 }
@@ -189,4 +204,26 @@ fn map_and_measure(
         batch_rows,
         lengths,
     })
+}
+
+/// The lengths of `columns` from the dataset's lengths index, when it has one.
+///
+/// # Errors
+/// The index's: a missing or bad object, or one that disagrees with the manifest.
+fn indexed_lengths(
+    data: &ShardedDataset,
+    columns: &[(usize, usize)],
+) -> Result<Option<Vec<Vec<ShardLengths>>>> {
+    let shard = |s: IndexedShard| ShardLengths {
+        batch_rows: s.batch_rows,
+        lengths: s.lengths,
+    };
+    let mut out = Vec::with_capacity(columns.len());
+    for &(column, level) in columns {
+        let Some(indexed) = data.indexed_lengths(column, level)? else {
+            return Ok(None);
+        };
+        out.push(indexed.into_iter().map(shard).collect());
+    }
+    Ok(Some(out))
 }

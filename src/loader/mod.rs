@@ -88,7 +88,6 @@ mod batch;
 mod builder;
 mod config;
 mod gather;
-mod lazy;
 mod lengths;
 mod measured;
 mod mix;
@@ -99,17 +98,14 @@ mod plan;
 mod position;
 mod prefetch;
 mod shared;
+mod store;
 
-use crate::error::ArgumentError;
-use crate::row_index::RowIndex;
-use std::ops::Range;
 use std::sync::Arc;
 
-use crate::dataset::Dataset;
+use crate::error::ArgumentError;
 use crate::error::Result;
 #[cfg(doc)]
 use crate::io::ipc_reader::MappedDataset;
-use crate::shards::PendingChecksum;
 
 pub use batch::Batch;
 pub use builder::{LoaderBuilder, LoaderSource};
@@ -123,9 +119,9 @@ pub use prefetch::Prefetch;
 pub use shared::SharedMemory;
 
 use config::PlanConfig;
-use gather::{ColumnInfo, Gatherer, Source};
-use lazy::LazyShards;
+use gather::Gatherer;
 use mix::Blend;
+use store::{PlanInputs, RowStore};
 
 /// Streams the batches of a [`MappedDataset`]; see the [module docs](self).
 ///
@@ -145,24 +141,13 @@ use mix::Blend;
 /// ```
 #[derive(Debug)]
 pub struct Loader {
-    batches: Vec<Dataset>,
-    rows: RowIndex,
-    /// Where every shard starts (one shard for a single file).
-    shards: RowIndex,
-    /// Every shard whose checksum is still to check before a batch reads it, by shard
-    /// (empty once none is left).
-    unchecked: Vec<Option<PendingChecksum>>,
-    sources: Vec<Vec<Source>>,
-    columns: Vec<ColumnInfo>,
-    lengths: Vec<usize>,
-    /// The columns a packed batch holds: tensors with as many elements per row as the
-    /// length column (empty unless packing).
-    packed: Vec<usize>,
+    /// Where the rows come from: every record batch mapped, or shards mapped as batches
+    /// reach them (`store.rs`).
+    store: Box<dyn RowStore>,
+    /// What the plans are made from: lengths, record-batch and shard rows, columns.
+    inputs: PlanInputs,
     /// A mixture's sources.
     blend: Option<Arc<Blend>>,
-    /// The shards, mapped as batches reach them, when the plans need no lengths (then
-    /// `batches` and `sources` are empty and `lengths` all 1).
-    lazy: Option<LazyShards>,
     config: PlanConfig,
     fingerprint: Fingerprint,
     plan: Option<Arc<Plan>>,
@@ -220,8 +205,16 @@ impl Loader {
     /// Makes the plan of `epoch`.
     fn build_plan(&self, epoch: u64) -> Plan {
         match &self.blend {
-            Some(blend) => blend.plan(&self.config, &self.lengths, epoch),
-            None => Plan::build(&self.config, &self.lengths, &self.rows, &self.shards, epoch),
+            Some(blend) => blend.plan(&self.config, &self.inputs.lengths, epoch),
+            None => {
+                let PlanInputs {
+                    lengths,
+                    rows,
+                    shards,
+                    ..
+                } = &self.inputs;
+                Plan::build(&self.config, lengths, rows, shards, epoch)
+            }
         }
     }
 
@@ -283,7 +276,7 @@ impl Loader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn lengths(&self) -> &[usize] {
-        &self.lengths
+        &self.inputs.lengths
     }
 
     /// The length bucket bounds in use.
@@ -456,7 +449,7 @@ impl Loader {
         // (for each rank of this rank's group).
         let whole_step =
             !self.config.drop_last || step + self.config.ranks.group_end() <= plan.len();
-        let Some(samples) = plan.batch(index).filter(|_| whole_step) else {
+        if plan.batch(index).filter(|_| whole_step).is_none() {
             // The last epoch has no next: an error, not a wrap to epoch 0.
             let next = epoch
                 .checked_add(1)
@@ -465,30 +458,11 @@ impl Loader {
                     reason: format!("epoch {epoch} is the last: there is no next"),
                 })?;
             self.position = (next, 0);
-            if let Some(lazy) = &mut self.lazy {
-                lazy.release_all();
-                self.empty_places();
-            }
+            self.store.end_epoch();
             return Ok(None);
-        };
-        let (data, view, info) = match (plan.windows(), self.lazy.as_mut()) {
-            (Some(_), Some(_)) => {
-                let (data, view) = self.load_packed_lazily(&plan, index)?;
-                (data, view, plan.infos()[index])
-            }
-            (Some(windows), None) => {
-                let (data, view) = self.load_packed(windows, samples)?;
-                (data, view, plan.infos()[index])
-            }
-            (None, Some(lazy)) => {
-                let planned = (&self.columns[..], (&self.lengths[..], &self.rows));
-                lazy.load(&plan, index, &mut self.gatherer, planned)?
-            }
-            (None, None) => {
-                let (data, view) = self.load(samples)?;
-                (data, view, plan.infos()[index])
-            }
-        };
+        }
+        let (data, view, info) =
+            (self.store).load(&plan, index, &self.inputs, &mut self.gatherer)?;
         let next = (step + self.config.ranks.turn().1).min(plan.len());
         self.position = (epoch, next);
         Ok(Some(Batch {
@@ -513,57 +487,6 @@ impl Loader {
         self.position.1 + self.config.ranks.turn().0
     }
 
-    /// The rows `samples` of every column: a view when they are consecutive rows of one
-    /// record batch, else gathered.
-    fn load(&mut self, samples: &[usize]) -> Result<(Dataset, bool)> {
-        self.check_shards(samples)?;
-        if let Some((b, rows)) = self.view_rows(samples) {
-            self.gatherer.stats.views += 1;
-            return Ok((self.batches[b].slice_rows(rows)?, true));
-        }
-        let data = self
-            .gatherer
-            .gather(samples, &self.rows, &self.sources, &self.columns)?;
-        Ok((data, false))
-    }
-
-    /// Checks the checksum of every shard `samples` read that has not been checked yet.
-    fn check_shards(&mut self, samples: &[usize]) -> Result<()> {
-        if self.unchecked.is_empty() {
-            return Ok(());
-        }
-        for &s in samples {
-            let (shard, _) = self
-                .shards
-                .locate(s)
-                .expect("plans hold rows of the source");
-            if let Some(pending) = &self.unchecked[shard] {
-                pending.verify()?;
-                self.unchecked[shard] = None;
-                if self.unchecked.iter().all(Option::is_none) {
-                    self.unchecked.clear(); // Nothing left to check.
-                    break;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// (record batch, its rows) when `samples` are consecutive rows of one record batch.
-    fn view_rows(&self, samples: &[usize]) -> Option<(usize, Range<usize>)> {
-        let (&first, &last) = (samples.first()?, samples.last()?);
-        let (b, _) = self
-            .rows
-            .locate(first)
-            .expect("plans hold rows of the file");
-        let part = self.rows.part_rows(b);
-        let contiguous = last >= first
-            && last - first + 1 == samples.len()
-            && last < part.end
-            && samples.windows(2).all(|w| w[1] == w[0] + 1);
-        contiguous.then(|| (b, first - part.start..last + 1 - part.start))
-    }
-
     /// Whether [`next_batch`](Self::next_batch) would now return a view with no work but
     /// slicing (the epoch's plan is made and the next batch's rows are consecutive rows of
     /// one record batch): a caller may then skip handing the step to another thread.
@@ -583,10 +506,7 @@ impl Loader {
     pub fn next_is_view(&self) -> bool {
         match &self.plan {
             Some(p) if p.epoch() == self.position.0 && p.windows().is_none() => {
-                (p.batch(self.next_index())).is_some_and(|s| match &self.lazy {
-                    Some(lazy) => lazy.view_rows(s).is_some(),
-                    None => self.view_rows(s).is_some(),
-                })
+                (p.batch(self.next_index())).is_some_and(|s| self.store.is_view(s, &self.inputs))
             }
             _ => false,
         }

@@ -13,9 +13,9 @@ use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::Field;
 
-use super::Loader;
 use super::gather::{ColumnInfo, Gatherer, Source, ValuesInfo, interleave_rows};
 use super::pack::{PackMode, Packing, Piece, Windows};
+use super::store::{Places, PlanInputs};
 use crate::dataset::{Column, Dataset};
 use crate::error::{ArgumentError, Error, Result};
 use crate::lod::{LevelOffsets, Lod, OffsetWidth};
@@ -166,13 +166,37 @@ impl Segments for Layout {
     }
 }
 
-impl Loader {
-    /// The packed columns for windows `ids` of `windows`, and whether it is a view.
+impl Places {
+    /// The packed columns for windows `ids` of `windows` (of plans made from `inputs`),
+    /// and whether it is a view.
     pub(super) fn load_packed(
         &mut self,
+        inputs: &PlanInputs,
+        gatherer: &mut Gatherer,
         windows: &Windows,
         ids: &[usize],
     ) -> Result<(Dataset, bool)> {
+        let places = self;
+        PackedLoad {
+            places,
+            inputs,
+            gatherer,
+        }
+        .load(windows, ids)
+    }
+}
+
+/// A packed batch being loaded: the record batches in their places, what the plans were
+/// made from, and the gathering's buffers.
+struct PackedLoad<'a> {
+    places: &'a mut Places,
+    inputs: &'a PlanInputs,
+    gatherer: &'a mut Gatherer,
+}
+
+impl PackedLoad<'_> {
+    /// The packed columns for windows `ids` of `windows`, and whether it is a view.
+    fn load(&mut self, windows: &Windows, ids: &[usize]) -> Result<(Dataset, bool)> {
         if let Some(data) = self.load_run(windows, ids)? {
             return Ok((data, true));
         }
@@ -187,8 +211,9 @@ impl Loader {
     /// stream ([`Windows::run`]) whose documents are rows that follow each other in one
     /// record batch, and no column is carried per window; else `None`, nothing done.
     fn load_run(&mut self, windows: &Windows, ids: &[usize]) -> Result<Option<Dataset>> {
-        let per_window = |c: usize| !self.packed.contains(&c) && self.columns[c].widths.is_empty();
-        if !self.unchecked.is_empty() || (0..self.columns.len()).any(per_window) {
+        let per_window =
+            |c: usize| !self.inputs.packed.contains(&c) && self.inputs.columns[c].widths.is_empty();
+        if !self.places.unchecked.is_empty() || (0..self.inputs.columns.len()).any(per_window) {
             return Ok(None);
         }
         let Some((tokens, (order, starts), first)) = windows.run(ids) else {
@@ -202,7 +227,7 @@ impl Loader {
             last += 1;
         }
         let locate =
-            |i: usize| (self.rows.locate(order[i])).expect("plans hold rows of the source");
+            |i: usize| (self.inputs.rows.locate(order[i])).expect("plans hold rows of the source");
         let ((b, first_row), (b_last, last_row)) = (locate(first), locate(last));
         if b != b_last {
             return Ok(None);
@@ -213,9 +238,9 @@ impl Loader {
             seq_len: windows.window_len(),
         };
         let lod = run.lod()?;
-        let mut columns = Vec::with_capacity(self.packed.len());
-        for &c in &self.packed {
-            let t = self.batches[b].columns()[c].as_tensor();
+        let mut columns = Vec::with_capacity(self.inputs.packed.len());
+        for &c in &self.inputs.packed {
+            let t = self.places.batches[b].columns()[c].as_tensor();
             let t = t.expect("packed columns are tensors");
             let levels = t.lod().num_levels();
             let element =
@@ -223,7 +248,7 @@ impl Loader {
             let from = element(first_row, tokens.start - starts[first]);
             let to = element(last_row, tokens.end - starts[last]);
             let values = t.values().slice_elements(from..to);
-            let name = self.columns[c].name.clone();
+            let name = self.inputs.columns[c].name.clone();
             columns.push(Column::new(name, LodTensor::try_new(lod.clone(), values)?));
         }
         self.gatherer.stats.views += 1;
@@ -232,16 +257,16 @@ impl Loader {
 
     /// The packed columns of the batch `layout` holds, and whether it is a view.
     fn load_layout(&mut self, layout: &mut Layout) -> Result<(Dataset, bool)> {
-        if !self.unchecked.is_empty() {
+        if !self.places.unchecked.is_empty() {
             let rows: Vec<usize> = layout.pieces.iter().map(|p| p.row).collect();
-            self.check_shards(&rows)?;
+            self.places.check_shards(&rows, &self.inputs.shards)?;
         }
         let lod = layout.lod()?;
         let mut view = true;
-        let mut columns = Vec::with_capacity(self.columns.len());
-        for c in 0..self.columns.len() {
-            let name = self.columns[c].name.clone();
-            if self.packed.contains(&c) {
+        let mut columns = Vec::with_capacity(self.inputs.columns.len());
+        for c in 0..self.inputs.columns.len() {
+            let name = self.inputs.columns[c].name.clone();
+            if self.inputs.packed.contains(&c) {
                 let (values, is_view) = self.packed_values(c, layout)?;
                 view &= is_view;
                 columns.push(Column::new(name, LodTensor::try_new(lod.clone(), values)?));
@@ -261,15 +286,16 @@ impl Loader {
     /// consecutive there and nothing is padding, else concatenated.
     fn packed_values(&mut self, c: usize, layout: &mut Layout) -> Result<(Values, bool)> {
         let values_of = |b: usize| {
-            let column = &self.batches[b].columns()[c];
+            let column = &self.places.batches[b].columns()[c];
             column
                 .as_tensor()
                 .expect("packed columns are tensors")
                 .values()
         };
         let place = |p: &Piece| {
-            let (b, local) = (self.rows.locate(p.row)).expect("plans hold rows of the source");
-            let t = self.batches[b].columns()[c].as_tensor();
+            let (b, local) =
+                (self.inputs.rows.locate(p.row)).expect("plans hold rows of the source");
+            let t = self.places.batches[b].columns()[c].as_tensor();
             let lod = t.expect("a tensor").lod();
             let first = lod.descend(0, local..local + 1, lod.num_levels()).start + p.first_token;
             (b, first..first + p.n_tokens)
@@ -291,12 +317,12 @@ impl Loader {
             dtype,
             element_shape,
             element_size,
-        } = &self.columns[c].values
+        } = &self.inputs.columns[c].values
         else {
             unreachable!("packed columns are tensors")
         };
         if let Some(width) = dtype.byte_width() {
-            let (gatherer, sources) = (&mut self.gatherer, &self.sources);
+            let (gatherer, sources) = (&mut *self.gatherer, &self.places.sources);
             let items = copy_items(gatherer, sources, c, layout, (*element_size, width));
             let data = ArrayData::builder(dtype.arrow_type())
                 .len(items.len() / width)
@@ -328,20 +354,20 @@ impl Loader {
     }
 }
 
-impl Loader {
+impl PackedLoad<'_> {
     /// Column `c` (a side column, or a tensor of one element per row) as each window's list
     /// of the values of the documents its pieces come from, in piece order: a side column
     /// of lists, or a tensor of one level. Copied (one value per piece); `None` for a
     /// tensor column with levels, which a packed batch leaves out unless it is packed.
     fn per_window(&self, c: usize, layout: &Layout) -> Result<Option<Column>> {
-        let info = &self.columns[c];
+        let info = &self.inputs.columns[c];
         if !info.widths.is_empty() {
             return Ok(None);
         }
         let rows: Vec<(usize, usize)> = (layout.pieces.iter())
-            .map(|p| (self.rows.locate(p.row)).expect("plans hold rows of the source"))
+            .map(|p| (self.inputs.rows.locate(p.row)).expect("plans hold rows of the source"))
             .collect();
-        let columns = self.batches.iter().map(|b| &b.columns()[c]);
+        let columns = self.places.batches.iter().map(|b| &b.columns()[c]);
         match &info.values {
             ValuesInfo::Side(field) => {
                 let arrays: Vec<&dyn Array> = columns
@@ -398,7 +424,7 @@ impl Loader {
             let same_row = p.row == last.row && p.first_token == end;
             // The length last: shuffled, the rows differ, and it is a read that misses.
             let next_row =
-                p.row == last.row + 1 && p.first_token == 0 && end == self.lengths[last.row];
+                p.row == last.row + 1 && p.first_token == 0 && end == self.inputs.lengths[last.row];
             if !(same_row || next_row) {
                 return None;
             }
@@ -455,7 +481,6 @@ pub(super) fn packed_columns(
     columns: &[ColumnInfo],
     length: Option<(usize, usize)>,
     lengths: &[usize],
-    packing: &Packing,
 ) -> Result<Vec<usize>> {
     let bad = |reason: String| -> Result<Vec<usize>> {
         Err(ArgumentError::LoaderConfig {
@@ -464,16 +489,6 @@ pub(super) fn packed_columns(
         }
         .into())
     };
-    // A padded window is allocated whole: one longer than the data would hold padding only.
-    let total = lengths.iter().fold(0usize, |t, &n| t.saturating_add(n));
-    let pad_last = matches!(packing.mode(), PackMode::Split { pad_last: true });
-    if pad_last && packing.seq_len() > total {
-        return bad(format!(
-            "{} tokens with pack_pad_last: longer than the data's {total} tokens, the window \
-             would be padding",
-            packing.seq_len()
-        ));
-    }
     let Some((tokens, level)) = length else {
         return bad("needs a column with levels: no column has any".to_owned());
     };
@@ -503,4 +518,26 @@ pub(super) fn packed_columns(
     Ok((0..columns.len())
         .filter(|&c| c == tokens || (!columns[c].widths.is_empty() && aligned(c)))
         .collect())
+}
+
+/// Refuses a padded last window longer than the data's tokens (`lengths`): it is allocated
+/// whole, and would hold padding only.
+///
+/// # Errors
+/// [`ArgumentError::LoaderConfig`] naming `pack`.
+pub(super) fn check_pad_last(packing: &Packing, lengths: &[usize]) -> Result<()> {
+    let total = lengths.iter().fold(0usize, |t, &n| t.saturating_add(n));
+    let pad_last = matches!(packing.mode(), PackMode::Split { pad_last: true });
+    if pad_last && packing.seq_len() > total {
+        return Err(ArgumentError::LoaderConfig {
+            option: "pack",
+            reason: format!(
+                "{} tokens with pack_pad_last: longer than the data's {total} tokens, the \
+                 window would be padding",
+                packing.seq_len()
+            ),
+        }
+        .into());
+    }
+    Ok(())
 }

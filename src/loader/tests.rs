@@ -4,7 +4,7 @@
 use super::batch::zero;
 use super::*;
 
-use crate::dataset::Column;
+use crate::dataset::{Column, Dataset};
 use crate::io::ipc_reader::MappedDataset;
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
 use crate::lod::{Lod, OffsetWidth};

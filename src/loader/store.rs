@@ -1,0 +1,155 @@
+//! Where a loader's rows come from: one [`RowStore`] per kind of storage, chosen once when
+//! the loader is built, and the [`PlanInputs`] its plans are made from, computed once.
+//!
+//! ```text
+//! LoaderSource ──open──▶ store                            plan inputs (once)
+//!   a file, a mixture,    mapped.rs    every record batch  lengths, record-batch rows,
+//!   shards (eager)                     mapped now          shard rows, packed columns
+//!   shards, plan needs    lazy.rs      each shard mapped   lengths 1, the manifest's rows
+//!   no lengths                         when a batch reads it
+//!   shards by URL, plan   measured.rs  as lazy, packed     read from the shards' metadata
+//!   needs lengths                      from their places   (`loader/measured.rs`)
+//! ```
+//!
+//! The plan (`plan.rs`, `pack.rs`, `order.rs`) knows nothing of stores; a store loads the
+//! batches of a plan: a view of a mapping, or gathered (`gather.rs`), or packed
+//! (`packed.rs`), from the record batches in their places ([`Places`]).
+
+use std::fmt::Debug;
+
+use super::builder::LoaderSource;
+use super::config::PlanConfig;
+use super::gather::{ColumnInfo, Gatherer};
+use super::lengths::quantile_bounds;
+use super::packed::check_pad_last;
+use super::mix::Blend;
+use super::plan::{BatchInfo, Plan};
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::row_index::RowIndex;
+
+mod lazy;
+mod mapped;
+mod measured;
+
+pub(super) use mapped::Places;
+
+/// A loader's storage: it loads the batches of the loader's plans.
+pub(super) trait RowStore: Debug + Send {
+    /// Batch `index` of `plan` (made from `inputs`): its columns, whether it is a view of
+    /// a mapping, and its tokens and longest sample.
+    fn load(
+        &mut self,
+        plan: &Plan,
+        index: usize,
+        inputs: &PlanInputs,
+        gatherer: &mut Gatherer,
+    ) -> Result<(Dataset, bool, BatchInfo)>;
+
+    /// Whether the rows `samples` (a batch of a plan without windows) would load as a view
+    /// with no work but slicing.
+    fn is_view(&self, samples: &[usize], inputs: &PlanInputs) -> bool;
+
+    /// The epoch is over: what the store holds for it goes.
+    fn end_epoch(&mut self) {}
+
+    /// How many shards the store has mapped now.
+    #[cfg(test)]
+    fn num_open(&self) -> usize {
+        0
+    }
+}
+
+/// What a loader's plans are made from, computed once when it is built.
+#[derive(Debug)]
+pub(super) struct PlanInputs {
+    /// What every batch shares per column.
+    pub columns: Vec<ColumnInfo>,
+    /// Every sample's length (1 each for a store whose plans need none).
+    pub lengths: Vec<usize>,
+    /// The rows of every record batch, in order.
+    pub rows: RowIndex,
+    /// The rows of every shard (a file is one shard; a mixture's sources' shards follow
+    /// each other).
+    pub shards: RowIndex,
+    /// The columns a packed batch holds (empty unless packing).
+    pub packed: Vec<usize>,
+}
+
+impl PlanInputs {
+    /// The inputs of plans over samples of `lengths` in record batches of `rows`: the
+    /// quantile buckets set (`quantiles`), `config` checked, and with packing the columns
+    /// `packed` finds.
+    ///
+    /// # Errors
+    /// [`PlanConfig::validate`]'s; `quantile_bounds`' and `packed`'s.
+    pub(super) fn new(
+        config: &mut PlanConfig,
+        quantiles: Option<usize>,
+        (columns, lengths): (Vec<ColumnInfo>, Vec<usize>),
+        (rows, shards): (RowIndex, RowIndex),
+        packed: impl FnOnce(&[ColumnInfo], &[usize]) -> Result<Vec<usize>>,
+    ) -> Result<Self> {
+        if let Some(n) = quantiles {
+            config.buckets = quantile_bounds(&lengths, n)?;
+        }
+        config.validate()?;
+        let packed = match &config.packing {
+            Some(packing) => {
+                check_pad_last(packing, &lengths)?;
+                packed(&columns, &lengths)?
+            }
+            None => Vec::new(),
+        };
+        Ok(PlanInputs {
+            columns,
+            lengths,
+            rows,
+            shards,
+            packed,
+        })
+    }
+}
+
+/// A store opened, with its plans' inputs and a mixture's blend.
+pub(super) type Opened = (Box<dyn RowStore>, PlanInputs, Option<Blend>);
+
+/// The store of `source`, decided once: over shards with `lazy`, a store that maps each
+/// shard when a batch reads it where the plans can be made without mapping them (from the
+/// manifest, or over a URL from the shards' metadata); else every record batch mapped now.
+///
+/// # Errors
+/// The source's (mapping and checking shards, reading their metadata); a length column
+/// or level it does not have; [`PlanInputs::new`]'s.
+pub(super) fn open(
+    source: LoaderSource<'_>,
+    config: &mut PlanConfig,
+    length: Option<(String, usize)>,
+    quantiles: Option<usize>,
+    lazy: bool,
+) -> Result<Opened> {
+    if let LoaderSource::Shards(data) = source
+        && lazy
+    {
+        if lazy::plans_without_lengths(data, config, quantiles.is_some()) {
+            return lazy::open(data, config, length);
+        }
+        if data.files().is_remote()
+            && let Some(opened) = measured::open(data, config, length.clone(), quantiles)?
+        {
+            return Ok(opened);
+        }
+    }
+    mapped::open(source, config, length, quantiles)
+}
+
+/// The rows of batch `index` of `plan`.
+///
+/// # Errors
+/// [`ErrorKind::Internal`](crate::error::ErrorKind::Internal) for a batch the plan has
+/// not: a loader asks for its plan's batches only.
+pub(super) fn batch_of(plan: &Plan, index: usize) -> Result<&[usize]> {
+    plan.batch(index).ok_or_else(|| {
+        Error::internal(format!("batch {index} of a plan of {} batches", plan.len()))
+    })
+}
