@@ -227,9 +227,8 @@ def report(batch: int, results: dict, floor_ints: float) -> None:
     for side in ("tokens", "tokens+source"):
         ours = f"lodtensor, {side}"
         beyond = per_item[ours] - per_item[f"torch's floor, {side}"]
-        ratios = ", ".join(
-            f"{speed[ours] / speed[name]:.1f}× {name.split(' (')[0]}" for name in speed if not name.startswith(("lod", "torch"))
-        )
+        peers = [name for name in speed if not name.startswith(("lod", "torch"))]
+        ratios = ", ".join(f"{speed[ours] / speed[name]:.1f}× {name.split(' (')[0]}" for name in peers)
         bare = per_item[ours] - floor_ints
         print(f"\n{ours}: {beyond * 1e6:.0f} µs CPU an item beyond torch's floor, {bare * 1e6:.0f} µs beyond "
               f"the DataLoader over ints" + (f"; {ratios}" if ratios else ""))
