@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def cli() -> int:
     """The ``lodtensor`` command line over ``sys.argv``: its exit code."""
-    from . import _native
+    import lodtensor._native as _native
 
     return int(_native.cli(["lodtensor", *sys.argv[1:]]))
 

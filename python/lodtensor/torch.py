@@ -31,7 +31,9 @@ import pyarrow as pa
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from . import ArgumentError, Batch, Dataset, Loader, Mixture, ShardedDataset, _native, _shm
+import lodtensor._native as _native
+
+from . import ArgumentError, Batch, Dataset, Loader, Mixture, ShardedDataset, _shm
 from . import open as _open
 
 __all__ = ["BatchDataset", "reshard_state", "to_nested"]
