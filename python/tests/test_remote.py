@@ -16,7 +16,7 @@ pytest.importorskip("boto3")
 
 import lodtensor as lt  # noqa: E402
 from conftest import documents, inside_mapping  # noqa: E402
-from s3_server import FaultProxy, S3Server  # noqa: E402
+from s3_server import FaultProxy, S3Server, s3  # noqa: E402, F401 (s3: the fixture)
 
 LOADER_MODES = [
     {"batch_size": 7},
@@ -24,13 +24,6 @@ LOADER_MODES = [
     {"batch_size": 5, "shuffle": True, "seed": 7, "chunk_rows": 8, "window": 16},
     {"batch_size": 4, "buckets": [5, 20], "shuffle": True, "seed": 1, "rank": 1, "world_size": 3},
 ]
-
-
-@pytest.fixture(scope="module")
-def s3():
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ pytest.importorskip("boto3")
 torch = pytest.importorskip("torch")
 
 import lodtensor as lt  # noqa: E402
-from s3_server import S3Server  # noqa: E402
+from s3_server import s3  # noqa: E402, F401 (the fixture)
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info  # noqa: E402
 
 # Keys moto accepts, each spelled so that any of its bytes in a pickle are found.
@@ -22,13 +22,6 @@ KEYS = {
     "aws_secret_access_key": "secret-never-pickled-7f3a9c",
     "aws_session_token": "session-token-never-pickled-51e2",
 }
-
-
-@pytest.fixture(scope="module")
-def s3():
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
