@@ -520,15 +520,19 @@ pub(super) fn packed_columns(
         .collect())
 }
 
-/// Refuses a padded last window longer than the data's tokens (`lengths`): it is allocated
-/// whole, and would hold padding only.
+/// The longest padded last window longer than the data [`check_pad_last`] lets through.
+pub(super) const MAX_PADDED_WINDOW: usize = 1 << 20;
+
+/// Refuses a padded last window of over [`MAX_PADDED_WINDOW`] tokens that is longer than
+/// the data's tokens (`lengths`): it is allocated whole, and would be mostly padding (a
+/// shorter one pads a small dataset's only window, as asked).
 ///
 /// # Errors
 /// [`ArgumentError::LoaderConfig`] naming `pack`.
 pub(super) fn check_pad_last(packing: &Packing, lengths: &[usize]) -> Result<()> {
     let total = lengths.iter().fold(0usize, |t, &n| t.saturating_add(n));
     let pad_last = matches!(packing.mode(), PackMode::Split { pad_last: true });
-    if pad_last && packing.seq_len() > total {
+    if pad_last && packing.seq_len() > total.max(MAX_PADDED_WINDOW) {
         return Err(ArgumentError::LoaderConfig {
             option: "pack",
             reason: format!(
