@@ -158,8 +158,9 @@ impl Staging {
     /// A directory of its own for a writer of `dir` (`_pending/PREFIX-XXXXXXXX`), or the
     /// pending writer's of `prefix` (`_pending/PREFIX.pending`, kept until committed).
     ///
-    /// A commit that removes an emptied `_pending/` at the same moment makes a creation
-    /// fail with `NotFound`: it is tried again.
+    /// A commit that removes an emptied `_pending/` (or an emptied pending writer's
+    /// directory) at the same moment makes a creation fail with `NotFound`: it is tried
+    /// again.
     fn new(dir: &Path, prefix: &str, pending: bool) -> Result<Self> {
         let root = dir.join(PENDING_DIR);
         let mut attempt = 0;
@@ -200,7 +201,17 @@ impl Staging {
         };
         let lock = File::open(&path)?;
         lock.lock()?;
-        Ok((path, lock, temp))
+        // A commit's cleanup may have removed the directory, empty, between its creation
+        // and the lock: then it is made again (the caller retries on `NotFound`).
+        use std::os::unix::fs::MetadataExt as _;
+        let held = lock.metadata()?;
+        match std::fs::metadata(&path) {
+            Ok(now) if (now.dev(), now.ino()) == (held.dev(), held.ino()) => Ok((path, lock, temp)),
+            Ok(_) | Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the staging directory was removed before it was locked",
+            )),
+        }
     }
 }
 
