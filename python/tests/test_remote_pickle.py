@@ -54,7 +54,7 @@ def test_no_remote_object_pickles_a_credential(remote, tmp_path, no_credentials_
     url, options = remote
     ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
     mixture = lt.mix([ds, ds], [0.5, 0.5], seed=3)
-    objects = [ds, mixture, BatchDataset(url, batch_size=4)]
+    objects = [ds, mixture, BatchDataset(url, storage_options=options, cache_dir=tmp_path, batch_size=4)]
     for obj in objects:
         assert_no_secret(obj)
     # The loader does not pickle at all; if it ever does, without the keys.

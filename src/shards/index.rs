@@ -1,6 +1,6 @@
 //! The lengths index of a sharded dataset (format-spec §7.2): per shard, the rows of each
 //! record batch and every sample's length at every level of every LoD tensor column, in
-//! index objects (`_lodtensor.index.FIRST.CRC.arrow`, small Arrow IPC files) that the
+//! index objects (`_lodtensor.index.FIRST.CRC.ipc`, small Arrow IPC files) that the
 //! manifest names with their size and CRC-32C. A commit writes one object for the shards
 //! it appends, before the manifest; a loader whose plan needs lengths reads them from the
 //! index instead of every shard's metadata.
@@ -36,6 +36,10 @@ use crate::shards::reader::{ShardedDataset, mismatch};
 /// assert!(lodtensor::shards::INDEX_PREFIX.starts_with('_'));   // hidden from discovery
 /// ```
 pub const INDEX_PREFIX: &str = "_lodtensor.index.";
+
+/// The end of an index object's name: `.ipc`, not `.arrow`, so that tools reading a
+/// dataset's directory as `*.arrow` files (DataFusion's `register_arrow`) take the shards only.
+const INDEX_EXTENSION: &str = ".ipc";
 /// The schema metadata key of an index object's version.
 const KEY_VERSION: &str = "lodtensor.index.version";
 /// The version of index objects this crate writes and reads.
@@ -75,8 +79,8 @@ pub struct IndexEntry {
 /// Whether `name` may name an index object.
 pub(crate) fn is_index_name(name: &str) -> bool {
     name.starts_with(INDEX_PREFIX)
-        && name.ends_with(".arrow")
-        && name.len() > INDEX_PREFIX.len() + ".arrow".len()
+        && name.ends_with(INDEX_EXTENSION)
+        && name.len() > INDEX_PREFIX.len() + INDEX_EXTENSION.len()
         && !name.contains(['/', '\\', '\0'])
         && !name.contains("..")
 }
@@ -217,7 +221,7 @@ pub(crate) fn encode(columns: &[ColumnSpec], files: &[&str], rows: &[ShardLength
 pub(crate) fn entry_of(bytes: &[u8], first: usize, shards: usize) -> IndexEntry {
     let crc32c = crc32c::crc32c(bytes);
     IndexEntry {
-        file: format!("{INDEX_PREFIX}{first:08}.{crc32c:08x}.arrow"),
+        file: format!("{INDEX_PREFIX}{first:08}.{crc32c:08x}{INDEX_EXTENSION}"),
         shards,
         bytes: bytes.len() as u64,
         crc32c,
@@ -487,12 +491,12 @@ pub(crate) fn index_files(
         .collect();
     let columns = manifest.columns.clone();
     let mut find = |entry: &ShardEntry| {
-        let path = dir.join(
-            staged
-                .get(entry.file.as_str())
-                .copied()
-                .unwrap_or(Path::new(&entry.file)),
-        );
+        let in_place = dir.join(&entry.file);
+        // A staged shard another commit's roll-forward already moved is in its place.
+        let path = match staged.get(entry.file.as_str()) {
+            Some(staged) if dir.join(staged).exists() || !in_place.exists() => dir.join(staged),
+            _ => in_place,
+        };
         measure_file(&path, &columns).map(Some)
     };
     index_appended(base, manifest, &mut find, put)

@@ -5,7 +5,7 @@
 //! ```text
 //! CACHE_DIR/s3/bucket/prefix/
 //!   _meta/_lodtensor.json.1f2e3d4c.52311                       a manifest version (ETag's CRC, size)
-//!   _meta/5c7e1a2b-_lodtensor.index.00000000.5c7e1a2b.arrow    an index object, checked
+//!   _meta/5c7e1a2b-_lodtensor.index.00000000.5c7e1a2b.ipc    an index object, checked
 //!   _meta/5c7e1a2b-_lodtensor.index.00000000.5c7e1a2b.lock     held while a process downloads it
 //! ```
 
