@@ -451,7 +451,7 @@ impl Manifest {
     /// # let data = ShardedDataset::open(dir.path())?;
     /// use lodtensor::shards::Manifest;
     /// let text = data.manifest().to_json();
-    /// assert_eq!(text.lines().filter(|l| l.contains(r#""file""#)).count(), 2);   // a shard a line
+    /// assert_eq!(text.lines().filter(|l| l.contains(r#""rows""#)).count(), 2);   // a shard a line
     /// assert_eq!(&Manifest::parse(&text)?, data.manifest());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
