@@ -2,7 +2,7 @@
 //! the shards of a sharded dataset.
 //!
 //! A [`Loader`] turns the samples (rows) of a [`MappedDataset`] or a
-//! [`ShardedDataset`](crate::shards::ShardedDataset) into batches, each a [`Dataset`] of
+//! [`ShardedDataset`](crate::shards::ShardedDataset) into batches, each a [`Dataset`](crate::dataset::Dataset) of
 //! every column, following a [`Plan`] made per epoch. Over shards, the rows are those of
 //! the shards one after the other (global row numbers, as `ShardedDataset::sample` counts
 //! them), and a shard's record batches are record batches like a file's: a batch inside
