@@ -36,9 +36,13 @@ def test_metadata_comes_from_the_manifest(shards_dir, docs_path):
         assert shard["columns"][0]["sequences"][0] == shard["rows"]
 
 
-def test_opening_maps_no_shard_and_a_reader_maps_what_it_reaches(shards_dir):
-    ds = lt.open(shards_dir)
-    paths = shard_paths(shards_dir)
+def test_opening_maps_no_shard_and_a_reader_maps_what_it_reaches(tmp_path):
+    # A directory of its own: the session's `shards_dir` may still be mapped by a dataset
+    # another test left to the garbage collector.
+    path = tmp_path / "docs"
+    lt.write_shards(path, documents(200, seed=1), shard_rows=30, batch_bytes=4096)
+    ds = lt.open(path)
+    paths = shard_paths(path)
     assert not any(mapping_of(p) for p in paths)
     reader = ds.reader([3])
     batch = reader.read_next_batch()
