@@ -51,6 +51,21 @@ def test_opening_maps_no_shard_and_a_reader_maps_what_it_reaches(tmp_path):
     assert not any(mapping_of(p) for i, p in enumerate(paths) if i != 3)
 
 
+@pytest.mark.parametrize("options", [{"token_budget": 300}, {"pack": 64, "batch_size": 2}])
+def test_a_loader_by_lengths_plans_from_the_index_and_maps_what_it_reaches(tmp_path, options):
+    path = tmp_path / "docs"
+    lt.write_shards(path, documents(200, seed=1), shard_rows=30, batch_bytes=4096)
+    ds = lt.open(path)
+    paths = shard_paths(path)
+    loader = ds.loader(**options, prefetch=0)
+    assert not any(mapping_of(p) for p in paths)
+    first = next(iter(loader))
+    assert first.samples.max() < 30  # in shard 0
+    assert [p for p in paths if mapping_of(p)] == paths[:1]
+    eager = ds.loader(**options, prefetch=0, lazy_shards=False)
+    assert first.samples.tolist() == next(iter(eager)).samples.tolist()
+
+
 def test_to_pyarrow_equals_the_single_file_and_pyarrows_own_dataset(shards_dir, docs_path):
     ds = lt.open(shards_dir)
     expected = lt.open(docs_path).to_pyarrow()

@@ -7,8 +7,8 @@
 //!   shards (eager)                     mapped now          shard rows, packed columns
 //!   shards, plan needs    lazy.rs      each shard mapped   lengths 1, the manifest's rows
 //!   no lengths                         when a batch reads it
-//!   shards by URL, plan   measured.rs  as lazy, packed     read from the shards' metadata
-//!   needs lengths                      from their places   (`loader/measured.rs`)
+//!   shards, plan needs    measured.rs  as lazy, packed     the lengths index, else the
+//!   lengths                            from their places   shards' metadata (`measured.rs`)
 //! ```
 //!
 //! The plan (`plan.rs`, `pack.rs`, `order.rs`) knows nothing of stores; a store loads the
@@ -116,7 +116,8 @@ pub(super) type Opened = (Box<dyn RowStore>, PlanInputs, Option<Blend>);
 
 /// The store of `source`, decided once: over shards with `lazy`, a store that maps each
 /// shard when a batch reads it where the plans can be made without mapping them (from the
-/// manifest, or over a URL from the shards' metadata); else every record batch mapped now.
+/// manifest, or from the lengths index or the shards' metadata); else every record batch
+/// mapped now.
 ///
 /// # Errors
 /// The source's (mapping and checking shards, reading their metadata); a length column
@@ -134,9 +135,7 @@ pub(super) fn open(
         if lazy::plans_without_lengths(data, config, quantiles.is_some()) {
             return lazy::open(data, config, length);
         }
-        if data.files().is_remote()
-            && let Some(opened) = measured::open(data, config, length.clone(), quantiles)?
-        {
+        if let Some(opened) = measured::open(data, config, length.clone(), quantiles)? {
             return Ok(opened);
         }
     }

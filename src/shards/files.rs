@@ -53,14 +53,6 @@ impl ShardFiles {
         self.dir.join(file)
     }
 
-    /// Whether the shards are in object storage (read through the node's cache).
-    pub(crate) fn is_remote(&self) -> bool {
-        #[cfg(feature = "remote")]
-        return self.remote.is_some();
-        #[cfg(not(feature = "remote"))]
-        false
-    }
-
     /// Maps shard `index` and checks it against the manifest, its checksum only if
     /// `checksum`. A remote shard is downloaded first unless cached, then the shards read
     /// next are downloaded ahead: `next` in that order, else those after `index`; it stays

@@ -4,6 +4,7 @@
 //! `vacuum` removes what killed writers left, and nothing else.
 
 use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Barrier};
@@ -158,6 +159,11 @@ fn sigkill_writer_child() {
     let Ok(dir) = std::env::var("LODTENSOR_CONCURRENCY_CHILD_DIR") else {
         return;
     };
+    // Past the process's start (slow on a loaded machine): the parent's random delay
+    // counts from here.
+    let mut out = std::io::stdout();
+    writeln!(out, "{CHILD_READY}").unwrap();
+    out.flush().unwrap();
     for round in 0.. {
         // A round written pending whose commit a kill stopped comes first.
         commit(&dir).unwrap();
@@ -196,6 +202,9 @@ fn discovered_rows(dir: &Path) -> Option<usize> {
     )
 }
 
+/// The line a killed writer prints once it is running.
+const CHILD_READY: &str = "lodtensor: the writer runs";
+
 /// 100 kills at random moments of a writer appending, or writing pending shards and
 /// committing them. After each: the manifest is the old dataset or the new one (complete,
 /// valid, its labels 0..rows), and discovery sees exactly its shards, except inside the
@@ -217,11 +226,16 @@ fn sigkill_leaves_the_old_or_the_new_dataset() {
                 "concurrency::sigkill_writer_child",
                 "--ignored",
                 "--test-threads=1",
+                "--nocapture",
             ])
             .env("LODTENSOR_CONCURRENCY_CHILD_DIR", dir.path())
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
+        let started = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .any(|line| line.unwrap().ends_with(CHILD_READY));
+        assert!(started, "trial {trial}: the writer did not start");
         std::thread::sleep(Duration::from_millis(rng.range(5, 150) as u64));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();

@@ -109,17 +109,31 @@ fn building_a_lazy_loader_opens_no_shard() {
             .build()
             .is_err()
     );
-    assert!(
-        Loader::builder(&data)
-            .with_token_budget(20)
-            .build()
-            .is_err()
-    ); // lengths: eager
-    let mut loader = Loader::builder(&data).with_batch_size(5).build().unwrap();
-    for _ in 0..4 {
-        loader.next_batch().unwrap().unwrap();
+    // Lengths from the manifest (batch sizes) or from the lengths index (token budgets).
+    let by_size = Loader::builder(&data).with_batch_size(5);
+    let by_tokens = Loader::builder(&data).with_token_budget(20);
+    for builder in [by_size, by_tokens] {
+        let mut loader = builder.build().unwrap();
+        let err = loop {
+            match loader.next_batch() {
+                Ok(Some(batch)) => assert!(batch.samples().iter().all(|&s| s < 20)),
+                Ok(None) => panic!("an epoch past a missing shard"),
+                Err(err) => break err,
+            }
+        };
+        assert_eq!(err.path(), Some(last.as_path()), "{err}");
     }
-    let err = loader.next_batch().unwrap_err();
+    // Without the index, a token budget's lengths come from every shard's metadata.
+    let manifest = dir.path().join("_lodtensor.json");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("index");
+    std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+    let unindexed = ShardedDataset::open(dir.path()).unwrap();
+    let err = Loader::builder(&unindexed)
+        .with_token_budget(20)
+        .build()
+        .unwrap_err();
     assert_eq!(err.path(), Some(last.as_path()), "{err}");
 }
 

@@ -1,10 +1,11 @@
-//! The store of shards by URL whose plans need sample lengths (a token budget, buckets,
-//! packing, a chunk or windowed shuffle over shards of several record batches): the
-//! lengths and record-batch rows read from the shards' metadata (`loader/measured.rs`)
-//! without downloading a shard, so the same plans, batches and fingerprint as a loader
-//! that maps every shard; each shard mapped when a batch reads it (as the lazy store does)
-//! and checked against what the plans were made from; a packed batch loaded from the
-//! shards' record batches put in their places among the source's.
+//! The store of shards (local or by URL) whose plans need sample lengths (a token budget,
+//! buckets, packing, a chunk or windowed shuffle over shards of several record batches):
+//! the lengths and record-batch rows read from the dataset's lengths index, or else from
+//! the shards' metadata (`loader/measured.rs`), without mapping or downloading a shard, so
+//! the same plans, batches and fingerprint as a loader that maps every shard; each shard
+//! mapped when a batch reads it (as the lazy store does) and checked against what the plans
+//! were made from; a packed batch loaded from the shards' record batches put in their
+//! places among the source's.
 
 use super::lazy::{LazyShards, manifest_columns};
 use super::mapped::Places;
