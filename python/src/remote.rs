@@ -7,47 +7,16 @@ use std::path::{Path, PathBuf};
 use lodtensor::shards::{Manifest, RemoteOptions};
 use pyo3::prelude::*;
 
-use crate::credentials::Reopen;
 use crate::error::{IntoPy, invalid};
 use crate::shards::manifest_dict;
 
 /// `storage_options` (object_store's keys) as remote options.
-fn remote_options(storage_options: Option<BTreeMap<String, String>>) -> RemoteOptions {
+pub fn remote_options(storage_options: Option<BTreeMap<String, String>>) -> RemoteOptions {
     let mut options = RemoteOptions::default();
     for (key, value) in storage_options.unwrap_or_default() {
         options = options.with_storage_option(key, value);
     }
     options
-}
-
-/// Opens the sharded dataset at the URL `url` (`s3://bucket/prefix/`, `gs://`, `az://`,
-/// `http(s)://`): its manifest read from the store, each shard downloaded once per node
-/// into `cache_dir` when first touched. `cache_limit` is bytes or a size like `"20GB"`.
-#[lodtensor_python_guard::guard]
-#[pyfunction]
-#[pyo3(signature = (url, storage_options=None, cache_dir=None, cache_limit=None))]
-pub fn open_url(
-    py: Python<'_>,
-    url: String,
-    storage_options: Option<BTreeMap<String, String>>,
-    cache_dir: Option<PathBuf>,
-    cache_limit: Option<&Bound<'_, PyAny>>,
-) -> PyResult<crate::shards::ShardedDataset> {
-    let mut options = remote_options(storage_options);
-    if let Some(dir) = cache_dir {
-        options = options.with_cache_dir(dir);
-    }
-    if let Some(limit) = cache_limit {
-        let bytes = match limit.extract::<u64>() {
-            Ok(bytes) => bytes,
-            Err(_) => lodtensor::shards::parse_size(&limit.extract::<String>()?).py_err()?,
-        };
-        options = options.with_cache_limit(bytes);
-    }
-    let data = py
-        .detach(|| lodtensor::shards::ShardedDataset::open_url(&url, &options))
-        .py_err()?;
-    crate::shards::ShardedDataset::new(data, Some(Reopen::new(&url, &options)))
 }
 
 /// Uploads the sharded dataset in the local directory `path` to `url`: as `mode` says
@@ -68,55 +37,6 @@ pub fn upload_shards<'py>(
     let options = remote_options(storage_options);
     let mode = UploadMode::parse(mode, prefix)?;
     let manifest = py.detach(|| mode.upload(&path, &url, &options)).py_err()?;
-    manifest_dict(py, &manifest)
-}
-
-/// Merges every pending manifest at `url` into the dataset's manifest (a conditional PUT).
-/// Returns the manifest, as a dict; a pending manifest skipped (unparsable, other columns,
-/// a shard missing from the store) is left there and reported by a `UserWarning`.
-#[lodtensor_python_guard::guard]
-#[pyfunction]
-#[pyo3(signature = (url, storage_options=None))]
-pub fn commit_url(
-    py: Python<'_>,
-    url: String,
-    storage_options: Option<BTreeMap<String, String>>,
-) -> PyResult<Bound<'_, PyAny>> {
-    let options = remote_options(storage_options);
-    let report = py
-        .detach(|| lodtensor::shards::commit_url_report(&url, &options))
-        .py_err()?;
-    let warning = py.get_type::<pyo3::exceptions::PyUserWarning>();
-    for skipped in &report.skipped {
-        let message = std::ffi::CString::new(format!("pending manifest not committed: {skipped}"))
-            .unwrap_or_default();
-        PyErr::warn(py, &warning, &message, 1)?;
-    }
-    manifest_dict(py, &report.manifest)
-}
-
-/// Adds or rebuilds the lengths index of the dataset at `url` (every shard downloaded
-/// through the node's cache and measured). Returns the manifest, as a dict.
-#[lodtensor_python_guard::guard]
-#[pyfunction]
-#[pyo3(signature = (url, storage_options=None))]
-pub fn index_url(
-    py: Python<'_>,
-    url: String,
-    storage_options: Option<BTreeMap<String, String>>,
-) -> PyResult<Bound<'_, PyAny>> {
-    url_call(py, &url, storage_options, lodtensor::shards::index_url)
-}
-
-/// `call` on the dataset at `url` with the GIL released; the manifest it returns, as a dict.
-fn url_call<'py>(
-    py: Python<'py>,
-    url: &str,
-    storage_options: Option<BTreeMap<String, String>>,
-    call: fn(&str, &RemoteOptions) -> lodtensor::Result<lodtensor::shards::Manifest>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let options = remote_options(storage_options);
-    let manifest = py.detach(|| call(url, &options)).py_err()?;
     manifest_dict(py, &manifest)
 }
 

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use lodtensor::Dataset;
-use lodtensor::shards::ShardOptions;
+use lodtensor::shards::{Location, ShardOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
@@ -55,14 +55,14 @@ impl ShardWriter {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        path: Option<PathBuf>,
+        path: Option<&Bound<'_, PyAny>>,
         mode: &str,
         shard_rows: Option<usize>,
         shard_bytes: Option<usize>,
         prefix: Option<String>,
         offset_width: &str,
         batch_bytes: Option<usize>,
-        dir: Option<PathBuf>,
+        dir: Option<&Bound<'_, PyAny>>,
         schema_metadata: Option<HashMap<String, String>>,
         compression: Option<&str>,
         storage_options: Option<BTreeMap<String, String>>,
@@ -98,24 +98,22 @@ impl ShardWriter {
         if let Some(prefix) = &prefix {
             options = options.with_prefix(prefix);
         }
-        let url = dir.to_str().filter(|p| lodtensor::shards::is_url(p));
-        if let Some(url) = url {
-            let upload =
-                py.detach(|| Upload::start(url.to_owned(), mode, prefix, storage_options))?;
-            let writer = py
-                .detach(|| lodtensor::shards::ShardWriter::create(upload.local(), options))
-                .py_err()?;
-            return Ok(ShardWriter {
-                writer: Mutex::new(Some(writer)),
-                upload: Mutex::new(Some(upload)),
-                dir,
-            });
-        }
-        if storage_options.is_some() {
-            return Err(invalid(
-                "ShardWriter(PATH, storage_options=...): only for a URL",
-            ));
-        }
+        let dir = match crate::location::location_of(dir)? {
+            Location::Path(dir) => dir,
+            Location::Url(url) => {
+                let upload =
+                    py.detach(|| Upload::start(url.clone(), mode, prefix, storage_options))?;
+                let writer = py
+                    .detach(|| lodtensor::shards::ShardWriter::create(upload.local(), options))
+                    .py_err()?;
+                return Ok(ShardWriter {
+                    writer: Mutex::new(Some(writer)),
+                    upload: Mutex::new(Some(upload)),
+                    dir: PathBuf::from(url),
+                });
+            }
+        };
+        crate::location::no_options("ShardWriter", &storage_options)?;
         let open = match mode {
             "create" => lodtensor::shards::ShardWriter::create,
             "append" => lodtensor::shards::ShardWriter::append,
@@ -219,25 +217,6 @@ impl ShardWriter {
     fn __repr__(&self) -> String {
         format!("lodtensor.ShardWriter({:?})", self.dir)
     }
-}
-
-/// Merges every pending manifest in `path` (written by `ShardWriter(mode="pending")`) into
-/// the dataset's manifest, atomically, then removes them. Idempotent. Returns the manifest
-/// as a dict.
-#[lodtensor_python_guard::guard]
-#[pyfunction]
-pub fn commit(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
-    let manifest = py.detach(|| lodtensor::shards::commit(&path)).py_err()?;
-    manifest_dict(py, &manifest)
-}
-
-/// Adds or rebuilds the lengths index of the sharded dataset in `path` (every shard
-/// measured once, one index object, the manifest committed). Returns the manifest as a dict.
-#[lodtensor_python_guard::guard]
-#[pyfunction]
-pub fn index(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
-    let manifest = py.detach(|| lodtensor::shards::index(&path)).py_err()?;
-    manifest_dict(py, &manifest)
 }
 
 /// Removes the files of the sharded dataset in `path` that no manifest references (what
