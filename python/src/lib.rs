@@ -53,7 +53,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(location::open_location, m)?)?;
     m.add_function(wrap_pyfunction!(location::location, m)?)?;
     m.add_function(wrap_pyfunction!(credentials::reopen_url, m)?)?;
-    m.add_function(wrap_pyfunction!(remote::upload_shards, m)?)?;
     m.add_function(wrap_pyfunction!(remote::read_manifest_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::pending_prefixes, m)?)?;
     m.add_function(wrap_pyfunction!(remote::discard_pending, m)?)?;

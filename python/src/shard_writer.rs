@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 use crate::ffi::{import_stream, write_options};
-use crate::remote::Upload;
+use crate::remote::remote_options;
 use crate::shards::manifest_dict;
 
 /// Writes a sharded dataset: a directory of lodtensor files (`PREFIX-00000.arrow`, …) and
@@ -40,8 +40,6 @@ use crate::shards::manifest_dict;
 pub struct ShardWriter {
     /// `None` once finished.
     writer: Mutex<Option<lodtensor::shards::ShardWriter>>,
-    /// For a URL: the upload `finish` makes (`None` once finished).
-    upload: Mutex<Option<Upload>>,
     dir: PathBuf,
 }
 
@@ -98,22 +96,17 @@ impl ShardWriter {
         if let Some(prefix) = &prefix {
             options = options.with_prefix(prefix);
         }
-        let dir = match crate::location::location_of(dir)? {
-            Location::Path(dir) => dir,
+        let location = crate::location::location_of(dir)?;
+        let dir = match &location {
+            Location::Path(dir) => {
+                crate::location::no_options("ShardWriter", &storage_options)?;
+                dir.clone()
+            }
             Location::Url(url) => {
-                let upload =
-                    py.detach(|| Upload::start(url.clone(), mode, prefix, storage_options))?;
-                let writer = py
-                    .detach(|| lodtensor::shards::ShardWriter::create(upload.local(), options))
-                    .py_err()?;
-                return Ok(ShardWriter {
-                    writer: Mutex::new(Some(writer)),
-                    upload: Mutex::new(Some(upload)),
-                    dir: PathBuf::from(url),
-                });
+                options = options.with_remote_options(remote_options(storage_options));
+                PathBuf::from(url)
             }
         };
-        crate::location::no_options("ShardWriter", &storage_options)?;
         let open = match mode {
             "create" => lodtensor::shards::ShardWriter::create,
             "append" => lodtensor::shards::ShardWriter::append,
@@ -124,10 +117,9 @@ impl ShardWriter {
                 )));
             }
         };
-        let writer = py.detach(|| open(&dir, options)).py_err()?;
+        let writer = py.detach(|| open(location, options)).py_err()?;
         Ok(ShardWriter {
             writer: Mutex::new(Some(writer)),
-            upload: Mutex::new(None),
             dir,
         })
     }
@@ -176,9 +168,7 @@ impl ShardWriter {
         let manifest = py
             .detach(|| {
                 let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-                let manifest = guard.take().ok_or_else(finished)?.finish()?;
-                let upload = self.upload.lock().unwrap_or_else(|e| e.into_inner()).take();
-                upload.map_or(Ok(manifest), Upload::finish)
+                guard.take().ok_or_else(finished)?.finish()
             })
             .py_err()?;
         manifest_dict(py, &manifest)
@@ -202,9 +192,8 @@ impl ShardWriter {
         let open = py.detach(|| {
             let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
             if failed {
-                guard.take();
                 // A URL's local shards go with it; nothing was uploaded.
-                self.upload.lock().unwrap_or_else(|e| e.into_inner()).take();
+                guard.take();
             }
             guard.is_some()
         });

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::error::Result;
 use crate::shards::manifest::Manifest;
 use crate::shards::reader::ShardedDataset;
+use crate::shards::writer::{ShardOptions, Target};
 
 /// Where a sharded dataset lives: a local directory, or a URL in object storage.
 ///
@@ -230,6 +231,38 @@ pub fn is_url(location: &str) -> bool {
     Location::parse(location).is_url()
 }
 
+/// A writer's shards bound for a URL: written into a local directory of their own, then
+/// uploaded and committed (or recorded as pending) by `finish`; the directory is removed
+/// then, or when the upload is dropped unfinished.
+pub(crate) trait Upload: std::fmt::Debug + Send + Sync {
+    /// The local directory the shards are written into.
+    fn local(&self) -> &Path;
+    /// Uploads the dataset written in [`Upload::local`]: the manifest committed (or the
+    /// pending manifest recorded).
+    fn finish(self: Box<Self>) -> Result<Manifest>;
+}
+
+/// The upload of a writer of `target` to the URL `url`, its local directory made; a
+/// `Create` refused now where a dataset is, an `Append` where none is.
+#[cfg(feature = "remote")]
+pub(crate) fn stage_url(
+    url: &str,
+    target: Target,
+    options: &ShardOptions,
+) -> Result<Box<dyn Upload>> {
+    crate::shards::remote::stage(url, target, options)
+}
+
+/// Without the `remote` feature: an argument error naming the URL.
+#[cfg(not(feature = "remote"))]
+pub(crate) fn stage_url(
+    url: &str,
+    _target: Target,
+    _options: &ShardOptions,
+) -> Result<Box<dyn Upload>> {
+    Err(no_remote("ShardWriter", url))
+}
+
 /// The dataset at the URL `url`, reached with the environment's credentials.
 #[cfg(feature = "remote")]
 pub(crate) fn open_url_default(url: &str) -> Result<ShardedDataset> {
@@ -334,6 +367,30 @@ mod tests {
         );
         assert!(Location::from(OsStr::new("s3://b")).is_url());
         assert_eq!(Location::from("s3://b/").to_string(), "s3://b/");
+    }
+
+    /// Without the `remote` feature a URL is refused by every call, naming it.
+    #[cfg(not(feature = "remote"))]
+    #[test]
+    fn without_the_remote_feature_a_url_is_an_argument_error() {
+        use crate::error::ErrorKind;
+        use crate::shards::{ShardOptions, ShardWriter, commit};
+        let url = "s3://bucket/data/";
+        let errors = [
+            ShardedDataset::open(url).unwrap_err(),
+            commit(url).unwrap_err(),
+            ShardWriter::create(url, ShardOptions::default())
+                .err()
+                .unwrap(),
+            ShardWriter::pending(url, ShardOptions::default())
+                .err()
+                .unwrap(),
+        ];
+        for err in errors {
+            assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
+            assert!(err.to_string().contains(url), "{err}");
+            assert!(err.to_string().contains("`remote` feature"), "{err}");
+        }
     }
 
     #[cfg(unix)]

@@ -143,6 +143,61 @@ fn child_validates_into_a_full_cache() {
     println!("DISK FULL AT {}", err.path().unwrap().display());
 }
 
+/// A `ShardWriter` given a URL stages its shards in a directory of its own and uploads
+/// them when it finishes: created, appended to and pending as in a directory; the staging
+/// directory gone after `finish` and after a writer dropped unfinished.
+#[test]
+fn a_shard_writer_to_a_url_stages_and_uploads_in_the_crate() {
+    use lodtensor::shards::commit_with;
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/written/";
+    let dir = tempfile::tempdir().unwrap();
+    let rows = write_local(&dir.path().join("local"));
+    let options = ShardOptions::default()
+        .with_shard_rows(25)
+        .with_remote_options(s3.options());
+    let mut writer = ShardWriter::create(url, options.clone()).unwrap();
+    let staging = writer.dir().to_path_buf();
+    assert!(staging.is_dir() && !staging.starts_with(dir.path()));
+    writer.write(&rows).unwrap();
+    assert_eq!(writer.finish().unwrap().shards.len(), 5);
+    assert!(!staging.exists());
+    let err = ShardWriter::create(url, options.clone()).err().unwrap();
+    assert!(
+        matches!(err.kind(), ErrorKind::Dataset(DatasetError::AlreadyThere)),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("s3://data/written/_lodtensor.json"),
+        "{err}"
+    );
+    let mut more = ShardWriter::append(url, options.clone()).unwrap();
+    more.write(&rows).unwrap();
+    assert_eq!(more.finish().unwrap().shards.len(), 10);
+    let pending = options.clone().with_prefix("w1");
+    let mut writer = ShardWriter::pending(url, pending.clone()).unwrap();
+    writer.write(&rows).unwrap();
+    writer.finish().unwrap();
+    let dropped = ShardWriter::pending(url, pending).unwrap();
+    let staging = dropped.dir().to_path_buf();
+    drop(dropped);
+    assert!(!staging.exists());
+    let manifest = commit_with(url, &s3.options()).unwrap();
+    assert_eq!((manifest.shards.len(), manifest.num_rows()), (15, 360));
+    let none = ShardWriter::append("s3://data/nothing/", options)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            none.kind(),
+            ErrorKind::Dataset(DatasetError::NothingToAppendTo)
+        ),
+        "{none}"
+    );
+}
+
 /// The deprecated spellings still open and commit a URL, as the calls taking a location do.
 #[test]
 #[allow(deprecated)]

@@ -11,6 +11,7 @@ mod meta;
 mod pending;
 mod private;
 mod ranges;
+mod staged;
 mod upload;
 
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ pub use pending::{
     CommitReport, commit_url, commit_url_report, commit_with, discard_pending, pending_prefixes,
     read_manifest_url,
 };
+pub(crate) use staged::stage;
 pub use upload::{upload_pending, upload_shards};
 
 use crate::error::{DatasetError, Error, FileFormat, Result};
