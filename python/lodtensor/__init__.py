@@ -101,6 +101,10 @@ def open(  # noqa: A001
         >>> ds.num_rows, ds.num_shards           # doctest: +SKIP
         (200, 4)
 
+    Whether ``path`` is a URL is decided by the crate (``docs/remote.md``, "Locations"): a
+    ``str`` starting with ``scheme://`` is one, ``file:///dir/`` is the local ``/dir/``, a
+    ``pathlib.Path`` or a relative path with a ``:`` never is.
+
     A URL (``s3://bucket/prefix/``, ``gs://``, ``az://``, ``http(s)://``) opens a sharded
     dataset in object storage: the manifest is read from the store, and each shard is
     downloaded once per node into ``cache_dir`` (default ``$LODTENSOR_CACHE_DIR`` or
