@@ -11,15 +11,16 @@ use lodtensor::shards::{Manifest, ShardedDataset};
 use crate::input::ReadArgs;
 use crate::{Result, usage};
 
-/// Whether `path` is a URL (`scheme://…`) rather than a local path.
+/// Whether `path` is a URL (`scheme://…`) rather than a local path, as
+/// [`lodtensor::shards::Location`] decides.
 pub fn is_url(path: &Path) -> bool {
-    lodtensor::shards::is_url(&path.as_os_str().to_string_lossy())
+    lodtensor::shards::Location::from(path.as_os_str()).is_url()
 }
 
 /// Opens the sharded dataset at the URL `url`, its shards cached as `read` says.
 ///
 /// # Errors
-/// A usage error for a bad `--cache-limit`; [`ShardedDataset::open_url`]'s errors.
+/// A usage error for a bad `--cache-limit`; [`ShardedDataset::open_with`]'s errors.
 #[cfg(feature = "remote")]
 pub fn open(url: &Path, read: &ReadArgs) -> Result<ShardedDataset> {
     let mut options = lodtensor::shards::RemoteOptions::default();
@@ -32,7 +33,7 @@ pub fn open(url: &Path, read: &ReadArgs) -> Result<ShardedDataset> {
             Err(_) => return usage(format!("--cache-limit {limit}: bytes, or a size like 20GB")),
         }
     }
-    Ok(ShardedDataset::open_url(&url.to_string_lossy(), &options)?)
+    Ok(ShardedDataset::open_with(url.as_os_str(), &options)?)
 }
 
 /// Uploads the sharded dataset in the local directory `dir` to the URL `url` (after the

@@ -101,6 +101,10 @@ def open(  # noqa: A001
         >>> ds.num_rows, ds.num_shards           # doctest: +SKIP
         (200, 4)
 
+    Whether ``path`` is a URL is decided by the crate (``docs/remote.md``, "Locations"): a
+    ``str`` starting with ``scheme://`` is one, ``file:///dir/`` is the local ``/dir/``, a
+    ``pathlib.Path`` or a relative path with a ``:`` never is.
+
     A URL (``s3://bucket/prefix/``, ``gs://``, ``az://``, ``http(s)://``) opens a sharded
     dataset in object storage: the manifest is read from the store, and each shard is
     downloaded once per node into ``cache_dir`` (default ``$LODTENSOR_CACHE_DIR`` or
@@ -118,20 +122,14 @@ def open(  # noqa: A001
         >>> ds.cache_stats()["bytes_downloaded"]                       # doctest: +SKIP
         0
     """
-    if isinstance(path, str) and "://" in path:
-        if columns is not None:
-            raise ArgumentError("open(URL, columns=...): sharded datasets are read whole")
-        return _native.open_url(path, storage_options, cache_dir, cache_limit)
-    if storage_options is not None or cache_dir is not None or cache_limit is not None:
-        raise ArgumentError(
-            "open(PATH, storage_options=/cache_dir=/cache_limit=): only for a URL"
-        )
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        if columns is not None:
-            raise ArgumentError("open(DIR, columns=...): sharded datasets are read whole")
-        return _native.open_shards(path)
-    return _native.open(path, None if columns is None else list(columns))
+    # Whether ``path`` is a URL is decided once, in Rust (``lodtensor::shards::Location``).
+    return _native.open_location(
+        path,
+        None if columns is None else list(columns),
+        storage_options,
+        cache_dir,
+        cache_limit,
+    )
 
 
 def write(
@@ -210,7 +208,7 @@ def write_shards(
         >>> lt.write_shards("s3://bucket/tokens/", table, mode="append")  # doctest: +SKIP
     """
 
-    def write_into(directory: str, mode: str, **remote: Any) -> dict:
+    def write_into(directory: str | os.PathLike, mode: str, **remote: Any) -> dict:
         stream = pa.RecordBatchReader.from_stream(_as_stream(data, "write_shards"))
         metadata = {k.decode(): v.decode() for k, v in (stream.schema.metadata or {}).items()}
         with ShardWriter(
@@ -228,11 +226,7 @@ def write_shards(
             writer.write(stream)
             return writer.finish()
 
-    if isinstance(path, str) and "://" in path:
-        return write_into(path, mode, storage_options=storage_options)
-    if storage_options is not None:
-        raise ArgumentError("write_shards(PATH, storage_options=...): only for a URL")
-    return write_into(os.fspath(path), mode)
+    return write_into(path, mode, storage_options=storage_options)
 
 
 def from_huggingface(
@@ -331,11 +325,7 @@ def commit(path: str | os.PathLike, storage_options: dict[str, str] | None = Non
         >>> lt.write_shards("s3://b/d/", part, mode="pending", prefix="w3")  # doctest: +SKIP
         >>> lt.commit("s3://b/d/")                                       # doctest: +SKIP
     """
-    if isinstance(path, str) and "://" in path:
-        return _native.commit_url(path, storage_options)
-    if storage_options is not None:
-        raise ArgumentError("commit(PATH, storage_options=...): only for a URL")
-    return _native.commit(os.fspath(path))
+    return _native.commit(path, storage_options)
 
 
 def index(path: str | os.PathLike, storage_options: dict[str, str] | None = None) -> dict:
@@ -350,11 +340,7 @@ def index(path: str | os.PathLike, storage_options: dict[str, str] | None = None
 
         >>> lt.index("s3://b/old-dataset/")                         # doctest: +SKIP
     """
-    if isinstance(path, str) and "://" in path:
-        return _native.index_url(path, storage_options)
-    if storage_options is not None:
-        raise ArgumentError("index(PATH, storage_options=...): only for a URL")
-    return _native.index(os.fspath(path))
+    return _native.index(path, storage_options)
 
 
 def vacuum(path: str | os.PathLike, *, grace: float = 86400.0) -> list[str]:

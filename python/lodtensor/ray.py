@@ -142,7 +142,7 @@ def write_lodtensor(
 def _shards(path: str, **remote: Any) -> lt.ShardedDataset:
     """The sharded dataset in the directory ``path`` (or at the URL ``path``, opened with
     ``remote``: ``storage_options`` and ``cache_dir``)."""
-    data = lt.open(path, **remote) if "://" in path else lt.open(path)
+    data = lt.open(path, **remote) if _native.location(path)[0] else lt.open(path)
     if not isinstance(data, lt.ShardedDataset):
         raise lt.DatasetNotFoundError(f"{path}: not a sharded dataset directory")
     return data
@@ -150,7 +150,8 @@ def _shards(path: str, **remote: Any) -> lt.ShardedDataset:
 
 def _join(path: str, name: str) -> str:
     """The file ``name`` of the dataset at ``path`` (a directory or a URL)."""
-    return path.rstrip("/") + "/" + name if "://" in path else os.path.join(path, name)
+    url, where = _native.location(path)
+    return path.rstrip("/") + "/" + name if url else os.path.join(where, name)
 
 
 def _groups(sizes: Sequence[int], count: int) -> list[list[int]]:
@@ -197,9 +198,8 @@ class LodTensorDatasource(Datasource):
         cache_dir: str | os.PathLike | None = None,
     ):
         super().__init__()
-        path = os.fspath(path)
-        url = "://" in path
-        self._path = path if url else os.path.abspath(path)
+        url, where = _native.location(path)
+        self._path = where if url else os.path.abspath(where)
         remote = dict(storage_options=storage_options, cache_dir=cache_dir)
         self._remote: dict[str, Any] = remote if url else {}
         dataset = lt.open(self._path, **self._remote)
@@ -267,9 +267,9 @@ class LodTensorDatasink(Datasink):
     ):
         if mode not in ("create", "append"):
             raise lt.ArgumentError(f'mode must be "create" or "append", not {mode!r}')
-        path = os.fspath(path)
-        self._url = "://" in path
-        self.path = path if self._url else os.path.abspath(path)
+        # A URL or a path, as Rust decides (``lodtensor::shards::Location``).
+        self._url, where = _native.location(path)
+        self.path = where if self._url else os.path.abspath(where)
         if storage_options is not None and not self._url:
             raise lt.ArgumentError("write_lodtensor(PATH, storage_options=...): only for a URL")
         # How every call reaches the URL's store (nothing for a directory).

@@ -201,7 +201,10 @@ pub fn reopen_url(
         options = options.with_cache_limit(limit);
     }
     let data = py
-        .detach(|| lodtensor::shards::ShardedDataset::open_url(&url, &options))
+        .detach(|| {
+            let url = lodtensor::shards::Location::Url(url.clone());
+            lodtensor::shards::ShardedDataset::open_with(url, &options)
+        })
         .py_err()?;
     crate::shards::ShardedDataset::new(data, Some(Reopen::new(&url, &options)))
 }

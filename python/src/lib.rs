@@ -18,6 +18,7 @@ mod error;
 mod ffi;
 mod loader;
 mod loader_options;
+mod location;
 mod mix;
 mod numpy_api;
 mod pack;
@@ -49,16 +50,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ffi::side_schema, m)?)?;
     m.add_function(wrap_pyfunction!(demo::demo_documents, m)?)?;
     m.add_function(wrap_pyfunction!(shards::open_shards, m)?)?;
-    m.add_function(wrap_pyfunction!(remote::open_url, m)?)?;
+    m.add_function(wrap_pyfunction!(location::open_location, m)?)?;
+    m.add_function(wrap_pyfunction!(location::location, m)?)?;
     m.add_function(wrap_pyfunction!(credentials::reopen_url, m)?)?;
-    m.add_function(wrap_pyfunction!(remote::upload_shards, m)?)?;
-    m.add_function(wrap_pyfunction!(remote::commit_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::read_manifest_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::pending_prefixes, m)?)?;
     m.add_function(wrap_pyfunction!(remote::discard_pending, m)?)?;
-    m.add_function(wrap_pyfunction!(shard_writer::commit, m)?)?;
-    m.add_function(wrap_pyfunction!(shard_writer::index, m)?)?;
-    m.add_function(wrap_pyfunction!(remote::index_url, m)?)?;
+    m.add_function(wrap_pyfunction!(location::commit, m)?)?;
+    m.add_function(wrap_pyfunction!(location::index, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize::tokenize, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
     m.add(

@@ -8,14 +8,14 @@ use std::sync::Mutex;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use lodtensor::Dataset;
-use lodtensor::shards::ShardOptions;
+use lodtensor::shards::{Location, ShardOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 use crate::ffi::{import_stream, write_options};
-use crate::remote::Upload;
+use crate::remote::remote_options;
 use crate::shards::manifest_dict;
 
 /// Writes a sharded dataset: a directory of lodtensor files (`PREFIX-00000.arrow`, …) and
@@ -40,8 +40,6 @@ use crate::shards::manifest_dict;
 pub struct ShardWriter {
     /// `None` once finished.
     writer: Mutex<Option<lodtensor::shards::ShardWriter>>,
-    /// For a URL: the upload `finish` makes (`None` once finished).
-    upload: Mutex<Option<Upload>>,
     dir: PathBuf,
 }
 
@@ -55,14 +53,14 @@ impl ShardWriter {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        path: Option<PathBuf>,
+        path: Option<&Bound<'_, PyAny>>,
         mode: &str,
         shard_rows: Option<usize>,
         shard_bytes: Option<usize>,
         prefix: Option<String>,
         offset_width: &str,
         batch_bytes: Option<usize>,
-        dir: Option<PathBuf>,
+        dir: Option<&Bound<'_, PyAny>>,
         schema_metadata: Option<HashMap<String, String>>,
         compression: Option<&str>,
         storage_options: Option<BTreeMap<String, String>>,
@@ -98,24 +96,17 @@ impl ShardWriter {
         if let Some(prefix) = &prefix {
             options = options.with_prefix(prefix);
         }
-        let url = dir.to_str().filter(|p| lodtensor::shards::is_url(p));
-        if let Some(url) = url {
-            let upload =
-                py.detach(|| Upload::start(url.to_owned(), mode, prefix, storage_options))?;
-            let writer = py
-                .detach(|| lodtensor::shards::ShardWriter::create(upload.local(), options))
-                .py_err()?;
-            return Ok(ShardWriter {
-                writer: Mutex::new(Some(writer)),
-                upload: Mutex::new(Some(upload)),
-                dir,
-            });
-        }
-        if storage_options.is_some() {
-            return Err(invalid(
-                "ShardWriter(PATH, storage_options=...): only for a URL",
-            ));
-        }
+        let location = crate::location::location_of(dir)?;
+        let dir = match &location {
+            Location::Path(dir) => {
+                crate::location::no_options("ShardWriter", &storage_options)?;
+                dir.clone()
+            }
+            Location::Url(url) => {
+                options = options.with_remote_options(remote_options(storage_options));
+                PathBuf::from(url)
+            }
+        };
         let open = match mode {
             "create" => lodtensor::shards::ShardWriter::create,
             "append" => lodtensor::shards::ShardWriter::append,
@@ -126,10 +117,9 @@ impl ShardWriter {
                 )));
             }
         };
-        let writer = py.detach(|| open(&dir, options)).py_err()?;
+        let writer = py.detach(|| open(location, options)).py_err()?;
         Ok(ShardWriter {
             writer: Mutex::new(Some(writer)),
-            upload: Mutex::new(None),
             dir,
         })
     }
@@ -178,9 +168,7 @@ impl ShardWriter {
         let manifest = py
             .detach(|| {
                 let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-                let manifest = guard.take().ok_or_else(finished)?.finish()?;
-                let upload = self.upload.lock().unwrap_or_else(|e| e.into_inner()).take();
-                upload.map_or(Ok(manifest), Upload::finish)
+                guard.take().ok_or_else(finished)?.finish()
             })
             .py_err()?;
         manifest_dict(py, &manifest)
@@ -204,9 +192,8 @@ impl ShardWriter {
         let open = py.detach(|| {
             let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
             if failed {
-                guard.take();
                 // A URL's local shards go with it; nothing was uploaded.
-                self.upload.lock().unwrap_or_else(|e| e.into_inner()).take();
+                guard.take();
             }
             guard.is_some()
         });
@@ -219,25 +206,6 @@ impl ShardWriter {
     fn __repr__(&self) -> String {
         format!("lodtensor.ShardWriter({:?})", self.dir)
     }
-}
-
-/// Merges every pending manifest in `path` (written by `ShardWriter(mode="pending")`) into
-/// the dataset's manifest, atomically, then removes them. Idempotent. Returns the manifest
-/// as a dict.
-#[lodtensor_python_guard::guard]
-#[pyfunction]
-pub fn commit(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
-    let manifest = py.detach(|| lodtensor::shards::commit(&path)).py_err()?;
-    manifest_dict(py, &manifest)
-}
-
-/// Adds or rebuilds the lengths index of the sharded dataset in `path` (every shard
-/// measured once, one index object, the manifest committed). Returns the manifest as a dict.
-#[lodtensor_python_guard::guard]
-#[pyfunction]
-pub fn index(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyAny>> {
-    let manifest = py.detach(|| lodtensor::shards::index(&path)).py_err()?;
-    manifest_dict(py, &manifest)
 }
 
 /// Removes the files of the sharded dataset in `path` that no manifest references (what

@@ -376,3 +376,32 @@ def test_lazy_shards_false_maps_every_shard_and_makes_the_same_batches(shards_di
     ds.loader(batch_size=3, lazy_shards=False).load_state_dict(state)
     with pytest.raises(lt.LodTensorError, match="lengths"):
         ds.loader(batch_size=3).load_state_dict(state)
+
+
+def test_a_location_is_decided_once_by_the_crate(tmp_path):
+    # A directory whose name has a ':' (a path, never a URL), reached as a str, a
+    # pathlib.Path and a file:// URL; commit and index take the same strings.
+    directory = tmp_path / "data:v1"
+    lt.write_shards(str(directory), documents(20, 3), shard_rows=5, mode="pending", prefix="w0")
+    url = "file://" + str(directory).replace(" ", "%20")
+    assert len(lt.commit(url)["shards"]) == 4
+    assert len(lt.index("file://localhost" + str(directory))["shards"]) == 4
+    expected = lt.open(directory).manifest
+    for place in (str(directory), directory, url):
+        assert lt.open(place).manifest == expected
+    with lt.ShardWriter(url, mode="append") as writer:
+        writer.write(documents(5, 4))
+        assert len(writer.finish()["shards"]) == 5
+    # What Python asks the crate: a URL or a path (a pathlib.Path is never parsed).
+    from lodtensor import _native
+
+    assert _native.location("s3://bucket/x/") == (True, "s3://bucket/x/")
+    assert _native.location(url)[0] is False
+    assert os.fspath(_native.location(url)[1]) == str(directory)
+    assert _native.location("C:\\data")[0] is False
+    assert _native.location(directory)[0] is False
+    # A string of another scheme is a URL, refused by the stores, not a missing directory.
+    with pytest.raises(lt.ArgumentError, match="memory://bucket/x/"):
+        lt.open("memory://bucket/x/")
+    with pytest.raises(lt.ArgumentError, match="only for a URL"):
+        lt.commit(url, storage_options={})

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::error::ArgumentError;
 use crate::error::{Error, Result};
 use crate::shards::index::{index_files, put_local};
+use crate::shards::location::{Location, commit_url_default};
 use crate::shards::manifest::{Manifest, ShardEntry};
 use crate::shards::store::{
     Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, commit_with,
@@ -13,7 +14,7 @@ use crate::shards::store::{
 use crate::shards::writer::free_name;
 
 /// Merges every pending manifest (`_lodtensor.pending.*.json`, written by
-/// [`ShardWriter::pending`](super::ShardWriter::pending) writers) in `dir` into the
+/// [`ShardWriter::pending`](super::ShardWriter::pending) writers) at `location` into the
 /// dataset's manifest: under the dataset's lock, their shards move from `_pending/` to
 /// their final names and the manifest is replaced atomically; then the pending manifests
 /// are removed. Pending shards follow the dataset's in the order of the pending manifests'
@@ -40,12 +41,24 @@ use crate::shards::writer::free_name;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
+/// `location` is a directory (a [`Path`], or a string that is not a URL) or, with the
+/// `remote` feature, a URL, committed with the environment's credentials as
+/// `commit_with(location, &RemoteOptions::default())` does.
+///
 /// # Errors
 /// [`ArgumentError::SchemaMismatch`] when a pending manifest's columns differ from the
 /// dataset's; [`FormatError::Manifest`](crate::FormatError::Manifest) when a shard is listed
-/// twice with different contents; the manifests' errors.
-pub fn commit(dir: impl AsRef<Path>) -> Result<Manifest> {
-    let dir = dir.as_ref();
+/// twice with different contents; the manifests' errors; a URL without the `remote`
+/// feature: [`ArgumentError::InvalidArgument`] naming it.
+pub fn commit(location: impl Into<Location>) -> Result<Manifest> {
+    match location.into() {
+        Location::Path(dir) => commit_dir(&dir),
+        Location::Url(url) => commit_url_default(&url),
+    }
+}
+
+/// [`commit`] of the directory `dir`.
+pub(crate) fn commit_dir(dir: &Path) -> Result<Manifest> {
     let store = LocalStore::new(dir);
     let current = store.load_current()?;
     if let Some(manifest) = &current.0

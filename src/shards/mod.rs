@@ -10,12 +10,14 @@
 //! - [`ShardedDataset`]: opens by reading the manifest only; a shard is mapped and checked
 //!   against the manifest when first touched; global rows across shards.
 //! - [`Manifest`]: the manifest, parsed as untrusted input.
-//! - With the `remote` feature, `ShardedDataset::open_url`: a dataset in object storage
+//! - [`Location`]: where a dataset lives, a directory or a URL, told apart once; with the
+//!   `remote` feature, [`ShardedDataset::open`] of a URL opens a dataset in object storage
 //!   (S3, GCS, Azure, HTTP), each shard downloaded once per node into a local cache.
 
 mod commit;
 mod files;
 mod index;
+mod location;
 mod manifest;
 mod parse;
 mod reader;
@@ -23,7 +25,6 @@ mod reader;
 mod remote;
 mod side;
 mod store;
-mod url;
 mod vacuum;
 mod writer;
 
@@ -31,6 +32,7 @@ pub use commit::commit;
 pub(crate) use files::ShardFiles;
 pub(crate) use index::IndexedShard;
 pub use index::{INDEX_PREFIX, IndexEntry, index};
+pub use location::{Location, is_url};
 pub use manifest::{
     ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION,
     MANIFEST_VERSION_SIDE_COLUMNS, MAX_MANIFEST_BYTES, Manifest, ShardEntry,
@@ -38,12 +40,12 @@ pub use manifest::{
 pub use reader::ShardedDataset;
 pub(crate) use reader::{PendingChecksum, mismatch};
 #[cfg(feature = "remote")]
+#[allow(deprecated)]
 pub use remote::{
     CacheStats, CommitReport, DEFAULT_PREFETCH_BYTES, RemoteOptions, commit_url, commit_url_report,
-    discard_pending, index_url, parse_size, pending_prefixes, read_manifest_url, upload_pending,
-    upload_shards,
+    commit_with, discard_pending, index_url, parse_size, pending_prefixes, read_manifest_url,
+    upload_pending, upload_shards,
 };
-pub use url::is_url;
 pub use vacuum::vacuum;
 pub(crate) use writer::pending_path;
 pub use writer::{ShardOptions, ShardWriter};

@@ -14,6 +14,7 @@ use crate::io::ipc_reader::MappedDataset;
 use crate::io::regular::{check_inside, check_regular};
 use crate::row_index::RowIndex;
 use crate::shards::files::ShardFiles;
+use crate::shards::location::{Location, open_url_default};
 use crate::shards::manifest::{ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::parse::cut;
 
@@ -57,7 +58,7 @@ const MAX_MISMATCH_CHARS: usize = 300;
 #[derive(Debug)]
 pub struct ShardedDataset {
     /// The manifest and where the shards are (for a dataset opened by
-    /// [`ShardedDataset::open_url`], the node's cache).
+    /// [`ShardedDataset::open`] from a URL, the node's cache).
     files: ShardFiles,
     /// The global rows of each shard.
     rows: RowIndex,
@@ -65,10 +66,16 @@ pub struct ShardedDataset {
 }
 
 impl ShardedDataset {
-    /// Opens the dataset in `dir`, reading its manifest only.
+    /// Opens the dataset at `location`, reading its manifest only: a directory (a
+    /// [`Path`], or a string that is not a URL) or, with the `remote` feature, a URL
+    /// (`s3://bucket/prefix/`, …; [`Location`] tells them apart) reached with the
+    /// environment's credentials and the default cache, as
+    /// [`ShardedDataset::open_with`]`(location, &RemoteOptions::default())`.
     ///
     /// # Errors
-    /// [`Manifest::load`]'s errors, with the manifest's path.
+    /// [`Manifest::load`]'s errors, with the manifest's path; for a URL,
+    /// [`ShardedDataset::open_with`]'s, and without the `remote` feature an
+    /// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) naming it.
     ///
     /// # Example
     /// ```
@@ -82,10 +89,19 @@ impl ShardedDataset {
     /// # let data = ShardedDataset::open(dir.path())?;
     /// assert_eq!(ShardedDataset::open(dir.path())?.num_rows(), 3);
     /// assert!(ShardedDataset::open(dir.path().join("nowhere")).is_err());
+    /// let text = dir.path().to_str().unwrap();
+    /// assert_eq!(ShardedDataset::open(format!("file://{text}"))?.num_rows(), 3);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
-        let dir = dir.as_ref();
+    pub fn open(location: impl Into<Location>) -> Result<Self> {
+        match location.into() {
+            Location::Path(dir) => Self::open_dir(&dir),
+            Location::Url(url) => open_url_default(&url),
+        }
+    }
+
+    /// The dataset in the directory `dir`.
+    pub(crate) fn open_dir(dir: &Path) -> Result<Self> {
         let path = dir.join(MANIFEST_NAME);
         check_inside(dir, &path).map_err(|e| Error::from(e).in_file(&path))?;
         let manifest = Manifest::load(path)?;
@@ -125,7 +141,7 @@ impl ShardedDataset {
         }
     }
 
-    /// For a dataset opened by [`ShardedDataset::open_url`], what its cache did since it
+    /// For a dataset opened by [`ShardedDataset::open`] from a URL, what its cache did since it
     /// was opened; `None` for a local dataset.
     ///
     /// # Example
@@ -145,7 +161,7 @@ impl ShardedDataset {
         Some(self.files.remote.as_ref()?.stats())
     }
 
-    /// For a dataset opened by [`ShardedDataset::open_url`], its URL (ending in `/`);
+    /// For a dataset opened by [`ShardedDataset::open`] from a URL, its URL (ending in `/`);
     /// `None` for a local dataset.
     ///
     /// # Example

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::dataset::Dataset;
 use crate::error::ArgumentError;
 use crate::error::{DatasetError, Error, Result};
-use crate::io::ipc_writer::{DatasetWriter, WriteOptions, row_bytes};
+use crate::io::ipc_writer::{DatasetWriter, row_bytes};
 use crate::shards::index::{index_files, put_local};
+use crate::shards::location::{Location, Upload, stage_url};
 use crate::shards::manifest::{
     ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, file_crc32c,
 };
@@ -18,119 +19,13 @@ use crate::shards::store::{
     commit_with, remove_dir_if_idle,
 };
 
-/// Options of [`ShardWriter`].
-///
-/// # Example
-/// ```
-/// use lodtensor::shards::ShardOptions;
-/// let options = ShardOptions::default().with_shard_rows(10_000).with_prefix("w3");
-/// assert!(format!("{options:?}").contains("w3"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone, Debug)]
-pub struct ShardOptions {
-    shard_rows: Option<usize>,
-    shard_bytes: Option<usize>,
-    prefix: String,
-    write: WriteOptions,
-}
+mod options;
 
-impl Default for ShardOptions {
-    fn default() -> Self {
-        ShardOptions {
-            shard_rows: None,
-            shard_bytes: Some(256 << 20),
-            prefix: "part".to_owned(),
-            write: WriteOptions::default(),
-        }
-    }
-}
-
-impl ShardOptions {
-    /// Closes a shard once it holds `rows` rows (no row limit by default).
-    ///
-    /// # Example
-    /// ```
-    /// # use lodtensor::{Column, Dataset};
-    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let t = lodtensor::doc_fixtures::ids();
-    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
-    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(1))?;
-    /// writer.write(&ds)?;
-    /// assert_eq!(writer.finish()?.shards.len(), 3);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_shard_rows(mut self, rows: usize) -> Self {
-        self.shard_rows = Some(rows.max(1));
-        self
-    }
-
-    /// Closes a shard once its rows hold `bytes` bytes of values and offsets (default
-    /// 256 MiB). A shard holds at least one row, however large.
-    ///
-    /// # Example
-    /// ```
-    /// # use lodtensor::{Column, Dataset};
-    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let t = lodtensor::doc_fixtures::ids();
-    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
-    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_bytes(1))?;
-    /// writer.write(&ds)?;
-    /// assert_eq!(writer.finish()?.shards.len(), 3);            // each row fills a shard
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_shard_bytes(mut self, bytes: usize) -> Self {
-        self.shard_bytes = Some(bytes.max(1));
-        self
-    }
-
-    /// Shard files are named `PREFIX-00000.arrow`, … (default `part`). Independent writers
-    /// of one dataset each take their own prefix.
-    ///
-    /// # Example
-    /// ```
-    /// # use lodtensor::{Column, Dataset};
-    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let t = lodtensor::doc_fixtures::ids();
-    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
-    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_prefix("w1"))?;
-    /// writer.write(&ds)?;
-    /// assert_eq!(writer.finish()?.shards[0].file, "w1-00000.arrow");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// Options of each shard's file (record batch size, offset width).
-    ///
-    /// # Example
-    /// ```
-    /// # use lodtensor::{Column, Dataset};
-    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let t = lodtensor::doc_fixtures::ids();
-    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
-    /// use lodtensor::{OffsetWidth, WriteOptions};
-    /// let write = WriteOptions::default().with_offset_width(OffsetWidth::I32);
-    /// let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_write_options(write))?;
-    /// writer.write(&ds)?;
-    /// assert_eq!(writer.finish()?.columns[0].offsets, [OffsetWidth::I32]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_write_options(mut self, write: WriteOptions) -> Self {
-        self.write = write;
-        self
-    }
-}
+pub use options::ShardOptions;
 
 /// Where [`ShardWriter::finish`] records the new shards.
-#[derive(Debug, PartialEq, Eq)]
-enum Target {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
     /// A new dataset's manifest (refused if another writer made one meanwhile).
     Create,
     /// The dataset's manifest, replaced by its shards (as they are at the commit) plus the
@@ -280,14 +175,22 @@ pub struct ShardWriter {
     staging: Staging,
     next_index: usize,
     current: Option<OpenShard>,
+    /// For a URL: the upload of the shards written in `dir` (a directory of this writer's
+    /// own) that [`ShardWriter::finish`] makes.
+    upload: Option<Box<dyn Upload>>,
 }
 
 impl ShardWriter {
-    /// Starts a new dataset in `dir` (created if missing).
+    /// Starts a new dataset at `location`: a directory (created if missing) or, with the
+    /// `remote` feature, a URL ([`Location`]). A writer to a URL writes its shards into a
+    /// local directory of its own (under `TMPDIR`, [`ShardWriter::dir`]); `finish` creates
+    /// each in the store under its final name and the manifest by a conditional PUT
+    /// (`docs/remote.md`), reaching the store as [`ShardOptions::with_remote_options`] says.
     ///
     /// # Errors
-    /// [`DatasetError::AlreadyThere`] when `dir` already holds a manifest (use
-    /// [`ShardWriter::append`]); an invalid prefix.
+    /// [`DatasetError::AlreadyThere`] when `location` already holds a manifest (use
+    /// [`ShardWriter::append`]); an invalid prefix; a URL's store errors, and without the
+    /// `remote` feature an [`ArgumentError::InvalidArgument`] naming the URL.
     ///
     /// # Example
     /// ```
@@ -302,8 +205,15 @@ impl ShardWriter {
     /// assert!(ShardWriter::create(dir.path(), ShardOptions::default()).is_err());  // exists
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn create(dir: impl AsRef<Path>, options: ShardOptions) -> Result<Self> {
-        let dir = dir.as_ref();
+    pub fn create(location: impl Into<Location>, options: ShardOptions) -> Result<Self> {
+        match location.into() {
+            Location::Path(dir) => Self::create_dir(&dir, options),
+            Location::Url(url) => Self::to_url(&url, Target::Create, options),
+        }
+    }
+
+    /// A writer of a new dataset in `dir`.
+    fn create_dir(dir: &Path, options: ShardOptions) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
         let path = dir.join(MANIFEST_NAME);
         if LocalStore::new(dir).load_current()?.0.is_some() {
@@ -312,14 +222,16 @@ impl ShardWriter {
         Self::start(dir, options, Target::Create, None)
     }
 
-    /// Appends shards to the dataset in `dir`; its columns fix the schema. Any number of
-    /// writers may append at once: each stages its shards under `_pending/`, and
-    /// [`ShardWriter::finish`] commits them after the shards listed then (see
-    /// `docs/shards.md`, concurrency).
+    /// Appends shards to the dataset at `location` (a directory or a URL, as
+    /// [`ShardWriter::create`]); its columns fix the schema. Any number of writers may
+    /// append at once: each stages its shards under `_pending/` (a URL's: in the store under
+    /// their final names), and [`ShardWriter::finish`] commits them after the shards listed
+    /// then (see `docs/shards.md`, concurrency).
     ///
     /// # Errors
-    /// [`DatasetError::NothingToAppendTo`] when `dir` holds no manifest; the manifest's
-    /// errors ([`Manifest::load`]); an invalid prefix.
+    /// [`DatasetError::NothingToAppendTo`] when `location` holds no manifest; the
+    /// manifest's errors ([`Manifest::load`]); an invalid prefix; a URL's as
+    /// [`ShardWriter::create`].
     ///
     /// # Example
     /// ```
@@ -337,8 +249,12 @@ impl ShardWriter {
     /// assert_eq!(ShardedDataset::open(dir.path())?.num_rows(), 6);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn append(dir: impl AsRef<Path>, options: ShardOptions) -> Result<Self> {
-        let dir = dir.as_ref();
+    pub fn append(location: impl Into<Location>, options: ShardOptions) -> Result<Self> {
+        let dir = match location.into() {
+            Location::Path(dir) => dir,
+            Location::Url(url) => return Self::to_url(&url, Target::Append, options),
+        };
+        let dir = dir.as_path();
         let path = dir.join(MANIFEST_NAME);
         if path
             .symlink_metadata()
@@ -355,14 +271,18 @@ impl ShardWriter {
         Self::start(dir, options, Target::Append, Some(manifest))
     }
 
-    /// An independent writer of new shards for the dataset in `dir` (created if missing):
-    /// its shards wait in `_pending/PREFIX.pending/`, [`ShardWriter::finish`] records them
-    /// in `_lodtensor.pending.PREFIX.json`, and [`commit`](super::commit) merges every
-    /// pending manifest into the dataset. Each concurrent writer takes its own prefix (a
-    /// second writer of a prefix waits for the first to finish).
+    /// An independent writer of new shards for the dataset at `location` (a directory,
+    /// created if missing, or a URL, as [`ShardWriter::create`]): its shards wait in
+    /// `_pending/PREFIX.pending/`, [`ShardWriter::finish`] records them in
+    /// `_lodtensor.pending.PREFIX.json` (a URL's: shards created in the store under their
+    /// final names, a new pending manifest `_lodtensor.pending.PREFIX.TOKEN.json`), and
+    /// [`commit`](super::commit) merges every pending manifest into the dataset. Each
+    /// concurrent writer takes its own prefix (a second writer of a prefix waits for the
+    /// first to finish).
     ///
     /// # Errors
-    /// [`ErrorKind::Io`](crate::ErrorKind::Io); an invalid prefix.
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io); an invalid prefix; a URL's as
+    /// [`ShardWriter::create`].
     ///
     /// # Example
     /// ```
@@ -381,11 +301,24 @@ impl ShardWriter {
     /// assert_eq!(commit(dir.path())?.num_rows(), 6);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn pending(dir: impl AsRef<Path>, options: ShardOptions) -> Result<Self> {
-        let dir = dir.as_ref();
+    pub fn pending(location: impl Into<Location>, options: ShardOptions) -> Result<Self> {
+        let dir = match location.into() {
+            Location::Path(dir) => dir,
+            Location::Url(url) => return Self::to_url(&url, Target::Pending, options),
+        };
+        let dir = dir.as_path();
         std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
         let (manifest, _) = LocalStore::new(dir).load_current()?;
         Self::start(dir, options, Target::Pending, manifest)
+    }
+
+    /// A writer to the URL `url`: a new dataset in a local directory of its own, uploaded
+    /// as `target` says by `finish`.
+    fn to_url(url: &str, target: Target, options: ShardOptions) -> Result<Self> {
+        let upload = stage_url(url, target, &options)?;
+        let mut writer = Self::create_dir(upload.local(), options)?;
+        writer.upload = Some(upload);
+        Ok(writer)
     }
 
     fn start(
@@ -417,6 +350,7 @@ impl ShardWriter {
             staging,
             next_index,
             current: None,
+            upload: None,
         })
     }
 
@@ -492,7 +426,10 @@ impl ShardWriter {
     /// Closes the open shard and commits: under the dataset's lock, the staged shards take
     /// their final names after the shards the manifest lists now (which other writers may
     /// have added since this one started) and the manifest is replaced atomically. A pending
-    /// writer writes its pending manifest instead. Returns what it wrote.
+    /// writer writes its pending manifest instead. A writer to a URL then uploads its
+    /// shards and commits them by a conditional PUT (or records them in a new pending
+    /// manifest of the store) and removes its local directory. Returns what it wrote (for a
+    /// URL, the store's manifest, or the pending one).
     ///
     /// # Errors
     /// [`ArgumentError::NoSchema`] for a new dataset that was given no dataset;
@@ -531,7 +468,10 @@ impl ShardWriter {
             }
         };
         self.staging.written.clear();
-        Ok(written)
+        match self.upload.take() {
+            Some(upload) => upload.finish(),
+            None => Ok(written),
+        }
     }
 
     /// The commit of this writer's shards after those of `current`, the manifest now.
@@ -602,7 +542,8 @@ impl ShardWriter {
         self.manifest.columns.is_empty() && self.manifest.shards.is_empty() && self.new.is_empty()
     }
 
-    /// The dataset directory.
+    /// The dataset directory (a writer to a URL's: the local directory its shards are
+    /// written into before `finish` uploads them).
     ///
     /// # Example
     /// ```

@@ -149,7 +149,7 @@ fn write_unit(
 #[cfg(feature = "remote")]
 mod remote {
     use super::*;
-    use crate::shards::{commit_url, pending_prefixes, read_manifest_url, upload_pending};
+    use crate::shards::{commit_with, pending_prefixes, read_manifest_url, upload_pending};
 
     /// As [`tokenize`] into a directory, each unit's shards written in a local temporary
     /// directory and uploaded as pending shards of its prefix, then all committed.
@@ -178,7 +178,7 @@ mod remote {
             writer.finish()?;
             upload_pending(local.path(), url, remote, &prefix)?;
         }
-        commit_url(url, remote)
+        commit_with(url, remote)
     }
 }
 

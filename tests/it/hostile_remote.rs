@@ -26,7 +26,7 @@ fn links_planted_in_the_cache_are_neither_followed_nor_served() {
     let (dir, local, url, _) = uploaded(&s3, "links", write_local);
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
-    let data = ShardedDataset::open_url(&url, &options).unwrap();
+    let data = ShardedDataset::open_with(&url, &options).unwrap();
     let (_, entry) = entry_of(&cache, &url, &data);
     // A lock that is a link to a file the reader may write: an error, the file untouched.
     let victim = dir.path().join("victim");
@@ -56,7 +56,7 @@ fn an_entry_gone_bad_is_downloaded_once_more() {
     let (dir, _, url, _) = uploaded(&s3, "bad", write_local);
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
-    let first = ShardedDataset::open_url(&url, &options).unwrap();
+    let first = ShardedDataset::open_with(&url, &options).unwrap();
     let expected = first.shard(0).unwrap().sample(0).unwrap();
     let (_, entry) = entry_of(&cache, &url, &first);
     drop(first);
@@ -65,7 +65,7 @@ fn an_entry_gone_bad_is_downloaded_once_more() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x55;
     std::fs::write(&entry, &bytes).unwrap();
-    let again = ShardedDataset::open_url(&url, &options).unwrap();
+    let again = ShardedDataset::open_with(&url, &options).unwrap();
     assert_eq!(again.shard(0).unwrap().sample(0).unwrap(), expected);
     assert_eq!(again.cache_stats().unwrap().shards_downloaded, 1);
     assert_ne!(std::fs::read(&entry).unwrap(), bytes);
@@ -77,7 +77,7 @@ fn a_cache_directory_every_user_may_write_is_refused_naming_it() {
     let (dir, _, url, _) = uploaded(&s3, "open", write_local);
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache);
-    let data = ShardedDataset::open_url(&url, &options).unwrap();
+    let data = ShardedDataset::open_with(&url, &options).unwrap();
     let (dataset_dir, _) = entry_of(&cache, &url, &data);
     let mode = std::fs::metadata(&dataset_dir)
         .unwrap()
@@ -85,7 +85,7 @@ fn a_cache_directory_every_user_may_write_is_refused_naming_it() {
         .mode();
     assert_eq!(mode & 0o777, 0o700);
     std::fs::set_permissions(&dataset_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let err = ShardedDataset::open_url(&url, &options).unwrap_err();
+    let err = ShardedDataset::open_with(&url, &options).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied),
         "{err}"
@@ -176,7 +176,7 @@ fn a_commit_skips_the_pending_manifests_it_cannot_trust_and_a_discard_drops_only
         );
     }
     assert!(skipped[2].contains("not in the store"), "{skipped:?}");
-    ShardedDataset::open_url(url, &options)
+    ShardedDataset::open_with(url, &options)
         .unwrap()
         .validate()
         .unwrap();

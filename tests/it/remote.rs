@@ -49,7 +49,7 @@ fn a_remote_dataset_reads_as_the_local_one_and_downloads_each_shard_once() {
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache);
     let local = ShardedDataset::open(&local_dir).unwrap();
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
     assert_eq!(remote.url(), Some(url.as_str()));
     assert_eq!(remote.manifest(), local.manifest());
     assert_eq!(remote.cache_stats().unwrap().bytes_downloaded, 0);
@@ -62,7 +62,7 @@ fn a_remote_dataset_reads_as_the_local_one_and_downloads_each_shard_once() {
         (5, total)
     );
     // A second open (another process, or the next run) finds every shard in the cache.
-    let again = ShardedDataset::open_url(&url, &options).unwrap();
+    let again = ShardedDataset::open_with(&url, &options).unwrap();
     again.validate().unwrap();
     let stats = again.cache_stats().unwrap();
     assert_eq!((stats.bytes_downloaded, stats.shards_cached), (0, 5));
@@ -74,7 +74,7 @@ fn a_changed_remote_shard_is_refused_naming_it_and_not_cached() {
     let (dir, url) = uploaded_with_a_flipped_byte(&s3, "changed", write_local, 1);
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
     remote.shard(0).unwrap();
     let err = remote.shard(1).unwrap_err();
     assert!(
@@ -137,10 +137,83 @@ fn child_validates_into_a_full_cache() {
     let options = S3Server::options_at(&endpoint)
         .with_cache_dir(cache)
         .with_prefetch_bytes(0);
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
     let err = remote.validate().unwrap_err();
     assert!(crate::common::is_disk_full(&err), "{err}");
     println!("DISK FULL AT {}", err.path().unwrap().display());
+}
+
+/// A `ShardWriter` given a URL stages its shards in a directory of its own and uploads
+/// them when it finishes: created, appended to and pending as in a directory; the staging
+/// directory gone after `finish` and after a writer dropped unfinished.
+#[test]
+fn a_shard_writer_to_a_url_stages_and_uploads_in_the_crate() {
+    use lodtensor::shards::commit_with;
+    let Some(s3) = S3Server::start() else { return };
+    s3.create_bucket("data");
+    let url = "s3://data/written/";
+    let dir = tempfile::tempdir().unwrap();
+    let rows = write_local(&dir.path().join("local"));
+    let options = ShardOptions::default()
+        .with_shard_rows(25)
+        .with_remote_options(s3.options());
+    let mut writer = ShardWriter::create(url, options.clone()).unwrap();
+    let staging = writer.dir().to_path_buf();
+    assert!(staging.is_dir() && !staging.starts_with(dir.path()));
+    writer.write(&rows).unwrap();
+    assert_eq!(writer.finish().unwrap().shards.len(), 5);
+    assert!(!staging.exists());
+    let err = ShardWriter::create(url, options.clone()).err().unwrap();
+    assert!(
+        matches!(err.kind(), ErrorKind::Dataset(DatasetError::AlreadyThere)),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("s3://data/written/_lodtensor.json"),
+        "{err}"
+    );
+    let mut more = ShardWriter::append(url, options.clone()).unwrap();
+    more.write(&rows).unwrap();
+    assert_eq!(more.finish().unwrap().shards.len(), 10);
+    let pending = options.clone().with_prefix("w1");
+    let mut writer = ShardWriter::pending(url, pending.clone()).unwrap();
+    writer.write(&rows).unwrap();
+    writer.finish().unwrap();
+    let dropped = ShardWriter::pending(url, pending).unwrap();
+    let staging = dropped.dir().to_path_buf();
+    drop(dropped);
+    assert!(!staging.exists());
+    let manifest = commit_with(url, &s3.options()).unwrap();
+    assert_eq!((manifest.shards.len(), manifest.num_rows()), (15, 360));
+    let none = ShardWriter::append("s3://data/nothing/", options)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            none.kind(),
+            ErrorKind::Dataset(DatasetError::NothingToAppendTo)
+        ),
+        "{none}"
+    );
+}
+
+/// The deprecated spellings still open and commit a URL, as the calls taking a location do.
+#[test]
+#[allow(deprecated)]
+fn the_deprecated_url_calls_still_open_and_commit() {
+    use lodtensor::shards::{commit_url, commit_with};
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, _, url, _) = uploaded(&s3, "old", write_local);
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    let old = ShardedDataset::open_url(&url, &options).unwrap();
+    let new = ShardedDataset::open_with(url.as_str(), &options).unwrap();
+    assert_eq!(old.manifest(), new.manifest());
+    assert_eq!(commit_url(&url, &options).unwrap(), *new.manifest());
+    assert_eq!(
+        commit_with(url.as_str(), &options).unwrap(),
+        *new.manifest()
+    );
 }
 
 #[test]
@@ -175,7 +248,7 @@ fn concurrent_appenders_to_one_url_keep_every_shard() {
         w.join().unwrap();
     }
     let cache = dir.path().join("cache");
-    let data = ShardedDataset::open_url(url, &options.with_cache_dir(&cache)).unwrap();
+    let data = ShardedDataset::open_with(url, &options.with_cache_dir(&cache)).unwrap();
     // The first upload and 2 writers × 3 appends, 5 shards each, none lost.
     assert_eq!(data.num_shards(), 7 * 5);
     assert_eq!(data.num_rows(), 7 * 120);
@@ -184,7 +257,7 @@ fn concurrent_appenders_to_one_url_keep_every_shard() {
 
 #[test]
 fn pending_writers_to_one_url_are_committed_together() {
-    use lodtensor::shards::{commit_url, discard_pending, pending_prefixes, upload_pending};
+    use lodtensor::shards::{commit_with, discard_pending, pending_prefixes, upload_pending};
     let Some(s3) = S3Server::start() else { return };
     s3.create_bucket("data");
     let url = "s3://data/pending/";
@@ -211,7 +284,7 @@ fn pending_writers_to_one_url_are_committed_together() {
         local.push(ShardedDataset::open(&path).unwrap().rows(0..60).unwrap());
         assert_eq!(pending.num_rows(), 60); // a pending manifest of its own
         assert!(
-            ShardedDataset::open_url(url, &options).is_err(),
+            ShardedDataset::open_with(url, &options).is_err(),
             "no dataset yet"
         );
     }
@@ -220,12 +293,12 @@ fn pending_writers_to_one_url_are_committed_together() {
         ["gone", "w0", "w1"]
     );
     discard_pending(url, &options, "gone").unwrap();
-    let manifest = commit_url(url, &options).unwrap();
+    let manifest = commit_with(url, &options).unwrap();
     assert!(pending_prefixes(url, &options).unwrap().is_empty());
     assert_eq!(manifest.num_rows(), 180);
     // Idempotent: committing again changes nothing.
-    assert_eq!(commit_url(url, &options).unwrap(), manifest);
-    let data = ShardedDataset::open_url(url, &options).unwrap();
+    assert_eq!(commit_with(url, &options).unwrap(), manifest);
+    let data = ShardedDataset::open_with(url, &options).unwrap();
     data.validate().unwrap();
     assert_eq!(data.rows(0..60).unwrap(), local[0]);
     assert_eq!(data.rows(60..120).unwrap(), local[1]);
@@ -241,13 +314,13 @@ fn pending_writers_to_one_url_are_committed_together() {
     );
     // The dropped writer's shards are gone from the store; a commit with nothing pending on a
     // prefix with no dataset is refused.
-    let err = commit_url("s3://data/nothing/", &options).unwrap_err();
+    let err = commit_with("s3://data/nothing/", &options).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
 }
 
 #[test]
 fn concurrent_commits_of_pending_writers_keep_every_shard() {
-    use lodtensor::shards::{commit_url, upload_pending};
+    use lodtensor::shards::{commit_with, upload_pending};
     let Some(s3) = S3Server::start() else { return };
     s3.create_bucket("data");
     let url = "s3://data/committed/";
@@ -274,7 +347,7 @@ fn concurrent_commits_of_pending_writers_keep_every_shard() {
             std::thread::spawn(move || {
                 for _ in 0..3 {
                     upload_pending(&local, url, &options, &prefix).unwrap();
-                    commit_url(url, &options).unwrap();
+                    commit_with(url, &options).unwrap();
                 }
             })
         })
@@ -283,11 +356,11 @@ fn concurrent_commits_of_pending_writers_keep_every_shard() {
         w.join().unwrap();
     }
     let options = s3.options().with_cache_dir(dir.path().join("cache"));
-    let data = ShardedDataset::open_url(url, &options).unwrap();
+    let data = ShardedDataset::open_with(url, &options).unwrap();
     assert_eq!(data.num_rows(), 2 * 3 * 50);
     assert_eq!(data.num_shards(), 2 * 3 * 2);
     data.validate().unwrap();
-    assert_eq!(commit_url(url, &options).unwrap(), *data.manifest());
+    assert_eq!(commit_with(url, &options).unwrap(), *data.manifest());
 }
 
 /// The documents of [`write_local`], each shard compressed with zstd.
@@ -318,7 +391,7 @@ fn a_compressed_remote_shard_is_decompressed_once_into_the_cache_then_mapped() {
     let options = s3.options().with_cache_dir(&cache);
     let local = ShardedDataset::open(&local_dir).unwrap();
     assert!(local.shard(0).unwrap().is_compressed());
-    let first = ShardedDataset::open_url(&url, &options).unwrap();
+    let first = ShardedDataset::open_with(&url, &options).unwrap();
     assert_eq!(first.rows(0..120).unwrap(), local.rows(0..120).unwrap());
     first.validate().unwrap();
     let compressed: u64 = local.manifest().shards.iter().map(|s| s.bytes).sum();
@@ -336,7 +409,7 @@ fn a_compressed_remote_shard_is_decompressed_once_into_the_cache_then_mapped() {
         .filter(|p| p.to_string_lossy().ends_with(".sum"))
         .count();
     assert_eq!(sums, 5);
-    let again = ShardedDataset::open_url(&url, &options).unwrap();
+    let again = ShardedDataset::open_with(&url, &options).unwrap();
     for i in 0..5 {
         let shard = again.shard(i).unwrap();
         assert!(!shard.is_compressed(), "shard {i}");
@@ -362,10 +435,10 @@ fn a_compressed_remote_shard_is_decompressed_once_into_the_cache_then_mapped() {
         .with_prefetch_bytes(0);
     drop(again);
     std::fs::remove_dir_all(&cache).unwrap();
-    let small = ShardedDataset::open_url(&url, &limited).unwrap();
+    let small = ShardedDataset::open_with(&url, &limited).unwrap();
     small.shard(0).unwrap();
     drop(small);
-    let small = ShardedDataset::open_url(&url, &limited).unwrap();
+    let small = ShardedDataset::open_with(&url, &limited).unwrap();
     small.shard(1).unwrap();
     assert_eq!(small.cache_stats().unwrap().shards_evicted, 1);
 }
@@ -376,7 +449,7 @@ fn a_changed_compressed_remote_shard_is_refused_before_it_is_decompressed() {
     let (dir, url) = uploaded_with_a_flipped_byte(&s3, "changed-zstd", write_compressed, 2);
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
     let err = remote.shard(2).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::Format(FormatError::ShardMismatch { field, .. }) if field == "crc32c"),
@@ -433,11 +506,11 @@ fn the_cache_limit_evicts_what_no_reader_uses_least_recently_used_first() {
         .with_cache_dir(&cache)
         .with_cache_limit(2 * largest)
         .with_prefetch_bytes(0);
-    let first = ShardedDataset::open_url(&url, &options).unwrap();
+    let first = ShardedDataset::open_with(&url, &options).unwrap();
     first.shard(0).unwrap();
     first.shard(1).unwrap();
     drop(first);
-    let second = ShardedDataset::open_url(&url, &options).unwrap();
+    let second = ShardedDataset::open_with(&url, &options).unwrap();
     for s in 2..5 {
         assert_eq!(
             second
@@ -464,7 +537,7 @@ fn reading_a_shard_downloads_the_next_ones_ahead() {
     let Some(s3) = S3Server::start() else { return };
     let (dir, _, url, _) = uploaded(&s3, "ahead", write_local);
     let cache = dir.path().join("cache");
-    let data = ShardedDataset::open_url(&url, &s3.options().with_cache_dir(&cache)).unwrap();
+    let data = ShardedDataset::open_with(&url, &s3.options().with_cache_dir(&cache)).unwrap();
     data.shard(0).unwrap();
     // The other four arrive without being asked for (waiting as long as it takes).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -506,7 +579,7 @@ fn a_loader_waits_for_its_first_shard_and_an_epoch_downloads_each_shard_once() {
         .options()
         .with_cache_dir(dir.path().join("cache"))
         .with_cache_limit(total / 4);
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
     type Build = fn(lodtensor::LoaderBuilder<'_>) -> lodtensor::LoaderBuilder<'_>;
     let modes: [Build; 2] = [
         |b| b.with_batch_size(4),
@@ -551,7 +624,7 @@ fn a_loader_downloads_ahead_the_next_shard_of_its_plan() {
         .options()
         .with_cache_dir(&cache)
         .with_prefetch_bytes(largest);
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
     // A seed whose plan does not read the shards in their order.
     let shard_order = |seed| {
         let plan = Loader::builder(&local)

@@ -111,7 +111,7 @@ fn a_length_needing_loader_over_a_url_makes_the_local_batches_and_positions() {
         });
         let local = ShardedDataset::open(&local_dir).unwrap();
         let options = s3.options().with_cache_dir(dir.path().join("cache"));
-        let remote = ShardedDataset::open_url(&url, &options).unwrap();
+        let remote = ShardedDataset::open_with(&url, &options).unwrap();
         for (m, build) in MODES.iter().enumerate() {
             let mut lazy = build(Loader::builder(&remote)).build().unwrap();
             let mut eager = build(Loader::builder(&local)).build().unwrap();
@@ -143,7 +143,7 @@ fn building_a_token_budget_loader_over_a_url_reads_metadata_only() {
         .options()
         .with_cache_dir(dir.path().join("cache"))
         .with_prefetch_bytes(0);
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
     let build: Build = |b| b.with_token_budget(500).with_windowed_shuffle(4, 10, 16);
     let mut loader = build(Loader::builder(&remote)).build().unwrap();
     let stats = remote.cache_stats().unwrap();
@@ -186,7 +186,7 @@ fn a_shard_whose_metadata_differed_from_its_bytes_is_refused_when_mapped() {
     let (dir, local_dir, url, _) = uploaded(&s3, "changed", |d| write_unindexed(d, 1, 1, 8));
     let cache = dir.path().join("cache");
     let options = s3.options().with_cache_dir(&cache).with_prefetch_bytes(0);
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
     // Shard 0's cache entry planted with other documents of as many rows (shorter ones,
     // padded before the footer to the shard's size): the metadata is read from it.
     let other = dir.path().join("other");
@@ -233,7 +233,7 @@ fn a_shard_that_is_not_an_ipc_file_or_is_short_is_refused_at_build_naming_it() {
     ] {
         std::fs::write(&shard, &changed).unwrap();
         let url = s3.upload_dir(&local_dir, "data", prefix);
-        let remote = ShardedDataset::open_url(&url, &options).unwrap();
+        let remote = ShardedDataset::open_with(&url, &options).unwrap();
         let err = Loader::builder(&remote)
             .with_token_budget(400)
             .build()

@@ -611,3 +611,34 @@ fn side_columns_ride_along_in_shards_and_the_loader_over_them() {
     }
     assert_eq!(seen, docs);
 }
+
+/// A dataset's place given as a path, a string with a `:` or a `file://` URL is one
+/// directory; a string of another scheme is a URL, never a directory of that name.
+#[test]
+fn a_location_is_a_path_or_a_url_decided_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data:v1");
+    let pending = ShardOptions::default().with_prefix("w0");
+    let mut writer = ShardWriter::pending(&dir, pending).unwrap();
+    writer.write(&documents(3, 10, 0)).unwrap();
+    writer.finish().unwrap();
+    let text = dir.to_str().unwrap();
+    let url = format!("file://{}", text.replace(' ', "%20"));
+    assert_eq!(commit(url.as_str()).unwrap().shards.len(), 1);
+    let by_path = ShardedDataset::open(&dir).unwrap();
+    for place in [
+        text.to_owned(),
+        url.clone(),
+        format!("file://localhost{text}"),
+    ] {
+        let data = ShardedDataset::open(place.as_str()).unwrap();
+        assert_eq!(data.manifest(), by_path.manifest(), "{place}");
+    }
+    // Another scheme goes to the stores (or, without the `remote` feature, is refused as a
+    // URL): an argument error naming it, not a missing directory.
+    let err = ShardedDataset::open("memory://bucket/data/").unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
+    assert!(err.to_string().contains("memory://bucket/data/"), "{err}");
+    let err = commit("memory://bucket/data/").unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
+}

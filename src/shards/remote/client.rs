@@ -19,7 +19,7 @@ use object_store::{
 
 use super::connector::SameOriginConnector;
 use crate::error::{Error, Result};
-use crate::shards::url::url_scheme;
+use crate::shards::location::url_scheme;
 
 /// How many times a request is retried after a transient fault (a dropped connection, a
 /// timeout, a 5xx), with exponential backoff from 100 ms.

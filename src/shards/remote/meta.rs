@@ -18,7 +18,7 @@ use bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::shards::index::{IndexEntry, IndexObject, ShardLengths, index_appended, rebuild};
 use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
-use crate::shards::reader::{ShardedDataset, mismatch};
+use crate::shards::reader::mismatch;
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::cache::ShardCache;
 use crate::shards::remote::client::Remote;
@@ -143,7 +143,7 @@ pub(super) fn index_merged(
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
 pub fn index_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
-    let data = ShardedDataset::open_url(url, options)?;
+    let data = super::open_remote(url, options)?;
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
     let current = store.load()?;
     let files = data.files();

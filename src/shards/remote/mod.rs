@@ -1,5 +1,5 @@
 //! Sharded datasets in object storage (S3 and S3-compatible stores, GCS, Azure, HTTP):
-//! [`ShardedDataset::open_url`] reads the manifest from the store and each shard through a
+//! [`ShardedDataset::open_with`] of a URL reads the manifest from the store and each shard through a
 //! cache on the local disk (`docs/remote.md`), so that a shard is downloaded once per node
 //! and then mapped and read as a local shard.
 
@@ -11,6 +11,7 @@ mod meta;
 mod pending;
 mod private;
 mod ranges;
+mod staged;
 mod upload;
 
 use std::path::{Path, PathBuf};
@@ -21,17 +22,20 @@ pub(crate) use cache::{Form, ShardCache};
 use client::Remote;
 pub(crate) use meta::fetch_object;
 pub use meta::index_url;
+#[allow(deprecated)]
 pub use pending::{
-    CommitReport, commit_url, commit_url_report, discard_pending, pending_prefixes,
+    CommitReport, commit_url, commit_url_report, commit_with, discard_pending, pending_prefixes,
     read_manifest_url,
 };
+pub(crate) use staged::stage;
 pub use upload::{upload_pending, upload_shards};
 
 use crate::error::{DatasetError, Error, FileFormat, Result};
+use crate::shards::location::Location;
 use crate::shards::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
 use crate::shards::reader::ShardedDataset;
 
-/// How [`ShardedDataset::open_url`] reaches the store and where it caches shards.
+/// How [`ShardedDataset::open_with`] reaches the store and where it caches shards.
 ///
 /// # Example
 /// ```
@@ -215,11 +219,13 @@ pub fn parse_size(text: &str) -> Result<u64> {
 }
 
 impl ShardedDataset {
-    /// Opens the sharded dataset at `url` (`s3://bucket/prefix/`, `gs://…`, `az://…`,
-    /// `http(s)://…`), reading its manifest from the store. Each shard is downloaded into
-    /// the node's cache (`options.cache_dir()`) the first time it is touched, unless a
-    /// process downloaded it before, its size and CRC-32C checked against the manifest;
-    /// from then on it is mapped and read exactly as a local shard (`docs/remote.md`).
+    /// Opens the sharded dataset at `location`: a directory as [`ShardedDataset::open`]
+    /// (`options` unused), or a URL (`s3://bucket/prefix/`, `gs://…`, `az://…`,
+    /// `http(s)://…`) reached as `options` say, its manifest read from the store. Each
+    /// shard is downloaded into the node's cache (`options.cache_dir()`) the first time it
+    /// is touched, unless a process downloaded it before, its size and CRC-32C checked
+    /// against the manifest; from then on it is mapped and read exactly as a local shard
+    /// (`docs/remote.md`).
     ///
     /// # Errors
     /// [`DatasetError::NoManifestAtUrl`] naming the manifest's URL when there is none;
@@ -235,33 +241,63 @@ impl ShardedDataset {
     ///     .with_storage_option("aws_endpoint", "http://127.0.0.1:9000")
     ///     .with_storage_option("aws_allow_http", "true")
     ///     .with_cache_dir("/tmp/lodtensor-cache");
-    /// let data = ShardedDataset::open_url("s3://bucket/tokens/", &options)?;
+    /// let data = ShardedDataset::open_with("s3://bucket/tokens/", &options)?;
     /// let first = data.sample(0)?;              // shard 0 downloaded, then mapped
     /// assert_eq!(data.cache_stats().unwrap().shards_downloaded, 1);
     /// # Ok::<(), lodtensor::Error>(())
     /// ```
-    pub fn open_url(url: &str, options: &RemoteOptions) -> Result<Self> {
-        let remote = Remote::new(url, &options.storage_options)?;
-        let root = options.cache_dir();
-        let dir = root.join(url_key(remote.url()));
-        private::make_private(&root, &dir)?;
-        let manifest = match meta::cached_manifest(&remote, &dir)? {
-            Some(manifest) => manifest,
-            None => load_manifest(&remote)?,
-        };
-        let cache = ShardCache::new(
-            remote,
-            dir.clone(),
-            manifest.shards.clone(),
-            options.cache_limit,
-            options.prefetch_bytes.unwrap_or(DEFAULT_PREFETCH_BYTES),
-        )?;
-        Ok(ShardedDataset::from_parts(
-            dir,
-            manifest,
-            Some(Arc::new(cache)),
-        ))
+    pub fn open_with(location: impl Into<Location>, options: &RemoteOptions) -> Result<Self> {
+        match location.into() {
+            Location::Path(dir) => Self::open_dir(&dir),
+            Location::Url(url) => open_remote(&url, options),
+        }
     }
+
+    /// Opens the sharded dataset at the URL `url`.
+    ///
+    /// # Errors
+    /// [`ShardedDataset::open_with`]'s; a string that is no URL fails as a URL of no scheme.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # #![allow(deprecated)]
+    /// use lodtensor::shards::{RemoteOptions, ShardedDataset};
+    /// let data = ShardedDataset::open_url("s3://bucket/tokens/", &RemoteOptions::default())?;
+    /// // becomes
+    /// let data = ShardedDataset::open_with("s3://bucket/tokens/", &RemoteOptions::default())?;
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `ShardedDataset::open_with(url, options)`"
+    )]
+    pub fn open_url(url: &str, options: &RemoteOptions) -> Result<Self> {
+        open_remote(url, options)
+    }
+}
+
+/// The dataset at the URL `url`, reached as `options` say.
+pub(crate) fn open_remote(url: &str, options: &RemoteOptions) -> Result<ShardedDataset> {
+    let remote = Remote::new(url, &options.storage_options)?;
+    let root = options.cache_dir();
+    let dir = root.join(url_key(remote.url()));
+    private::make_private(&root, &dir)?;
+    let manifest = match meta::cached_manifest(&remote, &dir)? {
+        Some(manifest) => manifest,
+        None => load_manifest(&remote)?,
+    };
+    let cache = ShardCache::new(
+        remote,
+        dir.clone(),
+        manifest.shards.clone(),
+        options.cache_limit,
+        options.prefetch_bytes.unwrap_or(DEFAULT_PREFETCH_BYTES),
+    )?;
+    Ok(ShardedDataset::from_parts(
+        dir,
+        manifest,
+        Some(Arc::new(cache)),
+    ))
 }
 
 /// The manifest of the dataset at `remote`.

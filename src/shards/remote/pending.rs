@@ -1,24 +1,29 @@
 //! Independent writers of a dataset in object storage: their pending manifests
 //! (`_lodtensor.pending.PREFIX.TOKEN.json`, one per [`upload_pending`](super::upload_pending),
 //! never changed once created)
-//! merged into the dataset's manifest by a conditional PUT ([`commit_url`]), listed
+//! merged into the dataset's manifest by a conditional PUT ([`commit_with`]), listed
 //! ([`pending_prefixes`]) and dropped with their shards ([`discard_pending`]), as
 //! [`commit`](crate::shards::commit) does for a local directory.
 
 use std::collections::{HashMap, HashSet};
 
 use crate::error::{ArgumentError, Error, ErrorKind, Result};
-use crate::shards::commit::merge;
+use crate::shards::commit::{commit_dir, merge};
 use crate::shards::index::IndexEntry;
+use crate::shards::location::Location;
 use crate::shards::manifest::{ColumnSpec, MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::parse::{cut, manifest_error};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::load_manifest_and_tag;
 use crate::shards::remote::meta::{index_merged, pending_lengths};
 use crate::shards::remote::upload::RemoteStore;
-use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, commit_with};
+use crate::shards::store::{
+    Commit, ManifestStore, PENDING_PREFIX, check_prefix, commit_with as commit_protocol,
+};
 
-/// Merges every pending manifest of the dataset at `url` into its manifest, replaced by a
+/// Merges every pending manifest of the dataset at `location` into its manifest: a
+/// directory's as [`commit`](crate::shards::commit) (`options` unused); a URL's (reached as
+/// `options` say) replaced by a
 /// conditional PUT (`If-Match` on the ETag read, `If-None-Match: *` for a new dataset; a
 /// commit that loses the race re-reads and merges again, so concurrent commits and
 /// appenders never lose each other's shards), then removes the pending manifests merged.
@@ -34,16 +39,42 @@ use crate::shards::store::{Commit, ManifestStore, PENDING_PREFIX, check_prefix, 
 /// [`ArgumentError::NoSchema`] when there is neither a dataset nor a pending manifest;
 /// [`ArgumentError::SchemaMismatch`] when a pending manifest's columns differ from the
 /// dataset's; [`FormatError::Manifest`](crate::FormatError::Manifest) when a shard is listed
-/// twice with different contents; the store's errors ([`ShardedDataset::open_url`](crate::shards::ShardedDataset::open_url)).
+/// twice with different contents; the store's errors ([`ShardedDataset::open_with`](crate::shards::ShardedDataset::open_with)).
+///
+/// A pending manifest of a URL that cannot be trusted is skipped and left in the store
+/// ([`commit_url_report`] says which).
 ///
 /// # Example
 /// ```no_run
-/// use lodtensor::shards::{RemoteOptions, commit_url};
+/// use lodtensor::shards::{RemoteOptions, commit_with};
 /// let options = RemoteOptions::default().with_storage_option("aws_region", "eu-west-1");
-/// let manifest = commit_url("s3://bucket/tokens/", &options)?;
+/// let manifest = commit_with("s3://bucket/tokens/", &options)?;
 /// println!("{} shards", manifest.shards.len());
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
+pub fn commit_with(location: impl Into<Location>, options: &RemoteOptions) -> Result<Manifest> {
+    match location.into() {
+        Location::Path(dir) => commit_dir(&dir),
+        Location::Url(url) => commit_url_report(&url, options).map(|report| report.manifest),
+    }
+}
+
+/// Merges every pending manifest of the dataset at the URL `url` into its manifest.
+///
+/// # Errors
+/// [`commit_with`]'s.
+///
+/// # Example
+/// ```no_run
+/// # #![allow(deprecated)]
+/// use lodtensor::shards::{RemoteOptions, commit_url, commit_with};
+/// let options = RemoteOptions::default();
+/// let manifest = commit_url("s3://bucket/tokens/", &options)?;
+/// // becomes
+/// let manifest = commit_with("s3://bucket/tokens/", &options)?;
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[deprecated(since = "0.2.0", note = "use `commit_with(url, options)`")]
 pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
     commit_url_report(url, options).map(|report| report.manifest)
 }
@@ -71,14 +102,14 @@ pub struct CommitReport {
     pub skipped: Vec<Error>,
 }
 
-/// [`commit_url`], reporting the pending manifests it skipped: one that cannot be parsed,
+/// [`commit_with`] of a URL, reporting the pending manifests it skipped: one that cannot be parsed,
 /// whose columns differ from the dataset's, that lists a shard the store does not hold
 /// with the size it gives (the LIST the commit makes anyway says), or one the dataset (or
 /// a pending manifest merged before it) lists with other contents, is left in the store
 /// and reported; the others are committed.
 ///
 /// # Errors
-/// As [`commit_url`], but for the faults of single pending manifests.
+/// As [`commit_with`], but for the faults of single pending manifests.
 ///
 /// # Example
 /// ```no_run
@@ -119,7 +150,7 @@ pub fn commit_url_report(url: &str, options: &RemoteOptions) -> Result<CommitRep
         return Ok(CommitReport { manifest, skipped });
     }
     let donors = pending_lengths(&store.remote, &parts)?;
-    let manifest = commit_with(&store, current, |current, store| {
+    let manifest = commit_protocol(&store, current, |current, store| {
         let mut manifest = current.cloned();
         // Nothing to publish: pending shards are in place already (no staged one is found).
         let mut publish = Vec::new();

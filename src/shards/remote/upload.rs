@@ -12,7 +12,7 @@
 //! own (`_lodtensor.pending.PREFIX.TOKEN.json`, created once, never changed) in place of
 //! the dataset's: its shards take their final names at once (a store has no rename, and a
 //! copy would move every byte again), and are part of the dataset once
-//! [`commit_url`](super::commit_url) lists them.
+//! [`commit_with`](super::commit_with) lists them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -115,7 +115,7 @@ impl RemoteStore {
 /// # Errors
 /// [`DatasetError::AlreadyThere`] when creating where a dataset is,
 /// [`DatasetError::NothingToAppendTo`] when appending where none is; [`ArgumentError::SchemaMismatch`] when the
-/// columns differ from the dataset's; the store's errors ([`ShardedDataset::open_url`](crate::shards::ShardedDataset::open_url)).
+/// columns differ from the dataset's; the store's errors ([`ShardedDataset::open_with`](crate::shards::ShardedDataset::open_with)).
 ///
 /// # Example
 /// ```no_run
@@ -149,13 +149,13 @@ pub fn upload_shards(
 /// shard created under a name of its own (`PREFIX-NNNNN.arrow`, after the prefix's names
 /// in the store) that no manifest lists yet, then recorded in a new pending manifest
 /// `_lodtensor.pending.PREFIX.TOKEN.json` (`TOKEN` unique to the upload; created once and
-/// never changed, so a commit can remove it once merged). [`commit_url`](super::commit_url)
+/// never changed, so a commit can remove it once merged). [`commit_with`](super::commit_with)
 /// then lists them in the dataset's manifest. Returns the pending manifest.
 ///
 /// # Errors
 /// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for a bad
 /// prefix; [`ArgumentError::SchemaMismatch`] when the columns differ from the pending
-/// manifest's; the store's errors ([`ShardedDataset::open_url`](crate::shards::ShardedDataset::open_url)).
+/// manifest's; the store's errors ([`ShardedDataset::open_with`](crate::shards::ShardedDataset::open_with)).
 ///
 /// # Example
 /// ```no_run
