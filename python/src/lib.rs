@@ -21,6 +21,7 @@ mod loader_options;
 mod mix;
 mod numpy_api;
 mod pack;
+mod place;
 mod remote;
 mod shard_writer;
 mod shards;
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::Loader>()?;
     m.add_class::<loader::EpochIterator>()?;
     m.add_class::<batch::Batch>()?;
+    place::add(m)?;
     m.add_class::<mix::Mixture>()?;
     m.add_function(wrap_pyfunction!(mix::mix, m)?)?;
     m.add_class::<shards::ShardedDataset>()?;
