@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import lodtensor as lt
-from conftest import documents, inside_mapping
+from conftest import documents, inside_mapping, mapping_holding
 
 if os.environ.get("LODTENSOR_REQUIRE_PYTHON") == "1":
     import torch
@@ -146,13 +146,7 @@ def in_memfd(t) -> bool:
 
 def mapping_of_tensor(t) -> str:
     """The line of /proc/self/maps whose mapping holds the tensor's memory."""
-    address = t.data_ptr()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
-            if lo <= address < hi:
-                return line
-    raise AssertionError(f"not mapped: {t!r}")
+    return mapping_holding(t.data_ptr())
 
 
 def test_workers_hand_view_batches_over_as_their_place_in_the_file(docs_path, shards_dir):

@@ -14,6 +14,7 @@ pytest.importorskip("boto3")
 torch = pytest.importorskip("torch")
 
 import lodtensor as lt  # noqa: E402
+from conftest import mapping_holding  # noqa: E402
 from s3_server import s3  # noqa: E402, F401 (the fixture)
 from torch.utils.data import DataLoader  # noqa: E402
 
@@ -28,23 +29,13 @@ def url(s3, shards_dir):
     return s3.upload_dir(shards_dir, "torch", "docs")
 
 
-def mapping_of(address: int) -> str:
-    """The line of /proc/self/maps whose mapping holds `address`."""
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
-            if lo <= address < hi:
-                return line
-    raise AssertionError(f"not mapped: {address:#x}")
-
-
 def test_remote_view_batches_cross_as_places_in_the_cache_file(s3, url, shards_dir, tmp_path):
     cache = tmp_path / "cache"
     ds = BatchDataset(url, storage_options=s3.storage_options(), cache_dir=cache, batch_size=8)
     items = list(DataLoader(ds, batch_size=None, num_workers=2))
     assert sum(len(item["samples"]) for item in items) == 200
     # Each view batch's values lie in a mapping of a cache file in this process.
-    in_cache = [" " + os.path.realpath(cache) in mapping_of(item["tokens"]["values"].data_ptr()) for item in items]
+    in_cache = [" " + os.path.realpath(cache) in mapping_holding(item["tokens"]["values"].data_ptr()) for item in items]
     ranks = [lt.open(shards_dir).loader(batch_size=8, rank=r, world_size=2) for r in range(2)]
     views = sum(b.is_view for loader in ranks for b in loader)
     assert sum(in_cache) == views > 0  # the others (across record batches) gathered, in blocks
