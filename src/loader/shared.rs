@@ -132,12 +132,14 @@ impl SharedMemory {
     /// # Example
     /// ```
     /// use lodtensor::loader::SharedMemory;
+    /// assert_eq!(SharedMemory::region_size(0), 0);             // no bytes: the header only
     /// assert_eq!(SharedMemory::region_size(1), 1 << 16);
     /// assert_eq!(SharedMemory::region_size(1 << 20), 1 << 20);
     /// assert_eq!(SharedMemory::region_size((1 << 20) + 1), (1 << 20) + (1 << 18));
     /// ```
     pub fn region_size(len: usize) -> usize {
-        let step = (1usize << 16).max(1 << len.saturating_sub(1).ilog2().saturating_sub(2));
+        let bits = len.saturating_sub(1).checked_ilog2().unwrap_or(0);
+        let step = (1usize << 16).max(1 << bits.saturating_sub(2));
         len.div_ceil(step) * step
     }
 
