@@ -30,9 +30,10 @@ pub fn place_tuple<'py>(
 
 /// The size of a region of shared memory that holds `nbytes` after its header, rounded
 /// up as the loader's regions are (reused by batches a little larger).
+#[lodtensor_python_guard::guard]
 #[pyfunction]
-pub fn region_size(nbytes: usize) -> usize {
-    lodtensor::loader::SharedMemory::region_size(nbytes)
+pub fn region_size(nbytes: usize) -> PyResult<usize> {
+    Ok(lodtensor::loader::SharedMemory::region_size(nbytes))
 }
 
 /// Adds the region layout to the module: `REGION_HEADER` (the bytes before a region's

@@ -220,6 +220,21 @@ def test_a_file_replaced_under_the_workers_is_refused(docs_path, tmp_path):
         _shm._file("test", gone)
 
 
+def test_a_workers_blocks_have_the_loaders_region_layout():
+    # One layout for the loader's regions and the worker's blocks: the crate's header,
+    # lend flag and size rounding; a block is taken again only once its flag is cleared.
+    from lodtensor import _native, _shm
+
+    blocks = _shm.Blocks()
+    shm = blocks.take(100_000)
+    assert shm is not None and shm.size == _native.REGION_HEADER + _native.region_size(100_000)
+    assert (_native.REGION_HEADER, _native.LEND_FLAG, _native.region_size(1)) == (64, 0, 1 << 16)
+    raw = blocks.blocks[shm.fd]
+    assert raw[_native.LEND_FLAG] == 1 and blocks.take(10) != shm  # in use: another block
+    raw[_native.LEND_FLAG] = 0
+    assert blocks.take(10) == shm  # given back: the first again
+
+
 def test_shared_memory_under_a_reused_descriptor_is_refused():
     # A worker's descriptor number now names another memfd (the worker gone, or its
     # memory closed): the main process must not map it as the memory the item named.
