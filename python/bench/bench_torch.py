@@ -2,7 +2,7 @@
 MosaicML Streaming, LitData and Hugging Face datasets, on the same tokens, in one run.
 
     python python/bench/bench_torch.py [--mib 128] [--dir /tmp] [--repeat 3] [--workers 2]
-                                       [--token-budget 4096] [--no-peers]
+                                       [--token-budget 4096] [--no-peers] [--remote]
 
 Needs torch; the peers run when installed (mosaicml-streaming, litdata, datasets: install
 them in a virtual environment of their own, not the test one). The data: documents ->
@@ -23,6 +23,12 @@ process (the main one and the DataLoader's workers) over those epochs, per token
 contender costs whatever else runs on the machine. The resume line: from `load_state_dict` of
 a state saved mid-epoch to the next batch in hand (median of 5), and the same with a stateful
 dataset that does nothing (what torch's worker start-up costs). Prints a Markdown table.
+
+With `--remote` (needs moto and boto3): the same documents as shards in moto's S3 server on
+127.0.0.1, read by `BatchDataset(url, ...)` through a node cache (filled by the warm-up
+epoch), twice: as it hands batches over (a view batch as its place in the cache file) and
+with every view copied into the worker's shared memory, as before the loader reported
+places (a subclass that reports none): before and after in one run.
 """
 
 from __future__ import annotations
@@ -193,6 +199,43 @@ def dataloader_cost(path: str, budget: int, repeat: int = 5) -> float:
     return (through - plain) / len(items)
 
 
+class CopiedViews(BatchDataset):
+    """BatchDataset with no place reported for any array: a worker copies a view batch's
+    values into its shared memory (what a URL dataset's workers did before the loader
+    reported places in its cache files)."""
+
+    def _column(self, batch, name, leaf, places, packed):
+        return super()._column(batch, name, leaf, None, packed)
+
+
+def remote_contenders(remote: tuple[str, dict, str], shuffle: bool, workers: int, budget: int) -> dict:
+    """The shards in S3 (`url`, `options`, the node cache `cache`) through a DataLoader of
+    `workers` workers: as handed over, and with every view copied."""
+    url, options, cache = remote
+    opts = dict(token_budget=budget, shuffle=shuffle, seed=SEED, storage_options=options, cache_dir=cache)
+    out = {}
+    for name, kind in ((f"lodtensor.torch over S3 (moto), {workers} workers", BatchDataset),
+                       (f"the same, views copied (before), {workers} workers", CopiedViews)):
+        dl = DataLoader(kind(url, **opts), batch_size=None, num_workers=workers, persistent_workers=True)
+        out[name] = lambda dl=dl: lodtensor_epoch(dl)
+    return out
+
+
+def start_remote(table: pa.Table, work: str, budget: int):
+    """moto's S3 server with `table` as shards in a bucket: the server, and the URL, the
+    storage options and a cache directory."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from s3_server import S3Server
+
+    local = os.path.join(work, "shards")
+    lt.write_shards(local, table, shard_rows=max(1, table.num_rows // 16))
+    server = S3Server()
+    url = server.upload_dir(local, "bench", "docs")
+    return server, (url, server.storage_options(), os.path.join(work, "cache"))
+
+
 def contenders(
     path: str, work: str, shuffle: bool, workers: int, docs_per_batch: int, budget: int, peers: bool
 ) -> dict:
@@ -359,13 +402,19 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--token-budget", type=int, default=4096, help="tokens per lodtensor batch")
     parser.add_argument("--no-peers", action="store_true", help="lodtensor's contenders only")
+    parser.add_argument("--remote", action="store_true", help="also over shards in moto's S3 (needs moto)")
     args = parser.parse_args()
     budget = args.token_budget
     torch.set_num_threads(1)  # the step's threads would fight the workers for the CPUs
     work = tempfile.mkdtemp(dir=args.dir, prefix="bench_torch_")
+    server = None
     try:
         path = os.path.join(work, "docs.arrow")
-        lt.write(path, documents(args.mib))
+        table = documents(args.mib)
+        lt.write(path, table)
+        if args.remote:
+            server, remote = start_remote(table, work, budget)
+        del table
         ds = lt.open(path)
         batches = len(ds.loader(token_budget=budget))
         docs_per_batch = max(1, round(ds.num_rows / batches))
@@ -381,6 +430,8 @@ def main() -> None:
         rows, cpus = {}, {}
         for shuffle in (False, True):
             runs = contenders(path, work, shuffle, args.workers, docs_per_batch, budget, not args.no_peers)
+            if server is not None:
+                runs |= remote_contenders(remote, shuffle, args.workers, budget)
             for name, run in runs.items():
                 seconds, tokens, cpu = best(run, args.repeat)
                 rows.setdefault(name, {})[shuffle] = tokens / seconds / 1e6
@@ -410,6 +461,8 @@ def main() -> None:
         for name, seconds in resume_latency(path, args.workers, budget).items():
             print(f"| {name} | {seconds * 1e3:.1f} |")
     finally:
+        if server is not None:
+            server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

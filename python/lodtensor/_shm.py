@@ -1,11 +1,14 @@
 """How a DataLoader worker's batches reach the main process (``lodtensor.torch``; Linux):
 each array of an item goes the cheapest way that leaves the main process its own memory.
 
-- An array that is a view of a mapped file (a view batch's values) goes as its place in
-  the file: the main process maps the file once, copy-on-write as a loader does, and
-  builds the tensor over that mapping. Nothing is copied; the page cache is shared.
+- An array that is a view of a mapped file (a view batch's values, of a local file or of
+  a URL dataset's node-cache file) goes as its place in the file, as the loader reports it
+  (``Batch.values_place``: the file's path and identity when opened, and the offset): the
+  main process maps the file once, copy-on-write as a loader does, checks it is still that
+  file, and builds the tensor over that mapping. Nothing is copied; the page cache is shared.
 - An array of a gathered batch lies in the shared memory the worker's loader gathered it
-  into (``shared_memory=True``, ``Batch.lend_shared_memory``): it goes as its place there.
+  into (``shared_memory=True``, ``Batch.lend_shared_memory``): it goes as its place there
+  (``Batch.values_place`` too).
 - A small array (offsets, sample numbers, at most ``INLINE_MAX`` bytes) goes in the
   message itself.
 - Any other (a padded batch, packed position ids, a batch gathered on the heap) is copied
@@ -14,7 +17,9 @@ each array of an item goes the cheapest way that leaves the main process its own
   virtual machines; a reused block costs one copy.
 
 The main process maps a worker's shared memory (``Shm``: a region or a block) once, by
-``/proc/PID/fd/FD``. Its first byte says whether it is lent: the worker sets it when it
+``/proc/PID/fd/FD``. Its layout is the crate's (``SharedMemory``: ``REGION_HEADER`` bytes
+before the buffer, the lend flag at ``LEND_FLAG``, sizes rounded by ``region_size``,
+exported by the native module). Its flag byte says whether it is lent: the worker sets it when it
 hands the memory over, and the main process clears it when the last tensor over it is
 freed; a worker writes only memory of its own whose byte is clear, so nothing is written
 while the main process may read it (the worker makes another block, up to ``BLOCKS``,
@@ -25,19 +30,20 @@ process builds each tensor with one ``numpy.frombuffer`` over what it has mapped
 """
 from __future__ import annotations
 
-import bisect
 import ctypes
 import mmap
 import os
-import re
 import weakref
 from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 import torch
 
+from . import _native
+
 BLOCKS = 64  # blocks per worker process
-ALIGN = 64  # the arrays' alignment; the first ALIGN bytes of a block are its header
+ALIGN = _native.REGION_HEADER  # the arrays' alignment; the first ALIGN bytes of a block are its header
+FLAG = _native.LEND_FLAG  # the lend flag's offset in a block or region
 INLINE_MAX = 1 << 12  # an array of at most this many bytes travels in the message (not a view)
 INLINE = -1  # where a Leaf lies in the message (0, 1, ...: the item's sources)
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
@@ -59,36 +65,35 @@ class Shm(NamedTuple):
 
 
 class Blocks:
-    """A worker process's blocks: ``take(nbytes)`` gives a free one (marked in use) or ``None``."""
+    """A worker process's blocks: ``take(nbytes)`` gives a free one of at least ``nbytes``
+    after its header (marked in use) or ``None``."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.blocks: dict[int, np.ndarray] = {}  # fd -> the block's bytes
         self._shm: dict[int, Shm] = {}
         self._maps: list[mmap.mmap] = []
-        self.files = Files()
 
     def take(self, nbytes: int) -> Shm | None:
-        fd = next((fd for fd, raw in self.blocks.items() if raw[0] == 0 and len(raw) >= nbytes), None)
+        fd = next((fd for fd, raw in self.blocks.items() if raw[FLAG] == 0 and len(raw) >= ALIGN + nbytes), None)
         if fd is None:
             if len(self.blocks) == BLOCKS or not hasattr(os, "memfd_create"):
                 return None
-            # Rounded up to an eighth of a power of two: reused by batches a little larger.
-            step = max(1 << 16, 1 << max(0, (nbytes - 1).bit_length() - 3))
-            size = -(-nbytes // step) * step
+            size = ALIGN + _native.region_size(nbytes)  # as the loader's regions: reused by a little larger
             fd = os.memfd_create("lodtensor-batch", os.MFD_CLOEXEC)
             os.ftruncate(fd, size)
             block = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | _POPULATE)
             self._maps.append(block)
             self.blocks[fd] = np.frombuffer(block, np.uint8)
             self._shm[fd] = Shm(self.pid, fd, os.fstat(fd).st_ino, size)
-        self.blocks[fd][0] = 1
+        self.blocks[fd][FLAG] = 1
         return self._shm[fd]
 
 
 class File(NamedTuple):
-    """A mapped file, as the main process finds it again: it maps ``path`` only if it is
-    still the file the worker mapped (same device, inode, size and modification time)."""
+    """A mapped file, as the worker's loader opened it (``Batch.values_place``): the main
+    process maps ``path`` only if it is still that file (same device, inode and size, and
+    not an earlier modification time)."""
 
     path: str
     dev: int
@@ -97,62 +102,11 @@ class File(NamedTuple):
     mtime_ns: int
 
 
-class Files:
-    """This process's mappings (``/proc/self/maps``): where an array that is a view of a
-    file lies in it, for the files that are still at their path."""
-
-    def __init__(self) -> None:
-        self._starts: list[int] = []
-        self._maps: list[tuple[int, int, str, int]] = []  # (end, file offset, path, inode), by start
-        self._files: dict[tuple[str, int], File | None] = {}
-        self._readable = True  # False without /proc/self/maps: every array copied
-
-    def locate(self, address: int, nbytes: int, expected: str) -> tuple[File, int] | None:
-        """The file and the offset of the ``nbytes`` bytes at ``address``, if they lie in a
-        mapping of the file at path ``expected`` (the mappings are read again when none
-        holds ``address`` or another file's does: one unmapped since, its place reused)."""
-        for again in (False, True):
-            i = bisect.bisect_right(self._starts, address) - 1
-            if i >= 0 and address < self._maps[i][0] and self._maps[i][2] == expected:
-                end, offset, path, ino = self._maps[i]
-                file = self._file(path, ino)
-                if file is None or address + nbytes > end:
-                    return None
-                return file, address - self._starts[i] + offset
-            if not again and self._readable:
-                self._read()
-        return None
-
-    def _file(self, path: str, ino: int) -> File | None:
-        """The file mapped from ``path`` if it is still there (the same inode)."""
-        if (path, ino) not in self._files:
-            file = None
-            if path.startswith("/") and ino:
-                try:
-                    st = os.stat(path)
-                except OSError:  # gone, or "(deleted)"
-                    st = None
-                if st is not None and st.st_ino == ino:
-                    file = File(path, st.st_dev, ino, st.st_size, st.st_mtime_ns)
-            self._files[(path, ino)] = file
-        return self._files[(path, ino)]
-
-    def _read(self) -> None:
-        try:
-            with open("/proc/self/maps", "rb") as f:
-                text = f.read().decode(errors="replace")
-        except OSError:
-            self._readable = False
-            return
-        starts, maps = [], []
-        for lo, hi, offset, ino, path in _MAPS_LINE.findall(text):
-            starts.append(int(lo, 16))
-            maps.append((int(hi, 16), int(offset, 16), path, int(ino)))
-        self._starts, self._maps = starts, maps
-
-
-# A line of /proc/PID/maps: start-end perms offset dev inode [path].
-_MAPS_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) \S+ (\d+) *(.*)$", re.MULTILINE)
+def source(place: tuple[Any, ...]) -> tuple[File | Shm, int]:
+    """The source and offset of a place ``Batch.values_place`` reports."""
+    if place[0] == "file":
+        return File(*place[1:6]), place[6]
+    return Shm(*place[1:5]), place[5]
 
 
 class Item:
@@ -224,7 +178,7 @@ def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> 
     # One array per item and source: the tensors over it hold it (their buffer's exporter)
     # as long as any of them lives; when it goes, the lend flag says the memory is free.
     base = np.frombuffer(mapped[1], np.uint8, count=source.size)
-    weakref.finalize(base, _release, np.frombuffer(mapped[1], np.uint8, count=1))
+    weakref.finalize(base, _release, np.frombuffer(mapped[1], np.uint8, count=1, offset=FLAG))
     return base
 
 
@@ -239,10 +193,19 @@ def _file(token: str, file: File) -> mmap.mmap:
     if block is None:
         from . import InvalidFileError
 
-        with open(file.path, "rb") as f:
+        changed = f"{file.path}: replaced or changed while a DataLoader worker reads it"
+        try:
+            f = open(file.path, "rb")
+        except FileNotFoundError:
+            raise InvalidFileError(f"{changed} (gone)") from None
+        with f:
             st = os.fstat(f.fileno())
-            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != file[1:]:
-                raise InvalidFileError(f"{file.path}: replaced or changed while a DataLoader worker reads it")
+            # Another file (renamed over it), or this one truncated or extended, or its time
+            # set back. A later mtime alone on the same inode and size is a use, not a
+            # change: a node cache marks an entry's use so, and its entries are replaced, never
+            # written in place.
+            if (st.st_dev, st.st_ino, st.st_size) != file[1:4] or st.st_mtime_ns < file.mtime_ns:
+                raise InvalidFileError(changed)
             block = _MAPPED[(token, file)] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     return block
 
@@ -272,21 +235,17 @@ def _dtype_str(dtype: np.dtype) -> str:
 
 class Placer:
     """Places each array of an item as the item is made (``leaf``: the array's ``Leaf``,
-    put in the tree instead of it), then copies what needs it (``finish``). ``views``: the
-    ids of the batch's values arrays, which lie in the file at ``path`` (``None``: of no
-    file) or in ``region``, the shared memory the batch was gathered into
-    (``Batch.lend_shared_memory``)."""
+    put in the tree instead of it), then copies what needs it (``finish``). ``places``: by
+    ``id``, the places of the batch's values arrays (``Batch.values_place``: in a mapped
+    file or in the shared memory the batch was gathered into); ``region``: that shared
+    memory's ``(fd, inode, address, size)`` (``Batch.lend_shared_memory``), lent."""
 
-    def __init__(self, blocks: Blocks, views: set[int], path: str | None, region: tuple[int, ...] | None) -> None:
-        self.blocks, self.views, self.path = blocks, views, path
+    def __init__(self, blocks: Blocks, places: dict[int, tuple[Any, ...]], region: tuple[int, ...] | None) -> None:
+        self.blocks, self.places = blocks, places
         self.arrays: list[np.ndarray] = []
         self.leaves: list[tuple[Any, ...]] = []
         self.sources: list[Any] = []
-        self.region = (0, 0)
-        if region is not None:
-            fd, ino, address, size = region
-            self.sources.append(Shm(blocks.pid, fd, ino, size))
-            self.region = (address, address + size)
+        self.flag = 0 if region is None else region[2] + FLAG  # the lent region's flag, if any
         self.block = -1  # the index of the block among the sources, once one is needed
         self.inline_end = self.block_end = 0
 
@@ -294,17 +253,12 @@ class Placer:
         if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
             return a  # not an array (a packed batch's max_seqlen)
         nbytes, dtype, shape = a.nbytes, _DTYPE_STR.get(a.dtype) or _dtype_str(a.dtype), a.shape
-        lo, hi = self.region
-        # Only a values array may lie in memory the main process maps (the others are the
-        # binding's copies): its address, a dict to make, is not asked of the others.
-        address = a.__array_interface__["data"][0] if nbytes and id(a) in self.views else -1
-        found = None
-        if lo <= address <= hi - nbytes:
-            leaf = _leaf(address - lo, nbytes, dtype, shape, 0)
-        elif address >= 0 and self.path and (found := self.blocks.files.locate(address, nbytes, self.path)):
-            if found[0] not in self.sources:
-                self.sources.append(found[0])
-            leaf = _leaf(found[1], nbytes, dtype, shape, self.sources.index(found[0]))
+        place = self.places.get(id(a)) if nbytes else None
+        if place is not None:
+            found, offset = source(place)
+            if found not in self.sources:
+                self.sources.append(found)
+            leaf = _leaf(offset, nbytes, dtype, shape, self.sources.index(found))
         elif nbytes <= INLINE_MAX:
             leaf = _leaf(self.inline_end, nbytes, dtype, shape, INLINE)
             self.inline_end += -(-nbytes // ALIGN) * ALIGN
@@ -322,7 +276,7 @@ class Placer:
         """The arrays copied where their leaves say; ``None`` when a block is needed and
         none is free."""
         if self.block >= 0:
-            shm = self.blocks.take(ALIGN + self.block_end)
+            shm = self.blocks.take(self.block_end)
             if shm is None:
                 return None
             self.sources[self.block] = shm
@@ -344,8 +298,8 @@ class Placer:
             nbytes += -(-a.nbytes // ALIGN) * ALIGN
         block = torch.empty(nbytes, dtype=torch.uint8).share_memory_()
         copy(block.numpy(), self.arrays, leaves, 0)
-        if self.region[1]:
-            ctypes.c_uint8.from_address(self.region[0]).value = 0
+        if self.flag:
+            ctypes.c_uint8.from_address(self.flag).value = 0
         return tensors(_relabel(tree, dict(zip(map(id, self.leaves), leaves))), [block])
 
 

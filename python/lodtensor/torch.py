@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import bisect
 import ctypes
 import multiprocessing.context
 import os
@@ -103,7 +102,8 @@ class BatchDataset(IterableDataset):
     is pickled: a view batch's values go as their place in the file, which the main
     process maps copy-on-write too; small arrays travel in the message; other arrays (a
     gathered batch's) are copied once into one of the worker's shared-memory blocks, which
-    the main process maps as it is (``lodtensor._shm``).
+    the main process maps as it is (``lodtensor._shm``). A URL dataset's view batches go
+    as their places in the node's cache files, as a local file's do.
     ``set_epoch``, ``state_dict`` and ``load_state_dict`` reach the workers; see
     docs/python.md (torch) and docs/pretraining.md.
 
@@ -239,17 +239,8 @@ class BatchDataset(IterableDataset):
             if get_worker_info() is not None and "shared_memory" not in self.loader_options:
                 extra["shared_memory"] = True  # gathered batches: where the main process reads them
             loader = self.dataset.loader(**self.loader_options, **extra, rank=index, world_size=ranks * workers)
-            self._process = (*key, loader, workers, ranks, _files_of(self.dataset))
+            self._process = (*key, loader, workers, ranks)
         return self._process[3]
-
-    def _file_of(self, row: int) -> str | None:
-        """The path of the file that holds dataset row ``row`` (``None``: unknown)."""
-        assert self._process is not None
-        files = self._process[6]
-        if files is None:
-            return None
-        offsets, paths = files
-        return paths[bisect.bisect_right(offsets, row) - 1]
 
     def _batches(self, loader: Loader, worker: int | None) -> Iterator[dict[str, Any]]:
         for batch in loader:
@@ -262,24 +253,23 @@ class BatchDataset(IterableDataset):
         pieces = batch.pieces()
         if worker is None:  # the main process: tensors over the batch's arrays
             return _shm.finish(_quiet(self._arrays, batch, pieces, _tensor), nested)
-        views: set[int] = set()  # the values arrays: in the file or in shared memory (lodtensor._shm)
         if self._blocks is None or self._blocks.pid != os.getpid():
             self._blocks = _shm.Blocks()
-        path = None
-        if batch.is_view and len(batch):
-            path = self._file_of(int(batch.samples[0] if pieces is None else pieces[0][0, 0]))
-        placer = _shm.Placer(self._blocks, views, path, None if batch.is_view else batch.lend_shared_memory())
-        tree = self._arrays(batch, pieces, placer.leaf, views)
+        region = None if batch.is_view else batch.lend_shared_memory()
+        places: dict[int, tuple[Any, ...]] = {}  # the values arrays' places (lodtensor._shm)
+        placer = _shm.Placer(self._blocks, places, region)
+        tree = self._arrays(batch, pieces, placer.leaf, places)
         placed = placer.finish(tree)
         if placed is None:  # every block in use: a torch shared tensor of its own
             return _shm.finish(placer.shared(tree), nested)
         return _shm.Item(self._token, worker, placed, nested)
 
     def _arrays(
-        self, batch: Batch, pieces: Any, leaf: Callable[[Any], Any], views: set[int] | None = None
+        self, batch: Batch, pieces: Any, leaf: Callable[[Any], Any], places: dict[int, Any] | None = None
     ) -> dict[str, Any]:
-        """The item, each numpy array of it passed through ``leaf``; the ids of the batch's
-        values arrays added to ``views``. ``pieces``: ``batch.pieces()``."""
+        """The item, each numpy array of it passed through ``leaf``; the places of the
+        batch's values arrays (``Batch.values_place``) put in ``places`` by their ``id``.
+        ``pieces``: ``batch.pieces()``."""
         if pieces is None:
             item = {"samples": leaf(np.array(batch.samples, dtype=np.int64))}  # a copy: the plan's own
         else:
@@ -292,17 +282,19 @@ class BatchDataset(IterableDataset):
             return {**item, **_walk(dict(self.collate(batch)), leaf)}
         packed = pieces is not None
         for name in batch.column_names if self.columns is None else self.columns:
-            item[name] = self._column(batch, name, leaf, views, packed)
+            item[name] = self._column(batch, name, leaf, places, packed)
         return item
 
-    def _column(self, batch: Batch, name: str, leaf: Callable[[Any], Any], views: set[int] | None, packed: bool) -> Any:
+    def _column(
+        self, batch: Batch, name: str, leaf: Callable[[Any], Any], places: dict[int, Any] | None, packed: bool
+    ) -> Any:
         if batch.is_side(name):
             return _side(batch.values(name), leaf, packed)
         levels = batch.num_levels(name)
         one_each = levels == 0 or (packed and levels == 1)  # one value per sample, or per piece
         values = batch.values(name) if self.collate != "padded" or one_each else None
-        if views is not None:
-            views.add(id(values))
+        if places is not None and values is not None and (place := batch.values_place(name)) is not None:
+            places[id(values)] = place
         if one_each:
             return leaf(values)
         if self.collate is None:
@@ -471,18 +463,6 @@ def _check_keys(dataset: Any, columns: list[str] | None, options: Mapping[str, A
     for key in keys:
         if key in names:
             raise ArgumentError(f"BatchDataset: a column named {key!r} clashes with the item's key")
-
-
-def _files_of(dataset: Any) -> tuple[list[int], list[str]] | None:
-    """The first global row and the path of each file of ``dataset``, as the process maps
-    them (``None`` for a URL, whose shards are files of a cache, and for a mixture)."""
-    if isinstance(dataset, Dataset):
-        return [0], [os.path.realpath(dataset.path)]
-    if not isinstance(dataset, ShardedDataset) or dataset.url is not None:
-        return None
-    offsets = [int(o) for o in dataset.shard_offsets]
-    paths = [os.path.realpath(os.path.join(dataset.path, shard["file"])) for shard in dataset.shards]
-    return offsets[:-1], paths
 
 
 def _distributed() -> tuple[int, int] | None:

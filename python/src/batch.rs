@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyDict, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
 use crate::array::{Array, i64_numpy, rebased_offsets, values_array, values_view, view_numpy};
 use crate::error::IntoPy;
@@ -125,6 +125,22 @@ impl Batch {
             region.as_ptr() as usize,
             region.len(),
         ))
+    }
+
+    /// Where the values of `column` (as `values(column)` gives them) lie, for another
+    /// process to map: `("file", path, dev, ino, size, mtime_ns, offset)` in a mapped file
+    /// (its identity when the loader opened it: a node-cache file of a URL dataset too),
+    /// `("shm", pid, fd, ino, size, offset)` in the shared memory the batch was gathered
+    /// into, or `None` (on the heap; a side or boolean column).
+    fn values_place<'py>(
+        &self,
+        py: Python<'py>,
+        column: &str,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        match self.inner.values_place(column).py_err()? {
+            Some(place) => crate::place::place_tuple(py, place).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The share of padding were the samples padded to the longest, in `[0, 1]` (packed:

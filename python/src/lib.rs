@@ -22,6 +22,7 @@ mod location;
 mod mix;
 mod numpy_api;
 mod pack;
+mod place;
 mod remote;
 mod shard_writer;
 mod shards;
@@ -41,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::Loader>()?;
     m.add_class::<loader::EpochIterator>()?;
     m.add_class::<batch::Batch>()?;
+    place::add(m)?;
     m.add_class::<mix::Mixture>()?;
     m.add_function(wrap_pyfunction!(mix::mix, m)?)?;
     m.add_class::<shards::ShardedDataset>()?;

@@ -95,6 +95,16 @@ def mapping_of(path) -> list[tuple[int, int]]:
     return ranges
 
 
+def mapping_holding(address: int) -> str:
+    """The line of /proc/self/maps whose mapping holds `address`."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= address < hi:
+                return line
+    raise AssertionError(f"not mapped: {address:#x}")
+
+
 def inside_mapping(array: np.ndarray, path) -> bool:
     """Whether every byte of `array` lies inside a mapping of the file at `path`."""
     start = array.__array_interface__["data"][0]

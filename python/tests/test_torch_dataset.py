@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import lodtensor as lt
-from conftest import documents, inside_mapping
+from conftest import documents, inside_mapping, mapping_holding
 
 if os.environ.get("LODTENSOR_REQUIRE_PYTHON") == "1":
     import torch
@@ -146,13 +146,7 @@ def in_memfd(t) -> bool:
 
 def mapping_of_tensor(t) -> str:
     """The line of /proc/self/maps whose mapping holds the tensor's memory."""
-    address = t.data_ptr()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
-            if lo <= address < hi:
-                return line
-    raise AssertionError(f"not mapped: {t!r}")
+    return mapping_holding(t.data_ptr())
 
 
 def test_workers_hand_view_batches_over_as_their_place_in_the_file(docs_path, shards_dir):
@@ -184,23 +178,27 @@ def test_workers_hand_view_batches_over_as_their_place_in_the_file(docs_path, sh
             np.testing.assert_array_equal(values, np.concatenate([expected[s] for s in item["samples"].tolist()]))
 
 
-def test_a_place_another_file_held_before_is_looked_up_again(docs_path, shards_dir):
-    # The mappings are read once and kept; a place that held one file and now holds
-    # another (a shard unmapped, another mapped there) must not be taken for the first.
-    from lodtensor import _shm
-
-    values = next(iter(lt.open(docs_path).loader(batch_size=8))).values("tokens")
-    address = values.__array_interface__["data"][0]
-    path = os.path.realpath(docs_path)
-    files = _shm.Files()
-    found = files.locate(address, values.nbytes, path)
-    assert found is not None and found[0].path == path
-    i = files._starts.index(max(x for x in files._starts if x <= address))
-    shard = os.path.realpath(shards_dir / "part-00000.arrow")
-    files._maps[i] = (*files._maps[i][:2], shard, files._maps[i][3])  # what it held before
-    again = files.locate(address, values.nbytes, path)
-    assert again is not None and again[0].path == path and again[1] == found[1]
-    assert files.locate(address, values.nbytes, shard) is None  # not the shard's
+def test_a_batch_reports_where_its_values_lie(docs_path, shards_dir):
+    # The loader says where a batch's values lie: a view batch in its file (by the file's
+    # identity when opened, and the offset), a gathered one in the shared memory it was
+    # gathered into; the main process finds them there without reading /proc/self/maps.
+    for source in (docs_path, shards_dir):
+        batch = next(iter(lt.open(source).loader(batch_size=8)))
+        kind, path, dev, ino, size, mtime_ns, offset = batch.values_place("tokens")
+        st = os.stat(path)
+        assert kind == "file" and (dev, ino, size, mtime_ns) == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        values = batch.values("tokens")
+        with open(path, "rb") as f:
+            f.seek(offset)
+            assert f.read(values.nbytes) == values.tobytes()
+    gathered = next(iter(lt.open(docs_path).loader(batch_size=8, shuffle=True, seed=1, shared_memory=True)))
+    kind, pid, fd, ino, size, offset = gathered.values_place("tokens")
+    assert (kind, pid) == ("shm", os.getpid()) and offset >= lt._native.REGION_HEADER
+    assert os.fstat(fd).st_ino == ino and os.fstat(fd).st_size == size
+    region = os.pread(fd, gathered.values("tokens").nbytes, offset)
+    assert region == gathered.values("tokens").tobytes()
+    on_heap = next(iter(lt.open(docs_path).loader(batch_size=8, shuffle=True, seed=1)))
+    assert on_heap.values_place("tokens") is None
 
 
 def test_a_file_replaced_under_the_workers_is_refused(docs_path, tmp_path):
@@ -209,9 +207,32 @@ def test_a_file_replaced_under_the_workers_is_refused(docs_path, tmp_path):
     copy = tmp_path / "copy.arrow"
     copy.write_bytes(docs_path.read_bytes())
     st = os.stat(copy)
-    file = _shm.File(str(copy), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns - 1)
-    with pytest.raises(lt.InvalidFileError, match="replaced or changed"):
-        _shm._file("test", file)
+    file = _shm.File(str(copy), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    others = (st.st_ino + 1, st.st_size - 1, st.st_mtime_ns + 1)  # replaced, truncated, set back
+    for changed in (file._replace(**{k: v}) for k, v in zip(("ino", "size", "mtime_ns"), others)):
+        with pytest.raises(lt.InvalidFileError, match="replaced or changed"):
+            _shm._file("test", changed)
+    # A later mtime alone is a use (the node cache marks its entries' uses so): mapped.
+    assert len(_shm._file("test", file._replace(mtime_ns=st.st_mtime_ns - 1))) == st.st_size
+    _shm.forget("test")
+    gone = _shm.File(str(tmp_path / "gone.arrow"), *file[1:])
+    with pytest.raises(lt.InvalidFileError, match="gone.arrow: replaced or changed.*gone"):
+        _shm._file("test", gone)
+
+
+def test_a_workers_blocks_have_the_loaders_region_layout():
+    # One layout for the loader's regions and the worker's blocks: the crate's header,
+    # lend flag and size rounding; a block is taken again only once its flag is cleared.
+    from lodtensor import _native, _shm
+
+    blocks = _shm.Blocks()
+    shm = blocks.take(100_000)
+    assert shm is not None and shm.size == _native.REGION_HEADER + _native.region_size(100_000)
+    assert (_native.REGION_HEADER, _native.LEND_FLAG, _native.region_size(1)) == (64, 0, 1 << 16)
+    raw = blocks.blocks[shm.fd]
+    assert raw[_native.LEND_FLAG] == 1 and blocks.take(10) != shm  # in use: another block
+    raw[_native.LEND_FLAG] = 0
+    assert blocks.take(10) == shm  # given back: the first again
 
 
 def test_shared_memory_under_a_reused_descriptor_is_refused():

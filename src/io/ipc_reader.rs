@@ -30,6 +30,7 @@ use crate::error::{ArgumentError, FileFormat, UnusableError};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow_buffer::Buffer;
 use arrow_schema::SchemaRef;
@@ -37,6 +38,7 @@ use arrow_schema::SchemaRef;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::io::ipc_decode::decode;
+use crate::io::mapped_file::{FileIdentity, MappedFile};
 use crate::io::regular::open_regular;
 use crate::layout::ColumnLayout;
 use crate::row_index::RowIndex;
@@ -81,6 +83,9 @@ pub struct MappedDataset {
     /// The file, held for its shared advisory lock, with its size and modification time
     /// when opened (none for a file read from memory).
     opened: Option<Opened>,
+    /// The file's path, identity when opened and mapping (none for a file read from
+    /// memory): where a view of it lies, for another process.
+    file: Option<Arc<MappedFile>>,
     /// Whether a record batch was compressed: its values then live in memory, decompressed
     /// once when opened, not in the mapping.
     compressed: bool,
@@ -219,13 +224,18 @@ impl MappedDataset {
             .map_err(|e| in_file(e.into()))?;
         let mapping = Buffer::from(bytes::Bytes::from_owner(mmap));
         verify(mapping.as_slice()).map_err(in_file)?;
+        let identity = FileIdentity::of(&meta);
         let opened = Opened {
             len,
             modified: meta.modified().ok(),
             file,
         };
-        Self::from_mapping(path.to_path_buf(), mapping, Some(opened), columns, validate)
-            .map_err(in_file)
+        let file = Arc::new(MappedFile::new(path, identity, mapping.clone()));
+        let mut dataset =
+            Self::from_mapping(path.to_path_buf(), mapping, Some(opened), columns, validate)
+                .map_err(in_file)?;
+        dataset.file = Some(file);
+        Ok(dataset)
     }
 
     /// Reads a dataset file held in memory, copied into an aligned buffer, with every check
@@ -267,6 +277,7 @@ impl MappedDataset {
             batches,
             rows,
             opened,
+            file: None,
             compressed,
         })
     }
@@ -328,6 +339,23 @@ impl MappedDataset {
     /// ```
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The mapped file: its path, its identity (device, inode, size, modification time)
+    /// when opened, and where a view of it lies in it (`None` for a file read from memory).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// let file = MappedDataset::open(&path)?;
+    /// let mapped = file.mapped_file().expect("opened from a path");
+    /// assert_eq!(mapped.identity().size, std::fs::metadata(&path)?.len());
+    /// assert!(MappedDataset::from_bytes(file.as_bytes())?.mapped_file().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn mapped_file(&self) -> Option<&Arc<MappedFile>> {
+        self.file.as_ref()
     }
 
     /// The Arrow schema, with its metadata.

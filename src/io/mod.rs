@@ -7,9 +7,12 @@ mod ipc_file;
 pub(crate) mod ipc_lengths;
 pub mod ipc_reader;
 pub mod ipc_writer;
+mod mapped_file;
 pub mod paddle;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub(crate) mod regular;
 
 pub use atomic::AtomicFile;
+pub(crate) use mapped_file::offset_in;
+pub use mapped_file::{FileIdentity, MappedFile};

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use super::Loader;
 use super::SharedMemory;
 use super::mix::Blend;
+use super::place::{Place, place_of};
 use super::{BatchInfo, Fingerprint, Piece, Plan, Position};
 use crate::dataset::Dataset;
 use crate::error::ArgumentError;
 use crate::error::Result;
+use crate::io::MappedFile;
 use crate::lod::LevelOffsets;
 use crate::ops::{Padded, to_padded};
 use crate::values::{DType, Values};
@@ -32,6 +34,8 @@ use crate::values::{DType, Values};
 pub struct Batch {
     pub(super) data: Dataset,
     pub(super) view: bool,
+    /// The mapped file a view batch lies in (`None`: gathered, or not a file's).
+    pub(super) file: Option<Arc<MappedFile>>,
     /// The shared memory a gathered batch was written into.
     pub(super) shared: Option<Arc<SharedMemory>>,
     pub(super) plan: Arc<Plan>,
@@ -116,6 +120,64 @@ impl Batch {
     /// ```
     pub fn shared_memory(&self) -> Option<&SharedMemory> {
         self.shared.as_deref()
+    }
+
+    /// Where the `len` bytes at `address` (of this process) lie, if in memory another
+    /// process can map: the mapped file a view batch lies in (its identity, recorded when
+    /// it was opened, and the offset), or the shared memory the batch was gathered into.
+    /// `None` for bytes elsewhere (a batch gathered on the heap, a compressed file's
+    /// values, bytes not of this batch).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::{Loader, loader::Place};
+    /// let batch = Loader::builder(&file).with_batch_size(2).build()?.next_batch()?.expect("a view");
+    /// let values = batch.data().column("x")?.values();
+    /// let place = batch.place(values.as_ptr() as usize, 4);
+    /// assert!(matches!(place, Some(Place::File { file, .. }) if file.path() == path));
+    /// assert!(batch.place(0, 4).is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn place(&self, address: usize, len: usize) -> Option<Place<'_>> {
+        place_of(self.file.as_deref(), self.shared.as_deref(), address, len)
+    }
+
+    /// Where the values of `column`'s elements in this batch lie ([`Batch::place`]; `None`
+    /// for a side column).
+    ///
+    /// # Errors
+    /// [`ArgumentError::NoSuchColumn`](crate::ArgumentError::NoSuchColumn) for a column
+    /// the batch has not.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::{Loader, loader::Place};
+    /// let mut loader = Loader::builder(&file).with_batch_size(5).with_shuffle(1)
+    ///     .with_shared_memory(true).build()?;
+    /// let gathered = loader.next_batch()?.expect("a permutation");
+    /// let place = gathered.values_place("x")?;
+    /// assert_eq!(matches!(place, Some(Place::Shared { .. })), cfg!(target_os = "linux"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn values_place(&self, column: &str) -> Result<Option<Place<'_>>> {
+        let found = self.data.column_by_name(column)?;
+        let Some(tensor) = found.as_tensor() else {
+            return Ok(None);
+        };
+        let values = tensor.values();
+        let Some(width) = values.dtype().byte_width() else {
+            return Ok(None); // Booleans, packed in bits: no bytes of their own.
+        };
+        let width = width * values.element_size();
+        let elements = tensor.elements();
+        let address = values.as_ptr() as usize + elements.start * width;
+        Ok(self.place(address, elements.len() * width))
     }
 
     /// The samples (global row numbers of the file), in batch order.

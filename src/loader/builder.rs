@@ -12,6 +12,7 @@ use super::store;
 use crate::dataset::{Column, Dataset};
 use crate::error::ArgumentError;
 use crate::error::Result;
+use crate::io::MappedFile;
 use crate::io::ipc_reader::MappedDataset;
 use crate::row_index::RowIndex;
 use crate::shards::{PendingChecksum, ShardedDataset};
@@ -68,6 +69,8 @@ impl<'a> From<&'a ShardedDataset> for LoaderSource<'a> {
 pub(super) struct Sourced {
     /// The record batches, in order.
     pub batches: Vec<Dataset>,
+    /// The files they lie in (a file read from memory has none).
+    pub files: Vec<Arc<MappedFile>>,
     /// The rows of every shard (a file is one shard).
     pub shards: RowIndex,
     /// Every shard whose checksum is still to check, by shard (empty: none).
@@ -82,11 +85,13 @@ impl LoaderSource<'_> {
     /// The record batches and shards, and what every batch shares per column (from the
     /// first batch, else from the schema: a source without rows).
     pub(super) fn read(self) -> Result<Sourced> {
+        let mut files = Vec::new();
         let (batches, shards, unchecked, empty) = match self {
             LoaderSource::Mixture(mixture) => return read_mixture(mixture),
             LoaderSource::File(file) => {
                 let rows = RowIndex::from_counts([file.num_rows()]);
                 let empty = empty_columns(file.schema());
+                files.extend(file.mapped_file().cloned());
                 (file.batches().to_vec(), rows, Vec::new(), empty)
             }
             LoaderSource::Shards(data) => {
@@ -96,6 +101,7 @@ impl LoaderSource<'_> {
                 for shard in 0..data.num_shards() {
                     let (file, pending) = data.shard_for_reading(shard)?;
                     batches.extend_from_slice(file.batches());
+                    files.extend(file.mapped_file().cloned());
                     counts.push(file.num_rows());
                     unchecked.push(pending);
                 }
@@ -112,6 +118,7 @@ impl LoaderSource<'_> {
         };
         Ok(Sourced {
             batches,
+            files,
             shards,
             unchecked,
             columns,

@@ -341,9 +341,7 @@ impl Gatherer {
             let small = self.regions.iter().position(free)?;
             self.regions.swap_remove(small);
         }
-        // Rounded up to an eighth of a power of two: reused by batches a little larger.
-        let step = (1usize << 16).max(1 << total.saturating_sub(1).ilog2().saturating_sub(2));
-        let region = SharedMemory::new(total.div_ceil(step) * step)?;
+        let region = SharedMemory::new(SharedMemory::region_size(total))?;
         self.stats.allocations += 1;
         Some(Arc::new(region))
     }

@@ -471,6 +471,7 @@ pub(super) fn read_mixture(mixture: &Mixture<'_>) -> Result<Sourced> {
             all.unchecked.append(&mut read.unchecked);
         }
         all.batches.append(&mut read.batches);
+        all.files.append(&mut read.files);
         all.shards = RowIndex::from_counts(shard_rows.iter().copied());
     }
     let mut all = all.expect("normalized_weights refuses no sources");

@@ -94,6 +94,7 @@ mod mix;
 mod order;
 mod pack;
 mod packed;
+mod place;
 mod plan;
 mod position;
 mod prefetch;
@@ -113,6 +114,7 @@ pub use config::{BatchSize, Shuffle};
 pub use gather::GatherStats;
 pub use mix::Mixture;
 pub use pack::{Overlong, PackMode, Packing, Piece, Windows};
+pub use place::Place;
 pub use plan::{BatchInfo, Plan};
 pub use position::{Fingerprint, Position};
 pub use prefetch::Prefetch;
@@ -121,6 +123,7 @@ pub use shared::SharedMemory;
 use config::PlanConfig;
 use gather::Gatherer;
 use mix::Blend;
+use place::Lies;
 use store::{PlanInputs, RowStore};
 
 /// Streams the batches of a [`MappedDataset`]; see the [module docs](self).
@@ -461,13 +464,18 @@ impl Loader {
             self.store.end_epoch();
             return Ok(None);
         }
-        let (data, view, info) =
+        let (data, lies, info) =
             (self.store).load(&plan, index, &self.inputs, &mut self.gatherer)?;
+        let (view, file) = match lies {
+            Lies::View(file) => (true, file),
+            Lies::Gathered => (false, None),
+        };
         let next = (step + self.config.ranks.turn().1).min(plan.len());
         self.position = (epoch, next);
         Ok(Some(Batch {
             data,
             view,
+            file,
             shared: if view {
                 None
             } else {

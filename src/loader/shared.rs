@@ -118,8 +118,49 @@ impl SharedMemory {
         self.map.len()
     }
 
-    /// The process that made the region.
-    pub(super) fn pid(&self) -> u32 {
+    /// The bytes before the buffer: the lend flag (the first byte), then padding to 64.
+    pub const HEADER: usize = HEADER;
+
+    /// The offset of the lend flag in a region: a byte, not 0 while another process may
+    /// read the region ([`SharedMemory::lend`]); that process writes 0 there when done.
+    pub const LEND_FLAG: usize = 0;
+
+    /// The size of a region holding `len` bytes after its header, as the loader makes
+    /// them: rounded up to an eighth of a power of two (at least 64 KiB), so that a region
+    /// is reused by batches a little larger.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::SharedMemory;
+    /// assert_eq!(SharedMemory::region_size(0), 0);             // no bytes: the header only
+    /// assert_eq!(SharedMemory::region_size(1), 1 << 16);
+    /// assert_eq!(SharedMemory::region_size(1 << 20), 1 << 20);
+    /// assert_eq!(SharedMemory::region_size((1 << 20) + 1), (1 << 20) + (1 << 18));
+    /// ```
+    pub fn region_size(len: usize) -> usize {
+        let bits = len.saturating_sub(1).checked_ilog2().unwrap_or(0);
+        let step = (1usize << 16).max(1 << bits.saturating_sub(2));
+        len.div_ceil(step) * step
+    }
+
+    /// The process that made the region (with [`SharedMemory::fd`], another process opens
+    /// it as `/proc/PID/fd/FD`).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(5).with_shuffle(1)
+    ///     .with_shared_memory(true).build()?;
+    /// let batch = loader.next_batch()?.expect("a gathered batch");
+    /// if let Some(region) = batch.shared_memory() {       // Linux
+    ///     assert_eq!(region.pid(), std::process::id());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pid(&self) -> u32 {
         self.pid
     }
 

@@ -23,6 +23,7 @@ use super::gather::{ColumnInfo, Gatherer};
 use super::lengths::quantile_bounds;
 use super::mix::Blend;
 use super::packed::check_pad_last;
+use super::place::Lies;
 use super::plan::{BatchInfo, Plan};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -37,14 +38,14 @@ pub(super) use mapped::Places;
 /// A loader's storage: it loads the batches of the loader's plans.
 pub(super) trait RowStore: Debug + Send {
     /// Batch `index` of `plan` (made from `inputs`): its columns, whether it is a view of
-    /// a mapping, and its tokens and longest sample.
+    /// a mapping (and of which file), and its tokens and longest sample.
     fn load(
         &mut self,
         plan: &Plan,
         index: usize,
         inputs: &PlanInputs,
         gatherer: &mut Gatherer,
-    ) -> Result<(Dataset, bool, BatchInfo)>;
+    ) -> Result<(Dataset, Lies, BatchInfo)>;
 
     /// Whether the rows `samples` (a batch of a plan without windows) would load as a view
     /// with no work but slicing.

@@ -180,3 +180,131 @@ fn a_region_lent_or_held_is_not_written_again() {
         }
     }
 }
+
+/// A step of the region protocol's model test.
+#[cfg(target_os = "linux")]
+#[derive(Clone, Debug)]
+enum Step {
+    /// The loader's next gathered batch, held.
+    Next,
+    /// A held batch dropped (the `n`th, modulo).
+    Drop(usize),
+    /// A held batch's region lent to another process.
+    Lend(usize),
+    /// A lent region given back by the borrower (through a mapping of its own).
+    GiveBack(usize),
+    /// A borrower dies: the region it holds is never given back.
+    PeerDies(usize),
+}
+
+#[cfg(target_os = "linux")]
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => Just(Step::Next),
+        2 => any::<usize>().prop_map(Step::Drop),
+        2 => any::<usize>().prop_map(Step::Lend),
+        2 => any::<usize>().prop_map(Step::GiveBack),
+        1 => any::<usize>().prop_map(Step::PeerDies),
+    ]
+}
+
+/// The model: which regions (by `(fd, inode)`) batches hold, which are lent (and whether
+/// their borrower lives), which the loader has made.
+#[cfg(target_os = "linux")]
+#[derive(Default)]
+struct Regions {
+    held: Vec<Batch>,
+    lent: std::collections::HashMap<(i32, u64), bool>,
+    made: std::collections::HashSet<(i32, u64)>,
+}
+
+#[cfg(target_os = "linux")]
+impl Regions {
+    fn id(b: &Batch) -> Option<(i32, u64)> {
+        b.shared_memory().map(|r| (r.fd(), r.inode()))
+    }
+
+    /// The regions no batch holds and no borrower reads.
+    fn free(&self) -> Vec<(i32, u64)> {
+        let busy: Vec<_> = self.held.iter().filter_map(Self::id).collect();
+        (self.made.iter().copied())
+            .filter(|r| !busy.contains(r) && !self.lent.contains_key(r))
+            .collect()
+    }
+
+    /// Checks a new gathered batch against the model, then holds it.
+    fn next(&mut self, b: Batch) {
+        let free = self.free();
+        match Self::id(&b) {
+            Some(r) => {
+                // Never a region held or lent; a free one reused before one is made.
+                assert!(!self.lent.contains_key(&r), "{r:?} is lent");
+                assert!(
+                    !self.held.iter().any(|h| Self::id(h) == Some(r)),
+                    "{r:?} is held"
+                );
+                assert!(
+                    free.is_empty() || free.contains(&r),
+                    "{r:?} made, {free:?} free"
+                );
+                self.made.insert(r);
+            }
+            // On the heap only when every region is busy.
+            None => assert!(free.is_empty() && self.made.len() == super::gather::REGION_SLOTS),
+        }
+        assert!(self.made.len() <= super::gather::REGION_SLOTS);
+        self.held.push(b);
+    }
+}
+
+#[cfg(target_os = "linux")]
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// The region protocol against a model: a region held by a batch or lent is never
+    /// written (every held batch keeps the file's rows), a free one is reused before a new
+    /// one is made, at most `REGION_SLOTS` are made, and with every one busy (held, or lent
+    /// to a borrower alive or dead) a batch is gathered on the heap.
+    #[test]
+    fn regions_follow_the_lend_protocol(steps in proptest::collection::vec(step(), 1..60)) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = MappedDataset::open(boolean_file(&dir)).unwrap();
+        let mut loader = Loader::builder(&file).with_batch_size(2).with_shuffle(3)
+            .with_shared_memory(true).build().unwrap();
+        let mut model = Regions::default();
+        for step in steps {
+            let n = model.held.len();
+            let lent_alive: Vec<_> = (model.lent.iter()).filter(|(_, alive)| **alive).map(|(r, _)| *r).collect();
+            match step {
+                Step::Next => loop {
+                    if let Some(b) = loader.next_batch().unwrap() && !b.is_view() {
+                        model.next(b);
+                        break;
+                    }
+                },
+                Step::Drop(i) if n > 0 => drop(model.held.swap_remove(i % n)),
+                Step::Lend(i) if n > 0 => {
+                    if let Some(region) = model.held[i % n].shared_memory() {
+                        region.lend();
+                        model.lent.insert((region.fd(), region.inode()), true);
+                    }
+                }
+                Step::GiveBack(i) if !lent_alive.is_empty() => {
+                    let r = lent_alive[i % lent_alive.len()];
+                    give_back(r);
+                    model.lent.remove(&r);
+                }
+                Step::PeerDies(i) if !lent_alive.is_empty() => {
+                    model.lent.insert(lent_alive[i % lent_alive.len()], false);
+                }
+                _ => {}
+            }
+            for b in &model.held {
+                for (k, &s) in b.samples().iter().enumerate() {
+                    proptest::prop_assert_eq!(b.data().slice_rows(k..k + 1).unwrap(), file.sample(s).unwrap());
+                }
+            }
+        }
+    }
+}

@@ -18,6 +18,7 @@ mod lazy_shards;
 mod loader;
 mod paddle;
 mod paddle_ops;
+mod places;
 mod properties;
 #[cfg(feature = "remote")]
 mod remote;

@@ -13,13 +13,16 @@
 //! ```
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::{Opened, PlanInputs, RowStore, batch_of};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::io::MappedFile;
 use crate::loader::config::{BatchSize, PlanConfig, Shuffle};
 use crate::loader::gather::{ColumnInfo, Gatherer, Source};
 use crate::loader::lengths::{length_column, unit_lengths};
+use crate::loader::place::Lies;
 use crate::loader::plan::{BatchInfo, Plan};
 use crate::row_index::RowIndex;
 use crate::shards::{PendingChecksum, ShardFiles, ShardedDataset};
@@ -100,7 +103,7 @@ impl RowStore for LazyStore {
         index: usize,
         inputs: &PlanInputs,
         gatherer: &mut Gatherer,
-    ) -> Result<(Dataset, bool, BatchInfo)> {
+    ) -> Result<(Dataset, Lies, BatchInfo)> {
         if plan.windows().is_some() {
             // `plans_without_lengths` refuses packing: its windows need the lengths.
             return Err(Error::internal(
@@ -148,6 +151,8 @@ fn each_row(plan: &Plan, index: usize, mut f: impl FnMut(usize) -> Result<()>) -
 #[derive(Debug)]
 pub(super) struct OpenShard {
     pub batches: Vec<Dataset>,
+    /// The file they lie in.
+    pub file: Option<Arc<MappedFile>>,
     /// The shard's rows by record batch.
     rows: RowIndex,
     pub sources: Vec<Vec<Source>>,
@@ -230,7 +235,7 @@ impl LazyShards {
         gatherer: &mut Gatherer,
         columns: &[ColumnInfo],
         check: Check<'_>,
-    ) -> Result<(Dataset, bool, BatchInfo)> {
+    ) -> Result<(Dataset, Lies, BatchInfo)> {
         let touched = self.map_batch(plan, index, check)?;
         let samples = batch_of(plan, index)?;
         let loaded = (|| {
@@ -238,11 +243,13 @@ impl LazyShards {
             Ok(match self.view_rows(samples) {
                 Some((shard, b, rows)) => {
                     gatherer.stats.views += 1;
-                    (self.shard(shard)?.batches[b].slice_rows(rows)?, true, info)
+                    let open = self.shard(shard)?;
+                    let lies = Lies::View(open.file.clone());
+                    (open.batches[b].slice_rows(rows)?, lies, info)
                 }
                 None => (
                     self.gather(samples, &touched, gatherer, columns)?,
-                    false,
+                    Lies::Gathered,
                     info,
                 ),
             })
@@ -303,6 +310,7 @@ impl LazyShards {
             let pending = (!self.checked[shard])
                 .then(|| PendingChecksum::new(file.mapping().clone(), self.files.checksum(shard)));
             self.open[shard] = Some(OpenShard {
+                file: file.mapped_file().cloned(),
                 batches,
                 rows,
                 sources,

@@ -11,6 +11,7 @@ use crate::loader::config::PlanConfig;
 use crate::loader::gather::{Gatherer, Source};
 use crate::loader::lengths::{length_column, sample_lengths};
 use crate::loader::packed::packed_columns;
+use crate::loader::place::{Lies, MappedFiles};
 use crate::loader::plan::{BatchInfo, Plan};
 use crate::row_index::RowIndex;
 use crate::shards::PendingChecksum;
@@ -107,6 +108,8 @@ pub(in crate::loader) fn view_rows(
 #[derive(Debug)]
 struct MappedStore {
     places: Places,
+    /// The files they lie in.
+    files: MappedFiles,
 }
 
 impl RowStore for MappedStore {
@@ -116,13 +119,14 @@ impl RowStore for MappedStore {
         index: usize,
         inputs: &PlanInputs,
         gatherer: &mut Gatherer,
-    ) -> Result<(Dataset, bool, BatchInfo)> {
+    ) -> Result<(Dataset, Lies, BatchInfo)> {
         let ids = batch_of(plan, index)?;
         let (data, view) = match plan.windows() {
             Some(windows) => self.places.load_packed(inputs, gatherer, windows, ids)?,
             None => self.places.load(ids, inputs, gatherer)?,
         };
-        Ok((data, view, plan.infos()[index]))
+        let lies = Lies::of(view, &data, &self.files);
+        Ok((data, lies, plan.infos()[index]))
     }
 
     fn is_view(&self, samples: &[usize], inputs: &PlanInputs) -> bool {
@@ -144,6 +148,7 @@ pub(super) fn open(
 ) -> Result<Opened> {
     let Sourced {
         batches,
+        files,
         shards,
         unchecked,
         columns,
@@ -161,6 +166,7 @@ pub(super) fn open(
     )?;
     let store = MappedStore {
         places: Places::new(batches, unchecked),
+        files: MappedFiles::new(&files),
     };
     Ok((Box::new(store), inputs, blend))
 }

@@ -17,6 +17,7 @@ use crate::loader::gather::Gatherer;
 use crate::loader::lengths::{length_column, sample_lengths};
 use crate::loader::measured::read_columns;
 use crate::loader::packed::packed_columns;
+use crate::loader::place::{Lies, MappedFiles};
 use crate::loader::plan::{BatchInfo, Plan};
 use crate::row_index::RowIndex;
 use crate::shards::ShardedDataset;
@@ -166,7 +167,7 @@ impl MeasuredStore {
         index: usize,
         inputs: &PlanInputs,
         gatherer: &mut Gatherer,
-    ) -> Result<(Dataset, bool)> {
+    ) -> Result<(Dataset, Lies)> {
         let measured = &self.measured;
         let check = |shard: usize, batches: &[Dataset]| measured.check(shard, batches, inputs);
         let touched = self.shards.map_batch(plan, index, Some(&check))?;
@@ -182,6 +183,12 @@ impl MeasuredStore {
             Some(windows) => self.places.load_packed(inputs, gatherer, windows, ids),
             None => Err(Error::internal("a packed load of a plan without windows")),
         };
+        let loaded = loaded.map(|(data, view)| {
+            let open = touched.iter().filter_map(|&s| self.shards.shard(s).ok());
+            let files = MappedFiles::new(open.filter_map(|o| o.file.as_ref()));
+            let lies = Lies::of(view, &data, &files);
+            (data, lies)
+        });
         for shard in self.shards.release_done(&touched, index) {
             let first = &self.measured.first_batch;
             let batches = first[shard]..first[shard + 1];
@@ -209,10 +216,10 @@ impl RowStore for MeasuredStore {
         index: usize,
         inputs: &PlanInputs,
         gatherer: &mut Gatherer,
-    ) -> Result<(Dataset, bool, BatchInfo)> {
+    ) -> Result<(Dataset, Lies, BatchInfo)> {
         if plan.windows().is_some() {
-            let (data, view) = self.load_packed(plan, index, inputs, gatherer)?;
-            return Ok((data, view, plan.infos()[index]));
+            let (data, lies) = self.load_packed(plan, index, inputs, gatherer)?;
+            return Ok((data, lies, plan.infos()[index]));
         }
         let measured = &self.measured;
         let check = |shard: usize, batches: &[Dataset]| measured.check(shard, batches, inputs);
