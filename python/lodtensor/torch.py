@@ -289,7 +289,7 @@ class BatchDataset(IterableDataset):
         self, batch: Batch, name: str, leaf: Callable[[Any], Any], places: dict[int, Any] | None, packed: bool
     ) -> Any:
         if batch.is_side(name):
-            return _side(batch.values(name), leaf, packed)
+            return _side(batch, name, leaf, packed)
         levels = batch.num_levels(name)
         one_each = levels == 0 or (packed and levels == 1)  # one value per sample, or per piece
         values = batch.values(name) if self.collate != "padded" or one_each else None
@@ -304,13 +304,16 @@ class BatchDataset(IterableDataset):
             padded, lengths, mask = batch.to_padded(name, level)
             return {"values": leaf(padded), "lengths": leaf(lengths), "mask": leaf(mask)}
         if packed and level == 1:  # the documents' edges, as the in-process batch has them
-            cu_seqlens, position_ids = batch.cu_seqlens(name), batch.position_ids(name)
+            if self.collate == "packed":  # one call: boundaries, positions and the longest
+                cu_seqlens, position_ids, longest = batch._packed(name)
+                return {"values": leaf(values), "cu_seqlens": leaf(cu_seqlens),
+                        "position_ids": leaf(position_ids), "max_seqlen": longest}
+            cu_seqlens = batch.cu_seqlens(name)
         else:
-            offsets = _element_offsets(batch, name, level)
-            cu_seqlens, position_ids = _cu_seqlens(offsets, name), None
+            cu_seqlens = _cu_seqlens(_element_offsets(batch, name, level), name)
         if self.collate == "nested":
             return {"values": leaf(values), "offsets": leaf(cu_seqlens.astype(np.int64))}
-        return {key: leaf(a) for key, a in _packed(values, cu_seqlens, position_ids).items()}
+        return {key: leaf(a) for key, a in _packed(values, cu_seqlens).items()}
 
     def _level(self, name: str, levels: int, packed: bool) -> int:
         """The level of ``name``'s sequences (``collate_level``): by default one per sample,
@@ -487,12 +490,10 @@ def _cu_seqlens(offsets: np.ndarray, name: str) -> np.ndarray:
     return offsets.astype(np.int32)
 
 
-def _packed(values: Any, cu_seqlens: np.ndarray, position_ids: np.ndarray | None) -> dict[str, Any]:
-    """The packed collate of ``values`` cut at ``cu_seqlens`` (``position_ids``: counted
-    here when ``None``)."""
+def _packed(values: Any, cu_seqlens: np.ndarray) -> dict[str, Any]:
+    """The packed collate of ``values`` cut at ``cu_seqlens``."""
     lengths = np.diff(cu_seqlens)
-    if position_ids is None:
-        position_ids = np.arange(len(values), dtype=np.int64) - np.repeat(cu_seqlens[:-1].astype(np.int64), lengths)
+    position_ids = np.arange(len(values), dtype=np.int64) - np.repeat(cu_seqlens[:-1].astype(np.int64), lengths)
     return {
         "values": values,
         "cu_seqlens": cu_seqlens,
@@ -501,9 +502,14 @@ def _packed(values: Any, cu_seqlens: np.ndarray, position_ids: np.ndarray | None
     }
 
 
-def _side(values: Any, leaf: Callable[[Any], Any], packed: bool) -> Any:
-    """A side column of an item: numbers as one array, anything else as a list of Python
-    values; packed, one value per piece (the windows' lists flattened)."""
+def _side(batch: Batch, name: str, leaf: Callable[[Any], Any], packed: bool) -> Any:
+    """Side column ``name`` of an item: numbers as one array, anything else as a list of
+    Python values (strings and lists built at once by ``Batch._side_list``, other kinds by
+    pyarrow); packed, one value per piece (the windows' lists flattened)."""
+    listed = batch._side_list(name)
+    if listed is not None:
+        return listed
+    values = batch.values(name)
     if isinstance(values, np.ndarray):
         return leaf(values)
     if packed:

@@ -240,6 +240,45 @@ impl Batch {
         Array::owned(cu, vec![n]).into_numpy(py)
     }
 
+    /// `(cu_seqlens, position_ids, max_seqlen)` of a packed batch's `column` in one call
+    /// (what `lodtensor.torch`'s packed collate gives): `cu_seqlens` and `position_ids` as
+    /// the methods of those names, `max_seqlen` the longest piece.
+    fn _packed<'py>(
+        &self,
+        py: Python<'py>,
+        column: &str,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, usize)> {
+        let cu = self.inner.cu_seqlens(column).py_err()?;
+        let mut ids = Vec::with_capacity(cu.last().map_or(0, |&n| n as usize));
+        let mut longest = 0;
+        for w in cu.windows(2) {
+            let n = w[1] - w[0];
+            longest = longest.max(n as usize);
+            ids.extend(0..i64::from(n));
+        }
+        let (n, m) = (cu.len(), ids.len());
+        Ok((
+            Array::owned(cu, vec![n]).into_numpy(py)?,
+            Array::owned(ids, vec![m]).into_numpy(py)?,
+            longest,
+        ))
+    }
+
+    /// A side column's rows as one Python list (a packed batch's: one value per piece, the
+    /// windows' lists flattened), as `values(column)`'s `to_pylist()` gives them; `None`
+    /// for a kind left to pyarrow (or a column that is not a side column).
+    fn _side_list<'py>(
+        &self,
+        py: Python<'py>,
+        column: &str,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let found = self.inner.data().column_by_name(column).py_err()?;
+        let Some(array) = found.side_array() else {
+            return Ok(None);
+        };
+        crate::pylist::side_list(py, array, self.inner.windows().is_some())
+    }
+
     /// A packed batch's position of every token of `column` within its piece of a
     /// document, numpy `int64`: 0 at every boundary of `cu_seqlens`, then counting up.
     fn position_ids<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Bound<'py, PyAny>> {

@@ -23,6 +23,7 @@ mod mix;
 mod numpy_api;
 mod pack;
 mod place;
+mod pylist;
 mod remote;
 mod shard_writer;
 mod shards;

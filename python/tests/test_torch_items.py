@@ -204,3 +204,47 @@ def test_a_bucket_with_explicit_keys_reaches_spawned_workers(tmp_path, monkeypat
     finally:
         server.stop()
     assert rows == list(range(60))
+
+
+def side_kinds_table(n=40) -> pa.Table:
+    """`tokens` and a side column of each kind a list is built for in Rust (strings of
+    three widths, lists of strings, lists of lists of strings), with nulls, and two left
+    to pyarrow (booleans with nulls, a dictionary)."""
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(1, 20, n)
+    offsets = pa.array(np.r_[0, np.cumsum(lengths)], pa.int64())
+    words = [None if r % 5 == 2 else f"dóc{r}" for r in range(n)]
+    return pa.table(
+        {
+            "tokens": pa.LargeListArray.from_arrays(offsets, pa.array(np.arange(lengths.sum(), dtype=np.int32))),
+            "utf8": pa.array(words, pa.string()),
+            "large": pa.array(words, pa.large_string()),
+            "view": pa.array(words, pa.string_view()),
+            "tags": pa.array([None if r % 6 == 1 else [f"t{r}", None, "x"][: r % 4] for r in range(n)]),
+            "nested": pa.array([[[f"{r}"], [], None, ["a", None]][: r % 5] for r in range(n)]),
+            "flag": pa.array([r % 3 == 0 if r % 4 else None for r in range(n)]),
+            "kind": pa.array([f"k{r % 3}" for r in range(n)]).dictionary_encode(),
+        }
+    )
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_side_columns_of_every_kind_as_pyarrow_lists_them(tmp_path, packed):
+    path = tmp_path / "kinds.arrow"
+    table = side_kinds_table()
+    lt.write(path, table, batch_bytes=512)
+    options = dict(pack=8, batch_size=4) if packed else dict(batch_size=6)
+    items, batches = first_items(path, 0, collate="packed", shuffle=True, seed=4, **options)
+    columns = {name: table.column(name).to_pylist() for name in table.column_names[1:]}
+    for item, batch in zip(items, batches):
+        rows = item["samples"].tolist()
+        for name, column in columns.items():
+            expected = [column[r] for r in rows]
+            got = item[name]
+            assert (got.tolist() if isinstance(got, torch.Tensor) else got) == expected, name
+            listed = batch._side_list(name)
+            if name in ("flag", "kind"):
+                assert listed is None  # numbers and booleans go to numpy, a dictionary to pyarrow
+            else:
+                values = batch.values(name)
+                assert listed == (values.flatten() if packed else values).to_pylist(), name
