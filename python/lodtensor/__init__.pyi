@@ -469,6 +469,10 @@ class Batch:
         """A packed batch's boundaries, ``int32`` from 0: window and document edges."""
     def position_ids(self, column: str) -> npt.NDArray[np.int64]:
         """A packed batch's positions within each piece of a document."""
+    def _packed(self, column: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], int]:
+        """``(cu_seqlens, position_ids, max_seqlen)`` of a packed column in one call."""
+    def _side_list(self, column: str) -> list[Any] | None:
+        """A side column of strings or lists as one list (packed: one value per piece)."""
     def next_state_dict(self) -> StateDict: ...
     def values(self, column: str) -> np.ndarray | pa.Array:
         """``[n_elements, *element_shape]``, a read-only view when the batch is a view; a side
