@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
 
 use crate::io::ipc_file::IpcFileWriter;
-use arrow_ipc::{CompressionType, MetadataVersion};
+use arrow_ipc::CompressionType;
 use arrow_schema::SchemaRef;
 
 use crate::dataset::Dataset;
@@ -540,6 +539,8 @@ pub(crate) fn write_uncompressed(
     file: &crate::io::ipc_reader::MappedDataset,
     out: &mut dyn std::io::Write,
 ) -> Result<()> {
+    use arrow_ipc::MetadataVersion;
+    use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
     let options = IpcWriteOptions::try_new(ALIGNMENT, false, MetadataVersion::V5)?;
     let schema = file.schema();
     let mut ipc = FileWriter::try_new_with_options(out, schema, options)?;

@@ -47,6 +47,7 @@ pub use remote::{
     upload_pending, upload_shards,
 };
 pub use vacuum::vacuum;
+#[cfg(feature = "tokenize")]
 pub(crate) use writer::pending_path;
 pub use writer::{ShardOptions, ShardWriter};
 
