@@ -11,6 +11,7 @@ mod meta;
 mod pending;
 mod private;
 mod ranges;
+mod sidecar;
 mod upload;
 
 use std::path::{Path, PathBuf};
