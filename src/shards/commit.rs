@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::ArgumentError;
+use crate::error::{ArgumentError, Elided};
 use crate::error::{Error, Result};
 use crate::shards::index::{index_files, put_local};
 use crate::shards::manifest::{Manifest, ShardEntry};
@@ -116,8 +116,9 @@ pub(super) fn merge(
         return Err(ArgumentError::SchemaMismatch {
             batch: 0,
             reason: format!(
-                "pending columns {:?}, the dataset's {:?}",
-                part.columns, into.columns
+                "pending columns {}, the dataset's {}",
+                Elided(format_args!("{:?}", part.columns)),
+                Elided(format_args!("{:?}", into.columns))
             ),
         }
         .into());

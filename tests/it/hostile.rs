@@ -314,3 +314,43 @@ fn manifest_counts_the_shard_s_bytes_cannot_hold_are_refused_naming_them() {
         );
     }
 }
+
+#[test]
+fn a_five_megabyte_column_name_in_a_pending_manifest_gives_a_bounded_schema_mismatch() {
+    use lodtensor::ArgumentError;
+    use lodtensor::shards::commit;
+    let dir = tempfile::tempdir().unwrap();
+    sharded(dir.path());
+    let t = LodTensor::from_lengths::<Int64Type>(&[vec![1]], vec![7], vec![]).unwrap();
+    let options = ShardOptions::default().with_prefix("w1");
+    let mut writer = ShardWriter::pending(dir.path(), options).unwrap();
+    writer
+        .write(&Dataset::try_new(vec![Column::new("ids", t)]).unwrap())
+        .unwrap();
+    writer.finish().unwrap();
+    let pending = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("_lodtensor.pending.w1."))
+        .unwrap();
+    let text = std::fs::read_to_string(&pending).unwrap();
+    let huge = "c".repeat(5_000_000);
+    std::fs::write(&pending, text.replace("\"ids\"", &format!("\"{huge}\""))).unwrap();
+    let err = commit(dir.path()).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Argument(ArgumentError::SchemaMismatch { .. })
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().len() <= 1000,
+        "{} bytes",
+        err.to_string().len()
+    );
+    let ErrorKind::Argument(ArgumentError::SchemaMismatch { reason, .. }) = err.kind() else {
+        unreachable!()
+    };
+    assert!(reason.len() < 1000, "a reason of {} bytes", reason.len());
+}
