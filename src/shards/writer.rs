@@ -47,7 +47,8 @@ impl Default for ShardOptions {
 }
 
 impl ShardOptions {
-    /// Closes a shard once it holds `rows` rows (no row limit by default).
+    /// Closes a shard once it holds `rows` rows (no row limit by default). `0` is refused
+    /// by [`ShardWriter`]'s constructors naming `shard_rows`.
     ///
     /// # Example
     /// ```
@@ -62,12 +63,13 @@ impl ShardOptions {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_shard_rows(mut self, rows: usize) -> Self {
-        self.shard_rows = Some(rows.max(1));
+        self.shard_rows = Some(rows);
         self
     }
 
     /// Closes a shard once its rows hold `bytes` bytes of values and offsets (default
-    /// 256 MiB). A shard holds at least one row, however large.
+    /// 256 MiB). A shard holds at least one row, however large. `0` is refused by
+    /// [`ShardWriter`]'s constructors naming `shard_bytes`.
     ///
     /// # Example
     /// ```
@@ -82,7 +84,7 @@ impl ShardOptions {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_shard_bytes(mut self, bytes: usize) -> Self {
-        self.shard_bytes = Some(bytes.max(1));
+        self.shard_bytes = Some(bytes);
         self
     }
 
@@ -287,7 +289,8 @@ impl ShardWriter {
     ///
     /// # Errors
     /// [`DatasetError::AlreadyThere`] when `dir` already holds a manifest (use
-    /// [`ShardWriter::append`]); an invalid prefix.
+    /// [`ShardWriter::append`]); an invalid prefix; a size option of 0 (`shard_rows`,
+    /// `shard_bytes`, `batch_bytes`).
     ///
     /// # Example
     /// ```
@@ -319,7 +322,7 @@ impl ShardWriter {
     ///
     /// # Errors
     /// [`DatasetError::NothingToAppendTo`] when `dir` holds no manifest; the manifest's
-    /// errors ([`Manifest::load`]); an invalid prefix.
+    /// errors ([`Manifest::load`]); an invalid prefix; a size option of 0.
     ///
     /// # Example
     /// ```
@@ -362,7 +365,7 @@ impl ShardWriter {
     /// second writer of a prefix waits for the first to finish).
     ///
     /// # Errors
-    /// [`ErrorKind::Io`](crate::ErrorKind::Io); an invalid prefix.
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io); an invalid prefix; a size option of 0.
     ///
     /// # Example
     /// ```
@@ -395,6 +398,20 @@ impl ShardWriter {
         manifest: Option<Manifest>,
     ) -> Result<Self> {
         check_prefix(&options.prefix)?;
+        for (name, size) in [
+            ("shard_rows", options.shard_rows),
+            ("shard_bytes", options.shard_bytes),
+        ] {
+            if size == Some(0) {
+                return Err(Error::invalid_argument(
+                    "ShardWriter",
+                    name,
+                    0,
+                    "at least 1",
+                ));
+            }
+        }
+        options.write.check("ShardWriter")?;
         let base = ManifestVersion::of(manifest.as_ref());
         let manifest = manifest.unwrap_or_default();
         let staging = Staging::new(dir, &options.prefix, target == Target::Pending)?;
