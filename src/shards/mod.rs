@@ -17,6 +17,7 @@ mod commit;
 mod files;
 mod index;
 mod manifest;
+mod names;
 mod parse;
 mod reader;
 #[cfg(feature = "remote")]

@@ -13,9 +13,10 @@ use crate::shards::index::{index_files, put_local};
 use crate::shards::manifest::{
     ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, file_crc32c,
 };
+use crate::shards::names::ShardNames;
 use crate::shards::store::{
-    Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, check_prefix,
-    commit_with, remove_dir_if_idle,
+    Commit, LocalStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, check_prefix, commit_with,
+    remove_dir_if_idle,
 };
 
 /// Options of [`ShardWriter`].
@@ -578,13 +579,15 @@ impl ShardWriter {
             .into());
         }
         let mut publish = Vec::with_capacity(self.new.len());
+        let mut names = ShardNames::of(&manifest);
         for entry in &self.new {
-            let name = free_name(&manifest, &self.options.prefix, None, store);
+            let name = names.free(&self.options.prefix, None, store);
             publish.push((self.staging.rel.join(&entry.file), name.clone()));
-            manifest.shards.push(ShardEntry {
+            let entry = ShardEntry {
                 file: name,
                 ..entry.clone()
-            });
+            };
+            names.push(&mut manifest, entry);
         }
         let cleanup = vec![self.staging.rel.clone()];
         let put = &mut put_local(&self.dir);
@@ -676,25 +679,6 @@ impl ShardWriter {
 /// The pending manifest of the writer with `prefix`.
 pub(crate) fn pending_path(dir: &Path, prefix: &str) -> PathBuf {
     dir.join(format!("{PENDING_PREFIX}{prefix}.json"))
-}
-
-/// A name for a new shard of `prefix` after those `manifest` lists: `wanted` if free, else
-/// `PREFIX-NNNNN.arrow` one past the highest index listed, skipping names taken on disk.
-pub(super) fn free_name(
-    manifest: &Manifest,
-    prefix: &str,
-    wanted: Option<&str>,
-    store: &impl ManifestStore,
-) -> String {
-    let free =
-        |name: &str| !store.name_taken(name) && !manifest.shards.iter().any(|s| s.file == name);
-    if let Some(name) = wanted.filter(|n| free(n)) {
-        return name.to_owned();
-    }
-    (shard_index(manifest, prefix)..)
-        .map(|i| format!("{prefix}-{i:05}.arrow"))
-        .find(|name| free(name))
-        .expect("an unbounded range has a free name")
 }
 
 /// One past the highest index of the shards named `PREFIX-NNNNN.arrow` in `manifest`.

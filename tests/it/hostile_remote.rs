@@ -14,7 +14,18 @@ use crate::remote::{uploaded, write_local};
 /// The cache directory of the dataset at `url` under `cache`, and shard 0's entry there.
 fn entry_of(cache: &Path, url: &str, data: &ShardedDataset) -> (PathBuf, PathBuf) {
     let rest = url.trim_start_matches("s3://").trim_end_matches('/');
-    let dir = cache.join("s3").join(rest);
+    let (parent, last) = rest.rsplit_once('/').unwrap();
+    // The directory's name is the URL's last name, then `@` and a digest of the URL.
+    let dir = std::fs::read_dir(cache.join("s3").join(parent))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{last}@"))
+        })
+        .unwrap();
     let shard = &data.manifest().shards[0];
     let entry = dir.join(format!("{:08x}-{}", shard.crc32c, shard.file));
     (dir, entry)
