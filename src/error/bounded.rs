@@ -12,6 +12,9 @@ pub(crate) const MESSAGE_BYTES: usize = 1000;
 pub(crate) const MESSAGE_HEAD: usize = 640;
 /// The bytes a long message keeps from its end.
 pub(crate) const MESSAGE_TAIL: usize = 240;
+// The start, the count of bytes elided (at most 20 digits and its brackets) and the end fit.
+const _: () = assert!(MESSAGE_HEAD + MESSAGE_TAIL + 40 <= MESSAGE_BYTES);
+
 /// The bytes a value quoted in a message keeps from its start and from its end
 /// ([`Elided`]).
 const VALUE_HEAD: usize = 120;
