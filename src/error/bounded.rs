@@ -28,6 +28,8 @@ pub(crate) struct Bounded<W: Write> {
     tail: String,
     tail_bytes: usize,
     elided: usize,
+    /// A line break was written and not yet replaced by a space.
+    line_break: bool,
 }
 
 impl<W: Write> Bounded<W> {
@@ -39,6 +41,7 @@ impl<W: Write> Bounded<W> {
             tail: String::new(),
             tail_bytes: tail,
             elided: 0,
+            line_break: false,
         }
     }
 
@@ -62,7 +65,27 @@ impl<W: Write> Bounded<W> {
 }
 
 impl<W: Write> Write for Bounded<W> {
-    fn write_str(&mut self, mut s: &str) -> fmt::Result {
+    /// Line breaks (a dependency's message may end in two) become one space each run, none
+    /// at the end: a message is one line.
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for (i, line) in s.split(['\n', '\r']).enumerate() {
+            if i > 0 {
+                self.line_break = true;
+            }
+            if !line.is_empty() {
+                if std::mem::take(&mut self.line_break) {
+                    self.write_plain(" ")?;
+                }
+                self.write_plain(line)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Bounded<W> {
+    /// Writes `s`, which holds no line break.
+    fn write_plain(&mut self, mut s: &str) -> fmt::Result {
         if self.head_left > 0 {
             let mut at = s.len().min(self.head_left);
             while !s.is_char_boundary(at) {
@@ -144,5 +167,17 @@ mod tests {
         }
         out.finish().unwrap();
         assert_eq!(pieces, shown);
+    }
+
+    #[test]
+    fn line_breaks_become_one_space_and_none_ends_a_message() {
+        // A dependency's message ending in two line breaks (found by pending_commit).
+        assert_eq!(elided("out of bounds.\n\n"), "out of bounds.");
+        assert_eq!(elided("a\r\nb\nc"), "a b c");
+        let e = crate::Error::invalid_file("message: Range [5, 9) is out of bounds.\n\n");
+        assert_eq!(
+            e.to_string(),
+            "invalid file: message: Range [5, 9) is out of bounds."
+        );
     }
 }
