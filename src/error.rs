@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_schema::ArrowError;
 
+mod bounded;
 mod dataset;
 mod dependency;
 mod details;
@@ -37,6 +38,7 @@ mod file_format;
 mod internal;
 mod unusable;
 
+pub(crate) use bounded::{Elided, elided};
 pub use dataset::DatasetError;
 pub use details::{ArgumentError, DataError, FormatError, UnsupportedError};
 pub use file_format::FileFormat;
@@ -215,7 +217,7 @@ impl Error {
         ArgumentError::InvalidArgument {
             op,
             name,
-            found: found.to_string(),
+            found: elided(found),
             expected: expected.to_string(),
         }
         .into()
@@ -361,15 +363,20 @@ pub(crate) fn catch_panic<T>(
     })
 }
 
+/// At most [`bounded::MESSAGE_BYTES`] bytes: a longer message (a huge value echoed, a long
+/// path) keeps its start and its end, the bytes between counted.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write as _;
+        let mut out = bounded::Bounded::new(&mut *f, bounded::MESSAGE_HEAD, bounded::MESSAGE_TAIL);
         if let Some(path) = &self.inner.path {
-            write!(f, "{}: ", path.display())?;
+            write!(out, "{}: ", path.display())?;
         }
         if let Some((column, batch)) = &self.inner.column {
-            write!(f, "column {column:?}, batch {batch}: ")?;
+            write!(out, "column {column:?}, batch {batch}: ")?;
         }
-        self.inner.kind.fmt(f)
+        write!(out, "{}", self.inner.kind)?;
+        out.finish()
     }
 }
 

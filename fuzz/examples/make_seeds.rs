@@ -42,7 +42,8 @@ fn main() {
     let direct = root.join("parquet_direct");
     let manifests = root.join("manifest_parse");
     let dirs = root.join("dir_open");
-    for dir in [&ipc, &pq, &pd, &direct, &manifests, &dirs] {
+    let pendings = root.join("pending_commit");
+    for dir in [&ipc, &pq, &pd, &direct, &manifests, &dirs, &pendings] {
         std::fs::create_dir_all(dir).expect("a seed directory");
     }
     for (i, (levels, dtype, shape, width, batch)) in cases.into_iter().enumerate() {
@@ -59,11 +60,15 @@ fn main() {
             write_parquet(&path, [&ds], &ParquetWriteOptions::default()).expect("a parquet seed");
             std::fs::copy(&path, direct.join(path.file_name().expect("a name")))
                 .expect("a direct-decoder seed");
-            let path = direct.join(format!("levels{levels}_{}_dictionary.parquet", dtype.name()));
+            let path = direct.join(format!(
+                "levels{levels}_{}_dictionary.parquet",
+                dtype.name()
+            ));
             let options = ParquetWriteOptions::default().with_dictionary(true);
             write_parquet(&path, [&ds], &options).expect("a dictionary-encoded seed");
         }
         sharded_seed(&ds, i, &manifests, &dirs);
+        pending_seed(&ds, i, &pendings);
         if dtype != DType::Float16 || i == 4 {
             let bytes = paddle::to_bytes(ds.column("x").expect("x")).expect("a paddle seed");
             std::fs::write(
@@ -93,4 +98,31 @@ fn sharded_seed(ds: &Dataset, i: usize, manifests: &Path, dirs: &Path) {
         joined.extend(std::fs::read(tmp.path().join(&entry.file)).expect("a shard"));
     }
     std::fs::write(dirs.join(format!("dataset{i}.bin")), joined).expect("a seed");
+}
+
+/// A dataset of `ds`'s first 2 rows and a pending writer `w1` of all of `ds` (shards of 2
+/// rows), joined by `\0SHARD\0` as a `pending_commit` seed: the dataset's manifest, the
+/// pending manifest, the staged shards.
+fn pending_seed(ds: &Dataset, i: usize, pendings: &Path) {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let options = ShardOptions::default().with_shard_rows(2);
+    let mut writer = ShardWriter::create(tmp.path(), options.clone()).expect("a shard writer");
+    writer
+        .write(&ds.slice_rows(0..2).expect("2 rows"))
+        .expect("writing shards");
+    writer.finish().expect("finishing shards");
+    let mut writer = ShardWriter::pending(tmp.path(), options.with_prefix("w1")).expect("pending");
+    writer.write(ds).expect("writing pending shards");
+    writer.finish().expect("finishing pending shards");
+    let pending = std::fs::read(tmp.path().join("_lodtensor.pending.w1.json")).expect("pending");
+    let mut joined = std::fs::read(tmp.path().join(MANIFEST_NAME)).expect("the manifest");
+    joined.extend_from_slice(b"\0SHARD\0");
+    joined.extend_from_slice(&pending);
+    let parsed = Manifest::parse(std::str::from_utf8(&pending).expect("UTF-8")).expect("parses");
+    let staged = tmp.path().join("_pending").join("w1.pending");
+    for entry in &parsed.shards {
+        joined.extend_from_slice(b"\0SHARD\0");
+        joined.extend(std::fs::read(staged.join(&entry.file)).expect("a staged shard"));
+    }
+    std::fs::write(pendings.join(format!("dataset{i}.bin")), joined).expect("a seed");
 }

@@ -40,7 +40,6 @@ pub fn open_bytes(bytes: &[u8]) -> lodtensor::Result<MappedDataset> {
     MappedDataset::from_bytes(bytes)
 }
 
-
 /// Reads every byte of every buffer of `data` (and its children); with `within`, asserts
 /// each non-empty buffer lies inside it.
 fn touch_data(data: &arrow_array::ArrayRef, within: Option<&[u8]>) -> u64 {
@@ -185,4 +184,101 @@ pub fn tensor_of(
     };
     let values = Values::try_new(array, shape).ok()?;
     LodTensor::try_new(lod, values).ok()
+}
+
+/// The marker before a manifest input's numeric overrides (see [`apply_numbers`]).
+pub const NUMBERS: &[u8] = b"\0NUM\0";
+
+/// `data` split at its first [`NUMBERS`] marker: the text before it and the overrides
+/// after it (empty without a marker, so a plain manifest is a plain input).
+pub fn split_numbers(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.windows(NUMBERS.len()).position(|w| w == NUMBERS) {
+        Some(at) => (&data[..at], &data[at + NUMBERS.len()..]),
+        None => (data, &[]),
+    }
+}
+
+/// Values a forged manifest reaches for: edges of 32, 48, 53, 62, 63 and 64 bits.
+const EDGES: [u64; 14] = [
+    0,
+    1,
+    2,
+    7,
+    255,
+    (1 << 31) - 1,
+    1 << 32,
+    (1 << 48) - 1,
+    1 << 48,
+    (1 << 48) + 1,
+    1 << 53,
+    1 << 62,
+    1 << 63,
+    u64::MAX,
+];
+
+/// Sets numeric fields of `manifest` from `overrides`, records of 10 bytes: a field
+/// selector, an index (shard, index entry; for a column's counts the column is the high
+/// nibble, the level the low one) and a little-endian `u64` (with the selector's high bit,
+/// its low byte picks one of [`EDGES`] instead). Fields: a shard's `rows`, `batches`,
+/// `bytes`, `crc32c`, a column's `elements` and `sequences[level]`, an index entry's
+/// `shards`, `bytes` and `crc32c`. Indices past the lists wrap; empty lists are skipped.
+pub fn apply_numbers(manifest: &mut lodtensor::shards::Manifest, overrides: &[u8]) {
+    for record in overrides.chunks_exact(10) {
+        let (field, index) = (record[0], usize::from(record[1]));
+        let raw = u64::from_le_bytes(record[2..10].try_into().expect("8 bytes"));
+        let value = if field & 0x80 != 0 {
+            EDGES[raw as usize % EDGES.len()]
+        } else {
+            raw
+        };
+        let size = value as usize;
+        match field & 0x7f {
+            f @ 0..=5 => {
+                let shards = manifest.shards.len();
+                let Some(shard) = manifest.shards.get_mut(index % shards.max(1)) else {
+                    continue;
+                };
+                match f {
+                    0 => shard.rows = size,
+                    1 => shard.batches = size,
+                    2 => shard.bytes = value,
+                    3 => shard.crc32c = value as u32,
+                    _ => {
+                        let columns = shard.columns.len();
+                        let Some(c) = shard.columns.get_mut((index >> 4) % columns.max(1)) else {
+                            continue;
+                        };
+                        if f == 4 {
+                            c.elements = size;
+                        } else if !c.sequences.is_empty() {
+                            let levels = c.sequences.len();
+                            c.sequences[(index & 15) % levels] = size;
+                        }
+                    }
+                }
+            }
+            f => {
+                let entries = manifest.index.len();
+                let Some(entry) = manifest.index.get_mut(index % entries.max(1)) else {
+                    continue;
+                };
+                match f % 3 {
+                    0 => entry.shards = size,
+                    1 => entry.bytes = value,
+                    _ => entry.crc32c = value as u32,
+                }
+            }
+        }
+    }
+}
+
+/// Asserts `e` is one line of fewer than 1,000 bytes (no value of the input echoed whole).
+pub fn assert_bounded(e: &lodtensor::Error) {
+    let message = e.to_string();
+    assert!(
+        message.len() < 1000,
+        "a long error: {} bytes",
+        message.len()
+    );
+    assert!(!message.contains('\n'), "a multi-line error: {message}");
 }

@@ -160,7 +160,7 @@ def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> 
     over it is freed (``release``)."""
     if isinstance(source, File):
         return _file(token, source)
-    known: tuple[int, dict[int, tuple[int, mmap.mmap]]] | None = _MAPPED.get((token, worker))
+    known: tuple[int, dict[int, tuple[int, Any]]] | None = _MAPPED.get((token, worker))
     if known is None or known[0] != source.pid:  # a new worker process: forget the old one's
         known = _MAPPED[(token, worker)] = (source.pid, {})
     mapped = known[1].get(source.fd)
@@ -171,7 +171,7 @@ def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> 
                 from . import UnusableError
 
                 raise UnusableError(f"DataLoader worker {worker} (pid {source.pid}): its shared memory is gone")
-            block = mmap.mmap(f.fileno(), source.size, flags=mmap.MAP_SHARED | _POPULATE)
+            block = _map_shared(f.fileno(), source.size)
         mapped = known[1][source.fd] = (source.ino, block)
     if not release:
         return mapped[1]
@@ -180,6 +180,37 @@ def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> 
     base = np.frombuffer(mapped[1], np.uint8, count=source.size)
     weakref.finalize(base, _release, np.frombuffer(mapped[1], np.uint8, count=1, offset=FLAG))
     return base
+
+
+def _map_shared(fd: int, size: int) -> Any:
+    """``size`` bytes of ``fd`` mapped shared, as a ctypes array unmapped when the last
+    reference to it goes. Not ``mmap.mmap``: it keeps a duplicate of the descriptor as long
+    as the mapping lives, so every worker block held pinned a descriptor of this process
+    (``EMFILE`` with many items held); the descriptor here is closed by the caller at once."""
+    libc = _libc()
+    prot = mmap.PROT_READ | mmap.PROT_WRITE
+    address = libc.mmap(None, size, prot, mmap.MAP_SHARED | _POPULATE, fd, 0)
+    if address is None or address == ctypes.c_void_p(-1).value:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mapping a DataLoader worker's shared memory: {os.strerror(errno)}")
+    block = (ctypes.c_ubyte * size).from_address(address)
+    weakref.finalize(block, libc.munmap, address, size)
+    return block
+
+
+def _libc() -> Any:
+    """The C library's ``mmap`` and ``munmap``, typed."""
+    global _LIBC
+    if _LIBC is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        _LIBC = libc
+    return _LIBC
+
+
+_LIBC: Any = None
 
 
 def _release(flag: np.ndarray) -> None:

@@ -196,7 +196,7 @@ class BatchDataset(IterableDataset):
         if state["loader"] is not None and state.get("workers", workers) != workers:
             how = "" if state.get("elastic") else " (saved without elastic=True: it resumes only on as many workers)"
             raise ArgumentError(
-                f"BatchDataset.load_state_dict: a state of {state['workers']} DataLoader workers loaded into "
+                f"BatchDataset.load_state_dict: a state of {str(state['workers'])[:40]} DataLoader workers loaded into "
                 f"{workers}: pass it through lodtensor.torch.reshard_state(state, {workers}) first{how}"
             )
         self._pending = None if state["loader"] is None else dict(state)

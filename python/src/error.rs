@@ -243,6 +243,42 @@ pub fn invalid(message: impl Into<String>) -> PyErr {
     Class::Argument.err(message)
 }
 
+/// The size option `name` (a count of rows or bytes) given as `value`: an `int` from 0 to
+/// 2^64 - 1 (0 is refused by the crate, naming the option). An `int` out of that range is
+/// an `ArgumentError` naming the option (pyo3's conversion raises an `OverflowError` that
+/// names none); another type a `TypeError` naming it.
+pub fn size_option(name: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    use pyo3::exceptions::PyTypeError;
+    use pyo3::types::{PyBool, PyInt};
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+        let type_name = value.get_type().name()?;
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, not {type_name}"
+        )));
+    }
+    value
+        .extract::<usize>()
+        .map(Some)
+        .map_err(|_| out_of_range(name, value))
+}
+
+/// An `ArgumentError`: option `name`'s `int` `value` is out of range (0 to 2^64 - 1); the
+/// value shown cut to 40 characters.
+pub fn out_of_range(name: &str, value: &Bound<'_, PyAny>) -> PyErr {
+    let text = value.to_string();
+    let shown = match text.char_indices().nth(40) {
+        Some((at, _)) => format!("{}… ({} characters)", &text[..at], text.chars().count()),
+        None => text,
+    };
+    invalid(format!(
+        "{name}: {shown} is out of range (0 to {})",
+        u64::MAX
+    ))
+}
+
 /// `f`'s result, or a Rust panic in it as `InternalError`: a panic must not cross into
 /// Python as pyo3's `PanicException`, a `BaseException` that `except Exception` misses.
 /// Every entry point of the module runs through this ([`lodtensor_python_guard::guard`]).

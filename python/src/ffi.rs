@@ -17,7 +17,7 @@ use lodtensor::{DatasetWriter, IpcCompression, WriteOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
-use crate::error::{IntoPy, invalid, to_py};
+use crate::error::{IntoPy, invalid, size_option, to_py};
 
 const SCHEMA: &CStr = c"arrow_schema";
 const ARRAY: &CStr = c"arrow_array";
@@ -133,9 +133,10 @@ impl RecordBatchReader for Guarded {
 /// `"none"`, `"zstd"` or `"lz4"` (Arrow IPC body compression).
 pub fn write_options(
     offset_width: &str,
-    batch_bytes: Option<usize>,
+    batch_bytes: Option<&Bound<'_, PyAny>>,
     compression: Option<&str>,
 ) -> PyResult<WriteOptions> {
+    let batch_bytes = size_option("batch_bytes", batch_bytes)?;
     let width = match offset_width {
         "i64" => OffsetWidth::I64,
         "i32" => OffsetWidth::I32,
@@ -191,7 +192,7 @@ pub fn write<'py>(
     path: std::path::PathBuf,
     data: &Bound<'py, PyAny>,
     offset_width: &str,
-    batch_bytes: Option<usize>,
+    batch_bytes: Option<&Bound<'py, PyAny>>,
     compression: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let reader = import_stream(py, data)?;

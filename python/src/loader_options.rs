@@ -148,9 +148,9 @@ impl Options {
     }
 }
 
-/// `e`, an `OverflowError` of an option's conversion (which names no option), as one that
-/// names the first option holding an int out of range (a list's item too); other errors
-/// as they are.
+/// `e`, an `OverflowError` of an option's conversion (which names no option), as an
+/// `ArgumentError` that names the first option holding an int out of range (a list's item
+/// too), caused by it; other errors as they are.
 fn name_overflow(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>, e: PyErr) -> PyErr {
     use pyo3::exceptions::PyOverflowError;
     use pyo3::types::{PyInt, PyList, PyTuple};
@@ -168,15 +168,9 @@ fn name_overflow(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>, e: PyErr) -
             },
         };
         if let Some(bad) = items.iter().find(|v| out_of_range(v)) {
-            let text = bad.to_string();
-            let shown = match text.char_indices().nth(40) {
-                Some((at, _)) => format!("{}…", &text[..at]),
-                None => text,
-            };
-            return PyOverflowError::new_err(format!(
-                "{key}: {shown} is out of range (0 to {})",
-                u64::MAX
-            ));
+            let named = crate::error::out_of_range(&key.to_string(), bad);
+            named.set_cause(py, Some(e));
+            return named;
         }
     }
     e

@@ -13,7 +13,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::deprecated;
-use crate::error::{IntoPy, invalid};
+use crate::error::{IntoPy, invalid, size_option};
 use crate::ffi::{import_stream, write_options};
 use crate::remote::remote_options;
 use crate::shards::manifest_dict;
@@ -55,11 +55,11 @@ impl ShardWriter {
         py: Python<'_>,
         path: Option<&Bound<'_, PyAny>>,
         mode: &str,
-        shard_rows: Option<usize>,
-        shard_bytes: Option<usize>,
+        shard_rows: Option<&Bound<'_, PyAny>>,
+        shard_bytes: Option<&Bound<'_, PyAny>>,
         prefix: Option<String>,
         offset_width: &str,
-        batch_bytes: Option<usize>,
+        batch_bytes: Option<&Bound<'_, PyAny>>,
         dir: Option<&Bound<'_, PyAny>>,
         schema_metadata: Option<HashMap<String, String>>,
         compression: Option<&str>,
@@ -87,10 +87,10 @@ impl ShardWriter {
         let write = write_options(offset_width, batch_bytes, compression)?
             .with_schema_metadata(schema_metadata.unwrap_or_default());
         let mut options = ShardOptions::default().with_write_options(write);
-        if let Some(rows) = shard_rows {
+        if let Some(rows) = size_option("shard_rows", shard_rows)? {
             options = options.with_shard_rows(rows);
         }
-        if let Some(bytes) = shard_bytes {
+        if let Some(bytes) = size_option("shard_bytes", shard_bytes)? {
             options = options.with_shard_bytes(bytes);
         }
         if let Some(prefix) = &prefix {

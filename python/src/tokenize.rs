@@ -10,7 +10,7 @@ use lodtensor::tokenize::{Input, Special, TokenizeOptions, Tokenizer};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use crate::error::{IntoPy, invalid};
+use crate::error::{IntoPy, invalid, size_option};
 use crate::ffi::{import_stream, write_options};
 use crate::shards::manifest_dict;
 
@@ -33,7 +33,7 @@ pub fn tokenize<'py>(
     eos: Option<&Bound<'py, PyAny>>,
     bos: Option<&Bound<'py, PyAny>>,
     split: Option<String>,
-    shard_rows: Option<usize>,
+    shard_rows: Option<&Bound<'py, PyAny>>,
     storage_options: Option<BTreeMap<String, String>>,
     compression: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -60,7 +60,7 @@ pub fn tokenize<'py>(
     }
     let mut shards =
         ShardOptions::default().with_write_options(write_options("i64", None, compression)?);
-    if let Some(rows) = shard_rows {
+    if let Some(rows) = size_option("shard_rows", shard_rows)? {
         shards = shards.with_shard_rows(rows);
     }
     options = options.with_shard_options(shards);

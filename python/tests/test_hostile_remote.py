@@ -10,6 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import lodtensor as lt
@@ -128,14 +129,44 @@ def test_a_padded_window_longer_than_the_data_is_refused_naming_pack(shards_dir)
     assert code == 3 and said.startswith("ArgumentError") and "pack" in said, said
 
 
-def test_an_option_out_of_range_raises_overflow_naming_it(shards_dir):
+def test_an_option_out_of_range_raises_an_argument_error_naming_it(shards_dir):
     ds = lt.open(shards_dir)
-    with pytest.raises(OverflowError, match="prefetch"):
+    with pytest.raises(lt.ArgumentError, match="prefetch") as raised:
         ds.loader(batch_size=4, prefetch=2**70)
-    with pytest.raises((OverflowError, lt.ArgumentError), match="buckets"):
+    assert isinstance(raised.value.__cause__, OverflowError)
+    with pytest.raises(lt.ArgumentError, match="buckets"):
         ds.loader(batch_size=4, buckets=[3, 2**64])
-    with pytest.raises(OverflowError, match="seed"):
+    with pytest.raises(lt.ArgumentError, match="seed"):
         ds.loader(batch_size=4, shuffle=True, seed=-1)
+
+
+@pytest.mark.parametrize("option", ["shard_rows", "shard_bytes", "batch_bytes"])
+@pytest.mark.parametrize("value", [0, -1, 2**64, 10**40])
+def test_a_size_option_zero_negative_or_huge_is_refused_naming_it(tmp_path, option, value):
+    table = pa.table({"x": pa.array([[1, 2], [3]], type=pa.list_(pa.int64()))})
+    with pytest.raises(lt.ArgumentError, match=option):
+        lt.ShardWriter(tmp_path / "w", **{option: value})
+    with pytest.raises(lt.ArgumentError, match=option):
+        lt.write_shards(tmp_path / "s", table, **{option: value})
+    if option == "batch_bytes":
+        with pytest.raises(lt.ArgumentError, match=option):
+            lt.write(tmp_path / "f.arrow", table, batch_bytes=value)
+    with pytest.raises(TypeError, match=option):
+        lt.ShardWriter(tmp_path / "w", **{option: "12"})
+    assert not (tmp_path / "s" / "_lodtensor.json").exists()
+
+
+def test_errors_echo_a_bounded_part_of_a_huge_value(shards_dir):
+    loader = lt.open(shards_dir).loader(batch_size=4)
+    huge = "9" * 50_000_000
+    state = loader.state_dict()
+    with pytest.raises(lt.ArgumentError) as raised:
+        loader.load_state_dict({**state, "epoch": huge})
+    message = str(raised.value)
+    assert len(message) <= 1000 and "bytes elided" in message, len(message)
+    with pytest.raises(lt.ArgumentError) as raised:
+        loader.load_state_dict({**state, "fingerprint": {"options": huge}})
+    assert len(str(raised.value)) <= 1000
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -235,3 +266,13 @@ def test_a_bad_pending_manifest_is_reported_and_skipped(s3, tmp_path):
         manifest = lt.commit(url, storage_options=options)
     assert sum(s["rows"] for s in manifest["shards"]) == 40
     assert lt._native.pending_prefixes(url, options) == ["w7"]
+
+
+def test_a_batch_dataset_state_with_a_huge_value_gives_a_bounded_error(shards_dir):
+    pytest.importorskip("torch")
+    from lodtensor.torch import BatchDataset
+
+    data = BatchDataset(str(shards_dir), batch_size=4)
+    with pytest.raises(lt.ArgumentError) as raised:
+        data.load_state_dict({"loader": {}, "workers": "7" * 50_000_000})
+    assert len(str(raised.value)) <= 1000

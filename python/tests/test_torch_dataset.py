@@ -297,6 +297,27 @@ def test_workers_hand_batches_over_in_shared_blocks_reused_only_once_dropped(doc
     assert len(addresses) < 40
 
 
+def test_held_items_pin_no_descriptor_of_the_main_process(docs_path, monkeypatch):
+    # Each worker block the main process mapped kept a descriptor open (mmap.mmap's
+    # duplicate) until the dataset went: holding items ran into EMFILE. 100 items held,
+    # each in a block of its own (50 a worker, within its 64 blocks: none a torch shared
+    # tensor, which holds a descriptor of its own): the descriptors open do not grow.
+    from lodtensor import _shm
+
+    monkeypatch.setattr(_shm, "INLINE_MAX", 0)
+    ds = BatchDataset(docs_path, collate="packed", batch_size=2)
+    before = len(os.listdir("/proc/self/fd"))
+    held = list(DataLoader(ds, batch_size=None, num_workers=2))
+    in_blocks = sum(in_memfd(item["samples"]) for item in held)
+    assert in_blocks == len(held) >= 90
+    opened = len(os.listdir("/proc/self/fd")) - before
+    assert opened < 16, f"{opened} descriptors open for {in_blocks} items in blocks"
+    expected = {int(b.samples[0]): b.values("tokens").copy() for b in lt.open(docs_path).loader(batch_size=1)}
+    for item in held:
+        first = len(expected[int(item["samples"][0])])
+        np.testing.assert_array_equal(item["tokens"]["values"].numpy()[:first], expected[int(item["samples"][0])])
+
+
 def test_workers_gather_shuffled_batches_straight_into_shared_memory(docs_path):
     # A shuffled batch is gathered by the worker's loader into one of its shared-memory
     # regions (a memfd named lodtensor-gather; the blocks a copy goes to are

@@ -509,7 +509,7 @@ pub enum ArgumentError {
     /// A saved loader position that cannot be parsed.
     #[error("loader position {json:?}: {reason}")]
     InvalidPosition {
-        /// The text found.
+        /// The text found (a long one elided: its start, the bytes elided and its end).
         json: String,
         /// What is wrong with it.
         reason: String,

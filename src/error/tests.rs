@@ -261,3 +261,33 @@ fn internal_kind_is_located_where_it_was_found() {
     };
     assert_eq!(internal.location.line(), line);
 }
+
+#[test]
+fn messages_are_bounded_whatever_they_echo() {
+    // A loader state holding a 50 MB string: the error holds and shows a few hundred bytes.
+    let state = format!("{{\"epoch\": \"{}\"}}", "9".repeat(50_000_000));
+    let e = crate::Position::from_json(&state).unwrap_err();
+    let message = e.to_string();
+    assert!(message.len() <= 1000, "{} bytes", message.len());
+    assert!(message.contains("bytes elided]"), "{message}");
+    assert!(
+        message.ends_with("\"epoch\" is not an unsigned integer"),
+        "{message}"
+    );
+    assert!(format!("{e:?}").len() < 1000);
+    // Any error: a 5 MB path, a 5 MB column name and a 5 MB value at once.
+    let huge = "x".repeat(5_000_000);
+    let e = Error::invalid_argument("op", "name", &huge, "short")
+        .in_column(&huge, 1)
+        .in_file(&huge);
+    let message = e.to_string();
+    assert!(
+        message.len() <= bounded::MESSAGE_BYTES,
+        "{} bytes",
+        message.len()
+    );
+    assert!(message.ends_with("expected short"), "{message}");
+    // A short message is whole.
+    let e = Error::invalid_argument("split", "parts", 0, "at least 1");
+    assert_eq!(e.to_string(), "split: parts is 0, expected at least 1");
+}

@@ -146,7 +146,9 @@ impl WriteOptions {
     }
 
     /// Target size of one record batch, in bytes of values and offsets (default 64 MiB).
-    /// A batch holds at least one row, however large.
+    /// A batch holds at least one row, however large. `0` is refused by the writer
+    /// ([`DatasetWriter::create`], [`ShardWriter`](crate::shards::ShardWriter)) naming
+    /// `batch_bytes`.
     ///
     /// # Example
     /// ```
@@ -165,8 +167,16 @@ impl WriteOptions {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_batch_bytes(mut self, bytes: usize) -> Self {
-        self.batch_bytes = bytes.max(1);
+        self.batch_bytes = bytes;
         self
+    }
+
+    /// These options, or [`ArgumentError::InvalidArgument`] naming a size of zero.
+    pub(crate) fn check(&self, op: &'static str) -> Result<()> {
+        if self.batch_bytes == 0 {
+            return Err(Error::invalid_argument(op, "batch_bytes", 0, "at least 1"));
+        }
+        Ok(())
     }
 
     /// Offset width of every level (default `i64`, Arrow `LargeList`).
@@ -287,7 +297,8 @@ impl DatasetWriter {
     /// Starts writing `path` (under a temporary name until [`DatasetWriter::finish`]).
     ///
     /// # Errors
-    /// [`ErrorKind::Io`](crate::ErrorKind::Io) when the directory cannot hold a new file.
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) when the directory cannot hold a new file;
+    /// [`ArgumentError::InvalidArgument`] for a `batch_bytes` of 0.
     ///
     /// # Example
     /// ```
@@ -301,6 +312,7 @@ impl DatasetWriter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn create(path: impl AsRef<Path>, options: WriteOptions) -> Result<Self> {
+        options.check("DatasetWriter")?;
         Ok(DatasetWriter {
             file: AtomicFile::create(path)?,
             options,

@@ -147,7 +147,7 @@ impl Position {
     pub fn from_json(json: &str) -> Result<Self> {
         let bad = |reason: String| -> Error {
             ArgumentError::InvalidPosition {
-                json: json.to_owned(),
+                json: crate::error::elided(json),
                 reason,
             }
             .into()

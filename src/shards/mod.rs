@@ -19,6 +19,7 @@ mod files;
 mod index;
 mod location;
 mod manifest;
+mod names;
 mod parse;
 mod reader;
 #[cfg(feature = "remote")]

@@ -79,6 +79,23 @@ pub(super) fn count(v: &Value, at: &str) -> Result<usize> {
         })
 }
 
+/// The most bytes a shard or index object may have (format-spec §7.1): 2^48, 256 TiB. A
+/// shard is mapped whole, and no address space or object store holds more (S3's objects
+/// hold at most 5 TiB); a manifest claiming more is forged or corrupt.
+pub(crate) const MAX_OBJECT_BYTES: u64 = 1 << 48;
+
+/// `bytes`, the size at `at`, if at most [`MAX_OBJECT_BYTES`].
+fn object_bytes(bytes: usize, at: &str) -> Result<u64> {
+    let bytes = bytes as u64;
+    if bytes > MAX_OBJECT_BYTES {
+        return Err(manifest_error(
+            at,
+            format!("is {bytes}, more than an object may hold (2^48 bytes, 256 TiB)"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// A value for an error message, cut to 60 characters.
 fn short(v: &Value) -> String {
     cut(&v.to_string(), 60)
@@ -196,7 +213,7 @@ pub(super) fn parse_shard(v: &Value, at: &str, columns_spec: &[ColumnSpec]) -> R
     }
     let number = |key: &str| count(field(o, at, key)?, &join(at, key));
     let (rows, batches) = (number("rows")?, number("batches")?);
-    let bytes = number("bytes")? as u64;
+    let bytes = object_bytes(number("bytes")?, &join(at, "bytes"))?;
     let crc_at = join(at, "crc32c");
     let crc32c = u32::try_from(number("crc32c")?)
         .map_err(|_| manifest_error(&crc_at, "does not fit 32 bits"))?;
@@ -482,7 +499,7 @@ fn parse_index(v: &Value) -> Result<Vec<IndexEntry>> {
                 "is 0, expected at least 1",
             ));
         }
-        let bytes = number("bytes")? as u64;
+        let bytes = object_bytes(number("bytes")?, &join(&at, "bytes"))?;
         let crc32c = u32::try_from(number("crc32c")?)
             .map_err(|_| manifest_error(&join(&at, "crc32c"), "does not fit 32 bits"))?;
         out.push(IndexEntry {

@@ -14,9 +14,10 @@ use crate::shards::location::{Location, Upload, stage_url};
 use crate::shards::manifest::{
     ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry, file_crc32c,
 };
+use crate::shards::names::ShardNames;
 use crate::shards::store::{
-    Commit, LocalStore, ManifestStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, check_prefix,
-    commit_with, remove_dir_if_idle,
+    Commit, LocalStore, ManifestVersion, PENDING_DIR, PENDING_PREFIX, check_prefix, commit_with,
+    remove_dir_if_idle,
 };
 
 mod options;
@@ -189,7 +190,8 @@ impl ShardWriter {
     ///
     /// # Errors
     /// [`DatasetError::AlreadyThere`] when `location` already holds a manifest (use
-    /// [`ShardWriter::append`]); an invalid prefix; a URL's store errors, and without the
+    /// [`ShardWriter::append`]); an invalid prefix; a size option of 0 (`shard_rows`,
+    /// `shard_bytes`, `batch_bytes`); a URL's store errors, and without the
     /// `remote` feature an [`ArgumentError::InvalidArgument`] naming the URL.
     ///
     /// # Example
@@ -230,7 +232,7 @@ impl ShardWriter {
     ///
     /// # Errors
     /// [`DatasetError::NothingToAppendTo`] when `location` holds no manifest; the
-    /// manifest's errors ([`Manifest::load`]); an invalid prefix; a URL's as
+    /// manifest's errors ([`Manifest::load`]); an invalid prefix; a size option of 0; a URL's as
     /// [`ShardWriter::create`].
     ///
     /// # Example
@@ -281,7 +283,7 @@ impl ShardWriter {
     /// first to finish).
     ///
     /// # Errors
-    /// [`ErrorKind::Io`](crate::ErrorKind::Io); an invalid prefix; a URL's as
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io); an invalid prefix; a size option of 0; a URL's as
     /// [`ShardWriter::create`].
     ///
     /// # Example
@@ -328,6 +330,20 @@ impl ShardWriter {
         manifest: Option<Manifest>,
     ) -> Result<Self> {
         check_prefix(&options.prefix)?;
+        for (name, size) in [
+            ("shard_rows", options.shard_rows),
+            ("shard_bytes", options.shard_bytes),
+        ] {
+            if size == Some(0) {
+                return Err(Error::invalid_argument(
+                    "ShardWriter",
+                    name,
+                    0,
+                    "at least 1",
+                ));
+            }
+        }
+        options.write.check("ShardWriter")?;
         let base = ManifestVersion::of(manifest.as_ref());
         let manifest = manifest.unwrap_or_default();
         let staging = Staging::new(dir, &options.prefix, target == Target::Pending)?;
@@ -501,13 +517,15 @@ impl ShardWriter {
             .into());
         }
         let mut publish = Vec::with_capacity(self.new.len());
+        let mut names = ShardNames::of(&manifest);
         for entry in &self.new {
-            let name = free_name(&manifest, &self.options.prefix, None, store);
+            let name = names.free(&self.options.prefix, None, store);
             publish.push((self.staging.rel.join(&entry.file), name.clone()));
-            manifest.shards.push(ShardEntry {
+            let entry = ShardEntry {
                 file: name,
                 ..entry.clone()
-            });
+            };
+            names.push(&mut manifest, entry);
         }
         let cleanup = vec![self.staging.rel.clone()];
         let put = &mut put_local(&self.dir);
@@ -600,25 +618,6 @@ impl ShardWriter {
 /// The pending manifest of the writer with `prefix`.
 pub(crate) fn pending_path(dir: &Path, prefix: &str) -> PathBuf {
     dir.join(format!("{PENDING_PREFIX}{prefix}.json"))
-}
-
-/// A name for a new shard of `prefix` after those `manifest` lists: `wanted` if free, else
-/// `PREFIX-NNNNN.arrow` one past the highest index listed, skipping names taken on disk.
-pub(super) fn free_name(
-    manifest: &Manifest,
-    prefix: &str,
-    wanted: Option<&str>,
-    store: &impl ManifestStore,
-) -> String {
-    let free =
-        |name: &str| !store.name_taken(name) && !manifest.shards.iter().any(|s| s.file == name);
-    if let Some(name) = wanted.filter(|n| free(n)) {
-        return name.to_owned();
-    }
-    (shard_index(manifest, prefix)..)
-        .map(|i| format!("{prefix}-{i:05}.arrow"))
-        .find(|name| free(name))
-        .expect("an unbounded range has a free name")
 }
 
 /// One past the highest index of the shards named `PREFIX-NNNNN.arrow` in `manifest`.

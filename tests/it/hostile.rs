@@ -166,17 +166,19 @@ fn deeply_nested_manifest_json_is_an_error_not_a_stack_overflow() {
 
 #[test]
 fn manifest_counts_that_add_up_past_the_address_space_are_refused() {
-    let half = usize::MAX / 2 + 1;
-    let shard = |i: usize, n: usize| {
+    // Shards of the most bytes an object may have (2^48), each holding 2^55 - 16 elements
+    // (what 1024 times its bytes hold): 600 of them add up past 2^64.
+    let n = (1usize << 55) - 16;
+    let shard = |i: usize| {
         format!(
-            r#"{{"file": "p{i}.arrow", "rows": 1, "batches": {n}, "bytes": {}, "crc32c": 0, "columns": [{{"sequences": [1], "elements": {n}}}]}}"#,
-            n / 64
+            r#"{{"file": "p{i}.arrow", "rows": 1, "batches": 1, "bytes": {}, "crc32c": 0, "columns": [{{"sequences": [1], "elements": {n}}}]}}"#,
+            1u64 << 48
         )
     };
+    let shards: Vec<String> = (0..600).map(shard).collect();
     let text = format!(
-        r#"{{"format": "lodtensor.shards", "version": 1, "columns": [{{"name": "x", "dtype": "int64", "element_shape": [], "offsets": ["int64"]}}], "shards": [{}, {}]}}"#,
-        shard(0, half),
-        shard(1, half)
+        r#"{{"format": "lodtensor.shards", "version": 1, "columns": [{{"name": "x", "dtype": "int64", "element_shape": [], "offsets": ["int64"]}}], "shards": [{}]}}"#,
+        shards.join(", ")
     );
     let err = Manifest::parse(&text).unwrap_err();
     assert!(one_line(&err).contains("add up"), "{err}");
@@ -313,4 +315,106 @@ fn manifest_counts_the_shard_s_bytes_cannot_hold_are_refused_naming_them() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn a_five_megabyte_column_name_in_a_pending_manifest_gives_a_bounded_schema_mismatch() {
+    use lodtensor::ArgumentError;
+    use lodtensor::shards::commit;
+    let dir = tempfile::tempdir().unwrap();
+    sharded(dir.path());
+    let t = LodTensor::from_lengths::<Int64Type>(&[vec![1]], vec![7], vec![]).unwrap();
+    let options = ShardOptions::default().with_prefix("w1");
+    let mut writer = ShardWriter::pending(dir.path(), options).unwrap();
+    writer
+        .write(&Dataset::try_new(vec![Column::new("ids", t)]).unwrap())
+        .unwrap();
+    writer.finish().unwrap();
+    let pending = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("_lodtensor.pending.w1."))
+        .unwrap();
+    let text = std::fs::read_to_string(&pending).unwrap();
+    let huge = "c".repeat(5_000_000);
+    std::fs::write(&pending, text.replace("\"ids\"", &format!("\"{huge}\""))).unwrap();
+    let err = commit(dir.path()).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Argument(ArgumentError::SchemaMismatch { .. })
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().len() <= 1000,
+        "{} bytes",
+        err.to_string().len()
+    );
+    let ErrorKind::Argument(ArgumentError::SchemaMismatch { reason, .. }) = err.kind() else {
+        unreachable!()
+    };
+    assert!(reason.len() < 1000, "a reason of {} bytes", reason.len());
+}
+
+#[test]
+fn a_manifest_claiming_a_shard_or_index_object_past_2_pow_48_bytes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    sharded(dir.path());
+    let path = dir.path().join(MANIFEST_NAME);
+    let manifest = Manifest::load(&path).unwrap();
+    let mut at_most = manifest.clone();
+    at_most.shards[0].bytes = 1 << 48;
+    Manifest::parse(&at_most.to_json()).unwrap();
+    for bytes in [(1 << 48) + 1, 1 << 62, u64::MAX] {
+        let mut forged = manifest.clone();
+        forged.shards[0].bytes = bytes;
+        let err = Manifest::parse(&forged.to_json()).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains("shards[0].bytes") && message.contains(&bytes.to_string()),
+            "{message}"
+        );
+        assert!(!manifest.index.is_empty());
+        let mut forged = manifest.clone();
+        forged.index[0].bytes = bytes;
+        let err = Manifest::parse(&forged.to_json()).unwrap_err();
+        assert!(err.to_string().contains("].bytes"), "{err}");
+    }
+}
+
+#[test]
+fn a_size_option_of_zero_is_refused_naming_it() {
+    use lodtensor::{ArgumentError, DatasetWriter, WriteOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let zero: [(&str, ShardOptions); 3] = [
+        ("shard_rows", ShardOptions::default().with_shard_rows(0)),
+        ("shard_bytes", ShardOptions::default().with_shard_bytes(0)),
+        (
+            "batch_bytes",
+            ShardOptions::default().with_write_options(WriteOptions::default().with_batch_bytes(0)),
+        ),
+    ];
+    for (option, options) in zero {
+        let made = [
+            ShardWriter::create(dir.path().join(option), options.clone()).err(),
+            ShardWriter::pending(dir.path().join(option), options.with_prefix("w1")).err(),
+        ];
+        for err in made {
+            let err = err.expect("refused");
+            assert!(
+                matches!(err.kind(), ErrorKind::Argument(ArgumentError::InvalidArgument { name, .. }) if *name == option),
+                "{err}"
+            );
+            assert!(err.to_string().contains(option), "{err}");
+        }
+    }
+    let err = DatasetWriter::create(
+        dir.path().join("f.arrow"),
+        WriteOptions::default().with_batch_bytes(0),
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("batch_bytes"), "{err}");
+    assert!(!dir.path().join("f.arrow").exists());
 }

@@ -14,7 +14,18 @@ use crate::remote::{uploaded, write_local};
 /// The cache directory of the dataset at `url` under `cache`, and shard 0's entry there.
 fn entry_of(cache: &Path, url: &str, data: &ShardedDataset) -> (PathBuf, PathBuf) {
     let rest = url.trim_start_matches("s3://").trim_end_matches('/');
-    let dir = cache.join("s3").join(rest);
+    let (parent, last) = rest.rsplit_once('/').unwrap();
+    // The directory's name is the URL's last name, then `@` and a digest of the URL.
+    let dir = std::fs::read_dir(cache.join("s3").join(parent))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{last}@"))
+        })
+        .unwrap();
     let shard = &data.manifest().shards[0];
     let entry = dir.join(format!("{:08x}-{}", shard.crc32c, shard.file));
     (dir, entry)
@@ -181,4 +192,90 @@ fn a_commit_skips_the_pending_manifests_it_cannot_trust_and_a_discard_drops_only
         .validate()
         .unwrap();
     assert_eq!(pending_prefixes(url, &options).unwrap(), ["w7", "w8", "w9"]);
+}
+
+/// 12 shards of 20 rows of 2,000 `int32` values in 0..4 drawn at random, compressed with
+/// zstd (each decompressed entry several times its shard's size); the largest shard's bytes.
+fn write_compressible(dir: &Path) -> u64 {
+    use lodtensor::arrow::types::Int32Type;
+    use lodtensor::shards::{ShardOptions, ShardWriter};
+    use lodtensor::{Column, Dataset, LodTensor, rng::SplitMix64};
+    let mut rng = SplitMix64::new(11);
+    let values: Vec<i32> = (0..240 * 2000)
+        .map(|_| (rng.next_u64() % 4) as i32)
+        .collect();
+    let tokens = LodTensor::from_lengths::<Int32Type>(&[vec![2000; 240]], values, vec![]).unwrap();
+    let ds = Dataset::try_new(vec![Column::new("tokens", tokens)]).unwrap();
+    let write =
+        lodtensor::WriteOptions::default().with_compression(lodtensor::IpcCompression::Zstd);
+    let options = ShardOptions::default()
+        .with_shard_rows(20)
+        .with_write_options(write);
+    let mut writer = ShardWriter::create(dir, options).unwrap();
+    writer.write(&ds).unwrap();
+    let manifest = writer.finish().unwrap();
+    assert_eq!(manifest.shards.len(), 12);
+    manifest.shards.iter().map(|s| s.bytes).max().unwrap()
+}
+
+/// The bytes of the shards' entries and downloads under way in `dir` (sidecars, locks and
+/// the metadata aside).
+fn cache_bytes(dir: &Path) -> u64 {
+    crate::common::files_under(dir)
+        .iter()
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            !name.ends_with(".lock") && !name.contains(".sum") && !name.contains("_meta")
+        })
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[test]
+fn the_cache_limit_counts_decompressed_bytes_and_room_is_made_before_writing() {
+    use lodtensor::Loader;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, _, url, largest) = uploaded(&s3, "expand", write_compressible);
+    let cache = dir.path().join("cache");
+    // One shard's entry, decompressed, measured by a cache without a limit.
+    let unlimited = s3.options().with_cache_dir(dir.path().join("measure"));
+    let measured = ShardedDataset::open_url(&url, &unlimited.with_prefetch_bytes(0)).unwrap();
+    measured.shard(0).unwrap();
+    let decompressed = cache_bytes(&dir.path().join("measure"));
+    assert!(decompressed > 4 * largest, "{decompressed} {largest}");
+    drop(measured);
+    // Room for six decompressed shards: prefetching counted in compressed bytes would
+    // fetch more than fit, each evicting the one read next.
+    let limit = 6 * decompressed;
+    let options = s3.options().with_cache_dir(&cache).with_cache_limit(limit);
+    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let (done, peak) = (AtomicBool::new(false), AtomicU64::new(0));
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(cache_bytes(&cache), Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+        let mut loader = Loader::builder(&remote)
+            .with_batch_size(20)
+            .build()
+            .unwrap();
+        let mut rows = 0;
+        while let Some(batch) = loader.next_batch().unwrap() {
+            rows += batch.samples().len();
+            peak.fetch_max(cache_bytes(&cache), Ordering::Relaxed);
+        }
+        assert_eq!(rows, 240);
+        done.store(true, Ordering::Relaxed);
+    });
+    let stats = remote.cache_stats().unwrap();
+    assert_eq!(stats.shards_downloaded, 12, "{stats:?}");
+    let peak = peak.load(Ordering::Relaxed);
+    assert!(
+        peak <= limit,
+        "{peak} bytes on disk against a limit of {limit}"
+    );
 }

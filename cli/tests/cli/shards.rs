@@ -269,6 +269,25 @@ fn info_reads_the_manifest_and_agrees_with_the_file() {
 }
 
 #[test]
+fn info_refuses_a_manifest_claiming_a_shard_no_store_can_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    sharded_docs(dir.path());
+    let path = dir.path().join("ds").join(lodtensor::shards::MANIFEST_NAME);
+    let mut forged = lodtensor::shards::Manifest::load(&path).unwrap();
+    forged.shards[1].bytes = 1 << 62;
+    forged.write(&path).unwrap();
+    for command in ["info", "validate"] {
+        let out = lodtensor_in(dir.path(), [command, "ds"]);
+        let line = out.fails(1);
+        assert!(
+            line.contains("shards[1].bytes") && line.contains("4611686018427387904"),
+            "{out:?}"
+        );
+        assert!(!line.contains("EB"), "{line}");
+    }
+}
+
+#[test]
 fn show_slice_and_hist_read_the_shards_they_need() {
     let dir = tempfile::tempdir().unwrap();
     let data = sharded_docs(dir.path());

@@ -28,7 +28,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::Write as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,6 +46,7 @@ use crate::shards::remote::client::Remote;
 use crate::shards::remote::lock::ShardLock;
 use crate::shards::remote::private::{self, How};
 use crate::shards::remote::ranges::stream_range;
+use crate::shards::remote::sidecar::{Crc32cWriter, crc32c_of, read_sum, write_sum};
 use crate::shards::store::sync_dir;
 
 /// The size of one range request of a download.
@@ -111,6 +111,26 @@ pub(crate) struct ShardCache {
     /// The entries whose bytes this process downloaded or checked (others' may have gone
     /// bad since they were written: a disk, or a hand).
     checked: Mutex<HashSet<String>>,
+    /// The bytes this process's downloads under way will occupy (their temporary files and
+    /// decompressed forms, which the directory's scan does not count), room made for them.
+    reserved: Mutex<u64>,
+    /// The largest ratio of a decompressed entry's size to its shard's, in 1/1024ths (1024
+    /// until a compressed shard is seen): what a shard not downloaded yet is expected to
+    /// occupy, for the prefetch budget.
+    expansion: AtomicU64,
+}
+
+/// Room made in the cache for bytes about to be written, counted until dropped.
+struct Reservation<'c> {
+    reserved: &'c Mutex<u64>,
+    bytes: u64,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut reserved = self.reserved.lock().unwrap_or_else(|e| e.into_inner());
+        *reserved = reserved.saturating_sub(self.bytes);
+    }
 }
 
 /// What a cache entry's bytes must be: the manifest's size and CRC-32C, or, for a
@@ -163,6 +183,8 @@ impl ShardCache {
             metadata_requests: AtomicU64::new(0),
             forms: Mutex::new(HashMap::new()),
             checked: Mutex::new(HashSet::new()),
+            reserved: Mutex::new(0),
+            expansion: AtomicU64::new(1024),
         })
     }
 
@@ -220,7 +242,9 @@ impl ShardCache {
     }
 
     /// Downloads, on threads of their own, the shards `order` names, in that order, that
-    /// are not in the cache yet, up to the prefetch budget.
+    /// are not in the cache yet, up to the prefetch budget (counted in the bytes the
+    /// entries occupy: a compressed shard's decompressed form, as expected from the ones
+    /// seen).
     fn prefetch(self: &Arc<Self>, order: impl Iterator<Item = usize>) {
         let mut budget = match self.limit {
             Some(limit) => self.prefetch_bytes.min(limit / 4),
@@ -230,11 +254,13 @@ impl ShardCache {
             let Some(entry) = self.shards.get(next) else {
                 return;
             };
-            if entry.bytes > budget {
+            let found = on_disk(&self.dir.join(entry_name(entry)), entry);
+            let bytes = found.map_or_else(|| self.expected_bytes(entry), |form| form.bytes);
+            if bytes > budget {
                 return;
             }
-            budget -= entry.bytes;
-            if on_disk(&self.dir.join(entry_name(entry)), entry).is_some() {
+            budget -= bytes;
+            if found.is_some() {
                 continue;
             }
             let mut prefetching = self.lock(&self.prefetching);
@@ -256,6 +282,22 @@ impl ShardCache {
             if spawned.is_err() {
                 self.lock(&self.prefetching).remove(&next);
             }
+        }
+    }
+
+    /// The bytes `entry`'s cache entry is expected to occupy before it is downloaded: its
+    /// size times the largest expansion of a compressed shard seen.
+    fn expected_bytes(&self, entry: &ShardEntry) -> u64 {
+        let ratio = u128::from(self.expansion.load(Ordering::Relaxed));
+        u64::try_from(u128::from(entry.bytes) * ratio / 1024).unwrap_or(u64::MAX)
+    }
+
+    /// Notes the size of `entry`'s form `form` for [`ShardCache::expected_bytes`].
+    fn learn(&self, entry: &ShardEntry, form: &Form) {
+        if form.decompressed && entry.bytes > 0 {
+            let ratio = u128::from(form.bytes) * 1024 / u128::from(entry.bytes);
+            let ratio = u64::try_from(ratio).unwrap_or(u64::MAX);
+            self.expansion.fetch_max(ratio, Ordering::Relaxed);
         }
     }
 
@@ -332,7 +374,8 @@ impl ShardCache {
             }
         }
         self.remove_stale_downloads(&path)?;
-        self.make_room(entry.bytes)?;
+        // Held until the entry is in place: its download counts meanwhile.
+        let _room = self.make_room(entry.bytes)?;
         let tmp = suffixed(&path, &format!(".tmp-{}", std::process::id()));
         let result = self.download(entry, &tmp).and_then(|()| {
             // Counted before the entry appears, so that a reader that finds it finds it
@@ -340,7 +383,8 @@ impl ShardCache {
             self.bytes_downloaded
                 .fetch_add(entry.bytes, Ordering::Relaxed);
             self.shards_downloaded.fetch_add(1, Ordering::Relaxed);
-            let form = self.decompress(entry, &tmp, &path)?;
+            let (form, _decompressed_room) = self.decompress(entry, &tmp, &path)?;
+            self.learn(entry, &form);
             std::fs::rename(&tmp, &path).map_err(|e| Error::from(e).in_file(&path))?;
             self.lock(&self.checked).insert(name);
             sync_dir(&self.dir).map(|()| form)
@@ -362,6 +406,7 @@ impl ShardCache {
         }
         let good = crc32c_of(path).is_ok_and(|found| found == (form.bytes, form.crc32c));
         if good {
+            self.learn(entry, &form);
             self.lock(&self.checked).insert(name);
         }
         good.then_some(form)
@@ -369,15 +414,25 @@ impl ShardCache {
 
     /// Replaces the downloaded shard `tmp` (checked) by its decompressed form if it is
     /// compressed, writing the form's size and CRC-32C beside the entry `path` first;
-    /// syncs what `tmp` then holds and returns its form.
-    fn decompress(&self, entry: &ShardEntry, tmp: &Path, path: &Path) -> Result<Form> {
+    /// syncs what `tmp` then holds and returns its form, with the room made for the
+    /// decompressed form (made before it is written: its size is measured first, without
+    /// writing, and both forms are on disk until the compressed one goes).
+    fn decompress(
+        &self,
+        entry: &ShardEntry,
+        tmp: &Path,
+        path: &Path,
+    ) -> Result<(Form, Option<Reservation<'_>>)> {
         let in_tmp = |e: std::io::Error| Error::from(e).in_file(tmp);
         if !is_compressed(tmp).map_err(in_tmp)? {
             File::open(tmp).and_then(|f| f.sync_all()).map_err(in_tmp)?;
-            return Ok(Form::stored(entry));
+            return Ok((Form::stored(entry), None));
         }
         let url = self.remote.url_of(&entry.file);
         let shard = MappedDataset::open(tmp).map_err(|e| e.in_file(&url))?;
+        let mut measure = Crc32cWriter::new(std::io::sink());
+        write_uncompressed(&shard, &mut measure).map_err(|e| e.in_file(&url))?;
+        let room = self.make_room(measure.bytes())?;
         let plain = suffixed(tmp, "-plain");
         let written = private::open(&plain, How::New)
             .map_err(Error::from)
@@ -396,25 +451,30 @@ impl ShardCache {
         drop(shard);
         let form = written.and_then(|form| {
             std::fs::rename(&plain, tmp).map_err(|e| Error::from(e).in_file(tmp))?;
-            // The compressed download is gone: room for the decompressed form.
-            self.make_room(form.bytes)?;
             write_sum(path, &form)?;
             Ok(form)
         });
         if form.is_err() {
             let _ = std::fs::remove_file(&plain);
         }
-        form
+        form.map(|form| (form, Some(room)))
     }
 
     /// Removes entries, least recently used first, until `bytes` more fit within the
-    /// limit: none this process uses (mapped, so removing it frees nothing) and none whose
-    /// download lock is held. Removing an entry another process has mapped is safe: its
-    /// mapping stays valid and the space is freed when it is unmapped.
-    fn make_room(&self, bytes: u64) -> Result<()> {
+    /// limit beside the complete entries and the bytes this process's other downloads
+    /// reserved: none this process uses (mapped, so removing it frees nothing) and none
+    /// whose download lock is held. Removing an entry another process has mapped is safe:
+    /// its mapping stays valid and the space is freed when it is unmapped. The room is
+    /// reserved until the returned guard is dropped.
+    fn make_room(&self, bytes: u64) -> Result<Reservation<'_>> {
         let Some(limit) = self.limit else {
-            return Ok(());
+            return Ok(Reservation {
+                reserved: &self.reserved,
+                bytes: 0,
+            });
         };
+        // One at a time: two downloads making room at once would count the same space.
+        let mut reserved = self.lock(&self.reserved);
         let in_dir = |e: std::io::Error| Error::from(e).in_file(&self.dir);
         let mut entries = Vec::new();
         let mut used = 0;
@@ -433,7 +493,7 @@ impl ShardCache {
         entries.sort();
         let in_use = self.lock(&self.in_use).clone();
         for (_, name, len) in entries {
-            if used + bytes <= limit {
+            if used.saturating_add(*reserved).saturating_add(bytes) <= limit {
                 break;
             }
             if in_use.contains_key(&name) {
@@ -449,7 +509,11 @@ impl ShardCache {
                 self.shards_evicted.fetch_add(1, Ordering::Relaxed);
             }
         }
-        Ok(())
+        *reserved = reserved.saturating_add(bytes);
+        Ok(Reservation {
+            reserved: &self.reserved,
+            bytes,
+        })
     }
 
     /// Removes the temporary files of killed downloads of the entry at `path` (called
@@ -543,59 +607,6 @@ pub(super) fn holds_stored_bytes(path: &Path, entry: &ShardEntry) -> bool {
     on_disk(path, entry).is_some_and(|form| !form.decompressed)
 }
 
-/// The decompressed form the sidecar of the entry `path` gives, if it is there and readable.
-fn read_sum(path: &Path) -> Option<Form> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    let sum = private::open(&suffixed(path, ".sum"), How::Read).ok()?;
-    sum.take(200).read_to_string(&mut text).ok()?;
-    let mut words = text.split_whitespace();
-    if words.next()? != SUM_TAG {
-        return None;
-    }
-    let bytes = words.next()?.parse().ok()?;
-    let crc32c = u32::from_str_radix(words.next()?, 16).ok()?;
-    Some(Form {
-        bytes,
-        crc32c,
-        decompressed: true,
-    })
-}
-
-/// Writes the sidecar of the entry `path`: `form`'s size and CRC-32C, under a temporary
-/// name (one the eviction passes over), synced, then renamed.
-fn write_sum(path: &Path, form: &Form) -> Result<()> {
-    let text = format!("{SUM_TAG} {} {:08x}\n", form.bytes, form.crc32c);
-    let (sum, tmp) = (suffixed(path, ".sum"), suffixed(path, ".sum.tmp-"));
-    let tmp = suffixed(&tmp, &std::process::id().to_string());
-    // One a killed process of the same id left (the name is never a link followed).
-    let _ = std::fs::remove_file(&tmp);
-    let written = private::open(&tmp, How::New)
-        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, &sum))
-        .map_err(|e| Error::from(e).in_file(&sum));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
-/// The size and CRC-32C of the cache's file `path`, read whole (not through a link).
-fn crc32c_of(path: &Path) -> std::io::Result<(u64, u32)> {
-    use std::io::Read as _;
-    let mut file = private::open(path, How::Read)?;
-    let (mut buffer, mut bytes, mut crc) = (vec![0; 1 << 20], 0u64, 0u32);
-    loop {
-        match file.read(&mut buffer)? {
-            0 => return Ok((bytes, crc)),
-            n => {
-                crc = crc32c::crc32c_append(crc, &buffer[..n]);
-                bytes += n as u64;
-            }
-        }
-    }
-}
-
 /// Whether the downloaded Arrow IPC file `path` has a compressed record batch (its
 /// messages' headers read, nothing decoded).
 fn is_compressed(path: &Path) -> std::io::Result<bool> {
@@ -606,52 +617,8 @@ fn is_compressed(path: &Path) -> std::io::Result<bool> {
     Ok(has_compressed_batches(&map))
 }
 
-/// The first word of a sidecar `.sum`.
-const SUM_TAG: &str = "lodtensor-decompressed";
-
-/// A writer that counts and checksums what goes through it.
-struct Crc32cWriter<W> {
-    inner: W,
-    bytes: u64,
-    crc32c: u32,
-}
-
-impl<W: std::io::Write> Crc32cWriter<W> {
-    fn new(inner: W) -> Self {
-        Crc32cWriter {
-            inner,
-            bytes: 0,
-            crc32c: 0,
-        }
-    }
-}
-
-impl Crc32cWriter<std::io::BufWriter<File>> {
-    /// The file, flushed, with the bytes written and their CRC-32C.
-    fn finish(self) -> Result<(File, u64, u32)> {
-        let file = self
-            .inner
-            .into_inner()
-            .map_err(|e| Error::from(e.into_error()))?;
-        Ok((file, self.bytes, self.crc32c))
-    }
-}
-
-impl<W: std::io::Write> std::io::Write for Crc32cWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.crc32c = crc32c::crc32c_append(self.crc32c, &buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// `path` with `suffix` appended to its name.
-fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+pub(super) fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)

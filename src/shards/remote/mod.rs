@@ -11,6 +11,7 @@ mod meta;
 mod pending;
 mod private;
 mod ranges;
+mod sidecar;
 mod staged;
 mod upload;
 
@@ -329,7 +330,8 @@ fn load_manifest_and_tag(
 /// The cache's directory of the dataset at `url`: `scheme/host/path`, each part made of
 /// safe characters only.
 fn url_key(url: &str) -> PathBuf {
-    url.split(['/', ':'])
+    let mut key: PathBuf = url
+        .split(['/', ':'])
         .filter(|part| !part.is_empty() && *part != "." && *part != "..")
         .map(|part| {
             part.chars()
@@ -339,7 +341,20 @@ fn url_key(url: &str) -> PathBuf {
                 })
                 .collect::<String>()
         })
-        .collect()
+        .collect();
+    // The readable path is not one-to-one (`a b` and `a_b`, `h:9000` and `h/9000`; and a
+    // dataset `p/_meta/` would land in `p`'s metadata): the last name carries the URL's
+    // SHA-256, so two URLs never share a directory and none nests in another's.
+    let digest = ring::digest::digest(&ring::digest::SHA256, url.as_bytes());
+    let hex: String = (digest.as_ref()[..12].iter())
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let last = match key.file_name() {
+        Some(name) => format!("{}@{hex}", name.to_string_lossy()),
+        None => format!("@{hex}"),
+    };
+    key.set_file_name(last);
+    key
 }
 
 #[cfg(test)]
@@ -348,8 +363,34 @@ mod tests {
 
     #[test]
     fn a_url_key_stays_inside_the_cache() {
-        assert_eq!(url_key("s3://b/p/q/"), Path::new("s3/b/p/q"));
-        assert_eq!(url_key("http://h:9000/../x"), Path::new("http/h/9000/x"));
-        assert_eq!(url_key("s3://b/a b?"), Path::new("s3/b/a_b_"));
+        let readable = |url: &str| {
+            let key = url_key(url);
+            let name = key.file_name().unwrap().to_string_lossy().into_owned();
+            let (last, hex) = name.split_once('@').unwrap();
+            assert_eq!(hex.len(), 24);
+            key.with_file_name(last)
+        };
+        assert_eq!(readable("s3://b/p/q/"), Path::new("s3/b/p/q"));
+        assert_eq!(readable("http://h:9000/../x"), Path::new("http/h/9000/x"));
+        assert_eq!(readable("s3://b/a b?"), Path::new("s3/b/a_b_"));
+        for part in url_key("http://h:9000/../x").components() {
+            assert!(matches!(part, std::path::Component::Normal(_)), "{part:?}");
+        }
+    }
+
+    #[test]
+    fn two_datasets_never_share_a_cache_directory() {
+        // Each pair mapped to one directory (or one inside the other's metadata) before.
+        let pairs = [
+            ("s3://b/a b/", "s3://b/a_b/"),
+            ("http://h:9000/x/", "http://h/9000/x/"),
+            ("s3://b/a?/", "s3://b/a*/"),
+        ];
+        for (a, b) in pairs {
+            assert_ne!(url_key(a), url_key(b), "{a} {b}");
+        }
+        let (outer, inner) = (url_key("s3://b/p/"), url_key("s3://b/p/_meta/"));
+        assert!(!inner.starts_with(&outer), "{inner:?} in {outer:?}");
+        assert_eq!(url_key("s3://b/p/"), url_key("s3://b/p/"));
     }
 }

@@ -12,6 +12,7 @@ use crate::shards::commit::{commit_dir, merge};
 use crate::shards::index::IndexEntry;
 use crate::shards::location::Location;
 use crate::shards::manifest::{ColumnSpec, MANIFEST_NAME, Manifest, ShardEntry};
+use crate::shards::names::ShardNames;
 use crate::shards::parse::{cut, manifest_error};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::load_manifest_and_tag;
@@ -152,6 +153,7 @@ pub fn commit_url_report(url: &str, options: &RemoteOptions) -> Result<CommitRep
     let donors = pending_lengths(&store.remote, &parts)?;
     let manifest = commit_protocol(&store, current, |current, store| {
         let mut manifest = current.cloned();
+        let mut names = manifest.as_ref().map(ShardNames::of).unwrap_or_default();
         // Nothing to publish: pending shards are in place already (no staged one is found).
         let mut publish = Vec::new();
         for (name, part) in &parts {
@@ -160,8 +162,16 @@ pub fn commit_url_report(url: &str, options: &RemoteOptions) -> Result<CommitRep
                 columns: part.columns.clone(),
                 ..Manifest::default()
             });
-            merge(merged, part.clone(), prefix, &|_| None, store, &mut publish)
-                .map_err(|e| e.in_file(store.remote.url_of(name)))?;
+            merge(
+                merged,
+                &mut names,
+                part.clone(),
+                prefix,
+                &|_| None,
+                store,
+                &mut publish,
+            )
+            .map_err(|e| e.in_file(store.remote.url_of(name)))?;
         }
         let Some(mut manifest) = manifest else {
             return Err(ArgumentError::NoSchema.into());

@@ -22,13 +22,14 @@ use bytes::Bytes;
 use crate::error::{ArgumentError, DatasetError, Error, Result};
 use crate::shards::index::index_files;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
+use crate::shards::names::ShardNames;
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::client::{Put, Remote};
 use crate::shards::remote::load_manifest_and_tag;
 use crate::shards::store::{
     Commit, ManifestStore, ManifestVersion, PENDING_PREFIX, Replaced, check_prefix, commit_with,
 };
-use crate::shards::writer::{free_name, next_index};
+use crate::shards::writer::next_index;
 
 /// A dataset's manifest in object storage, replaced by conditional PUTs.
 pub(super) struct RemoteStore {
@@ -233,6 +234,7 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
             .into());
         }
         let mut publish = Vec::with_capacity(local.shards.len());
+        let mut names = ShardNames::of(&manifest);
         for (i, entry) in local.shards.iter().enumerate() {
             let (prefix, wanted) = match target {
                 Target::Pending(prefix) => (prefix, format!("{prefix}-{:05}.arrow", start + i)),
@@ -241,12 +243,13 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
                     (prefix, entry.file.clone())
                 }
             };
-            let name = free_name(&manifest, prefix, Some(&wanted), store);
+            let name = names.free(prefix, Some(&wanted), store);
             publish.push((dir.join(&entry.file), name.clone()));
-            manifest.shards.push(ShardEntry {
+            let entry = ShardEntry {
                 file: name,
                 ..entry.clone()
-            });
+            };
+            names.push(&mut manifest, entry);
         }
         let put = &mut put_object(&store.remote);
         index_files(current, &mut manifest, Path::new(""), &publish, put)?;

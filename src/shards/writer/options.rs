@@ -41,7 +41,8 @@ impl Default for ShardOptions {
 }
 
 impl ShardOptions {
-    /// Closes a shard once it holds `rows` rows (no row limit by default).
+    /// Closes a shard once it holds `rows` rows (no row limit by default). `0` is refused
+    /// by [`ShardWriter`]'s constructors naming `shard_rows`.
     ///
     /// # Example
     /// ```
@@ -56,12 +57,13 @@ impl ShardOptions {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_shard_rows(mut self, rows: usize) -> Self {
-        self.shard_rows = Some(rows.max(1));
+        self.shard_rows = Some(rows);
         self
     }
 
     /// Closes a shard once its rows hold `bytes` bytes of values and offsets (default
-    /// 256 MiB). A shard holds at least one row, however large.
+    /// 256 MiB). A shard holds at least one row, however large. `0` is refused by
+    /// [`ShardWriter`]'s constructors naming `shard_bytes`.
     ///
     /// # Example
     /// ```
@@ -76,7 +78,7 @@ impl ShardOptions {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_shard_bytes(mut self, bytes: usize) -> Self {
-        self.shard_bytes = Some(bytes.max(1));
+        self.shard_bytes = Some(bytes);
         self
     }
 
