@@ -241,7 +241,8 @@ fn the_cache_limit_counts_decompressed_bytes_and_room_is_made_before_writing() {
     let cache = dir.path().join("cache");
     // One shard's entry, decompressed, measured by a cache without a limit.
     let unlimited = s3.options().with_cache_dir(dir.path().join("measure"));
-    let measured = ShardedDataset::open_url(&url, &unlimited.with_prefetch_bytes(0)).unwrap();
+    let measured =
+        ShardedDataset::open_with(url.as_str(), &unlimited.with_prefetch_bytes(0)).unwrap();
     measured.shard(0).unwrap();
     let decompressed = cache_bytes(&dir.path().join("measure"));
     assert!(decompressed > 4 * largest, "{decompressed} {largest}");
@@ -250,7 +251,7 @@ fn the_cache_limit_counts_decompressed_bytes_and_room_is_made_before_writing() {
     // fetch more than fit, each evicting the one read next.
     let limit = 6 * decompressed;
     let options = s3.options().with_cache_dir(&cache).with_cache_limit(limit);
-    let remote = ShardedDataset::open_url(&url, &options).unwrap();
+    let remote = ShardedDataset::open_with(url.as_str(), &options).unwrap();
     let (done, peak) = (AtomicBool::new(false), AtomicU64::new(0));
     std::thread::scope(|scope| {
         scope.spawn(|| {
