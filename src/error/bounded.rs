@@ -174,7 +174,7 @@ mod tests {
         // A dependency's message ending in two line breaks (found by pending_commit).
         assert_eq!(elided("out of bounds.\n\n"), "out of bounds.");
         assert_eq!(elided("a\r\nb\nc"), "a b c");
-        let e = crate::Error::internal("Range [5, 9) is out of bounds.\n\n");
+        let e = crate::error::Error::internal("Range [5, 9) is out of bounds.\n\n");
         let message = e.to_string();
         assert!(
             message.contains("Range [5, 9) is out of bounds. "),

@@ -264,17 +264,6 @@ fn internal_kind_is_located_where_it_was_found() {
 
 #[test]
 fn messages_are_bounded_whatever_they_echo() {
-    // A loader state holding a 50 MB string: the error holds and shows a few hundred bytes.
-    let state = format!("{{\"epoch\": \"{}\"}}", "9".repeat(50_000_000));
-    let e = crate::Position::from_json(&state).unwrap_err();
-    let message = e.to_string();
-    assert!(message.len() <= 1000, "{} bytes", message.len());
-    assert!(message.contains("bytes elided]"), "{message}");
-    assert!(
-        message.ends_with("\"epoch\" is not an unsigned integer"),
-        "{message}"
-    );
-    assert!(format!("{e:?}").len() < 1000);
     // Any error: a 5 MB path, a 5 MB column name and a 5 MB value at once.
     let huge = "x".repeat(5_000_000);
     let e = Error::invalid_argument("op", "name", &huge, "short")

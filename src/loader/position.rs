@@ -183,6 +183,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_state_holding_a_huge_string_gives_a_bounded_error() {
+        // A loader state holding a 50 MB string: the error holds and shows a few hundred bytes.
+        let state = format!("{{\"epoch\": \"{}\"}}", "9".repeat(50_000_000));
+        let e = Position::from_json(&state).unwrap_err();
+        let message = e.to_string();
+        assert!(message.len() <= 1000, "{} bytes", message.len());
+        assert!(message.contains("bytes elided]"), "{message}");
+        assert!(
+            message.ends_with("\"epoch\" is not an unsigned integer"),
+            "{message}"
+        );
+        assert!(format!("{e:?}").len() < 1000);
+    }
+
+    #[test]
     fn positions_round_trip_through_json() {
         let p = Position {
             epoch: 3,

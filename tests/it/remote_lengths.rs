@@ -197,9 +197,18 @@ fn a_shard_whose_metadata_differed_from_its_bytes_is_refused_when_mapped() {
     let at = fake.len() - 10 - footer as usize;
     fake.splice(at..at, vec![0; real.len() - fake.len()]);
     let entry = &remote.manifest().shards[0];
-    let planted = cache
-        .join("s3/data/changed")
-        .join(format!("{:08x}-{}", entry.crc32c, entry.file));
+    // The dataset's directory in the cache: its prefix and a hash of its URL.
+    let dataset_dir = std::fs::read_dir(cache.join("s3/data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("changed@")
+        })
+        .expect("the dataset's cache directory, made when it was opened");
+    let planted = dataset_dir.join(format!("{:08x}-{}", entry.crc32c, entry.file));
     std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
     std::fs::write(&planted, &fake).unwrap();
     let mut loader = Loader::builder(&remote)
