@@ -363,7 +363,7 @@ pub(crate) fn catch_panic<T>(
     })
 }
 
-/// At most [`bounded::MESSAGE_BYTES`] bytes: a longer message (a huge value echoed, a long
+/// At most 1,000 bytes: a longer message (a huge value echoed, a long
 /// path) keeps its start and its end, the bytes between counted.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -12,7 +12,7 @@ use crate::common::S3Server;
 use crate::remote::{uploaded, write_local};
 
 /// The cache directory of the dataset at `url` under `cache`, and shard 0's entry there.
-fn entry_of(cache: &Path, url: &str, data: &ShardedDataset) -> (PathBuf, PathBuf) {
+pub(crate) fn entry_of(cache: &Path, url: &str, data: &ShardedDataset) -> (PathBuf, PathBuf) {
     let rest = url.trim_start_matches("s3://").trim_end_matches('/');
     let (parent, last) = rest.rsplit_once('/').unwrap();
     // The directory's name is the URL's last name, then `@` and a digest of the URL.

@@ -12,6 +12,7 @@ use lodtensor::{Dataset, ErrorKind, FormatError, Loader, LoaderBuilder};
 use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
 use crate::common::S3Server;
+use crate::hostile_remote::entry_of;
 use crate::remote::uploaded;
 
 /// 240 documents of up to 6 sentences of up to `tokens` tokens of 32 floats, in shards of
@@ -196,19 +197,7 @@ fn a_shard_whose_metadata_differed_from_its_bytes_is_refused_when_mapped() {
     let footer = u32::from_le_bytes(fake[fake.len() - 10..fake.len() - 6].try_into().unwrap());
     let at = fake.len() - 10 - footer as usize;
     fake.splice(at..at, vec![0; real.len() - fake.len()]);
-    let entry = &remote.manifest().shards[0];
-    // The dataset's directory in the cache: its prefix and a hash of its URL.
-    let dataset_dir = std::fs::read_dir(cache.join("s3/data"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("changed@")
-        })
-        .expect("the dataset's cache directory, made when it was opened");
-    let planted = dataset_dir.join(format!("{:08x}-{}", entry.crc32c, entry.file));
+    let (_, planted) = entry_of(&cache, &url, &remote);
     std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
     std::fs::write(&planted, &fake).unwrap();
     let mut loader = Loader::builder(&remote)
