@@ -94,7 +94,7 @@ fn sharded_seed(ds: &Dataset, i: usize, manifests: &Path, dirs: &Path) {
     joined.extend_from_slice(&manifest);
     let parsed = Manifest::parse(std::str::from_utf8(&manifest).expect("UTF-8")).expect("parses");
     for entry in &parsed.shards {
-        joined.extend_from_slice(b"\0SHARD\0");
+        joined.extend_from_slice(lodtensor_fuzz::SHARD);
         joined.extend(std::fs::read(tmp.path().join(&entry.file)).expect("a shard"));
     }
     std::fs::write(dirs.join(format!("dataset{i}.bin")), joined).expect("a seed");
@@ -116,12 +116,12 @@ fn pending_seed(ds: &Dataset, i: usize, pendings: &Path) {
     writer.finish().expect("finishing pending shards");
     let pending = std::fs::read(tmp.path().join("_lodtensor.pending.w1.json")).expect("pending");
     let mut joined = std::fs::read(tmp.path().join(MANIFEST_NAME)).expect("the manifest");
-    joined.extend_from_slice(b"\0SHARD\0");
+    joined.extend_from_slice(lodtensor_fuzz::SHARD);
     joined.extend_from_slice(&pending);
     let parsed = Manifest::parse(std::str::from_utf8(&pending).expect("UTF-8")).expect("parses");
     let staged = tmp.path().join("_pending").join("w1.pending");
     for entry in &parsed.shards {
-        joined.extend_from_slice(b"\0SHARD\0");
+        joined.extend_from_slice(lodtensor_fuzz::SHARD);
         joined.extend(std::fs::read(staged.join(&entry.file)).expect("a staged shard"));
     }
     std::fs::write(pendings.join(format!("dataset{i}.bin")), joined).expect("a seed");

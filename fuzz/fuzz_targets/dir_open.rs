@@ -11,20 +11,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use lodtensor::shards::{MANIFEST_NAME, Manifest, ShardedDataset};
-use lodtensor_fuzz::{apply_numbers, read_everything, scratch_dir, split_numbers};
-
-const MARKER: &[u8] = b"\0SHARD\0";
-
-fn split(data: &[u8]) -> Vec<&[u8]> {
-    let mut parts = Vec::new();
-    let mut rest = data;
-    while let Some(at) = rest.windows(MARKER.len()).position(|w| w == MARKER) {
-        parts.push(&rest[..at]);
-        rest = &rest[at + MARKER.len()..];
-    }
-    parts.push(rest);
-    parts
-}
+use lodtensor_fuzz::{apply_numbers, read_everything, scratch_dir, split_files, split_numbers};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, data)) = data.split_first() else {
@@ -34,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let dir = scratch_dir().join("dir_open");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a dataset directory");
-    let parts = split(data);
+    let parts = split_files(data);
     for (i, shard) in parts.iter().enumerate().skip(1).take(8) {
         std::fs::write(dir.join(format!("part-{:05}.arrow", i - 1)), shard).expect("a shard");
     }

@@ -19,6 +19,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let Ok(general) = read(false) {
-        assert_eq!(direct, general, "the direct decoder and the general reader disagree");
+        assert_eq!(
+            direct, general,
+            "the direct decoder and the general reader disagree"
+        );
     }
 });

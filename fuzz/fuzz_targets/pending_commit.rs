@@ -10,24 +10,11 @@
 
 use libfuzzer_sys::fuzz_target;
 use lodtensor::shards::{MANIFEST_NAME, Manifest, commit};
-use lodtensor_fuzz::{apply_numbers, assert_bounded, scratch_dir, split_numbers};
-
-const MARKER: &[u8] = b"\0SHARD\0";
-
-fn split(data: &[u8]) -> Vec<&[u8]> {
-    let mut parts = Vec::new();
-    let mut rest = data;
-    while let Some(at) = rest.windows(MARKER.len()).position(|w| w == MARKER) {
-        parts.push(&rest[..at]);
-        rest = &rest[at + MARKER.len()..];
-    }
-    parts.push(rest);
-    parts
-}
+use lodtensor_fuzz::{apply_numbers, assert_bounded, scratch_dir, split_files, split_numbers};
 
 fuzz_target!(|data: &[u8]| {
     let (data, numbers) = split_numbers(data);
-    let parts = split(data);
+    let parts = split_files(data);
     if parts.len() < 2 {
         return;
     }

@@ -186,6 +186,21 @@ pub fn tensor_of(
     LodTensor::try_new(lod, values).ok()
 }
 
+/// The marker between a directory input's files.
+pub const SHARD: &[u8] = b"\0SHARD\0";
+
+/// `data` split at every [`SHARD`] marker: a directory input's files, in order.
+pub fn split_files(data: &[u8]) -> Vec<&[u8]> {
+    let mut parts = Vec::new();
+    let mut rest = data;
+    while let Some(at) = rest.windows(SHARD.len()).position(|w| w == SHARD) {
+        parts.push(&rest[..at]);
+        rest = &rest[at + SHARD.len()..];
+    }
+    parts.push(rest);
+    parts
+}
+
 /// The marker before a manifest input's numeric overrides (see [`apply_numbers`]).
 pub const NUMBERS: &[u8] = b"\0NUM\0";
 
