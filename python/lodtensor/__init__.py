@@ -187,13 +187,16 @@ def write_shards(
     atomically under ``_pending/`` (which ``pyarrow.dataset`` ignores) and the manifest
     replaced atomically last, so a crash leaves the previous dataset readable and a failure
     leaves no shard. ``mode`` is ``"create"``, ``"append"`` (to an existing dataset; any
-    number of appenders may run at once, none loses rows), or
-    ``"pending"`` for one of many independent writers: each takes its own ``prefix``
-    (default ``"part"``) and records its shards in a pending manifest, and
-    ``lodtensor.commit(path)`` then merges them. ``compression`` (``"zstd"``, ``"lz4"``)
-    compresses every shard, as ``write``. Returns the manifest written, as a dict.
+    number of appenders may run at once, none loses rows), ``"pending"`` for one of many
+    independent writers (each takes its own ``prefix``, default ``"part"``, and records its
+    shards in a pending manifest; ``lodtensor.commit(path)`` then merges them), or
+    ``"overwrite"``: the dataset there, if any, replaced atomically by ``data`` whatever its
+    columns (readers see the old rows or the new ones; the old shards stay until ``vacuum``
+    removes them). ``compression`` (``"zstd"``, ``"lz4"``) compresses every shard, as
+    ``write``. Returns the manifest written, as a dict.
 
         >>> lt.write_shards("shards/", table, shard_rows=1000)         # doctest: +SKIP
+        >>> lt.write_shards("shards/", newer, mode="overwrite")        # doctest: +SKIP
         >>> lt.write_shards("shards/", part, mode="pending", prefix="w3")  # doctest: +SKIP
         >>> lt.commit("shards/")                                       # doctest: +SKIP
 

@@ -44,7 +44,7 @@ __all__ = [
 _Path = Union[str, os.PathLike[str]]
 _Offsets = npt.NDArray[np.int64]
 # How a sharded dataset is written: a new one, shards appended, or one of many writers.
-_Mode = Literal["create", "append", "pending"]
+_Mode = Literal["create", "append", "pending", "overwrite"]
 # The offsets of a written file: i64 (LargeList) or i32 (List).
 _OffsetWidth = Literal["i32", "i64"]
 _Compression = Literal["none", "zstd", "lz4"]

@@ -26,7 +26,8 @@ use crate::shards::manifest_dict;
 /// an existing one (any number of writers at once: each commits its shards after those
 /// listed then), or `"pending"`: one of many independent writers, each with its own
 /// `prefix`, recording its shards in `_lodtensor.pending.PREFIX.json` until
-/// `lodtensor.commit(path)` merges them. Shards wait under `_pending/` (which dataset
+/// `lodtensor.commit(path)` merges them, or `"overwrite"`: the dataset there (if any) replaced
+/// by this writer's rows, atomically (its old shards stay until `vacuum`). Shards wait under `_pending/` (which dataset
 /// discovery ignores) until committed. `schema_metadata` (`str` → `str`) is written into
 /// every shard's file beside lodtensor's own keys (`write_shards` passes its input's, such as
 /// HuggingFace's features, which `ShardedDataset.to_huggingface()` reads back).
@@ -111,9 +112,10 @@ impl ShardWriter {
             "create" => lodtensor::shards::ShardWriter::create,
             "append" => lodtensor::shards::ShardWriter::append,
             "pending" => lodtensor::shards::ShardWriter::pending,
+            "overwrite" => lodtensor::shards::ShardWriter::overwrite,
             other => {
                 return Err(invalid(format!(
-                    "mode must be \"create\", \"append\" or \"pending\", not {other:?}"
+                    "mode must be \"create\", \"append\", \"pending\" or \"overwrite\", not {other:?}"
                 )));
             }
         };

@@ -1,11 +1,14 @@
 """An HTTP proxy on 127.0.0.1 in front of the S3 server that counts every request by
 method and object name (range reads apart), for the tests that bound what a rank asks
-the store for."""
+the store for; with `tls`, it speaks HTTPS with a self-signed certificate."""
 
 from __future__ import annotations
 
+import datetime
 import http.client
 import http.server
+import ssl
+import tempfile
 import threading
 from collections import Counter
 from urllib.parse import unquote, urlsplit
@@ -14,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 class CountingProxy:
     """Forwards to `upstream_port`; `counts()` gives {(method, name, ranged): n}."""
 
-    def __init__(self, upstream_port: int) -> None:
+    def __init__(self, upstream_port: int, tls: bool = False) -> None:
         self.lock = threading.Lock()
         self.seen: Counter = Counter()
         proxy = self
@@ -54,7 +57,13 @@ class CountingProxy:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            with tempfile.TemporaryDirectory() as tmp:
+                context.load_cert_chain(*_self_signed(tmp))
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        scheme = "https" if tls else "http"
+        self.endpoint = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def reset(self) -> None:
@@ -68,3 +77,33 @@ class CountingProxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _self_signed(directory: str) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 signed by its own key: the paths of both, PEM."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import ipaddress
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = f"{directory}/cert.pem", f"{directory}/key.pem"
+    with open(cert_path, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return cert_path, key_path

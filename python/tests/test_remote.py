@@ -16,6 +16,7 @@ pytest.importorskip("boto3")
 
 import lodtensor as lt  # noqa: E402
 from conftest import documents, inside_mapping  # noqa: E402
+from counting_proxy import CountingProxy  # noqa: E402
 from s3_server import FaultProxy, S3Server, s3  # noqa: E402, F401 (s3: the fixture)
 
 LOADER_MODES = [
@@ -244,6 +245,21 @@ def test_errors_name_the_fault(s3, remote, tmp_path):
         lt.open(tmp_path, cache_dir=tmp_path)
 
 
+def test_an_https_store_is_read_over_tls_and_its_certificate_checked(s3, remote, shards_dir, tmp_path):
+    proxy = CountingProxy(s3.port, tls=True)
+    try:
+        url, options = remote
+        options = {**options, "aws_endpoint": proxy.endpoint}
+        # A self-signed certificate is refused unless the options accept it.
+        with pytest.raises(OSError, match=r"_lodtensor\.json.*(certificate|UnknownIssuer)"):
+            lt.open(url, storage_options=options, cache_dir=tmp_path / "refused")
+        ds = lt.open(url, storage_options={**options, "allow_invalid_certificates": "true"}, cache_dir=tmp_path / "ok")
+        assert ds.to_pyarrow().equals(lt.open(shards_dir).to_pyarrow())
+        assert proxy.counts()[("GET", "_lodtensor.json", False)] >= 1
+    finally:
+        proxy.close()
+
+
 def test_refused_credentials_are_a_permission_error():
     # moto checks credentials against its IAM once told to: these keys are unknown there.
     server = S3Server(env={"INITIAL_NO_AUTH_ACTION_COUNT": "0"})
@@ -291,6 +307,19 @@ def test_write_shards_to_a_url_and_concurrent_appenders_keep_every_shard(s3, tmp
     assert ds.num_shards == 3 + 2 * 3 * 2
     assert len({s["file"] for s in ds.shards}) == ds.num_shards
     ds.to_pyarrow()  # every shard there, its checksum right
+
+
+def test_an_overwrite_of_a_url_replaces_its_manifest_and_keeps_the_old_objects(s3, tmp_path):
+    options = s3.storage_options()
+    url = "s3://data/overwritten/"
+    lt.write_shards(url, documents(9, seed=2), shard_rows=4, storage_options=options)
+    old = lt.open(url, storage_options=options, cache_dir=tmp_path / "old")
+    newer = pa.table({"id": pa.array(range(5), pa.int64())})
+    manifest = lt.write_shards(url, newer, mode="overwrite", shard_rows=2, storage_options=options)
+    assert [s["rows"] for s in manifest["shards"]] == [2, 2, 1]
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path / "new")
+    assert ds.to_pyarrow().column("id").to_pylist() == list(range(5))
+    assert old.num_rows == 9 and old.to_pyarrow().num_rows == 9  # its shards are still there
 
 
 def _write_pending(url, options, prefix, seed):

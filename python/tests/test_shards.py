@@ -198,13 +198,29 @@ def test_create_append_and_atomic_failure(tmp_path):
     lt.open(path).validate()
 
 
+def test_an_overwrite_replaces_the_dataset_whatever_its_columns(tmp_path):
+    path = tmp_path / "ds"
+    lt.write_shards(path, documents(25, seed=1), shard_rows=10)
+    old = lt.open(path)
+    newer = pa.table({"id": pa.array(range(7), pa.int64())})
+    manifest = lt.write_shards(path, newer, mode="overwrite", shard_rows=5)
+    assert [s["rows"] for s in manifest["shards"]] == [5, 2]
+    ds = lt.open(path)
+    assert ds.to_pyarrow().column("id").to_pylist() == list(range(7))
+    assert old.to_pyarrow().equals(documents(25, seed=1).cast(old.to_pyarrow().schema))  # read on
+    assert len(lt.vacuum(path, grace=0)) == 3  # the old shards, once no reader needs them
+    assert lt.open(path).num_rows == 7
+    # Where no dataset is, an overwrite creates one.
+    assert lt.write_shards(tmp_path / "new", newer, mode="overwrite")["shards"][0]["rows"] == 7
+
+
 def test_writes_that_do_not_fit_are_refused(tmp_path):
     path = tmp_path / "ds"
     lt.write_shards(path, documents(5, seed=1))
     with pytest.raises(lt.LodTensorError, match="columns"):
         lt.write_shards(path, pa.table({"x": pa.array([1.0, 2.0])}), mode="append")
     with pytest.raises(lt.LodTensorError, match="mode"):
-        lt.ShardWriter(tmp_path / "other", mode="overwrite")
+        lt.ShardWriter(tmp_path / "other", mode="replace")
     with pytest.raises(lt.LodTensorError, match="prefix"):
         lt.ShardWriter(tmp_path / "other", mode="pending", prefix="_hidden")
     writer = lt.ShardWriter(tmp_path / "third")

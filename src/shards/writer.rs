@@ -34,6 +34,9 @@ pub(crate) enum Target {
     Append,
     /// A pending manifest of this writer's shards, merged by [`commit`](super::commit).
     Pending,
+    /// The dataset's manifest (or a new one), replaced by one that lists the new shards
+    /// only.
+    Overwrite,
 }
 
 /// Where a writer's shards wait for their commit: a directory under `_pending/`, which
@@ -314,6 +317,47 @@ impl ShardWriter {
         Self::start(dir, options, Target::Pending, manifest)
     }
 
+    /// Replaces the dataset at `location` (a directory, created if missing, or a URL, as
+    /// [`ShardWriter::create`]) by the rows this writer writes, whatever it held: its columns
+    /// may differ. [`ShardWriter::finish`] replaces the manifest atomically by one that lists
+    /// the new shards only, so readers see the old dataset or the new one; the old shards
+    /// stay where they are (a reader that opened the old manifest still reads them) until
+    /// [`vacuum`](super::vacuum) removes them. Rows another writer commits meanwhile are
+    /// replaced too. A dataset without a manifest is created.
+    ///
+    /// # Errors
+    /// As [`ShardWriter::create`], without [`DatasetError::AlreadyThere`]; the current
+    /// manifest's errors ([`Manifest::load`]): a dataset is replaced only when it can be read.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset};
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = lodtensor::doc_fixtures::ids();
+    /// # let ds = Dataset::try_new(vec![Column::new("ids", t)])?;
+    /// for _ in 0..2 {
+    ///     let mut writer = ShardWriter::overwrite(dir.path(), ShardOptions::default())?;
+    ///     writer.write(&ds)?;
+    ///     writer.finish()?;
+    /// }
+    /// assert_eq!(ShardedDataset::open(dir.path())?.num_rows(), 3);  // the last write's rows
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn overwrite(location: impl Into<Location>, options: ShardOptions) -> Result<Self> {
+        let dir = match location.into() {
+            Location::Path(dir) => dir,
+            Location::Url(url) => return Self::to_url(&url, Target::Overwrite, options),
+        };
+        let dir = dir.as_path();
+        std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
+        // The columns come from the new rows; the commit replaces the manifest read here.
+        let (_, base) = LocalStore::new(dir).load_current()?;
+        let mut writer = Self::start(dir, options, Target::Overwrite, None)?;
+        writer.base = base;
+        Ok(writer)
+    }
+
     /// A writer to the URL `url`: a new dataset in a local directory of its own, uploaded
     /// as `target` says by `finish`.
     fn to_url(url: &str, target: Target, options: ShardOptions) -> Result<Self> {
@@ -475,9 +519,9 @@ impl ShardWriter {
         }
         let written = match self.target {
             Target::Pending => self.finish_pending()?,
-            Target::Create | Target::Append => {
+            Target::Create | Target::Append | Target::Overwrite => {
                 let store = LocalStore::new(&self.dir);
-                // The manifest as read: none for a new dataset.
+                // The manifest as read: none for a new dataset (or one replaced).
                 let read = (self.target == Target::Append).then(|| self.manifest.clone());
                 let base = (read, self.base.clone());
                 commit_with(&store, base, |current, store| self.build(current, store))?
@@ -500,8 +544,8 @@ impl ShardWriter {
             (None, Target::Append) => {
                 return Err(Error::from(DatasetError::RemovedMeanwhile).in_file(path));
             }
-            (Some(m), _) => m.clone(),
-            (None, _) => Manifest {
+            (Some(m), Target::Append | Target::Pending) => m.clone(),
+            (_, _) => Manifest {
                 columns: self.manifest.columns.clone(),
                 ..Manifest::default()
             },
@@ -517,6 +561,8 @@ impl ShardWriter {
             .into());
         }
         let mut publish = Vec::with_capacity(self.new.len());
+        // A replaced dataset's shards keep their files (readers of the old manifest still
+        // map them): the new shards take names no file has (`free`).
         let mut names = ShardNames::of(&manifest);
         for entry in &self.new {
             let name = names.free(&self.options.prefix, None, store);
@@ -529,7 +575,8 @@ impl ShardWriter {
         }
         let cleanup = vec![self.staging.rel.clone()];
         let put = &mut put_local(&self.dir);
-        index_files(current, &mut manifest, &self.dir, &publish, put)?;
+        let extended = current.filter(|_| self.target != Target::Overwrite);
+        index_files(extended, &mut manifest, &self.dir, &publish, put)?;
         Ok(Commit {
             manifest,
             publish,

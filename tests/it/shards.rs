@@ -642,3 +642,61 @@ fn a_location_is_a_path_or_a_url_decided_once() {
     let err = commit("memory://bucket/data/").unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Argument(_)), "{err}");
 }
+
+#[test]
+fn an_overwrite_replaces_the_dataset_and_keeps_the_old_shards_for_its_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    three_shards(dir.path());
+    let old = ShardedDataset::open(dir.path()).unwrap();
+    let old_rows = flatten(&old.rows(0..old.num_rows()).unwrap());
+    // Other columns: the labels alone.
+    let docs = documents(9, 5, 100);
+    let new = Dataset::try_new(vec![docs.columns()[1].clone()]).unwrap();
+    let mut writer =
+        ShardWriter::overwrite(dir.path(), ShardOptions::default().with_shard_rows(2)).unwrap();
+    writer.write(&new).unwrap();
+    let manifest = writer.finish().unwrap();
+    assert_eq!((manifest.num_rows(), manifest.shards.len()), (5, 3));
+    let replaced = ShardedDataset::open(dir.path()).unwrap();
+    let names: Vec<&str> = replaced.columns().iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["label"]);
+    let labels: Vec<i64> = (replaced.rows(0..5).unwrap().iter())
+        .flat_map(|part| {
+            part.column("label")
+                .unwrap()
+                .typed_values::<Int64Type>()
+                .unwrap()
+                .to_vec()
+        })
+        .collect();
+    assert_eq!(labels, [100, 101, 102, 103, 104]);
+    // The old shards are where they were: a reader of the old manifest reads on.
+    let old_files: Vec<&str> = old
+        .manifest()
+        .shards
+        .iter()
+        .map(|s| s.file.as_str())
+        .collect();
+    assert!(old_files.iter().all(|f| dir.path().join(f).exists()));
+    assert_eq!(flatten(&old.rows(0..old.num_rows()).unwrap()), old_rows);
+    assert!(
+        manifest
+            .shards
+            .iter()
+            .all(|s| !old_files.contains(&s.file.as_str()))
+    );
+    // ... until `vacuum` removes them.
+    let removed = lodtensor::shards::vacuum(dir.path(), Duration::ZERO).unwrap();
+    assert_eq!(removed.len(), old_files.len());
+    assert_eq!(ShardedDataset::open(dir.path()).unwrap().num_rows(), 5);
+    // An overwrite creates a dataset where none is, and refuses to replace one it cannot read.
+    let empty = tempfile::tempdir().unwrap();
+    let mut writer = ShardWriter::overwrite(empty.path(), ShardOptions::default()).unwrap();
+    writer.write(&new).unwrap();
+    assert_eq!(writer.finish().unwrap().num_rows(), 5);
+    std::fs::write(empty.path().join(MANIFEST_NAME), b"{not json").unwrap();
+    let err = ShardWriter::overwrite(empty.path(), ShardOptions::default())
+        .err()
+        .unwrap();
+    assert!(matches!(err.kind(), ErrorKind::Format(_)), "{err}");
+}

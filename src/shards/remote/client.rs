@@ -374,6 +374,11 @@ pub(crate) fn store_error(e: object_store::Error, url: &str) -> Error {
             "no credentials found (set storage_options or AWS_ACCESS_KEY_ID and \
              AWS_SECRET_ACCESS_KEY; the instance metadata service did not answer)",
         ),
+        _ if error_chain(&e).any(|cause| cause.contains("certificate")) => (
+            Kind::Other,
+            "the server's TLS certificate was refused (for a private certificate authority \
+             set SSL_CERT_FILE; to accept any, allow_invalid_certificates=\"true\")",
+        ),
         _ if text.contains("timed out") => (
             Kind::TimedOut,
             "timed out after retries (check the endpoint and the network)",
@@ -383,8 +388,19 @@ pub(crate) fn store_error(e: object_store::Error, url: &str) -> Error {
             "failed after retries (check the endpoint and the network)",
         ),
     };
-    let said = match (xml_field(&text, "Code"), xml_field(&text, "Message")) {
-        (Some(code), Some(message)) => format!("{code}: {message}"),
+    // The transport's own reason is often only in the innermost source.
+    let root = error_chain(&e)
+        .last()
+        .filter(|root| !text.contains(root.as_str()));
+    let said = match (xml_field(&text, "Code"), xml_field(&text, "Message"), root) {
+        (Some(code), Some(message), _) => format!("{code}: {message}"),
+        (_, _, Some(root)) => {
+            let root = crate::shards::parse::cut(&root, MAX_DETAIL_CHARS);
+            format!(
+                "{}: {root}",
+                crate::shards::parse::cut(&text, MAX_DETAIL_CHARS)
+            )
+        }
         _ => crate::shards::parse::cut(&text, MAX_DETAIL_CHARS),
     };
     Error::from(std::io::Error::new(kind, format!("{hint}: {said}"))).in_file(url)

@@ -5,6 +5,9 @@
 //! `x-amz-security-token` there; a store that answers with a redirect to another host
 //! (a misconfigured or hostile endpoint) gets an error instead. S3, GCS and Azure send
 //! none; an HTTP server may redirect within itself.
+//!
+//! TLS is rustls with `ring` as its crypto provider, installed as the process's default
+//! when no other is (a program that installed its own keeps it).
 
 use std::time::Duration;
 
@@ -42,6 +45,8 @@ impl HttpConnector for SameOriginConnector {
                 ),
             }
         });
+        // Err: the process already has a default provider, which reqwest then uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = reqwest::ClientBuilder::new()
             .redirect(policy)
             .https_only(!yes(Key::AllowHttp))

@@ -10,7 +10,7 @@ use crate::shards::location::Upload;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest};
 use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::pending::read_manifest_url;
-use crate::shards::remote::upload::{upload_pending, upload_shards};
+use crate::shards::remote::upload::{upload_overwrite, upload_pending, upload_shards};
 use crate::shards::writer::{ShardOptions, Target};
 
 /// The upload of a writer to a URL.
@@ -61,6 +61,7 @@ impl Upload for Staged {
             Target::Create => upload_shards(dir, url, options, false),
             Target::Append => upload_shards(dir, url, options, true),
             Target::Pending => upload_pending(dir, url, options, &self.prefix),
+            Target::Overwrite => upload_overwrite(dir, url, options),
         }
     }
 }

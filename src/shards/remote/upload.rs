@@ -183,6 +183,14 @@ pub fn upload_pending(
     upload(dir, url, options, Target::Pending(prefix))
 }
 
+/// Uploads the sharded dataset in the local directory `dir` to `url` in place of the dataset
+/// there (if any), as [`ShardWriter::overwrite`](crate::shards::ShardWriter::overwrite)
+/// does in a directory: the shards created under names no object has, then the manifest
+/// replaced by one listing them only (a conditional PUT). Returns the manifest.
+pub(crate) fn upload_overwrite(dir: &Path, url: &str, options: &RemoteOptions) -> Result<Manifest> {
+    upload(dir, url, options, Target::Overwrite)
+}
+
 /// What an upload makes of the local dataset's shards.
 #[derive(Clone, Copy)]
 enum Target<'a> {
@@ -192,6 +200,8 @@ enum Target<'a> {
     Append,
     /// Pending shards of the writer of this prefix.
     Pending(&'a str),
+    /// A dataset replacing the one there (if any): its shards keep their objects.
+    Overwrite,
 }
 
 /// Uploads the dataset in the local directory `dir` to `url` as `target` says.
@@ -220,8 +230,8 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
             (None, Target::Append) => {
                 return Err(Error::from(DatasetError::NothingToAppendTo).in_file(&target_url));
             }
-            (Some(m), _) => m.clone(),
-            (None, _) => Manifest {
+            (Some(m), Target::Append | Target::Pending(_)) => m.clone(),
+            (_, _) => Manifest {
                 columns: local.columns.clone(),
                 ..Manifest::default()
             },
@@ -252,7 +262,8 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
             names.push(&mut manifest, entry);
         }
         let put = &mut put_object(&store.remote);
-        index_files(current, &mut manifest, Path::new(""), &publish, put)?;
+        let extended = current.filter(|_| !matches!(target, Target::Overwrite));
+        index_files(extended, &mut manifest, Path::new(""), &publish, put)?;
         Ok(Commit {
             manifest,
             publish,
