@@ -184,3 +184,32 @@ fn parquet_read_stops_after_an_error() {
         "{err}"
     );
 }
+
+/// The `pending_commit` target's input (an empty dataset manifest, a pending manifest, its
+/// staged shards, split at `\0SHARD\0`) whose commit failed with an error of two lines: a
+/// staged shard's text carried line breaks into the message. Errors are one line now.
+#[test]
+fn pending_commit_error_is_one_line() {
+    let bytes = std::fs::read(data("pending_commit_two_line_breaks.bin")).unwrap();
+    let marker = b"\0SHARD\0";
+    let mut parts = Vec::new();
+    let mut rest = bytes.as_slice();
+    while let Some(at) = rest.windows(marker.len()).position(|w| w == marker) {
+        parts.push(&rest[..at]);
+        rest = &rest[at + marker.len()..];
+    }
+    parts.push(rest);
+    let dir = tempfile::tempdir().unwrap();
+    let staged = dir.path().join("_pending/w1.pending");
+    std::fs::create_dir_all(&staged).unwrap();
+    if !parts[0].is_empty() {
+        std::fs::write(dir.path().join("_lodtensor.json"), parts[0]).unwrap();
+    }
+    std::fs::write(dir.path().join("_lodtensor.pending.w1.json"), parts[1]).unwrap();
+    for (i, shard) in parts.iter().enumerate().skip(2).take(8) {
+        std::fs::write(staged.join(format!("w1-{:05}.arrow", i - 2)), shard).unwrap();
+    }
+    let err = lodtensor::shards::commit(dir.path()).unwrap_err();
+    let text = err.to_string();
+    assert!(!text.contains('\n') && text.len() <= 1000, "{text:?}");
+}
