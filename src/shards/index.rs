@@ -25,7 +25,6 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::error::{Error, FileFormat, Result};
 use crate::io::ipc_reader::MappedDataset;
-use crate::shards::files::ShardFiles;
 use crate::shards::manifest::{ColumnSpec, Manifest, ShardEntry};
 use crate::shards::reader::{ShardedDataset, mismatch};
 
@@ -367,57 +366,53 @@ impl IndexObject {
     /// in [`length_fields`]).
     pub(crate) fn lengths(&self, field: usize) -> Vec<IndexedShard> {
         let mut out = Vec::new();
-        for batch in &self.batches {
-            let list = |i: usize| {
-                let list = batch.column(i).as_list::<i64>();
-                (list, Uints::of(list.values().as_ref()).expect("checked"))
-            };
-            let (rows, row_values) = list(1);
-            let (lengths, values) = list(field + 2);
-            for r in 0..batch.num_rows() {
-                let take = |list: &LargeListArray, values: &Uints| -> Vec<usize> {
-                    let o = list.value_offsets();
-                    (o[r] as usize..o[r + 1] as usize)
-                        .map(|i| values.get(i) as usize)
-                        .collect()
-                };
-                out.push(IndexedShard {
-                    batch_rows: take(rows, &row_values),
-                    lengths: take(lengths, &values),
-                });
-            }
-        }
+        self.each_shard(Some(field), |_, row| {
+            let to_usize = |v: Vec<u64>| v.into_iter().map(|n| n as usize).collect();
+            let lengths = row.lengths.into_iter().next().unwrap_or_default();
+            out.push(IndexedShard {
+                batch_rows: to_usize(row.batch_rows),
+                lengths: to_usize(lengths),
+            });
+        });
         out
     }
 
-    /// Every shard's name and row, to build another object from.
-    #[cfg(feature = "remote")]
-    pub(crate) fn rows(&self) -> HashMap<String, ShardLengths> {
-        let mut out = HashMap::new();
+    /// Calls `each` with every shard's name and row, in order: the rows of its record
+    /// batches and the lengths of `field` only (its position in [`length_fields`]), or of
+    /// every field for `None`.
+    pub(crate) fn each_shard(
+        &self,
+        field: Option<usize>,
+        mut each: impl FnMut(&str, ShardLengths),
+    ) {
         for batch in &self.batches {
             let files = batch.column(0).as_string::<i32>();
-            let lists: Vec<(&LargeListArray, Uints)> = (1..batch.num_columns())
+            let columns: Vec<usize> = match field {
+                Some(field) => vec![1, field + 2],
+                None => (1..batch.num_columns()).collect(),
+            };
+            let lists: Vec<(&LargeListArray, Uints)> = columns
+                .into_iter()
                 .map(|i| {
                     let list = batch.column(i).as_list::<i64>();
                     (list, Uints::of(list.values().as_ref()).expect("checked"))
                 })
                 .collect();
             for r in 0..batch.num_rows() {
-                let mut each = lists.iter().map(|(list, values)| {
+                let mut lists = lists.iter().map(|(list, values)| {
                     let o = list.value_offsets();
                     (o[r] as usize..o[r + 1] as usize)
                         .map(|i| values.get(i))
                         .collect::<Vec<u64>>()
                 });
-                let batch_rows = each.next().expect("batch_rows");
+                let batch_rows = lists.next().expect("batch_rows");
                 let row = ShardLengths {
                     batch_rows,
-                    lengths: each.collect(),
+                    lengths: lists.collect(),
                 };
-                out.insert(files.value(r).to_owned(), row);
+                each(files.value(r), row);
             }
         }
-        out
     }
 }
 
@@ -588,24 +583,6 @@ pub fn index(dir: impl AsRef<Path>) -> Result<Manifest> {
     })
 }
 
-/// The bytes of the index object `entry` of the dataset of `files`: a local dataset's
-/// file (at most its size read), a remote one's through the node's cache.
-fn read_object(files: &ShardFiles, entry: &IndexEntry) -> Result<bytes::Bytes> {
-    #[cfg(feature = "remote")]
-    if let Some(cache) = &files.remote {
-        return crate::shards::remote::fetch_object(cache, &files.dir, entry);
-    }
-    let path = files.dir.join(&entry.file);
-    let read = || -> Result<bytes::Bytes> {
-        crate::io::regular::check_inside(&files.dir, &path)?;
-        let (file, _) = crate::io::regular::open_regular(&path)?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, entry.bytes + 1), &mut bytes)?;
-        Ok(bytes.into())
-    };
-    read().map_err(|e| e.in_file(&path))
-}
-
 impl ShardedDataset {
     /// Per shard, the rows of its record batches and its samples' lengths at `level` of
     /// column `column` (its position in the manifest), from the lengths index
@@ -634,7 +611,7 @@ impl ShardedDataset {
         let mut first = 0;
         for entry in &manifest.index {
             let object_at = || files.dir.join(&entry.file);
-            let bytes = read_object(files, entry)?;
+            let bytes = files.index_object(entry)?;
             let shards = &manifest.shards[first..first + entry.shards];
             let location = |i: usize| files.location(first + i);
             let object = IndexObject::read(&bytes, entry, shards, &manifest.columns, &location)

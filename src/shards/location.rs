@@ -266,15 +266,15 @@ pub(crate) fn stage_url(
 /// The dataset at the URL `url`, reached with the environment's credentials.
 #[cfg(feature = "remote")]
 pub(crate) fn open_url_default(url: &str) -> Result<ShardedDataset> {
-    use crate::shards::remote::RemoteOptions;
-    ShardedDataset::open_with(Location::Url(url.to_owned()), &RemoteOptions::default())
+    use crate::shards::remote_options::RemoteOptions;
+    crate::shards::remote::open_remote(url, &RemoteOptions::default())
 }
 
 /// The pending manifests at the URL `url` committed with the environment's credentials.
 #[cfg(feature = "remote")]
 pub(crate) fn commit_url_default(url: &str) -> Result<Manifest> {
-    use crate::shards::remote::{RemoteOptions, commit_with};
-    commit_with(Location::Url(url.to_owned()), &RemoteOptions::default())
+    use crate::shards::remote_options::RemoteOptions;
+    crate::shards::remote::commit_with(Location::Url(url.to_owned()), &RemoteOptions::default())
 }
 
 /// Without the `remote` feature: an argument error naming the URL.

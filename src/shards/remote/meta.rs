@@ -19,12 +19,12 @@ use crate::error::{Error, Result};
 use crate::shards::index::{IndexEntry, IndexObject, ShardLengths, index_appended, rebuild};
 use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::reader::mismatch;
-use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::cache::ShardCache;
 use crate::shards::remote::client::Remote;
 use crate::shards::remote::lock::ShardLock;
 use crate::shards::remote::private::How;
 use crate::shards::remote::upload::{RemoteStore, put_object};
+use crate::shards::remote_options::RemoteOptions;
 use crate::shards::store::{Commit, ManifestStore, commit_with};
 
 /// The directory of a dataset's cache that holds its metadata (manifest versions, index
@@ -106,7 +106,9 @@ pub(super) fn pending_lengths(
             let location = |i: usize| remote.url_of(&shards[i].file).into();
             let object = IndexObject::read(&bytes, entry, shards, &part.columns, &location)
                 .map_err(|e| e.in_file(&url))?;
-            out.extend(object.rows());
+            object.each_shard(None, |name, row| {
+                out.insert(name.to_owned(), row);
+            });
             first += entry.shards;
         }
     }

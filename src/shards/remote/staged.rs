@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::error::{DatasetError, Error, Result};
 use crate::shards::location::Upload;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest};
-use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::pending::read_manifest_url;
 use crate::shards::remote::upload::{upload_pending, upload_shards};
+use crate::shards::remote_options::RemoteOptions;
 use crate::shards::writer::{ShardOptions, Target};
 
 /// The upload of a writer to a URL.

@@ -23,9 +23,9 @@ use crate::error::{ArgumentError, DatasetError, Error, Result};
 use crate::shards::index::index_files;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::names::ShardNames;
-use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::client::{Put, Remote};
 use crate::shards::remote::load_manifest_and_tag;
+use crate::shards::remote_options::RemoteOptions;
 use crate::shards::store::{
     Commit, ManifestStore, ManifestVersion, PENDING_PREFIX, Replaced, check_prefix, commit_with,
 };
