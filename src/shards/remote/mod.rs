@@ -30,6 +30,7 @@ pub use pending::{
     read_manifest_url,
 };
 pub(crate) use staged::stage;
+#[allow(deprecated)]
 pub use upload::{upload_pending, upload_shards};
 
 use crate::error::{DatasetError, Error, FileFormat, Result};
