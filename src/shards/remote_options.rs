@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// How [`ShardedDataset::open_with`] reaches the store and where it caches shards.
+/// How [`ShardedDataset::open_with`](crate::shards::ShardedDataset::open_with) reaches the store and where it caches shards.
 ///
 /// # Example
 /// ```
