@@ -37,12 +37,14 @@ pub fn open(url: &Path, read: &ReadArgs) -> Result<ShardedDataset> {
 }
 
 /// The URL `url` as a location a [`lodtensor::shards::ShardWriter`] writes to (its shards
-/// staged locally, uploaded and committed by a conditional PUT at `finish`).
+/// staged locally, uploaded and committed by a conditional PUT at `finish`) or
+/// [`lodtensor::shards::index`] indexes, the store reached with the environment's
+/// credentials.
 ///
 /// # Errors
 /// None with the `remote` feature.
 #[cfg(feature = "remote")]
-pub fn writer_location(url: &Path) -> Result<Location> {
+pub fn url_location(url: &Path) -> Result<Location> {
     Ok(Location::from(url.as_os_str()))
 }
 
@@ -57,7 +59,7 @@ pub fn open(url: &Path, _read: &ReadArgs) -> Result<ShardedDataset> {
 
 /// Without the `remote` feature: a usage error saying so.
 #[cfg(not(feature = "remote"))]
-pub fn writer_location(url: &Path) -> Result<Location> {
+pub fn url_location(url: &Path) -> Result<Location> {
     usage(format!(
         "{}: this lodtensor was built without the `remote` feature (URLs)",
         url.display()

@@ -238,7 +238,7 @@ pub fn is_dir_output(path: &Path) -> bool {
 /// [`lodtensor::DatasetError::NothingToAppendTo`] in those cases).
 pub fn writer(dir: &Path, args: &ShardArgs, write: WriteOptions) -> Result<ShardWriter> {
     let location = match crate::remote::is_url(dir) {
-        true => crate::remote::writer_location(dir)?,
+        true => crate::remote::url_location(dir)?,
         false => {
             refuse_local(dir, args)?;
             Location::from(dir)

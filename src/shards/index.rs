@@ -25,6 +25,7 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::error::{Error, FileFormat, Result};
 use crate::io::ipc_reader::MappedDataset;
+use crate::shards::location::{Location, index_url_default};
 use crate::shards::manifest::{ColumnSpec, Manifest, ShardEntry};
 use crate::shards::reader::{ShardedDataset, mismatch};
 
@@ -525,16 +526,20 @@ pub(crate) fn rebuild(
     Ok(manifest)
 }
 
-/// Adds or rebuilds the lengths index of the sharded dataset in the local directory `dir`
-/// (format-spec §7.2): every shard mapped and checked against the manifest (its checksum
-/// too) and measured, one index object written, then the manifest committed with an
-/// `index` naming it alone. A dataset written by this crate has an index already; this
+/// Adds or rebuilds the lengths index of the sharded dataset at `location` (format-spec
+/// §7.2): a local directory, or with the `remote` feature a URL reached with the
+/// environment's credentials, as [`index_with`](crate::shards::index_with)`(location,
+/// &RemoteOptions::default())`. Every shard is mapped and checked against the manifest
+/// (its checksum too) and measured, one index object written, then the manifest committed
+/// with an `index` naming it alone. A dataset written by this crate has an index already; this
 /// makes one for a dataset written without it (by an earlier version, or by pyarrow).
 /// Returns the manifest committed.
 ///
 /// # Errors
 /// The manifest's errors; `NotFound` without a dataset; a shard that disagrees with the
-/// manifest, naming it.
+/// manifest, naming it; for a URL, [`index_with`](crate::shards::index_with)'s, and without
+/// the `remote` feature an [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument)
+/// naming it.
 ///
 /// # Example
 /// ```
@@ -551,9 +556,16 @@ pub(crate) fn rebuild(
 /// assert_eq!(indexed.index.len(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn index(dir: impl AsRef<Path>) -> Result<Manifest> {
+pub fn index(location: impl Into<Location>) -> Result<Manifest> {
+    match location.into() {
+        Location::Path(dir) => index_dir(&dir),
+        Location::Url(url) => index_url_default(&url),
+    }
+}
+
+/// [`index`] of the local directory `dir`.
+pub(crate) fn index_dir(dir: &Path) -> Result<Manifest> {
     use crate::shards::store::{Commit, LocalStore, commit_with};
-    let dir = dir.as_ref();
     let store = LocalStore::new(dir);
     let current = store.load_current()?;
     let mut measured: HashMap<(String, u32), ShardLengths> = HashMap::new();

@@ -47,7 +47,7 @@ pub(crate) use reader::{PendingChecksum, mismatch};
 #[allow(deprecated)]
 pub use remote::{
     CommitReport, commit_url, commit_url_report, commit_with, discard_pending, index_url,
-    parse_size, pending_prefixes, read_manifest_url, upload_pending, upload_shards,
+    index_with, parse_size, pending_prefixes, read_manifest_url, upload_pending, upload_shards,
 };
 #[cfg(feature = "remote")]
 pub use remote_options::{DEFAULT_PREFETCH_BYTES, RemoteOptions};

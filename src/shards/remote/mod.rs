@@ -23,7 +23,9 @@ use source::CachedShards;
 
 use cache::ShardCache;
 use client::Remote;
-pub use meta::index_url;
+pub(crate) use meta::index_remote;
+#[allow(deprecated)]
+pub use meta::{index_url, index_with};
 #[allow(deprecated)]
 pub use pending::{
     CommitReport, commit_url, commit_url_report, commit_with, discard_pending, pending_prefixes,
