@@ -50,8 +50,8 @@ pub struct CacheStats {
     pub metadata_requests: u64,
 }
 
-/// Where the shards of one dataset are read from: every method takes the dataset's
-/// `manifest` (the one the store was opened with) and a shard's position in it.
+/// Where the shards of one dataset are read from. A method about shards takes the
+/// dataset's `manifest` (the one the source was opened with) and positions in it.
 pub(crate) trait ShardSource: Debug + Send + Sync {
     /// Shard `index`'s checksum, with the path to name when its bytes are not that (for a
     /// compressed remote shard decompressed into the cache, the cache entry's).
@@ -83,8 +83,8 @@ pub(crate) trait ShardSource: Debug + Send + Sync {
     /// Marks a use of shard `index` by [`ShardSource::open`] as over.
     fn release(&self, index: usize);
 
-    /// The bytes of the index object `entry` (at most `entry.bytes + 1` read: the object's
-    /// check against the manifest finds a longer one).
+    /// The bytes of the index object `entry`, at most one more than `entry.bytes` read (the
+    /// object's check against the manifest refuses any size but `entry.bytes`).
     fn index_object(&self, entry: &IndexEntry) -> Result<Bytes>;
 
     /// What a cache did since the dataset was opened; `None` for a store with no cache.
