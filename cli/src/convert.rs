@@ -135,18 +135,7 @@ pub fn run(args: Args) -> Result<()> {
 /// manifest last; a Parquet input a row group at a time.
 fn to_shards(args: Args) -> Result<()> {
     let started = Instant::now();
-    let (input, what, manifest) = match crate::remote::is_url(&args.output) {
-        // Written to a local temporary directory, then uploaded and committed.
-        true => {
-            let local = tempfile::tempdir().map_err(lodtensor::Error::from)?;
-            let mut shard_args = args.shards.clone();
-            shard_args.append = false;
-            let (input, what, _) = write_shards(&args, local.path(), &shard_args)?;
-            let manifest = crate::remote::upload(local.path(), &args.output, args.shards.append)?;
-            (input, what, manifest)
-        }
-        false => write_shards(&args, &args.output, &args.shards)?,
-    };
+    let (input, what, manifest) = write_shards(&args, &args.output, &args.shards)?;
     let bytes: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
     let dataset = format!(
         "sharded dataset of {}, {}",

@@ -1,6 +1,6 @@
 //! `lodtensor index DIR|URL`: adds or rebuilds the lengths index of a sharded dataset
 //! (format-spec §7.2) in one pass: every shard measured once, one index object written,
-//! the manifest committed naming it (`lodtensor::shards::index`, `index_url`).
+//! the manifest committed naming it (`lodtensor::shards::index`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,8 +18,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let manifest = match crate::remote::is_url(&args.dataset) {
-        true => index_url(&args.dataset)?,
-        false => lodtensor::shards::index(&args.dataset)?,
+        true => lodtensor::shards::index(crate::remote::url_location(&args.dataset)?)?,
+        false => lodtensor::shards::index(args.dataset.as_path())?,
     };
     let bytes: u64 = manifest.index.iter().map(|e| e.bytes).sum();
     writeln!(
@@ -30,21 +30,4 @@ pub fn run(args: Args) -> Result<()> {
         plural(manifest.index.len(), "object"),
     )?;
     Ok(())
-}
-
-#[cfg(feature = "remote")]
-fn index_url(url: &std::path::Path) -> Result<lodtensor::shards::Manifest> {
-    let options = lodtensor::shards::RemoteOptions::default();
-    Ok(lodtensor::shards::index_url(
-        &url.to_string_lossy(),
-        &options,
-    )?)
-}
-
-#[cfg(not(feature = "remote"))]
-fn index_url(url: &std::path::Path) -> Result<lodtensor::shards::Manifest> {
-    crate::usage(format!(
-        "{}: this lodtensor was built without the `remote` feature (URLs)",
-        url.display()
-    ))
 }

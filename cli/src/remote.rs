@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use lodtensor::shards::{Manifest, ShardedDataset};
+use lodtensor::shards::{Location, ShardedDataset};
 
 use crate::input::ReadArgs;
 use crate::{Result, usage};
@@ -36,18 +36,16 @@ pub fn open(url: &Path, read: &ReadArgs) -> Result<ShardedDataset> {
     Ok(ShardedDataset::open_with(url.as_os_str(), &options)?)
 }
 
-/// Uploads the sharded dataset in the local directory `dir` to the URL `url` (after the
-/// shards there, if `append`), committed by a conditional PUT.
+/// The URL `url` as a location a [`lodtensor::shards::ShardWriter`] writes to (its shards
+/// staged locally, uploaded and committed by a conditional PUT at `finish`) or
+/// [`lodtensor::shards::index`] indexes, the store reached with the environment's
+/// credentials.
 ///
 /// # Errors
-/// [`lodtensor::shards::upload_shards`]'s errors.
+/// None with the `remote` feature.
 #[cfg(feature = "remote")]
-pub fn upload(dir: &Path, url: &Path, append: bool) -> Result<Manifest> {
-    let options = lodtensor::shards::RemoteOptions::default();
-    let url = url.to_string_lossy();
-    Ok(lodtensor::shards::upload_shards(
-        dir, &url, &options, append,
-    )?)
+pub fn url_location(url: &Path) -> Result<Location> {
+    Ok(Location::from(url.as_os_str()))
 }
 
 /// Without the `remote` feature: a usage error saying so.
@@ -61,7 +59,7 @@ pub fn open(url: &Path, _read: &ReadArgs) -> Result<ShardedDataset> {
 
 /// Without the `remote` feature: a usage error saying so.
 #[cfg(not(feature = "remote"))]
-pub fn upload(_dir: &Path, url: &Path, _append: bool) -> Result<Manifest> {
+pub fn url_location(url: &Path) -> Result<Location> {
     usage(format!(
         "{}: this lodtensor was built without the `remote` feature (URLs)",
         url.display()

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use lodtensor::format::KEY_FORMAT_VERSION;
 use lodtensor::io::ipc_writer::WriteOptions;
-use lodtensor::shards::{MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, ShardedDataset};
+use lodtensor::shards::{
+    Location, MANIFEST_NAME, Manifest, ShardOptions, ShardWriter, ShardedDataset,
+};
 use lodtensor::{ArgumentError, DatasetError, Error};
 
 use crate::input::ReadArgs;
@@ -226,12 +228,38 @@ pub fn is_dir_output(path: &Path) -> bool {
 }
 
 /// The writer of the sharded dataset `dir` (a new one, or the one there with `--append`):
-/// each shard is written atomically, the manifest by [`ShardWriter::finish`], last.
+/// each shard is written atomically, the manifest by [`ShardWriter::finish`], last. For a
+/// URL, the writer stages the shards in a local directory of its own and `finish` uploads
+/// and commits them by a conditional PUT (the store's credentials from the environment).
 ///
 /// # Errors
 /// A usage error when `dir` holds a dataset and `--append` is not given (or the reverse);
-/// the writer's errors.
+/// the writer's errors (for a URL, [`lodtensor::DatasetError::AlreadyThere`] or
+/// [`lodtensor::DatasetError::NothingToAppendTo`] in those cases).
 pub fn writer(dir: &Path, args: &ShardArgs, write: WriteOptions) -> Result<ShardWriter> {
+    let location = match crate::remote::is_url(dir) {
+        true => crate::remote::url_location(dir)?,
+        false => {
+            refuse_local(dir, args)?;
+            Location::from(dir)
+        }
+    };
+    let mut options = ShardOptions::default().with_write_options(write);
+    if let Some(rows) = args.shard_rows {
+        options = options.with_shard_rows(usize::try_from(rows).unwrap_or(usize::MAX));
+    }
+    if let Some(bytes) = args.shard_bytes {
+        options = options.with_shard_bytes(usize::try_from(bytes).unwrap_or(usize::MAX));
+    }
+    Ok(match args.append {
+        true => ShardWriter::append(location, options)?,
+        false => ShardWriter::create(location, options)?,
+    })
+}
+
+/// A usage error when the directory `dir` holds a dataset and `--append` is not given, or
+/// holds none and it is.
+fn refuse_local(dir: &Path, args: &ShardArgs) -> Result<()> {
     let exists = dir.join(MANIFEST_NAME).exists();
     if exists && !args.append {
         return usage(format!(
@@ -245,15 +273,5 @@ pub fn writer(dir: &Path, args: &ShardArgs, write: WriteOptions) -> Result<Shard
             dir.display()
         ));
     }
-    let mut options = ShardOptions::default().with_write_options(write);
-    if let Some(rows) = args.shard_rows {
-        options = options.with_shard_rows(usize::try_from(rows).unwrap_or(usize::MAX));
-    }
-    if let Some(bytes) = args.shard_bytes {
-        options = options.with_shard_bytes(usize::try_from(bytes).unwrap_or(usize::MAX));
-    }
-    Ok(match args.append {
-        true => ShardWriter::append(dir, options)?,
-        false => ShardWriter::create(dir, options)?,
-    })
+    Ok(())
 }

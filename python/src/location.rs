@@ -160,7 +160,7 @@ pub fn index<'py>(
     let manifest = match location_of(path)? {
         Location::Url(url) => {
             let options = remote_options(storage_options);
-            py.detach(|| lodtensor::shards::index_url(&url, &options))
+            py.detach(|| lodtensor::shards::index_with(Location::Url(url), &options))
         }
         Location::Path(dir) => {
             no_options("index", &storage_options)?;

@@ -10,47 +10,34 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
-use crate::io::regular::{check_inside, open_regular};
+use crate::io::regular::open_regular;
+use crate::shards::index::IndexEntry;
 use crate::shards::manifest::Manifest;
-use crate::shards::reader::{Checksum, mismatch, open_checked};
+use crate::shards::reader::{Checksum, mismatch};
+use crate::shards::source::{CacheStats, ShardSource};
 
 /// A dataset's manifest and the place of its shards: a directory, or a remote dataset's
-/// node cache. Cheap to clone (the manifest is shared).
+/// node cache, behind one [`ShardSource`]. Cheap to clone (the manifest and the source are
+/// shared).
 #[derive(Clone, Debug)]
 pub(crate) struct ShardFiles {
     /// The shards' directory (for a remote dataset, the cache's).
     pub dir: PathBuf,
     pub manifest: Arc<Manifest>,
-    /// The node's cache of a dataset in object storage.
-    #[cfg(feature = "remote")]
-    pub remote: Option<Arc<crate::shards::remote::ShardCache>>,
+    /// Where the shards are read from.
+    pub source: Arc<dyn ShardSource>,
 }
 
 impl ShardFiles {
     /// Shard `index`'s checksum in the manifest, with the path or URL to name (for a
     /// compressed remote shard decompressed into the cache, that of the cache's entry).
     pub(crate) fn checksum(&self, index: usize) -> Checksum {
-        #[cfg(feature = "remote")]
-        if let Some(cache) = &self.remote {
-            let (form, path) = cache.checksum_of(index);
-            let crc32c = form.crc32c;
-            return Checksum { path, crc32c };
-        }
-        let entry = &self.manifest.shards[index];
-        Checksum {
-            path: self.dir.join(&entry.file),
-            crc32c: entry.crc32c,
-        }
+        self.source.checksum(&self.manifest, index)
     }
 
     /// Shard `index`'s path, or its URL for a remote dataset: what errors name.
     pub(crate) fn location(&self, index: usize) -> PathBuf {
-        let file = &self.manifest.shards[index].file;
-        #[cfg(feature = "remote")]
-        if let Some(cache) = &self.remote {
-            return PathBuf::from(cache.remote().url_of(file));
-        }
-        self.dir.join(file)
+        self.source.location(&self.manifest, index)
     }
 
     /// Maps shard `index` and checks it against the manifest, its checksum only if
@@ -63,66 +50,41 @@ impl ShardFiles {
         checksum: bool,
         next: Option<&[usize]>,
     ) -> Result<MappedDataset> {
-        let entry = &self.manifest.shards[index];
-        let columns = &self.manifest.columns;
-        #[cfg(feature = "remote")]
-        if let Some(cache) = &self.remote {
-            // A decompressed entry is checked against its own size and checksum.
-            use crate::shards::{manifest::ShardEntry, remote::Form};
-            let open = |p: &std::path::Path, form: &Form| match form.decompressed {
-                false => open_checked(p, entry, columns, checksum),
-                true => {
-                    let (bytes, crc32c) = (form.bytes, form.crc32c);
-                    let entry = ShardEntry {
-                        bytes,
-                        crc32c,
-                        ..entry.clone()
-                    };
-                    open_checked(p, &entry, columns, checksum)
-                }
-            };
-            return cache.open(index, open, next);
-        }
-        let _ = next; // A local shard is not downloaded.
-        let path = self.dir.join(&entry.file);
-        check_inside(&self.dir, &path)
-            .map_err(Error::from)
-            .and_then(|()| open_checked(&path, entry, columns, checksum))
-            .map_err(|e| e.in_file(&path))
+        self.source.open(&self.manifest, index, checksum, next)
     }
 
     /// The bytes of each `(shard, range)` of `wanted`, in order, without mapping or
     /// downloading a shard: a local shard's read from its file, a remote shard's from its
-    /// cache entry if there, else by range requests ([`ShardCache::read_ranges`](crate::shards::remote::ShardCache)).
+    /// cache entry if there, else by range requests.
     ///
     /// # Errors
     /// I/O errors naming the file; for a remote dataset, the store's errors naming the
     /// shard's URL; [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch)
     /// (`bytes`) for a shard shorter than the manifest says.
     pub(crate) fn read_ranges(&self, wanted: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
-        #[cfg(feature = "remote")]
-        if let Some(cache) = &self.remote {
-            return cache.read_ranges(wanted);
-        }
-        wanted
-            .iter()
-            .map(|(shard, range)| {
-                let entry = &self.manifest.shards[*shard];
-                let path = self.dir.join(&entry.file);
-                check_inside(&self.dir, &path).map_err(|e| Error::from(e).in_file(&path))?;
-                read_range(&path, range.clone(), entry.bytes)
-            })
-            .collect()
+        self.source.read_ranges(&self.manifest, wanted)
     }
 
     /// Marks a use of shard `index` by [`ShardFiles::open`] as over: a remote shard no
     /// reader of this process uses may be evicted from the cache.
     pub(crate) fn release(&self, index: usize) {
-        #[cfg(feature = "remote")]
-        if let Some(cache) = &self.remote {
-            cache.release(index);
-        }
-        let _ = index;
+        self.source.release(index);
+    }
+
+    /// The bytes of the index object `entry`: a local dataset's file, a remote one's
+    /// through the node's cache.
+    pub(crate) fn index_object(&self, entry: &IndexEntry) -> Result<Bytes> {
+        self.source.index_object(entry)
+    }
+
+    /// What the node's cache did since the dataset was opened; `None` for a local dataset.
+    pub(crate) fn cache_stats(&self) -> Option<CacheStats> {
+        self.source.cache_stats()
+    }
+
+    /// The dataset's URL; `None` for a local dataset.
+    pub(crate) fn url(&self) -> Option<&str> {
+        self.source.url()
     }
 }
 

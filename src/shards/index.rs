@@ -25,7 +25,7 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::error::{Error, FileFormat, Result};
 use crate::io::ipc_reader::MappedDataset;
-use crate::shards::files::ShardFiles;
+use crate::shards::location::{Location, index_url_default};
 use crate::shards::manifest::{ColumnSpec, Manifest, ShardEntry};
 use crate::shards::reader::{ShardedDataset, mismatch};
 
@@ -367,57 +367,53 @@ impl IndexObject {
     /// in [`length_fields`]).
     pub(crate) fn lengths(&self, field: usize) -> Vec<IndexedShard> {
         let mut out = Vec::new();
-        for batch in &self.batches {
-            let list = |i: usize| {
-                let list = batch.column(i).as_list::<i64>();
-                (list, Uints::of(list.values().as_ref()).expect("checked"))
-            };
-            let (rows, row_values) = list(1);
-            let (lengths, values) = list(field + 2);
-            for r in 0..batch.num_rows() {
-                let take = |list: &LargeListArray, values: &Uints| -> Vec<usize> {
-                    let o = list.value_offsets();
-                    (o[r] as usize..o[r + 1] as usize)
-                        .map(|i| values.get(i) as usize)
-                        .collect()
-                };
-                out.push(IndexedShard {
-                    batch_rows: take(rows, &row_values),
-                    lengths: take(lengths, &values),
-                });
-            }
-        }
+        self.each_shard(Some(field), |_, row| {
+            let to_usize = |v: Vec<u64>| v.into_iter().map(|n| n as usize).collect();
+            let lengths = row.lengths.into_iter().next().unwrap_or_default();
+            out.push(IndexedShard {
+                batch_rows: to_usize(row.batch_rows),
+                lengths: to_usize(lengths),
+            });
+        });
         out
     }
 
-    /// Every shard's name and row, to build another object from.
-    #[cfg(feature = "remote")]
-    pub(crate) fn rows(&self) -> HashMap<String, ShardLengths> {
-        let mut out = HashMap::new();
+    /// Calls `each` with every shard's name and row, in order: the rows of its record
+    /// batches and the lengths of `field` only (its position in [`length_fields`]), or of
+    /// every field for `None`.
+    pub(crate) fn each_shard(
+        &self,
+        field: Option<usize>,
+        mut each: impl FnMut(&str, ShardLengths),
+    ) {
         for batch in &self.batches {
             let files = batch.column(0).as_string::<i32>();
-            let lists: Vec<(&LargeListArray, Uints)> = (1..batch.num_columns())
+            let columns: Vec<usize> = match field {
+                Some(field) => vec![1, field + 2],
+                None => (1..batch.num_columns()).collect(),
+            };
+            let lists: Vec<(&LargeListArray, Uints)> = columns
+                .into_iter()
                 .map(|i| {
                     let list = batch.column(i).as_list::<i64>();
                     (list, Uints::of(list.values().as_ref()).expect("checked"))
                 })
                 .collect();
             for r in 0..batch.num_rows() {
-                let mut each = lists.iter().map(|(list, values)| {
+                let mut lists = lists.iter().map(|(list, values)| {
                     let o = list.value_offsets();
                     (o[r] as usize..o[r + 1] as usize)
                         .map(|i| values.get(i))
                         .collect::<Vec<u64>>()
                 });
-                let batch_rows = each.next().expect("batch_rows");
+                let batch_rows = lists.next().expect("batch_rows");
                 let row = ShardLengths {
                     batch_rows,
-                    lengths: each.collect(),
+                    lengths: lists.collect(),
                 };
-                out.insert(files.value(r).to_owned(), row);
+                each(files.value(r), row);
             }
         }
-        out
     }
 }
 
@@ -530,16 +526,20 @@ pub(crate) fn rebuild(
     Ok(manifest)
 }
 
-/// Adds or rebuilds the lengths index of the sharded dataset in the local directory `dir`
-/// (format-spec §7.2): every shard mapped and checked against the manifest (its checksum
-/// too) and measured, one index object written, then the manifest committed with an
-/// `index` naming it alone. A dataset written by this crate has an index already; this
+/// Adds or rebuilds the lengths index of the sharded dataset at `location` (format-spec
+/// §7.2): a local directory, or with the `remote` feature a URL reached with the
+/// environment's credentials, as [`index_with`](crate::shards::index_with)`(location,
+/// &RemoteOptions::default())`. Every shard is mapped and checked against the manifest
+/// (its checksum too) and measured, one index object written, then the manifest committed
+/// with an `index` naming it alone. A dataset written by this crate has an index already; this
 /// makes one for a dataset written without it (by an earlier version, or by pyarrow).
 /// Returns the manifest committed.
 ///
 /// # Errors
 /// The manifest's errors; `NotFound` without a dataset; a shard that disagrees with the
-/// manifest, naming it.
+/// manifest, naming it; for a URL, [`index_with`](crate::shards::index_with)'s, and without
+/// the `remote` feature an [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument)
+/// naming it.
 ///
 /// # Example
 /// ```
@@ -556,9 +556,16 @@ pub(crate) fn rebuild(
 /// assert_eq!(indexed.index.len(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn index(dir: impl AsRef<Path>) -> Result<Manifest> {
+pub fn index(location: impl Into<Location>) -> Result<Manifest> {
+    match location.into() {
+        Location::Path(dir) => index_dir(&dir),
+        Location::Url(url) => index_url_default(&url),
+    }
+}
+
+/// [`index`] of the local directory `dir`.
+pub(crate) fn index_dir(dir: &Path) -> Result<Manifest> {
     use crate::shards::store::{Commit, LocalStore, commit_with};
-    let dir = dir.as_ref();
     let store = LocalStore::new(dir);
     let current = store.load_current()?;
     let mut measured: HashMap<(String, u32), ShardLengths> = HashMap::new();
@@ -586,24 +593,6 @@ pub fn index(dir: impl AsRef<Path>) -> Result<Manifest> {
             ..Commit::default()
         })
     })
-}
-
-/// The bytes of the index object `entry` of the dataset of `files`: a local dataset's
-/// file (at most its size read), a remote one's through the node's cache.
-fn read_object(files: &ShardFiles, entry: &IndexEntry) -> Result<bytes::Bytes> {
-    #[cfg(feature = "remote")]
-    if let Some(cache) = &files.remote {
-        return crate::shards::remote::fetch_object(cache, &files.dir, entry);
-    }
-    let path = files.dir.join(&entry.file);
-    let read = || -> Result<bytes::Bytes> {
-        crate::io::regular::check_inside(&files.dir, &path)?;
-        let (file, _) = crate::io::regular::open_regular(&path)?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, entry.bytes + 1), &mut bytes)?;
-        Ok(bytes.into())
-    };
-    read().map_err(|e| e.in_file(&path))
 }
 
 impl ShardedDataset {
@@ -634,7 +623,7 @@ impl ShardedDataset {
         let mut first = 0;
         for entry in &manifest.index {
             let object_at = || files.dir.join(&entry.file);
-            let bytes = read_object(files, entry)?;
+            let bytes = files.index_object(entry)?;
             let shards = &manifest.shards[first..first + entry.shards];
             let location = |i: usize| files.location(first + i);
             let object = IndexObject::read(&bytes, entry, shards, &manifest.columns, &location)

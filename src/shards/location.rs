@@ -266,15 +266,29 @@ pub(crate) fn stage_url(
 /// The dataset at the URL `url`, reached with the environment's credentials.
 #[cfg(feature = "remote")]
 pub(crate) fn open_url_default(url: &str) -> Result<ShardedDataset> {
-    use crate::shards::remote::RemoteOptions;
-    ShardedDataset::open_with(Location::Url(url.to_owned()), &RemoteOptions::default())
+    use crate::shards::remote_options::RemoteOptions;
+    crate::shards::remote::open_remote(url, &RemoteOptions::default())
 }
 
 /// The pending manifests at the URL `url` committed with the environment's credentials.
 #[cfg(feature = "remote")]
 pub(crate) fn commit_url_default(url: &str) -> Result<Manifest> {
-    use crate::shards::remote::{RemoteOptions, commit_with};
-    commit_with(Location::Url(url.to_owned()), &RemoteOptions::default())
+    use crate::shards::remote_options::RemoteOptions;
+    crate::shards::remote::commit_with(Location::Url(url.to_owned()), &RemoteOptions::default())
+}
+
+/// The lengths index of the dataset at the URL `url` added or rebuilt with the
+/// environment's credentials.
+#[cfg(feature = "remote")]
+pub(crate) fn index_url_default(url: &str) -> Result<Manifest> {
+    use crate::shards::remote_options::RemoteOptions;
+    crate::shards::remote::index_remote(url, &RemoteOptions::default())
+}
+
+/// Without the `remote` feature: an argument error naming the URL.
+#[cfg(not(feature = "remote"))]
+pub(crate) fn index_url_default(url: &str) -> Result<Manifest> {
+    Err(no_remote("index", url))
 }
 
 /// Without the `remote` feature: an argument error naming the URL.
@@ -374,11 +388,12 @@ mod tests {
     #[test]
     fn without_the_remote_feature_a_url_is_an_argument_error() {
         use crate::error::ErrorKind;
-        use crate::shards::{ShardOptions, ShardWriter, commit};
+        use crate::shards::{ShardOptions, ShardWriter, commit, index};
         let url = "s3://bucket/data/";
         let errors = [
             ShardedDataset::open(url).unwrap_err(),
             commit(url).unwrap_err(),
+            index(url).unwrap_err(),
             ShardWriter::create(url, ShardOptions::default())
                 .err()
                 .unwrap(),

@@ -24,7 +24,10 @@ mod parse;
 mod reader;
 #[cfg(feature = "remote")]
 mod remote;
+#[cfg(feature = "remote")]
+mod remote_options;
 mod side;
+mod source;
 mod store;
 mod vacuum;
 mod writer;
@@ -43,10 +46,12 @@ pub(crate) use reader::{PendingChecksum, mismatch};
 #[cfg(feature = "remote")]
 #[allow(deprecated)]
 pub use remote::{
-    CacheStats, CommitReport, DEFAULT_PREFETCH_BYTES, RemoteOptions, commit_url, commit_url_report,
-    commit_with, discard_pending, index_url, parse_size, pending_prefixes, read_manifest_url,
-    upload_pending, upload_shards,
+    CommitReport, commit_url, commit_url_report, commit_with, discard_pending, index_url,
+    index_with, parse_size, pending_prefixes, read_manifest_url, upload_pending, upload_shards,
 };
+#[cfg(feature = "remote")]
+pub use remote_options::{DEFAULT_PREFETCH_BYTES, RemoteOptions};
+pub use source::CacheStats;
 pub use vacuum::vacuum;
 #[cfg(feature = "tokenize")]
 pub(crate) use writer::pending_path;

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use arrow_buffer::Buffer;
 
@@ -17,6 +17,7 @@ use crate::shards::files::ShardFiles;
 use crate::shards::location::{Location, open_url_default};
 use crate::shards::manifest::{ColumnSpec, ColumnStats, MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::parse::cut;
+use crate::shards::source::{CacheStats, LocalShards, ShardSource};
 
 /// The longest value a [`FormatError::ShardMismatch`] shows of the manifest's or the shard's.
 const MAX_MISMATCH_CHARS: usize = 300;
@@ -105,22 +106,18 @@ impl ShardedDataset {
         let path = dir.join(MANIFEST_NAME);
         check_inside(dir, &path).map_err(|e| Error::from(e).in_file(&path))?;
         let manifest = Manifest::load(path)?;
-        Ok(Self::from_parts(
-            dir.to_path_buf(),
-            manifest,
-            #[cfg(feature = "remote")]
-            None,
-        ))
+        let source = Arc::new(LocalShards {
+            dir: dir.to_path_buf(),
+        });
+        Ok(Self::from_parts(dir.to_path_buf(), manifest, source))
     }
 
     /// The dataset of `manifest`, its shards in `dir` (for a remote dataset, the cache's
-    /// directory, filled by `remote`).
+    /// directory), read through `source`.
     pub(crate) fn from_parts(
         dir: PathBuf,
         manifest: Manifest,
-        #[cfg(feature = "remote")] remote: Option<
-            std::sync::Arc<crate::shards::remote::ShardCache>,
-        >,
+        source: Arc<dyn ShardSource>,
     ) -> Self {
         // The manifest's parser checked that the rows add up without overflow.
         let rows = RowIndex::from_counts(manifest.shards.iter().map(|s| s.rows));
@@ -132,9 +129,8 @@ impl ShardedDataset {
         ShardedDataset {
             files: ShardFiles {
                 dir,
-                manifest: std::sync::Arc::new(manifest),
-                #[cfg(feature = "remote")]
-                remote,
+                manifest: Arc::new(manifest),
+                source,
             },
             rows,
             shards,
@@ -156,9 +152,8 @@ impl ShardedDataset {
     /// assert!(ShardedDataset::open(dir.path())?.cache_stats().is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[cfg(feature = "remote")]
-    pub fn cache_stats(&self) -> Option<crate::shards::remote::CacheStats> {
-        Some(self.files.remote.as_ref()?.stats())
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.files.cache_stats()
     }
 
     /// For a dataset opened by [`ShardedDataset::open`] from a URL, its URL (ending in `/`);
@@ -176,9 +171,8 @@ impl ShardedDataset {
     /// assert_eq!(ShardedDataset::open(dir.path())?.url(), None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[cfg(feature = "remote")]
     pub fn url(&self) -> Option<&str> {
-        Some(self.files.remote.as_ref()?.remote().url())
+        self.files.url()
     }
 
     /// The dataset directory (for a dataset in object storage, its directory in the cache).

@@ -149,10 +149,11 @@ fn write_unit(
 #[cfg(feature = "remote")]
 mod remote {
     use super::*;
-    use crate::shards::{commit_with, pending_prefixes, read_manifest_url, upload_pending};
+    use crate::shards::{Location, commit_with, pending_prefixes, read_manifest_url};
 
-    /// As [`tokenize`] into a directory, each unit's shards written in a local temporary
-    /// directory and uploaded as pending shards of its prefix, then all committed.
+    /// As [`tokenize`] into a directory, each unit's shards written by a pending writer to
+    /// the URL (staged in a local directory of its own, uploaded by `finish`), then all
+    /// committed.
     pub(super) fn tokenize_url(
         units: Vec<Unit>,
         url: &str,
@@ -170,13 +171,12 @@ mod remote {
                 skip(&unit, progress, options);
                 continue;
             }
-            let local = tempfile::tempdir().map_err(Error::from)?;
-            let prefix = unit.prefix.clone();
-            let shards = options.shards.clone().with_prefix(&prefix);
-            let mut writer = ShardWriter::create(local.path(), shards)?;
+            let shards = (options.shards.clone())
+                .with_prefix(&unit.prefix)
+                .with_remote_options(remote.clone());
+            let mut writer = ShardWriter::pending(Location::Url(url.to_owned()), shards)?;
             write_unit(unit, encoder, options, progress, &mut writer)?;
             writer.finish()?;
-            upload_pending(local.path(), url, remote, &prefix)?;
         }
         commit_with(url, remote)
     }

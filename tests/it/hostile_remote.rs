@@ -105,19 +105,14 @@ fn a_cache_directory_every_user_may_write_is_refused_naming_it() {
 }
 
 /// A pending writer `prefix` of 60 documents at `url`: its pending manifest.
-fn pending_writer(
-    s3: &S3Server,
-    dir: &Path,
-    url: &str,
-    prefix: &str,
-) -> lodtensor::shards::Manifest {
-    use lodtensor::shards::{ShardOptions, ShardWriter, upload_pending};
+fn pending_writer(s3: &S3Server, url: &str, prefix: &str) -> lodtensor::shards::Manifest {
+    use lodtensor::shards::{ShardOptions, ShardWriter};
     use lodtensor::{rng::SplitMix64, synthetic::Documents};
-    let path = dir.join(prefix);
     let options = ShardOptions::default()
         .with_shard_rows(25)
-        .with_prefix(prefix);
-    let mut writer = ShardWriter::create(&path, options).unwrap();
+        .with_prefix(prefix)
+        .with_remote_options(s3.options());
+    let mut writer = ShardWriter::pending(url, options).unwrap();
     let spec = Documents {
         sentences: (0, 4),
         tokens: (1, 5),
@@ -126,8 +121,7 @@ fn pending_writer(
     writer
         .write(&spec.generate(&mut SplitMix64::new(7), 60).unwrap())
         .unwrap();
-    writer.finish().unwrap();
-    upload_pending(&path, url, &s3.options(), prefix).unwrap()
+    writer.finish().unwrap()
 }
 
 /// Puts `text` at `data/PREFIX/name` in the store.
@@ -145,8 +139,8 @@ fn a_commit_skips_the_pending_manifests_it_cannot_trust_and_a_discard_drops_only
     let url = "s3://data/skip/";
     let dir = tempfile::tempdir().unwrap();
     let options = s3.options().with_cache_dir(dir.path().join("cache"));
-    let w0 = pending_writer(&s3, dir.path(), url, "w0");
-    let w1 = pending_writer(&s3, dir.path(), url, "w1");
+    let w0 = pending_writer(&s3, url, "w0");
+    let w1 = pending_writer(&s3, url, "w1");
     // Another writer's pending manifest listing w0's shards: dropping it drops none of them.
     put(&s3, "skip", "_lodtensor.pending.w6.a.json", &w0.to_json());
     discard_pending(url, &options, "w6").unwrap();

@@ -4,8 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// One row of the table: the layer, the top-level modules of its files, and what it may
-/// use (layer names, and `module::Item` paths allowed one by one).
+/// One row of the table: the layer, the module paths of its files (`lod`, `shards`,
+/// `shards/remote`), and what it may use (layer names, and `module::Item` paths allowed
+/// one by one).
 #[derive(Debug)]
 struct Layer {
     name: String,
@@ -62,7 +63,8 @@ fn ticked(cell: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The `crate::` paths in the code (not the comments) of one source file, a group
-/// (`crate::{lod::Lod, error::Result}`) giving one path per item.
+/// (`crate::{lod::Lod, error::Result}`, `crate::shards::{manifest::Manifest, remote::Form}`,
+/// nested or not) giving one path per item.
 fn crate_paths(source: &str) -> Vec<String> {
     let code: String = source
         .lines()
@@ -75,36 +77,54 @@ fn crate_paths(source: &str) -> Vec<String> {
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
             continue;
         }
-        let rest = &code[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let mut depth = 0usize;
-            let end = group
-                .find(|c| {
-                    match c {
-                        '{' => depth += 1,
-                        '}' if depth == 0 => return true,
-                        '}' => depth -= 1,
-                        _ => {}
-                    }
-                    false
-                })
-                .unwrap_or(group.len());
-            let mut depth = 0usize;
-            let items = group[..end].split(|c| {
-                match c {
-                    '{' => depth += 1,
-                    '}' => depth = depth.saturating_sub(1),
-                    _ => {}
-                }
-                c == ',' && depth == 0
-            });
-            paths.extend(items.map(|item| path_at(item.trim())));
-        } else {
-            paths.push(path_at(rest));
-        }
+        use_tree(&code[at + "crate::".len()..], "", &mut paths);
     }
     paths.retain(|p| !p.is_empty());
     paths
+}
+
+/// The paths of the use tree that `text` starts with (`a::b`, `a::{b, c::{d}}`), each
+/// after `prefix`, added to `out`.
+fn use_tree(text: &str, prefix: &str, out: &mut Vec<String>) {
+    let text = text.trim_start();
+    let head = path_at(text);
+    let joined = match (prefix.is_empty(), head.is_empty()) {
+        (true, _) => head.clone(),
+        (false, true) => prefix.to_owned(),
+        (false, false) => format!("{prefix}::{head}"),
+    };
+    let after = text[text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(text.len())..]
+        .trim_start();
+    let Some(group) = after.strip_prefix('{') else {
+        out.push(joined);
+        return;
+    };
+    let mut depth = 0usize;
+    let end = group
+        .find(|c| {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => return true,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            false
+        })
+        .unwrap_or(group.len());
+    let mut depth = 0usize;
+    let items = group[..end].split(|c| {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        c == ',' && depth == 0
+    });
+    for item in items.filter(|i| !i.trim().is_empty()) {
+        use_tree(item, &joined, out);
+    }
 }
 
 /// The path that `text` starts with.
@@ -116,16 +136,39 @@ fn path_at(text: &str) -> String {
     path.trim_end_matches(':').to_owned()
 }
 
+/// The row of the module path `path` (`shards/remote/cache`, a file's path under `src/`
+/// without `.rs`, or a `crate::` path with `/` for `::`): the row with the longest of its
+/// module paths that `path` starts with, whole names only (`shards/remote` holds
+/// `shards/remote/cache`, not `shards/remote_options`).
+fn layer_of<'t>(table: &'t [Layer], path: &str) -> Option<&'t Layer> {
+    let covers = |m: &String| {
+        path.strip_prefix(m.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    table
+        .iter()
+        .filter_map(|l| {
+            Some((
+                l.modules
+                    .iter()
+                    .filter(|m| covers(m))
+                    .map(String::len)
+                    .max()?,
+                l,
+            ))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, l)| l)
+}
+
 /// Every way `sources` (a file's path under `src/` → its text) breaks `table`.
 fn violations(table: &[Layer], sources: &BTreeMap<String, String>) -> Vec<String> {
-    let layer_of = |module: &str| table.iter().find(|l| l.modules.iter().any(|m| m == module));
     let mut found = Vec::new();
     for (file, source) in sources {
         if file == "lib.rs" {
             continue;
         }
-        let top = file.split('/').next().unwrap().trim_end_matches(".rs");
-        let Some(layer) = layer_of(top) else {
+        let Some(layer) = layer_of(table, file.trim_end_matches(".rs")) else {
             found.push(format!("src/{file}: in no row of the table"));
             continue;
         };
@@ -138,12 +181,14 @@ fn violations(table: &[Layer], sources: &BTreeMap<String, String>) -> Vec<String
                 ));
                 continue;
             }
-            let Some(used) = layer_of(first) else {
+            let Some(used) = layer_of(table, &path.replace("::", "/")) else {
                 continue; // a module of lib.rs itself (`crate::arrow`)
             };
-            let by_item = allowed
-                .iter()
-                .any(|a| a.contains("::") && path.starts_with(a.as_str()));
+            let by_item = allowed.iter().any(|a| {
+                a.contains("::")
+                    && (path.strip_prefix(a.as_str()))
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+            });
             if used.name != layer.name && !allowed.contains(&used.name) && !by_item {
                 found.push(format!(
                     "src/{file}: crate::{path} is in layer {}, which layer {} may not use",
@@ -274,4 +319,94 @@ fn a_forbidden_edge_is_found() {
         one("error/details.rs", "x: crate::values::Values,").len(),
         1
     );
+    // A nested row: the shards never use the remote store but through the items of
+    // location.rs's dispatch; the remote store uses the shards.
+    let cache = one(
+        "shards/files.rs",
+        "use crate::shards::remote::cache::ShardCache;",
+    );
+    assert_eq!(cache.len(), 1, "{cache:?}");
+    assert!(
+        cache[0].contains("layer remote store, which layer shards may not use"),
+        "{cache:?}"
+    );
+    assert_eq!(
+        one(
+            "shards/reader.rs",
+            "use crate::shards::{manifest::Manifest, remote::Form};"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        one(
+            "shards/location.rs",
+            "crate::shards::remote::open_remote(url, &o)"
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        one(
+            "shards/location.rs",
+            "crate::shards::remote::staged::stage(url)"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        one(
+            "shards/remote/cache.rs",
+            "use crate::shards::manifest::ShardEntry;"
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        one(
+            "shards/writer.rs",
+            "use crate::shards::remote_options::RemoteOptions;"
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        one(
+            "loader/store/lazy.rs",
+            "crate::shards::remote::open_remote(u, &o)"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        dispatch_outside_location(&BTreeMap::from([(
+            "shards/files.rs".to_owned(),
+            "crate::shards::remote::open_remote(u, &o)".to_owned(),
+        )])),
+        vec!["src/shards/files.rs: crate::shards::remote::open_remote".to_owned()]
+    );
+}
+
+/// The `crate::shards::remote::` paths of the files under `shards/` but outside
+/// `shards/remote/` other than `location.rs`: the shards' row may use the remote store's
+/// entry points for `location.rs`'s dispatch only.
+fn dispatch_outside_location(sources: &BTreeMap<String, String>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (file, source) in sources {
+        let outside = file.starts_with("shards/") && !file.starts_with("shards/remote/");
+        if !outside || file == "shards/location.rs" {
+            continue;
+        }
+        for path in crate_paths(source) {
+            if path.starts_with("shards::remote::") {
+                found.push(format!("src/{file}: crate::{path}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn only_location_dispatches_to_the_remote_store() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = BTreeMap::new();
+    sources(&root, &root, &mut all);
+    assert_eq!(dispatch_outside_location(&all), Vec::<String>::new());
 }

@@ -10,14 +10,19 @@ use lodtensor::{rng::SplitMix64, synthetic::Documents};
 
 use crate::common::S3Server;
 
-/// 120 small documents in shards of 25 rows.
-pub(crate) fn write_local(dir: &Path) -> Dataset {
+/// `n` small documents drawn with `seed`.
+fn documents(seed: u64, n: usize) -> Dataset {
     let spec = Documents {
         sentences: (0, 4),
         tokens: (1, 5),
         dim: 3,
     };
-    let ds = spec.generate(&mut SplitMix64::new(5), 120).unwrap();
+    spec.generate(&mut SplitMix64::new(seed), n).unwrap()
+}
+
+/// 120 small documents in shards of 25 rows.
+pub(crate) fn write_local(dir: &Path) -> Dataset {
+    let ds = documents(5, 120);
     let mut writer = ShardWriter::create(dir, ShardOptions::default().with_shard_rows(25)).unwrap();
     writer.write(&ds).unwrap();
     writer.finish().unwrap();
@@ -204,7 +209,7 @@ fn a_shard_writer_to_a_url_stages_and_uploads_in_the_crate() {
 fn the_deprecated_url_calls_still_open_and_commit() {
     use lodtensor::shards::{commit_url, commit_with};
     let Some(s3) = S3Server::start() else { return };
-    let (dir, _, url, _) = uploaded(&s3, "old", write_local);
+    let (dir, local, url, _) = uploaded(&s3, "old", write_local);
     let options = s3.options().with_cache_dir(dir.path().join("cache"));
     let old = ShardedDataset::open_url(&url, &options).unwrap();
     let new = ShardedDataset::open_with(url.as_str(), &options).unwrap();
@@ -214,32 +219,46 @@ fn the_deprecated_url_calls_still_open_and_commit() {
         commit_with(url.as_str(), &options).unwrap(),
         *new.manifest()
     );
+    // `upload_shards`: a local dataset appended; refused as a new dataset where one is.
+    use lodtensor::shards::upload_shards;
+    let appended = upload_shards(&local, &url, &options, true).unwrap();
+    assert_eq!(appended.num_rows(), 2 * new.num_rows());
+    let err = upload_shards(&local, &url, &options, false).unwrap_err();
+    assert!(matches!(
+        err.kind(),
+        ErrorKind::Dataset(DatasetError::AlreadyThere)
+    ));
 }
 
 #[test]
 fn concurrent_appenders_to_one_url_keep_every_shard() {
-    use lodtensor::shards::upload_shards;
     let Some(s3) = S3Server::start() else { return };
     s3.create_bucket("data");
     let url = "s3://data/appended/";
     let dir = tempfile::tempdir().unwrap();
-    let first = dir.path().join("first");
-    write_local(&first);
+    let ds = write_local(&dir.path().join("first"));
     let options = s3.options();
-    upload_shards(&first, url, &options, false).unwrap();
+    let shards = ShardOptions::default()
+        .with_shard_rows(25)
+        .with_remote_options(options.clone());
+    let write = |writer: lodtensor::Result<ShardWriter>, ds: &Dataset| {
+        let mut writer = writer.unwrap();
+        writer.write(ds).unwrap();
+        writer.finish().unwrap();
+    };
+    write(ShardWriter::create(url, shards.clone()), &ds);
     // Creating again is refused: a dataset is there.
-    let err = upload_shards(&first, url, &options, false).unwrap_err();
+    let err = ShardWriter::create(url, shards.clone()).err().unwrap();
     assert!(
         matches!(err.kind(), ErrorKind::Dataset(DatasetError::AlreadyThere)),
         "{err}"
     );
     let writers: Vec<_> = (0..2)
-        .map(|w| {
-            let (local, options) = (dir.path().join(format!("w{w}")), options.clone());
-            write_local(&local);
+        .map(|_| {
+            let (ds, shards) = (ds.clone(), shards.clone());
             std::thread::spawn(move || {
                 for _ in 0..3 {
-                    upload_shards(&local, url, &options, true).unwrap();
+                    write(ShardWriter::append(url, shards.clone()), &ds);
                 }
             })
         })
@@ -255,7 +274,10 @@ fn concurrent_appenders_to_one_url_keep_every_shard() {
     data.validate().unwrap();
 }
 
+/// Also the deprecated `upload_pending` (kept one release): a local dataset uploaded as a
+/// writer's pending shards.
 #[test]
+#[allow(deprecated)]
 fn pending_writers_to_one_url_are_committed_together() {
     use lodtensor::shards::{commit_with, discard_pending, pending_prefixes, upload_pending};
     let Some(s3) = S3Server::start() else { return };
@@ -272,12 +294,7 @@ fn pending_writers_to_one_url_are_committed_together() {
             .with_shard_rows(25)
             .with_prefix(prefix);
         let mut writer = ShardWriter::create(&path, shards).unwrap();
-        let spec = Documents {
-            sentences: (0, 4),
-            tokens: (1, 5),
-            dim: 3,
-        };
-        let ds = spec.generate(&mut SplitMix64::new(i as u64), 60).unwrap();
+        let ds = documents(i as u64, 60);
         writer.write(&ds).unwrap();
         writer.finish().unwrap();
         let pending = upload_pending(&path, url, &s3.options(), prefix).unwrap();
@@ -320,33 +337,26 @@ fn pending_writers_to_one_url_are_committed_together() {
 
 #[test]
 fn concurrent_commits_of_pending_writers_keep_every_shard() {
-    use lodtensor::shards::{commit_with, upload_pending};
+    use lodtensor::shards::commit_with;
     let Some(s3) = S3Server::start() else { return };
     s3.create_bucket("data");
     let url = "s3://data/committed/";
     let dir = tempfile::tempdir().unwrap();
-    // Two writers, each writing pending shards and committing, three times, at once: every
-    // commit that loses the manifest's conditional PUT merges again.
+    // Two writers, each writing pending shards to the URL and committing, three times, at
+    // once: every commit that loses the manifest's conditional PUT merges again.
     let writers: Vec<_> = (0..2)
         .map(|w| {
-            let (local, options) = (dir.path().join(format!("w{w}")), s3.options());
-            let prefix = format!("w{w}");
+            let options = s3.options();
             let shards = ShardOptions::default()
                 .with_shard_rows(25)
-                .with_prefix(&prefix);
-            let mut writer = ShardWriter::create(&local, shards).unwrap();
-            let spec = Documents {
-                sentences: (0, 4),
-                tokens: (1, 5),
-                dim: 3,
-            };
-            writer
-                .write(&spec.generate(&mut SplitMix64::new(w), 50).unwrap())
-                .unwrap();
-            writer.finish().unwrap();
+                .with_prefix(format!("w{w}"))
+                .with_remote_options(options.clone());
+            let ds = documents(w, 50);
             std::thread::spawn(move || {
                 for _ in 0..3 {
-                    upload_pending(&local, url, &options, &prefix).unwrap();
+                    let mut writer = ShardWriter::pending(url, shards.clone()).unwrap();
+                    writer.write(&ds).unwrap();
+                    writer.finish().unwrap();
                     commit_with(url, &options).unwrap();
                 }
             })
@@ -365,12 +375,7 @@ fn concurrent_commits_of_pending_writers_keep_every_shard() {
 
 /// The documents of [`write_local`], each shard compressed with zstd.
 fn write_compressed(dir: &Path) -> Dataset {
-    let spec = Documents {
-        sentences: (0, 4),
-        tokens: (1, 5),
-        dim: 3,
-    };
-    let ds = spec.generate(&mut SplitMix64::new(5), 120).unwrap();
+    let ds = documents(5, 120);
     let write =
         lodtensor::WriteOptions::default().with_compression(lodtensor::IpcCompression::Zstd);
     let options = ShardOptions::default()
@@ -556,12 +561,7 @@ fn reading_a_shard_downloads_the_next_ones_ahead() {
 
 /// 120 small documents in 8 shards of 15 rows, each one record batch; the dataset's bytes.
 fn write_eight(dir: &Path) -> u64 {
-    let spec = Documents {
-        sentences: (0, 4),
-        tokens: (1, 5),
-        dim: 3,
-    };
-    let ds = spec.generate(&mut SplitMix64::new(8), 120).unwrap();
+    let ds = documents(8, 120);
     let mut writer = ShardWriter::create(dir, ShardOptions::default().with_shard_rows(15)).unwrap();
     writer.write(&ds).unwrap();
     let manifest = writer.finish().unwrap();

@@ -254,3 +254,25 @@ fn a_shard_that_is_not_an_ipc_file_or_is_short_is_refused_at_build_naming_it() {
         assert_eq!(remote.cache_stats().unwrap().shards_downloaded, 0);
     }
 }
+
+/// `index_with` adds the lengths index to a dataset at a URL (the deprecated `index_url`
+/// too, to the same manifest) or in a directory, and a loader then reads it.
+#[test]
+#[allow(deprecated)]
+fn index_with_indexes_a_url_or_a_directory() {
+    use lodtensor::shards::{RemoteOptions, index_url, index_with};
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, local_dir, url, _) = uploaded(&s3, "indexed", |d| write_unindexed(d, 4, 1, 20));
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    let indexed = index_with(url.as_str(), &options).unwrap();
+    assert_eq!(
+        indexed.index.iter().map(|e| e.shards).sum::<usize>(),
+        indexed.shards.len()
+    );
+    assert_eq!(index_url(&url, &options).unwrap(), indexed);
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
+    assert_eq!(remote.manifest(), &indexed);
+    let local = index_with(local_dir.as_path(), &RemoteOptions::default()).unwrap();
+    assert_eq!(local.index.len(), 1);
+    assert_eq!(local.shards, indexed.shards);
+}

@@ -47,6 +47,7 @@ use crate::shards::remote::lock::ShardLock;
 use crate::shards::remote::private::{self, How};
 use crate::shards::remote::ranges::stream_range;
 use crate::shards::remote::sidecar::{Crc32cWriter, crc32c_of, read_sum, write_sum};
+use crate::shards::source::CacheStats;
 use crate::shards::store::sync_dir;
 
 /// The size of one range request of a download.
@@ -57,32 +58,6 @@ const PARALLEL_RANGES: usize = 4;
 /// than eight: with 8 MiB shards the first epoch from moto took a median 0.42 s against
 /// 0.47 s (docs/performance.md); the bytes ahead stay within the prefetch budget.
 const MAX_PREFETCH_SHARDS: usize = 16;
-
-/// What a dataset's cache did since the dataset was opened.
-///
-/// # Example
-/// ```
-/// let stats = lodtensor::shards::CacheStats::default();
-/// assert_eq!((stats.bytes_downloaded, stats.shards_downloaded), (0, 0));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CacheStats {
-    /// Bytes downloaded by this process.
-    pub bytes_downloaded: u64,
-    /// Shards downloaded by this process.
-    pub shards_downloaded: u64,
-    /// Shards found in the cache (downloaded before, or by another process).
-    pub shards_cached: u64,
-    /// Shards removed from the cache to keep it within its limit.
-    pub shards_evicted: u64,
-    /// Bytes of shards' metadata read by range requests (footers, record-batch messages,
-    /// the length column's offsets), for loaders whose plans need sample lengths; not
-    /// counted in `bytes_downloaded`.
-    pub metadata_bytes: u64,
-    /// The range requests that read them.
-    pub metadata_requests: u64,
-}
 
 /// The cache of one remote dataset on this node.
 #[derive(Debug)]
@@ -319,6 +294,11 @@ impl ShardCache {
     /// The dataset's place in the store.
     pub(crate) fn remote(&self) -> &Remote {
         &self.remote
+    }
+
+    /// This dataset's directory in the cache.
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Shard `index`'s manifest entry and the path of its cache entry (which may not be

@@ -16,15 +16,18 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::shards::index::{IndexEntry, IndexObject, ShardLengths, index_appended, rebuild};
+use crate::shards::index::{
+    IndexEntry, IndexObject, ShardLengths, index_appended, index_dir, rebuild,
+};
+use crate::shards::location::Location;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::reader::mismatch;
-use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::cache::ShardCache;
 use crate::shards::remote::client::Remote;
 use crate::shards::remote::lock::ShardLock;
 use crate::shards::remote::private::How;
 use crate::shards::remote::upload::{RemoteStore, put_object};
+use crate::shards::remote_options::RemoteOptions;
 use crate::shards::store::{Commit, ManifestStore, commit_with};
 
 /// The directory of a dataset's cache that holds its metadata (manifest versions, index
@@ -106,7 +109,9 @@ pub(super) fn pending_lengths(
             let location = |i: usize| remote.url_of(&shards[i].file).into();
             let object = IndexObject::read(&bytes, entry, shards, &part.columns, &location)
                 .map_err(|e| e.in_file(&url))?;
-            out.extend(object.rows());
+            object.each_shard(None, |name, row| {
+                out.insert(name.to_owned(), row);
+            });
             first += entry.shards;
         }
     }
@@ -125,24 +130,53 @@ pub(super) fn index_merged(
     index_appended(base, manifest, &mut find, &mut put_object(remote))
 }
 
-/// Adds or rebuilds the lengths index of the sharded dataset at `url`, as
-/// [`index`](crate::shards::index) does for a directory: every shard downloaded through the
-/// node's cache (checked against the manifest) and measured, one index object put, then
-/// the manifest replaced by a conditional PUT. Returns the manifest committed.
+/// Adds or rebuilds the lengths index of the sharded dataset at `location`: a directory as
+/// [`index`](crate::shards::index) (`options` unused), or a URL reached as `options` say,
+/// every shard downloaded through the node's cache (checked against the manifest) and
+/// measured, one index object put, then the manifest replaced by a conditional PUT.
+/// Returns the manifest committed.
 ///
 /// # Errors
-/// The store's errors; a shard that disagrees with the manifest, naming it; a manifest
-/// that changed meanwhile to list shards the dataset opened did not
-/// (`ErrorKind::Io` `Interrupted`: run it again).
+/// [`index`](crate::shards::index)'s for a directory; for a URL, the store's errors; a
+/// shard that disagrees with the manifest, naming it; a manifest that changed meanwhile to
+/// list shards the dataset opened did not (`ErrorKind::Io` `Interrupted`: run it again).
 ///
 /// # Example
 /// ```no_run
-/// use lodtensor::shards::{RemoteOptions, index_url};
-/// let manifest = index_url("s3://bucket/tokens/", &RemoteOptions::default())?;
+/// use lodtensor::shards::{RemoteOptions, index_with};
+/// let manifest = index_with("s3://bucket/tokens/", &RemoteOptions::default())?;
 /// assert_eq!(manifest.index.iter().map(|e| e.shards).sum::<usize>(), manifest.shards.len());
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
+pub fn index_with(location: impl Into<Location>, options: &RemoteOptions) -> Result<Manifest> {
+    match location.into() {
+        Location::Path(dir) => index_dir(&dir),
+        Location::Url(url) => index_remote(&url, options),
+    }
+}
+
+/// Adds or rebuilds the lengths index of the sharded dataset at the URL `url`.
+///
+/// # Errors
+/// [`index_with`]'s.
+///
+/// # Example
+/// ```no_run
+/// # #![allow(deprecated)]
+/// use lodtensor::shards::{RemoteOptions, index_url, index_with};
+/// let manifest = index_url("s3://bucket/tokens/", &RemoteOptions::default())?;
+/// // becomes
+/// let manifest = index_with("s3://bucket/tokens/", &RemoteOptions::default())?;
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[deprecated(since = "0.2.0", note = "use `shards::index_with(url, options)`")]
 pub fn index_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
+    index_remote(url, options)
+}
+
+/// The lengths index of the dataset at the URL `url` added or rebuilt, the store reached as
+/// `options` say.
+pub(crate) fn index_remote(url: &str, options: &RemoteOptions) -> Result<Manifest> {
     let data = super::open_remote(url, options)?;
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
     let current = store.load()?;

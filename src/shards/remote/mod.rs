@@ -12,170 +12,34 @@ mod pending;
 mod private;
 mod ranges;
 mod sidecar;
+mod source;
 mod staged;
 mod upload;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use cache::CacheStats;
-pub(crate) use cache::{Form, ShardCache};
+use source::CachedShards;
+
+use cache::ShardCache;
 use client::Remote;
-pub(crate) use meta::fetch_object;
-pub use meta::index_url;
+pub(crate) use meta::index_remote;
+#[allow(deprecated)]
+pub use meta::{index_url, index_with};
 #[allow(deprecated)]
 pub use pending::{
     CommitReport, commit_url, commit_url_report, commit_with, discard_pending, pending_prefixes,
     read_manifest_url,
 };
 pub(crate) use staged::stage;
+#[allow(deprecated)]
 pub use upload::{upload_pending, upload_shards};
 
 use crate::error::{DatasetError, Error, FileFormat, Result};
 use crate::shards::location::Location;
 use crate::shards::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
 use crate::shards::reader::ShardedDataset;
-
-/// How [`ShardedDataset::open_with`] reaches the store and where it caches shards.
-///
-/// # Example
-/// ```
-/// use lodtensor::shards::RemoteOptions;
-/// let options = RemoteOptions::default()
-///     .with_storage_option("aws_endpoint", "http://127.0.0.1:9000")
-///     .with_storage_option("aws_allow_http", "true")
-///     .with_cache_dir("/tmp/lodtensor-cache")
-///     .with_cache_limit(20_000_000_000);
-/// assert_eq!(options.cache_limit(), Some(20_000_000_000));
-/// ```
-#[derive(Clone, Debug, Default)]
-pub struct RemoteOptions {
-    storage_options: Vec<(String, String)>,
-    cache_dir: Option<PathBuf>,
-    cache_limit: Option<u64>,
-    prefetch_bytes: Option<u64>,
-}
-
-/// The bytes of shards downloaded ahead by default (and at most a quarter of the cache
-/// limit).
-pub const DEFAULT_PREFETCH_BYTES: u64 = 512 << 20;
-
-impl RemoteOptions {
-    /// Sets one of `object_store`'s configuration keys (`aws_endpoint`,
-    /// `aws_access_key_id`, `aws_secret_access_key`, `aws_region`, `aws_allow_http`,
-    /// `google_service_account`, `azure_storage_account_name`, …). The environment's
-    /// variables (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, …) apply first; these override.
-    ///
-    /// # Example
-    /// ```
-    /// let o = lodtensor::shards::RemoteOptions::default().with_storage_option("aws_region", "eu-west-1");
-    /// assert_eq!(o.storage_options(), &[("aws_region".to_owned(), "eu-west-1".to_owned())]);
-    /// ```
-    pub fn with_storage_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.storage_options.push((key.into(), value.into()));
-        self
-    }
-
-    /// The storage options set, in order.
-    ///
-    /// # Example
-    /// ```
-    /// assert!(lodtensor::shards::RemoteOptions::default().storage_options().is_empty());
-    /// ```
-    pub fn storage_options(&self) -> &[(String, String)] {
-        &self.storage_options
-    }
-
-    /// The cache directory (default: `$LODTENSOR_CACHE_DIR`, else
-    /// `$XDG_CACHE_HOME/lodtensor`, else `~/.cache/lodtensor`, else, with neither variable
-    /// set, `lodtensor-cache-UID` in the temporary directory). Every process of one user on
-    /// a node can share one; it is made `0700`, and refused if another user owns it or
-    /// every user may write it (docs/remote.md, "Trust").
-    ///
-    /// # Example
-    /// ```
-    /// let o = lodtensor::shards::RemoteOptions::default().with_cache_dir("/scratch/cache");
-    /// assert_eq!(o.cache_dir(), std::path::Path::new("/scratch/cache"));
-    /// ```
-    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.cache_dir = Some(dir.into());
-        self
-    }
-
-    /// The cache directory: the one set, or the default of [`RemoteOptions::with_cache_dir`].
-    ///
-    /// # Example
-    /// ```
-    /// assert!(lodtensor::shards::RemoteOptions::default().cache_dir().ends_with("lodtensor"));
-    /// ```
-    pub fn cache_dir(&self) -> PathBuf {
-        if let Some(dir) = &self.cache_dir {
-            return dir.clone();
-        }
-        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        if let Some(dir) = var("LODTENSOR_CACHE_DIR") {
-            return dir.into();
-        }
-        match (var("XDG_CACHE_HOME"), var("HOME")) {
-            (Some(cache), _) => Path::new(&cache).join("lodtensor"),
-            (None, Some(home)) => Path::new(&home).join(".cache").join("lodtensor"),
-            (None, None) => private::per_user_root(),
-        }
-    }
-
-    /// Bounds the bytes of this dataset's shards the cache keeps (no bound by default):
-    /// before a download, entries are evicted, least recently used first, to make room for
-    /// it. Shards this process has mapped are never evicted (that would free nothing), so
-    /// a reader that maps more than the limit (a [`Loader`](crate::Loader) maps every
-    /// shard) holds more; the next open finds the cache within the limit again.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::shards::{RemoteOptions, parse_size};
-    /// let o = RemoteOptions::default().with_cache_limit(parse_size("20GB")?);
-    /// assert_eq!(o.cache_limit(), Some(20_000_000_000));
-    /// # Ok::<(), lodtensor::Error>(())
-    /// ```
-    pub fn with_cache_limit(mut self, bytes: u64) -> Self {
-        self.cache_limit = Some(bytes);
-        self
-    }
-
-    /// Downloads up to `bytes` of the shards after the one being read (in the order a
-    /// loader's plan first reads them, else in manifest order) on background threads, so that reading shard after shard waits for the network once
-    /// (default [`DEFAULT_PREFETCH_BYTES`], at most a quarter of the cache limit; 0: none).
-    ///
-    /// # Example
-    /// ```
-    /// let o = lodtensor::shards::RemoteOptions::default().with_prefetch_bytes(0);
-    /// assert_eq!(o.prefetch_bytes(), 0);
-    /// ```
-    pub fn with_prefetch_bytes(mut self, bytes: u64) -> Self {
-        self.prefetch_bytes = Some(bytes);
-        self
-    }
-
-    /// The prefetch budget in bytes.
-    ///
-    /// # Example
-    /// ```
-    /// use lodtensor::shards::{DEFAULT_PREFETCH_BYTES, RemoteOptions};
-    /// assert_eq!(RemoteOptions::default().prefetch_bytes(), DEFAULT_PREFETCH_BYTES);
-    /// ```
-    pub fn prefetch_bytes(&self) -> u64 {
-        self.prefetch_bytes.unwrap_or(DEFAULT_PREFETCH_BYTES)
-    }
-
-    /// The cache limit, if set.
-    ///
-    /// # Example
-    /// ```
-    /// assert_eq!(lodtensor::shards::RemoteOptions::default().cache_limit(), None);
-    /// ```
-    pub fn cache_limit(&self) -> Option<u64> {
-        self.cache_limit
-    }
-}
+use crate::shards::remote_options::RemoteOptions;
 
 /// A size in bytes from `"20GB"`, `"512MiB"`, `"1.5 TB"` or `"1000"` (decimal units `kB`,
 /// `MB`, `GB`, `TB`; binary `KiB`, `MiB`, `GiB`, `TiB`; case ignored).
@@ -279,7 +143,7 @@ impl ShardedDataset {
 
 /// The dataset at the URL `url`, reached as `options` say.
 pub(crate) fn open_remote(url: &str, options: &RemoteOptions) -> Result<ShardedDataset> {
-    let remote = Remote::new(url, &options.storage_options)?;
+    let remote = Remote::new(url, options.storage_options())?;
     let root = options.cache_dir();
     let dir = root.join(url_key(remote.url()));
     private::make_private(&root, &dir)?;
@@ -291,14 +155,11 @@ pub(crate) fn open_remote(url: &str, options: &RemoteOptions) -> Result<ShardedD
         remote,
         dir.clone(),
         manifest.shards.clone(),
-        options.cache_limit,
-        options.prefetch_bytes.unwrap_or(DEFAULT_PREFETCH_BYTES),
+        options.cache_limit(),
+        options.prefetch_bytes(),
     )?;
-    Ok(ShardedDataset::from_parts(
-        dir,
-        manifest,
-        Some(Arc::new(cache)),
-    ))
+    let source = Arc::new(CachedShards::new(cache));
+    Ok(ShardedDataset::from_parts(dir, manifest, source))
 }
 
 /// The manifest of the dataset at `remote`.
@@ -360,6 +221,7 @@ fn url_key(url: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn a_url_key_stays_inside_the_cache() {

@@ -14,10 +14,10 @@ use crate::shards::location::Location;
 use crate::shards::manifest::{ColumnSpec, MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::names::ShardNames;
 use crate::shards::parse::{cut, manifest_error};
-use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::load_manifest_and_tag;
 use crate::shards::remote::meta::{index_merged, pending_lengths};
 use crate::shards::remote::upload::RemoteStore;
+use crate::shards::remote_options::RemoteOptions;
 use crate::shards::store::{
     Commit, ManifestStore, PENDING_PREFIX, check_prefix, commit_with as commit_protocol,
 };

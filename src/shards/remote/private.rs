@@ -8,7 +8,7 @@
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use crate::error::{Error, Result};
 
@@ -112,15 +112,6 @@ fn check_private(path: &Path, meta: std::fs::Metadata, sticky_ok: bool) -> Resul
         }
         None => Ok(()),
     }
-}
-
-/// The default cache's root when the user has no cache directory (neither `XDG_CACHE_HOME`
-/// nor `HOME`): one of this user's own in the temporary directory, named with the user's
-/// id (made `0700` and checked when used, like every cache directory).
-pub(super) fn per_user_root() -> PathBuf {
-    // SAFETY: `geteuid` has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    std::env::temp_dir().join(format!("lodtensor-cache-{uid}"))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! A [`ShardWriter`](crate::shards::ShardWriter) to a URL: its shards written into a local
 //! directory of its own (under the system's temporary directory, `TMPDIR`), uploaded when
-//! it finishes ([`upload_shards`], [`upload_pending`]); the directory is removed then, or
+//! it finishes (`upload.rs`); the directory is removed then, or
 //! when the writer is dropped unfinished.
 
 use std::path::{Path, PathBuf};
@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::error::{DatasetError, Error, Result};
 use crate::shards::location::Upload;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest};
-use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::pending::read_manifest_url;
-use crate::shards::remote::upload::{upload_overwrite, upload_pending, upload_shards};
+use crate::shards::remote::upload::{UploadAs, upload};
+use crate::shards::remote_options::RemoteOptions;
 use crate::shards::writer::{ShardOptions, Target};
 
 /// The upload of a writer to a URL.
@@ -58,10 +58,10 @@ impl Upload for Staged {
     fn finish(self: Box<Self>) -> Result<Manifest> {
         let (dir, url, options) = (&self.local, self.url.as_str(), &self.options);
         match self.target {
-            Target::Create => upload_shards(dir, url, options, false),
-            Target::Append => upload_shards(dir, url, options, true),
-            Target::Pending => upload_pending(dir, url, options, &self.prefix),
-            Target::Overwrite => upload_overwrite(dir, url, options),
+            Target::Create => upload(dir, url, options, UploadAs::Create),
+            Target::Append => upload(dir, url, options, UploadAs::Append),
+            Target::Pending => upload(dir, url, options, UploadAs::Pending(&self.prefix)),
+            Target::Overwrite => upload(dir, url, options, UploadAs::Overwrite),
         }
     }
 }

@@ -8,7 +8,8 @@
 //! that loses either race removes the shards it created in that attempt, re-reads the
 //! manifest and tries again with its shards after the ones now listed.
 //!
-//! A pending writer ([`upload_pending`]) does the same with a new pending manifest of its
+//! A pending writer ([`ShardWriter::pending`](crate::shards::ShardWriter::pending) to a
+//! URL) does the same with a new pending manifest of its
 //! own (`_lodtensor.pending.PREFIX.TOKEN.json`, created once, never changed) in place of
 //! the dataset's: its shards take their final names at once (a store has no rename, and a
 //! copy would move every byte again), and are part of the dataset once
@@ -23,9 +24,9 @@ use crate::error::{ArgumentError, DatasetError, Error, Result};
 use crate::shards::index::index_files;
 use crate::shards::manifest::{MANIFEST_NAME, Manifest, ShardEntry};
 use crate::shards::names::ShardNames;
-use crate::shards::remote::RemoteOptions;
 use crate::shards::remote::client::{Put, Remote};
 use crate::shards::remote::load_manifest_and_tag;
+use crate::shards::remote_options::RemoteOptions;
 use crate::shards::store::{
     Commit, ManifestStore, ManifestVersion, PENDING_PREFIX, Replaced, check_prefix, commit_with,
 };
@@ -120,16 +121,27 @@ impl RemoteStore {
 ///
 /// # Example
 /// ```no_run
+/// # #![allow(deprecated)]
 /// use lodtensor::shards::{RemoteOptions, ShardOptions, ShardWriter, upload_shards};
 /// # let ds = lodtensor::Dataset::try_new(vec![lodtensor::Column::new("ids", lodtensor::doc_fixtures::ids())])?;
+/// let options = RemoteOptions::default().with_storage_option("aws_region", "eu-west-1");
 /// let local = tempfile::tempdir()?;
 /// let mut writer = ShardWriter::create(local.path(), ShardOptions::default())?;
 /// writer.write(&ds)?;
 /// writer.finish()?;
-/// let options = RemoteOptions::default().with_storage_option("aws_region", "eu-west-1");
 /// upload_shards(local.path(), "s3://bucket/tokens/", &options, true)?;
+/// // becomes: the writer stages the shards itself, `finish` uploads and commits them
+/// let shards = ShardOptions::default().with_remote_options(options.clone());
+/// let mut writer = ShardWriter::append("s3://bucket/tokens/", shards)?;
+/// writer.write(&ds)?;
+/// writer.finish()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[deprecated(
+    since = "0.2.0",
+    note = "write to the URL: `ShardWriter::create(url, options)` or `ShardWriter::append(url, options)` \
+            (`ShardOptions::with_remote_options`), whose `finish` uploads"
+)]
 pub fn upload_shards(
     dir: &Path,
     url: &str,
@@ -137,8 +149,8 @@ pub fn upload_shards(
     append: bool,
 ) -> Result<Manifest> {
     let target = match append {
-        true => Target::Append,
-        false => Target::Create,
+        true => UploadAs::Append,
+        false => UploadAs::Create,
     };
     upload(dir, url, options, target)
 }
@@ -160,7 +172,8 @@ pub fn upload_shards(
 ///
 /// # Example
 /// ```no_run
-/// use lodtensor::shards::{RemoteOptions, ShardOptions, ShardWriter, commit_url, upload_pending};
+/// # #![allow(deprecated)]
+/// use lodtensor::shards::{RemoteOptions, ShardOptions, ShardWriter, commit_with, upload_pending};
 /// # let ds = lodtensor::Dataset::try_new(vec![lodtensor::Column::new("ids", lodtensor::doc_fixtures::ids())])?;
 /// let options = RemoteOptions::default().with_storage_option("aws_region", "eu-west-1");
 /// for worker in ["w0", "w1"] {
@@ -170,30 +183,33 @@ pub fn upload_shards(
 ///     writer.finish()?;
 ///     upload_pending(local.path(), "s3://bucket/tokens/", &options, worker)?;
 /// }
-/// assert_eq!(commit_url("s3://bucket/tokens/", &options)?.shards.len(), 2);
+/// // becomes: each worker's pending writer to the URL uploads its shards at `finish`
+/// for worker in ["w2", "w3"] {
+///     let shards = ShardOptions::default().with_prefix(worker).with_remote_options(options.clone());
+///     let mut writer = ShardWriter::pending("s3://bucket/tokens/", shards)?;
+///     writer.write(&ds)?;
+///     writer.finish()?;
+/// }
+/// assert_eq!(commit_with("s3://bucket/tokens/", &options)?.shards.len(), 4);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[deprecated(
+    since = "0.2.0",
+    note = "write to the URL: `ShardWriter::pending(url, options.with_prefix(prefix))` \
+            (`ShardOptions::with_remote_options`), whose `finish` uploads"
+)]
 pub fn upload_pending(
     dir: &Path,
     url: &str,
     options: &RemoteOptions,
     prefix: &str,
 ) -> Result<Manifest> {
-    check_prefix(prefix)?;
-    upload(dir, url, options, Target::Pending(prefix))
-}
-
-/// Uploads the sharded dataset in the local directory `dir` to `url` in place of the dataset
-/// there (if any), as [`ShardWriter::overwrite`](crate::shards::ShardWriter::overwrite)
-/// does in a directory: the shards created under names no object has, then the manifest
-/// replaced by one listing them only (a conditional PUT). Returns the manifest.
-pub(crate) fn upload_overwrite(dir: &Path, url: &str, options: &RemoteOptions) -> Result<Manifest> {
-    upload(dir, url, options, Target::Overwrite)
+    upload(dir, url, options, UploadAs::Pending(prefix))
 }
 
 /// What an upload makes of the local dataset's shards.
 #[derive(Clone, Copy)]
-enum Target<'a> {
+pub(super) enum UploadAs<'a> {
     /// A new dataset.
     Create,
     /// Shards after the dataset's.
@@ -204,18 +220,32 @@ enum Target<'a> {
     Overwrite,
 }
 
-/// Uploads the dataset in the local directory `dir` to `url` as `target` says.
-fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Result<Manifest> {
+/// Uploads the dataset in the local directory `dir` (written by a
+/// [`ShardWriter`](crate::shards::ShardWriter)) to `url` as `target` says: what a
+/// [`ShardWriter`](crate::shards::ShardWriter) to a URL does at `finish`, and the
+/// deprecated [`upload_shards`] and [`upload_pending`].
+///
+/// # Errors
+/// [`upload_shards`]'s and [`upload_pending`]'s.
+pub(super) fn upload(
+    dir: &Path,
+    url: &str,
+    options: &RemoteOptions,
+    target: UploadAs,
+) -> Result<Manifest> {
+    if let UploadAs::Pending(prefix) = target {
+        check_prefix(prefix)?;
+    }
     let local = Manifest::load(dir.join(MANIFEST_NAME))?;
     let name = match target {
-        Target::Pending(prefix) => format!("{PENDING_PREFIX}{prefix}.{}.json", unique_token()),
+        UploadAs::Pending(prefix) => format!("{PENDING_PREFIX}{prefix}.{}.json", unique_token()),
         _ => MANIFEST_NAME.to_owned(),
     };
     let store = RemoteStore::new(url, options, &name)?;
     let current = store.load()?;
     // A pending writer's names follow those of its prefix in the store (one listing).
     let start = match target {
-        Target::Pending(prefix) => {
+        UploadAs::Pending(prefix) => {
             let names = store.remote.list(&format!("{prefix}-"))?;
             next_index(names.iter().map(String::as_str), prefix)
         }
@@ -224,10 +254,10 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
     let target_url = store.remote.url_of(&name);
     commit_with(&store, current, |current, store| {
         let mut manifest = match (current, target) {
-            (Some(_), Target::Create) => {
+            (Some(_), UploadAs::Create) => {
                 return Err(Error::from(DatasetError::AlreadyThere).in_file(&target_url));
             }
-            (None, Target::Append) => {
+            (None, UploadAs::Append) => {
                 return Err(Error::from(DatasetError::NothingToAppendTo).in_file(&target_url));
             }
             (Some(m), Target::Append | Target::Pending(_)) => m.clone(),
@@ -247,7 +277,7 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
         let mut names = ShardNames::of(&manifest);
         for (i, entry) in local.shards.iter().enumerate() {
             let (prefix, wanted) = match target {
-                Target::Pending(prefix) => (prefix, format!("{prefix}-{:05}.arrow", start + i)),
+                UploadAs::Pending(prefix) => (prefix, format!("{prefix}-{:05}.arrow", start + i)),
                 _ => {
                     let prefix = entry.file.rsplit_once('-').map_or("part", |(p, _)| p);
                     (prefix, entry.file.clone())
@@ -262,7 +292,7 @@ fn upload(dir: &Path, url: &str, options: &RemoteOptions, target: Target) -> Res
             names.push(&mut manifest, entry);
         }
         let put = &mut put_object(&store.remote);
-        let extended = current.filter(|_| !matches!(target, Target::Overwrite));
+        let extended = current.filter(|_| !matches!(target, UploadAs::Overwrite));
         index_files(extended, &mut manifest, Path::new(""), &publish, put)?;
         Ok(Commit {
             manifest,

@@ -3,7 +3,7 @@
 
 use crate::io::ipc_writer::WriteOptions;
 #[cfg(feature = "remote")]
-use crate::shards::remote::RemoteOptions;
+use crate::shards::remote_options::RemoteOptions;
 #[cfg(doc)]
 use crate::shards::writer::ShardWriter;
 

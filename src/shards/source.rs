@@ -1,0 +1,172 @@
+//! What a shard store does for the readers of a sharded dataset: where a shard's bytes are,
+//! how one is mapped and checked, its byte ranges read unmapped, an index object fetched.
+//! [`ShardSource`] is the one interface; a local directory ([`LocalShards`], here) and a
+//! node's cache of a dataset in object storage (`remote/source.rs`, with the `remote`
+//! feature) implement it, so that the reader and the loaders never ask which one they have.
+//!
+//! ```text
+//! ShardedDataset ─┐                        ┌─ LocalShards   (a directory)
+//! loader stores  ─┴─ ShardFiles ─ dyn ShardSource ─┤
+//!                                          └─ the node cache (shards/remote/, a URL)
+//! ```
+
+use std::fmt::Debug;
+use std::ops::Range;
+use std::path::PathBuf;
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::io::ipc_reader::MappedDataset;
+use crate::io::regular::{check_inside, open_regular};
+use crate::shards::files::read_range;
+use crate::shards::index::IndexEntry;
+use crate::shards::manifest::Manifest;
+use crate::shards::reader::{Checksum, open_checked};
+
+/// What a dataset's cache did since the dataset was opened.
+///
+/// # Example
+/// ```
+/// let stats = lodtensor::shards::CacheStats::default();
+/// assert_eq!((stats.bytes_downloaded, stats.shards_downloaded), (0, 0));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheStats {
+    /// Bytes downloaded by this process.
+    pub bytes_downloaded: u64,
+    /// Shards downloaded by this process.
+    pub shards_downloaded: u64,
+    /// Shards found in the cache (downloaded before, or by another process).
+    pub shards_cached: u64,
+    /// Shards removed from the cache to keep it within its limit.
+    pub shards_evicted: u64,
+    /// Bytes of shards' metadata read by range requests (footers, record-batch messages,
+    /// the length column's offsets), for loaders whose plans need sample lengths; not
+    /// counted in `bytes_downloaded`.
+    pub metadata_bytes: u64,
+    /// The range requests that read them.
+    pub metadata_requests: u64,
+}
+
+/// Where the shards of one dataset are read from. A method about shards takes the
+/// dataset's `manifest` (the one the source was opened with) and positions in it.
+pub(crate) trait ShardSource: Debug + Send + Sync {
+    /// Shard `index`'s checksum, with the path to name when its bytes are not that (for a
+    /// compressed remote shard decompressed into the cache, the cache entry's).
+    fn checksum(&self, manifest: &Manifest, index: usize) -> Checksum;
+
+    /// Shard `index`'s path, or its URL: what errors about the shard name.
+    fn location(&self, manifest: &Manifest, index: usize) -> PathBuf;
+
+    /// Maps shard `index` and checks it against the manifest, its checksum only if
+    /// `checksum`; the shards read next are `next`, in that order, when known (a store
+    /// that downloads reads them ahead). The shard stays in use until
+    /// [`ShardSource::release`].
+    fn open(
+        &self,
+        manifest: &Manifest,
+        index: usize,
+        checksum: bool,
+        next: Option<&[usize]>,
+    ) -> Result<MappedDataset>;
+
+    /// The bytes of each `(shard, range)` of `wanted`, in order, without mapping or
+    /// downloading a shard.
+    fn read_ranges(
+        &self,
+        manifest: &Manifest,
+        wanted: &[(usize, Range<u64>)],
+    ) -> Result<Vec<Bytes>>;
+
+    /// Marks a use of shard `index` by [`ShardSource::open`] as over.
+    fn release(&self, index: usize);
+
+    /// The bytes of the index object `entry`, at most one more than `entry.bytes` read (the
+    /// object's check against the manifest refuses any size but `entry.bytes`).
+    fn index_object(&self, entry: &IndexEntry) -> Result<Bytes>;
+
+    /// What a cache did since the dataset was opened; `None` for a store with no cache.
+    fn cache_stats(&self) -> Option<CacheStats>;
+
+    /// The dataset's URL, ending in `/`; `None` for a local directory.
+    fn url(&self) -> Option<&str>;
+}
+
+/// The shards of a dataset in a local directory.
+#[derive(Debug)]
+pub(crate) struct LocalShards {
+    /// The dataset's directory.
+    pub dir: PathBuf,
+}
+
+impl ShardSource for LocalShards {
+    fn checksum(&self, manifest: &Manifest, index: usize) -> Checksum {
+        let entry = &manifest.shards[index];
+        Checksum {
+            path: self.dir.join(&entry.file),
+            crc32c: entry.crc32c,
+        }
+    }
+
+    fn location(&self, manifest: &Manifest, index: usize) -> PathBuf {
+        self.dir.join(&manifest.shards[index].file)
+    }
+
+    fn open(
+        &self,
+        manifest: &Manifest,
+        index: usize,
+        checksum: bool,
+        _next: Option<&[usize]>, // A local shard is not downloaded.
+    ) -> Result<MappedDataset> {
+        let entry = &manifest.shards[index];
+        let path = self.dir.join(&entry.file);
+        check_inside(&self.dir, &path)
+            .map_err(Error::from)
+            .and_then(|()| open_checked(&path, entry, &manifest.columns, checksum))
+            .map_err(|e| e.in_file(&path))
+    }
+
+    fn read_ranges(
+        &self,
+        manifest: &Manifest,
+        wanted: &[(usize, Range<u64>)],
+    ) -> Result<Vec<Bytes>> {
+        wanted
+            .iter()
+            .map(|(shard, range)| {
+                let entry = &manifest.shards[*shard];
+                let path = self.dir.join(&entry.file);
+                check_inside(&self.dir, &path).map_err(|e| Error::from(e).in_file(&path))?;
+                read_range(&path, range.clone(), entry.bytes)
+            })
+            .collect()
+    }
+
+    fn release(&self, _index: usize) {}
+
+    fn index_object(&self, entry: &IndexEntry) -> Result<Bytes> {
+        let path = self.dir.join(&entry.file);
+        let read = || -> Result<Bytes> {
+            check_inside(&self.dir, &path)?;
+            let (file, _) = open_regular(&path)?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(file, entry.bytes + 1),
+                &mut bytes,
+            )?;
+            Ok(bytes.into())
+        };
+        read().map_err(|e| e.in_file(&path))
+    }
+
+    fn cache_stats(&self) -> Option<CacheStats> {
+        None
+    }
+
+    fn url(&self) -> Option<&str> {
+        None
+    }
+}
