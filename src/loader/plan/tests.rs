@@ -227,3 +227,72 @@ fn drop_last_ranks_share_the_epochs_batches_keeping_oversize_samples() {
     assert!(b.infos()[0].oversize && b.infos()[0].start == 0);
     assert_eq!((a.dropped(), b.dropped()), (0, 1));
 }
+
+/// A digest of every plan of a grid of options (shuffles, batch sizes, budgets, buckets,
+/// ranks, drop_last, packing) over 5,000 samples of seeded lengths in record batches and
+/// shards of uneven sizes: plans are fixed forever, whatever integers they are made in.
+fn plans_digest() -> u64 {
+    use crate::loader::pack::Packing;
+    use crate::rng::SplitMix64;
+    let mut rng = SplitMix64::new(7);
+    let lengths: Vec<usize> = (0..5000)
+        .map(|_| 1 + (rng.next_u64() % 300) as usize)
+        .collect();
+    let rows = RowIndex::from_counts([700, 1300, 1000, 2000]);
+    let shards = RowIndex::from_counts([2000, 3000]);
+    let mut digest = 0xcbf2_9ce4_8422_2325u64;
+    let mut add = |x: usize| {
+        digest = (digest ^ x as u64).wrapping_mul(0x0100_0000_01b3);
+    };
+    let shuffles = [
+        Shuffle::None,
+        Shuffle::Samples { seed: 3 },
+        Shuffle::Chunks { seed: 4, rows: 64 },
+        Shuffle::Windowed {
+            seed: 5,
+            rows: 32,
+            window: 300,
+        },
+    ];
+    for shuffle in shuffles {
+        for batch in [BatchSize::Samples(17), BatchSize::Tokens(2048)] {
+            for buckets in [vec![], vec![50, 150]] {
+                for (world, drop_last) in [(1, false), (3, false), (3, true)] {
+                    for rank in 0..world {
+                        let mut c = config(batch);
+                        (c.shuffle, c.buckets, c.drop_last) = (shuffle, buckets.clone(), drop_last);
+                        c.ranks = Ranks::Parts { rank, world };
+                        for epoch in [0, 5] {
+                            let plan = Plan::build(&c, &lengths, &rows, &shards, epoch);
+                            plan.samples().iter().for_each(|&s| add(s));
+                            for i in plan.infos() {
+                                [i.start, i.end, i.tokens, i.max_len, i.oversize as usize, 7]
+                                    .into_iter()
+                                    .for_each(&mut add);
+                            }
+                            add(plan.dropped());
+                        }
+                    }
+                }
+            }
+            let mut c = config(BatchSize::Samples(4));
+            c.shuffle = shuffle;
+            c.packing = Some(Packing::new(512));
+            for epoch in [0, 2] {
+                let plan = Plan::build(&c, &lengths, &rows, &shards, epoch);
+                plan.samples().iter().for_each(|&s| add(s));
+                let windows = plan.windows().expect("packed");
+                (0..windows.len()).for_each(|w| add(windows.tokens_of(w)));
+            }
+        }
+    }
+    digest
+}
+
+#[test]
+fn plans_are_those_of_64_bit_orders_and_lengths() {
+    // Made before lengths and orders were narrowed to 32 bits.
+    assert_eq!(plans_digest(), PLANS_DIGEST);
+}
+
+const PLANS_DIGEST: u64 = 14_785_573_230_521_875_191;
