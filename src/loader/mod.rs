@@ -266,7 +266,8 @@ impl Loader {
     }
 
     /// The length of each sample of the file, as used for budgets and buckets (1 each for
-    /// a loader over shards whose plan needs no lengths: [`LoaderBuilder::with_lazy_shards`]).
+    /// a loader over shards whose plan needs no lengths: [`LoaderBuilder::with_lazy_shards`]),
+    /// in 32 bits: a sample of 2^32 elements or more is refused when the loader is built.
     ///
     /// # Example
     /// ```
@@ -275,11 +276,31 @@ impl Loader {
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).build()?;
-    /// assert_eq!(loader.lengths(), &[1, 2, 3, 4, 5]);           // elements per sample
+    /// assert_eq!(loader.sample_lengths(), &[1, 2, 3, 4, 5]);    // elements per sample
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn lengths(&self) -> &[usize] {
+    pub fn sample_lengths(&self) -> &[u32] {
         &self.inputs.lengths
+    }
+
+    /// The length of each sample, widened to `usize` (a copy): [`Loader::sample_lengths`]
+    /// without one.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).build()?;
+    /// #[allow(deprecated)]
+    /// let lengths = loader.lengths();
+    /// assert_eq!(lengths, [1, 2, 3, 4, 5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[deprecated(note = "the lengths are kept in 32 bits: use `Loader::sample_lengths`")]
+    pub fn lengths(&self) -> Vec<usize> {
+        self.inputs.lengths.iter().map(|&l| l as usize).collect()
     }
 
     /// The length bucket bounds in use.

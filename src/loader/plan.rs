@@ -25,7 +25,7 @@ use std::sync::Arc;
 use crate::row_index::RowIndex;
 
 use super::config::{BatchSize, PlanConfig, Ranks};
-use super::order::epoch_order;
+use super::order::{Slot, epoch_order, fits_u32};
 use super::pack::{Windows, packed_plan};
 
 /// One batch of a plan.
@@ -143,16 +143,31 @@ pub struct Plan {
 impl Plan {
     /// Makes the plan of `epoch`. `lengths` has one entry per sample of the file;
     /// `batches` says where every record batch starts, `shards` where every shard does
-    /// (one shard for a single file).
+    /// (one shard for a single file). The epoch's order is kept in 32-bit sample numbers
+    /// when they fit (the plan is the same in 64 bits, [`Slot`]).
     pub(crate) fn build(
         config: &PlanConfig,
-        lengths: &[usize],
+        lengths: &[u32],
         batches: &RowIndex,
         shards: &RowIndex,
         epoch: u64,
     ) -> Plan {
-        let order = epoch_order(config.shuffle, lengths.len(), batches, shards, epoch);
+        match fits_u32(lengths.len()) {
+            true => Plan::build_in::<u32>(config, lengths, (batches, shards), epoch),
+            false => Plan::build_in::<usize>(config, lengths, (batches, shards), epoch),
+        }
+    }
+
+    /// [`Plan::build`] with the epoch's order in `S`.
+    fn build_in<S: Slot>(
+        config: &PlanConfig,
+        lengths: &[u32],
+        (batches, shards): (&RowIndex, &RowIndex),
+        epoch: u64,
+    ) -> Plan {
+        let order = epoch_order::<S>(config.shuffle, lengths.len(), batches, shards, epoch);
         if let Some(packing) = &config.packing {
+            let order = order.into_iter().map(S::get).collect();
             return packed_plan(config, packing, lengths, order, epoch);
         }
         Plan::of_ranks(config, lengths, &order, epoch)
@@ -160,10 +175,10 @@ impl Plan {
 
     /// The plan of `order` (samples, or a packed epoch's windows) of lengths `lengths`,
     /// shared among ranks as the options say.
-    pub(super) fn of_ranks(
+    pub(super) fn of_ranks<L: Slot, S: Slot>(
         config: &PlanConfig,
-        lengths: &[usize],
-        order: &[usize],
+        lengths: &[L],
+        order: &[S],
         epoch: u64,
     ) -> Plan {
         let n = order.len();
@@ -182,7 +197,12 @@ impl Plan {
     }
 
     /// The batches of `order` (the whole epoch's, or one rank's part of it).
-    fn of_order(config: &PlanConfig, lengths: &[usize], order: &[usize], epoch: u64) -> Plan {
+    fn of_order<L: Slot, S: Slot>(
+        config: &PlanConfig,
+        lengths: &[L],
+        order: &[S],
+        epoch: u64,
+    ) -> Plan {
         let buckets = config.buckets.len() + 1;
         let mut pending: Vec<Vec<usize>> = vec![Vec::new(); buckets];
         let mut pending_tokens = vec![0usize; buckets];
@@ -193,8 +213,8 @@ impl Plan {
             dropped: 0,
             windows: None,
         };
-        for &s in order {
-            let len = lengths[s];
+        for s in order.iter().map(|s| s.get()) {
+            let len = lengths[s].get();
             let b = config.buckets.partition_point(|&bound| bound < len);
             match config.batch {
                 BatchSize::Samples(size) => {
@@ -304,12 +324,12 @@ impl Plan {
     }
 
     /// Appends `samples` as one batch and empties it.
-    fn close(&mut self, samples: &mut Vec<usize>, lengths: &[usize], oversize: bool) {
+    fn close<L: Slot>(&mut self, samples: &mut Vec<usize>, lengths: &[L], oversize: bool) {
         let start = self.samples.len();
         let (mut tokens, mut max_len) = (0, 0);
         for &s in samples.iter() {
-            tokens += lengths[s];
-            max_len = max_len.max(lengths[s]);
+            tokens += lengths[s].get();
+            max_len = max_len.max(lengths[s].get());
         }
         self.samples.append(samples);
         self.infos.push(BatchInfo {

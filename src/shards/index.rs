@@ -23,7 +23,7 @@ use arrow_array::{Array, ArrayRef, LargeListArray, RecordBatch, StringArray};
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema};
 
-use crate::error::{Error, FileFormat, Result};
+use crate::error::{DataError, Error, FileFormat, Result};
 use crate::io::ipc_reader::MappedDataset;
 use crate::shards::files::ShardFiles;
 use crate::shards::manifest::{ColumnSpec, Manifest, ShardEntry};
@@ -93,13 +93,45 @@ pub(crate) struct ShardLengths {
     pub lengths: Vec<Vec<u64>>,
 }
 
-/// One shard's lengths at one level of one column, as a loader's plan takes them.
+/// Every shard's record batches' rows and samples' lengths at one level of one column,
+/// shard after shard, flat (one array each, not one per shard), as a loader's plan takes
+/// them: lengths in 32 bits.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct IndexedShard {
-    /// The rows of each record batch.
+pub(crate) struct ColumnLengths {
+    /// How many record batches each shard has.
+    pub batches: Vec<usize>,
+    /// The rows of every record batch.
     pub batch_rows: Vec<usize>,
-    /// Each sample's length.
-    pub lengths: Vec<usize>,
+    /// Every sample's length.
+    pub lengths: Vec<u32>,
+}
+
+/// A sample's length as plans keep it, in 32 bits: sample `row` of `found` elements at
+/// `level` (at most `u32::MAX`, else refused).
+///
+/// # Errors
+/// [`DataError::SequenceTooLong`] naming the level and the row; the caller adds the
+/// column, record batch and file.
+pub(crate) fn narrow_length(found: usize, level: usize, row: usize) -> Result<u32> {
+    u32::try_from(found).map_err(|_| {
+        DataError::SequenceTooLong {
+            level,
+            index: row,
+            found,
+            expected: u32::MAX as usize,
+        }
+        .into()
+    })
+}
+
+impl ColumnLengths {
+    /// Appends a shard of record batches of `batch_rows` rows (its samples' lengths are
+    /// appended to `lengths` by the caller).
+    pub(crate) fn push_batches(&mut self, batch_rows: impl IntoIterator<Item = usize>) {
+        let before = self.batch_rows.len();
+        self.batch_rows.extend(batch_rows);
+        self.batches.push(self.batch_rows.len() - before);
+    }
 }
 
 /// The `(column, level)` of every `lengths.C.L` field of a dataset of `columns`, in order.
@@ -364,30 +396,51 @@ impl IndexObject {
     }
 
     /// Per shard, the rows of its record batches and the lengths of `field` (its position
-    /// in [`length_fields`]).
-    pub(crate) fn lengths(&self, field: usize) -> Vec<IndexedShard> {
-        let mut out = Vec::new();
+    /// in [`length_fields`], level `level` of column `column`), appended to `out`; the
+    /// object's rows were checked (`check`), so its samples add up to the shards' rows.
+    ///
+    /// # Errors
+    /// A length of 2^32 or more, naming the column, record batch and row; the caller adds
+    /// the shard (its position in the object, given by `shard`).
+    pub(crate) fn lengths(
+        &self,
+        (field, column, level): (usize, &str, usize),
+        out: &mut ColumnLengths,
+        shard: &dyn Fn(usize, Error) -> Error,
+    ) -> Result<()> {
+        let mut at = 0;
         for batch in &self.batches {
             let list = |i: usize| {
                 let list = batch.column(i).as_list::<i64>();
-                (list, Uints::of(list.values().as_ref()).expect("checked"))
+                (
+                    list.value_offsets(),
+                    Uints::of(list.values().as_ref()).expect("checked"),
+                )
             };
             let (rows, row_values) = list(1);
             let (lengths, values) = list(field + 2);
             for r in 0..batch.num_rows() {
-                let take = |list: &LargeListArray, values: &Uints| -> Vec<usize> {
-                    let o = list.value_offsets();
-                    (o[r] as usize..o[r + 1] as usize)
-                        .map(|i| values.get(i) as usize)
-                        .collect()
-                };
-                out.push(IndexedShard {
-                    batch_rows: take(rows, &row_values),
-                    lengths: take(lengths, &values),
-                });
+                let first = out.batch_rows.len();
+                out.push_batches(
+                    (rows[r] as usize..rows[r + 1] as usize).map(|i| row_values.get(i) as usize),
+                );
+                let range = lengths[r] as usize..lengths[r + 1] as usize;
+                out.lengths.reserve(range.len());
+                let (mut b, mut row) = (first, 0);
+                for i in range {
+                    while out.batch_rows.get(b).is_some_and(|&n| row >= n) {
+                        (b, row) = (b + 1, 0);
+                    }
+                    let found = usize::try_from(values.get(i)).unwrap_or(usize::MAX);
+                    let length = narrow_length(found, level, row)
+                        .map_err(|e| shard(at, e.in_column(column, b - first)))?;
+                    out.lengths.push(length);
+                    row += 1;
+                }
+                at += 1;
             }
         }
-        out
+        Ok(())
     }
 
     /// Every shard's name and row, to build another object from.
@@ -620,7 +673,7 @@ impl ShardedDataset {
         &self,
         column: usize,
         level: usize,
-    ) -> Result<Option<Vec<IndexedShard>>> {
+    ) -> Result<Option<ColumnLengths>> {
         let files = self.files();
         let manifest = &files.manifest;
         if manifest.index.is_empty() || !is_complete(manifest) {
@@ -630,7 +683,14 @@ impl ShardedDataset {
         let Some(field) = fields.iter().position(|&f| f == (column, level)) else {
             return Ok(None);
         };
-        let mut out = Vec::with_capacity(manifest.shards.len());
+        let mut out = ColumnLengths {
+            batches: Vec::with_capacity(manifest.shards.len()),
+            ..ColumnLengths::default()
+        };
+        let rows = manifest.shards.iter().map(|s| s.rows).sum::<usize>();
+        // A count from the manifest, untrusted: when it does not fit, the lengths grow.
+        let _ = out.lengths.try_reserve_exact(rows);
+        let name = manifest.columns[column].name.as_str();
         let mut first = 0;
         for entry in &manifest.index {
             let object_at = || files.dir.join(&entry.file);
@@ -639,7 +699,8 @@ impl ShardedDataset {
             let location = |i: usize| files.location(first + i);
             let object = IndexObject::read(&bytes, entry, shards, &manifest.columns, &location)
                 .map_err(|e| e.in_file(object_at()))?;
-            out.extend(object.lengths(field));
+            let shard = |i: usize, e: Error| e.in_file(files.location(first + i));
+            object.lengths((field, name, level), &mut out, &shard)?;
             first += entry.shards;
         }
         Ok(Some(out))

@@ -3,7 +3,7 @@ use crate::error::{ArgumentError, ErrorKind};
 use crate::loader::config::Shuffle;
 
 /// The plan of `epoch` for a file of one record batch.
-fn one_batch(config: &PlanConfig, lengths: &[usize], epoch: u64) -> Plan {
+fn one_batch(config: &PlanConfig, lengths: &[u32], epoch: u64) -> Plan {
     let all = RowIndex::from_counts([lengths.len()]);
     Plan::build(config, lengths, &all, &all, epoch)
 }
@@ -235,8 +235,8 @@ fn plans_digest() -> u64 {
     use crate::loader::pack::Packing;
     use crate::rng::SplitMix64;
     let mut rng = SplitMix64::new(7);
-    let lengths: Vec<usize> = (0..5000)
-        .map(|_| 1 + (rng.next_u64() % 300) as usize)
+    let lengths: Vec<u32> = (0..5000)
+        .map(|_| 1 + (rng.next_u64() % 300) as u32)
         .collect();
     let rows = RowIndex::from_counts([700, 1300, 1000, 2000]);
     let shards = RowIndex::from_counts([2000, 3000]);

@@ -53,20 +53,18 @@ fn write(dir: &Path, rows: usize, seed: u64) -> Manifest {
 
 /// Per shard, its record batches' rows and the lengths of `level` of column `column`,
 /// from the mapped shards.
-fn mapped_lengths(data: &ShardedDataset, column: usize, level: usize) -> Vec<IndexedShard> {
-    (0..data.num_shards())
-        .map(|s| {
-            let shard = data.shard(s).unwrap();
-            let mut out = IndexedShard::default();
-            for b in shard.batches() {
-                out.batch_rows.push(b.num_rows());
-                let lod = b.columns()[column].as_tensor().unwrap().lod();
-                out.lengths
-                    .extend((0..b.num_rows()).map(|r| lod.descend(0, r..r + 1, level + 1).len()));
-            }
-            out
-        })
-        .collect()
+fn mapped_lengths(data: &ShardedDataset, column: usize, level: usize) -> ColumnLengths {
+    let mut out = ColumnLengths::default();
+    for s in 0..data.num_shards() {
+        let shard = data.shard(s).unwrap();
+        out.push_batches(shard.batches().iter().map(|b| b.num_rows()));
+        for b in shard.batches() {
+            let lod = b.columns()[column].as_tensor().unwrap().lod();
+            let lengths = (0..b.num_rows()).map(|r| lod.descend(0, r..r + 1, level + 1).len());
+            out.lengths.extend(lengths.map(|l| l as u32));
+        }
+    }
+    out
 }
 
 fn assert_index_is_exact(dir: &Path) {
