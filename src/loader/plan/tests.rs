@@ -296,3 +296,35 @@ fn plans_are_those_of_64_bit_orders_and_lengths() {
 }
 
 const PLANS_DIGEST: u64 = 14_785_573_230_521_875_191;
+
+#[test]
+fn orders_in_32_and_64_bits_make_the_same_plans() {
+    // The 64-bit order is that of datasets of 2^32 samples or more.
+    let lengths: Vec<u32> = (0..3000).map(|i| 1 + (i * 37 % 101) as u32).collect();
+    let rows = RowIndex::from_counts([1000, 500, 1500]);
+    let shards = RowIndex::from_counts([1500, 1500]);
+    let shuffles = [
+        Shuffle::None,
+        Shuffle::Samples { seed: 11 },
+        Shuffle::Chunks { seed: 12, rows: 40 },
+        Shuffle::Windowed {
+            seed: 13,
+            rows: 16,
+            window: 100,
+        },
+    ];
+    for shuffle in shuffles {
+        for (world, drop_last) in [(1, false), (4, true), (4, false)] {
+            let mut c = config(BatchSize::Tokens(500));
+            (c.shuffle, c.drop_last) = (shuffle, drop_last);
+            c.ranks = Ranks::Parts {
+                rank: world - 1,
+                world,
+            };
+            let narrow = Plan::build_in::<u32>(&c, &lengths, (&rows, &shards), 3);
+            let wide = Plan::build_in::<usize>(&c, &lengths, (&rows, &shards), 3);
+            assert_eq!(narrow, wide, "{shuffle:?}, world {world}");
+            assert_eq!(narrow, Plan::build(&c, &lengths, &rows, &shards, 3));
+        }
+    }
+}
