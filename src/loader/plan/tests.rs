@@ -1,6 +1,6 @@
 use super::*;
 use crate::error::{ArgumentError, ErrorKind};
-use crate::loader::config::Shuffle;
+use crate::loader::config::{BatchSize, Shuffle};
 
 /// The plan of `epoch` for a file of one record batch.
 fn one_batch(config: &PlanConfig, lengths: &[u32], epoch: u64) -> Plan {
