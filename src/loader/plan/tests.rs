@@ -228,6 +228,24 @@ fn drop_last_ranks_share_the_epochs_batches_keeping_oversize_samples() {
     assert_eq!((a.dropped(), b.dropped()), (0, 1));
 }
 
+/// Each kind of shuffle: seeds from `seed`, chunks of `chunk` rows, windowed runs of
+/// `rows` in a window of `window`.
+fn every_shuffle(seed: u64, chunk: usize, (rows, window): (usize, usize)) -> [Shuffle; 4] {
+    [
+        Shuffle::None,
+        Shuffle::Samples { seed },
+        Shuffle::Chunks {
+            seed: seed + 1,
+            rows: chunk,
+        },
+        Shuffle::Windowed {
+            seed: seed + 2,
+            rows,
+            window,
+        },
+    ]
+}
+
 /// A digest of every plan of a grid of options (shuffles, batch sizes, budgets, buckets,
 /// ranks, drop_last, packing) over 5,000 samples of seeded lengths in record batches and
 /// shards of uneven sizes: plans are fixed forever, whatever integers they are made in.
@@ -244,17 +262,7 @@ fn plans_digest() -> u64 {
     let mut add = |x: usize| {
         digest = (digest ^ x as u64).wrapping_mul(0x0100_0000_01b3);
     };
-    let shuffles = [
-        Shuffle::None,
-        Shuffle::Samples { seed: 3 },
-        Shuffle::Chunks { seed: 4, rows: 64 },
-        Shuffle::Windowed {
-            seed: 5,
-            rows: 32,
-            window: 300,
-        },
-    ];
-    for shuffle in shuffles {
+    for shuffle in every_shuffle(3, 64, (32, 300)) {
         for batch in [BatchSize::Samples(17), BatchSize::Tokens(2048)] {
             for buckets in [vec![], vec![50, 150]] {
                 for (world, drop_last) in [(1, false), (3, false), (3, true)] {
@@ -303,17 +311,7 @@ fn orders_in_32_and_64_bits_make_the_same_plans() {
     let lengths: Vec<u32> = (0..3000).map(|i| 1 + (i * 37 % 101) as u32).collect();
     let rows = RowIndex::from_counts([1000, 500, 1500]);
     let shards = RowIndex::from_counts([1500, 1500]);
-    let shuffles = [
-        Shuffle::None,
-        Shuffle::Samples { seed: 11 },
-        Shuffle::Chunks { seed: 12, rows: 40 },
-        Shuffle::Windowed {
-            seed: 13,
-            rows: 16,
-            window: 100,
-        },
-    ];
-    for shuffle in shuffles {
+    for shuffle in every_shuffle(11, 40, (16, 100)) {
         for (world, drop_last) in [(1, false), (4, true), (4, false)] {
             let mut c = config(BatchSize::Tokens(500));
             (c.shuffle, c.drop_last) = (shuffle, drop_last);
