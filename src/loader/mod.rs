@@ -41,6 +41,12 @@
 //!   lengths, and the record-batch boundaries where a chunk shuffle follows them), so a
 //!   position from another plan is refused with what differs named.
 //!
+//! A plan's working arrays are narrow: sample lengths in 32 bits (a sample of 2^32
+//! elements or more is refused when the loader is built, naming the shard, column, record
+//! batch and row), the epoch's order in 32-bit sample numbers below 2^32 samples (64 bits
+//! beyond, the same plans), so a rank planning 10 M samples holds about 80 MB at the peak,
+//! the lengths and the order, then keeps the lengths and its own batches.
+//!
 //! Exactly when a batch copies: a batch whose samples are consecutive rows of one record
 //! batch of the file is a view into the mapping (no copy, [`Batch::is_view`]); any other
 //! batch is gathered, copied once into a buffer taken from a small pool and reused once the

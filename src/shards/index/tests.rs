@@ -264,7 +264,7 @@ fn a_sample_of_2_pow_32_elements_is_refused_naming_the_shard_column_batch_and_ro
     assert!(found > u32::MAX as usize, "{found}");
     assert_eq!(
         (err.path(), err.column()),
-        (Some(shard2.as_path()), Some(("tokens", batch as usize)))
+        (Some(shard2.as_path()), Some(("tokens", batch)))
     );
     // The level above still fits: its lengths are read.
     assert!(data.indexed_lengths(0, 0).unwrap().is_some());
