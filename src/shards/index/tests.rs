@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::dataset::Dataset;
-use crate::error::{ErrorKind, FormatError};
+use crate::error::{DataError, ErrorKind, FormatError};
 use crate::io::ipc_writer::WriteOptions;
 use crate::shards::commit::commit;
 use crate::shards::manifest::MANIFEST_NAME;
