@@ -235,11 +235,11 @@ fn every_shuffle(seed: u64, chunk: usize, (rows, window): (usize, usize)) -> [Sh
         Shuffle::None,
         Shuffle::Samples { seed },
         Shuffle::Chunks {
-            seed: seed + 1,
+            seed: seed.wrapping_add(1),
             rows: chunk,
         },
         Shuffle::Windowed {
-            seed: seed + 2,
+            seed: seed.wrapping_add(2),
             rows,
             window,
         },
@@ -323,6 +323,44 @@ fn orders_in_32_and_64_bits_make_the_same_plans() {
             let wide = Plan::build_in::<usize>(&c, &lengths, (&rows, &shards), 3);
             assert_eq!(narrow, wide, "{shuffle:?}, world {world}");
             assert_eq!(narrow, Plan::build(&c, &lengths, &rows, &shards, 3));
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_plan_is_the_same_in_32_and_64_bits(
+        lengths in proptest::collection::vec(1u32..400, 1..1500),
+        cuts in proptest::collection::vec(1usize..400, 1..8),
+        (kind, seed, world, drop_last, tokens) in (0..4u8, proptest::prelude::any::<u64>(), 1..5usize, proptest::prelude::any::<bool>(), proptest::prelude::any::<bool>()),
+    ) {
+        // Record batches of `cuts` rows (the last takes the rest), two shards.
+        let n = lengths.len();
+        let mut counts: Vec<usize> = Vec::new();
+        let mut left = n;
+        for c in cuts {
+            if left == 0 {
+                break;
+            }
+            counts.push(c.min(left));
+            left -= c.min(left);
+        }
+        if left > 0 {
+            counts.push(left);
+        }
+        let rows = RowIndex::from_counts(counts);
+        let shards = RowIndex::from_counts([n / 2, n - n / 2]);
+        let shuffle = every_shuffle(seed, 16, (8, 50))[kind as usize];
+        let batch = if tokens { BatchSize::Tokens(600) } else { BatchSize::Samples(7) };
+        let mut c = config(batch);
+        (c.shuffle, c.drop_last) = (shuffle, drop_last);
+        for rank in 0..world {
+            c.ranks = Ranks::Parts { rank, world };
+            let narrow = Plan::build_in::<u32>(&c, &lengths, (&rows, &shards), seed % 7);
+            let wide = Plan::build_in::<usize>(&c, &lengths, (&rows, &shards), seed % 7);
+            proptest::prop_assert_eq!(narrow, wide);
         }
     }
 }
