@@ -28,7 +28,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     w.write(&data)?;
     w.finish()?;
     let file = MappedDataset::open(&path)?;
-    let lengths = Loader::builder(&file).build()?.lengths().to_vec();
+    let loader = Loader::builder(&file).build()?;
+    let lengths: Vec<usize> = loader
+        .sample_lengths()
+        .iter()
+        .map(|&l| l as usize)
+        .collect();
     let total: usize = lengths.iter().sum();
     println!("{docs} documents (seed {seed}), {total} tokens, token budget {budget}");
     println!(

@@ -3,7 +3,9 @@ int32 token ids (1–64 ids each, Zipf-distributed over a 50,257-word vocabulary
 `lt.write_shards` (which writes the lengths index at commit). Each figure comes from a fresh
 process: `lt.open` of the directory (the manifest parsed), a shuffled `token_budget` loader
 built for one rank of `--world-size` (its epoch's plan made), and its first batch; time of each
-step and the process's peak RSS (`VmHWM`) above its baseline after `import lodtensor`. The same
+step and the process's peak RSS (`VmHWM`) above its baseline after `import lodtensor`, after
+the plan and after the first batch (whose shards' pages, mapped from `/dev/shm`, count in the
+RSS as shared memory, `RssShmem`: on a disk they are the page cache's). The same
 is measured with the manifest's index entry removed (the lengths read from every shard's
 metadata, the path of a dataset written before the index existed), then restored.
 
@@ -26,12 +28,13 @@ import pyarrow as pa
 VOCABULARY = 50257
 
 
-def vm_hwm_kib() -> int:
-    """This process's peak resident set size, KiB."""
+def status_kib(key: str = "VmHWM") -> int:
+    """A size from /proc/self/status, KiB: by default the peak resident set size."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{key}:"):
             return int(line.split()[1])
-    raise RuntimeError("no VmHWM in /proc/self/status")
+    raise RuntimeError(f"no {key} in /proc/self/status")
+
 
 
 def documents(n: int, seed: int) -> pa.Table:
@@ -62,18 +65,22 @@ def child(path: str, budget: int, world_size: int) -> None:
     """One rank's start, printed as JSON."""
     import lodtensor as lt
 
-    base = vm_hwm_kib()
+    base = status_kib()
     t0 = time.perf_counter()
     ds = lt.open(path)
     t1 = time.perf_counter()
-    opened = vm_hwm_kib()
+    opened = status_kib()
     loader = ds.loader(token_budget=budget, shuffle=True, seed=1, rank=world_size - 1, world_size=world_size)
     t2 = time.perf_counter()
+    planned = status_kib()
+    shmem = status_kib("RssShmem")
     batch = next(iter(loader))
     t3 = time.perf_counter()
     print(json.dumps({
         "open_s": t1 - t0, "plan_s": t2 - t1, "first_batch_s": t3 - t2,
-        "open_mib": (opened - base) / 1024, "peak_mib": (vm_hwm_kib() - base) / 1024,
+        "open_mib": (opened - base) / 1024, "plan_mib": (planned - base) / 1024,
+        "peak_mib": (status_kib() - base) / 1024,
+        "batch_shmem_mib": (status_kib("RssShmem") - shmem) / 1024,
         "samples": ds.num_rows, "batches": len(loader), "first_batch_samples": len(batch.samples),
     }))
 
@@ -116,11 +123,13 @@ def main() -> None:
     finally:
         tmp.write_text(manifest_text)
         os.replace(tmp, manifest_path)
-    print("| start of one rank | open | plan | first batch | RSS after open | peak RSS |")
-    print("|---|---|---|---|---|---|")
+    print("| start of one rank | open | plan | first batch | RSS after open | peak RSS after the plan "
+          "| peak RSS | of it, shard pages the first batch mapped |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         print(f"| {name} | {r['open_s']:.2f} s | {r['plan_s']:.2f} s | {r['first_batch_s'] * 1e3:.1f} ms "
-              f"| +{r['open_mib']:.0f} MiB | +{r['peak_mib']:.0f} MiB |")
+              f"| +{r['open_mib']:.0f} MiB | +{r['plan_mib']:.0f} MiB | +{r['peak_mib']:.0f} MiB "
+              f"| {r['batch_shmem_mib']:.0f} MiB |")
     print(f"{rows['indexed']['samples']:,} samples, {rows['indexed']['batches']:,} batches on the rank")
 
 

@@ -28,6 +28,7 @@ from s3_server import S3Server  # noqa: E402
 SHARDS = int(os.environ.get("LODTENSOR_INDEX_SHARDS", "120"))
 NODES = int(os.environ.get("LODTENSOR_INDEX_NODES", "2"))
 RANKS = int(os.environ.get("LODTENSOR_INDEX_RANKS", "2"))
+WORKERS = 2  # DataLoader workers per rank, in the torch run
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +77,26 @@ def _rank(url, options, cache_dir, mode, rank, world, queue):
     queue.put((rank, samples, first, ds.cache_stats()))
 
 
-def run_cluster(url, options, cache_root, mode):
-    """NODES nodes of RANKS ranks (processes), one after the other; per node the
-    requests the store saw, and every rank's result."""
+def _rank_with_workers(url, options, cache_dir, mode, rank, world, queue):
+    """A rank whose batches come from a torch DataLoader of 2 workers (each worker a rank
+    of the loader, as `lodtensor.torch.BatchDataset` splits the epoch)."""
+    from torch.utils.data import DataLoader
+
+    from lodtensor.torch import BatchDataset
+
+    start = time.monotonic()
+    ds = BatchDataset(url, storage_options=options, cache_dir=cache_dir, rank=rank, world_size=world, **mode)
+    first = None
+    samples = 0
+    for item in DataLoader(ds, batch_size=None, num_workers=WORKERS):
+        first = first or time.monotonic() - start
+        samples += len(item["samples"])
+    queue.put((rank, samples, first, None))
+
+
+def run_cluster(url, options, cache_root, mode, rank=_rank):
+    """NODES nodes of RANKS ranks (processes, each running `rank`), one after the other;
+    per node the requests the store saw, and every rank's result."""
     context = multiprocessing.get_context("spawn")
     _, proxy = STORE
     per_node, ranks = [], []
@@ -88,7 +106,7 @@ def run_cluster(url, options, cache_root, mode):
         queue = context.Queue()
         cache = cache_root / f"node{node}"
         processes = [
-            context.Process(target=_rank, args=(url, options, cache, mode, node * RANKS + r, world, queue))
+            context.Process(target=rank, args=(url, options, cache, mode, node * RANKS + r, world, queue))
             for r in range(RANKS)
         ]
         for p in processes:
@@ -153,6 +171,30 @@ def test_a_node_reads_the_manifest_and_index_once_and_each_shard_once(store, dat
     assert sum(r[1] for r in ranks) > 0
     for _, _, _, stats in ranks:
         assert stats["metadata_requests"] <= 1
+
+
+def test_ranks_with_2_dataloader_workers_each_read_the_metadata_once_per_node(store, datasets, tmp_path):
+    pytest.importorskip("torch")
+    global STORE
+    STORE = store
+    server, proxy = store
+    options = server.storage_options(proxy.endpoint)
+    indexed, _ = datasets
+    nodes, ranks = run_cluster(indexed, options, tmp_path / "torch", MODES[0], rank=_rank_with_workers)
+    print(f"\n{SHARDS} shards, {NODES} nodes of {RANKS} ranks of {WORKERS} DataLoader workers")
+    for n, counts in enumerate(nodes):
+        firsts = [r[2] for r in ranks[n * RANKS : (n + 1) * RANKS]]
+        print(f"node {n}: {summary(counts)}, first batch after {max(f or 0 for f in firsts):.1f} s")
+    for counts in nodes:
+        s = summary(counts)
+        # The manifest and the index downloaded once per node however many processes start;
+        # a freshness check (HEAD) per process that opens the dataset: each rank's, and
+        # each of its workers' (a worker reopens what the rank opened).
+        assert (s["manifest"], s["index"]) == (1, 1)
+        assert s["manifest_heads"] <= RANKS * (1 + WORKERS)
+        assert s["most_gets_of_a_shard"] == 1 and s["shard_gets"] <= SHARDS
+    # Every sample read once over the epoch, across ranks and workers.
+    assert sum(r[1] for r in ranks) == SHARDS * 5
 
 
 def test_a_compressed_dataset_plans_without_a_download(store, tmp_path):

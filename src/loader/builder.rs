@@ -28,7 +28,7 @@ use std::sync::Arc;
 /// # let file = MappedDataset::open(&path)?;
 /// use lodtensor::loader::{Loader, LoaderSource};
 /// let loader = Loader::builder(LoaderSource::File(&file)).build()?;
-/// assert_eq!(loader.lengths().len(), file.num_rows());
+/// assert_eq!(loader.sample_lengths().len(), file.num_rows());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -247,7 +247,7 @@ impl<'a> LoaderBuilder<'a> {
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).with_length_column("x", 0).build()?;
-    /// assert_eq!(loader.lengths(), &[1, 2, 3, 4, 5]);            // the elements under each row
+    /// assert_eq!(loader.sample_lengths(), &[1, 2, 3, 4, 5]);         // the elements under each row
     /// assert!(Loader::builder(&file).with_length_column("y", 0).build().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -221,7 +221,7 @@ impl PlanConfig {
     /// decide the order.
     pub fn fingerprint(
         &self,
-        lengths: &[usize],
+        lengths: &[u32],
         row_starts: &[usize],
         shard_starts: &[usize],
     ) -> Fingerprint {

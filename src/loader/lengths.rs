@@ -5,6 +5,7 @@ use super::gather::{ColumnInfo, ValuesInfo};
 use crate::dataset::Dataset;
 use crate::error::ArgumentError;
 use crate::error::Result;
+use crate::shards::narrow_length;
 
 /// The column and level that give a sample's length: the one asked for, checked, or the
 /// last level of the first column with levels (`None`: every sample has length 1).
@@ -35,32 +36,40 @@ pub(super) fn length_column(
 }
 
 /// The length of every sample of the file, in order.
+///
+/// # Errors
+/// A sample of 2^32 elements or more (`narrow_length`), naming the column and the
+/// record batch.
 pub(super) fn sample_lengths(
     batches: &[Dataset],
     length: Option<(usize, usize)>,
     rows: usize,
-) -> Vec<usize> {
+) -> Result<Vec<u32>> {
     let mut lengths = Vec::with_capacity(rows);
-    for b in batches {
+    for (i, b) in batches.iter().enumerate() {
         match length {
             Some((c, level)) => {
-                let lod = b.columns()[c]
+                let column = &b.columns()[c];
+                let lod = column
                     .as_tensor()
                     .expect("the length column is a tensor")
                     .lod();
                 for row in 0..b.num_rows() {
-                    lengths.push(lod.descend(0, row..row + 1, level + 1).len());
+                    let found = lod.descend(0, row..row + 1, level + 1).len();
+                    let length = narrow_length(found, level, row)
+                        .map_err(|e| e.in_column(column.name(), i))?;
+                    lengths.push(length);
                 }
             }
             None => lengths.extend(std::iter::repeat_n(1, b.num_rows())),
         }
     }
-    lengths
+    Ok(lengths)
 }
 
 /// A length of 1 for each of `rows` samples (a count from a manifest, untrusted): an I/O
 /// error of kind `OutOfMemory` rather than an abort when they do not fit in memory.
-pub(super) fn unit_lengths(rows: usize) -> Result<Vec<usize>> {
+pub(super) fn unit_lengths(rows: usize) -> Result<Vec<u32>> {
     let mut lengths = Vec::new();
     lengths.try_reserve_exact(rows).map_err(|_| {
         crate::error::Error::from(std::io::Error::new(
@@ -74,7 +83,7 @@ pub(super) fn unit_lengths(rows: usize) -> Result<Vec<usize>> {
 
 /// Bounds of `n` buckets with about as many samples each (at most one per sample: more
 /// would give the same bounds).
-pub(super) fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>> {
+pub(super) fn quantile_bounds(lengths: &[u32], n: usize) -> Result<Vec<usize>> {
     if n == 0 {
         return Err(ArgumentError::LoaderConfig {
             option: "buckets",
@@ -89,7 +98,9 @@ pub(super) fn quantile_bounds(lengths: &[usize], n: usize) -> Result<Vec<usize>>
         .filter_map(|q| {
             // The longest length of the lower q/n of the samples.
             let i = q * sorted.len() / n;
-            i.checked_sub(1).and_then(|i| sorted.get(i)).copied()
+            i.checked_sub(1)
+                .and_then(|i| sorted.get(i))
+                .map(|&l| l as usize)
         })
         .collect();
     bounds.dedup();

@@ -18,30 +18,25 @@ use bytes::Bytes;
 use super::lengths::sample_lengths;
 use crate::error::{Error, FileFormat, Result};
 use crate::io::ipc_lengths::{FileFooter, Located, Tail, read_tail, tail_range};
-use crate::shards::{IndexedShard, ShardFiles, ShardedDataset, mismatch};
+use crate::shards::{ColumnLengths, ShardFiles, ShardedDataset, mismatch, narrow_length};
 
-/// One shard's record batches' rows and its samples' lengths.
-#[derive(Debug, Default)]
-pub(super) struct ShardLengths {
-    pub batch_rows: Vec<usize>,
-    pub lengths: Vec<usize>,
-}
-
-/// Every shard's [`ShardLengths`] for each `(column, level)` of `columns` (a column's index
+/// Every shard's record batches' rows and samples' lengths ([`ColumnLengths`]) for each `(column, level)` of `columns` (a column's index
 /// in the manifest, the level whose lengths are wanted), in that order: each shard's
 /// footer and record-batch messages read once for all of them, and checked against the
 /// manifest (its record batches, rows and column names); from the lengths index when the manifest
-/// has one (no shard read).
+/// has one (no shard read). Lengths are kept in 32 bits: a sample of 2^32 elements or
+/// more is refused.
 ///
 /// # Errors
 /// The reads' errors (the store's, naming the shard's URL); a shard whose metadata is not
 /// an IPC file's or whose offsets break the rules: the error naming the shard, the column
 /// and the record batch; [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch)
-/// where the shard disagrees with the manifest.
+/// where the shard disagrees with the manifest; [`DataError::SequenceTooLong`](crate::DataError::SequenceTooLong)
+/// for a sample of 2^32 elements or more, naming the shard, the column and the record batch.
 pub(super) fn read_columns(
     data: &ShardedDataset,
     columns: &[(usize, usize)],
-) -> Result<Vec<Vec<ShardLengths>>> {
+) -> Result<Vec<ColumnLengths>> {
     if let Some(indexed) = indexed_lengths(data, columns)? {
         return Ok(indexed);
     }
@@ -60,14 +55,14 @@ pub(super) fn read_columns(
     columns.iter().map(read).collect()
 }
 
-/// Every shard's [`ShardLengths`] of level `level` of column `column`, from the shards'
+/// Every shard's rows and lengths of level `level` of column `column`, from the shards'
 /// `footers` and the heads of their record batches (`(shard, range)` read, bytes).
 fn column_lengths(
     files: &ShardFiles,
     footers: &[FileFooter],
     (wanted, heads): (&[(usize, Range<u64>)], &[Bytes]),
     (column, level): (usize, usize),
-) -> Result<Vec<ShardLengths>> {
+) -> Result<ColumnLengths> {
     let mut located: Vec<Vec<Located>> = footers.iter().map(|_| Vec::new()).collect();
     for ((shard, _), head) in wanted.iter().zip(heads) {
         let batch = located[*shard].len();
@@ -103,28 +98,32 @@ fn column_lengths(
     let mut offsets = levels
         .into_iter()
         .map(|l| l.unwrap_or_else(|| read.next().expect("a read per missing range")));
-    let mut out = Vec::with_capacity(located.len());
+    let mut out = ColumnLengths::default();
+    let name = &files.manifest.columns[column].name;
     for (shard, batches) in located.iter().enumerate() {
-        let lengths = match compressed(batches) {
-            true => map_and_measure(files, shard, column, level)?,
+        let before = out.lengths.len();
+        let in_shard = |e: Error| e.in_file(files.location(shard));
+        match compressed(batches) {
+            true => map_and_measure(files, shard, (column, level), &mut out)?,
             false => {
-                let mut read = ShardLengths::default();
+                let mut rows = Vec::with_capacity(batches.len());
                 for (b, batch) in batches.iter().enumerate() {
                     let levels: Vec<_> = offsets.by_ref().take(level + 1).collect();
-                    let lengths = batch.lengths(&levels).map_err(|e| {
-                        let name = &files.manifest.columns[column].name;
-                        e.in_column(name, b).in_file(files.location(shard))
-                    })?;
-                    read.batch_rows.push(lengths.len());
-                    read.lengths.extend(lengths);
+                    let lengths = batch
+                        .lengths(&levels)
+                        .map_err(|e| in_shard(e.in_column(name, b)))?;
+                    rows.push(lengths.len());
+                    for (row, found) in lengths.into_iter().enumerate() {
+                        let length = narrow_length(found, level, row);
+                        out.lengths
+                            .push(length.map_err(|e| in_shard(e.in_column(name, b)))?);
+                    }
                 }
-                read
+                out.push_batches(rows);
             }
-        };
-        let rows = lengths.lengths.len();
-        mismatch("rows", files.manifest.shards[shard].rows, rows)
-            .map_err(|e| e.in_file(files.location(shard)))?;
-        out.push(lengths);
+        }
+        let rows = out.lengths.len() - before;
+        mismatch("rows", files.manifest.shards[shard].rows, rows).map_err(in_shard)?;
     }
     Ok(out)
 }
@@ -186,24 +185,23 @@ fn read_footers(files: &ShardFiles, columns: &[usize]) -> Result<Vec<FileFooter>
     Ok(footers)
 }
 
-/// Shard `shard`'s lengths from its mapping (a remote shard downloaded): for a shard whose
-/// batches are compressed.
+/// Shard `shard`'s rows and lengths from its mapping (a remote shard downloaded), appended
+/// to `out`: for a shard whose batches are compressed.
 fn map_and_measure(
     files: &ShardFiles,
     shard: usize,
-    column: usize,
-    level: usize,
-) -> Result<ShardLengths> {
+    (column, level): (usize, usize),
+    out: &mut ColumnLengths,
+) -> Result<()> {
     let file = files.open(shard, false, None)?;
-    let batch_rows: Vec<usize> = file.batches().iter().map(|b| b.num_rows()).collect();
-    let rows = batch_rows.iter().sum();
-    let lengths = sample_lengths(file.batches(), Some((column, level)), rows);
+    let rows = file.batches().iter().map(|b| b.num_rows()).sum();
+    let lengths = sample_lengths(file.batches(), Some((column, level)), rows)
+        .map_err(|e| e.in_file(files.location(shard)))?;
+    out.push_batches(file.batches().iter().map(|b| b.num_rows()));
+    out.lengths.extend(lengths);
     drop(file);
     files.release(shard);
-    Ok(ShardLengths {
-        batch_rows,
-        lengths,
-    })
+    Ok(())
 }
 
 /// The lengths of `columns` from the dataset's lengths index, when it has one.
@@ -213,17 +211,13 @@ fn map_and_measure(
 fn indexed_lengths(
     data: &ShardedDataset,
     columns: &[(usize, usize)],
-) -> Result<Option<Vec<Vec<ShardLengths>>>> {
-    let shard = |s: IndexedShard| ShardLengths {
-        batch_rows: s.batch_rows,
-        lengths: s.lengths,
-    };
+) -> Result<Option<Vec<ColumnLengths>>> {
     let mut out = Vec::with_capacity(columns.len());
     for &(column, level) in columns {
         let Some(indexed) = data.indexed_lengths(column, level)? else {
             return Ok(None);
         };
-        out.push(indexed.into_iter().map(shard).collect());
+        out.push(indexed);
     }
     Ok(Some(out))
 }

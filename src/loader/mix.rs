@@ -238,7 +238,7 @@ impl Blend {
     pub(super) fn count_first_epochs(
         &mut self,
         config: &PlanConfig,
-        lengths: &[usize],
+        lengths: &[u32],
     ) -> Result<()> {
         self.firsts = (0..self.parts.len())
             .map(|k| self.source_epoch(config, lengths, k, 0).len())
@@ -280,14 +280,14 @@ impl Blend {
     fn source_epoch(
         &self,
         config: &PlanConfig,
-        lengths: &[usize],
+        lengths: &[u32],
         k: usize,
         epoch: u64,
     ) -> SourceEpoch {
         let rows = self.rows.part_rows(k);
         let (batches, shards) = &self.parts[k];
         let config = self.source_config(config, k);
-        let order = epoch_order(config.shuffle, rows.len(), batches, shards, epoch);
+        let order = epoch_order::<usize>(config.shuffle, rows.len(), batches, shards, epoch);
         match &config.packing {
             None => SourceEpoch::Rows(order.into_iter().map(|r| r + rows.start).collect()),
             Some(packing) => {
@@ -302,7 +302,7 @@ impl Blend {
     fn source_draws(
         &self,
         config: &PlanConfig,
-        lengths: &[usize],
+        lengths: &[u32],
         k: usize,
         (from, to): (u128, u128),
     ) -> Vec<Drawn> {
@@ -344,7 +344,7 @@ impl Blend {
 
     /// The plan of the mixture's epoch `epoch`: samples `epoch·n .. (epoch + 1)·n` of its
     /// stream, `n` the sources' first epochs together.
-    pub(super) fn plan(&self, config: &PlanConfig, lengths: &[usize], epoch: u64) -> Plan {
+    pub(super) fn plan(&self, config: &PlanConfig, lengths: &[u32], epoch: u64) -> Plan {
         // In 128 bits: no epoch's samples wrap.
         let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
         let first = u128::from(epoch) * n;

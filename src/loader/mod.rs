@@ -41,6 +41,12 @@
 //!   lengths, and the record-batch boundaries where a chunk shuffle follows them), so a
 //!   position from another plan is refused with what differs named.
 //!
+//! A plan's working arrays are narrow: sample lengths in 32 bits (a sample of 2^32
+//! elements or more is refused when the loader is built, naming the shard, column, record
+//! batch and row), the epoch's order in 32-bit sample numbers below 2^32 samples (64 bits
+//! beyond, the same plans), so a rank planning 10 M samples holds about 80 MB at the peak,
+//! the lengths and the order, then keeps the lengths and its own batches.
+//!
 //! Exactly when a batch copies: a batch whose samples are consecutive rows of one record
 //! batch of the file is a view into the mapping (no copy, [`Batch::is_view`]); any other
 //! batch is gathered, copied once into a buffer taken from a small pool and reused once the
@@ -266,7 +272,8 @@ impl Loader {
     }
 
     /// The length of each sample of the file, as used for budgets and buckets (1 each for
-    /// a loader over shards whose plan needs no lengths: [`LoaderBuilder::with_lazy_shards`]).
+    /// a loader over shards whose plan needs no lengths: [`LoaderBuilder::with_lazy_shards`]),
+    /// in 32 bits: a sample of 2^32 elements or more is refused when the loader is built.
     ///
     /// # Example
     /// ```
@@ -275,11 +282,31 @@ impl Loader {
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::Loader;
     /// let loader = Loader::builder(&file).build()?;
-    /// assert_eq!(loader.lengths(), &[1, 2, 3, 4, 5]);           // elements per sample
+    /// assert_eq!(loader.sample_lengths(), &[1, 2, 3, 4, 5]);    // elements per sample
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn lengths(&self) -> &[usize] {
+    pub fn sample_lengths(&self) -> &[u32] {
         &self.inputs.lengths
+    }
+
+    /// The length of each sample, widened to `usize` (a copy): [`Loader::sample_lengths`]
+    /// without one.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).build()?;
+    /// #[allow(deprecated)]
+    /// let lengths = loader.lengths();
+    /// assert_eq!(lengths, [1, 2, 3, 4, 5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[deprecated(note = "the lengths are kept in 32 bits: use `Loader::sample_lengths`")]
+    pub fn lengths(&self) -> Vec<usize> {
+        self.inputs.lengths.iter().map(|&l| l as usize).collect()
     }
 
     /// The length bucket bounds in use.

@@ -9,27 +9,62 @@ use super::config::Shuffle;
 use crate::rng::SplitMix64;
 use crate::row_index::RowIndex;
 
+/// The unsigned integer a plan's working arrays keep sample numbers (and sample lengths) in:
+/// `u32` where every value fits, half the memory of `usize`; `usize` otherwise. The values,
+/// and so the plans, are the same either way.
+pub(crate) trait Slot: Copy + Default + Send + Sync + std::fmt::Debug + 'static {
+    /// `i`, which the caller knows fits.
+    fn of(i: usize) -> Self;
+    /// The value.
+    fn get(self) -> usize;
+}
+
+impl Slot for u32 {
+    fn of(i: usize) -> Self {
+        debug_assert!(u32::try_from(i).is_ok(), "{i} does not fit in 32 bits");
+        i as u32
+    }
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+impl Slot for usize {
+    fn of(i: usize) -> Self {
+        i
+    }
+    fn get(self) -> usize {
+        self
+    }
+}
+
+/// Whether the numbers `0..n` fit in a `u32` [`Slot`].
+pub(crate) fn fits_u32(n: usize) -> bool {
+    u32::try_from(n).is_ok()
+}
+
 /// The samples `0..n` in the order epoch `epoch` visits them under `shuffle`. `batches`
 /// says where every record batch starts (runs never cross one), `shards` where every
-/// shard does (one shard for a single file).
-pub(super) fn epoch_order(
+/// shard does (one shard for a single file). The samples are kept as `S` (`u32` when `n`
+/// fits, [`Slot`]).
+pub(super) fn epoch_order<S: Slot>(
     shuffle: Shuffle,
     n: usize,
     batches: &RowIndex,
     shards: &RowIndex,
     epoch: u64,
-) -> Vec<usize> {
+) -> Vec<S> {
     match shuffle {
-        Shuffle::None => (0..n).collect(),
+        Shuffle::None => (0..n).map(S::of).collect(),
         Shuffle::Samples { seed } => {
-            let mut order: Vec<usize> = (0..n).collect();
+            let mut order: Vec<S> = (0..n).map(S::of).collect();
             permute(&mut epoch_rng(seed, epoch), &mut order);
             order
         }
         Shuffle::Chunks { seed, rows } => {
             let mut chunks = runs(batches, 0..n, rows);
             permute(&mut epoch_rng(seed, epoch), &mut chunks);
-            chunks.into_iter().flatten().collect()
+            chunks.into_iter().flatten().map(S::of).collect()
         }
         Shuffle::Windowed { seed, rows, window } => {
             windowed_order(&mut epoch_rng(seed, epoch), batches, shards, rows, window)
@@ -74,22 +109,22 @@ fn runs(batches: &RowIndex, rows_in: Range<usize>, rows: usize) -> Vec<Range<usi
 /// The order of [`Shuffle::Windowed`]: shards, then runs within each shard, then the
 /// stream through a window of `window` samples. The window draws from a generator of its
 /// own, so the stream is the same whatever the window.
-fn windowed_order(
+fn windowed_order<S: Slot>(
     rng: &mut SplitMix64,
     batches: &RowIndex,
     shards: &RowIndex,
     rows: usize,
     window: usize,
-) -> Vec<usize> {
+) -> Vec<S> {
     let mut picks = SplitMix64::new(rng.next_u64());
     let mut shard_order: Vec<usize> = (0..shards.num_parts()).collect();
     permute(rng, &mut shard_order);
     let mut order = Vec::with_capacity(batches.num_rows());
-    let mut held: Vec<usize> = Vec::with_capacity(window.min(batches.num_rows()));
+    let mut held: Vec<S> = Vec::with_capacity(window.min(batches.num_rows()));
     for shard in shard_order {
         let mut chunks = runs(batches, shards.part_rows(shard), rows);
         permute(rng, &mut chunks);
-        for sample in chunks.into_iter().flatten() {
+        for sample in chunks.into_iter().flatten().map(S::of) {
             if held.len() < window {
                 held.push(sample);
             } else {

@@ -81,7 +81,7 @@ pub struct Windows {
 
 impl Windows {
     /// Packs the documents `order` (rows, in the epoch's order) of lengths `lengths`.
-    pub(crate) fn build(packing: &Packing, lengths: &[usize], order: Vec<usize>) -> Windows {
+    pub(crate) fn build(packing: &Packing, lengths: &[u32], order: Vec<usize>) -> Windows {
         match packing.mode() {
             PackMode::Split { pad_last } => stream(packing, pad_last, lengths, order),
             PackMode::BestFit {
@@ -291,12 +291,12 @@ impl Windows {
 }
 
 /// Concatenate and split.
-fn stream(packing: &Packing, pad_last: bool, lengths: &[usize], order: Vec<usize>) -> Windows {
+fn stream(packing: &Packing, pad_last: bool, lengths: &[u32], order: Vec<usize>) -> Windows {
     let mut starts = Vec::with_capacity(order.len() + 1);
     let mut total = 0usize;
     for &d in &order {
         starts.push(total);
-        total += lengths[d];
+        total += lengths[d] as usize;
     }
     starts.push(total);
     let (seq, extra) = (packing.seq_len(), usize::from(packing.extra_token()));
@@ -362,7 +362,7 @@ fn stream_pieces(
 fn best_fit(
     packing: &Packing,
     (lookahead, overlong): (usize, Overlong),
-    lengths: &[usize],
+    lengths: &[u32],
     order: &[usize],
 ) -> Windows {
     let cap = packing.window_len();
@@ -372,7 +372,7 @@ fn best_fit(
     for chunk in order.chunks(lookahead.max(1)) {
         pool.clear();
         for &row in chunk {
-            let len = lengths[row];
+            let len = lengths[row] as usize;
             if len > cap && overlong == Overlong::Drop {
                 dropped += len;
                 continue;
@@ -486,7 +486,7 @@ const WINDOW_SALT: u64 = 0x7769_6e64_6f77_7321;
 pub(super) fn packed_order(
     config: &PlanConfig,
     packing: &Packing,
-    lengths: &[usize],
+    lengths: &[u32],
     order: Vec<usize>,
     epoch: u64,
 ) -> (Windows, Vec<usize>) {
@@ -503,7 +503,7 @@ pub(super) fn packed_order(
 pub(super) fn packed_plan(
     config: &PlanConfig,
     packing: &Packing,
-    lengths: &[usize],
+    lengths: &[u32],
     order: Vec<usize>,
     epoch: u64,
 ) -> Plan {

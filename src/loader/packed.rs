@@ -423,8 +423,9 @@ impl PackedLoad<'_> {
             let end = last.first_token + last.n_tokens;
             let same_row = p.row == last.row && p.first_token == end;
             // The length last: shuffled, the rows differ, and it is a read that misses.
-            let next_row =
-                p.row == last.row + 1 && p.first_token == 0 && end == self.inputs.lengths[last.row];
+            let next_row = p.row == last.row + 1
+                && p.first_token == 0
+                && end == self.inputs.lengths[last.row] as usize;
             if !(same_row || next_row) {
                 return None;
             }
@@ -480,7 +481,7 @@ pub(super) fn packed_columns(
     batches: &[Dataset],
     columns: &[ColumnInfo],
     length: Option<(usize, usize)>,
-    lengths: &[usize],
+    lengths: &[u32],
 ) -> Result<Vec<usize>> {
     let bad = |reason: String| -> Result<Vec<usize>> {
         Err(ArgumentError::LoaderConfig {
@@ -511,7 +512,7 @@ pub(super) fn packed_columns(
             (0..b.num_rows()).all(|r| {
                 row += 1;
                 lod.num_levels() > 0
-                    && lod.descend(0, r..r + 1, lod.num_levels()).len() == lengths[row - 1]
+                    && lod.descend(0, r..r + 1, lod.num_levels()).len() == lengths[row - 1] as usize
             })
         })
     };
@@ -529,8 +530,10 @@ pub(super) const MAX_PADDED_WINDOW: usize = 1 << 20;
 ///
 /// # Errors
 /// [`ArgumentError::LoaderConfig`] naming `pack`.
-pub(super) fn check_pad_last(packing: &Packing, lengths: &[usize]) -> Result<()> {
-    let total = lengths.iter().fold(0usize, |t, &n| t.saturating_add(n));
+pub(super) fn check_pad_last(packing: &Packing, lengths: &[u32]) -> Result<()> {
+    let total = lengths
+        .iter()
+        .fold(0usize, |t, &n| t.saturating_add(n as usize));
     let pad_last = matches!(packing.mode(), PackMode::Split { pad_last: true });
     if pad_last && packing.seq_len() > total.max(MAX_PADDED_WINDOW) {
         return Err(ArgumentError::LoaderConfig {

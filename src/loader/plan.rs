@@ -24,9 +24,10 @@ use std::sync::Arc;
 
 use crate::row_index::RowIndex;
 
-use super::config::{BatchSize, PlanConfig, Ranks};
-use super::order::epoch_order;
+use super::config::{PlanConfig, Ranks};
+use super::order::{Slot, epoch_order, fits_u32};
 use super::pack::{Windows, packed_plan};
+use batched::Batched;
 
 /// One batch of a plan.
 ///
@@ -143,16 +144,31 @@ pub struct Plan {
 impl Plan {
     /// Makes the plan of `epoch`. `lengths` has one entry per sample of the file;
     /// `batches` says where every record batch starts, `shards` where every shard does
-    /// (one shard for a single file).
+    /// (one shard for a single file). The epoch's order is kept in 32-bit sample numbers
+    /// when they fit (the plan is the same in 64 bits, [`Slot`]).
     pub(crate) fn build(
         config: &PlanConfig,
-        lengths: &[usize],
+        lengths: &[u32],
         batches: &RowIndex,
         shards: &RowIndex,
         epoch: u64,
     ) -> Plan {
-        let order = epoch_order(config.shuffle, lengths.len(), batches, shards, epoch);
+        match fits_u32(lengths.len()) {
+            true => Plan::build_in::<u32>(config, lengths, (batches, shards), epoch),
+            false => Plan::build_in::<usize>(config, lengths, (batches, shards), epoch),
+        }
+    }
+
+    /// [`Plan::build`] with the epoch's order in `S`.
+    fn build_in<S: Slot>(
+        config: &PlanConfig,
+        lengths: &[u32],
+        (batches, shards): (&RowIndex, &RowIndex),
+        epoch: u64,
+    ) -> Plan {
+        let order = epoch_order::<S>(config.shuffle, lengths.len(), batches, shards, epoch);
         if let Some(packing) = &config.packing {
+            let order = order.into_iter().map(S::get).collect();
             return packed_plan(config, packing, lengths, order, epoch);
         }
         Plan::of_ranks(config, lengths, &order, epoch)
@@ -160,118 +176,22 @@ impl Plan {
 
     /// The plan of `order` (samples, or a packed epoch's windows) of lengths `lengths`,
     /// shared among ranks as the options say.
-    pub(super) fn of_ranks(
+    pub(super) fn of_ranks<L: Slot, S: Slot>(
         config: &PlanConfig,
-        lengths: &[usize],
-        order: &[usize],
+        lengths: &[L],
+        order: &[S],
         epoch: u64,
     ) -> Plan {
         let n = order.len();
         let Ranks::Parts { rank, world } = config.ranks else {
-            return Plan::of_order(config, lengths, order, epoch);
+            return Batched::<usize>::of_order(config, lengths, order).into_plan(epoch);
         };
         if config.drop_last {
-            return Plan::of_order(config, lengths, order, epoch).deal(rank, world);
+            // The whole epoch's batches, in `S` until this rank's are dealt.
+            return Batched::<S>::of_order(config, lengths, order).deal(rank, world, epoch);
         }
-        Plan::of_order(
-            config,
-            lengths,
-            &order[n * rank / world..n * (rank + 1) / world],
-            epoch,
-        )
-    }
-
-    /// The batches of `order` (the whole epoch's, or one rank's part of it).
-    fn of_order(config: &PlanConfig, lengths: &[usize], order: &[usize], epoch: u64) -> Plan {
-        let buckets = config.buckets.len() + 1;
-        let mut pending: Vec<Vec<usize>> = vec![Vec::new(); buckets];
-        let mut pending_tokens = vec![0usize; buckets];
-        let mut plan = Plan {
-            epoch,
-            samples: Vec::with_capacity(order.len()),
-            infos: Vec::new(),
-            dropped: 0,
-            windows: None,
-        };
-        for &s in order {
-            let len = lengths[s];
-            let b = config.buckets.partition_point(|&bound| bound < len);
-            match config.batch {
-                BatchSize::Samples(size) => {
-                    pending[b].push(s);
-                    if pending[b].len() == size {
-                        plan.close(&mut pending[b], lengths, false);
-                    }
-                }
-                BatchSize::Tokens(budget) => {
-                    if len > budget {
-                        // The batch being filled comes first: the epoch keeps its order,
-                        // and in file order both stay views.
-                        if !pending[b].is_empty() {
-                            plan.close(&mut pending[b], lengths, false);
-                            pending_tokens[b] = 0;
-                        }
-                        plan.close(&mut vec![s], lengths, true);
-                        continue;
-                    }
-                    if pending_tokens[b] + len > budget {
-                        plan.close(&mut pending[b], lengths, false);
-                        pending_tokens[b] = 0;
-                    }
-                    pending[b].push(s);
-                    pending_tokens[b] += len;
-                }
-            }
-        }
-        for p in &mut pending {
-            if p.is_empty() {
-                continue;
-            }
-            if config.drop_last {
-                plan.dropped += p.len();
-            } else {
-                plan.close(p, lengths, false);
-            }
-        }
-        plan
-    }
-
-    /// Rank `rank`'s share of the whole epoch's batches: `len / world` consecutive ones,
-    /// once `len % world` are left out so that every rank gets as many (the last batches
-    /// that are not oversize; oversize ones only when there are too few others). The last
-    /// rank counts every sample of the epoch no rank reads as dropped.
-    fn deal(self, rank: usize, world: usize) -> Plan {
-        let regular = (0..self.len()).rev().filter(|&b| !self.infos[b].oversize);
-        let oversize = (0..self.len()).rev().filter(|&b| self.infos[b].oversize);
-        let mut left_out = vec![false; self.len()];
-        for b in regular.chain(oversize).take(self.len() % world) {
-            left_out[b] = true;
-        }
-        let kept: Vec<usize> = (0..self.len()).filter(|&b| !left_out[b]).collect();
-        let share = kept.len() / world;
-        let mut plan = Plan {
-            epoch: self.epoch,
-            samples: Vec::new(),
-            infos: Vec::with_capacity(share),
-            dropped: 0,
-            windows: None,
-        };
-        for &b in &kept[share * rank..share * (rank + 1)] {
-            let info = self.infos[b];
-            let start = plan.samples.len();
-            plan.samples
-                .extend_from_slice(&self.samples[info.start..info.end]);
-            let end = plan.samples.len();
-            plan.infos.push(BatchInfo { start, end, ..info });
-        }
-        if rank + 1 == world {
-            let unread: usize = (0..self.len())
-                .filter(|&b| left_out[b])
-                .map(|b| self.infos[b].len())
-                .sum();
-            plan.dropped = self.dropped + unread;
-        }
-        plan
+        let part = &order[n * rank / world..n * (rank + 1) / world];
+        Batched::<usize>::of_order(config, lengths, part).into_plan(epoch)
     }
 
     /// The plan with the packed epoch's `windows` attached: every window is as long as
@@ -301,24 +221,6 @@ impl Plan {
     /// ```
     pub fn windows(&self) -> Option<&Windows> {
         self.windows.as_deref()
-    }
-
-    /// Appends `samples` as one batch and empties it.
-    fn close(&mut self, samples: &mut Vec<usize>, lengths: &[usize], oversize: bool) {
-        let start = self.samples.len();
-        let (mut tokens, mut max_len) = (0, 0);
-        for &s in samples.iter() {
-            tokens += lengths[s];
-            max_len = max_len.max(lengths[s]);
-        }
-        self.samples.append(samples);
-        self.infos.push(BatchInfo {
-            start,
-            end: self.samples.len(),
-            tokens,
-            max_len,
-            oversize,
-        });
     }
 
     /// The epoch this plan is for.
@@ -522,5 +424,6 @@ impl Plan {
     }
 }
 
+mod batched;
 #[cfg(test)]
 mod tests;

@@ -67,7 +67,7 @@ pub(super) struct PlanInputs {
     /// What every batch shares per column.
     pub columns: Vec<ColumnInfo>,
     /// Every sample's length (1 each for a store whose plans need none).
-    pub lengths: Vec<usize>,
+    pub lengths: Vec<u32>,
     /// The rows of every record batch, in order.
     pub rows: RowIndex,
     /// The rows of every shard (a file is one shard; a mixture's sources' shards follow
@@ -87,9 +87,9 @@ impl PlanInputs {
     pub(super) fn new(
         config: &mut PlanConfig,
         quantiles: Option<usize>,
-        (columns, lengths): (Vec<ColumnInfo>, Vec<usize>),
+        (columns, lengths): (Vec<ColumnInfo>, Vec<u32>),
         (rows, shards): (RowIndex, RowIndex),
-        packed: impl FnOnce(&[ColumnInfo], &[usize]) -> Result<Vec<usize>>,
+        packed: impl FnOnce(&[ColumnInfo], &[u32]) -> Result<Vec<usize>>,
     ) -> Result<Self> {
         if let Some(n) = quantiles {
             config.buckets = quantile_bounds(&lengths, n)?;

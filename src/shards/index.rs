@@ -29,6 +29,9 @@ use crate::shards::location::{Location, index_url_default};
 use crate::shards::manifest::{ColumnSpec, Manifest, ShardEntry};
 use crate::shards::reader::{ShardedDataset, mismatch};
 
+mod lengths;
+pub(crate) use lengths::{ColumnLengths, narrow_length};
+
 /// The start of every index object's name.
 ///
 /// # Example
@@ -91,15 +94,6 @@ pub(crate) fn is_index_name(name: &str) -> bool {
 pub(crate) struct ShardLengths {
     pub batch_rows: Vec<u64>,
     pub lengths: Vec<Vec<u64>>,
-}
-
-/// One shard's lengths at one level of one column, as a loader's plan takes them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct IndexedShard {
-    /// The rows of each record batch.
-    pub batch_rows: Vec<usize>,
-    /// Each sample's length.
-    pub lengths: Vec<usize>,
 }
 
 /// The `(column, level)` of every `lengths.C.L` field of a dataset of `columns`, in order.
@@ -363,37 +357,12 @@ impl IndexObject {
         Ok(())
     }
 
-    /// Per shard, the rows of its record batches and the lengths of `field` (its position
-    /// in [`length_fields`]).
-    pub(crate) fn lengths(&self, field: usize) -> Vec<IndexedShard> {
-        let mut out = Vec::new();
-        self.each_shard(Some(field), |_, row| {
-            let to_usize = |v: Vec<u64>| v.into_iter().map(|n| n as usize).collect();
-            let lengths = row.lengths.into_iter().next().unwrap_or_default();
-            out.push(IndexedShard {
-                batch_rows: to_usize(row.batch_rows),
-                lengths: to_usize(lengths),
-            });
-        });
-        out
-    }
-
-    /// Calls `each` with every shard's name and row, in order: the rows of its record
-    /// batches and the lengths of `field` only (its position in [`length_fields`]), or of
-    /// every field for `None`.
-    pub(crate) fn each_shard(
-        &self,
-        field: Option<usize>,
-        mut each: impl FnMut(&str, ShardLengths),
-    ) {
+    /// Calls `each` with every shard's name and row (the rows of its record batches and the
+    /// lengths of every field), in order.
+    pub(crate) fn each_shard(&self, mut each: impl FnMut(&str, ShardLengths)) {
         for batch in &self.batches {
             let files = batch.column(0).as_string::<i32>();
-            let columns: Vec<usize> = match field {
-                Some(field) => vec![1, field + 2],
-                None => (1..batch.num_columns()).collect(),
-            };
-            let lists: Vec<(&LargeListArray, Uints)> = columns
-                .into_iter()
+            let lists: Vec<(&LargeListArray, Uints)> = (1..batch.num_columns())
                 .map(|i| {
                     let list = batch.column(i).as_list::<i64>();
                     (list, Uints::of(list.values().as_ref()).expect("checked"))
@@ -609,7 +578,7 @@ impl ShardedDataset {
         &self,
         column: usize,
         level: usize,
-    ) -> Result<Option<Vec<IndexedShard>>> {
+    ) -> Result<Option<ColumnLengths>> {
         let files = self.files();
         let manifest = &files.manifest;
         if manifest.index.is_empty() || !is_complete(manifest) {
@@ -619,7 +588,14 @@ impl ShardedDataset {
         let Some(field) = fields.iter().position(|&f| f == (column, level)) else {
             return Ok(None);
         };
-        let mut out = Vec::with_capacity(manifest.shards.len());
+        let mut out = ColumnLengths {
+            batches: Vec::with_capacity(manifest.shards.len()),
+            ..ColumnLengths::default()
+        };
+        let rows = manifest.shards.iter().map(|s| s.rows).sum::<usize>();
+        // A count from the manifest, untrusted: when it does not fit, the lengths grow.
+        let _ = out.lengths.try_reserve_exact(rows);
+        let name = manifest.columns[column].name.as_str();
         let mut first = 0;
         for entry in &manifest.index {
             let object_at = || files.dir.join(&entry.file);
@@ -628,7 +604,8 @@ impl ShardedDataset {
             let location = |i: usize| files.location(first + i);
             let object = IndexObject::read(&bytes, entry, shards, &manifest.columns, &location)
                 .map_err(|e| e.in_file(object_at()))?;
-            out.extend(object.lengths(field));
+            let shard = |i: usize, e: Error| e.in_file(files.location(first + i));
+            object.lengths((field, name, level), &mut out, &shard)?;
             first += entry.shards;
         }
         Ok(Some(out))

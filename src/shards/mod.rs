@@ -34,7 +34,7 @@ mod writer;
 
 pub use commit::commit;
 pub(crate) use files::ShardFiles;
-pub(crate) use index::IndexedShard;
+pub(crate) use index::{ColumnLengths, narrow_length};
 pub use index::{INDEX_PREFIX, IndexEntry, index};
 pub use location::{Location, is_url};
 pub use manifest::{

@@ -117,7 +117,7 @@ fn a_length_needing_loader_over_a_url_makes_the_local_batches_and_positions() {
             let mut lazy = build(Loader::builder(&remote)).build().unwrap();
             let mut eager = build(Loader::builder(&local)).build().unwrap();
             assert_eq!(lazy.fingerprint(), eager.fingerprint(), "mode {m}");
-            assert_eq!(lazy.lengths(), eager.lengths(), "mode {m}");
+            assert_eq!(lazy.sample_lengths(), eager.sample_lengths(), "mode {m}");
             assert!(
                 epochs(&mut lazy) == epochs(&mut eager),
                 "mode {m}, {pieces} pieces"

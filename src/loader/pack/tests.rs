@@ -327,11 +327,11 @@ proptest! {
 }
 
 /// First fit in order, within the same look-ahead: the baseline best fit must not lose to.
-fn first_fit_windows(lengths: &[usize], cap: usize, lookahead: usize) -> usize {
+fn first_fit_windows(lengths: &[u32], cap: usize, lookahead: usize) -> usize {
     let mut total = 0;
     for chunk in lengths.chunks(lookahead) {
         let mut bins: Vec<usize> = Vec::new();
-        for &l in chunk {
+        for l in chunk.iter().map(|&l| l as usize) {
             for first in (0..l).step_by(cap) {
                 let n = (l - first).min(cap);
                 match bins.iter().position(|&used| used + n <= cap) {
@@ -346,14 +346,14 @@ fn first_fit_windows(lengths: &[usize], cap: usize, lookahead: usize) -> usize {
 }
 
 /// Log-normal document lengths (median 300 tokens, σ 1), as text corpora have.
-pub(crate) fn log_normal_lengths(n: usize, seed: u64) -> Vec<usize> {
+pub(crate) fn log_normal_lengths(n: usize, seed: u64) -> Vec<u32> {
     let mut rng = crate::rng::SplitMix64::new(seed);
     let mut uniform = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
     (0..n)
         .map(|_| {
             let (u, v) = (uniform().max(f64::MIN_POSITIVE), uniform());
             let normal = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
-            ((300f64.ln() + normal).exp() as usize).max(1)
+            ((300f64.ln() + normal).exp() as u32).max(1)
         })
         .collect()
 }

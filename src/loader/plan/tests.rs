@@ -1,9 +1,9 @@
 use super::*;
 use crate::error::{ArgumentError, ErrorKind};
-use crate::loader::config::Shuffle;
+use crate::loader::config::{BatchSize, Shuffle};
 
 /// The plan of `epoch` for a file of one record batch.
-fn one_batch(config: &PlanConfig, lengths: &[usize], epoch: u64) -> Plan {
+fn one_batch(config: &PlanConfig, lengths: &[u32], epoch: u64) -> Plan {
     let all = RowIndex::from_counts([lengths.len()]);
     Plan::build(config, lengths, &all, &all, epoch)
 }
@@ -226,4 +226,141 @@ fn drop_last_ranks_share_the_epochs_batches_keeping_oversize_samples() {
     assert_eq!(b.batches().collect::<Vec<_>>(), [&[3][..]]);
     assert!(b.infos()[0].oversize && b.infos()[0].start == 0);
     assert_eq!((a.dropped(), b.dropped()), (0, 1));
+}
+
+/// Each kind of shuffle: seeds from `seed`, chunks of `chunk` rows, windowed runs of
+/// `rows` in a window of `window`.
+fn every_shuffle(seed: u64, chunk: usize, (rows, window): (usize, usize)) -> [Shuffle; 4] {
+    [
+        Shuffle::None,
+        Shuffle::Samples { seed },
+        Shuffle::Chunks {
+            seed: seed.wrapping_add(1),
+            rows: chunk,
+        },
+        Shuffle::Windowed {
+            seed: seed.wrapping_add(2),
+            rows,
+            window,
+        },
+    ]
+}
+
+/// A digest of every plan of a grid of options (shuffles, batch sizes, budgets, buckets,
+/// ranks, drop_last, packing) over 5,000 samples of seeded lengths in record batches and
+/// shards of uneven sizes: plans are fixed forever, whatever integers they are made in.
+fn plans_digest() -> u64 {
+    use crate::loader::pack::Packing;
+    use crate::rng::SplitMix64;
+    let mut rng = SplitMix64::new(7);
+    let lengths: Vec<u32> = (0..5000)
+        .map(|_| 1 + (rng.next_u64() % 300) as u32)
+        .collect();
+    let rows = RowIndex::from_counts([700, 1300, 1000, 2000]);
+    let shards = RowIndex::from_counts([2000, 3000]);
+    let mut digest = 0xcbf2_9ce4_8422_2325u64;
+    let mut add = |x: usize| {
+        digest = (digest ^ x as u64).wrapping_mul(0x0100_0000_01b3);
+    };
+    for shuffle in every_shuffle(3, 64, (32, 300)) {
+        for batch in [BatchSize::Samples(17), BatchSize::Tokens(2048)] {
+            for buckets in [vec![], vec![50, 150]] {
+                for (world, drop_last) in [(1, false), (3, false), (3, true)] {
+                    for rank in 0..world {
+                        let mut c = config(batch);
+                        (c.shuffle, c.buckets, c.drop_last) = (shuffle, buckets.clone(), drop_last);
+                        c.ranks = Ranks::Parts { rank, world };
+                        for epoch in [0, 5] {
+                            let plan = Plan::build(&c, &lengths, &rows, &shards, epoch);
+                            plan.samples().iter().for_each(|&s| add(s));
+                            for i in plan.infos() {
+                                [i.start, i.end, i.tokens, i.max_len, i.oversize as usize, 7]
+                                    .into_iter()
+                                    .for_each(&mut add);
+                            }
+                            add(plan.dropped());
+                        }
+                    }
+                }
+            }
+            let mut c = config(BatchSize::Samples(4));
+            c.shuffle = shuffle;
+            c.packing = Some(Packing::new(512));
+            for epoch in [0, 2] {
+                let plan = Plan::build(&c, &lengths, &rows, &shards, epoch);
+                plan.samples().iter().for_each(|&s| add(s));
+                let windows = plan.windows().expect("packed");
+                (0..windows.len()).for_each(|w| add(windows.tokens_of(w)));
+            }
+        }
+    }
+    digest
+}
+
+#[test]
+fn plans_are_those_of_64_bit_orders_and_lengths() {
+    // Made before lengths and orders were narrowed to 32 bits.
+    assert_eq!(plans_digest(), PLANS_DIGEST);
+}
+
+const PLANS_DIGEST: u64 = 14_785_573_230_521_875_191;
+
+#[test]
+fn orders_in_32_and_64_bits_make_the_same_plans() {
+    // The 64-bit order is that of datasets of 2^32 samples or more.
+    let lengths: Vec<u32> = (0..3000).map(|i| 1 + (i * 37 % 101) as u32).collect();
+    let rows = RowIndex::from_counts([1000, 500, 1500]);
+    let shards = RowIndex::from_counts([1500, 1500]);
+    for shuffle in every_shuffle(11, 40, (16, 100)) {
+        for (world, drop_last) in [(1, false), (4, true), (4, false)] {
+            let mut c = config(BatchSize::Tokens(500));
+            (c.shuffle, c.drop_last) = (shuffle, drop_last);
+            c.ranks = Ranks::Parts {
+                rank: world - 1,
+                world,
+            };
+            let narrow = Plan::build_in::<u32>(&c, &lengths, (&rows, &shards), 3);
+            let wide = Plan::build_in::<usize>(&c, &lengths, (&rows, &shards), 3);
+            assert_eq!(narrow, wide, "{shuffle:?}, world {world}");
+            assert_eq!(narrow, Plan::build(&c, &lengths, &rows, &shards, 3));
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_plan_is_the_same_in_32_and_64_bits(
+        lengths in proptest::collection::vec(1u32..400, 1..1500),
+        cuts in proptest::collection::vec(1usize..400, 1..8),
+        (kind, seed, world, drop_last, tokens) in (0..4u8, proptest::prelude::any::<u64>(), 1..5usize, proptest::prelude::any::<bool>(), proptest::prelude::any::<bool>()),
+    ) {
+        // Record batches of `cuts` rows (the last takes the rest), two shards.
+        let n = lengths.len();
+        let mut counts: Vec<usize> = Vec::new();
+        let mut left = n;
+        for c in cuts {
+            if left == 0 {
+                break;
+            }
+            counts.push(c.min(left));
+            left -= c.min(left);
+        }
+        if left > 0 {
+            counts.push(left);
+        }
+        let rows = RowIndex::from_counts(counts);
+        let shards = RowIndex::from_counts([n / 2, n - n / 2]);
+        let shuffle = every_shuffle(seed, 16, (8, 50))[kind as usize];
+        let batch = if tokens { BatchSize::Tokens(600) } else { BatchSize::Samples(7) };
+        let mut c = config(batch);
+        (c.shuffle, c.drop_last) = (shuffle, drop_last);
+        for rank in 0..world {
+            c.ranks = Ranks::Parts { rank, world };
+            let narrow = Plan::build_in::<u32>(&c, &lengths, (&rows, &shards), seed % 7);
+            let wide = Plan::build_in::<usize>(&c, &lengths, (&rows, &shards), seed % 7);
+            proptest::prop_assert_eq!(narrow, wide);
+        }
+    }
 }

@@ -156,7 +156,7 @@ pub(super) fn open(
     } = source.read()?;
     let rows = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
     let length = length_column(&columns, length)?;
-    let lengths = sample_lengths(&batches, length, rows.num_rows());
+    let lengths = sample_lengths(&batches, length, rows.num_rows())?;
     let inputs = PlanInputs::new(
         config,
         quantiles,

@@ -52,15 +52,16 @@ pub(super) fn open(
     }
     let mut read_all = read_columns(data, &read)?.into_iter();
     let shards = read_all.next().unwrap_or_default();
-    let others: Vec<(usize, Vec<usize>)> = (read[1..].iter().zip(read_all))
-        .map(|(&(c, _), shards)| (c, shards.into_iter().flat_map(|s| s.lengths).collect()))
+    let others: Vec<(usize, Vec<u32>)> = (read[1..].iter().zip(read_all))
+        .map(|(&(c, _), shards)| (c, shards.lengths))
         .collect();
-    let mut first_batch = vec![0];
-    for s in &shards {
-        first_batch.push(first_batch[first_batch.len() - 1] + s.batch_rows.len());
+    let mut first_batch = Vec::with_capacity(shards.batches.len() + 1);
+    first_batch.push(0);
+    for &n in &shards.batches {
+        first_batch.push(first_batch[first_batch.len() - 1] + n);
     }
-    let rows = RowIndex::from_counts(shards.iter().flat_map(|s| s.batch_rows.iter().copied()));
-    let lengths: Vec<usize> = shards.into_iter().flat_map(|s| s.lengths).collect();
+    let rows = RowIndex::from_counts(shards.batch_rows);
+    let lengths = shards.lengths;
     let inputs = PlanInputs::new(
         config,
         quantiles,
@@ -146,7 +147,7 @@ impl Measured {
             return changed(format!("record batches of {found:?} rows, {then:?} then"));
         }
         let global = inputs.shards.part_rows(shard);
-        let found = sample_lengths(batches, Some(self.length), global.len());
+        let found = sample_lengths(batches, Some(self.length), global.len())?;
         let lengths = &inputs.lengths;
         if let Some(i) = (0..found.len()).find(|&i| found[i] != lengths[global.start + i]) {
             let then = lengths[global.start + i];

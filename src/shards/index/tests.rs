@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::dataset::Dataset;
-use crate::error::{ErrorKind, FormatError};
+use crate::error::{DataError, ErrorKind, FormatError};
 use crate::io::ipc_writer::WriteOptions;
 use crate::shards::commit::commit;
 use crate::shards::manifest::MANIFEST_NAME;
@@ -53,20 +53,18 @@ fn write(dir: &Path, rows: usize, seed: u64) -> Manifest {
 
 /// Per shard, its record batches' rows and the lengths of `level` of column `column`,
 /// from the mapped shards.
-fn mapped_lengths(data: &ShardedDataset, column: usize, level: usize) -> Vec<IndexedShard> {
-    (0..data.num_shards())
-        .map(|s| {
-            let shard = data.shard(s).unwrap();
-            let mut out = IndexedShard::default();
-            for b in shard.batches() {
-                out.batch_rows.push(b.num_rows());
-                let lod = b.columns()[column].as_tensor().unwrap().lod();
-                out.lengths
-                    .extend((0..b.num_rows()).map(|r| lod.descend(0, r..r + 1, level + 1).len()));
-            }
-            out
-        })
-        .collect()
+fn mapped_lengths(data: &ShardedDataset, column: usize, level: usize) -> ColumnLengths {
+    let mut out = ColumnLengths::default();
+    for s in 0..data.num_shards() {
+        let shard = data.shard(s).unwrap();
+        out.push_batches(shard.batches().iter().map(|b| b.num_rows()));
+        for b in shard.batches() {
+            let lod = b.columns()[column].as_tensor().unwrap().lod();
+            let lengths = (0..b.num_rows()).map(|r| lod.descend(0, r..r + 1, level + 1).len());
+            out.lengths.extend(lengths.map(|l| l as u32));
+        }
+    }
+    out
 }
 
 fn assert_index_is_exact(dir: &Path) {
@@ -225,4 +223,49 @@ fn manifest_index_entries_are_checked() {
         let err = Manifest::parse(&text.replacen(from, to, 1)).unwrap_err();
         assert!(err.to_string().contains("index"), "{err}");
     }
+}
+
+#[test]
+fn a_sample_of_2_pow_32_elements_is_refused_naming_the_shard_column_batch_and_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write(dir.path(), 20, 5);
+    let shard2 = dir.path().join(&manifest.shards[2].file);
+    let data = ShardedDataset::open(dir.path()).unwrap();
+    let batch_rows = measure(data.shard(2).unwrap(), data.columns())
+        .unwrap()
+        .batch_rows;
+    // Sample 4's record batch and row in it.
+    let (mut batch, mut row) = (0, 4);
+    while row >= batch_rows[batch] {
+        (row, batch) = (row - batch_rows[batch], batch + 1);
+    }
+    assert!(
+        batch > 0,
+        "sample 4 in a later batch than the first: {batch_rows:?}"
+    );
+    drop(data);
+    // Sample 4 of shard 2 grows by 2^32 tokens, in the index and the manifest's counts
+    // (no shard is read: the index is refused before).
+    let mut manifest = lie(dir.path(), |rows| rows[2].lengths[1][4] += 1 << 32);
+    manifest.shards[2].columns[0].elements += 1 << 32;
+    manifest.shards[2].bytes += 8 << 32; // f32[2] elements: the manifest's bound on them
+    manifest.write(dir.path().join(MANIFEST_NAME)).unwrap();
+    let data = ShardedDataset::open(dir.path()).unwrap();
+    let err = data.indexed_lengths(0, 1).unwrap_err();
+    let found = match err.kind() {
+        ErrorKind::Data(DataError::SequenceTooLong {
+            level: 1,
+            found,
+            expected,
+            index,
+        }) if *expected == u32::MAX as usize && *index as u64 == row => *found,
+        other => panic!("{other:?}: {err}"),
+    };
+    assert!(found > u32::MAX as usize, "{found}");
+    assert_eq!(
+        (err.path(), err.column()),
+        (Some(shard2.as_path()), Some(("tokens", batch)))
+    );
+    // The level above still fits: its lengths are read.
+    assert!(data.indexed_lengths(0, 0).unwrap().is_some());
 }

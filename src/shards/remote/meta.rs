@@ -109,7 +109,7 @@ pub(super) fn pending_lengths(
             let location = |i: usize| remote.url_of(&shards[i].file).into();
             let object = IndexObject::read(&bytes, entry, shards, &part.columns, &location)
                 .map_err(|e| e.in_file(&url))?;
-            object.each_shard(None, |name, row| {
+            object.each_shard(|name, row| {
                 out.insert(name.to_owned(), row);
             });
             first += entry.shards;

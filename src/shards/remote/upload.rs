@@ -260,7 +260,7 @@ pub(super) fn upload(
             (None, UploadAs::Append) => {
                 return Err(Error::from(DatasetError::NothingToAppendTo).in_file(&target_url));
             }
-            (Some(m), Target::Append | Target::Pending(_)) => m.clone(),
+            (Some(m), UploadAs::Append | UploadAs::Pending(_)) => m.clone(),
             (_, _) => Manifest {
                 columns: local.columns.clone(),
                 ..Manifest::default()
