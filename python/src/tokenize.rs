@@ -14,7 +14,7 @@ use crate::error::{IntoPy, invalid, size_option};
 use crate::ffi::{import_stream, write_options};
 use crate::shards::manifest_dict;
 
-/// Tokenizes `inputs` (each a path, or a `(name, stream)` pair of anything with
+/// Tokenizes `inputs` (each a path or a URL, or a `(name, stream)` pair of anything with
 /// `__arrow_c_stream__`) into the sharded dataset at `output` with the tokenizer file
 /// `tokenizer_path` or the tokenizer JSON `tokenizer_json`. Returns the manifest committed.
 #[lodtensor_python_guard::guard]
@@ -64,7 +64,15 @@ pub fn tokenize<'py>(
         shards = shards.with_shard_rows(rows);
     }
     options = options.with_shard_options(shards);
-    let url = lodtensor::shards::is_url(&output);
+    let inputs = inputs
+        .iter()
+        .map(|item| input(py, item))
+        .collect::<PyResult<Vec<_>>>()?;
+    let url_input = inputs.iter().any(|input| match input {
+        Input::Path(path) => lodtensor::shards::is_url(&path.to_string_lossy()),
+        _ => false,
+    });
+    let url = url_input || lodtensor::shards::is_url(&output);
     match (url, storage_options) {
         (true, Some(storage)) => {
             let remote = storage
@@ -76,15 +84,11 @@ pub fn tokenize<'py>(
         }
         (false, Some(_)) => {
             return Err(invalid(
-                "tokenize(PATH, storage_options=...): only for a URL",
+                "tokenize(PATH, storage_options=...): only for a URL input or output",
             ));
         }
         _ => {}
     }
-    let inputs = inputs
-        .iter()
-        .map(|item| input(py, item))
-        .collect::<PyResult<Vec<_>>>()?;
     let manifest = py
         .detach(|| lodtensor::tokenize::tokenize(inputs, &output, &tokenizer, &options))
         .py_err()?;

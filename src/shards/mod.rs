@@ -47,6 +47,8 @@ pub use remote::{
     commit_with, discard_pending, index_url, parse_size, pending_prefixes, read_manifest_url,
     upload_pending, upload_shards,
 };
+#[cfg(feature = "remote")]
+pub(crate) use remote::{Remote, store_error};
 pub use vacuum::vacuum;
 #[cfg(feature = "tokenize")]
 pub(crate) use writer::pending_path;

@@ -43,6 +43,8 @@
 
 mod encode;
 mod inputs;
+#[cfg(feature = "remote")]
+mod objects;
 mod read;
 mod run;
 mod vocab;

@@ -60,7 +60,7 @@ pub fn tokenize(
         bos: tokenizer.special_id("bos", &options.bos())?,
         split: options.split.as_deref().filter(|s| !s.is_empty()),
     };
-    let units = units(inputs)?;
+    let units = units(inputs, options)?;
     let mut progress = Progress {
         total_bytes: units.iter().map(|u| u.bytes).sum(),
         ..Progress::default()

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 pub use cache::CacheStats;
 pub(crate) use cache::{Form, ShardCache};
-use client::Remote;
+pub(crate) use client::{Remote, store_error};
 pub(crate) use meta::fetch_object;
 pub use meta::index_url;
 #[allow(deprecated)]
