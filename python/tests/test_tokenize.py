@@ -205,14 +205,11 @@ lt.tokenize(files + [stream], out, tokenizer=tok, shard_rows=3, storage_options=
 """
 
 
-def test_a_killed_run_started_again_writes_every_document_once(tok, tok_path, tmp_path):
-    docs = corpus(80, seed=5)
-    files = [write_jsonl(tmp_path / f"part-{i}.jsonl", docs[i * 20 : (i + 1) * 20]) for i in range(3)]
-    last = tmp_path / "last.txt"
-    last.write_text("\x00".join(docs[60:]), encoding="utf-8")
-    out = tmp_path / "out"
+def run_killed(args: list[str], out: Path) -> None:
+    """Runs KILLED with `args`, kills it once it wrote 3 pending manifests into `out`, and
+    checks that it had committed nothing."""
     child = subprocess.Popen(
-        [sys.executable, "-c", KILLED, ",".join(files), str(out), tok_path, str(last)],
+        [sys.executable, "-c", KILLED, *args],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     try:
@@ -225,6 +222,15 @@ def test_a_killed_run_started_again_writes_every_document_once(tok, tok_path, tm
         child.kill()
         child.wait()
     assert not (out / "_lodtensor.json").exists()  # killed before the commit
+
+
+def test_a_killed_run_started_again_writes_every_document_once(tok, tok_path, tmp_path):
+    docs = corpus(80, seed=5)
+    files = [write_jsonl(tmp_path / f"part-{i}.jsonl", docs[i * 20 : (i + 1) * 20]) for i in range(3)]
+    last = tmp_path / "last.txt"
+    last.write_text("\x00".join(docs[60:]), encoding="utf-8")
+    out = tmp_path / "out"
+    run_killed([",".join(files), str(out), tok_path, str(last)], out)
     stream = pa.table({"text": docs[60:]})
     ds = lt.tokenize(files + [stream], out, tokenizer=tok_path, shard_rows=3)
     assert ds.num_rows == len(docs)
@@ -302,7 +308,8 @@ def test_url_inputs_equal_encode_batch_locally_and_to_a_bucket(s3, tok, tok_path
     out = lt.tokenize(inputs, url, tokenizer=tok, storage_options=options, shard_rows=5)
     assert out.url == url
     assert rows(out) == expected(tok, docs[12:] + [docs[3]])
-    assert rows(lt.tokenize("s3://tokin/corpus/**/doc-0?.txt", tmp_path / "g", tokenizer=tok, storage_options=options)) == expected(tok, docs[:12])
+    glob = lt.tokenize("s3://tokin/corpus/**/doc-0?.txt", tmp_path / "g", tokenizer=tok, storage_options=options)
+    assert rows(glob) == expected(tok, docs[:12])
     # Run again: every unit skipped, nothing written twice.
     again = lt.tokenize(inputs, url, tokenizer=tok, storage_options=options, shard_rows=5)
     assert again.num_rows == out.num_rows and again.num_shards == out.num_shards
@@ -333,20 +340,7 @@ def test_a_killed_run_from_a_bucket_started_again_writes_every_document_once(s3,
     last.write_text("\x00".join(docs[30:]), encoding="utf-8")
     out = tmp_path / "out"
     options = s3.storage_options()
-    child = subprocess.Popen(
-        [sys.executable, "-c", KILLED, "s3://tokkill/c/", str(out), tok_path, str(last), json.dumps(options)],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while len(list(out.glob("_lodtensor.pending.*.json"))) < 3:
-            assert child.poll() is None, "the run ended before it was killed"
-            assert time.monotonic() < deadline, "the run wrote no pending shards"
-            time.sleep(0.05)
-    finally:
-        child.kill()
-        child.wait()
-    assert not (out / "_lodtensor.json").exists()  # killed before the commit
+    run_killed(["s3://tokkill/c/", str(out), tok_path, str(last), json.dumps(options)], out)
     inputs = ["s3://tokkill/c/", pa.table({"text": docs[30:]})]
     ds = lt.tokenize(inputs, out, tokenizer=tok_path, shard_rows=3, storage_options=options)
     assert rows(ds) == expected(tok, docs)
