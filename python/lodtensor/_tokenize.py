@@ -66,21 +66,12 @@ def tokenize(
     """
     from . import open as open_dataset
 
-    if isinstance(tokenizer, (str, os.PathLike)):
-        source = {"tokenizer_path": os.fspath(tokenizer)}
-    elif hasattr(tokenizer, "to_str"):
-        source = {"tokenizer_json": tokenizer.to_str()}
-    else:
-        raise TypeError(
-            "tokenize: tokenizer must be a path to tokenizer.json or a tokenizers.Tokenizer, "
-            f"not {type(tokenizer).__name__}"
-        )
-    items = _inputs(inputs, field or "text")
     is_url, out = _native.location(output)
     out = os.fspath(out)
-    _native.tokenize(
-        items,
+    _run(
+        inputs,
         out,
+        tokenizer_source(tokenizer),
         field=field,
         eos=eos,
         bos=bos,
@@ -88,11 +79,31 @@ def tokenize(
         shard_rows=shard_rows,
         storage_options=storage_options,
         compression=compression,
-        **source,
     )
     if is_url:
         return open_dataset(out, storage_options=storage_options)
     return open_dataset(out)
+
+
+def tokenizer_source(tokenizer: Any) -> dict[str, str]:
+    """``tokenizer`` (a path to ``tokenizer.json`` or a ``tokenizers.Tokenizer``) as the
+    native function's keyword: the path, or the tokenizer's JSON."""
+    if isinstance(tokenizer, (str, os.PathLike)):
+        return {"tokenizer_path": os.fspath(tokenizer)}
+    if hasattr(tokenizer, "to_str"):
+        return {"tokenizer_json": tokenizer.to_str()}
+    raise TypeError(
+        "tokenize: tokenizer must be a path to tokenizer.json or a tokenizers.Tokenizer, "
+        f"not {type(tokenizer).__name__}"
+    )
+
+
+def _run(inputs: Any, output: str, source: dict[str, str], **options: Any) -> Any:
+    """The native ``tokenize`` of ``inputs`` into ``output`` (a path or a URL as the crate's
+    ``Location`` says): the manifest committed, or with ``task=(i, n)`` that task's
+    progress."""
+    items = _inputs(inputs, options.get("field") or "text")
+    return _native.tokenize(items, output, **options, **source)
 
 
 def _inputs(inputs: Any, field: str) -> list[Any]:
