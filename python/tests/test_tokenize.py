@@ -313,6 +313,12 @@ def test_url_inputs_equal_encode_batch_locally_and_to_a_bucket(s3, tok, tok_path
     # Run again: every unit skipped, nothing written twice.
     again = lt.tokenize(inputs, url, tokenizer=tok, storage_options=options, shard_rows=5)
     assert again.num_rows == out.num_rows and again.num_shards == out.num_shards
+    # A Parquet object, its column `field`, read by the native part.
+    buffer = pa.BufferOutputStream()
+    pq.write_table(pa.table({"body": docs[:7], "n": list(range(7))}), buffer)
+    s3.client().put_object(Bucket="tokin", Key="pq/b.parquet", Body=buffer.getvalue().to_pybytes())
+    parquet = lt.tokenize("s3://tokin/pq/b.parquet", tmp_path / "pq", tokenizer=tok, field="body", storage_options=options)
+    assert rows(parquet) == expected(tok, docs[:7])
 
 
 def test_url_inputs_bad_inputs_are_named(s3, tok_path, tmp_path):

@@ -284,6 +284,22 @@ mod tests {
         assert!(units[1].prefix.starts_with("t00001_"));
     }
 
+    #[cfg(not(feature = "remote"))]
+    #[test]
+    fn a_url_without_the_remote_feature_is_an_argument_error() {
+        let err = units(
+            vec![Input::from("s3://bucket/corpus/")],
+            &Default::default(),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            matches!(err.kind(), crate::error::ErrorKind::Argument(_)),
+            "{err}"
+        );
+        assert!(err.to_string().contains("s3://bucket/corpus/"), "{err}");
+    }
+
     #[test]
     fn a_missing_path_is_named() {
         let err = units(vec![Input::from("no/such/corpus.txt")], &Default::default())
