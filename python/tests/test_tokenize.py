@@ -279,7 +279,8 @@ def test_the_command_line(tok, tok_path, tmp_path):
 
 def put_corpus(server, bucket: str, docs: list[str]) -> list[str]:
     """Uploads `docs` under `corpus/`: the first 12 as text objects (4 of them one level
-    down), the rest as `corpus/z.jsonl`; with a `_SUCCESS` and a `.hidden` object skipped.
+    down), the rest as `corpus/z.jsonl`; with a `_SUCCESS`, a `.hidden` and a directory
+    marker object skipped.
     Returns the documents' URLs in the order of the listing."""
     client = server.client()
     client.create_bucket(Bucket=bucket)
@@ -290,6 +291,8 @@ def put_corpus(server, bucket: str, docs: list[str]) -> list[str]:
     client.put_object(Bucket=bucket, Key="corpus/z.jsonl", Body=lines.encode())
     for key in ["corpus/_SUCCESS", "corpus/.hidden", "corpus/sub/_tmp.txt"]:
         client.put_object(Bucket=bucket, Key=key, Body=b"not a document")
+    for marker in ["corpus/sub/", "corpus/empty/"]:  # directory markers, as consoles make them
+        client.put_object(Bucket=bucket, Key=marker, Body=b"")
     client.put_object(Bucket=bucket, Key="other/doc.txt", Body=b"not under the prefix")
     return [f"s3://{bucket}/{k}" for k in keys] + [f"s3://{bucket}/corpus/z.jsonl"] * len(docs[12:])
 

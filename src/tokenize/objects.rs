@@ -77,7 +77,7 @@ pub(super) fn objects(url: &str, options: &RemoteOptions) -> Result<Vec<Object>>
         let dir = if dir == "/" { String::new() } else { dir };
         let listed = list(&remote, &dir, url)?;
         metas = (listed.into_iter())
-            .filter(|m| visible(&m.location.as_ref()[dir.len()..]))
+            .filter(|m| m.location.as_ref().strip_prefix(&dir).is_some_and(visible))
             .filter(|m| {
                 pattern
                     .as_ref()
@@ -85,6 +85,15 @@ pub(super) fn objects(url: &str, options: &RemoteOptions) -> Result<Vec<Object>>
             })
             .collect();
     }
+    // A directory marker (a key ending in `/`) is listed as an empty object of its path
+    // without the `/`, which a HEAD does not find.
+    let mut kept = Vec::with_capacity(metas.len());
+    for meta in metas {
+        if meta.size > 0 || head(&remote, meta.location.as_ref(), url)?.is_some() {
+            kept.push(meta);
+        }
+    }
+    let mut metas = kept;
     if metas.is_empty() {
         return Err(not_found(url, "no object matches the URL"));
     }
@@ -144,11 +153,12 @@ fn store_path(path: &str, url: &str) -> Result<StorePath> {
     })
 }
 
-/// Whether no name of the path `relative` starts with `.` or `_`.
+/// Whether no name of the path `relative` is empty (a directory marker) or starts with `.`
+/// or `_`.
 fn visible(relative: &str) -> bool {
     relative
         .split('/')
-        .all(|name| !name.starts_with('.') && !name.starts_with('_'))
+        .all(|name| !name.is_empty() && !name.starts_with('.') && !name.starts_with('_'))
 }
 
 /// The listed `meta` as an input object, refused if too large.
@@ -268,5 +278,6 @@ mod tests {
         assert_eq!(split("s3://bucket").unwrap().1, "");
         assert!(split("s3:///x").is_err());
         assert!(visible("a/b.txt") && !visible("a/_SUCCESS") && !visible(".x/b"));
+        assert!(!visible("") && !visible("a/"));
     }
 }
