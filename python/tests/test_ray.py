@@ -311,6 +311,9 @@ def test_tokenize_deals_units_to_tasks_and_equals_lt_tokenize(cluster, s3, tmp_p
     want = lt.tokenize(inputs, tmp_path / "want", tokenizer=tok, storage_options=options, shard_rows=4)
     assert ds.url == url and ds.num_rows == len(docs)
     assert ds.to_pyarrow().column("tokens").to_pylist() == want.to_pyarrow().column("tokens").to_pylist()
+    # To a local directory the tasks share.
+    local_out = lray.tokenize(inputs, "out", tokenizer=tok, storage_options=options, num_tasks=2, shard_rows=4)
+    assert local_out.to_pyarrow().column("tokens").to_pylist() == ds.to_pyarrow().column("tokens").to_pylist()
     # Started again: every unit is committed, nothing written twice.
     again = lray.tokenize(inputs, url, tokenizer=tok, storage_options=options, num_tasks=2, shard_rows=4)
     assert again.num_rows == len(docs) and again.num_shards == ds.num_shards
