@@ -164,13 +164,7 @@ fn visible(relative: &str) -> bool {
 /// The listed `meta` as an input object, refused if too large.
 fn object(remote: &Arc<Remote>, root: &str, meta: ObjectMeta) -> Result<Object> {
     let url = format!("{root}{}", meta.location);
-    if meta.size > OBJECT_LIMIT {
-        return Err(Error::from(std::io::Error::other(format!(
-            "is {} bytes, larger than the limit of {OBJECT_LIMIT} bytes an input object is read whole up to",
-            meta.size
-        )))
-        .in_file(url));
-    }
+    within_limit(&url, meta.size)?;
     let stamp = meta
         .e_tag
         .unwrap_or_else(|| meta.last_modified.to_rfc3339());
@@ -181,6 +175,17 @@ fn object(remote: &Arc<Remote>, root: &str, meta: ObjectMeta) -> Result<Object> 
         size: meta.size,
         version: format!("{} {stamp}", meta.size),
     })
+}
+
+/// Refuses the object `url` of `size` bytes if larger than [`OBJECT_LIMIT`].
+fn within_limit(url: &str, size: u64) -> Result<()> {
+    if size <= OBJECT_LIMIT {
+        return Ok(());
+    }
+    let what = format!(
+        "is {size} bytes, larger than the limit of {OBJECT_LIMIT} bytes an input object is read whole up to"
+    );
+    Err(Error::from(std::io::Error::other(what)).in_file(url))
 }
 
 /// An [`ErrorKind::Io`](crate::ErrorKind::Io) "not found" naming `url`.
@@ -266,6 +271,18 @@ mod tests {
         for (p, s) in no {
             assert!(!matches(p, s), "{p} {s}");
         }
+    }
+
+    #[test]
+    fn an_object_over_the_limit_is_refused_by_its_url() {
+        assert!(within_limit("s3://b/a.jsonl", OBJECT_LIMIT).is_ok());
+        let err = within_limit("s3://b/a.jsonl", OBJECT_LIMIT + 1).unwrap_err();
+        assert!(matches!(err.kind(), crate::error::ErrorKind::Io(_)));
+        let text = err.to_string();
+        assert!(
+            text.contains("s3://b/a.jsonl") && text.contains("1073741825 bytes"),
+            "{text}"
+        );
     }
 
     #[test]
