@@ -1,5 +1,5 @@
 //! `lodtensor tokenize INPUT... OUTPUT --tokenizer tokenizer.json [--field F] [--split SEP]`:
-//! text files, JSON lines and Parquet files → a sharded dataset of token ids (a directory or
+//! text files, JSON lines and Parquet files, local or in a bucket → a sharded dataset of token ids (a directory or
 //! a URL), with a progress bar; a run killed and started again writes every document once
 //! (`lodtensor::tokenize`).
 
@@ -19,8 +19,9 @@ use crate::{Result, usage};
 #[derive(clap::Args)]
 pub struct Args {
     /// The inputs (text files, one document each; .jsonl/.ndjson/.json lines; .parquet;
-    /// directories of them), then the output: a directory, or a URL (s3://bucket/prefix/,
-    /// credentials from the environment's AWS_* variables).
+    /// directories of them; URLs: an object, a prefix's objects or a glob's), then the
+    /// output: a directory, or a URL (s3://bucket/prefix/, credentials from the
+    /// environment's AWS_* variables).
     #[arg(required = true, num_args = 2.., value_name = "INPUT... OUTPUT")]
     paths: Vec<PathBuf>,
     /// The HuggingFace tokenizer file (tokenizer.json).

@@ -31,12 +31,15 @@ def tokenize(
     compression: str | None = None,
 ) -> Any:
     """Tokenizes ``inputs`` with ``tokenizer`` into the sharded dataset ``output`` (a
-    directory, or a URL such as ``s3://bucket/tokens/`` with ``storage_options`` as for
-    ``open``) and returns it opened.
+    directory, or a URL such as ``s3://bucket/tokens/``) and returns it opened;
+    ``storage_options`` (as for ``open``) reach the store of URL inputs and output.
 
     ``inputs`` is a path, a glob (``"corpus/**/*.txt"``), a directory (its files, sorted), a
-    HuggingFace ``datasets.Dataset``, any object with ``__arrow_c_stream__``, or a list of
-    them. A ``.jsonl``/``.ndjson``/``.json`` file holds one JSON object per line (the text in
+    URL (``s3://bucket/a.txt`` one object; ``s3://bucket/corpus/`` every object under the
+    prefix, sorted, names starting with ``.`` or ``_`` skipped; ``s3://bucket/corpus/*.jsonl``
+    a glob over that listing, ``**`` across ``/``), a HuggingFace ``datasets.Dataset``, any
+    object with ``__arrow_c_stream__``, or a list of them. An object is read whole when its
+    turn comes, and one larger than 1 GiB is refused (``OSError`` naming its URL). A ``.jsonl``/``.ndjson``/``.json`` file holds one JSON object per line (the text in
     its string ``field``, default ``"text"``), a ``.parquet`` file, a dataset or a stream a
     string column ``field``; any other file is one document of UTF-8 text. ``tokenizer`` is a
     path to a ``tokenizer.json`` or a ``tokenizers.Tokenizer``.
@@ -53,27 +56,22 @@ def tokenize(
 
     Each input is written as pending shards of its own and all are committed at the end, so
     a run killed midway and started again skips the inputs written before and writes every
-    document once; run again after it finished, it changes nothing.
+    document once (an object is the same input while its size and ETag are); run again
+    after it finished, it changes nothing.
 
         >>> ds = lt.tokenize("corpus/*.txt", "tokens/", tokenizer="tokenizer.json")  # doctest: +SKIP
         >>> ds = lt.tokenize(hf_dataset, "s3://bucket/tokens/", tokenizer=tok)       # doctest: +SKIP
+        >>> ds = lt.tokenize("s3://bucket/corpus/", "tokens/", tokenizer=tok,
+        ...                  storage_options={"aws_region": "eu-west-1"})         # doctest: +SKIP
     """
     from . import open as open_dataset
 
-    if isinstance(tokenizer, (str, os.PathLike)):
-        source = {"tokenizer_path": os.fspath(tokenizer)}
-    elif hasattr(tokenizer, "to_str"):
-        source = {"tokenizer_json": tokenizer.to_str()}
-    else:
-        raise TypeError(
-            "tokenize: tokenizer must be a path to tokenizer.json or a tokenizers.Tokenizer, "
-            f"not {type(tokenizer).__name__}"
-        )
-    items = _inputs(inputs, field or "text")
-    out = output if isinstance(output, str) and "://" in output else os.fspath(output)
-    _native.tokenize(
-        items,
+    is_url, out = _native.location(output)
+    out = os.fspath(out)
+    _run(
+        inputs,
         out,
+        tokenizer_source(tokenizer),
         field=field,
         eos=eos,
         bos=bos,
@@ -81,11 +79,31 @@ def tokenize(
         shard_rows=shard_rows,
         storage_options=storage_options,
         compression=compression,
-        **source,
     )
-    if storage_options is not None:
+    if is_url:
         return open_dataset(out, storage_options=storage_options)
     return open_dataset(out)
+
+
+def tokenizer_source(tokenizer: Any) -> dict[str, str]:
+    """``tokenizer`` (a path to ``tokenizer.json`` or a ``tokenizers.Tokenizer``) as the
+    native function's keyword: the path, or the tokenizer's JSON."""
+    if isinstance(tokenizer, (str, os.PathLike)):
+        return {"tokenizer_path": os.fspath(tokenizer)}
+    if hasattr(tokenizer, "to_str"):
+        return {"tokenizer_json": tokenizer.to_str()}
+    raise TypeError(
+        "tokenize: tokenizer must be a path to tokenizer.json or a tokenizers.Tokenizer, "
+        f"not {type(tokenizer).__name__}"
+    )
+
+
+def _run(inputs: Any, output: str, source: dict[str, str], **options: Any) -> Any:
+    """The native ``tokenize`` of ``inputs`` into ``output`` (a path or a URL as the crate's
+    ``Location`` says): the manifest committed, or with ``task=(i, n)`` that task's
+    progress."""
+    items = _inputs(inputs, options.get("field") or "text")
+    return _native.tokenize(items, output, **options, **source)
 
 
 def _inputs(inputs: Any, field: str) -> list[Any]:
@@ -94,7 +112,9 @@ def _inputs(inputs: Any, field: str) -> list[Any]:
         inputs = [inputs]
     items: list[Any] = []
     for n, item in enumerate(inputs):
-        if isinstance(item, (str, os.PathLike)):
+        if isinstance(item, str) and _native.location(item)[0]:
+            items.append(item)  # a URL: its objects are listed and read by the native part
+        elif isinstance(item, (str, os.PathLike)):
             for path in _paths(os.fspath(item)):
                 items.append(_parquet(path, field) if path.endswith(".parquet") else path)
         else:
@@ -107,8 +127,6 @@ def _inputs(inputs: Any, field: str) -> list[Any]:
 def _paths(path: str) -> list[str]:
     """The files of a path, a glob or a directory (recursively, sorted; names starting
     with ``.`` skipped)."""
-    if "://" in path:
-        raise _native.UnsupportedError(f"tokenize: {path}: URL inputs are not read yet")
     if any(c in path for c in _GLOB) and not os.path.exists(path):
         found = sorted(glob.glob(path, recursive=True))
         if not found:

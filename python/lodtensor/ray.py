@@ -1,4 +1,5 @@
-"""Ray Data over sharded lodtensor datasets: ``read_lodtensor`` and ``write_lodtensor``.
+"""Ray over sharded lodtensor datasets: ``read_lodtensor`` and ``write_lodtensor`` (Ray
+Data), and ``tokenize`` (Ray tasks).
 
     import ray
     from lodtensor.ray import read_lodtensor, write_lodtensor
@@ -26,6 +27,10 @@ manifest of its own in the store; the driver commits them with a conditional PUT
 manifest (``If-Match`` on its ETag), as ``lodtensor.commit(url)`` does, so a job that
 fails leaves the dataset as it was, and two jobs writing to one prefix keep both.
 
+Tokenizing: ``tokenize`` deals the units ``lodtensor.tokenize`` would write (a file, or a
+run of text files) to Ray tasks; each writes its units as pending shards under their own
+prefixes, and the driver commits them all at once.
+
 Needs ``ray[data]`` (tested with 2.60; the Datasource and Datasink interfaces are Ray
 developer APIs).
 """
@@ -47,7 +52,7 @@ import lodtensor as lt
 from lodtensor import _native  # type: ignore[attr-defined]  # the compiled module, not in the stub
 from lodtensor._inputs import as_stream
 
-__all__ = ["read_lodtensor", "write_lodtensor", "LodTensorDatasource", "LodTensorDatasink"]
+__all__ = ["read_lodtensor", "write_lodtensor", "tokenize", "LodTensorDatasource", "LodTensorDatasink"]
 
 _MANIFEST = "_lodtensor.json"
 _PENDING = "_lodtensor.pending."
@@ -137,6 +142,83 @@ def write_lodtensor(
     dataset.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
     assert sink.manifest is not None, "on_write_complete ran"
     return sink.manifest
+
+
+def tokenize(
+    inputs: Any,
+    output: str | os.PathLike,
+    *,
+    tokenizer: Any,
+    field: str | None = None,
+    eos: bool | str = True,
+    bos: bool | str = False,
+    split: str | None = None,
+    shard_rows: int | None = None,
+    storage_options: dict[str, str] | None = None,
+    compression: str | None = None,
+    num_tasks: int | None = None,
+    ray_remote_args: dict[str, Any] | None = None,
+) -> lt.ShardedDataset:
+    """``lodtensor.tokenize`` on a Ray cluster: the same inputs, options and dataset, the
+    inputs' units (each file, or run of text files up to 64 MiB) dealt round-robin to
+    ``num_tasks`` Ray tasks (default: the cluster's CPUs). Each task writes its units as
+    pending shards under their own prefixes; when all have finished, the driver commits
+    them at once, in the inputs' order, and returns the dataset opened. A run killed (or a
+    task failed) and started again skips the units pending or committed, as
+    ``lodtensor.tokenize`` does (and either skips what the other wrote).
+
+    ``inputs`` are paths, globs, directories or URLs (a list of them): every task reads
+    them itself, so on a cluster they and ``output`` are URLs (``storage_options`` reach
+    every task) or paths every node shares; local paths are made absolute here. Streams
+    and HuggingFace datasets are refused (``TypeError``): give them to
+    ``lodtensor.tokenize``. ``ray_remote_args`` are ``ray.remote``'s (``num_cpus``, …).
+
+        >>> tokenize("s3://bucket/corpus/", "s3://bucket/tokens/", tokenizer="tokenizer.json",
+        ...          storage_options=opts)  # doctest: +SKIP
+    """
+    from lodtensor._tokenize import tokenizer_source
+
+    paths = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    for item in paths:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(
+                "lodtensor.ray.tokenize: inputs must be paths or URLs (give streams and "
+                f"datasets to lodtensor.tokenize), not {type(item).__name__}"
+            )
+    paths = [_absolute(p) for p in paths]
+    source = tokenizer_source(tokenizer)
+    if "tokenizer_path" in source:
+        source["tokenizer_path"] = os.path.abspath(source["tokenizer_path"])
+    is_url, out = _native.location(output)
+    out = out if is_url else os.path.abspath(out)
+    options = dict(
+        field=field,
+        eos=eos,
+        bos=bos,
+        split=split,
+        shard_rows=shard_rows,
+        storage_options=storage_options,
+        compression=compression,
+    )
+    tasks = num_tasks or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    task = ray.remote(_tokenize_task).options(**(ray_remote_args or {}))
+    ray.get([task.remote(paths, out, source, options, (i, tasks)) for i in range(tasks)])
+    remote = {"storage_options": storage_options} if is_url else {}
+    lt.commit(out, **remote)
+    return _shards(out, **remote)
+
+
+def _absolute(path: str | os.PathLike) -> Any:
+    """A local path (or glob) made absolute, for tasks in other directories; a URL as it is."""
+    is_url, where = _native.location(path)
+    return path if is_url else os.path.abspath(os.fspath(where))
+
+
+def _tokenize_task(paths: list[str], output: str, source: dict, options: dict, task: tuple) -> dict:
+    """One Ray task of ``tokenize``: its share of the units written as pending shards."""
+    from lodtensor._tokenize import _run
+
+    return _run(paths, output, source, **options, task=task)
 
 
 def _shards(path: str, **remote: Any) -> lt.ShardedDataset:

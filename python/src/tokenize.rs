@@ -14,14 +14,16 @@ use crate::error::{IntoPy, invalid, size_option};
 use crate::ffi::{import_stream, write_options};
 use crate::shards::manifest_dict;
 
-/// Tokenizes `inputs` (each a path, or a `(name, stream)` pair of anything with
+/// Tokenizes `inputs` (each a path or a URL, or a `(name, stream)` pair of anything with
 /// `__arrow_c_stream__`) into the sharded dataset at `output` with the tokenizer file
-/// `tokenizer_path` or the tokenizer JSON `tokenizer_json`. Returns the manifest committed.
+/// `tokenizer_path` or the tokenizer JSON `tokenizer_json`. Returns the manifest committed;
+/// with `task=(i, n)`, writes only task `i`'s share of the units of `n` tasks, commits
+/// nothing and returns that task's progress (`documents`, `tokens`, `skipped`).
 #[lodtensor_python_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (inputs, output, *, tokenizer_path = None, tokenizer_json = None,
     field = None, eos = None, bos = None, split = None, shard_rows = None,
-    storage_options = None, compression = None))]
+    storage_options = None, compression = None, task = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn tokenize<'py>(
     py: Python<'py>,
@@ -36,6 +38,7 @@ pub fn tokenize<'py>(
     shard_rows: Option<&Bound<'py, PyAny>>,
     storage_options: Option<BTreeMap<String, String>>,
     compression: Option<&str>,
+    task: Option<(usize, usize)>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let tokenizer = py
         .detach(|| match (tokenizer_path, tokenizer_json) {
@@ -64,7 +67,15 @@ pub fn tokenize<'py>(
         shards = shards.with_shard_rows(rows);
     }
     options = options.with_shard_options(shards);
-    let url = lodtensor::shards::is_url(&output);
+    let inputs = inputs
+        .iter()
+        .map(|item| input(py, item))
+        .collect::<PyResult<Vec<_>>>()?;
+    let url_input = inputs.iter().any(|input| match input {
+        Input::Path(path) => lodtensor::shards::is_url(&path.to_string_lossy()),
+        _ => false,
+    });
+    let url = url_input || lodtensor::shards::is_url(&output);
     match (url, storage_options) {
         (true, Some(storage)) => {
             let remote = storage
@@ -76,15 +87,25 @@ pub fn tokenize<'py>(
         }
         (false, Some(_)) => {
             return Err(invalid(
-                "tokenize(PATH, storage_options=...): only for a URL",
+                "tokenize(PATH, storage_options=...): only for a URL input or output",
             ));
         }
         _ => {}
     }
-    let inputs = inputs
-        .iter()
-        .map(|item| input(py, item))
-        .collect::<PyResult<Vec<_>>>()?;
+    if let Some((task, tasks)) = task {
+        let done = py
+            .detach(|| {
+                lodtensor::tokenize::tokenize_task(
+                    inputs, &output, &tokenizer, &options, task, tasks,
+                )
+            })
+            .py_err()?;
+        let dict = pyo3::types::PyDict::new(py);
+        dict.set_item("documents", done.documents)?;
+        dict.set_item("tokens", done.tokens)?;
+        dict.set_item("skipped", done.skipped)?;
+        return Ok(dict.into_any());
+    }
     let manifest = py
         .detach(|| lodtensor::tokenize::tokenize(inputs, &output, &tokenizer, &options))
         .py_err()?;

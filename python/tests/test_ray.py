@@ -1,8 +1,10 @@
 """lodtensor.ray on a local Ray cluster: read_lodtensor and write_lodtensor."""
 
 import collections
+import json
 import os
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -285,3 +287,35 @@ def test_a_failed_job_leaves_a_directory_as_it_was(shards_dir, tmp_path):
     sink.on_write_failed(RuntimeError("a task failed"))
     assert sorted(n for n in os.listdir(out) if n != "_pending") == before
     assert lt.commit(out)["shards"] == lt.open(out).shards and lt.open(out).num_rows == 20
+
+
+def test_tokenize_deals_units_to_tasks_and_equals_lt_tokenize(cluster, s3, tmp_path, monkeypatch):
+    tok = str(Path(__file__).resolve().parents[2] / "tests" / "data" / "tokenize" / "tokenizer.json")
+    docs = [f"Document {i}: " + "the LoD tensor, mapped. " * (i % 7 + 1) for i in range(70)]
+    client = s3.client()
+    client.create_bucket(Bucket="raytok")
+    for i in range(5):  # 5 units of JSON lines, then one of 10 text objects
+        lines = "".join(json.dumps({"text": d}) + "\n" for d in docs[i * 10 : (i + 1) * 10])
+        client.put_object(Bucket="raytok", Key=f"c/part-{i}.jsonl", Body=lines.encode())
+    for i, doc in enumerate(docs[50:60]):
+        client.put_object(Bucket="raytok", Key=f"c/texts/doc-{i:02d}.txt", Body=doc.encode())
+    local = tmp_path / "local"
+    local.mkdir()
+    for i, doc in enumerate(docs[60:]):
+        (local / f"doc-{i:02d}.txt").write_text(doc)
+    monkeypatch.chdir(tmp_path)  # a relative glob: the tasks run elsewhere
+    inputs = ["s3://raytok/c/", "local/*.txt"]
+    options = s3.storage_options()
+    url = "s3://raytok/tokens/"
+    ds = lray.tokenize(inputs, url, tokenizer=tok, storage_options=options, num_tasks=3, shard_rows=4)
+    want = lt.tokenize(inputs, tmp_path / "want", tokenizer=tok, storage_options=options, shard_rows=4)
+    assert ds.url == url and ds.num_rows == len(docs)
+    assert ds.to_pyarrow().column("tokens").to_pylist() == want.to_pyarrow().column("tokens").to_pylist()
+    # To a local directory the tasks share.
+    local_out = lray.tokenize(inputs, "out", tokenizer=tok, storage_options=options, num_tasks=2, shard_rows=4)
+    assert local_out.to_pyarrow().column("tokens").to_pylist() == ds.to_pyarrow().column("tokens").to_pylist()
+    # Started again: every unit is committed, nothing written twice.
+    again = lray.tokenize(inputs, url, tokenizer=tok, storage_options=options, num_tasks=2, shard_rows=4)
+    assert again.num_rows == len(docs) and again.num_shards == ds.num_shards
+    with pytest.raises(TypeError, match="lodtensor.tokenize"):
+        lray.tokenize([pa.table({"text": ["x"]})], url, tokenizer=tok, storage_options=options)

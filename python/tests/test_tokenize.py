@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ import lodtensor as lt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "data" / "tokenize"))
 import make_tokenizer  # noqa: E402
+from s3_server import s3  # noqa: E402, F401 (the fixture)
 
 WORDS = (
     "the of and to in is was for on that with as by at from his her an were are which this "
@@ -185,11 +187,12 @@ def test_bad_inputs_give_typed_errors(tok, tok_path, tmp_path):
 
 
 KILLED = """
-import sys, time
+import json, sys, time
 import pyarrow as pa
 import lodtensor as lt
 
 files, out, tok, docs = sys.argv[1].split(","), sys.argv[2], sys.argv[3], sys.argv[4]
+options = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
 schema = pa.schema([("text", pa.string())])
 
 def stuck():
@@ -197,18 +200,16 @@ def stuck():
     yield pa.record_batch([pa.array(open(docs).read().split("\\x00"))], schema=schema)
     time.sleep(3600)
 
-lt.tokenize(files + [pa.RecordBatchReader.from_batches(schema, stuck())], out, tokenizer=tok, shard_rows=3)
+stream = pa.RecordBatchReader.from_batches(schema, stuck())
+lt.tokenize(files + [stream], out, tokenizer=tok, shard_rows=3, storage_options=options)
 """
 
 
-def test_a_killed_run_started_again_writes_every_document_once(tok, tok_path, tmp_path):
-    docs = corpus(80, seed=5)
-    files = [write_jsonl(tmp_path / f"part-{i}.jsonl", docs[i * 20 : (i + 1) * 20]) for i in range(3)]
-    last = tmp_path / "last.txt"
-    last.write_text("\x00".join(docs[60:]), encoding="utf-8")
-    out = tmp_path / "out"
+def run_killed(args: list[str], out: Path) -> None:
+    """Runs KILLED with `args`, kills it once it wrote 3 pending manifests into `out`, and
+    checks that it had committed nothing."""
     child = subprocess.Popen(
-        [sys.executable, "-c", KILLED, ",".join(files), str(out), tok_path, str(last)],
+        [sys.executable, "-c", KILLED, *args],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     try:
@@ -221,6 +222,15 @@ def test_a_killed_run_started_again_writes_every_document_once(tok, tok_path, tm
         child.kill()
         child.wait()
     assert not (out / "_lodtensor.json").exists()  # killed before the commit
+
+
+def test_a_killed_run_started_again_writes_every_document_once(tok, tok_path, tmp_path):
+    docs = corpus(80, seed=5)
+    files = [write_jsonl(tmp_path / f"part-{i}.jsonl", docs[i * 20 : (i + 1) * 20]) for i in range(3)]
+    last = tmp_path / "last.txt"
+    last.write_text("\x00".join(docs[60:]), encoding="utf-8")
+    out = tmp_path / "out"
+    run_killed([",".join(files), str(out), tok_path, str(last)], out)
     stream = pa.table({"text": docs[60:]})
     ds = lt.tokenize(files + [stream], out, tokenizer=tok_path, shard_rows=3)
     assert ds.num_rows == len(docs)
@@ -265,3 +275,81 @@ def test_the_command_line(tok, tok_path, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "20 documents" in run.stdout
     assert rows(lt.open(out)) == [pieces(tok, doc, eos=True) for doc in docs]
+
+
+def put_corpus(server, bucket: str, docs: list[str]) -> list[str]:
+    """Uploads `docs` under `corpus/`: the first 12 as text objects (4 of them one level
+    down), the rest as `corpus/z.jsonl`; with a `_SUCCESS`, a `.hidden` and a directory
+    marker object skipped.
+    Returns the documents' URLs in the order of the listing."""
+    client = server.client()
+    client.create_bucket(Bucket=bucket)
+    keys = [f"corpus/doc-{i:02d}.txt" for i in range(8)] + [f"corpus/sub/doc-{i:02d}.txt" for i in range(4)]
+    for key, doc in zip(keys, docs):
+        client.put_object(Bucket=bucket, Key=key, Body=doc.encode())
+    lines = "".join(json.dumps({"text": doc}) + "\n" for doc in docs[12:])
+    client.put_object(Bucket=bucket, Key="corpus/z.jsonl", Body=lines.encode())
+    for key in ["corpus/_SUCCESS", "corpus/.hidden", "corpus/sub/_tmp.txt"]:
+        client.put_object(Bucket=bucket, Key=key, Body=b"not a document")
+    for marker in ["corpus/sub/", "corpus/empty/"]:  # directory markers, as consoles make them
+        client.put_object(Bucket=bucket, Key=marker, Body=b"")
+    client.put_object(Bucket=bucket, Key="other/doc.txt", Body=b"not under the prefix")
+    return [f"s3://{bucket}/{k}" for k in keys] + [f"s3://{bucket}/corpus/z.jsonl"] * len(docs[12:])
+
+
+def test_url_inputs_equal_encode_batch_locally_and_to_a_bucket(s3, tok, tok_path, tmp_path):
+    docs = corpus(30, seed=8)
+    sources = put_corpus(s3, "tokin", docs)
+    options = s3.storage_options()
+    # A prefix: every object under it, sorted, `_` and `.` names skipped.
+    ds = lt.tokenize("s3://tokin/corpus/", tmp_path / "out", tokenizer=tok_path, storage_options=options)
+    assert rows(ds) == expected(tok, docs)
+    assert rows(ds, "source") == sources
+    # A glob over the listing, one object, and a list of both; written to a bucket.
+    url = "s3://tokin/tokens/"
+    inputs = ["s3://tokin/corpus/*.jsonl", "s3://tokin/corpus/doc-03.txt"]
+    out = lt.tokenize(inputs, url, tokenizer=tok, storage_options=options, shard_rows=5)
+    assert out.url == url
+    assert rows(out) == expected(tok, docs[12:] + [docs[3]])
+    glob = lt.tokenize("s3://tokin/corpus/**/doc-0?.txt", tmp_path / "g", tokenizer=tok, storage_options=options)
+    assert rows(glob) == expected(tok, docs[:12])
+    # Run again: every unit skipped, nothing written twice.
+    again = lt.tokenize(inputs, url, tokenizer=tok, storage_options=options, shard_rows=5)
+    assert again.num_rows == out.num_rows and again.num_shards == out.num_shards
+    # A Parquet object, its column `field`, read by the native part.
+    buffer = pa.BufferOutputStream()
+    pq.write_table(pa.table({"body": docs[:7], "n": list(range(7))}), buffer)
+    s3.client().put_object(Bucket="tokin", Key="pq/b.parquet", Body=buffer.getvalue().to_pybytes())
+    parquet = lt.tokenize("s3://tokin/pq/b.parquet", tmp_path / "pq", tokenizer=tok, field="body", storage_options=options)
+    assert rows(parquet) == expected(tok, docs[:7])
+
+
+def test_url_inputs_bad_inputs_are_named(s3, tok_path, tmp_path):
+    s3.client().create_bucket(Bucket="tokbad")
+    s3.client().put_object(Bucket="tokbad", Key="bad.txt", Body=b"ok \xff no")
+    options = s3.storage_options()
+    for url in ["s3://tokbad/nothing/", "s3://tokbad/*.jsonl", "s3://tokbad/missing.txt"]:
+        with pytest.raises(FileNotFoundError, match=re.escape(url)):
+            lt.tokenize(url, tmp_path / "o1", tokenizer=tok_path, storage_options=options)
+    with pytest.raises(lt.InvalidFileError, match=r"s3://tokbad/bad.txt.*byte 3: not UTF-8"):
+        lt.tokenize("s3://tokbad/bad.txt", tmp_path / "o2", tokenizer=tok_path, storage_options=options)
+    with pytest.raises(lt.ArgumentError, match="only for a URL"):
+        lt.tokenize(tmp_path, tmp_path / "o3", tokenizer=tok_path, storage_options=options)
+    assert not (tmp_path / "o1" / "_lodtensor.json").exists()
+
+
+def test_a_killed_run_from_a_bucket_started_again_writes_every_document_once(s3, tok, tok_path, tmp_path):
+    docs = corpus(50, seed=9)
+    client = s3.client()
+    client.create_bucket(Bucket="tokkill")
+    for i in range(3):
+        lines = "".join(json.dumps({"text": d}) + "\n" for d in docs[i * 10 : (i + 1) * 10])
+        client.put_object(Bucket="tokkill", Key=f"c/part-{i}.jsonl", Body=lines.encode())
+    last = tmp_path / "last.txt"
+    last.write_text("\x00".join(docs[30:]), encoding="utf-8")
+    out = tmp_path / "out"
+    options = s3.storage_options()
+    run_killed(["s3://tokkill/c/", str(out), tok_path, str(last), json.dumps(options)], out)
+    inputs = ["s3://tokkill/c/", pa.table({"text": docs[30:]})]
+    ds = lt.tokenize(inputs, out, tokenizer=tok_path, shard_rows=3, storage_options=options)
+    assert rows(ds) == expected(tok, docs)

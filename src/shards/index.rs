@@ -359,6 +359,7 @@ impl IndexObject {
 
     /// Calls `each` with every shard's name and row (the rows of its record batches and the
     /// lengths of every field), in order.
+    #[cfg(feature = "remote")]
     pub(crate) fn each_shard(&self, mut each: impl FnMut(&str, ShardLengths)) {
         for batch in &self.batches {
             let files = batch.column(0).as_string::<i32>();

@@ -50,6 +50,8 @@ pub use remote::{
     index_with, parse_size, pending_prefixes, read_manifest_url, upload_pending, upload_shards,
 };
 #[cfg(feature = "remote")]
+pub(crate) use remote::{Remote, store_error};
+#[cfg(feature = "remote")]
 pub use remote_options::{DEFAULT_PREFETCH_BYTES, RemoteOptions};
 pub use source::CacheStats;
 pub use vacuum::vacuum;

@@ -43,6 +43,8 @@
 
 mod encode;
 mod inputs;
+#[cfg(feature = "remote")]
+mod objects;
 mod read;
 mod run;
 mod vocab;
@@ -50,7 +52,7 @@ mod vocab;
 use std::sync::Arc;
 
 pub use inputs::Input;
-pub use run::tokenize;
+pub use run::{tokenize, tokenize_task};
 pub use vocab::{Special, Tokenizer};
 
 #[cfg(feature = "remote")]

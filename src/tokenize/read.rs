@@ -1,9 +1,8 @@
 //! The documents of a unit, read in chunks: a text file is one document, a JSON lines
 //! file one per line (a string field), a Parquet file or a stream one per row (a string
-//! column).
+//! column). A file is a local file or an object of an input URL, read whole.
 
 use std::io::BufRead;
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -11,7 +10,7 @@ use arrow_array::{Array, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, DataType};
 
 use crate::error::{ArgumentError, DataError, Error, FileFormat, Result};
-use crate::tokenize::inputs::{FileKind, Source, display};
+use crate::tokenize::inputs::{FileKind, Place, Source};
 
 /// A chunk is handed over once its documents hold this many bytes.
 const CHUNK_BYTES: usize = 4 << 20;
@@ -50,33 +49,42 @@ pub(super) fn read(
 ) -> Result<()> {
     let mut chunk = Chunk::default();
     match source {
-        Source::Texts(paths) => {
-            for path in paths {
-                let bytes = std::fs::read(&path).map_err(|e| Error::from(e).in_file(&path))?;
+        Source::Texts(places) => {
+            for place in places {
+                let name = place.name();
+                let bytes = whole(&place)?;
                 chunk.bytes += bytes.len() as u64;
                 let text = String::from_utf8(bytes).map_err(|e| {
                     let at = e.utf8_error().valid_up_to();
-                    Error::invalid(FileFormat::Text, format!("byte {at}: not UTF-8")).in_file(&path)
+                    Error::invalid(FileFormat::Text, format!("byte {at}: not UTF-8")).in_file(&name)
                 })?;
-                chunk.push(text, &Arc::from(display(&path)));
+                chunk.push(text, &Arc::from(name));
                 if chunk.is_full() {
                     send(std::mem::take(&mut chunk))?;
                 }
             }
         }
-        Source::File(path, FileKind::JsonLines) => {
-            json_lines(&path, field, &mut chunk, send).map_err(|e| e.in_file(&path))?
+        Source::File(place, FileKind::JsonLines) => {
+            let name = place.name();
+            json_lines(&place, field, &mut chunk, send).map_err(|e| e.in_file(&name))?
         }
-        Source::File(path, FileKind::Parquet) => {
-            let reader = parquet_batches(&path, field).map_err(|e| e.in_file(&path))?;
-            let name: Arc<str> = Arc::from(display(&path));
+        Source::File(place, FileKind::Parquet) => {
+            let name = place.name();
+            let (reader, bytes) = parquet_batches(&place, field).map_err(|e| e.in_file(&name))?;
             let fault = Error::decoding(FileFormat::Parquet);
-            batches(reader, field, &name, &fault, &mut chunk, send)
-                .map_err(|e| e.in_file(&path))?;
-            chunk.bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+            batches(
+                reader,
+                field,
+                &Arc::from(name.as_str()),
+                &fault,
+                &mut chunk,
+                send,
+            )
+            .map_err(|e| e.in_file(&name))?;
+            chunk.bytes = bytes;
         }
-        Source::File(path, FileKind::Text) => {
-            return read(Source::Texts(vec![path]), field, send);
+        Source::File(place, FileKind::Text) => {
+            return read(Source::Texts(vec![place]), field, send);
         }
         Source::Stream(name, reader) => {
             batches(
@@ -95,17 +103,37 @@ pub(super) fn read(
     Ok(())
 }
 
-/// The documents of the JSON lines file `path`: the string `field` of each line's object
-/// (blank lines skipped).
+/// The bytes of the file at `place`, whole (an object up to its limit).
+fn whole(place: &Place) -> Result<Vec<u8>> {
+    match place {
+        Place::Path(path) => std::fs::read(path).map_err(|e| Error::from(e).in_file(path)),
+        #[cfg(feature = "remote")]
+        Place::Object(object) => Ok(Vec::from(object.read()?)),
+    }
+}
+
+/// The file at `place` as lines: a local file read as it goes, an object read whole.
+fn lines(place: &Place) -> Result<Box<dyn BufRead>> {
+    match place {
+        Place::Path(path) => {
+            let file = std::fs::File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+            Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, file)))
+        }
+        #[cfg(feature = "remote")]
+        Place::Object(object) => Ok(Box::new(std::io::Cursor::new(object.read()?))),
+    }
+}
+
+/// The documents of the JSON lines file at `place`: the string `field` of each line's
+/// object (blank lines skipped).
 fn json_lines(
-    path: &Path,
+    place: &Place,
     field: &str,
     chunk: &mut Chunk,
     send: &mut dyn FnMut(Chunk) -> Result<()>,
 ) -> Result<()> {
-    let file = std::fs::File::open(path).map_err(|e| Error::from(e).in_file(path))?;
-    let name: Arc<str> = Arc::from(display(path));
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let name: Arc<str> = Arc::from(place.name());
+    let mut reader = lines(place)?;
     let mut line = String::new();
     for number in 1.. {
         line.clear();
@@ -208,12 +236,33 @@ fn batches<R: RecordBatchReader + ?Sized>(
     Ok(())
 }
 
-/// The record batches of the column `field` of the Parquet file `path`.
+/// The record batches of the column `field` of the Parquet file at `place`, and the file's
+/// size.
 #[cfg(feature = "parquet")]
-fn parquet_batches(path: &Path, field: &str) -> Result<Box<dyn RecordBatchReader + Send>> {
+fn parquet_batches(place: &Place, field: &str) -> Result<(Box<dyn RecordBatchReader>, u64)> {
+    match place {
+        Place::Path(path) => {
+            let file = std::fs::File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+            let bytes = file.metadata().map_or(0, |m| m.len());
+            Ok((parquet_column(file, field)?, bytes))
+        }
+        #[cfg(feature = "remote")]
+        Place::Object(object) => {
+            let bytes = object.read()?;
+            let size = bytes.len() as u64;
+            Ok((parquet_column(bytes, field)?, size))
+        }
+    }
+}
+
+/// The record batches of the column `field` of the Parquet file `file`.
+#[cfg(feature = "parquet")]
+fn parquet_column<F: parquet::file::reader::ChunkReader + 'static>(
+    file: F,
+    field: &str,
+) -> Result<Box<dyn RecordBatchReader>> {
     use parquet::arrow::ProjectionMask;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let file = std::fs::File::open(path).map_err(|e| Error::from(e).in_file(path))?;
     let decoding = Error::decoding(FileFormat::Parquet);
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(&decoding)?;
     let index = builder
@@ -231,7 +280,7 @@ fn parquet_batches(path: &Path, field: &str) -> Result<Box<dyn RecordBatchReader
 
 /// Without the `parquet` feature: an error saying so.
 #[cfg(not(feature = "parquet"))]
-fn parquet_batches(_path: &Path, _field: &str) -> Result<Box<dyn RecordBatchReader + Send>> {
+fn parquet_batches(_place: &Place, _field: &str) -> Result<(Box<dyn RecordBatchReader>, u64)> {
     Err(Error::invalid_argument(
         "tokenize",
         "inputs",

@@ -1,6 +1,7 @@
 //! The run: each unit read on a thread of its own, encoded on every core and written by a
 //! pending writer of its prefix; units written before (pending or committed) skipped; then
-//! every pending unit committed at once.
+//! every pending unit committed at once. [`tokenize_task`] writes one task's share of the
+//! units and commits nothing, for a cluster's tasks and one commit after them.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -54,19 +55,89 @@ pub fn tokenize(
     tokenizer: &Tokenizer,
     options: &TokenizeOptions,
 ) -> Result<Manifest> {
+    write_pending(inputs, output, tokenizer, options, &|_| true)?;
+    match crate::shards::is_url(output) {
+        true => remote::commit_url(output, options),
+        false => commit(output),
+    }
+}
+
+/// Task `task` of `tasks` of a [`tokenize`] run shared out: writes the units of `inputs`
+/// whose index `i` in the run has `i % tasks == task`, as pending shards of their prefixes
+/// (the prefixes [`tokenize`] gives, so that either skips what the other wrote), skipping
+/// those written before; commits nothing. Once every task has finished,
+/// [`shards::commit`](crate::shards::commit) (or `commit_with` for a URL) of `output`
+/// gives the dataset [`tokenize`] would. Returns this task's [`Progress`].
+///
+/// # Errors
+/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) naming `task`
+/// when it is not less than `tasks`; else those of [`tokenize`].
+///
+/// # Example
+/// ```
+/// use lodtensor::tokenize::{Input, TokenizeOptions, Tokenizer, tokenize_task};
+/// let dir = tempfile::tempdir()?;
+/// let corpus = dir.path().join("corpus");
+/// std::fs::create_dir(&corpus)?;
+/// for name in ["a.jsonl", "b.jsonl", "c.jsonl"] {
+///     std::fs::write(corpus.join(name), "{\"text\": \"one\"}\n")?;
+/// }
+/// let tokenizer = Tokenizer::from_file(lodtensor::doc_fixtures::tokenizer_json())?;
+/// let out = dir.path().join("tokens");
+/// let out = out.to_str().unwrap();
+/// let options = TokenizeOptions::default();
+/// for task in 0..2 {
+///     let inputs = vec![Input::from(&corpus)];
+///     let done = tokenize_task(inputs, out, &tokenizer, &options, task, 2)?;
+///     assert_eq!(done.documents, [2, 1][task]);   // units 0 and 2, then unit 1
+/// }
+/// assert_eq!(lodtensor::shards::commit(out)?.num_rows(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn tokenize_task(
+    inputs: Vec<crate::tokenize::Input>,
+    output: &str,
+    tokenizer: &Tokenizer,
+    options: &TokenizeOptions,
+    task: usize,
+    tasks: usize,
+) -> Result<Progress> {
+    if task >= tasks {
+        return Err(Error::invalid_argument(
+            "tokenize_task",
+            "task",
+            format!("{task} of {tasks} tasks"),
+            "less than the number of tasks",
+        ));
+    }
+    write_pending(inputs, output, tokenizer, options, &|i| i % tasks == task)
+}
+
+/// Writes the units of `inputs` that `dealt` takes (by their index) as pending shards,
+/// skipping those written before (pending or committed).
+fn write_pending(
+    inputs: Vec<crate::tokenize::Input>,
+    output: &str,
+    tokenizer: &Tokenizer,
+    options: &TokenizeOptions,
+    dealt: &dyn Fn(usize) -> bool,
+) -> Result<Progress> {
     let encoder = Encoder {
         tokenizer,
         eos: tokenizer.special_id("eos", &options.eos())?,
         bos: tokenizer.special_id("bos", &options.bos())?,
         split: options.split.as_deref().filter(|s| !s.is_empty()),
     };
-    let units = units(inputs)?;
+    let units: Vec<Unit> = (units(inputs, options)?.into_iter().enumerate())
+        .filter_map(|(i, unit)| dealt(i).then_some(unit))
+        .collect();
     let mut progress = Progress {
         total_bytes: units.iter().map(|u| u.bytes).sum(),
         ..Progress::default()
     };
     if crate::shards::is_url(output) {
-        return remote::tokenize_url(units, output, &encoder, options, &mut progress);
+        remote::write_url(units, output, &encoder, options, &mut progress)?;
+        return Ok(progress);
     }
     let dir = Path::new(output);
     std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
@@ -84,7 +155,7 @@ pub fn tokenize(
         write_unit(unit, &encoder, options, &mut progress, &mut writer)?;
         writer.finish()?;
     }
-    commit(dir)
+    Ok(progress)
 }
 
 /// Counts a unit written before as done.
@@ -151,16 +222,15 @@ mod remote {
     use super::*;
     use crate::shards::{Location, commit_with, pending_prefixes, read_manifest_url};
 
-    /// As [`tokenize`] into a directory, each unit's shards written by a pending writer to
-    /// the URL (staged in a local directory of its own, uploaded by `finish`), then all
-    /// committed.
-    pub(super) fn tokenize_url(
+    /// As into a directory, each unit's shards written by a pending writer to the URL
+    /// (staged in a local directory of its own, uploaded by `finish`).
+    pub(super) fn write_url(
         units: Vec<Unit>,
         url: &str,
         encoder: &Encoder<'_>,
         options: &TokenizeOptions,
         progress: &mut Progress,
-    ) -> Result<Manifest> {
+    ) -> Result<()> {
         let remote = &options.remote;
         let mut done: BTreeSet<String> = pending_prefixes(url, remote)?.into_iter().collect();
         if let Some(manifest) = read_manifest_url(url, remote)? {
@@ -178,7 +248,12 @@ mod remote {
             write_unit(unit, encoder, options, progress, &mut writer)?;
             writer.finish()?;
         }
-        commit_with(url, remote)
+        Ok(())
+    }
+
+    /// Commits the pending manifests at `url`.
+    pub(super) fn commit_url(url: &str, options: &TokenizeOptions) -> Result<Manifest> {
+        commit_with(url, &options.remote)
     }
 }
 
@@ -187,18 +262,26 @@ mod remote {
 mod remote {
     use super::*;
 
-    pub(super) fn tokenize_url(
+    pub(super) fn write_url(
         _units: Vec<Unit>,
         url: &str,
         _encoder: &Encoder<'_>,
         _options: &TokenizeOptions,
         _progress: &mut Progress,
-    ) -> Result<Manifest> {
-        Err(Error::invalid_argument(
+    ) -> Result<()> {
+        Err(no_remote(url))
+    }
+
+    pub(super) fn commit_url(url: &str, _options: &TokenizeOptions) -> Result<Manifest> {
+        Err(no_remote(url))
+    }
+
+    fn no_remote(url: &str) -> Error {
+        Error::invalid_argument(
             "tokenize",
             "output",
             url,
             "a directory: this lodtensor was built without the `remote` feature (URLs)",
-        ))
+        )
     }
 }

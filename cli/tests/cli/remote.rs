@@ -1,12 +1,12 @@
 //! A URL wherever a command takes a sharded dataset's directory: `convert` to and from
-//! `s3://`, `info`, `validate`, `show`, `slice`, against moto's S3 server on 127.0.0.1
+//! `s3://`, `info`, `validate`, `show`, `slice`, `tokenize` from and to one, against moto's S3 server on 127.0.0.1
 //! (skipped without Python unless `LODTENSOR_REQUIRE_PYTHON=1`), the endpoint and the
 //! credentials from `AWS_*` variables.
 
 use std::path::Path;
 
 use crate::support::common::S3Server;
-use crate::support::{Run, batches_file, lodtensor_env};
+use crate::support::{Run, batches_file, lodtensor_env, lodtensor_in};
 
 /// Runs `lodtensor ARGS…` in `dir` with the server's endpoint and credentials in `AWS_*`.
 fn lodtensor_s3(s3: &S3Server, dir: &Path, args: &[&str]) -> Run {
@@ -106,4 +106,54 @@ fn a_bucket_manifest_claiming_huge_shards_fails_with_an_error_not_a_signal() {
             );
         }
     }
+}
+
+#[cfg(feature = "tokenize")]
+#[test]
+fn tokenize_reads_a_prefix_and_a_glob_of_a_bucket() {
+    use crate::tokenize::{jsonl, rows, tokenizer};
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::write(corpus.join("a.txt"), "LoD tensors, mapped.").unwrap();
+    std::fs::write(corpus.join("b.txt"), "From a bucket.").unwrap();
+    jsonl(&corpus.join("c.jsonl"), &["one\n\ntwo", "three"]);
+    s3.upload_dir(&corpus, "tokcli", "corpus");
+    let run = |args: &[&str]| lodtensor_s3(&s3, dir.path(), args);
+    let tok = tokenizer();
+    lodtensor_in(
+        dir.path(),
+        ["tokenize", "corpus", "local", "--tokenizer", &tok],
+    )
+    .ok();
+    let from_url = run(&[
+        "tokenize",
+        "s3://tokcli/corpus/",
+        "url",
+        "--tokenizer",
+        &tok,
+    ]);
+    assert!(from_url.ok().contains("4 documents"), "{from_url:?}");
+    assert_eq!(
+        rows(&dir.path().join("url")),
+        rows(&dir.path().join("local"))
+    );
+    // A glob, written to the bucket.
+    let out = "s3://tokcli/tokens/";
+    run(&[
+        "tokenize",
+        "s3://tokcli/corpus/*.jsonl",
+        out,
+        "--tokenizer",
+        &tok,
+    ])
+    .ok();
+    let info = run(&["info", out, "--cache-dir", "cache"]);
+    assert!(info.ok().contains("2 rows"), "{info:?}");
+    let missing = run(&["tokenize", "s3://tokcli/none/", "x", "--tokenizer", &tok]);
+    assert!(
+        missing.fails(3).contains("s3://tokcli/none/"),
+        "{missing:?}"
+    );
 }

@@ -14,14 +14,14 @@ use lodtensor::tokenize::Tokenizer;
 
 use crate::support::lodtensor_in;
 
-fn tokenizer() -> String {
+pub(crate) fn tokenizer() -> String {
     lodtensor::doc_fixtures::tokenizer_json()
         .to_string_lossy()
         .into_owned()
 }
 
 /// The token ids of every row of the dataset in `dir`, flattened per row.
-fn rows(dir: &Path) -> Vec<Vec<u16>> {
+pub(crate) fn rows(dir: &Path) -> Vec<Vec<u16>> {
     let data = ShardedDataset::open(dir).unwrap();
     (0..data.num_rows())
         .map(|row| {
@@ -32,7 +32,7 @@ fn rows(dir: &Path) -> Vec<Vec<u16>> {
         .collect()
 }
 
-fn jsonl(path: &Path, docs: &[&str]) {
+pub(crate) fn jsonl(path: &Path, docs: &[&str]) {
     let lines: Vec<String> = docs
         .iter()
         .map(|d| serde_json::json!({ "text": d }).to_string())

@@ -153,7 +153,17 @@ impl Remote {
     /// The object `name` whole and its ETag, or `None` if there is none; refused unread if
     /// larger than `limit` bytes.
     pub(crate) fn get(&self, name: &str, limit: u64) -> Result<Option<(Bytes, ETag)>> {
-        let location = self.location(name);
+        self.get_at(self.location(name), &self.url_of(name), limit)
+    }
+
+    /// [`Remote::get`] of the store's object at `location` (any path of the store, named
+    /// `url` in errors).
+    pub(crate) fn get_at(
+        &self,
+        location: StorePath,
+        url: &str,
+        limit: u64,
+    ) -> Result<Option<(Bytes, ETag)>> {
         let got = self.run(|store| async move {
             let result = store.get(&location).await?;
             let e_tag = result.meta.e_tag.clone();
@@ -167,9 +177,9 @@ impl Remote {
             Ok(Err(size)) => Err(Error::from(std::io::Error::other(format!(
                 "is {size} bytes, larger than the limit of {limit} bytes"
             )))
-            .in_file(self.url_of(name))),
+            .in_file(url)),
             Err(e @ object_store::Error::NotFound { .. }) if !no_bucket(&e) => Ok(None),
-            Err(e) => Err(store_error(e, &self.url_of(name))),
+            Err(e) => Err(store_error(e, url)),
         }
     }
 

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use source::CachedShards;
 
 use cache::ShardCache;
-use client::Remote;
+pub(crate) use client::{Remote, store_error};
 pub(crate) use meta::index_remote;
 #[allow(deprecated)]
 pub use meta::{index_url, index_with};
