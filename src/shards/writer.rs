@@ -307,14 +307,7 @@ impl ShardWriter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn pending(location: impl Into<Location>, options: ShardOptions) -> Result<Self> {
-        let dir = match location.into() {
-            Location::Path(dir) => dir,
-            Location::Url(url) => return Self::to_url(&url, Target::Pending, options),
-        };
-        let dir = dir.as_path();
-        std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
-        let (manifest, _) = LocalStore::new(dir).load_current()?;
-        Self::start(dir, options, Target::Pending, manifest)
+        Self::in_dir(location.into(), Target::Pending, options)
     }
 
     /// Replaces the dataset at `location` (a directory, created if missing, or a URL, as
@@ -345,15 +338,24 @@ impl ShardWriter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn overwrite(location: impl Into<Location>, options: ShardOptions) -> Result<Self> {
-        let dir = match location.into() {
+        Self::in_dir(location.into(), Target::Overwrite, options)
+    }
+
+    /// A pending or overwriting writer of `location` (a directory, created if missing, or a
+    /// URL).
+    fn in_dir(location: Location, target: Target, options: ShardOptions) -> Result<Self> {
+        let dir = match location {
             Location::Path(dir) => dir,
-            Location::Url(url) => return Self::to_url(&url, Target::Overwrite, options),
+            Location::Url(url) => return Self::to_url(&url, target, options),
         };
         let dir = dir.as_path();
         std::fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
+        let (manifest, base) = LocalStore::new(dir).load_current()?;
+        if target != Target::Overwrite {
+            return Self::start(dir, options, target, manifest);
+        }
         // The columns come from the new rows; the commit replaces the manifest read here.
-        let (_, base) = LocalStore::new(dir).load_current()?;
-        let mut writer = Self::start(dir, options, Target::Overwrite, None)?;
+        let mut writer = Self::start(dir, options, target, None)?;
         writer.base = base;
         Ok(writer)
     }
