@@ -42,7 +42,7 @@ tok = Tokenizer.from_file(tok_path)
 eos = tok.token_to_id("<|endoftext|>")
 
 def encode(path):
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", newline="") as f:  # the bytes as they are (CRLF kept)
         ids = tok.encode(f.read()).ids
     yield np.asarray(ids + [eos], dtype=np.uint16)
 
@@ -73,7 +73,8 @@ def loop(files: list[str], out: Path, tok_path: Path) -> None:
     eos = tok.token_to_id("<|endoftext|>")
     ids: list[np.ndarray] = []
     for start in range(0, len(files), 1024):
-        texts = [open(f, encoding="utf-8").read() for f in files[start : start + 1024]]
+        # newline="": the text as its bytes say (a CRLF file keeps its CRs, as lt.tokenize reads it).
+        texts = [open(f, encoding="utf-8", newline="").read() for f in files[start : start + 1024]]
         ids.extend(np.asarray(e.ids + [eos], dtype=np.uint16) for e in tok.encode_batch(texts))
     lengths = np.fromiter((len(a) for a in ids), dtype=np.int64, count=len(ids))
     offsets = pa.array(np.r_[0, np.cumsum(lengths)], pa.int64())

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -520,3 +521,17 @@ def test_a_forked_child_goes_on_from_its_position(request, source, mode):
     assert parent["first"] == epochs[0][:3] and parent["parent"] == epochs[0][3:]
     expected = {"iterate": epochs[0][3:] + epochs[1], "drop": [], "set_epoch": epochs[1]}
     assert child == expected[mode]
+
+
+def test_positions_saved_by_an_earlier_build_resume_the_same_batches():
+    # Saved by the build before lengths and orders went to 32 bits
+    # (tests/data/positions/make_positions.py): the same batches follow.
+    root = Path(__file__).resolve().parents[2] / "tests" / "data" / "positions"
+    ds = lt.open(root / "docs")
+    cases = json.loads((root / "positions.json").read_text())
+    assert len(cases) == 5
+    for case in cases:
+        loader = ds.loader(**case["options"])
+        loader.load_state_dict(case["state"])
+        it = iter(loader)
+        assert [next(it).samples.tolist() for _ in range(3)] == case["next"], case["options"]
