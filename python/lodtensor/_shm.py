@@ -359,6 +359,15 @@ class Leaf:
     mistaken for a tuple of a user's ``collate``."""
 
 
+class Plain:
+    """The tag of a subtree of plain Python values (a side column's strings): ``(Plain,
+    values)`` is handed over as it is, ``tensors`` takes ``values`` without walking it."""
+
+
+def plain(values: Any) -> tuple[Any, ...]:
+    return (Plain, values)
+
+
 def _leaf(start: int, nbytes: int, dtype: str, shape: tuple[int, ...], where: int) -> tuple[Any, ...]:
     return (Leaf, start, nbytes, dtype, shape, where)
 
@@ -370,6 +379,8 @@ def _is_leaf(tree: Any) -> bool:
 def tensors(tree: Any, bases: list[Any], inline: Any = None) -> Any:
     """``tree`` with each ``Leaf`` the tensor where it lies: ``inline`` or ``bases[where]``
     (a buffer, or a uint8 tensor)."""
+    if type(tree) is tuple and len(tree) == 2 and tree[0] is Plain:
+        return tree[1]
     if type(tree) is tuple and len(tree) == 6 and tree[0] is Leaf:
         _, start, nbytes, dtype_str, shape, where = tree
         source = inline if where == INLINE else bases[where]

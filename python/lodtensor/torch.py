@@ -259,6 +259,10 @@ class BatchDataset(IterableDataset):
         places: dict[int, tuple[Any, ...]] = {}  # the values arrays' places (lodtensor._shm)
         placer = _shm.Placer(self._blocks, places, region)
         tree = self._arrays(batch, pieces, placer.leaf, places)
+        if not callable(self.collate):  # side columns' lists cross as they are, unwalked
+            for name, value in tree.items():
+                if type(value) is list and batch.is_side(name):
+                    tree[name] = _shm.plain(value)
         placed = placer.finish(tree)
         if placed is None:  # every block in use: a torch shared tensor of its own
             return _shm.finish(placer.shared(tree), nested)
