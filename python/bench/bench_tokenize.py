@@ -37,7 +37,7 @@ import numpy as np
 from litdata import optimize
 from tokenizers import Tokenizer
 
-files, out, tok_path = sys.argv[1].split("\n"), sys.argv[2], sys.argv[3]
+files, out, tok_path = open(sys.argv[1]).read().split("\n"), sys.argv[2], sys.argv[3]
 tok = Tokenizer.from_file(tok_path)
 eos = tok.token_to_id("<|endoftext|>")
 
@@ -115,8 +115,10 @@ def main() -> None:
     tokens = len(pa.chunked_array(a.chunks).combine_chunks().values)
     print(f"{tokens / 1e6:.2f} M tokens, equal ids; lt.tokenize {theirs / ours:.2f}x the loop")
     if args.litdata_python:
+        listing = args.out / "litdata-inputs.txt"  # the file names: too many for a command line
+        listing.write_text("\n".join(files))
         run = subprocess.run(
-            [args.litdata_python, "-c", LITDATA, "\n".join(files), str(args.out / "litdata"), str(args.tokenizer)],
+            [args.litdata_python, "-c", LITDATA, str(listing), str(args.out / "litdata"), str(args.tokenizer)],
             capture_output=True,
             text=True,
         )
