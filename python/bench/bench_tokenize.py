@@ -117,8 +117,10 @@ def main() -> None:
     if args.litdata_python:
         listing = args.out / "litdata-inputs.txt"  # the file names: too many for a command line
         listing.write_text("\n".join(files))
+        script = args.out / "litdata_optimize.py"  # a file: spawned workers import `encode` from it
+        script.write_text(LITDATA)
         run = subprocess.run(
-            [args.litdata_python, "-c", LITDATA, str(listing), str(args.out / "litdata"), str(args.tokenizer)],
+            [args.litdata_python, str(script), str(listing), str(args.out / "litdata"), str(args.tokenizer)],
             capture_output=True,
             text=True,
         )
