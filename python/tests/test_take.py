@@ -10,6 +10,7 @@ import pytest
 
 import lodtensor as lt
 
+from s3_server import s3  # noqa: F401 (the fixture)
 from test_side_columns import table
 
 ROWS = 40
@@ -86,3 +87,18 @@ def test_take_of_a_run_is_a_view_and_bad_rows_are_named(datasets, which):
         ds.take("12")
     empty = ds.take([])
     assert got(empty).num_rows == 0
+
+
+def test_take_over_a_url_equals_the_local_take(s3, tmp_path):  # noqa: F811 (the fixture)
+    """Over a URL a take reads through the node cache: the shards holding the rows are
+    downloaded whole (range reads are issue 41's next step)."""
+    local = tmp_path / "local"
+    lt.write_shards(local, table().unify_dictionaries(), shard_rows=9, batch_bytes=2048)
+    url = s3.upload_dir(local, "take", "docs")
+    remote = lt.open(url, storage_options=s3.storage_options(), cache_dir=tmp_path / "cache")
+    assert remote.cache_stats()["shards_downloaded"] == 0
+    rows = [37, 2, 37, 20]
+    assert got(remote.take(rows)).equals(got(lt.open(local).take(rows)))
+    assert remote.cache_stats()["shards_downloaded"] >= 3       # shards 0, 2 and 4
+    columns = ["ids", "meta"]
+    assert got(remote.take(rows, columns)).equals(expected(lt.open(local), rows, columns))
