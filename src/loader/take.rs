@@ -11,7 +11,7 @@ use super::plan::{BatchInfo, Plan};
 use super::position::Fingerprint;
 use super::store::view_rows;
 use crate::dataset::{Column, Dataset};
-use crate::error::{ArgumentError, Result};
+use crate::error::Result;
 use crate::io::MappedFile;
 use crate::io::ipc_reader::MappedDataset;
 use crate::row_index::RowIndex;
@@ -24,7 +24,7 @@ impl MappedDataset {
     /// [`sample`](Self::sample)s one after the other.
     ///
     /// # Errors
-    /// [`ArgumentError::RowsOutOfBounds`] naming the first row past the last, and the
+    /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds) naming the first row past the last, and the
     /// file's row count; gathering's errors (an offset past the column's width).
     ///
     /// # Example
@@ -39,12 +39,7 @@ impl MappedDataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn take(&self, rows: &[usize]) -> Result<Batch> {
-        take_rows(
-            self.batches().to_vec(),
-            self.mapped_file().cloned(),
-            rows,
-            None,
-        )
+        take_rows(self.batches(), self.mapped_file().cloned(), rows, None)
     }
 
     /// [`take`](Self::take) of the columns `columns` only, in that order.
@@ -63,7 +58,7 @@ impl MappedDataset {
     /// ```
     pub fn take_columns(&self, rows: &[usize], columns: &[&str]) -> Result<Batch> {
         let file = self.mapped_file().cloned();
-        take_rows(self.batches().to_vec(), file, rows, Some(columns))
+        take_rows(self.batches(), file, rows, Some(columns))
     }
 }
 
@@ -73,7 +68,7 @@ impl ShardedDataset {
     /// see [`MappedDataset::take`] for when the batch is a view and when a copy.
     ///
     /// # Errors
-    /// [`ArgumentError::RowsOutOfBounds`] naming the first row past the last, and the
+    /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds) naming the first row past the last, and the
     /// dataset's row count; the shards' errors on first touch; gathering's.
     ///
     /// # Example
@@ -118,33 +113,14 @@ impl ShardedDataset {
 
     /// The rows of the shards they lie in, renumbered over those shards alone.
     fn take_projected(&self, rows: &[usize], columns: Option<&[&str]>) -> Result<Batch> {
-        check_rows(rows, self.num_rows())?;
-        let shards = self.row_index();
-        // The shards touched, in shard order, each with the first (renumbered) row.
-        let mut touched: Vec<(usize, usize)> = Vec::new();
-        for &row in rows {
-            let (s, _) = shards.try_locate(row)?;
-            if let Err(at) = touched.binary_search_by_key(&s, |t| t.0) {
-                touched.insert(at, (s, 0));
-            }
-        }
-        let (mut batches, mut files, mut start) = (Vec::new(), Vec::new(), 0);
-        for t in &mut touched {
-            let file = self.shard(t.0)?;
-            t.1 = start;
-            start += file.num_rows();
+        let (touched, local) = touched_parts(self.row_index(), rows)?;
+        let (mut batches, mut files) = (Vec::new(), Vec::new());
+        for &shard in &touched {
+            let file = self.shard(shard)?;
             batches.extend_from_slice(file.batches());
             files.extend(file.mapped_file().cloned());
         }
-        let local: Vec<usize> = rows
-            .iter()
-            .map(|&row| {
-                let s = shards.locate(row).map_or(0, |(s, _)| s);
-                let at = touched.partition_point(|t| t.0 < s);
-                touched[at].1 + row - shards.part_rows(s).start
-            })
-            .collect();
-        let mut batch = take_in(batches, &files, &local, columns, || {
+        let mut batch = take_in(&batches, &files, &local, columns, || {
             self.columns().iter().map(|c| c.empty_column()).collect()
         })?;
         batch.plan = Arc::new(Plan::of_rows(rows.to_vec(), batch.info));
@@ -152,28 +128,13 @@ impl ShardedDataset {
     }
 }
 
-/// [`ArgumentError::RowsOutOfBounds`] for the first row of `rows` not under `len`.
-fn check_rows(rows: &[usize], len: usize) -> Result<()> {
-    match rows.iter().find(|&&r| r >= len) {
-        Some(&row) => Err(ArgumentError::RowsOutOfBounds {
-            start: row,
-            end: row + 1,
-            len,
-        }
-        .into()),
-        None => Ok(()),
-    }
-}
-
 /// A file's take: its record batches `batches`, in `file`.
 fn take_rows(
-    batches: Vec<Dataset>,
+    batches: &[Dataset],
     file: Option<Arc<MappedFile>>,
     rows: &[usize],
     columns: Option<&[&str]>,
 ) -> Result<Batch> {
-    let num_rows = batches.iter().map(Dataset::num_rows).sum();
-    check_rows(rows, num_rows)?;
     let schema = batches.first().map(Dataset::schema);
     take_in(
         batches,
@@ -187,36 +148,62 @@ fn take_rows(
     )
 }
 
+/// The parts of `index` that `rows` touch, in order, and `rows` renumbered over those parts
+/// alone.
+fn touched_parts(index: &RowIndex, rows: &[usize]) -> Result<(Vec<usize>, Vec<usize>)> {
+    let located = (rows.iter())
+        .map(|&r| index.try_locate(r))
+        .collect::<Result<Vec<_>>>()?;
+    let mut parts: Vec<usize> = located.iter().map(|&(p, _)| p).collect();
+    parts.sort_unstable();
+    parts.dedup();
+    let mut starts = Vec::with_capacity(parts.len());
+    let mut at = 0;
+    for &p in &parts {
+        starts.push(at);
+        at += index.part_rows(p).len();
+    }
+    let local = (located.iter())
+        .map(|&(p, row)| starts[parts.partition_point(|&q| q < p)] + row)
+        .collect();
+    Ok((parts, local))
+}
+
 /// Rows `rows` (checked to be rows of `batches`) of `batches` (lying in `files`), of
-/// `columns` when given; `empty` gives the columns when there is no record batch.
+/// `columns` when given: only the record batches holding a row are read. `empty` gives the
+/// columns when there is no record batch.
 fn take_in(
-    batches: Vec<Dataset>,
+    batches: &[Dataset],
     files: &[Arc<MappedFile>],
     rows: &[usize],
     columns: Option<&[&str]>,
     empty: impl FnOnce() -> Result<Vec<Column>>,
 ) -> Result<Batch> {
-    let batches = match columns {
-        Some(names) => batches
-            .iter()
-            .map(|b| project(b, names))
-            .collect::<Result<Vec<_>>>()?,
-        None => batches,
+    let all = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
+    let (touched, rows_in) = touched_parts(&all, rows)?;
+    let read = |b: &Dataset| match columns {
+        Some(names) => project(b, names),
+        None => Ok(b.clone()),
     };
-    let index = RowIndex::from_counts(batches.iter().map(Dataset::num_rows));
-    let (data, view) = match view_rows(rows, &index) {
-        Some((b, local)) => (batches[b].slice_rows(local)?, true),
+    let batches_in = (touched.iter())
+        .map(|&b| read(&batches[b]))
+        .collect::<Result<Vec<_>>>()?;
+    let index = RowIndex::from_counts(batches_in.iter().map(Dataset::num_rows));
+    let (data, view) = match view_rows(&rows_in, &index) {
+        Some((b, local)) => (batches_in[b].slice_rows(local)?, true),
         None if rows.is_empty() => match batches.first() {
-            Some(b) => (b.slice_rows(0..0)?, true),
-            None => (Dataset::try_new(empty()?)?, false),
+            Some(b) => (read(b)?.slice_rows(0..0)?, true),
+            None => (read(&Dataset::try_new(empty()?)?)?, false),
         },
         None => {
-            let sources: Vec<Vec<Source>> = (batches.iter())
+            let sources: Vec<Vec<Source>> = (batches_in.iter())
                 .map(|b| b.columns().iter().map(Source::new).collect())
                 .collect();
-            let infos: Vec<ColumnInfo> = batches[0].columns().iter().map(ColumnInfo::new).collect();
+            let infos: Vec<ColumnInfo> = (batches_in[0].columns().iter())
+                .map(ColumnInfo::new)
+                .collect();
             let mut gatherer = Gatherer::new(false);
-            (gatherer.gather(rows, &index, &sources, &infos)?, false)
+            (gatherer.gather(&rows_in, &index, &sources, &infos)?, false)
         }
     };
     let infos: Vec<ColumnInfo> = data.columns().iter().map(ColumnInfo::new).collect();

@@ -62,6 +62,9 @@ fn take_of_shards_maps_only_the_shards_it_reads() {
     }
     let err = data.take(&[30]).unwrap_err();
     assert!(out_of_bounds(&err, 30, 30), "{err}");
+    let empty = data.take_columns(&[], &["side2", "tokens"]).unwrap();
+    assert_eq!(empty.data().num_rows(), 0);
+    assert_eq!(empty.data().columns().len(), 2);
     let batch = data.take(&[29, 1, 29]).unwrap();
     assert_eq!(batch.samples(), &[29, 1, 29]);
     assert_eq!(batch.data().to_record_batch(), take(&ds, &[29, 1, 29]));
