@@ -293,6 +293,14 @@ class ShardedDataset:
         into its shard's mapping."""
     def __getitem__(self, index: int, /) -> pa.RecordBatch:
         """``row(index)``; ``IndexError`` past either end."""
+    def take(
+        self,
+        rows: Sequence[int] | npt.NDArray[np.integer[Any]],
+        columns: Sequence[str] | None = None,
+    ) -> Batch:
+        """Rows ``rows`` (from 0; repeats allowed) in the order given, of every column or
+        of ``columns``, as one ``Batch``: a view when they are consecutive rows of one
+        record batch, else copied once. ``IndexError`` naming a row out of range."""
     @deprecated("ShardedDataset.sample(row) is deprecated: use row(row) or ds[row]")
     def sample(self, row: int) -> pa.RecordBatch: ...
     def reader(self, shards: Sequence[int] | None = None) -> pa.RecordBatchReader:
@@ -386,6 +394,14 @@ class Dataset:
         into the mapping."""
     def __getitem__(self, index: int, /) -> pa.RecordBatch:
         """``row(index)``; ``IndexError`` past either end."""
+    def take(
+        self,
+        rows: Sequence[int] | npt.NDArray[np.integer[Any]],
+        columns: Sequence[str] | None = None,
+    ) -> Batch:
+        """Rows ``rows`` (from 0; repeats allowed) in the order given, of every column or
+        of ``columns``, as one ``Batch``: a view when they are consecutive rows of one
+        record batch, else copied once. ``IndexError`` naming a row out of range."""
     @deprecated("Dataset.sample(row) is deprecated: use row(row) or ds[row]")
     def sample(self, row: int) -> pa.RecordBatch: ...
     def to_pyarrow(self) -> pa.Table:

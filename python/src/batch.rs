@@ -35,6 +35,38 @@ impl Batch {
     }
 }
 
+/// `ds.take(rows, columns)` of a dataset of `len` rows: `rows` ints (a sequence, or a
+/// numpy integer array) from 0 to `len - 1`, an `IndexError` naming the first other one;
+/// `take` (the crate's, given the rows and the projection) run without the GIL.
+pub fn take<F>(
+    py: Python<'_>,
+    rows: &Bound<'_, PyAny>,
+    columns: Option<Vec<String>>,
+    len: usize,
+    take: F,
+) -> PyResult<Batch>
+where
+    F: FnOnce(&[usize], Option<&[&str]>) -> lodtensor::Result<lodtensor::Batch> + Send,
+{
+    let asked: Vec<i64> = rows.extract()?;
+    let rows = (asked.iter())
+        .map(|&r| match usize::try_from(r) {
+            Ok(row) if row < len => Ok(row),
+            _ => Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "take: row {r} is out of range: the dataset has {len} rows"
+            ))),
+        })
+        .collect::<PyResult<Vec<usize>>>()?;
+    let batch = py
+        .detach(|| {
+            let names: Option<Vec<&str>> =
+                (columns.as_ref()).map(|c| c.iter().map(String::as_str).collect());
+            take(&rows, names.as_deref())
+        })
+        .py_err()?;
+    Ok(Batch::new(batch, Arc::new(PyOnceLock::new())))
+}
+
 #[lodtensor_python_guard::guard]
 #[pymethods]
 impl Batch {

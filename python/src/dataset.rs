@@ -223,6 +223,33 @@ impl Dataset {
         self.row_at(py, row_index(index, self.file.num_rows())?)
     }
 
+    /// The rows `rows` (ints from 0, a sequence or a numpy integer array; repeats allowed)
+    /// in the order given, of every column or of `columns`, as one `Batch`: a view of the
+    /// mapping when they are consecutive rows of one record batch, else copied once.
+    /// `IndexError` naming a row out of range.
+    #[pyo3(signature = (rows, columns = None))]
+    fn take(
+        &self,
+        py: Python<'_>,
+        rows: &Bound<'_, PyAny>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<crate::batch::Batch> {
+        if self.lease.due() {
+            self.file.check_unchanged().py_err()?;
+        }
+        let data = self.file.clone();
+        crate::batch::take(
+            py,
+            rows,
+            columns,
+            data.num_rows(),
+            |rows, columns| match columns {
+                Some(columns) => data.take_columns(rows, columns),
+                None => data.take(rows),
+            },
+        )
+    }
+
     /// `ds[i]`: `ds.row(i)`.
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
         self.row(py, index)

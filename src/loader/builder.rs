@@ -651,7 +651,7 @@ impl<'a> LoaderBuilder<'a> {
 }
 
 /// The columns of `schema`, without rows.
-fn empty_columns(schema: &Schema) -> Result<Vec<Column>> {
+pub(super) fn empty_columns(schema: &Schema) -> Result<Vec<Column>> {
     schema
         .fields()
         .iter()

@@ -106,6 +106,7 @@ mod position;
 mod prefetch;
 mod shared;
 mod store;
+mod take;
 
 use std::sync::Arc;
 

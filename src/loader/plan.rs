@@ -159,6 +159,17 @@ impl Plan {
         }
     }
 
+    /// The plan of one batch of the rows `samples` (a take), described by `info`.
+    pub(super) fn of_rows(samples: Vec<usize>, info: BatchInfo) -> Plan {
+        Plan {
+            epoch: 0,
+            samples,
+            infos: vec![info],
+            dropped: 0,
+            windows: None,
+        }
+    }
+
     /// [`Plan::build`] with the epoch's order in `S`.
     fn build_in<S: Slot>(
         config: &PlanConfig,

@@ -33,7 +33,7 @@ mod lazy;
 mod mapped;
 mod measured;
 
-pub(super) use mapped::Places;
+pub(super) use mapped::{Places, view_rows};
 
 /// A loader's storage: it loads the batches of the loader's plans.
 pub(super) trait RowStore: Debug + Send {

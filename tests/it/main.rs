@@ -26,3 +26,4 @@ mod remote;
 mod remote_lengths;
 mod shards;
 mod side_columns;
+mod take;

@@ -121,7 +121,7 @@ fn write(path: &Path, ds: &Dataset, batch_bytes: usize) {
 
 /// A dataset of `rows` rows with every side column kind, written in batches of about
 /// `batch_bytes` and mapped (the directory holding it, the mapping, the dataset).
-fn every_kind_written(
+pub(crate) fn every_kind_written(
     rows: usize,
     seed: usize,
     batch_bytes: usize,
@@ -144,13 +144,13 @@ fn write_bad_utf8(path: &Path, ds: &Dataset) {
 }
 
 /// Rows `rows` of `ds`, as arrow-rs's `take` gives them, as one record batch.
-fn take(ds: &Dataset, rows: &[usize]) -> RecordBatch {
+pub(crate) fn take(ds: &Dataset, rows: &[usize]) -> RecordBatch {
     let indices = UInt64Array::from_iter_values(rows.iter().map(|&r| r as u64));
     arrow_select::take::take_record_batch(&ds.to_record_batch(), &indices).unwrap()
 }
 
 /// The record batches of `parts`, concatenated.
-fn concat(parts: &[Dataset]) -> RecordBatch {
+pub(crate) fn concat(parts: &[Dataset]) -> RecordBatch {
     let batches: Vec<RecordBatch> = parts.iter().map(Dataset::to_record_batch).collect();
     arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
 }
