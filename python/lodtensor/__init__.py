@@ -192,7 +192,7 @@ def write_shards(
     shards in a pending manifest; ``lodtensor.commit(path)`` then merges them), or
     ``"overwrite"``: the dataset there, if any, replaced atomically by ``data`` whatever its
     columns (readers see the old rows or the new ones; the old shards stay until ``vacuum``
-    removes them). ``compression`` (``"zstd"``, ``"lz4"``) compresses every shard, as
+    removes them, and ``pyarrow.dataset`` on the directory sees them until then). ``compression`` (``"zstd"``, ``"lz4"``) compresses every shard, as
     ``write``. Returns the manifest written, as a dict.
 
         >>> lt.write_shards("shards/", table, shard_rows=1000)         # doctest: +SKIP
