@@ -41,56 +41,24 @@ pub fn tokenize<'py>(
     task: Option<(usize, usize)>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let tokenizer = py
-        .detach(|| match (tokenizer_path, tokenizer_json) {
-            (Some(path), None) => Tokenizer::from_file(path),
-            (None, Some(json)) => Tokenizer::from_json(&json),
-            _ => Err(lodtensor::Error::invalid_argument(
-                "tokenize",
-                "tokenizer",
-                "both or neither of a path and a JSON text",
-                "a path to tokenizer.json or a tokenizers.Tokenizer",
-            )),
-        })
+        .detach(|| load(tokenizer_path, tokenizer_json))
         .py_err()?;
     let mut options = TokenizeOptions::default()
         .with_eos(special("eos", eos, Special::Auto)?)
-        .with_bos(special("bos", bos, Special::None)?);
+        .with_bos(special("bos", bos, Special::None)?)
+        .with_shard_options(shard_options(shard_rows, compression)?);
     if let Some(field) = field {
         options = options.with_field(field);
     }
     if let Some(split) = split {
         options = options.with_split(split);
     }
-    let mut shards =
-        ShardOptions::default().with_write_options(write_options("i64", None, compression)?);
-    if let Some(rows) = size_option("shard_rows", shard_rows)? {
-        shards = shards.with_shard_rows(rows);
-    }
-    options = options.with_shard_options(shards);
     let inputs = inputs
         .iter()
         .map(|item| input(py, item))
         .collect::<PyResult<Vec<_>>>()?;
-    let url_input = inputs.iter().any(|input| match input {
-        Input::Path(path) => lodtensor::shards::is_url(&path.to_string_lossy()),
-        _ => false,
-    });
-    let url = url_input || lodtensor::shards::is_url(&output);
-    match (url, storage_options) {
-        (true, Some(storage)) => {
-            let remote = storage
-                .into_iter()
-                .fold(RemoteOptions::default(), |o, (k, v)| {
-                    o.with_storage_option(k, v)
-                });
-            options = options.with_remote_options(remote);
-        }
-        (false, Some(_)) => {
-            return Err(invalid(
-                "tokenize(PATH, storage_options=...): only for a URL input or output",
-            ));
-        }
-        _ => {}
+    if let Some(storage) = storage_options {
+        options = with_storage(options, &inputs, &output, storage)?;
     }
     if let Some((task, tasks)) = task {
         let done = py
@@ -110,6 +78,57 @@ pub fn tokenize<'py>(
         .detach(|| lodtensor::tokenize::tokenize(inputs, &output, &tokenizer, &options))
         .py_err()?;
     manifest_dict(py, &manifest)
+}
+
+/// The tokenizer of the file `path` or of the JSON text `json` (one of them).
+fn load(path: Option<PathBuf>, json: Option<String>) -> lodtensor::Result<Tokenizer> {
+    match (path, json) {
+        (Some(path), None) => Tokenizer::from_file(path),
+        (None, Some(json)) => Tokenizer::from_json(&json),
+        _ => Err(lodtensor::Error::invalid_argument(
+            "tokenize",
+            "tokenizer",
+            "both or neither of a path and a JSON text",
+            "a path to tokenizer.json or a tokenizers.Tokenizer",
+        )),
+    }
+}
+
+/// The shards' options: `shard_rows` rows a shard, `compression`'s codec.
+fn shard_options(
+    shard_rows: Option<&Bound<'_, PyAny>>,
+    compression: Option<&str>,
+) -> PyResult<ShardOptions> {
+    let shards =
+        ShardOptions::default().with_write_options(write_options("i64", None, compression)?);
+    Ok(match size_option("shard_rows", shard_rows)? {
+        Some(rows) => shards.with_shard_rows(rows),
+        None => shards,
+    })
+}
+
+/// `options` with the store options `storage`, which only a URL input or output takes.
+fn with_storage(
+    options: TokenizeOptions,
+    inputs: &[Input],
+    output: &str,
+    storage: BTreeMap<String, String>,
+) -> PyResult<TokenizeOptions> {
+    let url_input = inputs.iter().any(|input| match input {
+        Input::Path(path) => lodtensor::shards::is_url(&path.to_string_lossy()),
+        _ => false,
+    });
+    if !url_input && !lodtensor::shards::is_url(output) {
+        return Err(invalid(
+            "tokenize(PATH, storage_options=...): only for a URL input or output",
+        ));
+    }
+    let remote = storage
+        .into_iter()
+        .fold(RemoteOptions::default(), |o, (k, v)| {
+            o.with_storage_option(k, v)
+        });
+    Ok(options.with_remote_options(remote))
 }
 
 /// A path (`str` or `os.PathLike`) or a `(name, stream)` pair as an input.
