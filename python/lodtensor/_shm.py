@@ -12,7 +12,8 @@ each array of an item goes the cheapest way that leaves the main process its own
 - A small array (offsets, sample numbers, at most ``INLINE_MAX`` bytes) goes in the
   message itself.
 - Any other (a padded batch, packed position ids, a batch gathered on the heap) is copied
-  into one of the worker's shared-memory blocks (a ``memfd``, mapped once and pre-faulted).
+  into one of the worker's shared-memory blocks (a ``memfd``, mapped once and pre-faulted),
+  from the crate's pool of reused regions (``_native.RegionPool``, the loader's own).
   Making and faulting shared memory for every batch costs about 1 ms per MiB on some
   virtual machines; a reused block costs one copy.
 
@@ -64,30 +65,12 @@ class Shm(NamedTuple):
     size: int
 
 
-class Blocks:
-    """A worker process's blocks: ``take(nbytes)`` gives a free one of at least ``nbytes``
-    after its header (marked in use) or ``None``."""
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.blocks: dict[int, np.ndarray] = {}  # fd -> the block's bytes
-        self._shm: dict[int, Shm] = {}
-        self._maps: list[mmap.mmap] = []
-
-    def take(self, nbytes: int) -> Shm | None:
-        fd = next((fd for fd, raw in self.blocks.items() if raw[FLAG] == 0 and len(raw) >= ALIGN + nbytes), None)
-        if fd is None:
-            if len(self.blocks) == BLOCKS or not hasattr(os, "memfd_create"):
-                return None
-            size = ALIGN + _native.region_size(nbytes)  # as the loader's regions: reused by a little larger
-            fd = os.memfd_create("lodtensor-batch", os.MFD_CLOEXEC)
-            os.ftruncate(fd, size)
-            block = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | _POPULATE)
-            self._maps.append(block)
-            self.blocks[fd] = np.frombuffer(block, np.uint8)
-            self._shm[fd] = Shm(self.pid, fd, os.fstat(fd).st_ino, size)
-        self.blocks[fd][FLAG] = 1
-        return self._shm[fd]
+def blocks() -> Any:
+    """A worker process's blocks: the crate's pool of reused regions (``RegionPool``, the
+    one its loader gathers into), up to ``BLOCKS``. ``take(nbytes)`` gives a free one of at
+    least ``nbytes`` after its header, marked lent, as ``(pid, fd, ino, size, array)`` (a
+    writable ``uint8`` array over the whole region), or ``None``."""
+    return _native.RegionPool(BLOCKS)
 
 
 class File(NamedTuple):
@@ -271,7 +254,7 @@ class Placer:
     file or in the shared memory the batch was gathered into); ``region``: that shared
     memory's ``(fd, inode, address, size)`` (``Batch.lend_shared_memory``), lent."""
 
-    def __init__(self, blocks: Blocks, places: dict[int, tuple[Any, ...]], region: tuple[int, ...] | None) -> None:
+    def __init__(self, blocks: Any, places: dict[int, tuple[Any, ...]], region: tuple[int, ...] | None) -> None:
         self.blocks, self.places = blocks, places
         self.arrays: list[np.ndarray] = []
         self.leaves: list[tuple[Any, ...]] = []
@@ -307,11 +290,11 @@ class Placer:
         """The arrays copied where their leaves say; ``None`` when a block is needed and
         none is free."""
         if self.block >= 0:
-            shm = self.blocks.take(self.block_end)
-            if shm is None:
+            taken = self.blocks.take(self.block_end)
+            if taken is None:
                 return None
-            self.sources[self.block] = shm
-            copy(self.blocks.blocks[shm.fd], self.arrays, self.leaves, self.block)
+            self.sources[self.block] = Shm(*taken[:4])
+            copy(taken[4], self.arrays, self.leaves, self.block)
         inline = None
         if self.inline_end:
             inline = bytearray(self.inline_end)

@@ -149,7 +149,7 @@ class BatchDataset(IterableDataset):
         self._last: Batch | None = None
         self._token = uuid.uuid4().hex  # names this dataset's workers' blocks (lodtensor._shm)
         weakref.finalize(self, _shm.forget, self._token)
-        self._blocks: _shm.Blocks | None = None
+        self._blocks: Any = None  # the worker's _native.RegionPool (lodtensor._shm.blocks)
 
     @property
     def source(self) -> str | None:
@@ -254,7 +254,7 @@ class BatchDataset(IterableDataset):
         if worker is None:  # the main process: tensors over the batch's arrays
             return _shm.finish(_quiet(self._arrays, batch, pieces, _tensor), nested)
         if self._blocks is None or self._blocks.pid != os.getpid():
-            self._blocks = _shm.Blocks()
+            self._blocks = _shm.blocks()
         region = None if batch.is_view else batch.lend_shared_memory()
         places: dict[int, tuple[Any, ...]] = {}  # the values arrays' places (lodtensor._shm)
         placer = _shm.Placer(self._blocks, places, region)

@@ -47,6 +47,19 @@ impl Array {
         }
     }
 
+    /// A writable array of `len` bytes at `address`, which `owner` keeps alive: memory the
+    /// caller may write, such as a region of shared memory just taken from its pool.
+    pub fn writable_bytes(owner: Arc<dyn Any + Send + Sync>, address: *mut u8, len: usize) -> Self {
+        Array {
+            _owner: owner,
+            address: address as usize,
+            shape: vec![len],
+            typestr: typestr(DType::UInt8),
+            typenum: typenum(DType::UInt8),
+            writable: true,
+        }
+    }
+
     /// A writable array that owns `items` (moved, not copied).
     pub fn owned<T: Element>(items: Vec<T>, shape: Vec<usize>) -> Self {
         let address = items.as_ptr() as *const u8;
@@ -248,7 +261,8 @@ impl Array {
         let base = Bound::new(py, self)?.into_any();
         // SAFETY: `address` holds `shape` items of the type (an Arrow buffer, whose items
         // are aligned, or a `Vec`), kept alive by the owner inside `base`; only the `Vec`s
-        // of `Array::owned`, which nothing else reads, are writable.
+        // of `Array::owned`, which nothing else reads, and the bytes of
+        // `Array::writable_bytes`, which their caller may write, are writable.
         let made = unsafe {
             numpy_api::new_array(
                 py,

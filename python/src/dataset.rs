@@ -6,17 +6,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use lodtensor::MappedDataset;
-use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyList};
 
-use crate::array::{Array, rebased_offsets};
-use crate::deprecated;
 use crate::error::IntoPy;
 use crate::ffi;
 use crate::loader::{Loader, Source};
-use crate::loader_options::Options;
+use crate::rows::{Rows, offsets_per_level};
 
 /// Maps and validates the dataset file at `path` (every offset of every level is checked;
 /// no value is read): only the columns `columns`, in that order, when given (the others
@@ -129,7 +126,25 @@ impl Dataset {
         Ok(list.bind(py))
     }
 
-    /// Row `row` as a one-row `pyarrow.RecordBatch`.
+    fn stream<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        self.file.check_unchanged().py_err()?;
+        let batches = self
+            .file
+            .batches()
+            .iter()
+            .map(|b| b.to_record_batch())
+            .collect();
+        ffi::stream_capsule(py, batches, self.file.schema().clone())
+    }
+}
+
+impl Rows for Dataset {
+    const CLASS: &'static str = "Dataset";
+
+    fn num_rows(&self) -> usize {
+        self.file.num_rows()
+    }
+
     fn row_at<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
         let (batch, local) = self.file.locate_row(row).py_err()?;
         if self.lease.due() {
@@ -140,15 +155,32 @@ impl Dataset {
             .call_method1(pyo3::intern!(py, "slice"), (local, 1))
     }
 
-    fn stream<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        self.file.check_unchanged().py_err()?;
-        let batches = self
-            .file
-            .batches()
-            .iter()
-            .map(|b| b.to_record_batch())
-            .collect();
-        ffi::stream_capsule(py, batches, self.file.schema().clone())
+    fn take_rows(
+        &self,
+        rows: &[usize],
+        columns: Option<&[&str]>,
+    ) -> lodtensor::Result<lodtensor::Batch> {
+        if self.lease.due() {
+            self.file.check_unchanged()?;
+        }
+        match columns {
+            Some(columns) => self.file.take_columns(rows, columns),
+            None => self.file.take(rows),
+        }
+    }
+
+    fn offset_levels(&self, py: Python<'_>, column: &str) -> PyResult<Vec<Vec<i64>>> {
+        let known = self.names.iter().any(|n| n == column);
+        py.detach(|| offsets_per_level(self.file.batches().iter(), column, known))
+            .py_err()
+    }
+
+    fn source(&self) -> Source {
+        Source::File(self.file.clone())
+    }
+
+    fn warned(&self) -> &AtomicBool {
+        &self.warned
     }
 }
 
@@ -200,27 +232,18 @@ impl Dataset {
         column: &str,
         level: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let file = self.file.clone();
-        let known = self.names.iter().any(|n| n == column);
-        let levels = py
-            .detach(|| offsets_per_level(file.batches().iter(), column, known))
-            .py_err()?;
-        offsets_to_py(py, levels, level)
+        self.offsets_py(py, column, level)
     }
 
     /// Deprecated: `offsets(column)`.
     fn lod<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Bound<'py, PyAny>> {
-        deprecated::warn(
-            py,
-            c"Dataset.lod(column) is deprecated: use offsets(column)",
-        )?;
-        self.offsets(py, column, None)
+        self.lod_py(py, column)
     }
 
     /// Row `index` (negative counts from the end) as a one-row `pyarrow.RecordBatch`, a
     /// view into the mapping. `IndexError` past either end.
     fn row<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        self.row_at(py, row_index(index, self.file.num_rows())?)
+        self.row_py(py, index)
     }
 
     /// The rows `rows` (ints from 0, a sequence or a numpy integer array; repeats allowed)
@@ -234,20 +257,7 @@ impl Dataset {
         rows: &Bound<'_, PyAny>,
         columns: Option<Vec<String>>,
     ) -> PyResult<crate::batch::Batch> {
-        if self.lease.due() {
-            self.file.check_unchanged().py_err()?;
-        }
-        let data = self.file.clone();
-        crate::batch::take(
-            py,
-            rows,
-            columns,
-            data.num_rows(),
-            |rows, columns| match columns {
-                Some(columns) => data.take_columns(rows, columns),
-                None => data.take(rows),
-            },
-        )
+        self.take_py(py, rows, columns)
     }
 
     /// `ds[i]`: `ds.row(i)`.
@@ -257,9 +267,7 @@ impl Dataset {
 
     /// Deprecated: `row(row)`.
     fn sample<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
-        let message = c"Dataset.sample(row) is deprecated: use row(row) or ds[row]";
-        deprecated::warn_once(py, &self.warned, message)?;
-        self.row_at(py, row)
+        self.sample_py(py, row)
     }
 
     /// The whole file as a `pyarrow.Table`, zero-copy: one record batch per batch of the file.
@@ -302,8 +310,7 @@ impl Dataset {
     /// listed in `help(lodtensor.Loader)`.
     #[pyo3(signature = (**options))]
     fn loader(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Loader> {
-        let options = Options::from_kwargs(py, options)?;
-        Loader::build(py, Source::File(self.file.clone()), options)
+        self.loader_py(py, options)
     }
 
     fn __repr__(&self) -> String {
@@ -323,72 +330,5 @@ impl Dataset {
     ) -> PyResult<(Bound<'py, PyAny>, (PathBuf, Option<Vec<String>>))> {
         let open = py.import("lodtensor")?.getattr("open")?;
         Ok((open, (self.path()?, self.projection.clone())))
-    }
-}
-
-/// The offsets of each level of `column` over `batches` (level 0 first), each batch's
-/// offsets rebased to follow the previous batch's. `known`: whether the column exists, for
-/// an error even without batches.
-pub fn offsets_per_level<'a>(
-    batches: impl Iterator<Item = &'a lodtensor::Dataset>,
-    column: &str,
-    known: bool,
-) -> lodtensor::Result<Vec<Vec<i64>>> {
-    if !known {
-        return Err(lodtensor::ArgumentError::NoSuchColumn(column.to_owned()).into());
-    }
-    let mut levels: Vec<Vec<i64>> = Vec::new();
-    for batch in batches {
-        let lod = batch.column(column)?.lod();
-        levels.resize_with(lod.num_levels(), || vec![0]);
-        for (level, out) in levels.iter_mut().enumerate() {
-            let total = *out.last().expect("starts with 0");
-            out.extend(rebased_offsets(lod, level).skip(1).map(|o| o + total));
-        }
-    }
-    Ok(levels)
-}
-
-/// Offsets per level as Python: level `level`'s as a numpy `int64` array, or every level's
-/// as a list of them when `level` is `None`.
-pub fn offsets_to_py(
-    py: Python<'_>,
-    levels: Vec<Vec<i64>>,
-    level: Option<usize>,
-) -> PyResult<Bound<'_, PyAny>> {
-    let numpy = |py, o: Vec<i64>| {
-        let n = o.len();
-        Array::owned(o, vec![n]).into_numpy(py)
-    };
-    let Some(level) = level else {
-        let arrays = (levels.into_iter().map(|o| numpy(py, o))).collect::<PyResult<Vec<_>>>()?;
-        return Ok(PyList::new(py, arrays)?.into_any());
-    };
-    let count = levels.len();
-    match levels.into_iter().nth(level) {
-        Some(offsets) => numpy(py, offsets),
-        None => {
-            let e = lodtensor::ArgumentError::LevelOutOfBounds {
-                level,
-                levels: count,
-            };
-            Err(crate::error::to_py(e.into()))
-        }
-    }
-}
-
-/// Python's index `index` into `rows` rows (negative counts from the end); `IndexError` past
-/// either end, so that `for row in ds` stops there.
-pub fn row_index(index: isize, rows: usize) -> PyResult<usize> {
-    let row = if index < 0 {
-        rows.checked_sub(index.unsigned_abs())
-    } else {
-        Some(index.unsigned_abs())
-    };
-    match row {
-        Some(row) if row < rows => Ok(row),
-        _ => Err(PyIndexError::new_err(format!(
-            "row {index} is out of range: the dataset has {rows} rows"
-        ))),
     }
 }

@@ -30,6 +30,7 @@ mod pack;
 mod place;
 mod pylist;
 mod remote;
+mod rows;
 mod shard_writer;
 mod shards;
 mod tokenize;

@@ -123,19 +123,13 @@ pub fn commit<'py>(
     path: &Bound<'py, PyAny>,
     storage_options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let url = match location_of(path)? {
-        Location::Url(url) => url,
-        Location::Path(dir) => {
-            no_options("commit", &storage_options)?;
-            let manifest = py
-                .detach(|| lodtensor::shards::commit(dir.as_path()))
-                .py_err()?;
-            return manifest_dict(py, &manifest);
-        }
-    };
+    let location = location_of(path)?;
+    if let Location::Path(_) = &location {
+        no_options("commit", &storage_options)?;
+    }
     let options = remote_options(storage_options);
     let report = py
-        .detach(|| lodtensor::shards::commit_url_report(&url, &options))
+        .detach(|| lodtensor::shards::commit_report(location, &options))
         .py_err()?;
     let warning = py.get_type::<pyo3::exceptions::PyUserWarning>();
     for skipped in &report.skipped {

@@ -12,12 +12,10 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 
 use crate::credentials::Reopen;
-use crate::dataset::{offsets_per_level, offsets_to_py, row_index};
-use crate::deprecated;
 use crate::error::{IntoPy, invalid};
 use crate::ffi;
 use crate::loader::{Loader, Source};
-use crate::loader_options::Options;
+use crate::rows::{Rows, offsets_per_level};
 
 /// Opens the sharded dataset in the directory `path`, reading its manifest only (no shard
 /// is mapped until it is touched). Raises `FileNotFoundError` when there is no manifest and
@@ -94,7 +92,26 @@ impl ShardedDataset {
         ffi::to_pyarrow_reader(py, self.stream(py, shards)?)
     }
 
-    /// Row `row` as a one-row `pyarrow.RecordBatch`, a view into its shard's mapping.
+    /// Shard `shard`'s record batches as a list of `pyarrow.RecordBatch`es (imported once).
+    fn pyarrow_shard<'py>(&self, py: Python<'py>, shard: usize) -> PyResult<&Bound<'py, PyList>> {
+        let list = self.pyarrow_shards[shard].get_or_try_init(py, || {
+            let batches = self
+                .pyarrow_reader(py, vec![shard])?
+                .call_method0("read_all")?
+                .call_method0("to_batches")?;
+            Ok::<_, PyErr>(batches.cast_into::<PyList>()?.unbind())
+        })?;
+        Ok(list.bind(py))
+    }
+}
+
+impl Rows for ShardedDataset {
+    const CLASS: &'static str = "ShardedDataset";
+
+    fn num_rows(&self) -> usize {
+        self.data.num_rows()
+    }
+
     fn row_at<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
         let (shard, local) = self.data.locate_row(row).py_err()?;
         let data = self.data.clone();
@@ -106,16 +123,36 @@ impl ShardedDataset {
             .call_method1(pyo3::intern!(py, "slice"), (local, 1))
     }
 
-    /// Shard `shard`'s record batches as a list of `pyarrow.RecordBatch`es (imported once).
-    fn pyarrow_shard<'py>(&self, py: Python<'py>, shard: usize) -> PyResult<&Bound<'py, PyList>> {
-        let list = self.pyarrow_shards[shard].get_or_try_init(py, || {
-            let batches = self
-                .pyarrow_reader(py, vec![shard])?
-                .call_method0("read_all")?
-                .call_method0("to_batches")?;
-            Ok::<_, PyErr>(batches.cast_into::<PyList>()?.unbind())
-        })?;
-        Ok(list.bind(py))
+    fn take_rows(
+        &self,
+        rows: &[usize],
+        columns: Option<&[&str]>,
+    ) -> lodtensor::Result<lodtensor::Batch> {
+        match columns {
+            Some(columns) => self.data.take_columns(rows, columns),
+            None => self.data.take(rows),
+        }
+    }
+
+    fn offset_levels(&self, py: Python<'_>, column: &str) -> PyResult<Vec<Vec<i64>>> {
+        let data = &self.data;
+        let known = data.columns().iter().any(|c| c.name == column);
+        py.detach(|| {
+            let mut batches = Vec::new();
+            for s in 0..data.num_shards() {
+                batches.extend(data.shard(s)?.batches());
+            }
+            offsets_per_level(batches.into_iter(), column, known)
+        })
+        .py_err()
+    }
+
+    fn source(&self) -> Source {
+        Source::Shards(self.data.clone())
+    }
+
+    fn warned(&self) -> &std::sync::atomic::AtomicBool {
+        &self.warned
     }
 }
 
@@ -198,31 +235,18 @@ impl ShardedDataset {
         column: &str,
         level: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let data = self.data.clone();
-        let known = self.data.columns().iter().any(|c| c.name == column);
-        let levels = py
-            .detach(|| {
-                let mut batches = Vec::new();
-                for s in 0..data.num_shards() {
-                    batches.extend(data.shard(s)?.batches());
-                }
-                offsets_per_level(batches.into_iter(), column, known)
-            })
-            .py_err()?;
-        offsets_to_py(py, levels, level)
+        self.offsets_py(py, column, level)
     }
 
     /// Deprecated: `offsets(column)`.
     fn lod<'py>(&self, py: Python<'py>, column: &str) -> PyResult<Bound<'py, PyAny>> {
-        let message = c"ShardedDataset.lod(column) is deprecated: use offsets(column)";
-        deprecated::warn(py, message)?;
-        self.offsets(py, column, None)
+        self.lod_py(py, column)
     }
 
     /// Row `index` (negative counts from the end) as a one-row `pyarrow.RecordBatch`, a
     /// view into its shard's mapping. `IndexError` past either end.
     fn row<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        self.row_at(py, row_index(index, self.data.num_rows())?)
+        self.row_py(py, index)
     }
 
     /// The rows `rows` (ints from 0, a sequence or a numpy integer array; repeats allowed)
@@ -236,17 +260,7 @@ impl ShardedDataset {
         rows: &Bound<'_, PyAny>,
         columns: Option<Vec<String>>,
     ) -> PyResult<crate::batch::Batch> {
-        let data = self.data.clone();
-        crate::batch::take(
-            py,
-            rows,
-            columns,
-            data.num_rows(),
-            |rows, columns| match columns {
-                Some(columns) => data.take_columns(rows, columns),
-                None => data.take(rows),
-            },
-        )
+        self.take_py(py, rows, columns)
     }
 
     /// `ds[i]`: `ds.row(i)`.
@@ -256,9 +270,7 @@ impl ShardedDataset {
 
     /// Deprecated: `row(row)`.
     fn sample<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
-        let message = c"ShardedDataset.sample(row) is deprecated: use row(row) or ds[row]";
-        deprecated::warn_once(py, &self.warned, message)?;
-        self.row_at(py, row)
+        self.sample_py(py, row)
     }
 
     /// A `pyarrow.RecordBatchReader` over the record batches of `shards` (every shard by
@@ -327,8 +339,7 @@ impl ShardedDataset {
     /// record batch of a shard is a view of that shard's mapping.
     #[pyo3(signature = (**options))]
     fn loader(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Loader> {
-        let options = Options::from_kwargs(py, options)?;
-        Loader::build(py, Source::Shards(self.data.clone()), options)
+        self.loader_py(py, options)
     }
 
     fn __repr__(&self) -> String {

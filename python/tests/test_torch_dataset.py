@@ -221,18 +221,29 @@ def test_a_file_replaced_under_the_workers_is_refused(docs_path, tmp_path):
 
 
 def test_a_workers_blocks_have_the_loaders_region_layout():
-    # One layout for the loader's regions and the worker's blocks: the crate's header,
-    # lend flag and size rounding; a block is taken again only once its flag is cleared.
+    # One pool for the loader's regions and the worker's blocks (the crate's RegionPool):
+    # its header, lend flag and size rounding; a block is taken again only once its flag
+    # is cleared and no array of this process holds it.
     from lodtensor import _native, _shm
 
-    blocks = _shm.Blocks()
-    shm = blocks.take(100_000)
-    assert shm is not None and shm.size == _native.REGION_HEADER + _native.region_size(100_000)
+    blocks = _shm.blocks()
+    assert blocks.pid == os.getpid()
+    taken = blocks.take(100_000)
+    assert taken is not None
+    pid, fd, ino, size, raw = taken
+    assert (pid, size) == (os.getpid(), _native.REGION_HEADER + _native.region_size(100_000))
     assert (_native.REGION_HEADER, _native.LEND_FLAG, _native.region_size(1)) == (64, 0, 1 << 16)
-    raw = blocks.blocks[shm.fd]
-    assert raw[_native.LEND_FLAG] == 1 and blocks.take(10) != shm  # in use: another block
+    assert raw.dtype == np.uint8 and len(raw) == size and raw.flags.writeable
+    assert raw[_native.LEND_FLAG] == 1 and blocks.take(10)[:3] != (pid, fd, ino)  # lent: another block
     raw[_native.LEND_FLAG] = 0
-    assert blocks.take(10) == shm  # given back: the first again
+    assert blocks.take(10)[:3] != (pid, fd, ino)  # given back, but this array still holds it
+    del raw, taken
+    again = blocks.take(10)
+    assert again is not None and again[:3] == (pid, fd, ino)  # given back and let go: the first again
+    # The main process's view of the block: the bytes the worker wrote.
+    again[4][_native.REGION_HEADER] = 42
+    with open(f"/proc/self/fd/{fd}", "rb") as f:
+        assert f.read(_native.REGION_HEADER + 1)[-1] == 42
 
 
 def test_shared_memory_under_a_reused_descriptor_is_refused():

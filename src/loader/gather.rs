@@ -33,7 +33,7 @@ use crate::lod::{LevelOffsets, Lod, OffsetWidth, descend};
 use crate::tensor::LodTensor;
 use crate::values::{DType, Values};
 
-use super::shared::SharedMemory;
+use super::shared::{RegionPool, SharedMemory};
 
 /// Each part of a gathered buffer starts at a multiple of 64 bytes, as the IPC writer aligns
 /// buffers (spec §6: at least 8, SHOULD 64), so that typed views of it are aligned.
@@ -180,7 +180,7 @@ pub struct GatherStats {
 }
 
 /// Reused buffers and scratch space for gathering.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Gatherer {
     pool: Vec<Buffer>,
     /// `(record batch, first row, end row)` runs of the batch being gathered.
@@ -190,9 +190,8 @@ pub(crate) struct Gatherer {
     /// The packed batch being loaded.
     pub layout: Layout,
     pub stats: GatherStats,
-    /// Whether to gather into shared memory, and its regions.
-    pub shared: bool,
-    regions: Vec<Arc<SharedMemory>>,
+    /// The regions of shared memory to gather into, if gathering there.
+    regions: Option<RegionPool>,
     /// The region the last gathered batch was written into (taken by the caller).
     pub region: Option<Arc<SharedMemory>>,
 }
@@ -206,8 +205,13 @@ impl Gatherer {
     /// A gatherer with no buffers yet, writing into shared memory when `shared`.
     pub(crate) fn new(shared: bool) -> Self {
         Gatherer {
-            shared,
-            ..Gatherer::default()
+            pool: Vec::new(),
+            runs: Vec::new(),
+            parts: Vec::new(),
+            layout: Layout::default(),
+            stats: GatherStats::default(),
+            regions: shared.then(|| RegionPool::new(REGION_SLOTS)),
+            region: None,
         }
     }
 
@@ -266,7 +270,9 @@ impl Gatherer {
                 let start = NonNull::new(region.as_ptr().cast_mut())
                     .expect("a mapping is not at address 0")
                     .map_addr(|a| a.saturating_add(super::shared::HEADER));
-                self.regions.push(region.clone());
+                if let Some(pool) = &mut self.regions {
+                    pool.keep(region.clone());
+                }
                 self.region = Some(region.clone());
                 // SAFETY: the region's buffer starts HEADER bytes into the mapping and
                 // holds at least `total` >= `len` bytes; `region` (the owner) keeps the
@@ -322,28 +328,11 @@ impl Gatherer {
     /// A region of shared memory of at least `total` bytes that no batch holds and no
     /// process borrows, out of the pool (or new), when gathering into shared memory.
     fn take_region(&mut self, total: usize) -> Option<Arc<SharedMemory>> {
-        if !self.shared {
-            return None;
-        }
-        // After a fork, the regions are the parent's too: never written here again.
-        let pid = std::process::id();
-        self.regions.retain(|r| r.pid() == pid);
-        let free = |r: &Arc<SharedMemory>| Arc::strong_count(r) == 1 && !r.is_lent();
-        let fits = self
-            .regions
-            .iter()
-            .position(|r| free(r) && r.len() - super::shared::HEADER >= total);
-        if let Some(i) = fits {
-            return Some(self.regions.swap_remove(i));
-        }
-        if self.regions.len() == REGION_SLOTS {
-            // Every region is held, or too small: replace a free one by a larger one.
-            let small = self.regions.iter().position(free)?;
-            self.regions.swap_remove(small);
-        }
-        let region = SharedMemory::new(SharedMemory::region_size(total))?;
-        self.stats.allocations += 1;
-        Some(Arc::new(region))
+        let pool = self.regions.as_mut()?;
+        let made = pool.made();
+        let region = pool.take_unheld(total);
+        self.stats.allocations += pool.made() - made;
+        region
     }
 
     /// Splits `samples` into runs: consecutive rows of one record batch become one run.

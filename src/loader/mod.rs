@@ -125,7 +125,7 @@ pub use place::Place;
 pub use plan::{BatchInfo, Plan};
 pub use position::{Fingerprint, Position};
 pub use prefetch::Prefetch;
-pub use shared::SharedMemory;
+pub use shared::{RegionPool, SharedMemory};
 
 use config::PlanConfig;
 use gather::Gatherer;

@@ -12,8 +12,21 @@
 //! The flag says another process may still read the region: [`SharedMemory::lend`] sets
 //! it, the borrowing process clears it when done, and the loader writes a region again
 //! only when the flag is clear and no batch of this process holds it.
+//!
+//! That protocol is [`RegionPool`]'s, which the loader's gatherer and the binding's
+//! DataLoader workers (arrays a collate function made, copied into shared memory) both
+//! take their regions from:
+//!
+//! ```text
+//!  take ──▶ held (an Arc beyond the pool's) ──lend──▶ lent (flag 1) ──borrower writes 0──┐
+//!   ▲          │ dropped, never lent                      │ borrower dies: lent for good │
+//!   └── free ◀─┴──────────────────────────────────────────┴──────────────────────────────┘
+//!  a fork: the child's pool drops the parent's regions (it shares their pages) and makes its own
+//! ```
 
+use std::ffi::CStr;
 use std::fs::File;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
@@ -84,8 +97,8 @@ pub struct SharedMemory {
 impl SharedMemory {
     /// A region of at least `len` bytes after its header, or `None` where shared memory
     /// cannot be made (not Linux, or the system refused).
-    pub(super) fn new(len: usize) -> Option<SharedMemory> {
-        let (file, fd, inode) = memfd()?;
+    pub(super) fn new(len: usize, name: &CStr) -> Option<SharedMemory> {
+        let (file, fd, inode) = memfd(name)?;
         file.set_len(u64::try_from(HEADER + len).ok()?).ok()?;
         let map = MmapOptions::new().populate().map_raw(&file).ok()?;
         Some(SharedMemory {
@@ -188,6 +201,24 @@ impl SharedMemory {
         unsafe { AtomicU8::from_ptr(self.map.as_mut_ptr()) }
     }
 
+    /// The region's first byte in this process, to write through: a region the caller
+    /// took from a [`RegionPool`] (no batch holds it, no other process reads it) is the
+    /// caller's to fill (its buffer, [`SharedMemory::HEADER`] bytes on) until it lends it.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::{RegionPool, SharedMemory};
+    /// let mut pool = RegionPool::new(4);
+    /// if let Some(region) = pool.take(100) {              // Linux
+    ///     // SAFETY: just taken: nothing else reads or writes its buffer.
+    ///     unsafe { region.as_mut_ptr().add(SharedMemory::HEADER).write(7) };
+    ///     assert_eq!(unsafe { *region.as_ptr().add(SharedMemory::HEADER) }, 7);
+    /// }
+    /// ```
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
     /// The buffer after the header, to fill. `&mut self`: no batch of this process holds
     /// the region (the caller checked it is not lent either).
     pub(super) fn buffer_mut(&mut self) -> &mut [u8] {
@@ -203,13 +234,129 @@ impl SharedMemory {
     }
 }
 
-/// A new `memfd`, its descriptor and its inode.
+/// Regions of shared memory reused under the lend protocol (the module's docs): a region
+/// is taken again only when no one but the pool holds it (no batch, no array of this
+/// process) and its lend flag is clear. At most `slots` regions are kept; with every one
+/// busy, [`RegionPool::take`] says `None` and the caller uses the heap. After a fork the
+/// pool of the child forgets the parent's regions (their pages are shared: writing them
+/// would change what the parent's borrowers read) and makes its own.
+///
+/// # Example
+/// ```
+/// use lodtensor::loader::RegionPool;
+/// let mut pool = RegionPool::new(2);
+/// if let Some(region) = pool.take(1000) {             // Linux
+///     region.lend();                                   // another process reads it now
+///     let other = pool.take(1000).expect("a second region");
+///     let inode = other.inode();
+///     assert_ne!(inode, region.inode());               // the first is lent: busy
+///     drop(other);                                     // held no more, never lent: free
+///     assert_eq!(pool.take(10).expect("the free one").inode(), inode);
+///     assert_eq!(pool.made(), 2);
+/// }
+/// ```
+#[derive(Debug)]
+pub struct RegionPool {
+    regions: Vec<Arc<SharedMemory>>,
+    slots: usize,
+    made: u64,
+    name: &'static CStr,
+}
+
+impl RegionPool {
+    /// An empty pool keeping at most `slots` regions, named `lodtensor-gather` (the
+    /// loader's).
+    pub fn new(slots: usize) -> Self {
+        RegionPool {
+            regions: Vec::new(),
+            slots,
+            made: 0,
+            name: c"lodtensor-gather",
+        }
+    }
+
+    /// The name of the pool's `memfd`s (`/proc/PID/maps` shows `/memfd:NAME`), which
+    /// tells one pool's regions from another's.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::RegionPool;
+    /// let mut pool = RegionPool::new(4).with_name(c"lodtensor-batch");
+    /// if let Some(region) = pool.take(10) {                // Linux
+    ///     let maps = std::fs::read_to_string("/proc/self/maps")?;
+    ///     let address = region.as_ptr() as usize;
+    ///     let line = maps.lines().find(|l| {
+    ///         let (lo, hi) = l.split(' ').next().unwrap().split_once('-').unwrap();
+    ///         usize::from_str_radix(lo, 16).unwrap() == address
+    ///     });
+    ///     assert!(line.expect("mapped").contains("/memfd:lodtensor-batch"));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_name(mut self, name: &'static CStr) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// A free region of at least `len` bytes after its header: one of the pool's (the
+    /// first that fits), or a new one of [`SharedMemory::region_size`]`(len)` (replacing a
+    /// free one too small when every slot is taken). The pool keeps it; it is busy while
+    /// the returned `Arc` (or a clone) lives or while it is lent. `None` when every region
+    /// is busy, or shared memory cannot be made (not Linux, or the system refused).
+    pub fn take(&mut self, len: usize) -> Option<Arc<SharedMemory>> {
+        let region = self.take_unheld(len)?;
+        self.regions.push(region.clone());
+        Some(region)
+    }
+
+    /// As [`RegionPool::take`], but the pool does not keep the region until
+    /// [`RegionPool::keep`]: the caller is its only holder (`Arc::get_mut` succeeds).
+    pub(super) fn take_unheld(&mut self, len: usize) -> Option<Arc<SharedMemory>> {
+        let pid = std::process::id();
+        self.regions.retain(|r| r.pid() == pid);
+        let free = |r: &Arc<SharedMemory>| Arc::strong_count(r) == 1 && !r.is_lent();
+        let fits = (self.regions.iter()).position(|r| free(r) && r.len() - HEADER >= len);
+        if let Some(i) = fits {
+            return Some(self.regions.swap_remove(i));
+        }
+        if self.regions.len() >= self.slots {
+            // Every region is busy, or too small: replace a free one by a larger one.
+            let small = self.regions.iter().position(free)?;
+            self.regions.swap_remove(small);
+        }
+        let region = SharedMemory::new(SharedMemory::region_size(len), self.name)?;
+        self.made += 1;
+        Some(Arc::new(region))
+    }
+
+    /// Keeps `region` (taken by [`RegionPool::take_unheld`]) for reuse.
+    pub(super) fn keep(&mut self, region: Arc<SharedMemory>) {
+        self.regions.push(region);
+    }
+
+    /// The regions made so far (each a `memfd` and a mapping).
+    pub fn made(&self) -> u64 {
+        self.made
+    }
+
+    /// The regions kept, busy or free.
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Whether the pool keeps no region.
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+}
+
+/// A new `memfd` named `name` (as `/proc/PID/maps` shows it), its descriptor and its inode.
 #[cfg(target_os = "linux")]
-fn memfd() -> Option<(File, i32, u64)> {
+fn memfd(name: &CStr) -> Option<(File, i32, u64)> {
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::fs::MetadataExt;
     // SAFETY: the name is a NUL-terminated string; the call returns a new descriptor or -1.
-    let fd = unsafe { libc::memfd_create(c"lodtensor-gather".as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
         return None;
     }
@@ -220,6 +367,6 @@ fn memfd() -> Option<(File, i32, u64)> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn memfd() -> Option<(File, i32, u64)> {
+fn memfd(_name: &CStr) -> Option<(File, i32, u64)> {
     None
 }

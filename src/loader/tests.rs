@@ -195,6 +195,10 @@ enum Step {
     GiveBack(usize),
     /// A borrower dies: the region it holds is never given back.
     PeerDies(usize),
+    /// The process forks: the child sees the lent regions lent, gathers into regions of
+    /// its own (never the parent's), and gives back the `n`th region lent (modulo), as a
+    /// borrower may (the pages are shared).
+    Fork(usize),
 }
 
 #[cfg(target_os = "linux")]
@@ -206,6 +210,7 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         2 => any::<usize>().prop_map(Step::Lend),
         2 => any::<usize>().prop_map(Step::GiveBack),
         1 => any::<usize>().prop_map(Step::PeerDies),
+        1 => any::<usize>().prop_map(Step::Fork),
     ]
 }
 
@@ -256,6 +261,81 @@ impl Regions {
         assert!(self.made.len() <= super::gather::REGION_SLOTS);
         self.held.push(b);
     }
+
+    /// In a forked child: the held batches' regions lent as the model says, the loader's
+    /// batches right and gathered into regions of the child's own, and `to_give_back` (a
+    /// region lent to a live borrower) given back through the child's
+    /// mapping.
+    fn check_child(
+        &self,
+        loader: &mut Loader,
+        file: &MappedDataset,
+        to_give_back: Option<(i32, u64)>,
+    ) -> bool {
+        let lent_as_modelled = (self.held.iter())
+            .filter_map(|b| b.shared_memory().map(|r| (r, Self::id(b))))
+            .all(|(r, id)| r.is_lent() == id.is_some_and(|id| self.lent.contains_key(&id)));
+        // Before gathering: the child's pool closes the parent's descriptors it inherited,
+        // and its new memfds take their numbers.
+        if let Some(r) = to_give_back {
+            give_back(r);
+        }
+        let pid = std::process::id();
+        let mut mine = Vec::new();
+        for _ in 0..4 * (super::gather::REGION_SLOTS + 1) {
+            let b = match loader.next_batch() {
+                Ok(Some(b)) => b,
+                Ok(None) => continue, // the end of an epoch
+                Err(_) => return false,
+            };
+            let rows_right = (b.samples().iter().enumerate())
+                .all(|(k, &s)| b.data().slice_rows(k..k + 1).ok() == file.sample(s).ok());
+            let own = b.shared_memory().is_none_or(|r| {
+                r.pid() == pid && !(self.made.iter()).any(|&(_, ino)| ino == r.inode())
+            });
+            if !(rows_right && own) {
+                return false;
+            }
+            mine.push(b);
+        }
+        lent_as_modelled && mine.iter().any(|b| b.shared_memory().is_some())
+    }
+}
+
+/// Runs `check` in a forked child, which leaves by `_exit` (never returning into the test
+/// harness), and says whether it returned true. A child still running after a minute (a
+/// lock some other thread held at the fork) is killed and counts as false: a guard
+/// against a hang, not a timing assert.
+#[cfg(target_os = "linux")]
+fn in_child(check: impl FnOnce() -> bool) -> bool {
+    use std::time::{Duration, Instant};
+    // SAFETY: the child runs `check` (memory, memfds and mappings; glibc's malloc is
+    // usable after fork) and then `_exit`s, never returning into this process's code.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(check)).unwrap_or(false);
+        // SAFETY: ends the child at once, running none of the parent's destructors.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child; `status` is a valid place to write.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if done == pid {
+            return libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: kills and reaps our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -265,7 +345,10 @@ proptest::proptest! {
     /// The region protocol against a model: a region held by a batch or lent is never
     /// written (every held batch keeps the file's rows), a free one is reused before a new
     /// one is made, at most `REGION_SLOTS` are made, and with every one busy (held, or lent
-    /// to a borrower alive or dead) a batch is gathered on the heap.
+    /// to a borrower alive or dead) a batch is gathered on the heap. A forked child sees
+    /// the flags the parent set, writes none of the parent's regions (the parent's batches
+    /// keep their rows while the child gathers), and a flag it clears frees the region
+    /// for the parent.
     #[test]
     fn regions_follow_the_lend_protocol(steps in proptest::collection::vec(step(), 1..60)) {
         let dir = tempfile::tempdir().unwrap();
@@ -298,6 +381,14 @@ proptest::proptest! {
                 Step::PeerDies(i) if !lent_alive.is_empty() => {
                     model.lent.insert(lent_alive[i % lent_alive.len()], false);
                 }
+                Step::Fork(i) => {
+                    let give = (!lent_alive.is_empty()).then(|| lent_alive[i % lent_alive.len()]);
+                    let ok = in_child(|| model.check_child(&mut loader, &file, give));
+                    proptest::prop_assert!(ok, "the forked child's checks failed");
+                    if let Some(r) = give {
+                        model.lent.remove(&r); // given back by the child: free for the parent
+                    }
+                }
                 _ => {}
             }
             for b in &model.held {
@@ -306,5 +397,47 @@ proptest::proptest! {
                 }
             }
         }
+    }
+}
+
+/// A fork while a prefetch thread gathers into shared memory: the child (which has no
+/// such thread) gathers with a loader of its own into regions of its own and exits
+/// cleanly; the parent's prefetch goes on and every batch keeps the file's rows.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_fork_while_a_prefetch_thread_gathers_kills_neither_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = MappedDataset::open(boolean_file(&dir)).unwrap();
+    let build = || {
+        Loader::builder(&file)
+            .with_batch_size(2)
+            .with_shuffle(3)
+            .with_shared_memory(true)
+            .build()
+            .unwrap()
+    };
+    let mut prefetch = build().prefetch(2);
+    let first = prefetch.next().unwrap().unwrap();
+    let right = |b: &Batch| {
+        (b.samples().iter().enumerate())
+            .all(|(k, &s)| b.data().slice_rows(k..k + 1).ok() == file.sample(s).ok())
+    };
+    let parent = std::process::id();
+    let child_ok = in_child(|| {
+        let mut loader = build();
+        let mut held = Vec::new();
+        while let Ok(Some(b)) = loader.next_batch() {
+            let own = b.shared_memory().is_none_or(|r| r.pid() != parent);
+            if !(own && right(&b)) {
+                return false;
+            }
+            held.push(b);
+        }
+        right(&first) && !held.is_empty()
+    });
+    assert!(child_ok, "the forked child's checks failed");
+    assert!(right(&first));
+    for b in prefetch {
+        assert!(right(&b.unwrap()));
     }
 }

@@ -46,8 +46,9 @@ pub(crate) use reader::{PendingChecksum, mismatch};
 #[cfg(feature = "remote")]
 #[allow(deprecated)]
 pub use remote::{
-    CommitReport, commit_url, commit_url_report, commit_with, discard_pending, index_url,
-    index_with, parse_size, pending_prefixes, read_manifest_url, upload_pending, upload_shards,
+    CommitReport, commit_report, commit_url, commit_url_report, commit_with, discard_pending,
+    index_url, index_with, parse_size, pending_prefixes, read_manifest_url, upload_pending,
+    upload_shards,
 };
 #[cfg(feature = "remote")]
 pub(crate) use remote::{Remote, store_error};

@@ -133,7 +133,7 @@ fn put(s3: &S3Server, prefix: &str, name: &str, text: &str) {
 
 #[test]
 fn a_commit_skips_the_pending_manifests_it_cannot_trust_and_a_discard_drops_only_its_own() {
-    use lodtensor::shards::{commit_url_report, discard_pending, pending_prefixes};
+    use lodtensor::shards::{commit_report, discard_pending, pending_prefixes};
     let Some(s3) = S3Server::start() else { return };
     s3.create_bucket("data");
     let url = "s3://data/skip/";
@@ -169,7 +169,7 @@ fn a_commit_skips_the_pending_manifests_it_cannot_trust_and_a_discard_drops_only
         "_lodtensor.pending.w8.a.json",
         &resized.to_json(),
     );
-    let report = commit_url_report(url, &options).unwrap();
+    let report = commit_report(url, &options).unwrap();
     assert_eq!(report.manifest.num_rows(), 120);
     let skipped: Vec<String> = report.skipped.iter().map(|e| e.to_string()).collect();
     assert_eq!(skipped.len(), 3, "{skipped:?}");

@@ -207,7 +207,7 @@ fn a_shard_writer_to_a_url_stages_and_uploads_in_the_crate() {
 #[test]
 #[allow(deprecated)]
 fn the_deprecated_url_calls_still_open_and_commit() {
-    use lodtensor::shards::{commit_url, commit_with};
+    use lodtensor::shards::{commit_report, commit_url, commit_url_report, commit_with};
     let Some(s3) = S3Server::start() else { return };
     let (dir, local, url, _) = uploaded(&s3, "old", write_local);
     let options = s3.options().with_cache_dir(dir.path().join("cache"));
@@ -215,6 +215,27 @@ fn the_deprecated_url_calls_still_open_and_commit() {
     let new = ShardedDataset::open_with(url.as_str(), &options).unwrap();
     assert_eq!(old.manifest(), new.manifest());
     assert_eq!(commit_url(&url, &options).unwrap(), *new.manifest());
+    let (old, new_report) = (
+        commit_url_report(&url, &options).unwrap(),
+        commit_report(url.as_str(), &options).unwrap(),
+    );
+    assert_eq!(
+        (old.manifest, old.skipped.len()),
+        (new.manifest().clone(), 0)
+    );
+    assert_eq!(
+        (new_report.manifest, new_report.skipped.len()),
+        (new.manifest().clone(), 0)
+    );
+    let local_report = commit_report(local.as_path(), &options).unwrap();
+    let local_manifest = ShardedDataset::open(local.as_path())
+        .unwrap()
+        .manifest()
+        .clone();
+    assert_eq!(
+        (local_report.manifest, local_report.skipped.len()),
+        (local_manifest, 0)
+    );
     assert_eq!(
         commit_with(url.as_str(), &options).unwrap(),
         *new.manifest()

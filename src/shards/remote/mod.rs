@@ -28,8 +28,8 @@ pub(crate) use meta::index_remote;
 pub use meta::{index_url, index_with};
 #[allow(deprecated)]
 pub use pending::{
-    CommitReport, commit_url, commit_url_report, commit_with, discard_pending, pending_prefixes,
-    read_manifest_url,
+    CommitReport, commit_report, commit_url, commit_url_report, commit_with, discard_pending,
+    pending_prefixes, read_manifest_url,
 };
 pub(crate) use staged::stage;
 #[allow(deprecated)]

@@ -43,7 +43,7 @@ use crate::shards::store::{
 /// twice with different contents; the store's errors ([`ShardedDataset::open_with`](crate::shards::ShardedDataset::open_with)).
 ///
 /// A pending manifest of a URL that cannot be trusted is skipped and left in the store
-/// ([`commit_url_report`] says which).
+/// ([`commit_report`] says which).
 ///
 /// # Example
 /// ```no_run
@@ -54,10 +54,7 @@ use crate::shards::store::{
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
 pub fn commit_with(location: impl Into<Location>, options: &RemoteOptions) -> Result<Manifest> {
-    match location.into() {
-        Location::Path(dir) => commit_dir(&dir),
-        Location::Url(url) => commit_url_report(&url, options).map(|report| report.manifest),
-    }
+    commit_report(location, options).map(|report| report.manifest)
 }
 
 /// Merges every pending manifest of the dataset at the URL `url` into its manifest.
@@ -77,16 +74,16 @@ pub fn commit_with(location: impl Into<Location>, options: &RemoteOptions) -> Re
 /// ```
 #[deprecated(since = "0.2.0", note = "use `commit_with(url, options)`")]
 pub fn commit_url(url: &str, options: &RemoteOptions) -> Result<Manifest> {
-    commit_url_report(url, options).map(|report| report.manifest)
+    commit_url_reporting(url, options).map(|report| report.manifest)
 }
 
-/// What [`commit_url_report`] did: the manifest committed, and the pending manifests it
+/// What [`commit_report`] did: the manifest committed, and the pending manifests it
 /// skipped and left in the store.
 ///
 /// # Example
 /// ```no_run
-/// use lodtensor::shards::{RemoteOptions, commit_url_report};
-/// let report = commit_url_report("s3://bucket/tokens/", &RemoteOptions::default())?;
+/// use lodtensor::shards::{RemoteOptions, commit_report};
+/// let report = commit_report("s3://bucket/tokens/", &RemoteOptions::default())?;
 /// for skipped in &report.skipped {
 ///     eprintln!("not committed: {skipped}");             // names the pending manifest
 /// }
@@ -103,23 +100,59 @@ pub struct CommitReport {
     pub skipped: Vec<Error>,
 }
 
-/// [`commit_with`] of a URL, reporting the pending manifests it skipped: one that cannot be parsed,
-/// whose columns differ from the dataset's, that lists a shard the store does not hold
-/// with the size it gives (the LIST the commit makes anyway says), or one the dataset (or
-/// a pending manifest merged before it) lists with other contents, is left in the store
-/// and reported; the others are committed.
+/// [`commit_with`], reporting the pending manifests it skipped. Of a URL: one that cannot
+/// be parsed, whose columns differ from the dataset's, that lists a shard the store does
+/// not hold with the size it gives (the LIST the commit makes anyway says), or one the
+/// dataset (or a pending manifest merged before it) lists with other contents, is left in
+/// the store and reported; the others are committed. Of a directory: as
+/// [`commit`](crate::shards::commit), which skips nothing (a pending manifest it cannot
+/// trust is an error), so `skipped` is empty.
 ///
 /// # Errors
-/// As [`commit_with`], but for the faults of single pending manifests.
+/// As [`commit_with`], but for the faults of single pending manifests of a URL.
 ///
 /// # Example
 /// ```no_run
-/// use lodtensor::shards::{RemoteOptions, commit_url_report};
-/// let report = commit_url_report("s3://bucket/tokens/", &RemoteOptions::default())?;
+/// use lodtensor::shards::{RemoteOptions, commit_report};
+/// let report = commit_report("s3://bucket/tokens/", &RemoteOptions::default())?;
 /// println!("{} shards, {} pending manifests skipped", report.manifest.shards.len(), report.skipped.len());
 /// # Ok::<(), lodtensor::Error>(())
 /// ```
+pub fn commit_report(
+    location: impl Into<Location>,
+    options: &RemoteOptions,
+) -> Result<CommitReport> {
+    match location.into() {
+        Location::Path(dir) => Ok(CommitReport {
+            manifest: commit_dir(&dir)?,
+            skipped: Vec::new(),
+        }),
+        Location::Url(url) => commit_url_reporting(&url, options),
+    }
+}
+
+/// [`commit_report`] of the URL `url`.
+///
+/// # Errors
+/// [`commit_report`]'s.
+///
+/// # Example
+/// ```no_run
+/// # #![allow(deprecated)]
+/// use lodtensor::shards::{RemoteOptions, commit_report, commit_url_report};
+/// let options = RemoteOptions::default();
+/// let report = commit_url_report("s3://bucket/tokens/", &options)?;
+/// // becomes
+/// let report = commit_report("s3://bucket/tokens/", &options)?;
+/// # Ok::<(), lodtensor::Error>(())
+/// ```
+#[deprecated(since = "0.2.0", note = "use `commit_report(url, options)`")]
 pub fn commit_url_report(url: &str, options: &RemoteOptions) -> Result<CommitReport> {
+    commit_url_reporting(url, options)
+}
+
+/// [`commit_report`] of a URL.
+fn commit_url_reporting(url: &str, options: &RemoteOptions) -> Result<CommitReport> {
     let store = RemoteStore::new(url, options, MANIFEST_NAME)?;
     let mut current = store.load()?;
     let listed: HashMap<String, u64> = store.remote.list_sized("")?.into_iter().collect();
