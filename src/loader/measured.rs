@@ -2,8 +2,10 @@
 //! loader whose plan needs them (a token budget, buckets, packing, a chunk or windowed
 //! shuffle over shards of several record batches): per shard its footer, each record
 //! batch's message, and the offsets of the length column's levels (`io::ipc_lengths`),
-//! every shard's step read at once (range requests in flight together for a remote
-//! dataset), never a value.
+//! never a value: each step read at once for [`SHARDS_AT_ONCE`] shards (range requests in
+//! flight together for a remote dataset), whose footers and heads are dropped once their
+//! lengths are taken, so that the memory held is the lengths plus a few MiB whatever the
+//! number of shards.
 //!
 //! ```text
 //! every shard's tail ──▶ footers ──▶ every batch's message and  ──▶ the offsets not in it ──▶ lengths
