@@ -36,7 +36,6 @@ def status_kib(key: str = "VmHWM") -> int:
     raise RuntimeError(f"no {key} in /proc/self/status")
 
 
-
 def documents(n: int, seed: int) -> pa.Table:
     """`n` documents of 1–64 token ids and a document id."""
     rng = np.random.default_rng(seed)
@@ -47,17 +46,19 @@ def documents(n: int, seed: int) -> pa.Table:
     return pa.table({"tokens": tokens, "doc": pa.array(np.arange(n, dtype=np.int64))})
 
 
+def batches(shards: int, rows: int):
+    """The documents of the benchmark's dataset, about a million at a time."""
+    per = max(1, 1_000_000 // rows) * rows
+    for first in range(0, shards * rows, per):
+        yield from documents(min(per, shards * rows - first), seed=first).to_batches()
+
+
 def write(path: Path, shards: int, rows: int) -> None:
     import lodtensor as lt
 
-    def batches():
-        per = max(1, 1_000_000 // rows) * rows  # about a million documents at a time
-        for first in range(0, shards * rows, per):
-            yield from documents(min(per, shards * rows - first), seed=first).to_batches()
-
     table = documents(1, 0)
     start = time.perf_counter()
-    lt.write_shards(path, pa.RecordBatchReader.from_batches(table.schema, batches()), shard_rows=rows)
+    lt.write_shards(path, pa.RecordBatchReader.from_batches(table.schema, batches(shards, rows)), shard_rows=rows)
     print(f"wrote {shards:,} shards of {rows} documents in {time.perf_counter() - start:.1f} s", flush=True)
 
 

@@ -1,6 +1,7 @@
 """An HTTP proxy on 127.0.0.1 in front of the S3 server that counts every request by
-method and object name (range reads apart), for the tests that bound what a rank asks
-the store for; with `tls`, it speaks HTTPS with a self-signed certificate."""
+method and object name (range reads apart), and the bytes of the bodies it answered, for
+the tests and benchmarks that bound what a rank asks the store for; with `tls`, it speaks
+HTTPS with a self-signed certificate."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from urllib.parse import unquote, urlsplit
 
 
 class CountingProxy:
-    """Forwards to `upstream_port`; `counts()` gives {(method, name, ranged): n}."""
+    """Forwards to `upstream_port`; `counts()` gives {(method, name, ranged): n},
+    `body_bytes()` {(method, name, ranged): bytes of the bodies answered}."""
 
     def __init__(self, upstream_port: int, tls: bool = False) -> None:
         self.lock = threading.Lock()
         self.seen: Counter = Counter()
+        self.sent: Counter = Counter()
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -40,6 +43,8 @@ class CountingProxy:
                 upstream.request(self.command, self.path, body=body, headers=headers)
                 response = upstream.getresponse()
                 data = response.read()
+                with proxy.lock:
+                    proxy.sent[(self.command, name, "Range" in self.headers)] += len(data)
                 self.send_response(response.status, response.reason)
                 # A HEAD's Content-Length is the object's, passed on as it is.
                 dropped = ("transfer-encoding", "connection") + (("content-length",) if self.command != "HEAD" else ())
@@ -55,7 +60,12 @@ class CountingProxy:
 
             do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _forward
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            # Room for every connection a rank's range requests open at once (the default
+            # backlog of 5 drops connections under several ranks' requests in flight).
+            request_queue_size = 1024
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         if tls:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -69,10 +79,15 @@ class CountingProxy:
     def reset(self) -> None:
         with self.lock:
             self.seen.clear()
+            self.sent.clear()
 
     def counts(self) -> Counter:
         with self.lock:
             return Counter(self.seen)
+
+    def body_bytes(self) -> Counter:
+        with self.lock:
+            return Counter(self.sent)
 
     def close(self) -> None:
         self.server.shutdown()

@@ -2,8 +2,10 @@
 //! loader whose plan needs them (a token budget, buckets, packing, a chunk or windowed
 //! shuffle over shards of several record batches): per shard its footer, each record
 //! batch's message, and the offsets of the length column's levels (`io::ipc_lengths`),
-//! every shard's step read at once (range requests in flight together for a remote
-//! dataset), never a value.
+//! never a value: each step read at once for [`SHARDS_AT_ONCE`] shards (range requests in
+//! flight together for a remote dataset), whose footers and heads are dropped once their
+//! lengths are taken, so that the memory held is the lengths plus a few MiB whatever the
+//! number of shards.
 //!
 //! ```text
 //! every shard's tail ──▶ footers ──▶ every batch's message and  ──▶ the offsets not in it ──▶ lengths
@@ -19,6 +21,11 @@ use super::lengths::sample_lengths;
 use crate::error::{Error, FileFormat, Result};
 use crate::io::ipc_lengths::{FileFooter, Located, Tail, read_tail, tail_range};
 use crate::shards::{ColumnLengths, ShardFiles, ShardedDataset, mismatch, narrow_length};
+
+/// How many shards' metadata are read and measured at once without the index: enough
+/// for the store's range requests in flight to stay busy, few enough that the footers
+/// and record-batch heads held meanwhile stay a few MiB whatever the number of shards.
+const SHARDS_AT_ONCE: usize = 256;
 
 /// Every shard's record batches' rows and samples' lengths ([`ColumnLengths`]) for each `(column, level)` of `columns` (a column's index
 /// in the manifest, the level whose lengths are wanted), in that order: each shard's
@@ -42,34 +49,54 @@ pub(super) fn read_columns(
     }
     let files = data.files();
     let names: Vec<usize> = columns.iter().map(|&(c, _)| c).collect();
-    let footers = read_footers(files, &names)?;
-    // Every batch's message and the start of its body, of every shard.
-    let wanted: Vec<(usize, Range<u64>)> = (footers.iter().enumerate())
-        .flat_map(|(s, f)| (f.head_ranges().into_iter()).map(move |r| (s, r)))
-        .collect();
-    let heads = files.read_ranges(&wanted)?;
-    let read = |&(column, level): &(usize, usize)| {
-        let heads = (wanted.as_slice(), heads.as_slice());
-        column_lengths(files, &footers, heads, (column, level))
-    };
-    columns.iter().map(read).collect()
+    let manifest = &files.manifest;
+    let mut out: Vec<ColumnLengths> = columns.iter().map(|_| ColumnLengths::default()).collect();
+    // Room for every sample's length at once (no doubling): as many as the manifest says,
+    // at most one per 4 bytes of the shards (a row of a column with levels has an offset).
+    let bytes = (manifest.shards.iter()).fold(0u64, |all, s| all.saturating_add(s.bytes));
+    let rows = data
+        .num_rows()
+        .min(usize::try_from(bytes / 4).unwrap_or(usize::MAX));
+    for lengths in &mut out {
+        lengths.lengths.reserve_exact(rows);
+        lengths.batches.reserve_exact(manifest.shards.len());
+    }
+    // A few hundred shards at a time: their footers and heads (a few KiB each) dropped
+    // once measured, so that what a plan keeps is the lengths alone.
+    for first in (0..manifest.shards.len()).step_by(SHARDS_AT_ONCE) {
+        let shards = first..manifest.shards.len().min(first + SHARDS_AT_ONCE);
+        let footers = read_footers(files, shards, &names)?;
+        // Every batch's message and the start of its body, of every shard.
+        let wanted: Vec<(usize, Range<u64>)> = (footers.iter().enumerate())
+            .flat_map(|(s, f)| (f.head_ranges().into_iter()).map(move |r| (first + s, r)))
+            .collect();
+        let heads = files.read_ranges(&wanted)?;
+        for (&(column, level), out) in columns.iter().zip(&mut out) {
+            let heads = (wanted.as_slice(), heads.as_slice());
+            column_lengths(files, (first, &footers), heads, (column, level), out)?;
+        }
+    }
+    Ok(out)
 }
 
-/// Every shard's rows and lengths of level `level` of column `column`, from the shards'
-/// `footers` and the heads of their record batches (`(shard, range)` read, bytes).
+/// The rows and lengths of level `level` of column `column` of shards `first..` (one per
+/// footer), from their `footers` and the heads of their record batches (`(shard, range)`
+/// read, bytes), appended to `out`.
 fn column_lengths(
     files: &ShardFiles,
-    footers: &[FileFooter],
+    (first, footers): (usize, &[FileFooter]),
     (wanted, heads): (&[(usize, Range<u64>)], &[Bytes]),
     (column, level): (usize, usize),
-) -> Result<ColumnLengths> {
+    out: &mut ColumnLengths,
+) -> Result<()> {
     let mut located: Vec<Vec<Located>> = footers.iter().map(|_| Vec::new()).collect();
     for ((shard, _), head) in wanted.iter().zip(heads) {
-        let batch = located[*shard].len();
-        let meta = footers[*shard].message_ranges()[batch].clone();
+        let (footer, located) = (&footers[*shard - first], &mut located[*shard - first]);
+        let batch = located.len();
+        let meta = footer.message_ranges()[batch].clone();
         let message = &head[..(meta.end - meta.start) as usize];
-        let at = footers[*shard].locate(batch, message, column, level);
-        located[*shard].push(at.map_err(|e| e.in_file(files.location(*shard)))?);
+        let at = footer.locate(batch, message, column, level);
+        located.push(at.map_err(|e| e.in_file(files.location(*shard)))?);
     }
     let compressed = |batches: &[Located]| batches.iter().any(|b| matches!(b, Located::Compressed));
     // Every level's offsets, of every batch of every shard not compressed: from the batch's
@@ -98,13 +125,12 @@ fn column_lengths(
     let mut offsets = levels
         .into_iter()
         .map(|l| l.unwrap_or_else(|| read.next().expect("a read per missing range")));
-    let mut out = ColumnLengths::default();
     let name = &files.manifest.columns[column].name;
-    for (shard, batches) in located.iter().enumerate() {
+    for (shard, batches) in (first..).zip(&located) {
         let before = out.lengths.len();
         let in_shard = |e: Error| e.in_file(files.location(shard));
         match compressed(batches) {
-            true => map_and_measure(files, shard, (column, level), &mut out)?,
+            true => map_and_measure(files, shard, (column, level), out)?,
             false => {
                 let mut rows = Vec::with_capacity(batches.len());
                 for (b, batch) in batches.iter().enumerate() {
@@ -125,20 +151,24 @@ fn column_lengths(
         let rows = out.lengths.len() - before;
         mismatch("rows", files.manifest.shards[shard].rows, rows).map_err(in_shard)?;
     }
-    Ok(out)
+    Ok(())
 }
 
-/// Every shard's footer, checked against the manifest: its record batches, and the names of
-/// its columns `columns`.
-fn read_footers(files: &ShardFiles, columns: &[usize]) -> Result<Vec<FileFooter>> {
+/// The footer of each shard of `range`, checked against the manifest: its record batches,
+/// and the names of its columns `columns`.
+fn read_footers(
+    files: &ShardFiles,
+    range: Range<usize>,
+    columns: &[usize],
+) -> Result<Vec<FileFooter>> {
     let shards = &files.manifest.shards;
-    let wanted: Vec<(usize, Range<u64>)> = (shards.iter().enumerate())
-        .map(|(s, entry)| (s, tail_range(entry.bytes)))
-        .collect();
+    let first = range.start;
+    let wanted: Vec<(usize, Range<u64>)> =
+        range.map(|s| (s, tail_range(shards[s].bytes))).collect();
     let tails = files.read_ranges(&wanted)?;
-    let mut footers: Vec<Option<FileFooter>> = Vec::with_capacity(shards.len());
+    let mut footers: Vec<Option<FileFooter>> = Vec::with_capacity(wanted.len());
     let mut longer = Vec::new();
-    for (s, tail) in tails.iter().enumerate() {
+    for (&(s, _), tail) in wanted.iter().zip(&tails) {
         match read_tail(shards[s].bytes, tail).map_err(|e| e.in_file(files.location(s)))? {
             Tail::Footer(footer) => footers.push(Some(footer)),
             Tail::Longer(range) => {
@@ -151,20 +181,20 @@ fn read_footers(files: &ShardFiles, columns: &[usize]) -> Result<Vec<FileFooter>
     for ((s, _), tail) in longer.iter().zip(files.read_ranges(&longer)?) {
         let in_file = |e: Error| e.in_file(files.location(*s));
         match read_tail(shards[*s].bytes, &tail).map_err(in_file)? {
-            Tail::Footer(footer) => footers[*s] = Some(footer),
+            Tail::Footer(footer) => footers[*s - first] = Some(footer),
             // The object changed between the two reads.
             Tail::Longer(_) => {
                 return Err(in_file(Error::invalid(FileFormat::Ipc, "the footer moved")));
             }
         }
     }
-    let footers: Vec<FileFooter> = (footers.into_iter().enumerate())
+    let footers: Vec<FileFooter> = ((first..).zip(footers))
         .map(|(s, f)| {
             let moved = || Error::invalid(FileFormat::Ipc, "the footer was not read");
             f.ok_or_else(|| moved().in_file(files.location(s)))
         })
         .collect::<Result<_>>()?;
-    for (s, footer) in footers.iter().enumerate() {
+    for (s, footer) in (first..).zip(&footers) {
         let in_file = |e: Error| e.in_file(files.location(s));
         mismatch("batches", shards[s].batches, footer.num_batches()).map_err(in_file)?;
         for &column in columns {

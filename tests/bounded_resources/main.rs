@@ -5,6 +5,7 @@
 //! - `declared_sizes`: files that declare huge lengths, counts or dims cannot make a reader
 //!   allocate more than the file holds (plus a small constant).
 //! - `manifest_memory`: reading a manifest costs about its size, not a JSON tree of it.
+//! - `measured_memory`: a plan by lengths without the index holds few shards' metadata at once.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
@@ -12,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod declared_sizes;
 mod manifest_memory;
+mod measured_memory;
 
 /// Held by each test for its whole run: the allocator's counts are the process's.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
