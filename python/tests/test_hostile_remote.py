@@ -94,6 +94,17 @@ def test_rows_a_forged_size_allows_fail_in_a_loader_without_an_abort(shards_dir,
     assert said.startswith(("MemoryError", "InvalidFileError")), said
 
 
+def test_rows_a_forged_size_allows_fail_in_a_measured_plan_without_an_abort(shards_dir, tmp_path):
+    # Without the lengths index a token budget measures the shards: the room it makes for
+    # the lengths comes from the manifest's numbers before any shard is read.
+    path = forged(shards_dir, tmp_path, "rows_measured", lambda s: huge_rows(s, True))
+    manifest = json.loads((path / "_lodtensor.json").read_text())
+    manifest.pop("index", None)
+    (path / "_lodtensor.json").write_text(json.dumps(manifest))
+    said = fails_in_child(path, token_budget=64)
+    assert said.startswith(("MemoryError", "InvalidFileError")), said
+
+
 @pytest.mark.parametrize("bytes_", [1 << 62, 1 << 50])
 def test_a_bucket_shard_claiming_huge_bytes_fails_on_first_touch(s3, shards_dir, tmp_path, bytes_):
     def change(shard):

@@ -53,13 +53,15 @@ pub(super) fn read_columns(
     let mut out: Vec<ColumnLengths> = columns.iter().map(|_| ColumnLengths::default()).collect();
     // Room for every sample's length at once (no doubling): as many as the manifest says,
     // at most one per 4 bytes of the shards (a row of a column with levels has an offset).
+    // Both numbers are the manifest's, unchecked until the shards are read: the room is a
+    // hint, not taken when it cannot be had (the lengths then grow as they are read).
     let bytes = (manifest.shards.iter()).fold(0u64, |all, s| all.saturating_add(s.bytes));
     let rows = data
         .num_rows()
         .min(usize::try_from(bytes / 4).unwrap_or(usize::MAX));
     for lengths in &mut out {
-        lengths.lengths.reserve_exact(rows);
-        lengths.batches.reserve_exact(manifest.shards.len());
+        let _ = lengths.lengths.try_reserve_exact(rows);
+        let _ = lengths.batches.try_reserve_exact(manifest.shards.len());
     }
     // A few hundred shards at a time: their footers and heads (a few KiB each) dropped
     // once measured, so that what a plan keeps is the lengths alone.
