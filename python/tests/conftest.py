@@ -53,16 +53,22 @@ def one_batch_path(tmp_path_factory) -> Path:
     return path
 
 
+def cargo_built(name: str, *build: str) -> Path:
+    """The debug build's `name` (`lodtensor`, `examples/loader_batches`) in cargo's target
+    directory (`CARGO_TARGET_DIR`, else the repository's `target/`), built with
+    `cargo build --quiet *build` when it is not there yet."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR", "target"))
+    path = (ROOT / target / "debug" / name).resolve()
+    if not path.exists():
+        subprocess.run(["cargo", "build", "--quiet", *build], cwd=ROOT, check=True)
+    return path
+
+
 def _loader_batches_binary() -> Path:
     exe = os.environ.get("LODTENSOR_LOADER_BATCHES")
     if exe:
         return Path(exe)
-    path = ROOT / "target" / "debug" / "examples" / "loader_batches"
-    if not path.exists():
-        subprocess.run(
-            ["cargo", "build", "--quiet", "--example", "loader_batches"], cwd=ROOT, check=True
-        )
-    return path
+    return cargo_built("examples/loader_batches", "--example", "loader_batches")
 
 
 @pytest.fixture(scope="session")

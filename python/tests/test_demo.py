@@ -12,15 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import lodtensor as lt
-
-ROOT = Path(__file__).resolve().parents[2]
-
+from conftest import cargo_built
 
 def cli() -> Path:
-    path = ROOT / "target" / "debug" / "lodtensor"
-    if not path.exists():
-        subprocess.run(["cargo", "build", "--quiet", "-p", "lodtensor-cli"], cwd=ROOT, check=True)
-    return path
+    return cargo_built("lodtensor", "-p", "lodtensor-cli")
 
 
 def test_demo_writes_the_command_lines_files(tmp_path):

@@ -23,6 +23,7 @@ import lodtensor as lt  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "data" / "tokenize"))
 import make_tokenizer  # noqa: E402
+from conftest import cargo_built  # noqa: E402
 from s3_server import s3  # noqa: E402, F401 (the fixture)
 
 WORDS = (
@@ -261,9 +262,7 @@ def test_to_a_bucket(tok, tok_path, tmp_path):
 
 
 def test_the_command_line(tok, tok_path, tmp_path):
-    exe = Path(__file__).resolve().parents[2] / "target" / "debug" / "lodtensor"
-    if not exe.exists():
-        pytest.skip("the lodtensor binary is not built (cargo build -p lodtensor-cli)")
+    exe = cargo_built("lodtensor", "-p", "lodtensor-cli")
     docs = corpus(20, seed=7)
     jsonl = write_jsonl(tmp_path / "docs.jsonl", docs, field="body")
     out = tmp_path / "out"
