@@ -103,17 +103,35 @@ pub(crate) trait ManifestStore {
     fn replace(&self, expected: &ManifestVersion, commit: &Commit) -> Result<Replaced>;
     /// Whether `name` is taken in the dataset (listed or not), so no commit gives it again.
     fn name_taken(&self, name: &str) -> bool;
+    /// [`ManifestStore::load`] once no commit is under way (a local store waits for its
+    /// lock): what a failed build compares its manifest with.
+    fn load_settled(&self) -> Result<(Option<Manifest>, ManifestVersion)> {
+        self.load()
+    }
 }
 
 /// The commit loop: builds the commit from the manifest `current` (read by the caller) and
-/// replaces; on a conflict re-reads and builds again, until done or `build` fails.
+/// replaces; on a conflict re-reads and builds again, until done or `build` fails. A build
+/// that fails while another commit changed the manifest (it moved the staged shards or
+/// removed the pending manifests being read) starts over from that commit's manifest; the
+/// error stands when the manifest is unchanged.
 pub(crate) fn commit_with<S: ManifestStore>(
     store: &S,
     mut current: (Option<Manifest>, ManifestVersion),
     mut build: impl FnMut(Option<&Manifest>, &S) -> Result<Commit>,
 ) -> Result<Manifest> {
     loop {
-        let commit = build(current.0.as_ref(), store)?;
+        let commit = match build(current.0.as_ref(), store) {
+            Ok(commit) => commit,
+            Err(e) => {
+                let now = store.load_settled()?;
+                if now.1 == current.1 {
+                    return Err(e);
+                }
+                current = now;
+                continue;
+            }
+        };
         match store.replace(&current.1, &commit)? {
             Replaced::Done => return Ok(commit.manifest),
             Replaced::Conflict => current = store.load()?,
@@ -239,6 +257,10 @@ impl LocalStore {
 }
 
 impl ManifestStore for LocalStore {
+    fn load_settled(&self) -> Result<(Option<Manifest>, ManifestVersion)> {
+        self.load_current()
+    }
+
     fn load(&self) -> Result<(Option<Manifest>, ManifestVersion)> {
         let path = self.dir.join(MANIFEST_NAME);
         let manifest = match path.exists() {
@@ -440,6 +462,41 @@ mod tests {
         assert_eq!(store.replace(&v0, &later).unwrap(), Replaced::Conflict);
         assert_eq!(store.load().unwrap().0.unwrap(), manifest(&[]));
         assert!(!dir.path().join(JOURNAL_NAME).exists());
+    }
+
+    #[test]
+    fn a_build_failing_under_another_commit_starts_over_from_it() {
+        // Another commit moved the staged shards this build was reading: the build's error
+        // (NotFound) gives way to a build from that commit's manifest. Before, the error
+        // reached the caller (tests/it/concurrency.rs under load).
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::new(dir.path());
+        manifest(&[]).write(dir.path().join(MANIFEST_NAME)).unwrap();
+        let mut builds = 0;
+        let done = commit_with(&store, store.load().unwrap(), |current, _| {
+            builds += 1;
+            if builds == 1 {
+                manifest(&["other.arrow"]).write(dir.path().join(MANIFEST_NAME))?;
+                return Err(std::io::Error::from(std::io::ErrorKind::NotFound).into());
+            }
+            let mut next = current.cloned().unwrap();
+            next.shards.extend(manifest(&["mine.arrow"]).shards);
+            Ok(Commit {
+                manifest: next,
+                ..Commit::default()
+            })
+        })
+        .unwrap();
+        assert_eq!(builds, 2);
+        assert_eq!(done, manifest(&["other.arrow", "mine.arrow"]));
+        // Nothing changed: the error stands, after one build.
+        let mut builds = 0;
+        let failed = commit_with(&store, store.load().unwrap(), |_, _| {
+            builds += 1;
+            Err(std::io::Error::from(std::io::ErrorKind::NotFound).into())
+        });
+        assert!(failed.is_err());
+        assert_eq!(builds, 1);
     }
 
     #[test]
