@@ -572,12 +572,13 @@ impl<'a> LoaderBuilder<'a> {
     /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
     /// # let file = MappedDataset::open(&path)?;
     /// use lodtensor::loader::{Balance, Loader};
-    /// // Samples of 1..=5 tokens, 2 ranks, budget 6: steps of two batches of close cost.
+    /// // Samples of 1..=5 tokens (sample s has s + 1), 2 ranks, budget 6: steps of two batches.
     /// let rank = |r| Loader::builder(&file).with_token_budget(6).with_balance(Balance::Tokens).shard(r, 2).build();
     /// let plan = rank(0)?.plan(0);
     /// assert_eq!(plan, rank(1)?.plan(0));                        // one plan, every rank
-    /// assert_eq!(plan.batches().collect::<Vec<_>>(), [&[4][..], &[3, 0], &[2, 1]]);
-    /// assert_eq!(plan.costs(), [5.0, 5.0, 5.0]);
+    /// // Largest first, each to the cheapest rank with room: 5 | 4, then 2 to 4, 1 to 5.
+    /// assert_eq!(plan.batches().collect::<Vec<_>>(), [&[0, 4][..], &[1, 3], &[2]]);
+    /// assert_eq!(plan.costs(), [6.0, 6.0, 3.0]);
     /// assert_eq!((rank(0)?.num_batches(0), rank(1)?.num_batches(0)), (2, 1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -247,3 +247,156 @@ fn longest_within_inverts_the_cost() {
     assert_eq!(longest_within(f64::INFINITY, 1.0), usize::MAX);
     assert_eq!(longest_within(-1.0, 1.0), 0);
 }
+
+mod loaders {
+    use super::long_tail;
+    use crate::error::{ArgumentError, ErrorKind};
+    use crate::loader::pack::tests::file;
+    use crate::loader::{Balance, Loader, LoaderBuilder, Mixture, Packing};
+
+    /// Every rank's batches, read with `next_batch`: rank `r` reads batches `r`, `r + world`,
+    /// … of the one plan, whether sharded with `shard` or `elastic_shard`.
+    fn ranks_read_the_plan_in_turns(builder: &dyn Fn() -> LoaderBuilder<'static>, world: usize) {
+        let plan = builder().shard(0, world).build().unwrap().plan(0);
+        for elastic in [false, true] {
+            let mut read = vec![None; plan.len()];
+            for rank in 0..world {
+                let b = builder();
+                let b = if elastic {
+                    b.elastic_shard(rank, world)
+                } else {
+                    b.shard(rank, world)
+                };
+                let mut loader = b.build().unwrap();
+                assert_eq!(*loader.plan(0), *plan);
+                let mut index = rank;
+                while let Some(batch) = loader.next_batch().unwrap() {
+                    assert_eq!(batch.samples(), plan.batch(index).unwrap());
+                    assert_eq!(batch.cost(), plan.costs()[index]);
+                    read[index] = Some(batch.samples().to_vec());
+                    index += world;
+                }
+                assert_eq!(loader.num_batches(0), (index - rank) / world);
+            }
+            assert!(read.iter().all(Option::is_some), "every batch read once");
+        }
+    }
+
+    #[test]
+    fn ranks_take_their_turns_in_balanced_steps() {
+        let lengths: Vec<usize> = long_tail(600, 512, 4)
+            .into_iter()
+            .map(|l| l as usize)
+            .collect();
+        let (_dir, data) = file(&lengths, 64);
+        let data: &'static _ = Box::leak(Box::new(data));
+        let budget = || {
+            Loader::builder(data)
+                .with_token_budget(512)
+                .with_shuffle(3)
+                .with_balance(Balance::Attention { weight: 1e-3 })
+        };
+        ranks_read_the_plan_in_turns(&budget, 3);
+        let packed = || {
+            Loader::builder(data)
+                .with_batch_size(2)
+                .with_packing(Packing::new(128))
+                .with_balance(Balance::Tokens)
+        };
+        ranks_read_the_plan_in_turns(&packed, 4);
+    }
+
+    #[test]
+    fn a_balanced_position_resumes_on_as_many_ranks_only() {
+        let (_dir, data) = file(&[3, 5, 7, 9, 11, 13], 2);
+        let b = |world| {
+            Loader::builder(&data)
+                .with_batch_size(1)
+                .with_balance(Balance::Tokens)
+                .elastic_shard(0, world)
+                .build()
+                .unwrap()
+        };
+        let mut two = b(2);
+        let saved = two.next_batch().unwrap().unwrap().next_position();
+        b(2).seek(saved).unwrap();
+        let refused = b(3).seek(saved).map_err(crate::Error::into_kind);
+        let Err(ErrorKind::Argument(ArgumentError::PositionMismatch { differs })) = refused else {
+            panic!("{refused:?}");
+        };
+        assert!(differs.contains("with balance the world size"), "{differs}");
+        // Balance, its weight and look-ahead are options too.
+        let plain = Loader::builder(&data)
+            .with_batch_size(1)
+            .elastic_shard(0, 2)
+            .build()
+            .unwrap();
+        assert_ne!(plain.fingerprint(), two.fingerprint());
+        let other = |b: LoaderBuilder<'_>| b.elastic_shard(0, 2).build().unwrap().fingerprint();
+        let base = || Loader::builder(&data).with_batch_size(1);
+        let weighted = other(base().with_balance(Balance::Attention { weight: 0.1 }));
+        assert_ne!(weighted, two.fingerprint());
+        let ahead = other(
+            base()
+                .with_balance(Balance::Tokens)
+                .with_balance_lookahead(3),
+        );
+        assert_ne!(ahead, two.fingerprint());
+    }
+
+    #[test]
+    fn bad_balance_options_are_named() {
+        let (_dir, data) = file(&[3, 5, 7], 2);
+        let option = |b: LoaderBuilder<'_>| match b.build().map_err(crate::Error::into_kind) {
+            Err(ErrorKind::Argument(ArgumentError::LoaderConfig { option, .. })) => option,
+            other => panic!("{other:?}"),
+        };
+        for w in [-1.0, f64::NAN, f64::INFINITY] {
+            let b = Loader::builder(&data).with_balance(Balance::Attention { weight: w });
+            assert_eq!(option(b), "attention_weight");
+        }
+        let b = Loader::builder(&data).with_balance(Balance::Tokens);
+        assert_eq!(option(b.with_balance_lookahead(0)), "balance_lookahead");
+        let b = Loader::builder(&data)
+            .with_balance(Balance::Tokens)
+            .with_buckets(vec![4]);
+        assert_eq!(option(b), "buckets");
+    }
+
+    #[test]
+    fn a_mixtures_drawn_stream_is_balanced_too() {
+        let lengths: Vec<usize> = long_tail(800, 2048, 9)
+            .into_iter()
+            .map(|l| l as usize)
+            .collect();
+        let (_a, a) = file(&lengths, 32);
+        let (_b, b) = file(&lengths[..500], 32);
+        let mixture = Mixture::new(vec![(&a).into(), (&b).into()], vec![0.6, 0.4]);
+        let plain = Loader::builder(&mixture)
+            .with_token_budget(2048)
+            .build()
+            .unwrap()
+            .plan(0);
+        let loader = Loader::builder(&mixture)
+            .with_token_budget(2048)
+            .with_balance(Balance::Tokens)
+            .shard(1, 4)
+            .build()
+            .unwrap();
+        let plan = loader.plan(0);
+        let (mut x, mut y) = (plain.samples().to_vec(), plan.samples().to_vec());
+        x.sort_unstable();
+        y.sort_unstable();
+        assert_eq!(x, y, "the same samples, once each");
+        assert_ne!(plain.samples(), plan.samples(), "in balanced steps");
+        let steps = plan.len() / 4;
+        for s in 0..steps.saturating_sub(3) {
+            let step = &plan.costs()[4 * s..4 * s + 4];
+            let (max, mean) = (
+                step.iter().copied().fold(0.0, f64::max),
+                step.iter().sum::<f64>() / 4.0,
+            );
+            assert!(max / mean <= 1.05, "step {s}: {step:?}");
+        }
+    }
+}
