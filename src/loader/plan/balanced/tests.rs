@@ -31,17 +31,10 @@ fn plan_of(config: &PlanConfig, lengths: &[u32], epoch: u64) -> Plan {
 }
 
 /// Log-normal lengths: median 300 tokens, σ 1.0 (a long tail: 1 % over 3,100, 0.1 % over
-/// 6,600), clipped to `1..=max`; SplitMix64 draws through Box–Muller.
+/// 6,600; `log_normal_lengths`), clipped to `1..=max`.
 fn long_tail(n: usize, max: usize, seed: u64) -> Vec<u32> {
-    let mut rng = SplitMix64::new(seed);
-    let mut uniform = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    (0..n)
-        .map(|_| {
-            let (u, v) = (uniform().max(f64::MIN_POSITIVE), uniform());
-            let normal = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
-            ((300f64.ln() + normal).exp() as usize).clamp(1, max) as u32
-        })
-        .collect()
+    let lengths = crate::loader::pack::tests::log_normal_lengths(n, seed);
+    lengths.into_iter().map(|l| l.min(max as u32)).collect()
 }
 
 /// Each step's max / mean batch cost, over the steps of `world` batches but the plan's
