@@ -221,8 +221,12 @@ fn plan_time(dir: &Path) {
         println!("| {name} | {:.2} s |", took.as_secs_f64());
     };
     time("unpacked, batches of 32", Loader::builder(&file));
-    let ranks = |b: LoaderBuilder<'static>| b.elastic_shard(0, 8);
-    let balanced = |b: LoaderBuilder<'static>| ranks(b).with_balance(Balance::Tokens);
+    fn ranks(b: LoaderBuilder<'_>) -> LoaderBuilder<'_> {
+        b.elastic_shard(0, 8)
+    }
+    fn balanced(b: LoaderBuilder<'_>) -> LoaderBuilder<'_> {
+        ranks(b).with_balance(Balance::Tokens)
+    }
     time(
         "unpacked, batches of 32, 8 ranks",
         ranks(Loader::builder(&file)),

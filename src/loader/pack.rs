@@ -532,7 +532,8 @@ impl Windows {
         let mut out = Vec::with_capacity(self.len());
         let ids: Vec<usize> = (0..self.len()).collect();
         for group in ids.chunks(4096) {
-            (pieces.clear(), counts.clear());
+            pieces.clear();
+            counts.clear();
             self.pieces_of(group, &mut pieces, &mut counts);
             let mut at = 0;
             for &count in &counts {
