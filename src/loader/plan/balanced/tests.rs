@@ -313,7 +313,7 @@ mod loaders {
         let mut two = b(2);
         let saved = two.next_batch().unwrap().unwrap().next_position();
         b(2).seek(saved).unwrap();
-        let refused = b(3).seek(saved).map_err(crate::Error::into_kind);
+        let refused = b(3).seek(saved).map_err(crate::error::Error::into_kind);
         let Err(ErrorKind::Argument(ArgumentError::PositionMismatch { differs })) = refused else {
             panic!("{refused:?}");
         };
@@ -340,7 +340,8 @@ mod loaders {
     #[test]
     fn bad_balance_options_are_named() {
         let (_dir, data) = file(&[3, 5, 7], 2);
-        let option = |b: LoaderBuilder<'_>| match b.build().map_err(crate::Error::into_kind) {
+        let option = |b: LoaderBuilder<'_>| match b.build().map_err(crate::error::Error::into_kind)
+        {
             Err(ErrorKind::Argument(ArgumentError::LoaderConfig { option, .. })) => option,
             other => panic!("{other:?}"),
         };
