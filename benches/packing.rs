@@ -8,10 +8,16 @@
 //!    against the token-budget batcher (its batches padded to their longest document), on
 //!    log-normal document lengths;
 //! 3. the time to make an epoch's plan for 10 M documents (concatenate and split, best fit,
-//!    and the unpacked plan), and a mixture's plan of epoch 10 against its epoch 0.
+//!    and the unpacked plan, with and without balanced steps on 8 ranks), and a mixture's
+//!    plan of epoch 10 against its epoch 0;
+//! 4. balanced global steps simulated: on a long tail (log-normal, median 300 tokens, σ 1.0,
+//!    clipped to the budget), each step's max / mean rank cost `n + w·n²` with and without
+//!    balance, budgets of 4096 and 32768 tokens, 8 and 64 ranks, `w` 0 and 1/(12·4096).
 //!
 //! `cargo bench --bench packing`; `LODTENSOR_BENCH_MB` sets the size of (1) (default 200 MB
-//! of `int32` tokens), `LODTENSOR_BENCH_DOCS` the documents of (3) (default 10 M).
+//! of `int32` tokens), `LODTENSOR_BENCH_DOCS` the documents of (3) (default 10 M),
+//! `LODTENSOR_BENCH_TAIL_DOCS` those of (4) (default 200,000), `LODTENSOR_BENCH_PARTS` the
+//! parts to run (default `1,2,3,4`).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -20,7 +26,9 @@ use std::time::{Duration, Instant};
 use arrow_array::types::{Int32Type, UInt8Type};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
-use lodtensor::loader::{Loader, LoaderBuilder, Mixture, PackMode, Packing};
+use lodtensor::loader::{
+    ATTENTION_WEIGHT, Balance, Loader, LoaderBuilder, Mixture, PackMode, Packing,
+};
 use lodtensor::rng::SplitMix64;
 use lodtensor::{Column, Dataset, LodTensor};
 
@@ -213,6 +221,20 @@ fn plan_time(dir: &Path) {
         println!("| {name} | {:.2} s |", took.as_secs_f64());
     };
     time("unpacked, batches of 32", Loader::builder(&file));
+    fn ranks(b: LoaderBuilder<'_>) -> LoaderBuilder<'_> {
+        b.elastic_shard(0, 8)
+    }
+    fn balanced(b: LoaderBuilder<'_>) -> LoaderBuilder<'_> {
+        ranks(b).with_balance(Balance::Tokens)
+    }
+    time(
+        "unpacked, batches of 32, 8 ranks",
+        ranks(Loader::builder(&file)),
+    );
+    time("the same, balanced", balanced(Loader::builder(&file)));
+    let budget = || Loader::builder(&file).with_token_budget(256);
+    time("unpacked, budget of 256 tokens, 8 ranks", ranks(budget()));
+    time("the same, balanced", balanced(budget()));
     time(
         "concatenate and split, 2048",
         Loader::builder(&file).with_packing(Packing::new(2048)),
@@ -236,10 +258,88 @@ fn plan_time(dir: &Path) {
     }
 }
 
+/// (4): each step's max / mean rank cost with and without balance, on a long tail.
+fn balance(dir: &Path) {
+    let n: usize = std::env::var("LODTENSOR_BENCH_TAIL_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    println!("\n## 4. balanced global steps, {n} documents (median 300, σ 1.0)");
+    println!(
+        "| budget | ranks | w | steps | mean max/mean, unbalanced | balanced | worst, unbalanced | balanced |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for budget in [4096, 32768] {
+        let lengths: Vec<usize> = log_normal(n, 300.0, 5)
+            .into_iter()
+            .map(|l| l.min(budget))
+            .collect();
+        let file = write(&dir.join(format!("tail{budget}.arrow")), &lengths, true);
+        for world in [8, 64] {
+            for w in [0.0, ATTENTION_WEIGHT] {
+                let b = || {
+                    Loader::builder(&file)
+                        .with_token_budget(budget)
+                        .with_shuffle(1)
+                };
+                let plain = b().elastic_shard(0, world).build().expect("loader");
+                let balanced = b()
+                    .shard(0, world)
+                    .with_balance(Balance::Attention { weight: w });
+                let balanced = balanced.build().expect("loader");
+                let (was, is) = (
+                    steps(&plain, &lengths, w, world),
+                    steps(&balanced, &lengths, w, world),
+                );
+                println!(
+                    "| {budget} | {world} | {w:.3e} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                    is.len(),
+                    mean(&was),
+                    mean(&is),
+                    was.iter().copied().fold(1.0, f64::max),
+                    is.iter().copied().fold(1.0, f64::max),
+                );
+            }
+        }
+    }
+}
+
+/// Each whole step's max / mean rank cost under weight `w` (the epoch's last three steps,
+/// its leftovers, left out).
+fn steps(loader: &Loader, lengths: &[usize], w: f64, world: usize) -> Vec<f64> {
+    let plan = loader.plan(1);
+    let weight = Balance::Attention { weight: w };
+    let costs: Vec<f64> = plan
+        .batches()
+        .map(|b| b.iter().map(|&s| weight.cost(lengths[s])).sum())
+        .collect();
+    let whole = (costs.len() / world).saturating_sub(3);
+    (costs.chunks(world).take(whole))
+        .map(|step| {
+            step.iter().copied().fold(0.0, f64::max) * world as f64 / step.iter().sum::<f64>()
+        })
+        .collect()
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is ignored.
     let dir = tempfile::tempdir().expect("tempdir");
-    throughput(dir.path());
-    padding(dir.path());
-    plan_time(dir.path());
+    let parts = std::env::var("LODTENSOR_BENCH_PARTS").unwrap_or_else(|_| "1,2,3,4".into());
+    let run = |part: &str| parts.split(',').any(|p| p.trim() == part);
+    if run("1") {
+        throughput(dir.path());
+    }
+    if run("2") {
+        padding(dir.path());
+    }
+    if run("3") {
+        plan_time(dir.path());
+    }
+    if run("4") {
+        balance(dir.path());
+    }
 }

@@ -111,6 +111,8 @@ class LoaderOptions(TypedDict, total=False):
     pack_overlong: Literal["cut", "drop"]
     lazy_shards: bool
     shared_memory: bool
+    balance: Literal["tokens", "attention"] | None
+    attention_weight: float | None
 
 class StateDict(TypedDict):
     epoch: int
@@ -454,6 +456,8 @@ class Batch:
     def column_names(self) -> list[str]: ...
     @property
     def tokens(self) -> int: ...
+    @property
+    def cost(self) -> float: ...
     @property
     def max_len(self) -> int: ...
     @property

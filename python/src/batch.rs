@@ -123,6 +123,15 @@ impl Batch {
         self.inner.tokens()
     }
 
+    /// The batch's cost as the planner counted it: the sum of ``n + w·n²`` over its samples
+    /// of ``n`` tokens (a packed window: over its documents' pieces as ``cu_seqlens`` splits
+    /// them, its padding counting its length), ``w`` the loader's ``attention_weight``
+    /// (0 with ``balance="tokens"`` or without balance: the tokens then).
+    #[getter]
+    fn cost(&self) -> f64 {
+        self.inner.cost()
+    }
+
     /// The longest sample's length.
     #[getter]
     fn max_len(&self) -> usize {

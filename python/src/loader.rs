@@ -227,7 +227,10 @@ impl Inner {
 /// shards in `batch_size` mode, and over a dataset opened by URL in every mode:
 /// a shard mapped, or downloaded, when a batch first reads it, the sample lengths a plan
 /// needs read from the shards' metadata; `False` maps every shard when the loader is
-/// made). `docs/python.md` says more.
+/// made); `balance=None` (`"tokens"` or `"attention"`: balanced global steps, each step's
+/// `world_size` batches of close cost, a sample of `n` tokens costing `n + w·n²`, `batch.cost`)
+/// with `attention_weight=None` (`w`, only with `"attention"`; by default `1/(12·4096)`, a
+/// causal decoder of width 4096). `docs/python.md` says more.
 #[pyclass(frozen, module = "lodtensor")]
 pub struct Loader {
     inner: Mutex<Inner>,

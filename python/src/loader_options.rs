@@ -2,7 +2,7 @@
 //! Python keywords, and turned into the crate's `LoaderBuilder`.
 
 use lodtensor::ArgumentError;
-use lodtensor::loader::LoaderSource;
+use lodtensor::loader::{ATTENTION_WEIGHT, Balance, LoaderSource};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyDict};
@@ -63,6 +63,8 @@ pub struct Options {
     pub pack_overlong: String,
     pub lazy_shards: bool,
     pub shared_memory: bool,
+    pub balance: Option<String>,
+    pub attention_weight: Option<f64>,
 }
 
 /// [`Options`] as a Python object, what [`loader_options`] returns.
@@ -79,7 +81,7 @@ pub struct ParsedOptions(Options);
     buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
     step_ranks = None, prefetch = 0, pack = None, pack_split = true, pack_extra_token = false,
     pack_pad_last = false, pack_lookahead = 1024, pack_overlong = "cut".to_owned(),
-    lazy_shards = true, shared_memory = false))]
+    lazy_shards = true, shared_memory = false, balance = None, attention_weight = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn loader_options(
     batch_size: Option<usize>,
@@ -105,6 +107,8 @@ pub fn loader_options(
     pack_overlong: String,
     lazy_shards: bool,
     shared_memory: bool,
+    balance: Option<String>,
+    attention_weight: Option<f64>,
 ) -> PyResult<ParsedOptions> {
     Ok(ParsedOptions(Options {
         batch_size,
@@ -130,6 +134,8 @@ pub fn loader_options(
         pack_overlong,
         lazy_shards,
         shared_memory,
+        balance,
+        attention_weight,
     }))
 }
 
@@ -181,6 +187,7 @@ impl Options {
     pub(crate) fn build(self, source: LoaderSource<'_>) -> PyResult<lodtensor::Loader> {
         let mut b = lodtensor::Loader::builder(source);
         let packing = self.packing()?;
+        let balance = self.balance()?;
         // Both given: the crate refuses the pair, naming both.
         if let Some(n) = self.batch_size {
             b = b.with_batch_size(n);
@@ -223,11 +230,36 @@ impl Options {
         if let Some(packing) = packing {
             b = b.with_packing(packing);
         }
+        if let Some(balance) = balance {
+            b = b.with_balance(balance);
+        }
         b.with_drop_last(self.drop_last)
             .with_lazy_shards(self.lazy_shards)
             .with_shared_memory(self.shared_memory)
             .build()
             .py_err()
+    }
+}
+
+impl Options {
+    /// `balance` and `attention_weight` as the crate's [`Balance`]: `"tokens"` (w = 0) or
+    /// `"attention"` (w = `attention_weight`, by default [`ATTENTION_WEIGHT`]).
+    fn balance(&self) -> PyResult<Option<Balance>> {
+        match (self.balance.as_deref(), self.attention_weight) {
+            (None, None) => Ok(None),
+            (Some("attention"), w) => Ok(Some(Balance::Attention {
+                weight: w.unwrap_or(ATTENTION_WEIGHT),
+            })),
+            (Some("tokens"), None) => Ok(Some(Balance::Tokens)),
+            (None | Some("tokens"), Some(_)) => Err(option_error(
+                "attention_weight",
+                "needs balance=\"attention\" (balance=\"tokens\" is a weight of 0)",
+            )),
+            (Some(other), _) => Err(option_error(
+                "balance",
+                &format!("must be None, \"tokens\" or \"attention\", got {other:?}"),
+            )),
+        }
     }
 }
 

@@ -235,6 +235,35 @@ impl Batch {
         self.info().max_len
     }
 
+    /// The batch's cost as the planner counted it ([`Plan::costs`]): the sum of `n + w·n²`
+    /// over its samples of `n` tokens (a packed window: over its documents' pieces, its
+    /// padding counting its length), `w` the [`Balance`](super::Balance)'s weight, 0
+    /// without balance. A loader whose plans are made without lengths (lazy shards, no
+    /// balance) counts the batch's tokens.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Balance, Loader};
+    /// let mut loader = Loader::builder(&file).with_batch_size(2)
+    ///     .with_balance(Balance::Attention { weight: 0.5 }).build()?;
+    /// let batch = loader.next_batch()?.expect("a batch");
+    /// let lengths: Vec<usize> = batch.samples().iter().map(|&s| s + 1).collect();   // s + 1 tokens
+    /// let cost: f64 = lengths.iter().map(|&n| n as f64 + 0.5 * (n * n) as f64).sum();
+    /// assert_eq!(batch.cost(), cost);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cost(&self) -> f64 {
+        let planned = self.plan.infos().get(self.index);
+        match self.plan.costs().get(self.index) {
+            // Measured tokens differ from a plan made with lengths of 1.
+            Some(&cost) if planned.is_some_and(|p| p.tokens == self.info.tokens) => cost,
+            _ => self.info.tokens as f64,
+        }
+    }
+
     /// Whether this is a single sample longer than the token budget.
     ///
     /// # Example

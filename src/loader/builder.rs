@@ -3,7 +3,7 @@
 use arrow_schema::Schema;
 
 use super::Loader;
-use super::config::{BatchSize, PlanConfig, Ranks, Shuffle};
+use super::config::{BALANCE_LOOKAHEAD, BatchSize, PlanConfig, Ranks, Shuffle};
 use super::gather::{ColumnInfo, Gatherer};
 use super::mix::{Blend, Mixture, read_mixture};
 use super::pack::Packing;
@@ -177,6 +177,8 @@ impl<'a> LoaderBuilder<'a> {
                 buckets: Vec::new(),
                 ranks: Ranks::Parts { rank: 0, world: 1 },
                 packing: None,
+                balance: None,
+                balance_lookahead: BALANCE_LOOKAHEAD,
             },
             length: None,
             quantiles: None,
@@ -624,6 +626,7 @@ impl<'a> LoaderBuilder<'a> {
             ..
         } = self;
         let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, lazy)?;
+        let config = config.with_balanced_turns();
         let (rows, shards) = (inputs.rows.starts(), inputs.shards.starts());
         let mut fingerprint = config.fingerprint(&inputs.lengths, rows, shards);
         let blend = match blend {
@@ -661,3 +664,5 @@ pub(super) fn empty_columns(schema: &Schema) -> Result<Vec<Column>> {
         })
         .collect()
 }
+
+mod balance;

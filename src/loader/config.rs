@@ -69,9 +69,89 @@ pub enum Shuffle {
     },
 }
 
+/// The attention weight `w` of [`Balance::Attention`] for a causal decoder of width
+/// `d = 4096`: per layer, a sequence of `n` tokens costs about `24·d²·n` multiply-adds in
+/// its projections and MLP and `2·d·n²` in causal attention, so in tokens' worth of the
+/// former a sequence costs `n + n²/(12·d)`: `w = 1/(12·4096) ≈ 2.03e-5`. For another
+/// width `d`, give `1/(12·d)`.
+///
+/// # Example
+/// ```
+/// use lodtensor::loader::{ATTENTION_WEIGHT, Balance};
+/// assert!((ATTENTION_WEIGHT - 2.03e-5).abs() < 1e-7);
+/// let cost = Balance::Attention { weight: ATTENTION_WEIGHT }.cost(4096);
+/// assert!((cost - (4096.0 + 4096.0 / 12.0)).abs() < 1e-9);   // 4096 tokens: 1/12 more
+/// ```
+pub const ATTENTION_WEIGHT: f64 = 1.0 / (12.0 * 4096.0);
+
+/// How the ranks' batches of a global step are balanced ([`LoaderBuilder::with_balance`](super::LoaderBuilder::with_balance)):
+/// the cost of a sample of `n` tokens is `n + w·n²`, `w` the attention weight (0 for
+/// [`Balance::Tokens`]); a packed window costs the sum over its documents' pieces, its
+/// padding its length.
+///
+/// # Example
+/// ```
+/// use lodtensor::loader::Balance;
+/// assert_eq!(Balance::Tokens.cost(300), 300.0);
+/// assert_eq!(Balance::Attention { weight: 0.5 }.cost(4), 4.0 + 0.5 * 16.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Balance {
+    /// Every token costs the same (`w = 0`).
+    Tokens,
+    /// A sample of `n` tokens costs `n + weight·n²` ([`ATTENTION_WEIGHT`]: a causal decoder
+    /// of width 4096).
+    Attention {
+        /// `w`: finite, at least 0.
+        weight: f64,
+    },
+}
+
+impl Balance {
+    /// `w`: 0 for [`Balance::Tokens`].
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::{ATTENTION_WEIGHT, Balance};
+    /// assert_eq!(Balance::Tokens.weight(), 0.0);
+    /// assert_eq!(Balance::Attention { weight: ATTENTION_WEIGHT }.weight(), ATTENTION_WEIGHT);
+    /// ```
+    pub fn weight(self) -> f64 {
+        match self {
+            Balance::Tokens => 0.0,
+            Balance::Attention { weight } => weight,
+        }
+    }
+
+    /// The cost of a sample (or a window's piece) of `n` tokens: `n + w·n²`.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::Balance;
+    /// assert_eq!(Balance::Attention { weight: 0.25 }.cost(8), 8.0 + 16.0);
+    /// ```
+    pub fn cost(self, n: usize) -> f64 {
+        cost(n, self.weight())
+    }
+}
+
+/// `n + w·n²`.
+pub(crate) fn cost(n: usize, w: f64) -> f64 {
+    let n = n as f64;
+    n + w * n * n
+}
+
+/// Global steps dealt from pools of this many steps' worth of samples, by default
+/// ([`LoaderBuilder::with_balance_lookahead`](super::LoaderBuilder::with_balance_lookahead)).
+pub const BALANCE_LOOKAHEAD: usize = 64;
+
 /// Hashed into the options of `shard` with `drop_last`, whose ranks share the epoch's
 /// batches rather than its samples.
 const DEALT_BATCHES: u64 = 1;
+
+/// Hashed into the options of a loader with balanced global steps.
+const BALANCED: u64 = 0x6261_6c61_6e63_6564;
 
 /// Everything that decides a plan besides the lengths and the epoch.
 #[derive(Clone, Debug)]
@@ -85,6 +165,9 @@ pub(crate) struct PlanConfig {
     pub ranks: Ranks,
     /// Documents packed into windows; the batch size counts windows.
     pub packing: Option<Packing>,
+    /// Balanced global steps, and their pools' size in steps.
+    pub balance: Option<Balance>,
+    pub balance_lookahead: usize,
 }
 
 /// How the ranks of a data-parallel job share each epoch.
@@ -174,6 +257,9 @@ impl PlanConfig {
         if let Some(packing) = &self.packing {
             self.validate_packing(packing)?;
         }
+        if let Some(balance) = self.balance {
+            self.validate_balance(balance)?;
+        }
         if let Some(i) = self.buckets.windows(2).position(|w| w[1] <= w[0]) {
             let (a, b) = (self.buckets[i], self.buckets[i + 1]);
             return bad(
@@ -215,6 +301,49 @@ impl PlanConfig {
         Ok(())
     }
 
+    /// Balance: a finite weight of at least 0, a look-ahead of at least one step, no
+    /// buckets.
+    fn validate_balance(&self, balance: Balance) -> Result<()> {
+        let bad = |option: &'static str, reason: String| {
+            Err(ArgumentError::LoaderConfig { option, reason }.into())
+        };
+        let w = balance.weight();
+        if !(w.is_finite() && w >= 0.0) {
+            return bad(
+                "attention_weight",
+                format!("must be finite and at least 0, got {w}"),
+            );
+        }
+        if self.balance_lookahead == 0 {
+            return bad("balance_lookahead", "must be at least 1, got 0".into());
+        }
+        if !self.buckets.is_empty() {
+            return bad(
+                "buckets",
+                "conflicts with balance: a balanced step sorts its samples by cost".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The attention weight costs are counted with: the balance's, 0 without one.
+    pub fn weight(&self) -> f64 {
+        self.balance.map_or(0.0, Balance::weight)
+    }
+
+    /// With balance, ranks take turns in global steps of `world` batches whichever way
+    /// they were sharded: `shard` ranks become turns.
+    pub fn with_balanced_turns(mut self) -> Self {
+        if let (Some(_), Ranks::Parts { rank, world }) = (self.balance, self.ranks) {
+            self.ranks = Ranks::Turns {
+                rank,
+                world,
+                group: world,
+            };
+        }
+        self
+    }
+
     /// A portable hash of the options and the data, stored in every [`super::Position`]
     /// so that a position is only restored into a loader that makes the same plans.
     /// `row_starts` (the record-batch boundaries) and `shard_starts` count only where they
@@ -252,6 +381,13 @@ impl PlanConfig {
         }
         if let Some(packing) = &self.packing {
             options.add(&packing.hash_words());
+        }
+        if let Some(balance) = self.balance {
+            // A step's composition depends on the world size: positions resume only on
+            // as many ranks.
+            let world = self.ranks.rank_and_world().1 as u64;
+            let lookahead = self.balance_lookahead as u64;
+            options.add(&[BALANCED, balance.weight().to_bits(), lookahead, world]);
         }
         options.add(&[self.drop_last as u64, self.buckets.len() as u64]);
         for &b in &self.buckets {

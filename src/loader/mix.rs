@@ -13,15 +13,13 @@
 //! together; its batches, ranks (`shard`, `elastic_shard`), `drop_last` and positions are a
 //! loader's. Every source must have the same columns (name, type, levels and offset width).
 
-use std::sync::Arc;
-
 use super::LoaderSource;
 use super::builder::Sourced;
 use super::config::{PlanConfig, Shuffle};
 use super::gather::{ColumnInfo, ValuesInfo};
 use super::order::epoch_order;
 use super::pack::{PackMode, Piece, Windows, packed_order, windows_of_pieces};
-use super::plan::Plan;
+use super::plan::{Costs, Plan};
 use crate::dataset::Dataset;
 use crate::error::{ArgumentError, Result};
 use crate::rng::SplitMix64;
@@ -371,7 +369,8 @@ impl Blend {
                         Drawn::Window(_) => unreachable!("not packing"),
                     })
                     .collect();
-                Plan::of_ranks(config, lengths, &order, epoch)
+                let costs = Costs::Lengths(config.weight());
+                Plan::of_ranks(config, (lengths, &costs), &order, epoch)
             }
             Some(packing) => {
                 let (mut pieces, mut starts) = (Vec::new(), vec![0]);
@@ -382,9 +381,8 @@ impl Blend {
                     }
                 }
                 let windows = windows_of_pieces(packing.window_len(), pieces, starts);
-                let tokens: Vec<usize> = (0..windows.len()).map(|w| windows.tokens_of(w)).collect();
                 let order: Vec<usize> = (0..windows.len()).collect();
-                Plan::of_ranks(config, &tokens, &order, epoch).with_windows(Arc::new(windows))
+                windows.plan(config, &order, epoch)
             }
         }
     }

@@ -117,7 +117,7 @@ use crate::io::ipc_reader::MappedDataset;
 
 pub use batch::Batch;
 pub use builder::{LoaderBuilder, LoaderSource};
-pub use config::{BatchSize, Shuffle};
+pub use config::{ATTENTION_WEIGHT, BALANCE_LOOKAHEAD, Balance, BatchSize, Shuffle};
 pub use gather::GatherStats;
 pub use mix::Mixture;
 pub use pack::{Overlong, PackMode, Packing, Piece, Windows};

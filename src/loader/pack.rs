@@ -6,9 +6,10 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::config::cost;
 use super::config::{PlanConfig, Shuffle};
 use super::order::{epoch_rng, permute};
-use super::plan::Plan;
+use super::plan::{Costs, Plan};
 
 mod mode;
 pub use mode::{Overlong, PackMode, Packing};
@@ -508,8 +509,43 @@ pub(super) fn packed_plan(
     epoch: u64,
 ) -> Plan {
     let (windows, window_order) = packed_order(config, packing, lengths, order, epoch);
-    let window_tokens: Vec<usize> = (0..windows.len()).map(|w| windows.tokens_of(w)).collect();
-    Plan::of_ranks(config, &window_tokens, &window_order, epoch).with_windows(Arc::new(windows))
+    windows.plan(config, &window_order, epoch)
+}
+
+impl Windows {
+    /// The plan of these windows in `order`, shared by ranks and batched as samples are,
+    /// each window costing what its pieces and padding do ([`Windows::costs`]).
+    pub(super) fn plan(self, config: &PlanConfig, order: &[usize], epoch: u64) -> Plan {
+        let tokens: Vec<usize> = (0..self.len()).map(|w| self.tokens_of(w)).collect();
+        let costs = self.costs(config.weight());
+        let items = (&tokens[..], &Costs::Table(&costs));
+        Plan::of_ranks(config, items, order, epoch).with_windows(Arc::new(self))
+    }
+
+    /// Each window's cost: `n + w·n²` over its pieces of `n` tokens, plus its padding's
+    /// length (`window_len` each when `w` is 0).
+    fn costs(&self, w: f64) -> Vec<f64> {
+        if w == 0.0 {
+            return vec![self.window_len as f64; self.len()];
+        }
+        let (mut pieces, mut counts) = (Vec::new(), Vec::new());
+        let mut out = Vec::with_capacity(self.len());
+        let ids: Vec<usize> = (0..self.len()).collect();
+        for group in ids.chunks(4096) {
+            pieces.clear();
+            counts.clear();
+            self.pieces_of(group, &mut pieces, &mut counts);
+            let mut at = 0;
+            for &count in &counts {
+                let window = &pieces[at..at + count];
+                let tokens: usize = window.iter().map(|p| p.n_tokens).sum();
+                let padding = self.window_len.saturating_sub(tokens) as f64;
+                out.push(window.iter().map(|p| cost(p.n_tokens, w)).sum::<f64>() + padding);
+                at += count;
+            }
+        }
+        out
+    }
 }
 
 /// Windows made of the given pieces, window after window (`starts`: where each window's

@@ -24,10 +24,28 @@ use std::sync::Arc;
 
 use crate::row_index::RowIndex;
 
-use super::config::{PlanConfig, Ranks};
+use super::config::{PlanConfig, Ranks, cost};
 use super::order::{Slot, epoch_order, fits_u32};
 use super::pack::{Windows, packed_plan};
 use batched::Batched;
+
+/// What each item of an order (a sample, or a packed window) costs ([`super::Balance`]).
+pub(crate) enum Costs<'a> {
+    /// `n + w·n²` of the item's length `n`, `w` this weight.
+    Lengths(f64),
+    /// A packed epoch's windows' costs, by window number.
+    Table(&'a [f64]),
+}
+
+impl Costs<'_> {
+    /// The cost of item `item`, of length `len`.
+    pub(crate) fn of(&self, item: usize, len: usize) -> f64 {
+        match self {
+            Costs::Lengths(w) => cost(len, *w),
+            Costs::Table(costs) => costs[item],
+        }
+    }
+}
 
 /// One batch of a plan.
 ///
@@ -136,6 +154,8 @@ pub struct Plan {
     epoch: u64,
     samples: Vec<usize>,
     infos: Vec<BatchInfo>,
+    /// Each batch's cost, as the planner counted it.
+    costs: Vec<f64>,
     dropped: usize,
     /// A packed epoch's windows (then `samples` are window numbers).
     windows: Option<Arc<Windows>>,
@@ -165,6 +185,7 @@ impl Plan {
             epoch: 0,
             samples,
             infos: vec![info],
+            costs: vec![info.tokens as f64],
             dropped: 0,
             windows: None,
         }
@@ -182,27 +203,31 @@ impl Plan {
             let order = order.into_iter().map(S::get).collect();
             return packed_plan(config, packing, lengths, order, epoch);
         }
-        Plan::of_ranks(config, lengths, &order, epoch)
+        let costs = Costs::Lengths(config.weight());
+        Plan::of_ranks(config, (lengths, &costs), &order, epoch)
     }
 
-    /// The plan of `order` (samples, or a packed epoch's windows) of lengths `lengths`,
-    /// shared among ranks as the options say.
+    /// The plan of `order` (samples, or a packed epoch's windows) of lengths `lengths` and
+    /// costs `costs`, shared among ranks as the options say.
     pub(super) fn of_ranks<L: Slot, S: Slot>(
         config: &PlanConfig,
-        lengths: &[L],
+        items: (&[L], &Costs<'_>),
         order: &[S],
         epoch: u64,
     ) -> Plan {
+        if config.balance.is_some() {
+            return balanced::plan(config, items, order, epoch);
+        }
         let n = order.len();
         let Ranks::Parts { rank, world } = config.ranks else {
-            return Batched::<usize>::of_order(config, lengths, order).into_plan(epoch);
+            return Batched::<usize>::of_order(config, items, order).into_plan(epoch);
         };
         if config.drop_last {
             // The whole epoch's batches, in `S` until this rank's are dealt.
-            return Batched::<S>::of_order(config, lengths, order).deal(rank, world, epoch);
+            return Batched::<S>::of_order(config, items, order).deal(rank, world, epoch);
         }
         let part = &order[n * rank / world..n * (rank + 1) / world];
-        Batched::<usize>::of_order(config, lengths, part).into_plan(epoch)
+        Batched::<usize>::of_order(config, items, part).into_plan(epoch)
     }
 
     /// The plan with the packed epoch's `windows` attached: every window is as long as
@@ -350,6 +375,28 @@ impl Plan {
         &self.infos
     }
 
+    /// Each batch's cost as the planner counted it: the sum over its samples of `n + w·n²`
+    /// for a sample of `n` tokens (a packed window: over its documents' pieces, its padding
+    /// counting its length), `w` the [`Balance`](super::Balance)'s weight, 0 without
+    /// balance (the tokens, then).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Balance, Loader};
+    /// let plain = Loader::builder(&file).with_batch_size(2).build()?;
+    /// assert_eq!(plain.plan(0).costs(), [3.0, 7.0, 5.0]);       // tokens
+    /// let weighted = Loader::builder(&file).with_batch_size(5)
+    ///     .with_balance(Balance::Attention { weight: 0.5 }).build()?;
+    /// assert_eq!(weighted.plan(0).costs(), [15.0 + 0.5 * 55.0]);   // 1² + 2² + … + 5² = 55
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn costs(&self) -> &[f64] {
+        &self.costs
+    }
+
     /// Samples left out by `drop_last` (0 without it): those of each bucket's incomplete
     /// last batch. With [`LoaderBuilder::shard`](super::LoaderBuilder::shard) the ranks
     /// share the batches of the whole epoch, as many each, and up to `world_size - 1` batches
@@ -435,6 +482,7 @@ impl Plan {
     }
 }
 
+mod balanced;
 mod batched;
 #[cfg(test)]
 mod tests;

@@ -22,7 +22,8 @@ use crate::rng::SplitMix64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fingerprint {
     /// The options: batch size or token budget, `drop_last`, shuffle and seed, buckets,
-    /// `shard` (rank and world size) or `elastic_shard` (neither).
+    /// `shard` (rank and world size) or `elastic_shard` (neither), packing, balance (its
+    /// weight, look-ahead and, since a step's batches depend on it, the world size).
     pub options: u64,
     /// The length of every sample, in file order (the data, and the length column).
     pub lengths: u64,
@@ -37,7 +38,7 @@ impl Fingerprint {
     pub(crate) fn differences(&self, other: &Fingerprint) -> Vec<&'static str> {
         let mut out = Vec::new();
         if self.options != other.options {
-            out.push("the options (batch size or token budget, drop_last, shuffle or seed, buckets, shard or elastic_shard, packing)");
+            out.push("the options (batch size or token budget, drop_last, shuffle or seed, buckets, shard or elastic_shard, packing, balance; with balance the world size too: a balanced position resumes only on as many ranks)");
         }
         if self.lengths != other.lengths {
             out.push("the samples or their lengths (other data, or another length column)");

@@ -3,7 +3,7 @@
 //! dealing batches (`drop_last`) make before keeping theirs, take no more memory than the
 //! order.
 
-use super::{BatchInfo, Plan};
+use super::{BatchInfo, Costs, Plan};
 use crate::loader::config::{BatchSize, PlanConfig};
 use crate::loader::order::Slot;
 
@@ -11,6 +11,8 @@ use crate::loader::order::Slot;
 pub(super) struct Batched<T> {
     samples: Vec<T>,
     infos: Vec<BatchInfo>,
+    /// Each batch's cost.
+    costs: Vec<f64>,
     dropped: usize,
 }
 
@@ -19,7 +21,7 @@ impl<T: Slot> Batched<T> {
     /// lengths `lengths`.
     pub(super) fn of_order<L: Slot, S: Slot>(
         config: &PlanConfig,
-        lengths: &[L],
+        (lengths, costs): (&[L], &Costs<'_>),
         order: &[S],
     ) -> Batched<T> {
         let buckets = config.buckets.len() + 1;
@@ -28,6 +30,7 @@ impl<T: Slot> Batched<T> {
         let mut out = Batched {
             samples: Vec::with_capacity(order.len()),
             infos: Vec::new(),
+            costs: Vec::new(),
             dropped: 0,
         };
         for s in order.iter().map(|s| s.get()) {
@@ -37,7 +40,7 @@ impl<T: Slot> Batched<T> {
                 BatchSize::Samples(size) => {
                     pending[b].push(s);
                     if pending[b].len() == size {
-                        out.close(&mut pending[b], lengths, false);
+                        out.close(&mut pending[b], (lengths, costs), false);
                     }
                 }
                 BatchSize::Tokens(budget) => {
@@ -45,14 +48,14 @@ impl<T: Slot> Batched<T> {
                         // The batch being filled comes first: the epoch keeps its order,
                         // and in file order both stay views.
                         if !pending[b].is_empty() {
-                            out.close(&mut pending[b], lengths, false);
+                            out.close(&mut pending[b], (lengths, costs), false);
                             pending_tokens[b] = 0;
                         }
-                        out.close(&mut vec![s], lengths, true);
+                        out.close(&mut vec![s], (lengths, costs), true);
                         continue;
                     }
                     if pending_tokens[b] + len > budget {
-                        out.close(&mut pending[b], lengths, false);
+                        out.close(&mut pending[b], (lengths, costs), false);
                         pending_tokens[b] = 0;
                     }
                     pending[b].push(s);
@@ -67,20 +70,27 @@ impl<T: Slot> Batched<T> {
             if config.drop_last {
                 out.dropped += p.len();
             } else {
-                out.close(p, lengths, false);
+                out.close(p, (lengths, costs), false);
             }
         }
         out
     }
 
     /// Appends `samples` as one batch and empties it.
-    fn close<L: Slot>(&mut self, samples: &mut Vec<usize>, lengths: &[L], oversize: bool) {
+    fn close<L: Slot>(
+        &mut self,
+        samples: &mut Vec<usize>,
+        (lengths, costs): (&[L], &Costs<'_>),
+        oversize: bool,
+    ) {
         let start = self.samples.len();
-        let (mut tokens, mut max_len) = (0, 0);
+        let (mut tokens, mut max_len, mut cost) = (0, 0, 0.0);
         for &s in samples.iter() {
             tokens += lengths[s].get();
             max_len = max_len.max(lengths[s].get());
+            cost += costs.of(s, lengths[s].get());
         }
+        self.costs.push(cost);
         self.samples.extend(samples.drain(..).map(T::of));
         self.infos.push(BatchInfo {
             start,
@@ -97,6 +107,7 @@ impl<T: Slot> Batched<T> {
             epoch,
             samples: self.samples.into_iter().map(T::get).collect(),
             infos: self.infos,
+            costs: self.costs,
             dropped: self.dropped,
             windows: None,
         }
@@ -120,6 +131,7 @@ impl<T: Slot> Batched<T> {
             epoch,
             samples: Vec::new(),
             infos: Vec::with_capacity(share),
+            costs: Vec::with_capacity(share),
             dropped: 0,
             windows: None,
         };
@@ -130,6 +142,7 @@ impl<T: Slot> Batched<T> {
             plan.samples.extend(samples.map(|&s| s.get()));
             let end = plan.samples.len();
             plan.infos.push(BatchInfo { start, end, ..info });
+            plan.costs.push(self.costs[b]);
         }
         if rank + 1 == world {
             let unread: usize = (0..len)

@@ -16,6 +16,8 @@ fn config(batch: BatchSize) -> PlanConfig {
         buckets: Vec::new(),
         ranks: Ranks::Parts { rank: 0, world: 1 },
         packing: None,
+        balance: None,
+        balance_lookahead: crate::loader::config::BALANCE_LOOKAHEAD,
     }
 }
 

@@ -45,6 +45,7 @@ pub(super) fn plans_without_lengths(
         && config.buckets.is_empty()
         && !quantiles
         && config.packing.is_none()
+        && config.balance.is_none()
         && (!by_record_batch || data.manifest().shards.iter().all(|s| s.batches <= 1))
 }
 
