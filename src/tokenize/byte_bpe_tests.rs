@@ -11,6 +11,12 @@ use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 
 use super::super::Tokenizer;
 
+/// The tests' and the examples' tokenizer (tests/data/tokenize/tokenizer.json: 512 ids).
+fn fixture_json() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tokenize/tokenizer.json");
+    std::fs::read_to_string(path).unwrap()
+}
+
 /// Llama 3's pre-tokenizer pattern.
 const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
@@ -56,7 +62,7 @@ fn corpus() -> &'static [String] {
 fn trained_json() -> &'static str {
     static JSON: OnceLock<String> = OnceLock::new();
     JSON.get_or_init(|| {
-        let json = std::fs::read_to_string(crate::doc_fixtures::tokenizer_json()).unwrap();
+        let json = fixture_json();
         let mut tokenizer: tokenizers::Tokenizer = json.parse().unwrap();
         let mut trainer: TrainerWrapper = BpeTrainerBuilder::new()
             .vocab_size(2000)
@@ -95,7 +101,7 @@ fn with(json: &str, path: &[&str], to: serde_json::Value) -> String {
 
 /// The fixture's tokenizer, the trained one and its Llama 3 form.
 fn tokenizers_json() -> Vec<String> {
-    let fixture = std::fs::read_to_string(crate::doc_fixtures::tokenizer_json()).unwrap();
+    let fixture = fixture_json();
     vec![
         fixture,
         trained_json().to_owned(),
@@ -201,7 +207,7 @@ fn same_ids_as_tokenizers_on_adversarial_strings() {
 
 #[test]
 fn each_tokenizer_has_its_own_cache() {
-    let fixture = std::fs::read_to_string(crate::doc_fixtures::tokenizer_json()).unwrap();
+    let fixture = fixture_json();
     let jsons = [fixture.as_str(), trained_json()];
     let text = ["the tokenizer encodes the documents"];
     // One thread: the second tokenizer finds the first one's pieces in the thread's cache.
