@@ -54,6 +54,9 @@ thread_local! {
     static CACHE: RefCell<PieceCache> = RefCell::new(PieceCache::default());
 }
 
+/// (left id, right id) → (rank, merged id): a BPE model's merges.
+type MergeMap = AHashMap<(u32, u32), (u32, u32)>;
+
 /// A thread's pieces → ids, of one tokenizer.
 #[derive(Default)]
 struct PieceCache {
@@ -67,8 +70,8 @@ pub(super) struct ByteBpe {
     regex: SysRegex,
     /// The id of each byte's byte-level character.
     byte_ids: [u32; 256],
-    /// (left id, right id) → (rank, merged id).
-    merges: AHashMap<(u32, u32), (u32, u32)>,
+    /// The merges, by (left id, right id).
+    merges: MergeMap,
     /// With `ignore_merges`: each token's bytes → its id (a piece that is a token is it).
     whole: Option<AHashMap<Box<[u8]>, u32>>,
     /// The added tokens' contents; a text holding one takes the slow path.
@@ -346,10 +349,7 @@ fn byte_ids(vocab: &std::collections::HashMap<String, u32>) -> Result<[u32; 256]
 ///
 /// `tokenizers` does not expose its merge map: the model's serialization lists the merges
 /// in rank order, and the vocabulary gives their ids as `tokenizers` builds them.
-fn merges(
-    bpe: &BPE,
-    vocab: &std::collections::HashMap<String, u32>,
-) -> Result<AHashMap<(u32, u32), (u32, u32)>, String> {
+fn merges(bpe: &BPE, vocab: &std::collections::HashMap<String, u32>) -> Result<MergeMap, String> {
     let json = serde_json::to_value(bpe).map_err(|e| format!("BPE model: {e}"))?;
     let merges: Vec<(String, String)> = json
         .get("merges")
