@@ -17,8 +17,8 @@
 //! - pre-tokenizer `ByteLevel { add_prefix_space: false, use_regex: true }`, or a `Sequence` of
 //!   `Split { pattern: Regex, behavior: Isolated, invert: false }` and
 //!   `ByteLevel { add_prefix_space: false, use_regex: false }` (Llama 3);
-//! - model BPE without dropout, unknown token, byte fallback, subword prefix or word suffix,
-//!   with a token for each of the 256 bytes (`ignore_merges` is reproduced);
+//! - model BPE without dropout, unknown token, byte fallback, non-empty subword prefix or word
+//!   suffix, with a token for each of the 256 bytes (`ignore_merges` is reproduced);
 //! - a text holding any added token's content goes to `encode_fast` whole (HF splits such
 //!   a text on the added tokens first, with their strip and word flags).
 
@@ -300,15 +300,21 @@ fn split_regex(split: &Split) -> Result<String, String> {
 
 /// Whether the BPE options are the ones the fast path reproduces.
 fn check_model(bpe: &BPE) -> Result<(), String> {
+    // An empty prefix or suffix (GPT-2's and RoBERTa's files have them) changes nothing.
+    let prefix = bpe
+        .continuing_subword_prefix
+        .as_ref()
+        .is_some_and(|p| !p.is_empty());
+    let suffix = bpe
+        .end_of_word_suffix
+        .as_ref()
+        .is_some_and(|s| !s.is_empty());
     let options = [
         ("dropout", bpe.dropout.is_some_and(|p| p != 0.0)),
         ("unk_token", bpe.unk_token.is_some()),
         ("byte_fallback", bpe.byte_fallback),
-        (
-            "continuing_subword_prefix",
-            bpe.continuing_subword_prefix.is_some(),
-        ),
-        ("end_of_word_suffix", bpe.end_of_word_suffix.is_some()),
+        ("continuing_subword_prefix", prefix),
+        ("end_of_word_suffix", suffix),
     ];
     match options.iter().find(|(_, on)| *on) {
         Some((name, _)) => Err(format!("BPE with {name}")),

@@ -99,11 +99,18 @@ fn with(json: &str, path: &[&str], to: serde_json::Value) -> String {
     value.to_string()
 }
 
-/// The fixture's tokenizer, the trained one and its Llama 3 form.
+/// The fixture's tokenizer, its GPT-2 form, the trained one and its Llama 3 form.
 fn tokenizers_json() -> Vec<String> {
     let fixture = fixture_json();
+    // GPT-2's own file has an empty subword prefix and word suffix.
+    let gpt2 = with(
+        &with(&fixture, &["model", "continuing_subword_prefix"], "".into()),
+        &["model", "end_of_word_suffix"],
+        "".into(),
+    );
     vec![
         fixture,
+        gpt2,
         trained_json().to_owned(),
         llama3_json(trained_json()),
     ]
