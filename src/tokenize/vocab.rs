@@ -243,8 +243,8 @@ impl Tokenizer {
     /// The fast path covers byte-level BPE tokenizers (GPT-2, RoBERTa, Llama 3): no
     /// normalizer, a `ByteLevel` pre-tokenizer (GPT-2's regex, no prefix space) or a regex
     /// `Split` then a `ByteLevel` without regex, a BPE model without dropout, unknown token,
-    /// byte fallback, subword prefix or word suffix. Any other tokenizer gives the same ids
-    /// the slower way.
+    /// byte fallback, non-empty subword prefix or word suffix. Any other tokenizer gives the
+    /// same ids the slower way.
     ///
     /// # Example
     /// ```
