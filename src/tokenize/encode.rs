@@ -40,7 +40,7 @@ impl Encoder<'_> {
             }
             pieces.push(texts.len() - before);
         }
-        let encoded = self.tokenizer.encode_batch(texts)?;
+        let encoded = self.tokenizer.encode_batch(&texts)?;
         let mut lengths: Vec<usize> = Vec::with_capacity(encoded.len());
         let mut ids: Vec<u32> = Vec::with_capacity(encoded.iter().map(Vec::len).sum::<usize>());
         let mut next = encoded.into_iter();

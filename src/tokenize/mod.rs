@@ -41,6 +41,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod byte_bpe;
 mod encode;
 mod inputs;
 #[cfg(feature = "remote")]

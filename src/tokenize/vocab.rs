@@ -3,8 +3,12 @@
 
 use std::path::Path;
 
+use tokenizers::parallelism::MaybeParallelRefIterator;
+
 use crate::error::{Error, FileFormat, Result};
 use crate::values::DType;
+
+use super::byte_bpe::ByteBpe;
 
 /// The end-of-text tokens looked for by [`Special::Auto`], in this order.
 const EOS_NAMES: [&str; 6] = [
@@ -62,12 +66,18 @@ pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
     /// One past the largest id.
     vocab_size: usize,
+    /// The byte-level BPE fast path of [`Tokenizer::encode_batch`], decided once here: a
+    /// tokenizer with an option it does not reproduce exactly (a normalizer, byte fallback,
+    /// dropout, `add_prefix_space`, another pre-tokenizer or model...) keeps `tokenizers`'
+    /// own `encode_batch_fast`, and the error says which option.
+    fast: std::result::Result<ByteBpe, String>,
 }
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokenizer")
             .field("vocab_size", &self.vocab_size)
+            .field("slow_path_reason", &self.slow_path_reason())
             .finish_non_exhaustive()
     }
 }
@@ -114,7 +124,12 @@ impl Tokenizer {
             .values()
             .max()
             .map_or(0, |&id| id as usize + 1);
-        Ok(Tokenizer { inner, vocab_size })
+        let fast = ByteBpe::new(&inner);
+        Ok(Tokenizer {
+            inner,
+            vocab_size,
+            fast,
+        })
     }
 
     /// One past the largest token id.
@@ -222,12 +237,71 @@ impl Tokenizer {
         })
     }
 
-    /// The ids of each of `texts`, encoded in parallel, without the tokenizer's own
-    /// special tokens (its post-processor).
-    pub(super) fn encode_batch(&self, texts: Vec<&str>) -> Result<Vec<Vec<u32>>> {
-        let encodings = self.inner.encode_batch_fast(texts, false).map_err(|e| {
-            Error::invalid_argument("tokenize", "tokenizer", e, "a tokenizer that encodes text")
-        })?;
+    /// Why [`encode_batch`](Self::encode_batch) takes `tokenizers`' own `encode_batch_fast`
+    /// rather than the byte-level BPE fast path, or `None` when it takes the fast path.
+    ///
+    /// The fast path covers byte-level BPE tokenizers (GPT-2, RoBERTa, Llama 3): no
+    /// normalizer, a `ByteLevel` pre-tokenizer (GPT-2's regex, no prefix space) or a regex
+    /// `Split` then a `ByteLevel` without regex, a BPE model without dropout, unknown token,
+    /// byte fallback, non-empty subword prefix or word suffix. Any other tokenizer gives the
+    /// same ids the slower way.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::tokenize::Tokenizer;
+    /// let tokenizer = Tokenizer::from_file(lodtensor::doc_fixtures::tokenizer_json())?;
+    /// assert_eq!(tokenizer.slow_path_reason(), None);      // GPT-2's kind: the fast path
+    /// let json = std::fs::read_to_string(lodtensor::doc_fixtures::tokenizer_json())?
+    ///     .replace("\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}");
+    /// let nfc = Tokenizer::from_json(&json)?;
+    /// assert_eq!(nfc.slow_path_reason(), Some("a normalizer"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn slow_path_reason(&self) -> Option<&str> {
+        self.fast.as_ref().err().map(String::as_str)
+    }
+
+    /// The ids of each of `texts`, encoded in parallel (as `tokenizers`' `encode_batch_fast`
+    /// is, on its rayon pool), without the tokenizer's own special tokens (its
+    /// post-processor): the ids `tokenizers`' `encode_batch_fast(texts, false)` gives,
+    /// through the byte-level BPE fast path when the tokenizer has one
+    /// ([`slow_path_reason`](Self::slow_path_reason)).
+    ///
+    /// # Errors
+    /// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when the
+    /// tokenizer fails to encode a text.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::tokenize::Tokenizer;
+    /// let tokenizer = Tokenizer::from_file(lodtensor::doc_fixtures::tokenizer_json())?;
+    /// let ids = tokenizer.encode_batch(&["hello world", "", "<|endoftext|>"])?;
+    /// assert_eq!(ids.len(), 3);
+    /// assert!(ids[1].is_empty());
+    /// assert_eq!(ids[2], [tokenizer.eos_id().unwrap()]);
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    pub fn encode_batch(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
+        let Ok(fast) = &self.fast else {
+            return self.encode_batch_slow(texts);
+        };
+        texts
+            .maybe_par_iter()
+            .map(|&text| match fast.has_added_token(text) {
+                true => self.encode_batch_slow(&[text]).map(|mut ids| ids.remove(0)),
+                false => Ok(fast.encode(text)),
+            })
+            .collect()
+    }
+
+    /// The ids of each of `texts` by `tokenizers`' own `encode_batch_fast`.
+    fn encode_batch_slow(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
+        let encodings = self
+            .inner
+            .encode_batch_fast(texts.to_vec(), false)
+            .map_err(|e| {
+                Error::invalid_argument("tokenize", "tokenizer", e, "a tokenizer that encodes text")
+            })?;
         Ok(encodings
             .into_iter()
             .map(|e| e.get_ids().to_vec())
