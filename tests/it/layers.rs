@@ -161,6 +161,90 @@ fn layer_of<'t>(table: &'t [Layer], path: &str) -> Option<&'t Layer> {
         .map(|(_, l)| l)
 }
 
+/// The `super::` and `self::` paths in the code of the file `file` (its path under `src/`),
+/// resolved to paths from the crate root as `crate_paths` gives them (`super::remote::x` in
+/// `shards/files.rs` is `shards::remote::x`). A path that resolves to the crate root itself
+/// is left out: `super::` inside a file's inline `mod tests` names the file's own module,
+/// one level below what the file's path says.
+fn relative_paths(file: &str, source: &str) -> Vec<String> {
+    let module: Vec<&str> = file
+        .trim_end_matches(".rs")
+        .trim_end_matches("/mod")
+        .split('/')
+        .collect();
+    let code: String = source
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut paths = Vec::new();
+    for (at, word) in code
+        .match_indices("super::")
+        .chain(code.match_indices("self::"))
+    {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
+            continue;
+        }
+        let mut rest = &code[at + word.len()..];
+        let mut up = usize::from(word == "super::");
+        while let Some(more) = rest.strip_prefix("super::") {
+            (up, rest) = (up + 1, more);
+        }
+        let Some(kept) = module.len().checked_sub(up).filter(|&k| k > 0) else {
+            continue;
+        };
+        let mut found = Vec::new();
+        use_tree(rest, &module[..kept].join("::"), &mut found);
+        paths.extend(found);
+    }
+    paths
+}
+
+/// The paths in the code of a `mod.rs` file `file` that start with one of its own child
+/// modules (`remote::Remote` in `shards/mod.rs`, declared by `mod remote;`), resolved from
+/// the crate root. A public re-export (`pub use remote::…;`) is the child's public API
+/// declared where the child is, and is left out; any other use, `pub(crate) use`
+/// included, counts.
+fn child_paths(file: &str, source: &str) -> Vec<String> {
+    let Some(module) = file.strip_suffix("/mod.rs") else {
+        return Vec::new();
+    };
+    let code: Vec<&str> = source
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+        .collect();
+    let children: Vec<&str> = code
+        .iter()
+        .filter_map(|l| l.strip_prefix("pub(crate) mod ").or(l.strip_prefix("mod ")))
+        .filter_map(|l| l.strip_suffix(';'))
+        .collect();
+    let mut statement = String::new();
+    let mut paths = Vec::new();
+    for line in code.into_iter().filter(|l| !l.starts_with('#')) {
+        statement.push_str(line);
+        statement.push('\n');
+        if !(line.ends_with(';') || line.ends_with('{') || line.ends_with('}')) {
+            continue;
+        }
+        let text = std::mem::take(&mut statement);
+        if text.starts_with("pub use ") {
+            continue;
+        }
+        for child in &children {
+            let word = format!("{child}::");
+            for (at, _) in text.match_indices(&word) {
+                let before = text[..at].chars().next_back();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                use_tree(&text[at..], &module.replace('/', "::"), &mut paths);
+            }
+        }
+    }
+    paths
+}
+
 /// Every way `sources` (a file's path under `src/` → its text) breaks `table`.
 fn violations(table: &[Layer], sources: &BTreeMap<String, String>) -> Vec<String> {
     let mut found = Vec::new();
@@ -173,7 +257,11 @@ fn violations(table: &[Layer], sources: &BTreeMap<String, String>) -> Vec<String
             continue;
         };
         let allowed = allowed(table, layer);
-        for path in crate_paths(source) {
+        for path in crate_paths(source)
+            .into_iter()
+            .chain(relative_paths(file, source))
+            .chain(child_paths(file, source))
+        {
             let first = path.split("::").next().unwrap_or("");
             if first.starts_with(|c: char| c.is_uppercase()) {
                 found.push(format!(
@@ -278,6 +366,13 @@ fn a_forbidden_edge_is_found() {
         )])),
         vec!["src/shards/files.rs: crate::shards::remote::open_remote".to_owned()]
     );
+    assert_eq!(
+        dispatch_outside_location(&BTreeMap::from([(
+            "shards/reader.rs".to_owned(),
+            "super::remote::open_remote(u, &o)".to_owned(),
+        )])),
+        vec!["src/shards/reader.rs: crate::shards::remote::open_remote".to_owned()]
+    );
 }
 
 /// The violations of one file (its path under `src/`, its text).
@@ -339,9 +434,53 @@ fn edges_between_rows(one: &One<'_>) {
     );
 }
 
+/// Relative paths resolve from the file's module: `super::remote` in a file of `shards/`
+/// is the remote store; `super::` in the remote store's files is `shards/remote`.
+fn relative_edges_of_the_nested_remote_row(one: &One<'_>) {
+    let relative = one("shards/files.rs", "use super::remote::cache::ShardCache;");
+    assert_eq!(relative.len(), 1, "{relative:?}");
+    assert!(
+        relative[0].contains("crate::shards::remote::cache::ShardCache is in layer remote store"),
+        "{relative:?}"
+    );
+    assert_eq!(
+        one("shards/reader.rs", "use self::super::remote::Remote;").len(),
+        1
+    );
+    assert_eq!(
+        one(
+            "shards/remote/cache.rs",
+            "use super::super::manifest::ShardEntry;"
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        one(
+            "shards/remote/mod.rs",
+            "use super::{files, reader::ShardedDataset};"
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        one("lod.rs", "mod tests { use super::*; use super::Lod; }"),
+        Vec::<String>::new()
+    );
+    // A `mod.rs` re-exports its child's public API; any other use of the child is an edge.
+    let declared = "mod remote;\npub use remote::{commit_with, index_url};\n";
+    assert_eq!(one("shards/mod.rs", declared), Vec::<String>::new());
+    let inner = format!("{declared}pub(crate) use remote::{{Remote, store_error}};\n");
+    assert_eq!(
+        one("shards/mod.rs", &inner).len(),
+        2,
+        "{:?}",
+        one("shards/mod.rs", &inner)
+    );
+}
+
 /// The nested row: the shards never use the remote store but through the items of
 /// location.rs's dispatch; the remote store uses the shards.
 fn edges_of_the_nested_remote_row(one: &One<'_>) {
+    relative_edges_of_the_nested_remote_row(one);
     let cache = one(
         "shards/files.rs",
         "use crate::shards::remote::cache::ShardCache;",
@@ -408,7 +547,11 @@ fn dispatch_outside_location(sources: &BTreeMap<String, String>) -> Vec<String> 
         if !outside || file == "shards/location.rs" {
             continue;
         }
-        for path in crate_paths(source) {
+        for path in crate_paths(source)
+            .into_iter()
+            .chain(relative_paths(file, source))
+            .chain(child_paths(file, source))
+        {
             if path.starts_with("shards::remote::") {
                 found.push(format!("src/{file}: crate::{path}"));
             }
