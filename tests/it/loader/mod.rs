@@ -6,6 +6,7 @@ mod batches;
 mod elastic;
 mod epochs;
 mod options;
+mod position_fixture;
 
 use std::path::Path;
 
