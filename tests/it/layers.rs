@@ -62,19 +62,30 @@ fn ticked(cell: &str) -> impl Iterator<Item = &str> {
     cell.split('`').skip(1).step_by(2)
 }
 
+/// The code of `source` without its comments (what follows `//` on each line).
+fn code_of(source: &str) -> String {
+    source
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether a path starts at byte `at` of `code`: not inside a longer name or path
+/// (`a::crate::`, `my_crate::`) nor after a macro's `$`.
+fn starts_a_path(code: &str, at: usize) -> bool {
+    let before = code[..at].chars().next_back();
+    !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$')
+}
+
 /// The `crate::` paths in the code (not the comments) of one source file, a group
 /// (`crate::{lod::Lod, error::Result}`, `crate::shards::{manifest::Manifest, remote::Form}`,
 /// nested or not) giving one path per item.
 fn crate_paths(source: &str) -> Vec<String> {
-    let code: String = source
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = code_of(source);
     let mut paths = Vec::new();
     for (at, _) in code.match_indices("crate::") {
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
+        if !starts_a_path(&code, at) {
             continue;
         }
         use_tree(&code[at + "crate::".len()..], "", &mut paths);
@@ -172,18 +183,13 @@ fn relative_paths(file: &str, source: &str) -> Vec<String> {
         .trim_end_matches("/mod")
         .split('/')
         .collect();
-    let code: String = source
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = code_of(source);
     let mut paths = Vec::new();
     for (at, word) in code
         .match_indices("super::")
         .chain(code.match_indices("self::"))
     {
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
+        if !starts_a_path(&code, at) {
             continue;
         }
         let mut rest = &code[at + word.len()..];
@@ -234,8 +240,7 @@ fn child_paths(file: &str, source: &str) -> Vec<String> {
         for child in &children {
             let word = format!("{child}::");
             for (at, _) in text.match_indices(&word) {
-                let before = text[..at].chars().next_back();
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                if !starts_a_path(&text, at) {
                     continue;
                 }
                 use_tree(&text[at..], &module.replace('/', "::"), &mut paths);
