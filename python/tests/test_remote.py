@@ -159,13 +159,18 @@ def test_a_killed_download_leaves_nothing_trusted(remote, tmp_path):
     assert third.cache_stats()["shards_downloaded"] >= 1
 
 
+def flip_middle_byte(path):
+    """Flips one bit of the byte in the middle of the file `path`."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
 def test_a_flipped_byte_in_a_remote_shard_is_refused_naming_it(s3, shards_dir, tmp_path):
     local = tmp_path / "local"
     shutil.copytree(shards_dir, local)
     shard = local / "part-00002.arrow"
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 0x10
-    shard.write_bytes(bytes(data))
+    flip_middle_byte(shard)
     url = s3.upload_dir(local, "data", "flipped")
     ds = lt.open(url, storage_options=s3.storage_options(), cache_dir=tmp_path / "cache")
     ds.row(0)
@@ -219,9 +224,7 @@ def test_a_flipped_byte_in_a_compressed_remote_shard_is_refused_naming_it(s3, tm
     local = tmp_path / "local"
     lt.write_shards(local, documents(60, seed=3), shard_rows=20, compression="zstd")
     shard = local / "part-00001.arrow"
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 0x10
-    shard.write_bytes(bytes(data))
+    flip_middle_byte(shard)
     url = s3.upload_dir(local, "data", "flipped-zstd")
     ds = lt.open(url, storage_options=s3.storage_options(), cache_dir=tmp_path / "cache")
     with pytest.raises(lt.InvalidFileError, match=r"flipped-zstd/part-00001\.arrow.*crc32c"):

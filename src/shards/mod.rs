@@ -23,7 +23,7 @@ mod names;
 mod parse;
 mod reader;
 #[cfg(feature = "remote")]
-mod remote;
+pub(crate) mod remote;
 #[cfg(feature = "remote")]
 mod remote_options;
 mod side;
@@ -50,8 +50,6 @@ pub use remote::{
     index_url, index_with, parse_size, pending_prefixes, read_manifest_url, upload_pending,
     upload_shards,
 };
-#[cfg(feature = "remote")]
-pub(crate) use remote::{Remote, store_error};
 #[cfg(feature = "remote")]
 pub use remote_options::{DEFAULT_PREFETCH_BYTES, RemoteOptions};
 pub use source::CacheStats;

@@ -13,7 +13,8 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectMeta, ObjectStoreExt as _};
 
 use crate::error::{Error, Result};
-use crate::shards::{Remote, RemoteOptions, store_error};
+use crate::shards::RemoteOptions;
+use crate::shards::remote::{Remote, store_error};
 
 /// An object larger than this is refused (its documents are read whole).
 pub(super) const OBJECT_LIMIT: u64 = 1 << 30;

@@ -62,19 +62,30 @@ fn ticked(cell: &str) -> impl Iterator<Item = &str> {
     cell.split('`').skip(1).step_by(2)
 }
 
+/// The code of `source` without its comments (what follows `//` on each line).
+fn code_of(source: &str) -> String {
+    source
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether a path starts at byte `at` of `code`: not inside a longer name or path
+/// (`a::crate::`, `my_crate::`) nor after a macro's `$`.
+fn starts_a_path(code: &str, at: usize) -> bool {
+    let before = code[..at].chars().next_back();
+    !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$')
+}
+
 /// The `crate::` paths in the code (not the comments) of one source file, a group
 /// (`crate::{lod::Lod, error::Result}`, `crate::shards::{manifest::Manifest, remote::Form}`,
 /// nested or not) giving one path per item.
 fn crate_paths(source: &str) -> Vec<String> {
-    let code: String = source
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = code_of(source);
     let mut paths = Vec::new();
     for (at, _) in code.match_indices("crate::") {
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
+        if !starts_a_path(&code, at) {
             continue;
         }
         use_tree(&code[at + "crate::".len()..], "", &mut paths);
@@ -161,6 +172,84 @@ fn layer_of<'t>(table: &'t [Layer], path: &str) -> Option<&'t Layer> {
         .map(|(_, l)| l)
 }
 
+/// The `super::` and `self::` paths in the code of the file `file` (its path under `src/`),
+/// resolved to paths from the crate root as `crate_paths` gives them (`super::remote::x` in
+/// `shards/files.rs` is `shards::remote::x`). A path that resolves to the crate root itself
+/// is left out: `super::` inside a file's inline `mod tests` names the file's own module,
+/// one level below what the file's path says.
+fn relative_paths(file: &str, source: &str) -> Vec<String> {
+    let module: Vec<&str> = file
+        .trim_end_matches(".rs")
+        .trim_end_matches("/mod")
+        .split('/')
+        .collect();
+    let code = code_of(source);
+    let mut paths = Vec::new();
+    for (at, word) in code
+        .match_indices("super::")
+        .chain(code.match_indices("self::"))
+    {
+        if !starts_a_path(&code, at) {
+            continue;
+        }
+        let mut rest = &code[at + word.len()..];
+        let mut up = usize::from(word == "super::");
+        while let Some(more) = rest.strip_prefix("super::") {
+            (up, rest) = (up + 1, more);
+        }
+        let Some(kept) = module.len().checked_sub(up).filter(|&k| k > 0) else {
+            continue;
+        };
+        let mut found = Vec::new();
+        use_tree(rest, &module[..kept].join("::"), &mut found);
+        paths.extend(found);
+    }
+    paths
+}
+
+/// The paths in the code of a `mod.rs` file `file` that start with one of its own child
+/// modules (`remote::Remote` in `shards/mod.rs`, declared by `mod remote;`), resolved from
+/// the crate root. A public re-export (`pub use remote::…;`) is the child's public API
+/// declared where the child is, and is left out; any other use, `pub(crate) use`
+/// included, counts.
+fn child_paths(file: &str, source: &str) -> Vec<String> {
+    let Some(module) = file.strip_suffix("/mod.rs") else {
+        return Vec::new();
+    };
+    let code: Vec<&str> = source
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+        .collect();
+    let children: Vec<&str> = code
+        .iter()
+        .filter_map(|l| l.strip_prefix("pub(crate) mod ").or(l.strip_prefix("mod ")))
+        .filter_map(|l| l.strip_suffix(';'))
+        .collect();
+    let mut statement = String::new();
+    let mut paths = Vec::new();
+    for line in code.into_iter().filter(|l| !l.starts_with('#')) {
+        statement.push_str(line);
+        statement.push('\n');
+        if !(line.ends_with(';') || line.ends_with('{') || line.ends_with('}')) {
+            continue;
+        }
+        let text = std::mem::take(&mut statement);
+        if text.starts_with("pub use ") {
+            continue;
+        }
+        for child in &children {
+            let word = format!("{child}::");
+            for (at, _) in text.match_indices(&word) {
+                if !starts_a_path(&text, at) {
+                    continue;
+                }
+                use_tree(&text[at..], &module.replace('/', "::"), &mut paths);
+            }
+        }
+    }
+    paths
+}
+
 /// Every way `sources` (a file's path under `src/` → its text) breaks `table`.
 fn violations(table: &[Layer], sources: &BTreeMap<String, String>) -> Vec<String> {
     let mut found = Vec::new();
@@ -173,7 +262,11 @@ fn violations(table: &[Layer], sources: &BTreeMap<String, String>) -> Vec<String
             continue;
         };
         let allowed = allowed(table, layer);
-        for path in crate_paths(source) {
+        for path in crate_paths(source)
+            .into_iter()
+            .chain(relative_paths(file, source))
+            .chain(child_paths(file, source))
+        {
             let first = path.split("::").next().unwrap_or("");
             if first.starts_with(|c: char| c.is_uppercase()) {
                 found.push(format!(
@@ -269,6 +362,31 @@ fn a_forbidden_edge_is_found() {
             &BTreeMap::from([(file.to_owned(), source.to_owned())]),
         )
     };
+    edges_between_rows(&one);
+    edges_of_the_nested_remote_row(&one);
+    assert_eq!(
+        dispatch_outside_location(&BTreeMap::from([(
+            "shards/files.rs".to_owned(),
+            "crate::shards::remote::open_remote(u, &o)".to_owned(),
+        )])),
+        vec!["src/shards/files.rs: crate::shards::remote::open_remote".to_owned()]
+    );
+    assert_eq!(
+        dispatch_outside_location(&BTreeMap::from([(
+            "shards/reader.rs".to_owned(),
+            "super::remote::open_remote(u, &o)".to_owned(),
+        )])),
+        vec!["src/shards/reader.rs: crate::shards::remote::open_remote".to_owned()]
+    );
+}
+
+/// The violations of one file (its path under `src/`, its text).
+type One<'a> = dyn Fn(&str, &str) -> Vec<String> + 'a;
+
+/// Edges between the table's plain rows: allowed ones, transitive ones, forbidden ones,
+/// the crate root's re-exports, a file in no row, a path named in a comment, an item
+/// allowed alone.
+fn edges_between_rows(one: &One<'_>) {
     // Operations never use files; values never use tensors; the loader uses files.
     let ops = one("ops/pad.rs", "use crate::io::ipc_reader::MappedDataset;\n");
     assert_eq!(ops.len(), 1, "{ops:?}");
@@ -319,8 +437,55 @@ fn a_forbidden_edge_is_found() {
         one("error/details.rs", "x: crate::values::Values,").len(),
         1
     );
-    // A nested row: the shards never use the remote store but through the items of
-    // location.rs's dispatch; the remote store uses the shards.
+}
+
+/// Relative paths resolve from the file's module: `super::remote` in a file of `shards/`
+/// is the remote store; `super::` in the remote store's files is `shards/remote`.
+fn relative_edges_of_the_nested_remote_row(one: &One<'_>) {
+    let relative = one("shards/files.rs", "use super::remote::cache::ShardCache;");
+    assert_eq!(relative.len(), 1, "{relative:?}");
+    assert!(
+        relative[0].contains("crate::shards::remote::cache::ShardCache is in layer remote store"),
+        "{relative:?}"
+    );
+    assert_eq!(
+        one("shards/reader.rs", "use self::super::remote::Remote;").len(),
+        1
+    );
+    assert_eq!(
+        one(
+            "shards/remote/cache.rs",
+            "use super::super::manifest::ShardEntry;"
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        one(
+            "shards/remote/mod.rs",
+            "use super::{files, reader::ShardedDataset};"
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        one("lod.rs", "mod tests { use super::*; use super::Lod; }"),
+        Vec::<String>::new()
+    );
+    // A `mod.rs` re-exports its child's public API; any other use of the child is an edge.
+    let declared = "mod remote;\npub use remote::{commit_with, index_url};\n";
+    assert_eq!(one("shards/mod.rs", declared), Vec::<String>::new());
+    let inner = format!("{declared}pub(crate) use remote::{{Remote, store_error}};\n");
+    assert_eq!(
+        one("shards/mod.rs", &inner).len(),
+        2,
+        "{:?}",
+        one("shards/mod.rs", &inner)
+    );
+}
+
+/// The nested row: the shards never use the remote store but through the items of
+/// location.rs's dispatch; the remote store uses the shards.
+fn edges_of_the_nested_remote_row(one: &One<'_>) {
+    relative_edges_of_the_nested_remote_row(one);
     let cache = one(
         "shards/files.rs",
         "use crate::shards::remote::cache::ShardCache;",
@@ -375,13 +540,6 @@ fn a_forbidden_edge_is_found() {
         .len(),
         1
     );
-    assert_eq!(
-        dispatch_outside_location(&BTreeMap::from([(
-            "shards/files.rs".to_owned(),
-            "crate::shards::remote::open_remote(u, &o)".to_owned(),
-        )])),
-        vec!["src/shards/files.rs: crate::shards::remote::open_remote".to_owned()]
-    );
 }
 
 /// The `crate::shards::remote::` paths of the files under `shards/` but outside
@@ -394,7 +552,11 @@ fn dispatch_outside_location(sources: &BTreeMap<String, String>) -> Vec<String> 
         if !outside || file == "shards/location.rs" {
             continue;
         }
-        for path in crate_paths(source) {
+        for path in crate_paths(source)
+            .into_iter()
+            .chain(relative_paths(file, source))
+            .chain(child_paths(file, source))
+        {
             if path.starts_with("shards::remote::") {
                 found.push(format!("src/{file}: crate::{path}"));
             }

@@ -1,8 +1,6 @@
 //! Mixing against a model: Megatron-LM's BlendedDataset rule replayed by hand, every source
 //! read as its own epochs, resume and elastic resume.
 
-use std::collections::HashMap;
-
 use proptest::prelude::*;
 
 use super::*;
@@ -13,8 +11,8 @@ use crate::error::ErrorKind;
 use crate::io::ipc_reader::MappedDataset;
 use crate::io::ipc_writer::{DatasetWriter, WriteOptions};
 use crate::loader::pack::Packing;
-use crate::loader::pack::tests::{file, tokens};
-use crate::loader::{Batch, Loader, LoaderBuilder, Position};
+use crate::loader::pack::tests::{check_resumes, file, tokens};
+use crate::loader::{Batch, Loader, LoaderBuilder};
 use crate::tensor::LodTensor;
 
 fn weights_strategy() -> impl Strategy<Value = Vec<f64>> {
@@ -77,38 +75,9 @@ proptest! {
                 prop_assert_eq!(rows.len(), epoch.len()); // no row twice within its epoch
             }
         }
-        // Resume.
+        // Resume, also elastically.
         let whole: Vec<Vec<i64>> = whole.iter().map(tokens).collect();
-        let mut first = build(&mixture).build().unwrap();
-        let mut saved = first.next_position();
-        for _ in 0..stop.min(whole.len()) {
-            saved = first.next_batch().unwrap().unwrap().next_position();
-        }
-        let mut resumed = build(&mixture).build().unwrap();
-        resumed.seek(Position::from_json(&saved.to_json()).unwrap()).unwrap();
-        let rest: Vec<Vec<i64>> = resumed.by_ref().map(|b| tokens(&b.unwrap())).collect();
-        prop_assert_eq!(&rest[..], &whole[saved.batch..]);
-        // Elastic: `worlds.0` ranks read one step, `worlds.1` the rest.
-        let mut read: HashMap<usize, Vec<i64>> = HashMap::new();
-        let mut step = None;
-        for rank in 0..worlds.0 {
-            let mut l = build(&mixture).elastic_shard(rank, worlds.0).build().unwrap();
-            if let Some(batch) = l.next_batch().unwrap() {
-                read.insert(batch.index(), tokens(&batch));
-                step = Some(batch.next_position());
-            }
-        }
-        for rank in 0..worlds.1 {
-            let mut l = build(&mixture).elastic_shard(rank, worlds.1).build().unwrap();
-            l.seek(step.unwrap()).unwrap();
-            for batch in &mut l {
-                let batch = batch.unwrap();
-                prop_assert!(read.insert(batch.index(), tokens(&batch)).is_none());
-            }
-        }
-        let mut got: Vec<(usize, Vec<i64>)> = read.into_iter().collect();
-        got.sort();
-        prop_assert_eq!(got.into_iter().map(|(_, t)| t).collect::<Vec<_>>(), whole);
+        check_resumes(|| build(&mixture), &whole, stop, worlds)?;
     }
 }
 

@@ -76,6 +76,53 @@ pub(in crate::loader) fn tokens(batch: &Batch) -> Vec<i64> {
         .to_vec()
 }
 
+/// That the loaders `build` makes resume exactly, against `whole` (one epoch's batches as
+/// their `tokens`): from the position after `stop` batches (saved as JSON) a new loader
+/// reads the rest; with elastic ranks, `worlds.0` ranks read one step and `worlds.1` ranks
+/// the rest from its position, every batch read once.
+pub(in crate::loader) fn check_resumes<'a>(
+    build: impl Fn() -> LoaderBuilder<'a>,
+    whole: &[Vec<i64>],
+    stop: usize,
+    worlds: (usize, usize),
+) -> Result<(), TestCaseError> {
+    let mut first = build().build().unwrap();
+    let mut saved = first.next_position();
+    for _ in 0..stop.min(whole.len()) {
+        saved = first.next_batch().unwrap().unwrap().next_position();
+    }
+    let mut resumed = build().build().unwrap();
+    resumed
+        .seek(crate::loader::Position::from_json(&saved.to_json()).unwrap())
+        .unwrap();
+    let rest: Vec<Vec<i64>> = resumed.by_ref().map(|b| tokens(&b.unwrap())).collect();
+    prop_assert_eq!(&rest[..], &whole[saved.batch..]);
+    let (a, b) = worlds;
+    let mut read: HashMap<usize, Vec<i64>> = HashMap::new();
+    let mut step = None;
+    for rank in 0..a {
+        let mut l = build().elastic_shard(rank, a).build().unwrap();
+        if let Some(batch) = l.next_batch().unwrap() {
+            read.insert(batch.index(), tokens(&batch));
+            step = Some(batch.next_position());
+        }
+    }
+    if let Some(step) = step {
+        for rank in 0..b {
+            let mut l = build().elastic_shard(rank, b).build().unwrap();
+            l.seek(step).unwrap();
+            for batch in &mut l {
+                let batch = batch.unwrap();
+                prop_assert!(read.insert(batch.index(), tokens(&batch)).is_none());
+            }
+        }
+    }
+    let mut got: Vec<(usize, Vec<i64>)> = read.into_iter().collect();
+    got.sort();
+    prop_assert_eq!(got.into_iter().map(|(_, t)| t).collect::<Vec<_>>(), whole);
+    Ok(())
+}
+
 /// Every batch of epoch 0.
 fn epoch(builder: LoaderBuilder<'_>) -> (Vec<Batch>, Loader) {
     let mut loader = builder.build().unwrap();
@@ -243,41 +290,7 @@ proptest! {
         let build = |b| split_by_two(b, shuffle, seq);
         let (whole, _) = epoch(build(Loader::builder(&file)));
         let whole: Vec<Vec<i64>> = whole.iter().map(tokens).collect();
-        let mut first = build(Loader::builder(&file)).build().unwrap();
-        let mut saved = first.next_position();
-        for _ in 0..stop.min(whole.len()) {
-            saved = first.next_batch().unwrap().unwrap().next_position();
-        }
-        let json = saved.to_json();
-        let mut resumed = build(Loader::builder(&file)).build().unwrap();
-        resumed.seek(crate::loader::Position::from_json(&json).unwrap()).unwrap();
-        let rest: Vec<Vec<i64>> = resumed.by_ref().map(|b| tokens(&b.unwrap())).collect();
-        prop_assert_eq!(&rest[..], &whole[saved.batch..]);
-
-        // Elastic: `worlds.0` ranks read one step, `worlds.1` ranks the rest.
-        let (a, b) = worlds;
-        let mut read: HashMap<usize, Vec<i64>> = HashMap::new();
-        let mut step = None;
-        for rank in 0..a {
-            let mut l = build(Loader::builder(&file)).elastic_shard(rank, a).build().unwrap();
-            if let Some(batch) = l.next_batch().unwrap() {
-                read.insert(batch.index(), tokens(&batch));
-                step = Some(batch.next_position());
-            }
-        }
-        if let Some(step) = step {
-            for rank in 0..b {
-                let mut l = build(Loader::builder(&file)).elastic_shard(rank, b).build().unwrap();
-                l.seek(step).unwrap();
-                for batch in &mut l {
-                    let batch = batch.unwrap();
-                    prop_assert!(read.insert(batch.index(), tokens(&batch)).is_none());
-                }
-            }
-        }
-        let mut got: Vec<(usize, Vec<i64>)> = read.into_iter().collect();
-        got.sort();
-        prop_assert_eq!(got.into_iter().map(|(_, t)| t).collect::<Vec<_>>(), whole);
+        check_resumes(|| build(Loader::builder(&file)), &whole, stop, worlds)?;
     }
 
     /// Best fit never splits a document that fits, never overfills a window, and places
