@@ -358,8 +358,9 @@ impl<'a> Filler<'a> {
     }
 
     /// LPT with room: the largest item left that fits some rank's batch goes to the batch
-    /// of least cost (the first such) that it fits in, until none fits. A batch fits an
-    /// item when it has the tokens for it and its cost stays within the step's cap: what
+    /// of least cost (the first such) that it fits in, until none fits. An empty batch fits
+    /// any item; another fits an item when it has the tokens for it and its cost stays
+    /// within the step's cap: what
     /// the step's first (largest) item (or costliest seed) costs with the rest of the
     /// budget in tokens of no attention cost, `c(L) + t - L` (`t` when `w` is 0), so that a
     /// rank with a long document takes fewer tokens besides.
@@ -373,9 +374,13 @@ impl<'a> Filler<'a> {
         while !self.left.is_empty() {
             let cap_now = cap.unwrap_or(f64::INFINITY);
             for (fit, b) in fits.iter_mut().zip(step.iter()) {
-                *fit = match b.oversize {
-                    true => 0,
-                    false => (t - b.tokens).min(longest_within(cap_now - b.cost, w)),
+                *fit = match (b.oversize, b.items.is_empty()) {
+                    (true, _) => 0,
+                    // An empty batch takes any item: a rank never gets an empty batch while
+                    // items are left (with a tiny budget, `w > 0` can put the cap under
+                    // any item's cost).
+                    (false, true) => t,
+                    (false, false) => (t - b.tokens).min(longest_within(cap_now - b.cost, w)),
                 };
             }
             let Some(room) = fits.iter().copied().max().filter(|&r| r > 0) else {
