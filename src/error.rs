@@ -40,6 +40,7 @@ mod unusable;
 
 pub(crate) use bounded::{Elided, elided};
 pub use dataset::DatasetError;
+pub(crate) use details::counted;
 pub use details::{ArgumentError, DataError, FormatError, UnsupportedError};
 pub use file_format::FileFormat;
 pub use internal::InternalError;

@@ -88,6 +88,7 @@
 //! - [`Error`]: one pointer wide; [`Error::kind`] says what went wrong, grouped by what a
 //!   caller does about it.
 //! - [`arrow`]: the Arrow types of the API, so that no Arrow crate is needed beside this one.
+//! - [`demo`]: the tour of `cargo run --release -p lodtensor --example demo` and `lodtensor demo`.
 #![deny(missing_docs)]
 
 /// The README's examples, run as doctests.
@@ -97,6 +98,7 @@ pub struct ReadmeDoctests;
 
 mod convert;
 mod dataset;
+pub mod demo;
 #[doc(hidden)]
 pub mod doc_fixtures;
 mod error;

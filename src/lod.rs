@@ -25,6 +25,7 @@
 //! level 1: [0, 3, 5, 9, 10, 12, 15]                elements 10..15
 //! ```
 
+mod draw;
 mod level;
 
 use std::ops::Range;

@@ -6,7 +6,6 @@
 
 mod convert;
 mod demo;
-mod draw;
 mod format;
 mod hist;
 mod index;

@@ -6,7 +6,6 @@ use std::io::Write;
 use std::ops::Range;
 
 use crate::Result;
-use crate::draw::draw;
 use crate::input::ColumnInput;
 use crate::shards::{Sharded, is_dir};
 use crate::side::SideParts;
@@ -89,8 +88,7 @@ pub fn run(args: Args) -> Result<()> {
                 "|".to_owned()
             }
         };
-        let picture = draw(
-            view.lod(),
+        let picture = view.lod().draw(
             view.num_rows(),
             &cell,
             args.width.saturating_sub(label_width).max(8),

@@ -668,7 +668,11 @@ impl ArgumentError {
 }
 
 /// `1 row`, `3 rows`: a count in plain English, for messages.
-fn counted<N: std::fmt::Display + PartialEq + From<u8>>(n: &N, one: &str, many: &str) -> String {
+pub(crate) fn counted<N: std::fmt::Display + PartialEq + From<u8>>(
+    n: &N,
+    one: &str,
+    many: &str,
+) -> String {
     if *n == N::from(1) {
         format!("1 {one}")
     } else {

@@ -103,11 +103,12 @@ fn run_examples(section: &str) -> usize {
     checked
 }
 
-/// The README opens with `cargo run --release -- demo`: in the workspace's root that runs the
-/// CLI crate's `lodtensor` binary, the one binary of the default members (`scripts/test` runs
-/// the command itself, as written).
+/// The README opens with `cargo run --release -p lodtensor --example demo`: the library's
+/// `demo` example, which needs only the library's default features (`-p` keeps the CLI's out
+/// of the build), so the first build a reader waits for is Arrow's and Parquet's (`scripts/test` runs the command
+/// itself, as written).
 #[test]
-fn readme_first_command_runs_the_default_binary() {
+fn readme_first_command_runs_the_library_demo_example() {
     let root = crate::support::repo();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let first = readme
@@ -117,14 +118,19 @@ fn readme_first_command_runs_the_default_binary() {
         .lines()
         .next()
         .unwrap();
-    assert!(first.starts_with("cargo run --release -- demo "), "{first}");
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     assert!(
-        manifest.contains("\ndefault-members = [\".\", \"cli\"]\n"),
-        "the workspace's default members are not the library and the CLI"
+        first.starts_with("cargo run --release -p lodtensor --example demo "),
+        "{first}"
     );
+    assert!(root.join("examples/demo.rs").is_file());
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let demo = manifest.find("name = \"demo\"");
     assert!(
-        !manifest.contains("[[bin]]"),
-        "the library crate has a binary"
+        demo.is_none_or(|at| !manifest[at..]
+            .split("[[")
+            .next()
+            .unwrap()
+            .contains("required-features")),
+        "the demo example needs features beyond the defaults"
     );
 }

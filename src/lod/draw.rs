@@ -7,11 +7,26 @@
 //! ||| || |||| | || |||
 //! ```
 
-use lodtensor::Lod;
+use super::Lod;
 
-/// The drawing of `lod`, with `cell(e)` drawn for element `e` (an absolute element index),
-/// each line cut to `max_width` columns. A 0-level LoD draws `rows` cells.
-pub fn draw(lod: &Lod, rows: usize, cell: &dyn Fn(usize) -> String, max_width: usize) -> String {
+impl Lod {
+    /// The drawing of this LoD, with `cell(e)` drawn for element `e` (an absolute element
+    /// index), each line cut to `max_width` columns. A 0-level LoD draws `rows` cells.
+    ///
+    /// ```
+    /// use lodtensor::Lod;
+    ///
+    /// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// let picture = lod.draw(3, &|_| "|".to_owned(), 80);
+    /// assert_eq!(picture, "3           1 2\n3   2  4    1 2  3\n||| || |||| | || |||\n");
+    /// # Ok::<(), lodtensor::Error>(())
+    /// ```
+    pub fn draw(&self, rows: usize, cell: &dyn Fn(usize) -> String, max_width: usize) -> String {
+        draw(self, rows, cell, max_width)
+    }
+}
+
+fn draw(lod: &Lod, rows: usize, cell: &dyn Fn(usize) -> String, max_width: usize) -> String {
     let levels = lod.num_levels();
     if levels == 0 {
         let line: String = (0..rows).map(cell).collect();
