@@ -127,6 +127,18 @@ def shards_dir(tmp_path_factory) -> Path:
     return path
 
 
+def ray_init() -> None:
+    """Starts the tests' local Ray cluster: 2 CPUs, no dashboard, a small object store, and
+    workers at the tests' priority (Ray's default niceness of 15 starves them whenever
+    anything else runs on the machine, a build beside the tests for one)."""
+    import ray
+
+    os.environ.setdefault("RAY_worker_niceness", "0")  # read by the raylet ray.init starts
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 << 20,
+             log_to_driver=False, configure_logging=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "ray: needs Ray Data and starts a local Ray cluster (skip with -m 'not ray')"

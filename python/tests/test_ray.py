@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lodtensor as lt
-from conftest import inside_mapping
+from conftest import inside_mapping, ray_init
 from s3_server import s3  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.ray
@@ -23,14 +23,7 @@ lray = pytest.importorskip("lodtensor.ray")
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        object_store_memory=256 << 20,
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    ray_init()
     yield
     ray.shutdown()
 

@@ -15,7 +15,7 @@ pytest.importorskip("moto")
 pytest.importorskip("boto3")
 
 import lodtensor as lt  # noqa: E402
-from conftest import documents, inside_mapping  # noqa: E402
+from conftest import documents, inside_mapping, ray_init  # noqa: E402
 from counting_proxy import CountingProxy  # noqa: E402
 from s3_server import FaultProxy, S3Server, s3  # noqa: E402, F401 (s3: the fixture)
 
@@ -378,10 +378,8 @@ def test_a_failed_writer_to_a_url_uploads_nothing(s3, tmp_path):
 def test_ray_data_reads_the_bucket(remote, shards_dir, tmp_path):
     ray = pytest.importorskip("ray")
     lray = pytest.importorskip("lodtensor.ray")
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 << 20,
-             log_to_driver=False, configure_logging=False)
+    ray_init()
     try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
         url, options = remote
         ds = lray.read_lodtensor(url, storage_options=options, cache_dir=tmp_path, columns=["tokens", "label"])
         tables = list(ds.iter_batches(batch_size=None, batch_format="pyarrow"))
