@@ -17,8 +17,8 @@ use super::LoaderSource;
 use super::builder::Sourced;
 use super::config::{PlanConfig, Shuffle};
 use super::gather::{ColumnInfo, ValuesInfo};
-use super::order::epoch_order;
-use super::pack::{PackMode, Piece, Windows, packed_order, windows_of_pieces};
+use super::order::{Rows, Slot, epoch_order, fits_u32};
+use super::pack::{PackMode, Piece, Windows, window_order, windows_of_pieces};
 use super::plan::{Costs, Plan};
 use crate::dataset::Dataset;
 use crate::error::{ArgumentError, Result};
@@ -289,7 +289,8 @@ impl Blend {
         match &config.packing {
             None => SourceEpoch::Rows(order.into_iter().map(|r| r + rows.start).collect()),
             Some(packing) => {
-                let (windows, order) = packed_order(&config, packing, &lengths[rows], order, epoch);
+                let windows = Windows::build(packing, &lengths[rows], Rows::narrowed(order));
+                let order = window_order(&config, windows.len(), epoch);
                 SourceEpoch::Windows(windows, order)
             }
         }
@@ -381,8 +382,11 @@ impl Blend {
                     }
                 }
                 let windows = windows_of_pieces(packing.window_len(), pieces, starts);
-                let order: Vec<usize> = (0..windows.len()).collect();
-                windows.plan(config, &order, epoch)
+                let n = windows.len();
+                match fits_u32(n) {
+                    true => windows.plan(config, &(0..n).map(u32::of).collect::<Vec<_>>(), epoch),
+                    false => windows.plan(config, &(0..n).collect::<Vec<usize>>(), epoch),
+                }
             }
         }
     }

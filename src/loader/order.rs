@@ -17,6 +17,8 @@ pub(crate) trait Slot: Copy + Default + Send + Sync + std::fmt::Debug + 'static 
     fn of(i: usize) -> Self;
     /// The value.
     fn get(self) -> usize;
+    /// `samples` as [`Rows`], without a copy.
+    fn rows(samples: Vec<Self>) -> Rows;
 }
 
 impl Slot for u32 {
@@ -27,6 +29,9 @@ impl Slot for u32 {
     fn get(self) -> usize {
         self as usize
     }
+    fn rows(samples: Vec<Self>) -> Rows {
+        Rows::Narrow(samples)
+    }
 }
 
 impl Slot for usize {
@@ -35,6 +40,68 @@ impl Slot for usize {
     }
     fn get(self) -> usize {
         self
+    }
+    fn rows(samples: Vec<Self>) -> Rows {
+        Rows::Wide(samples)
+    }
+}
+
+/// Sample numbers kept as a [`Slot`] chose: in 32 bits where every one fits, half the
+/// memory of `usize`. The numbers are the same either way (and equal as numbers).
+#[derive(Clone, Debug)]
+pub(crate) enum Rows {
+    /// Every number below 2^32.
+    Narrow(Vec<u32>),
+    /// Any number.
+    Wide(Vec<usize>),
+}
+
+impl PartialEq for Rows {
+    fn eq(&self, other: &Rows) -> bool {
+        self.len() == other.len() && self.iter(0..self.len()).eq(other.iter(0..other.len()))
+    }
+}
+
+impl Rows {
+    /// `samples`, narrowed to 32 bits when every number fits (one pass, one copy).
+    pub(crate) fn narrowed(samples: Vec<usize>) -> Rows {
+        if samples.iter().all(|&s| fits_u32(s)) {
+            Rows::Narrow(samples.into_iter().map(u32::of).collect())
+        } else {
+            Rows::Wide(samples)
+        }
+    }
+
+    /// Number `i`.
+    ///
+    /// # Panics
+    /// When `i` is not below [`Rows::len`].
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> usize {
+        match self {
+            Rows::Narrow(rows) => rows[i] as usize,
+            Rows::Wide(rows) => rows[i],
+        }
+    }
+
+    /// How many numbers there are.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Rows::Narrow(rows) => rows.len(),
+            Rows::Wide(rows) => rows.len(),
+        }
+    }
+
+    /// Numbers `range`, in order.
+    pub(crate) fn iter(&self, range: Range<usize>) -> impl Iterator<Item = usize> + '_ {
+        let (narrow, wide) = match self {
+            Rows::Narrow(rows) => (&rows[range], &[][..]),
+            Rows::Wide(rows) => (&[][..], &rows[range]),
+        };
+        narrow
+            .iter()
+            .map(|&r| r as usize)
+            .chain(wide.iter().copied())
     }
 }
 

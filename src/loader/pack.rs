@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::config::cost;
 use super::config::{PlanConfig, Shuffle};
-use super::order::{epoch_rng, permute};
+use super::order::{Rows, Slot, epoch_rng, fits_u32, permute};
 use super::plan::{Costs, Plan};
 
 mod mode;
@@ -39,11 +39,11 @@ enum Layout {
     /// Concatenate and split: the documents in order and where each starts in the stream
     /// (`starts[i]`: tokens before document `order[i]`; one more entry, the total).
     Stream {
-        order: Vec<usize>,
+        order: Rows,
         starts: Vec<usize>,
         /// Where each window starts: the last document starting at or before its first
-        /// token (Megatron-LM's sample index).
-        firsts: Vec<usize>,
+        /// token (Megatron-LM's sample index), a number in `order`.
+        firsts: Rows,
     },
     /// Best fit: the pieces of every window, window after window.
     Bins {
@@ -82,7 +82,7 @@ pub struct Windows {
 
 impl Windows {
     /// Packs the documents `order` (rows, in the epoch's order) of lengths `lengths`.
-    pub(crate) fn build(packing: &Packing, lengths: &[u32], order: Vec<usize>) -> Windows {
+    pub(crate) fn build(packing: &Packing, lengths: &[u32], order: Rows) -> Windows {
         match packing.mode() {
             PackMode::Split { pad_last } => stream(packing, pad_last, lengths, order),
             PackMode::BestFit {
@@ -179,7 +179,7 @@ impl Windows {
             for (at, &w) in at.iter_mut().zip(group) {
                 assert!(w < self.windows, "window {w} of {}", self.windows);
                 *at = match &self.layout {
-                    Layout::Stream { firsts, .. } => firsts[w],
+                    Layout::Stream { firsts, .. } => firsts.get(w),
                     Layout::Bins { starts, .. } => starts[w],
                 };
             }
@@ -219,7 +219,7 @@ impl Windows {
         let follow = ids.windows(2).all(|w| w[1] == w[0] + 1);
         // Full windows end at or before the total.
         (follow && self.window_len == self.seq_len && tokens.end <= total)
-            .then(|| (tokens, (&order[..], &starts[..]), firsts[first]))
+            .then(|| (tokens, (order, &starts[..]), firsts.get(first)))
     }
 
     /// Reads the first entries of the documents (or pieces) at `at`, all together: a
@@ -227,7 +227,7 @@ impl Windows {
     fn touch(&self, at: &[usize]) -> usize {
         match &self.layout {
             Layout::Stream { order, starts, .. } => {
-                at.iter().fold(0, |x, &i| x ^ order[i] ^ starts[i])
+                at.iter().fold(0, |x, &i| x ^ order.get(i) ^ starts[i])
             }
             Layout::Bins { pieces, .. } => (at.iter())
                 .filter_map(|&i| pieces.get(i))
@@ -292,10 +292,10 @@ impl Windows {
 }
 
 /// Concatenate and split.
-fn stream(packing: &Packing, pad_last: bool, lengths: &[u32], order: Vec<usize>) -> Windows {
+fn stream(packing: &Packing, pad_last: bool, lengths: &[u32], order: Rows) -> Windows {
     let mut starts = Vec::with_capacity(order.len() + 1);
     let mut total = 0usize;
-    for &d in &order {
+    for d in order.iter(0..order.len()) {
         starts.push(total);
         total += lengths[d] as usize;
     }
@@ -314,14 +314,10 @@ fn stream(packing: &Packing, pad_last: bool, lengths: &[u32], order: Vec<usize>)
     let tokens = (0..windows)
         .map(|w| (total - w * seq).min(seq + extra))
         .sum();
-    let mut firsts = Vec::with_capacity(windows);
-    let mut i = 0;
-    for w in 0..windows {
-        while starts[i + 1] <= w * seq {
-            i += 1;
-        }
-        firsts.push(i);
-    }
+    let firsts = match fits_u32(order.len()) {
+        true => Rows::Narrow(firsts_of::<u32>(&starts, windows, seq)),
+        false => Rows::Wide(firsts_of::<usize>(&starts, windows, seq)),
+    };
     Windows {
         seq_len: seq,
         window_len: seq + extra,
@@ -336,10 +332,25 @@ fn stream(packing: &Packing, pad_last: bool, lengths: &[u32], order: Vec<usize>)
     }
 }
 
+/// Where each of `windows` windows of `seq` tokens starts: the last document starting at
+/// or before its first token, a number in the stream's order (`starts`: where each
+/// document starts, and the total).
+fn firsts_of<S: Slot>(starts: &[usize], windows: usize, seq: usize) -> Vec<S> {
+    let mut firsts = Vec::with_capacity(windows);
+    let mut i = 0;
+    for w in 0..windows {
+        while starts[i + 1] <= w * seq {
+            i += 1;
+        }
+        firsts.push(S::of(i));
+    }
+    firsts
+}
+
 /// The pieces of stream tokens `range` (within the total), appended to `out`, document `i`
 /// the first that may hold any.
 fn stream_pieces(
-    order: &[usize],
+    order: &Rows,
     starts: &[usize],
     (mut i, range): (usize, Range<usize>),
     out: &mut Vec<Piece>,
@@ -349,7 +360,7 @@ fn stream_pieces(
         let end = starts[i + 1].min(range.end);
         if end > at {
             out.push(Piece {
-                row: order[i],
+                row: order.get(i),
                 first_token: at - starts[i],
                 n_tokens: end - at,
             });
@@ -364,15 +375,15 @@ fn best_fit(
     packing: &Packing,
     (lookahead, overlong): (usize, Overlong),
     lengths: &[u32],
-    order: &[usize],
+    order: &Rows,
 ) -> Windows {
     let cap = packing.window_len();
     let (mut pieces, mut starts) = (Vec::new(), vec![0]);
     let (mut dropped, mut tokens) = (0, 0);
     let mut pool = Vec::new();
-    for chunk in order.chunks(lookahead.max(1)) {
+    for chunk in (0..order.len()).step_by(lookahead.max(1)) {
         pool.clear();
-        for &row in chunk {
+        for row in order.iter(chunk..(chunk + lookahead.max(1)).min(order.len())) {
             let len = lengths[row] as usize;
             if len > cap && overlong == Overlong::Drop {
                 dropped += len;
@@ -473,7 +484,7 @@ impl Rooms {
 }
 
 /// The epoch's documents in order, and where each starts in the stream (and the total).
-pub(crate) type Stream<'a> = (&'a [usize], &'a [usize]);
+pub(crate) type Stream<'a> = (&'a Rows, &'a [usize]);
 
 /// Windows whose first reads are made together ([`Windows::pieces_of`]).
 const AHEAD: usize = 16;
@@ -481,53 +492,72 @@ const AHEAD: usize = 16;
 /// Salt of the window shuffle's generator, apart from the documents'.
 const WINDOW_SALT: u64 = 0x7769_6e64_6f77_7321;
 
-/// A packed epoch's windows, and the order they are read in: the documents of `order`
-/// packed, the windows shuffled when the documents are ([`Shuffle::Samples`], as
-/// Megatron-LM's shuffle index).
-pub(super) fn packed_order(
-    config: &PlanConfig,
-    packing: &Packing,
-    lengths: &[u32],
-    order: Vec<usize>,
-    epoch: u64,
-) -> (Windows, Vec<usize>) {
-    let windows = Windows::build(packing, lengths, order);
-    let mut window_order: Vec<usize> = (0..windows.len()).collect();
+/// The order an epoch reads `windows` windows in: as packing made them, shuffled when the
+/// documents are ([`Shuffle::Samples`], as Megatron-LM's shuffle index).
+pub(super) fn window_order<S: Slot>(config: &PlanConfig, windows: usize, epoch: u64) -> Vec<S> {
+    let mut order: Vec<S> = (0..windows).map(S::of).collect();
     if let Shuffle::Samples { seed } = config.shuffle {
-        permute(&mut epoch_rng(seed ^ WINDOW_SALT, epoch), &mut window_order);
+        permute(&mut epoch_rng(seed ^ WINDOW_SALT, epoch), &mut order);
     }
-    (windows, window_order)
+    order
 }
 
-/// The plan of a packed epoch: its windows ([`packed_order`]) shared by ranks and batched
-/// as samples are.
+/// The plan of a packed epoch: the documents of `order` packed into windows, read in
+/// [`window_order`], shared by ranks and batched as samples are.
 pub(super) fn packed_plan(
     config: &PlanConfig,
     packing: &Packing,
     lengths: &[u32],
-    order: Vec<usize>,
+    order: Rows,
     epoch: u64,
 ) -> Plan {
-    let (windows, window_order) = packed_order(config, packing, lengths, order, epoch);
-    windows.plan(config, &window_order, epoch)
+    let windows = Windows::build(packing, lengths, order);
+    let n = windows.len();
+    match fits_u32(n) {
+        true => windows.plan(config, &window_order::<u32>(config, n, epoch), epoch),
+        false => windows.plan(config, &window_order::<usize>(config, n, epoch), epoch),
+    }
 }
 
 impl Windows {
     /// The plan of these windows in `order`, shared by ranks and batched as samples are,
-    /// each window costing what its pieces and padding do ([`Windows::costs`]).
-    pub(super) fn plan(self, config: &PlanConfig, order: &[usize], epoch: u64) -> Plan {
-        let tokens: Vec<usize> = (0..self.len()).map(|w| self.tokens_of(w)).collect();
-        let costs = self.costs(config.weight());
-        let items = (&tokens[..], &Costs::Table(&costs));
-        Plan::of_ranks(config, items, order, epoch).with_windows(Arc::new(self))
+    /// each window costing what its pieces and padding do ([`Windows::costs`]; with no
+    /// attention weight, its length). Windows' token counts are kept in 32 bits when a
+    /// window's length fits.
+    pub(super) fn plan<S: Slot>(self, config: &PlanConfig, order: &[S], epoch: u64) -> Plan {
+        let w = config.weight();
+        let table: Vec<f64>;
+        let costs = if w == 0.0 {
+            Costs::Each(self.window_len as f64)
+        } else {
+            table = self.costs(w);
+            Costs::Table(&table)
+        };
+        let plan = match fits_u32(self.window_len) {
+            true => Plan::of_ranks(
+                config,
+                (&self.token_counts::<u32>()[..], &costs),
+                order,
+                epoch,
+            ),
+            false => Plan::of_ranks(
+                config,
+                (&self.token_counts::<usize>()[..], &costs),
+                order,
+                epoch,
+            ),
+        };
+        plan.with_windows(Arc::new(self))
+    }
+
+    /// The tokens of each window that are not padding ([`Windows::tokens_of`]).
+    fn token_counts<S: Slot>(&self) -> Vec<S> {
+        (0..self.len()).map(|w| S::of(self.tokens_of(w))).collect()
     }
 
     /// Each window's cost: `n + w·n²` over its pieces of `n` tokens, plus its padding's
-    /// length (`window_len` each when `w` is 0).
+    /// length.
     fn costs(&self, w: f64) -> Vec<f64> {
-        if w == 0.0 {
-            return vec![self.window_len as f64; self.len()];
-        }
         let (mut pieces, mut counts) = (Vec::new(), Vec::new());
         let mut out = Vec::with_capacity(self.len());
         let ids: Vec<usize> = (0..self.len()).collect();

@@ -221,13 +221,14 @@ impl PackedLoad<'_> {
         };
         let mut last = first;
         while starts[last + 1] < tokens.end {
-            if order[last + 1] != order[last] + 1 {
+            if order.get(last + 1) != order.get(last) + 1 {
                 return Ok(None);
             }
             last += 1;
         }
-        let locate =
-            |i: usize| (self.inputs.rows.locate(order[i])).expect("plans hold rows of the source");
+        let locate = |i: usize| {
+            (self.inputs.rows.locate(order.get(i))).expect("plans hold rows of the source")
+        };
         let ((b, first_row), (b_last, last_row)) = (locate(first), locate(last));
         if b != b_last {
             return Ok(None);

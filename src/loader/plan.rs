@@ -35,6 +35,8 @@ pub(crate) enum Costs<'a> {
     Lengths(f64),
     /// A packed epoch's windows' costs, by window number.
     Table(&'a [f64]),
+    /// The same cost for every item (windows without an attention weight: their length).
+    Each(f64),
 }
 
 impl Costs<'_> {
@@ -43,6 +45,7 @@ impl Costs<'_> {
         match self {
             Costs::Lengths(w) => cost(len, *w),
             Costs::Table(costs) => costs[item],
+            Costs::Each(cost) => *cost,
         }
     }
 }
@@ -200,8 +203,7 @@ impl Plan {
     ) -> Plan {
         let order = epoch_order::<S>(config.shuffle, lengths.len(), batches, shards, epoch);
         if let Some(packing) = &config.packing {
-            let order = order.into_iter().map(S::get).collect();
-            return packed_plan(config, packing, lengths, order, epoch);
+            return packed_plan(config, packing, lengths, S::rows(order), epoch);
         }
         let costs = Costs::Lengths(config.weight());
         Plan::of_ranks(config, (lengths, &costs), &order, epoch)

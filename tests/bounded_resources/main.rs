@@ -6,6 +6,7 @@
 //!   allocate more than the file holds (plus a small constant).
 //! - `manifest_memory`: reading a manifest costs about its size, not a JSON tree of it.
 //! - `measured_memory`: a plan by lengths without the index holds few shards' metadata at once.
+//! - `plan_memory`: a packed epoch's plan keeps a few bytes a document.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 mod declared_sizes;
 mod manifest_memory;
 mod measured_memory;
+mod plan_memory;
 
 /// Held by each test for its whole run: the allocator's counts are the process's.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

@@ -381,7 +381,7 @@ fn best_fit_pads_less_than_first_fit() {
             let w = Windows::build(
                 &Packing::new(seq).with_mode(PackMode::best_fit(lookahead)),
                 &lengths,
-                order.clone(),
+                Rows::Wide(order.clone()),
             );
             let first_fit = first_fit_windows(&lengths, seq, lookahead);
             assert!(

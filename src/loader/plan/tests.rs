@@ -1,6 +1,7 @@
 use super::*;
 use crate::error::{ArgumentError, ErrorKind};
 use crate::loader::config::{BatchSize, Shuffle};
+use crate::loader::pack::{PackMode, Packing};
 
 /// The plan of `epoch` for a file of one record batch.
 fn one_batch(config: &PlanConfig, lengths: &[u32], epoch: u64) -> Plan {
@@ -252,7 +253,6 @@ fn every_shuffle(seed: u64, chunk: usize, (rows, window): (usize, usize)) -> [Sh
 /// ranks, drop_last, packing) over 5,000 samples of seeded lengths in record batches and
 /// shards of uneven sizes: plans are fixed forever, whatever integers they are made in.
 fn plans_digest() -> u64 {
-    use crate::loader::pack::Packing;
     use crate::rng::SplitMix64;
     let mut rng = SplitMix64::new(7);
     let lengths: Vec<u32> = (0..5000)
@@ -337,6 +337,7 @@ proptest::proptest! {
         lengths in proptest::collection::vec(1u32..400, 1..1500),
         cuts in proptest::collection::vec(1usize..400, 1..8),
         (kind, seed, world, drop_last, tokens) in (0..4u8, proptest::prelude::any::<u64>(), 1..5usize, proptest::prelude::any::<bool>(), proptest::prelude::any::<bool>()),
+        pack in 0..3u8,
     ) {
         // Record batches of `cuts` rows (the last takes the rest), two shards.
         let n = lengths.len();
@@ -358,6 +359,12 @@ proptest::proptest! {
         let batch = if tokens { BatchSize::Tokens(600) } else { BatchSize::Samples(7) };
         let mut c = config(batch);
         (c.shuffle, c.drop_last) = (shuffle, drop_last);
+        // Packed: the documents' order and the windows' in 32 or 64 bits.
+        c.packing = match pack {
+            0 => None,
+            1 => Some(Packing::new(64)),
+            _ => Some(Packing::new(64).with_mode(PackMode::best_fit(16))),
+        };
         for rank in 0..world {
             c.ranks = Ranks::Parts { rank, world };
             let narrow = Plan::build_in::<u32>(&c, &lengths, (&rows, &shards), seed % 7);

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::loader::config::{ATTENTION_WEIGHT, BALANCE_LOOKAHEAD, Balance, Ranks, cost};
+use crate::loader::order::Rows;
 use crate::loader::pack::{PackMode, Packing, Windows};
 
 fn config(batch: BatchSize, world: usize, balance: Option<Balance>) -> PlanConfig {
@@ -91,7 +92,7 @@ fn long_tail_steps_balance(context: usize, n: usize, per_rank: usize) {
             packed.shuffle = Shuffle::Samples { seed: 3 };
             let packing = Packing::new(context).with_mode(PackMode::best_fit(256));
             let order: Vec<usize> = (0..lengths.len()).collect();
-            let windows = Windows::build(&packing, &lengths, order);
+            let windows = Windows::build(&packing, &lengths, Rows::Wide(order));
             let window_order: Vec<usize> = (0..windows.len()).collect();
             let after = windows.plan(&packed, &window_order, 1);
             let is = step_ratios(&after, world);
