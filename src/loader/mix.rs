@@ -13,6 +13,8 @@
 //! together; its batches, ranks (`shard`, `elastic_shard`), `drop_last` and positions are a
 //! loader's. Every source must have the same columns (name, type, levels and offset width).
 
+use std::ops::Range;
+
 use super::LoaderSource;
 use super::builder::Sourced;
 use super::config::{PlanConfig, Shuffle};
@@ -296,16 +298,16 @@ impl Blend {
         }
     }
 
-    /// Draws `from..to` of source `k`'s stream: rows, or each window's pieces (in the
-    /// loader's rows).
-    fn source_draws(
+    /// Walks `from..to` of source `k`'s stream epoch by epoch: `take(epoch, part)` for the
+    /// part of each epoch's samples in it.
+    fn source_walk(
         &self,
         config: &PlanConfig,
         lengths: &[u32],
         k: usize,
         (from, to): (u128, u128),
-    ) -> Vec<Drawn> {
-        let mut out = Vec::with_capacity((to - from) as usize);
+        mut take: impl FnMut(&SourceEpoch, Range<usize>),
+    ) {
         // Every epoch of a source has as many samples but with best fit: walk from 0 then.
         let constant = config
             .packing
@@ -317,27 +319,58 @@ impl Blend {
             ),
             false => (0, 0),
         };
-        let first_row = self.rows.part_rows(k).start;
         while start < to {
             // A source's epochs count modulo 2^64 (past them, its orders repeat).
             let samples = self.source_epoch(config, lengths, k, epoch as u64);
             let end = start + samples.len() as u128;
-            for j in from.max(start)..to.min(end) {
-                let at = (j - start) as usize;
-                out.push(match &samples {
-                    SourceEpoch::Rows(rows) => Drawn::Row(rows[at]),
-                    SourceEpoch::Windows(w, order) => Drawn::Window(
-                        (w.pieces(order[at]).into_iter())
-                            .map(|p| Piece {
-                                row: p.row + first_row,
-                                ..p
-                            })
-                            .collect(),
-                    ),
-                });
+            let (a, b) = (from.max(start) - start, to.min(end) - start);
+            if a < b {
+                take(&samples, a as usize..b as usize);
             }
             (epoch, start) = (epoch + 1, end);
         }
+    }
+
+    /// Rows `from..to` of source `k`'s stream (rows of the loader; not packing).
+    fn source_rows(
+        &self,
+        config: &PlanConfig,
+        lengths: &[u32],
+        k: usize,
+        range: (u128, u128),
+    ) -> Vec<usize> {
+        let mut out = Vec::with_capacity((range.1 - range.0) as usize);
+        self.source_walk(config, lengths, k, range, |samples, part| {
+            if let SourceEpoch::Rows(rows) = samples {
+                out.extend_from_slice(&rows[part]);
+            }
+        });
+        out
+    }
+
+    /// Windows `from..to` of source `k`'s stream, each its pieces in the loader's rows
+    /// (packing).
+    fn source_windows(
+        &self,
+        config: &PlanConfig,
+        lengths: &[u32],
+        k: usize,
+        range: (u128, u128),
+    ) -> Vec<Vec<Piece>> {
+        let mut out = Vec::with_capacity((range.1 - range.0) as usize);
+        let first_row = self.rows.part_rows(k).start;
+        self.source_walk(config, lengths, k, range, |samples, part| {
+            if let SourceEpoch::Windows(w, order) = samples {
+                out.extend(order[part].iter().map(|&window| {
+                    (w.pieces(window).into_iter())
+                        .map(|p| Piece {
+                            row: p.row + first_row,
+                            ..p
+                        })
+                        .collect()
+                }));
+            }
+        });
         out
     }
 
@@ -355,31 +388,32 @@ impl Blend {
             drawn[k] += 1;
             sources.push(k);
         }
-        let mut draws: Vec<std::vec::IntoIter<Drawn>> = (0..self.parts.len())
-            .map(|k| {
-                self.source_draws(config, lengths, k, (before[k], drawn[k]))
-                    .into_iter()
-            })
-            .collect();
-        let mut drawn_in_order = sources.iter().map(|&k| draws[k].next().expect("drawn"));
+        let drawn_of = |k: usize| (before[k], drawn[k]);
         match &config.packing {
             None => {
-                let order: Vec<usize> = drawn_in_order
-                    .map(|d| match d {
-                        Drawn::Row(r) => r,
-                        Drawn::Window(_) => unreachable!("not packing"),
+                let mut rows: Vec<std::vec::IntoIter<usize>> = (0..self.parts.len())
+                    .map(|k| {
+                        self.source_rows(config, lengths, k, drawn_of(k))
+                            .into_iter()
                     })
+                    .collect();
+                let order: Vec<usize> = (sources.iter())
+                    .map(|&k| rows[k].next().expect("drawn"))
                     .collect();
                 let costs = Costs::Lengths(config.weight());
                 Plan::of_ranks(config, (lengths, &costs), &order, epoch)
             }
             Some(packing) => {
+                let mut windows: Vec<std::vec::IntoIter<Vec<Piece>>> = (0..self.parts.len())
+                    .map(|k| {
+                        self.source_windows(config, lengths, k, drawn_of(k))
+                            .into_iter()
+                    })
+                    .collect();
                 let (mut pieces, mut starts) = (Vec::new(), vec![0]);
-                for d in drawn_in_order.by_ref() {
-                    if let Drawn::Window(w) = d {
-                        pieces.extend(w);
-                        starts.push(pieces.len());
-                    }
+                for &k in &sources {
+                    pieces.extend(windows[k].next().expect("drawn"));
+                    starts.push(pieces.len());
                 }
                 let windows = windows_of_pieces(packing.window_len(), pieces, starts);
                 let n = windows.len();
@@ -523,12 +557,6 @@ fn same_columns(first: &[ColumnInfo], other: &[ColumnInfo], k: usize) -> Result<
         }
     }
     Ok(())
-}
-
-/// One draw from a source: a row, or a packed window's pieces.
-enum Drawn {
-    Row(usize),
-    Window(Vec<Piece>),
 }
 
 #[cfg(test)]
