@@ -36,7 +36,7 @@ pub fn run(args: Args) -> Result<()> {
     lodtensor::demo::run(&args.out, docs, args.seed, out, &mut written).map_err(|e| {
         match e.kind() {
             // A directory the demo may not write over: choose another.
-            ErrorKind::Argument(ArgumentError::InvalidArgument { .. }) => {
+            ErrorKind::Argument(ArgumentError::InvalidArgument { op: "demo", .. }) => {
                 CliError::Usage(format!("{e}; choose another with --out DIR"))
             }
             _ => e.into(),
