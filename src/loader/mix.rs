@@ -298,8 +298,8 @@ impl Blend {
         }
     }
 
-    /// Walks `from..to` of source `k`'s stream epoch by epoch: `take(epoch, part)` for the
-    /// part of each epoch's samples in it.
+    /// Walks `from..to` of source `k`'s stream epoch by epoch: `take(samples, part)` for the
+    /// part of each epoch's samples in it (`samples`: the epoch's, `part`: indices into them).
     fn source_walk(
         &self,
         config: &PlanConfig,
