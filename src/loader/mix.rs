@@ -19,7 +19,7 @@ use super::LoaderSource;
 use super::builder::Sourced;
 use super::config::{PlanConfig, Shuffle};
 use super::gather::{ColumnInfo, ValuesInfo};
-use super::order::{Rows, Slot, epoch_order, fits_u32};
+use super::order::{Rows, Slot, epoch_rows, fits_u32};
 use super::pack::{PackMode, Piece, Windows, window_order, windows_of_pieces};
 use super::plan::{Costs, Plan};
 use crate::dataset::Dataset;
@@ -152,9 +152,10 @@ pub(crate) struct Blend {
     period: Option<(u64, Vec<u64>)>,
 }
 
-/// The samples of one epoch of one source: rows of the loader, or packed windows.
+/// The samples of one epoch of one source: its own rows (numbered from its first), or
+/// packed windows.
 enum SourceEpoch {
-    Rows(Vec<usize>),
+    Rows(Rows),
     Windows(Windows, Vec<usize>),
 }
 
@@ -287,11 +288,11 @@ impl Blend {
         let rows = self.rows.part_rows(k);
         let (batches, shards) = &self.parts[k];
         let config = self.source_config(config, k);
-        let order = epoch_order::<usize>(config.shuffle, rows.len(), batches, shards, epoch);
+        let order = epoch_rows(config.shuffle, rows.len(), batches, shards, epoch);
         match &config.packing {
-            None => SourceEpoch::Rows(order.into_iter().map(|r| r + rows.start).collect()),
+            None => SourceEpoch::Rows(order),
             Some(packing) => {
-                let windows = Windows::build(packing, &lengths[rows], Rows::narrowed(order));
+                let windows = Windows::build(packing, &lengths[rows], order);
                 let order = window_order(&config, windows.len(), epoch);
                 SourceEpoch::Windows(windows, order)
             }
@@ -331,18 +332,19 @@ impl Blend {
         }
     }
 
-    /// Rows `from..to` of source `k`'s stream (rows of the loader; not packing).
-    fn source_rows(
+    /// Rows `from..to` of source `k`'s stream, as rows of the loader in `S` (not packing).
+    fn source_rows<S: Slot>(
         &self,
         config: &PlanConfig,
         lengths: &[u32],
         k: usize,
         range: (u128, u128),
-    ) -> Vec<usize> {
+    ) -> Vec<S> {
         let mut out = Vec::with_capacity((range.1 - range.0) as usize);
+        let first_row = self.rows.part_rows(k).start;
         self.source_walk(config, lengths, k, range, |samples, part| {
             if let SourceEpoch::Rows(rows) = samples {
-                out.extend_from_slice(&rows[part]);
+                out.extend(rows.iter(part).map(|row| S::of(row + first_row)));
             }
         });
         out
@@ -375,46 +377,35 @@ impl Blend {
     }
 
     /// The plan of the mixture's epoch `epoch`: samples `epoch·n .. (epoch + 1)·n` of its
-    /// stream, `n` the sources' first epochs together.
+    /// stream, `n` the sources' first epochs together. The rule is walked twice, to count
+    /// each source's draws and then to interleave them, rather than keep every sample's
+    /// source.
     pub(super) fn plan(&self, config: &PlanConfig, lengths: &[u32], epoch: u64) -> Plan {
         // In 128 bits: no epoch's samples wrap.
         let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
         let first = u128::from(epoch) * n;
-        let mut drawn = self.drawn_before(first);
-        let before = drawn.clone();
-        let mut sources = Vec::with_capacity(n as usize);
-        for i in first..first + n {
-            let k = self.source_at(i, &drawn);
-            drawn[k] += 1;
-            sources.push(k);
-        }
-        let drawn_of = |k: usize| (before[k], drawn[k]);
+        let samples = first..first + n;
+        let before = self.drawn_before(samples.start);
+        let mut after = before.clone();
+        self.draws(samples.clone(), &mut after, |_| {});
+        let drawn = (&before[..], &after[..]);
         match &config.packing {
-            None => {
-                let mut rows: Vec<std::vec::IntoIter<usize>> = (0..self.parts.len())
-                    .map(|k| {
-                        self.source_rows(config, lengths, k, drawn_of(k))
-                            .into_iter()
-                    })
-                    .collect();
-                let order: Vec<usize> = (sources.iter())
-                    .map(|&k| rows[k].next().expect("drawn"))
-                    .collect();
-                let costs = Costs::Lengths(config.weight());
-                Plan::of_ranks(config, (lengths, &costs), &order, epoch)
-            }
+            None => match fits_u32(lengths.len()) {
+                true => self.rows_plan::<u32>(config, lengths, samples, drawn, epoch),
+                false => self.rows_plan::<usize>(config, lengths, samples, drawn, epoch),
+            },
             Some(packing) => {
                 let mut windows: Vec<std::vec::IntoIter<Vec<Piece>>> = (0..self.parts.len())
                     .map(|k| {
-                        self.source_windows(config, lengths, k, drawn_of(k))
-                            .into_iter()
+                        let range = (before[k], after[k]);
+                        self.source_windows(config, lengths, k, range).into_iter()
                     })
                     .collect();
                 let (mut pieces, mut starts) = (Vec::new(), vec![0]);
-                for &k in &sources {
+                self.draws(samples, &mut before.clone(), |k| {
                     pieces.extend(windows[k].next().expect("drawn"));
                     starts.push(pieces.len());
-                }
+                });
                 let windows = windows_of_pieces(packing.window_len(), pieces, starts);
                 let n = windows.len();
                 match fits_u32(n) {
@@ -422,6 +413,40 @@ impl Blend {
                     false => windows.plan(config, &(0..n).collect::<Vec<usize>>(), epoch),
                 }
             }
+        }
+    }
+
+    /// The plan of the mixture's `samples` (not packing), each source's draws
+    /// `drawn.0[k]..drawn.1[k]` of its stream, the loader's rows kept in `S`.
+    fn rows_plan<S: Slot>(
+        &self,
+        config: &PlanConfig,
+        lengths: &[u32],
+        samples: Range<u128>,
+        drawn: (&[u128], &[u128]),
+        epoch: u64,
+    ) -> Plan {
+        let mut rows: Vec<std::vec::IntoIter<S>> = (0..self.parts.len())
+            .map(|k| {
+                let range = (drawn.0[k], drawn.1[k]);
+                self.source_rows::<S>(config, lengths, k, range).into_iter()
+            })
+            .collect();
+        let mut order = Vec::with_capacity(rows.iter().map(|r| r.len()).sum());
+        self.draws(samples, &mut drawn.0.to_vec(), |k| {
+            order.push(rows[k].next().expect("drawn"));
+        });
+        let costs = Costs::Lengths(config.weight());
+        Plan::of_ranks(config, (lengths, &costs), &order, epoch)
+    }
+
+    /// Draws the mixture's `samples` in order: `visit(k)` with each one's source, `drawn`
+    /// (each source's count before the first) counted on.
+    fn draws(&self, samples: Range<u128>, drawn: &mut [u128], mut visit: impl FnMut(usize)) {
+        for i in samples {
+            let k = self.source_at(i, drawn);
+            drawn[k] += 1;
+            visit(k);
         }
     }
 
@@ -449,10 +474,7 @@ impl Blend {
             }
             None => (0, vec![0; self.parts.len()]),
         };
-        for j in start..i {
-            let k = self.source_at(j, &drawn);
-            drawn[k] += 1;
-        }
+        self.draws(start..i, &mut drawn, |_| {});
         drawn
     }
 

@@ -63,15 +63,6 @@ impl PartialEq for Rows {
 }
 
 impl Rows {
-    /// `samples`, narrowed to 32 bits when every number fits (one pass, one copy).
-    pub(crate) fn narrowed(samples: Vec<usize>) -> Rows {
-        if samples.iter().all(|&s| fits_u32(s)) {
-            Rows::Narrow(samples.into_iter().map(u32::of).collect())
-        } else {
-            Rows::Wide(samples)
-        }
-    }
-
     /// Number `i`.
     ///
     /// # Panics
@@ -136,6 +127,20 @@ pub(super) fn epoch_order<S: Slot>(
         Shuffle::Windowed { seed, rows, window } => {
             windowed_order(&mut epoch_rng(seed, epoch), batches, shards, rows, window)
         }
+    }
+}
+
+/// [`epoch_order`] as [`Rows`]: in 32 bits when the samples `0..n` fit.
+pub(super) fn epoch_rows(
+    shuffle: Shuffle,
+    n: usize,
+    batches: &RowIndex,
+    shards: &RowIndex,
+    epoch: u64,
+) -> Rows {
+    match fits_u32(n) {
+        true => Rows::Narrow(epoch_order(shuffle, n, batches, shards, epoch)),
+        false => Rows::Wide(epoch_order(shuffle, n, batches, shards, epoch)),
     }
 }
 
