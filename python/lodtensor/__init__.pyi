@@ -139,6 +139,8 @@ class CacheStats(TypedDict):
     shards_evicted: int
     metadata_bytes: int
     metadata_requests: int
+    range_bytes: int
+    range_requests: int
 
 class Manifest(TypedDict):
     format: str
@@ -302,7 +304,9 @@ class ShardedDataset:
     ) -> Batch:
         """Rows ``rows`` (from 0; repeats allowed) in the order given, of every column or
         of ``columns``, as one ``Batch``: a view when they are consecutive rows of one
-        record batch, else copied once. ``IndexError`` naming a row out of range."""
+        record batch, else copied once. Over a URL, the rows of a shard not in the cache
+        are read by range requests, no shard downloaded. ``IndexError`` naming a row out
+        of range."""
     @deprecated("ShardedDataset.sample(row) is deprecated: use row(row) or ds[row]")
     def sample(self, row: int) -> pa.RecordBatch: ...
     def reader(self, shards: Sequence[int] | None = None) -> pa.RecordBatchReader:

@@ -251,8 +251,10 @@ impl ShardedDataset {
 
     /// The rows `rows` (ints from 0, a sequence or a numpy integer array; repeats allowed)
     /// in the order given, of every column or of `columns`, as one `Batch`: a view of the
-    /// mapping when they are consecutive rows of one record batch, else copied once.
-    /// `IndexError` naming a row out of range.
+    /// mapping when they are consecutive rows of one record batch, else copied once. Over a
+    /// URL, the rows of a shard not in the cache are read by range requests (their bytes
+    /// only, no shard downloaded; `cache_stats()["range_bytes"]`). `IndexError` naming a
+    /// row out of range.
     #[pyo3(signature = (rows, columns = None))]
     fn take(
         &self,
@@ -361,8 +363,10 @@ impl ShardedDataset {
     /// What the cache of a dataset opened by URL did since it was opened: a dict with
     /// `bytes_downloaded`, `shards_downloaded`, `shards_cached` (found in the cache),
     /// `shards_evicted`, and `metadata_bytes` / `metadata_requests` (the shards' footers,
-    /// messages and offsets read by loaders whose plans need sample lengths, not counted in
-    /// `bytes_downloaded`); all 0 for a local dataset.
+    /// messages and offsets read by loaders whose plans need sample lengths and by `take`,
+    /// not counted in `bytes_downloaded`), `range_bytes` / `range_requests` (the rows a
+    /// `take` read by range requests from shards not in the cache); all 0 for a local
+    /// dataset.
     fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let stats = self.data.cache_stats().unwrap_or_default();
         let dict = PyDict::new(py);
@@ -372,6 +376,8 @@ impl ShardedDataset {
         dict.set_item("shards_evicted", stats.shards_evicted)?;
         dict.set_item("metadata_bytes", stats.metadata_bytes)?;
         dict.set_item("metadata_requests", stats.metadata_requests)?;
+        dict.set_item("range_bytes", stats.range_bytes)?;
+        dict.set_item("range_requests", stats.range_requests)?;
         Ok(dict)
     }
 

@@ -76,6 +76,20 @@ def test_a_batch_size_loader_downloads_a_shard_when_a_batch_reads_it(remote, sha
     assert stats["bytes_downloaded"] <= total * 1.05
 
 
+def test_take_reads_rows_by_range_requests_without_downloading_a_shard(remote, shards_dir, tmp_path):
+    local = lt.open(shards_dir)
+    ds = open_remote(remote, tmp_path)
+    rows = np.random.default_rng(2).integers(0, 200, 25)
+    taken = ds.take(rows)
+    assert taken.samples.tolist() == rows.tolist()
+    assert taken.to_pyarrow().equals(local.take(rows).to_pyarrow())
+    stats = ds.cache_stats()
+    assert (stats["shards_downloaded"], stats["bytes_downloaded"]) == (0, 0)
+    assert stats["range_requests"] > 0 and stats["range_bytes"] > 0
+    name = local.column_names[-1]
+    assert ds.take([5, 3], columns=[name]).to_pyarrow().equals(local.take([5, 3], columns=[name]).to_pyarrow())
+
+
 def test_a_second_open_downloads_nothing(remote, tmp_path):
     first = open_remote(remote, tmp_path)
     first.to_pyarrow()

@@ -180,41 +180,10 @@ impl FileFooter {
         column: usize,
         level: usize,
     ) -> Result<Located> {
-        let at_batch = |e: Error| match e.into_kind() {
-            crate::error::ErrorKind::Format(crate::error::FormatError::InvalidFile {
-                reason,
-                ..
-            }) => invalid(format!("batch {index}: {reason}")),
-            other => Error::new(other),
-        };
-        let (offset, meta, body) = self.blocks[index];
-        if message.len() as u64 != meta {
-            return Err(at_batch(invalid("the message was not read whole")));
-        }
-        let skip = if message[..4] == [0xff; 4] { 8 } else { 4 };
-        let parsed = arrow_ipc::root_as_message(&message[skip..])
-            .map_err(|e| at_batch(invalid(format!("message: {e}"))))?;
-        if self.version != MetadataVersion::V1 && parsed.version() != self.version {
-            return Err(at_batch(invalid(
-                "message version differs from the footer's",
-            )));
-        }
-        let batch = parsed
-            .header_as_record_batch()
-            .ok_or_else(|| at_batch(invalid("block is not a record batch")))?;
-        if batch.compression().is_some() {
+        let Some((rows, walk)) = self.walk(index, message)? else {
             return Ok(Located::Compressed);
-        }
-        let rows = usize::try_from(batch.length())
-            .map_err(|_| at_batch(invalid(format!("negative row count {}", batch.length()))))?;
-        let walk = Walk {
-            nodes: batch.nodes().map(|n| n.iter().copied().collect()),
-            buffers: batch
-                .buffers()
-                .map(|b| b.iter().map(|b| (b.offset(), b.length())).collect()),
-            variadic: (batch.variadicBufferCounts().into_iter().flatten()).collect(),
-            body: offset + meta..offset + meta + body,
         };
+        let at_batch = |e: Error| at_batch(index, e);
         let field =
             self.schema.fields().get(column).ok_or_else(|| {
                 at_batch(invalid(format!("no column {column} in the file's schema")))
@@ -228,10 +197,64 @@ impl FileFooter {
         }
         Ok(Located::Plain { rows, levels })
     }
+
+    /// Record batch `index`'s rows and the walk over its field nodes and buffers, from its
+    /// message `message` (the bytes of [`FileFooter::message_ranges`]'s range); `None` for
+    /// a compressed batch.
+    ///
+    /// # Errors
+    /// [`FormatError::InvalidFile`](crate::FormatError::InvalidFile) for a message that does
+    /// not parse, is not a record batch or holds a negative row count.
+    pub(super) fn walk(&self, index: usize, message: &[u8]) -> Result<Option<(usize, Walk)>> {
+        let at_batch = |e: Error| at_batch(index, e);
+        let (offset, meta, body) = self.blocks[index];
+        if message.len() as u64 != meta {
+            return Err(at_batch(invalid("the message was not read whole")));
+        }
+        let skip = if message.get(..4) == Some(&[0xff; 4]) {
+            8
+        } else {
+            4
+        };
+        let parsed = arrow_ipc::root_as_message(message.get(skip..).unwrap_or_default())
+            .map_err(|e| at_batch(invalid(format!("message: {e}"))))?;
+        if self.version != MetadataVersion::V1 && parsed.version() != self.version {
+            return Err(at_batch(invalid(
+                "message version differs from the footer's",
+            )));
+        }
+        let batch = parsed
+            .header_as_record_batch()
+            .ok_or_else(|| at_batch(invalid("block is not a record batch")))?;
+        if batch.compression().is_some() {
+            return Ok(None);
+        }
+        let rows = usize::try_from(batch.length())
+            .map_err(|_| at_batch(invalid(format!("negative row count {}", batch.length()))))?;
+        let walk = Walk {
+            nodes: batch.nodes().map(|n| n.iter().copied().collect()),
+            buffers: batch
+                .buffers()
+                .map(|b| b.iter().map(|b| (b.offset(), b.length())).collect()),
+            variadic: (batch.variadicBufferCounts().into_iter().flatten()).collect(),
+            body: offset + meta..offset + meta + body,
+        };
+        Ok(Some((rows, walk)))
+    }
+}
+
+/// `e`, an invalid-file error, said of record batch `index`.
+fn at_batch(index: usize, e: Error) -> Error {
+    match e.into_kind() {
+        crate::error::ErrorKind::Format(crate::error::FormatError::InvalidFile {
+            reason, ..
+        }) => invalid(format!("batch {index}: {reason}")),
+        other => Error::new(other),
+    }
 }
 
 /// The field nodes and buffers of one record batch message, and where its body lies.
-struct Walk {
+pub(super) struct Walk {
     nodes: Option<Vec<arrow_ipc::FieldNode>>,
     buffers: Option<Vec<(i64, i64)>>,
     variadic: VecDeque<i64>,
@@ -290,7 +313,7 @@ impl Walk {
     }
 
     /// Field node `i`: its length and null count.
-    fn node(&self, i: usize) -> Result<(usize, usize)> {
+    pub(super) fn node(&self, i: usize) -> Result<(usize, usize)> {
         let node = (self.nodes.as_ref().and_then(|n| n.get(i)))
             .ok_or_else(|| invalid("the message has fewer field nodes than the schema needs"))?;
         let len = usize::try_from(node.length())
@@ -302,7 +325,7 @@ impl Walk {
 
     /// Buffer `i`: where it starts in the file and its length, checked to lie in the body,
     /// 8-byte aligned.
-    fn buffer(&self, i: usize) -> Result<(u64, u64)> {
+    pub(super) fn buffer(&self, i: usize) -> Result<(u64, u64)> {
         let &(offset, length) = (self.buffers.as_ref().and_then(|b| b.get(i)))
             .ok_or_else(|| invalid("the message has fewer buffers than the schema needs"))?;
         let body = self.body.end - self.body.start;

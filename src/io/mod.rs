@@ -6,6 +6,7 @@ pub(crate) mod ipc_decode;
 mod ipc_file;
 pub(crate) mod ipc_lengths;
 pub mod ipc_reader;
+pub(crate) mod ipc_rows;
 pub mod ipc_writer;
 mod mapped_file;
 pub mod paddle;

@@ -158,7 +158,7 @@ fn column_lengths(
 
 /// The footer of each shard of `range`, checked against the manifest: its record batches,
 /// and the names of its columns `columns`.
-fn read_footers(
+pub(super) fn read_footers(
     files: &ShardFiles,
     range: Range<usize>,
     columns: &[usize],

@@ -107,6 +107,7 @@ mod prefetch;
 mod shared;
 mod store;
 mod take;
+mod take_ranges;
 
 use std::sync::Arc;
 

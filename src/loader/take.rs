@@ -1,6 +1,7 @@
 //! `take`: the rows asked for, in the order asked, as one [`Batch`], read the way the
 //! loader reads a batch (a view when they are one run of one record batch, else gathered).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::batch::Batch;
@@ -10,6 +11,7 @@ use super::place::MappedFiles;
 use super::plan::{BatchInfo, Plan};
 use super::position::Fingerprint;
 use super::store::view_rows;
+use super::take_ranges::{Runs, read_by_ranges};
 use crate::dataset::{Column, Dataset};
 use crate::error::Result;
 use crate::io::MappedFile;
@@ -65,7 +67,10 @@ impl MappedDataset {
 impl ShardedDataset {
     /// Rows `rows` (global, repeats allowed) of every column, in the order asked, as one
     /// batch. Only the shards holding them are mapped (and checked against the manifest);
-    /// see [`MappedDataset::take`] for when the batch is a view and when a copy.
+    /// see [`MappedDataset::take`] for when the batch is a view and when a copy. Over a
+    /// URL, the rows of a shard not in the node's cache are read by range requests instead,
+    /// their bytes alone (`CacheStats::range_bytes`), unless its record batches are
+    /// compressed (docs/remote.md, "Random access").
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds) naming the first row past the last, and the
@@ -111,20 +116,102 @@ impl ShardedDataset {
         self.take_projected(rows, Some(columns))
     }
 
-    /// The rows of the shards they lie in, renumbered over those shards alone.
+    /// The rows of the shards they lie in, renumbered over what is read of those shards:
+    /// a shard at hand mapped whole, a shard not at hand (remote, not in the node's cache)
+    /// read by ranges, its runs of rows asked for alone ([`read_by_ranges`]).
     fn take_projected(&self, rows: &[usize], columns: Option<&[&str]>) -> Result<Batch> {
-        let (touched, local) = touched_parts(self.row_index(), rows)?;
-        let (mut batches, mut files) = (Vec::new(), Vec::new());
+        let located = (rows.iter())
+            .map(|&r| self.row_index().try_locate(r))
+            .collect::<Result<Vec<_>>>()?;
+        let mut touched: Vec<usize> = located.iter().map(|&(s, _)| s).collect();
+        touched.sort_unstable();
+        touched.dedup();
+        let mut ranged = self.rows_by_ranges(&touched, &located, columns)?;
+        // What is read, in order, and where each shard's rows are in it.
+        let (mut batches, mut files, mut pieces) = (Vec::new(), Vec::new(), Vec::new());
+        let mut at = 0;
         for &shard in &touched {
-            let file = self.shard(shard)?;
-            batches.extend_from_slice(file.batches());
-            files.extend(file.mapped_file().cloned());
+            match ranged.remove(&shard) {
+                Some(runs) => {
+                    for (run, dataset) in runs {
+                        pieces.push((shard, run.start, at));
+                        at += dataset.num_rows();
+                        batches.push(dataset);
+                    }
+                }
+                None => {
+                    let file = self.shard(shard)?;
+                    pieces.push((shard, 0, at));
+                    at += file.num_rows();
+                    batches.extend_from_slice(file.batches());
+                    files.extend(file.mapped_file().cloned());
+                }
+            }
         }
+        let local: Vec<usize> = (located.iter())
+            .map(|&(shard, row)| {
+                let i = pieces.partition_point(|&(s, first, _)| (s, first) <= (shard, row)) - 1;
+                let (_, first, start) = pieces[i];
+                start + row - first
+            })
+            .collect();
         let mut batch = take_in(&batches, &files, &local, columns, || {
             self.columns().iter().map(|c| c.empty_column()).collect()
         })?;
         batch.plan = Arc::new(Plan::of_rows(rows.to_vec(), batch.info));
         Ok(batch)
+    }
+
+    /// The rows `located` (shard, row) of the shards of `touched` that are not at hand,
+    /// read by ranges: each such shard's runs, unless it must be mapped.
+    fn rows_by_ranges(
+        &self,
+        touched: &[usize],
+        located: &[(usize, usize)],
+        columns: Option<&[&str]>,
+    ) -> Result<HashMap<usize, Runs>> {
+        let files = self.files();
+        let far: Vec<(usize, Vec<usize>)> = (touched.iter())
+            .filter(|&&s| !files.at_hand(s))
+            .map(|&s| {
+                let mut rows: Vec<usize> = (located.iter())
+                    .filter(|&&(shard, _)| shard == s)
+                    .map(|&(_, r)| r)
+                    .collect();
+                rows.sort_unstable();
+                rows.dedup();
+                (s, rows)
+            })
+            .collect();
+        if far.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let all: Vec<Column> = (self.columns().iter())
+            .map(|c| c.empty_column())
+            .collect::<Result<_>>()?;
+        let template = Dataset::try_new(all)?;
+        let indices: Vec<usize> = match columns {
+            None => (0..self.columns().len()).collect(),
+            Some(names) => (names.iter())
+                .map(|n| {
+                    template.column_by_name(n)?;
+                    Ok(self
+                        .columns()
+                        .iter()
+                        .position(|c| c.name == *n)
+                        .expect("found"))
+                })
+                .collect::<Result<_>>()?,
+        };
+        let template = Dataset::try_new(
+            (indices.iter())
+                .map(|&i| template.columns()[i].clone())
+                .collect(),
+        )?;
+        let read = read_by_ranges(files, &far, &indices, &template)?;
+        Ok((far.iter().zip(read))
+            .filter_map(|((s, _), runs)| runs.map(|r| (*s, r)))
+            .collect())
     }
 }
 

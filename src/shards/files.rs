@@ -14,7 +14,7 @@ use crate::io::regular::open_regular;
 use crate::shards::index::IndexEntry;
 use crate::shards::manifest::Manifest;
 use crate::shards::reader::{Checksum, mismatch};
-use crate::shards::source::{CacheStats, ShardSource};
+use crate::shards::source::{CacheStats, Reading, ShardSource};
 
 /// A dataset's manifest and the place of its shards: a directory, or a remote dataset's
 /// node cache, behind one [`ShardSource`]. Cheap to clone (the manifest and the source are
@@ -62,7 +62,18 @@ impl ShardFiles {
     /// shard's URL; [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch)
     /// (`bytes`) for a shard shorter than the manifest says.
     pub(crate) fn read_ranges(&self, wanted: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
-        self.source.read_ranges(&self.manifest, wanted)
+        (self.source).read_ranges(&self.manifest, wanted, Reading::Metadata)
+    }
+
+    /// [`ShardFiles::read_ranges`] of rows' bytes (counted apart from metadata).
+    pub(crate) fn read_row_ranges(&self, wanted: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
+        (self.source).read_ranges(&self.manifest, wanted, Reading::Rows)
+    }
+
+    /// Whether shard `index` is at hand: a local file, or a remote shard in the node's
+    /// cache (mapped without a download).
+    pub(crate) fn at_hand(&self, index: usize) -> bool {
+        self.source.at_hand(&self.manifest, index)
     }
 
     /// Marks a use of shard `index` by [`ShardFiles::open`] as over: a remote shard no

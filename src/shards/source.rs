@@ -48,6 +48,20 @@ pub struct CacheStats {
     pub metadata_bytes: u64,
     /// The range requests that read them.
     pub metadata_requests: u64,
+    /// Bytes of rows read by range requests (a `take` of rows whose shard is not in the
+    /// cache), not counted in `bytes_downloaded`.
+    pub range_bytes: u64,
+    /// The range requests that read them.
+    pub range_requests: u64,
+}
+
+/// What a range read is for, for the cache's counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// Shards' footers, record-batch messages, a length column's offsets.
+    Metadata,
+    /// Rows asked for.
+    Rows,
 }
 
 /// Where the shards of one dataset are read from. A method about shards takes the
@@ -73,12 +87,17 @@ pub(crate) trait ShardSource: Debug + Send + Sync {
     ) -> Result<MappedDataset>;
 
     /// The bytes of each `(shard, range)` of `wanted`, in order, without mapping or
-    /// downloading a shard.
+    /// downloading a shard, counted as `reading`.
     fn read_ranges(
         &self,
         manifest: &Manifest,
         wanted: &[(usize, Range<u64>)],
+        reading: Reading,
     ) -> Result<Vec<Bytes>>;
+
+    /// Whether shard `index` is at hand (a local file, or a remote shard's entry in the
+    /// node's cache), so that mapping it costs no download.
+    fn at_hand(&self, manifest: &Manifest, index: usize) -> bool;
 
     /// Marks a use of shard `index` by [`ShardSource::open`] as over.
     fn release(&self, index: usize);
@@ -133,6 +152,7 @@ impl ShardSource for LocalShards {
         &self,
         manifest: &Manifest,
         wanted: &[(usize, Range<u64>)],
+        _reading: Reading, // A local read is counted nowhere.
     ) -> Result<Vec<Bytes>> {
         wanted
             .iter()
@@ -143,6 +163,10 @@ impl ShardSource for LocalShards {
                 read_range(&path, range.clone(), entry.bytes)
             })
             .collect()
+    }
+
+    fn at_hand(&self, _manifest: &Manifest, _index: usize) -> bool {
+        true
     }
 
     fn release(&self, _index: usize) {}

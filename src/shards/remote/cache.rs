@@ -81,6 +81,8 @@ pub(crate) struct ShardCache {
     shards_evicted: AtomicU64,
     pub(super) metadata_bytes: AtomicU64,
     pub(super) metadata_requests: AtomicU64,
+    pub(super) range_bytes: AtomicU64,
+    pub(super) range_requests: AtomicU64,
     /// The form of each shard's entry this process opened last: its checksum to verify.
     forms: Mutex<HashMap<usize, Form>>,
     /// The entries whose bytes this process downloaded or checked (others' may have gone
@@ -156,6 +158,8 @@ impl ShardCache {
             shards_evicted: AtomicU64::new(0),
             metadata_bytes: AtomicU64::new(0),
             metadata_requests: AtomicU64::new(0),
+            range_bytes: AtomicU64::new(0),
+            range_requests: AtomicU64::new(0),
             forms: Mutex::new(HashMap::new()),
             checked: Mutex::new(HashSet::new()),
             reserved: Mutex::new(0),
@@ -308,6 +312,12 @@ impl ShardCache {
         (entry, self.dir.join(entry_name(entry)))
     }
 
+    /// Whether shard `index`'s complete entry is in the cache.
+    pub(super) fn holds(&self, index: usize) -> bool {
+        let (entry, path) = self.entry(index);
+        on_disk(&path, entry).is_some()
+    }
+
     /// What the cache did so far.
     pub(crate) fn stats(&self) -> CacheStats {
         CacheStats {
@@ -317,6 +327,8 @@ impl ShardCache {
             shards_evicted: self.shards_evicted.load(Ordering::Relaxed),
             metadata_bytes: self.metadata_bytes.load(Ordering::Relaxed),
             metadata_requests: self.metadata_requests.load(Ordering::Relaxed),
+            range_bytes: self.range_bytes.load(Ordering::Relaxed),
+            range_requests: self.range_requests.load(Ordering::Relaxed),
         }
     }
 

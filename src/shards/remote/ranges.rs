@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::shards::files::read_range;
 use crate::shards::reader::mismatch;
 use crate::shards::remote::client::store_error;
+use crate::shards::source::Reading;
 
 /// How many range requests run at once.
 const MAX_RANGE_REQUESTS: usize = 16;
@@ -37,7 +38,11 @@ impl ShardCache {
     /// range past the shard's size; the store's errors naming the shard's URL,
     /// [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch) (`bytes`) for an
     /// object shorter than the manifest says; I/O errors of the cache's files.
-    pub(crate) fn read_ranges(&self, wanted: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
+    pub(crate) fn read_ranges(
+        &self,
+        wanted: &[(usize, Range<u64>)],
+        reading: Reading,
+    ) -> Result<Vec<Bytes>> {
         let mut out = vec![Bytes::new(); wanted.len()];
         let mut requests = Vec::new();
         for (i, (shard, range)) in wanted.iter().enumerate() {
@@ -77,10 +82,13 @@ impl ShardCache {
             }
             Ok(fetched)
         })?;
+        let (requests, read) = match reading {
+            Reading::Metadata => (&self.metadata_requests, &self.metadata_bytes),
+            Reading::Rows => (&self.range_requests, &self.range_bytes),
+        };
         for (i, bytes) in fetched {
-            self.metadata_requests.fetch_add(1, Ordering::Relaxed);
-            self.metadata_bytes
-                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            requests.fetch_add(1, Ordering::Relaxed);
+            read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
             out[i] = bytes;
         }
         Ok(out)

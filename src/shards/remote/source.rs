@@ -16,7 +16,7 @@ use crate::shards::manifest::{Manifest, ShardEntry};
 use crate::shards::reader::{Checksum, open_checked};
 use crate::shards::remote::cache::{Form, ShardCache};
 use crate::shards::remote::meta::fetch_object;
-use crate::shards::source::{CacheStats, ShardSource};
+use crate::shards::source::{CacheStats, Reading, ShardSource};
 
 /// The shards of a remote dataset, read through the node's cache.
 #[derive(Debug)]
@@ -73,8 +73,13 @@ impl ShardSource for CachedShards {
         &self,
         _manifest: &Manifest,
         wanted: &[(usize, Range<u64>)],
+        reading: Reading,
     ) -> Result<Vec<Bytes>> {
-        self.cache.read_ranges(wanted)
+        self.cache.read_ranges(wanted, reading)
+    }
+
+    fn at_hand(&self, _manifest: &Manifest, index: usize) -> bool {
+        self.cache.holds(index)
     }
 
     fn release(&self, index: usize) {

@@ -4,6 +4,7 @@
 
 mod cache;
 mod loader;
+mod take;
 mod writers;
 
 use std::path::{Path, PathBuf};

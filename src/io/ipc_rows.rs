@@ -1,0 +1,388 @@
+//! Rows of a record batch of an Arrow IPC file that is not mapped (an object in a store),
+//! read by byte ranges: from the batch's message, where each column's buffers lie; from the
+//! rows asked for, the bytes of those rows in each buffer, level by level (a list's
+//! offsets say where its child's rows are). This module reads no bytes itself: it asks a
+//! `fetch` for every range of a round at once and builds arrays over what comes back, the
+//! values without a copy (a list's offsets are rebased to its rows, a copy of the offsets
+//! only), every offset checked as the mapped reader checks it before it is used.
+//!
+//! ```text
+//! round 1: validity, values, and the first level's offsets of every column, for every run
+//! round 2: the next level's offsets (or a string column's bytes), where round 1 said ...
+//! round k: the values under the last level
+//! ```
+//!
+//! Types whose bytes cannot be cut by rows here (dictionaries, views, unions, maps, run
+//! ends) and compressed batches give no layout: the caller reads the batch whole.
+
+use std::ops::Range;
+
+use arrow_buffer::{ArrowNativeType, Buffer};
+use arrow_data::{ArrayData, ArrayDataBuilder};
+use arrow_schema::DataType;
+use bytes::Bytes;
+
+use super::ipc_check::{children, invalid, own_buffers};
+use super::ipc_lengths::{FileFooter, Walk};
+use crate::error::{Error, Result};
+use crate::lod::validate_offsets;
+
+/// Where every column's buffers of one record batch lie in the file.
+#[derive(Debug)]
+pub(crate) struct BatchLayout {
+    /// The batch's rows.
+    pub(crate) rows: usize,
+    fields: Vec<FieldLayout>,
+}
+
+/// One array of a record batch: its type, entries, nulls, buffers (file ranges, in the IPC
+/// order) and children.
+#[derive(Debug)]
+struct FieldLayout {
+    data_type: DataType,
+    len: usize,
+    nulls: usize,
+    buffers: Vec<Range<u64>>,
+    children: Vec<FieldLayout>,
+}
+
+impl FileFooter {
+    /// Where record batch `index`'s columns lie, from its message `message`; `None` when
+    /// the batch is compressed or a column's type cannot be read by rows.
+    ///
+    /// # Errors
+    /// [`FormatError::InvalidFile`](crate::FormatError::InvalidFile) for a message that does
+    /// not parse or whose nodes and buffers do not fit the schema or the body.
+    pub(crate) fn layout(&self, index: usize, message: &[u8]) -> Result<Option<BatchLayout>> {
+        let Some((rows, walk)) = self.walk(index, message)? else {
+            return Ok(None);
+        };
+        let fields = self.schema().fields();
+        if !fields.iter().all(|f| by_rows(f.data_type())) {
+            return Ok(None);
+        }
+        let mut at = (0, 0, walk);
+        let fields = (fields.iter())
+            .map(|f| field_layout(f.data_type(), &mut at).map_err(|e| e.in_column(f.name(), index)))
+            .collect::<Result<Vec<_>>>()?;
+        if let Some((f, field)) =
+            (self.schema().fields().iter().zip(&fields)).find(|(_, l)| l.len != rows)
+        {
+            let reason = format!(
+                "batch {index}: {} entries in a batch of {rows} rows",
+                field.len
+            );
+            return Err(invalid(reason).in_column(f.name(), index));
+        }
+        Ok(Some(BatchLayout { rows, fields }))
+    }
+}
+
+/// Whether arrays of `data_type` can be read by rows here.
+fn by_rows(data_type: &DataType) -> bool {
+    let plain = matches!(
+        data_type,
+        DataType::Null
+            | DataType::Boolean
+            | DataType::FixedSizeBinary(_)
+            | DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(..)
+            | DataType::Struct(_)
+    ) || data_type.primitive_width().is_some();
+    plain && children(data_type).into_iter().all(by_rows)
+}
+
+/// The layout of the next array of `data_type` in the walk `(node, buffer, walk)`, and of
+/// its children.
+fn field_layout(data_type: &DataType, at: &mut (usize, usize, Walk)) -> Result<FieldLayout> {
+    let (len, nulls) = at.2.node(at.0)?;
+    at.0 += 1;
+    let count = own_buffers(data_type, &mut Default::default())?;
+    let buffers = (at.1..at.1 + count)
+        .map(|i| at.2.buffer(i).map(|(start, len)| start..start + len))
+        .collect::<Result<Vec<_>>>()?;
+    at.1 += count;
+    let children = (children(data_type).into_iter())
+        .map(|c| field_layout(c, at))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(FieldLayout {
+        data_type: data_type.clone(),
+        len,
+        nulls,
+        buffers,
+        children,
+    })
+}
+
+/// A part of one array to read: entries `rows` of `field`, its buffers read from entry
+/// `from` (the rows' start, or the byte boundary before it where bits are read).
+struct Part<'a> {
+    file: usize,
+    field: &'a FieldLayout,
+    rows: Range<usize>,
+    from: usize,
+    /// The bytes read of each of the field's buffers (a list's offsets rebased to `from`).
+    got: Vec<Option<Buffer>>,
+    children: Vec<usize>,
+    /// A string or binary array whose bytes are read next (round after its offsets).
+    data: Option<Range<u64>>,
+}
+
+/// Whether `field`'s nulls are read from its validity buffer (a null array has none).
+fn has_validity(field: &FieldLayout) -> bool {
+    field.nulls > 0 && field.data_type != DataType::Null
+}
+
+/// Bytes per offset of a list, string or binary type; `None` for other types.
+fn offset_width(data_type: &DataType) -> Option<usize> {
+    match data_type {
+        DataType::List(_) | DataType::Utf8 | DataType::Binary => Some(4),
+        DataType::LargeList(_) | DataType::LargeUtf8 | DataType::LargeBinary => Some(8),
+        _ => None,
+    }
+}
+
+/// Reads the `(file, range)`s asked for, in order.
+pub(crate) type Fetch<'a> = &'a mut dyn FnMut(&[(usize, Range<u64>)]) -> Result<Vec<Bytes>>;
+
+/// Rows `runs` (each `(file, layout, rows)`) of the columns `columns`, as one list of
+/// arrays per run, in the columns' order; `fetch` reads the `(file, range)`s of a round, in
+/// order.
+///
+/// # Errors
+/// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds)-like invalid
+/// arguments for rows past a batch; offsets that break the rules ([`DataError`]s naming the
+/// level and index); a buffer too short for the rows it is said to hold; `fetch`'s errors.
+///
+/// [`DataError`]: crate::DataError
+pub(crate) fn read_rows(
+    runs: &[(usize, &BatchLayout, Range<usize>)],
+    columns: &[usize],
+    fetch: Fetch<'_>,
+) -> Result<Vec<Vec<ArrayData>>> {
+    if columns.is_empty() {
+        return Ok(vec![Vec::new(); runs.len()]);
+    }
+    let mut parts: Vec<Part<'_>> = Vec::new();
+    let mut round = Vec::new();
+    let mut roots = Vec::with_capacity(runs.len() * columns.len());
+    for (file, layout, rows) in runs {
+        if rows.start > rows.end || rows.end > layout.rows {
+            let reason = format!("rows {rows:?} of a batch of {}", layout.rows);
+            return Err(Error::invalid_argument(
+                "read_rows",
+                "rows",
+                reason,
+                "rows of the batch",
+            ));
+        }
+        for &c in columns {
+            let field = layout
+                .fields
+                .get(c)
+                .ok_or_else(|| invalid(format!("no column {c}")))?;
+            roots.push(add_part(&mut parts, &mut round, *file, field, rows.clone()));
+        }
+    }
+    while !round.is_empty() {
+        let mut wanted = Vec::new();
+        for &i in &round {
+            wanted.extend(ranges_of(&parts[i])?.into_iter().map(|(b, r)| (i, b, r)));
+        }
+        let requests: Vec<(usize, Range<u64>)> = wanted
+            .iter()
+            .map(|(i, _, r)| (parts[*i].file, r.clone()))
+            .collect();
+        let got = fetch(&requests)?;
+        for ((i, b, _), bytes) in wanted.into_iter().zip(got) {
+            parts[i].got[b] = Some(Buffer::from(bytes));
+        }
+        let mut next = Vec::new();
+        for i in std::mem::take(&mut round) {
+            follow_offsets(&mut parts, &mut next, i)?;
+        }
+        round = next;
+    }
+    let arrays: Vec<ArrayData> = (roots.iter())
+        .map(|&i| assemble(&parts, i))
+        .collect::<Result<_>>()?;
+    Ok(arrays.chunks(columns.len()).map(<[_]>::to_vec).collect())
+}
+
+/// Adds the part of entries `rows` of `field` (and of the children whose entries follow
+/// from them without reading: a struct's, a fixed-size list's) to `parts` and `round`;
+/// its index.
+fn add_part<'a>(
+    parts: &mut Vec<Part<'a>>,
+    round: &mut Vec<usize>,
+    file: usize,
+    field: &'a FieldLayout,
+    rows: Range<usize>,
+) -> usize {
+    let bits = has_validity(field) || field.data_type == DataType::Boolean;
+    let from = if bits { rows.start & !7 } else { rows.start };
+    let i = parts.len();
+    parts.push(Part {
+        file,
+        field,
+        rows: rows.clone(),
+        from,
+        got: vec![None; field.buffers.len()],
+        children: Vec::new(),
+        data: None,
+    });
+    round.push(i);
+    let child_rows = match &field.data_type {
+        DataType::Struct(_) => Some(from..rows.end),
+        DataType::FixedSizeList(_, size) => {
+            let size = usize::try_from(*size).unwrap_or(0);
+            Some(from * size..rows.end * size)
+        }
+        _ => None,
+    };
+    if let Some(child_rows) = child_rows {
+        let kids: Vec<usize> = (field.children.iter())
+            .map(|c| add_part(parts, round, file, c, child_rows.clone()))
+            .collect();
+        parts[i].children = kids;
+    }
+    i
+}
+
+/// The `(buffer, file range)`s part `p` reads in its next round.
+fn ranges_of(p: &Part<'_>) -> Result<Vec<(usize, Range<u64>)>> {
+    let f = p.field;
+    if let Some(data) = &p.data {
+        return Ok(vec![(2, data.clone())]);
+    }
+    let end = p.rows.end;
+    let bits = |from: usize| (from / 8) as u64..end.div_ceil(8) as u64;
+    let mut out = Vec::new();
+    if has_validity(f) {
+        out.push((0, bits(p.from)));
+    }
+    let width = |w: usize| (p.from * w) as u64..(end * w) as u64;
+    let values = match &f.data_type {
+        DataType::Boolean => Some(bits(p.from)),
+        DataType::FixedSizeBinary(w) => Some(width(usize::try_from(*w).unwrap_or(0))),
+        t => match (offset_width(t), t.primitive_width()) {
+            (Some(w), _) => Some((p.from * w) as u64..((end + 1) * w) as u64),
+            (None, Some(w)) => Some(width(w)),
+            (None, None) => None,
+        },
+    };
+    out.extend(values.map(|r| (1, r)));
+    out.into_iter()
+        .map(|(b, r)| {
+            let buffer = f
+                .buffers
+                .get(b)
+                .ok_or_else(|| invalid("a buffer is missing"))?;
+            if r.end > buffer.end - buffer.start {
+                return Err(invalid(format!(
+                    "buffer {b} of {} bytes holds no bytes {r:?} for entries {:?}",
+                    buffer.end - buffer.start,
+                    p.from..end
+                )));
+            }
+            Ok((b, buffer.start + r.start..buffer.start + r.end))
+        })
+        .collect()
+}
+
+/// After a round: part `i`'s offsets checked and rebased, and the part they lead to (a
+/// list's child, a string array's bytes) added to `next`.
+fn follow_offsets(parts: &mut Vec<Part<'_>>, next: &mut Vec<usize>, i: usize) -> Result<()> {
+    let p = &parts[i];
+    let Some(width) = offset_width(&p.field.data_type).filter(|_| p.data.is_none()) else {
+        return Ok(()); // no offsets, or a string array's bytes just read
+    };
+    let raw = p.got[1]
+        .as_ref()
+        .ok_or_else(|| invalid("offsets were not read"))?;
+    let (rebased, first, last) = match width {
+        4 => rebase::<i32>(raw)?,
+        _ => rebase::<i64>(raw)?,
+    };
+    let (file, field) = (p.file, p.field);
+    parts[i].got[1] = Some(rebased);
+    match &field.data_type {
+        DataType::List(_) | DataType::LargeList(_) => {
+            let child = &field.children[0];
+            if last > child.len {
+                return Err(invalid(format!(
+                    "offset {last} past a child of {} entries",
+                    child.len
+                )));
+            }
+            let kid = add_part(parts, next, file, child, first..last);
+            parts[i].children = vec![kid];
+        }
+        _ => {
+            let data = field
+                .buffers
+                .get(2)
+                .ok_or_else(|| invalid("a buffer is missing"))?;
+            if last as u64 > data.end - data.start {
+                let reason = format!("offset {last} past {} bytes of data", data.end - data.start);
+                return Err(invalid(reason));
+            }
+            parts[i].data = Some(data.start + first as u64..data.start + last as u64);
+            next.push(i);
+        }
+    }
+    Ok(())
+}
+
+/// Offsets `raw` checked (from ≥ 0, non-decreasing) and rebased to start at 0, with their
+/// first and last.
+fn rebase<O: ArrowNativeType + Ord + Into<i64>>(raw: &Buffer) -> Result<(Buffer, usize, usize)> {
+    let width = std::mem::size_of::<O>();
+    if raw.is_empty() || !raw.len().is_multiple_of(width) {
+        return Err(invalid(format!("{} bytes of offsets", raw.len())));
+    }
+    // Bytes from the network lie anywhere: an unaligned buffer is copied (offsets only).
+    let aligned = match raw.as_ptr().align_offset(std::mem::align_of::<O>()) {
+        0 => raw.clone(),
+        _ => Buffer::from_slice_ref(raw.as_slice()),
+    };
+    let offsets: &[O] = aligned.typed_data::<O>();
+    validate_offsets(0, offsets)?;
+    let (first, last) = (offsets[0].as_usize(), offsets[offsets.len() - 1].as_usize());
+    let rebased: Vec<O> = (offsets.iter())
+        .map(|&o| O::usize_as(o.as_usize() - first))
+        .collect();
+    Ok((Buffer::from_vec(rebased), first, last))
+}
+
+/// Part `i` (and its children) as an array of its rows.
+fn assemble(parts: &[Part<'_>], i: usize) -> Result<ArrayData> {
+    let p = &parts[i];
+    let own = |b: usize| p.got.get(b).cloned().flatten();
+    let mut builder = ArrayDataBuilder::new(p.field.data_type.clone())
+        .len(p.rows.len())
+        .offset(p.rows.start - p.from)
+        .align_buffers(true);
+    if has_validity(p.field) {
+        builder = builder.null_bit_buffer(own(0));
+    }
+    let buffers: Vec<Buffer> = (1..p.field.buffers.len()).filter_map(own).collect();
+    let children = (p.children.iter())
+        .map(|&c| assemble(parts, c))
+        .collect::<Result<Vec<_>>>()?;
+    // `build` checks the array fully (offsets, lengths, nulls, UTF-8), its children
+    // having been checked as they were built.
+    builder
+        .buffers(buffers)
+        .child_data(children)
+        .build()
+        .map_err(|e| invalid(format!("entries {:?}: {e}", p.rows)))
+}
+
+#[cfg(test)]
+mod tests;

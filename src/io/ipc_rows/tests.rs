@@ -1,0 +1,212 @@
+//! Rows read by ranges against the same rows of the file as arrow-ipc reads it whole: every
+//! supported type, with and without nulls, nested lists, runs anywhere in a batch; the bytes
+//! read; and every changed byte of the file an error or arrays, never a panic.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, FixedSizeListBuilder, Float32Builder, Int64Builder, LargeListBuilder,
+    ListBuilder, StringBuilder,
+};
+use arrow_array::{Array, ArrayRef, RecordBatch, StructArray, make_array};
+use arrow_schema::{DataType, Field};
+
+use super::*;
+use crate::io::ipc_lengths::{Tail, read_tail, tail_range};
+
+/// A small seeded generator (xorshift): this layer does not use the crate's random one.
+struct Draws(u64);
+
+impl Draws {
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Rows of every supported kind, some null, some empty: 0..n, seeded.
+fn batch(n: usize, seed: u64) -> RecordBatch {
+    let mut rng = Draws(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut pick = |m: u64| rng.next_u64() % m;
+    let mut ids = Int64Builder::new();
+    let mut flags = BooleanBuilder::new();
+    let mut names = StringBuilder::new();
+    let mut tokens = LargeListBuilder::new(ListBuilder::new(FixedSizeListBuilder::new(
+        Float32Builder::new(),
+        2,
+    )));
+    let mut pairs = StructArray::from(vec![(
+        Arc::new(Field::new("a", DataType::Int64, true)),
+        Arc::new(arrow_array::Int64Array::from(
+            (0..n as i64).collect::<Vec<_>>(),
+        )) as ArrayRef,
+    )]);
+    for row in 0..n {
+        ids.append_option((pick(5) != 0).then_some(row as i64 * 3));
+        flags.append_option((pick(4) != 0).then_some(pick(2) == 0));
+        match pick(6) {
+            0 => names.append_null(),
+            k => names.append_value("x".repeat(k as usize * row % 17)),
+        }
+        for _ in 0..pick(4) {
+            let sentences = tokens.values();
+            for t in 0..pick(5) {
+                let words = sentences.values();
+                words.values().append_value(row as f32);
+                words.values().append_value(t as f32);
+                words.append(true);
+            }
+            sentences.append(true);
+        }
+        tokens.append(pick(7) != 0);
+    }
+    pairs = pairs.slice(0, n);
+    RecordBatch::try_from_iter(vec![
+        ("ids", Arc::new(ids.finish()) as ArrayRef),
+        ("flags", Arc::new(flags.finish())),
+        ("names", Arc::new(names.finish())),
+        ("tokens", Arc::new(tokens.finish())),
+        ("pairs", Arc::new(pairs)),
+    ])
+    .unwrap()
+}
+
+/// An IPC file of `batches`, as arrow-ipc writes it.
+fn file(batches: &[RecordBatch]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut w = arrow_ipc::writer::FileWriter::try_new(&mut bytes, &batches[0].schema()).unwrap();
+    for b in batches {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap();
+    drop(w);
+    bytes
+}
+
+/// The footer and every batch's layout, read from `bytes` by ranges.
+fn layouts(bytes: &[u8]) -> Result<Vec<BatchLayout>> {
+    let len = bytes.len() as u64;
+    let slice = |r: Range<u64>| {
+        bytes
+            .get(r.start as usize..r.end as usize)
+            .unwrap_or_default()
+    };
+    let footer = match read_tail(len, slice(tail_range(len)))? {
+        Tail::Footer(f) => f,
+        Tail::Longer(r) => match read_tail(len, slice(r))? {
+            Tail::Footer(f) => f,
+            Tail::Longer(_) => return Err(invalid("the footer moved")),
+        },
+    };
+    (footer.message_ranges().into_iter().enumerate())
+        .map(|(i, r)| {
+            footer
+                .layout(i, slice(r))?
+                .ok_or_else(|| invalid("not by rows"))
+        })
+        .collect()
+}
+
+/// `runs` of `batch`es' rows read by ranges of `bytes`: the arrays, the ranges' bytes and
+/// the rounds.
+fn read(
+    bytes: &[u8],
+    layouts: &[BatchLayout],
+    runs: &[(usize, Range<usize>)],
+) -> Result<(Vec<Vec<ArrayData>>, u64, usize)> {
+    let layout = |b: usize| {
+        layouts
+            .get(b)
+            .ok_or_else(|| invalid(format!("no batch {b}")))
+    };
+    let runs = (runs.iter())
+        .map(|(b, r)| Ok((0, layout(*b)?, r.clone())))
+        .collect::<Result<Vec<_>>>()?;
+    let (mut read, mut rounds) = (0, 0);
+    let mut fetch = |wanted: &[(usize, Range<u64>)]| {
+        rounds += 1;
+        (wanted.iter())
+            .map(|(_, r)| {
+                read += r.end - r.start;
+                let got = bytes.get(r.start as usize..r.end as usize);
+                got.map(Bytes::copy_from_slice)
+                    .ok_or_else(|| invalid("past the file"))
+            })
+            .collect()
+    };
+    let columns: Vec<usize> = (0..layout(0)?.fields.len()).collect();
+    Ok((read_rows(&runs, &columns, &mut fetch)?, read, rounds))
+}
+
+#[test]
+fn runs_read_by_ranges_are_the_rows_of_the_file() {
+    let batches = [batch(40, 1), batch(1, 2), batch(23, 3)];
+    let bytes = file(&batches);
+    let layouts = layouts(&bytes).unwrap();
+    let mut rng = Draws(9);
+    let mut runs = vec![
+        (0, 0..40),
+        (1, 0..1),
+        (2, 22..23),
+        (0, 7..7),
+        (0, 8..9),
+        (2, 3..17),
+    ];
+    for _ in 0..60 {
+        let b = [0, 2][(rng.next_u64() % 2) as usize];
+        let n = batches[b].num_rows() as u64;
+        let start = rng.next_u64() % n;
+        let end = start + rng.next_u64() % (n - start + 1);
+        runs.push((b, start as usize..end as usize));
+    }
+    let (arrays, _, rounds) = read(&bytes, &layouts, &runs).unwrap();
+    // validity, values and the first offsets; the strings' bytes and the sentences'
+    // offsets; the words.
+    assert_eq!(rounds, 3);
+    for ((b, rows), run) in runs.iter().zip(&arrays) {
+        for (c, got) in run.iter().enumerate() {
+            let expected = batches[*b].column(c).slice(rows.start, rows.len());
+            assert_eq!(
+                make_array(got.clone()).as_ref(),
+                expected.as_ref(),
+                "batch {b} rows {rows:?} column {c}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_run_reads_little_more_than_its_rows() {
+    let batches = [batch(400, 4)];
+    let bytes = file(&batches);
+    let layouts = layouts(&bytes).unwrap();
+    let (_, whole, _) = read(&bytes, &layouts, &[(0, 0..400)]).unwrap();
+    let (_, tenth, _) = read(&bytes, &layouts, &[(0, 200..240)]).unwrap();
+    // A tenth of the rows: about a tenth of the bytes (a byte of bits, an offset more).
+    assert!(tenth * 8 < whole, "{tenth} of {whole} bytes");
+}
+
+#[test]
+fn rows_past_a_batch_are_refused() {
+    let bytes = file(&[batch(5, 5)]);
+    let layouts = layouts(&bytes).unwrap();
+    assert!(read(&bytes, &layouts, &[(0, 3..6)]).is_err());
+}
+
+/// Every byte of the file changed in turn: an error or arrays, never a panic or a read
+/// outside the file.
+#[test]
+fn every_changed_byte_gives_an_error_or_arrays() {
+    let bytes = file(&[batch(6, 6)]);
+    for i in 0..bytes.len() {
+        for flip in [0x01, 0x80, 0xff] {
+            let mut changed = bytes.clone();
+            changed[i] ^= flip;
+            if let Ok(layouts) = layouts(&changed) {
+                let _ = read(&changed, &layouts, &[(0, 1..5), (0, 0..6)]);
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! A take's rows from shards that are not at hand (a remote shard not in the node's cache),
+//! read by byte ranges instead of downloading the shards: each shard's footer and record
+//! batches' messages, then the rows' bytes of every column asked for, level by level
+//! (`io::ipc_rows`), the ranges close together read as one request. A shard whose batches
+//! are compressed, or whose columns' types cannot be cut by rows, is left to be mapped.
+//!
+//! ```text
+//! footers ──▶ messages (rows, buffers) ──▶ runs of rows ──▶ rounds of ranges ──▶ one dataset a run
+//! ```
+
+use std::ops::Range;
+
+use arrow_array::{RecordBatch, RecordBatchOptions, make_array};
+use arrow_schema::{Schema, SchemaRef};
+use bytes::Bytes;
+use std::sync::Arc;
+
+use super::measured::read_footers;
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::io::ipc_rows::{BatchLayout, read_rows};
+use crate::row_index::RowIndex;
+use crate::shards::{ShardFiles, mismatch};
+
+/// Ranges closer than this are read as one request (the bytes between them read too: a
+/// few neighbouring offsets or values, against a request's own cost).
+const GAP_BYTES: u64 = 4 << 10;
+/// The most bytes one merged request reads.
+const REQUEST_BYTES: u64 = 8 << 20;
+
+/// Rows read from a shard by ranges: the runs of its rows (in the shard's rows) and a
+/// dataset of each.
+pub(super) type Runs = Vec<(Range<usize>, Dataset)>;
+
+/// For each `(shard, rows)` of `wanted` (rows of the shard, sorted, no repeats), the runs of
+/// those rows read by ranges, of the columns `columns` (indices in the manifest) with
+/// `template`'s kinds; `None` for a shard to map instead (compressed, or a type that cannot
+/// be cut by rows).
+///
+/// # Errors
+/// The reads' errors (naming the shard's URL); a footer, message or offsets that break the
+/// rules, naming the shard, column and record batch;
+/// [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch) where the shard
+/// disagrees with the manifest (record batches, rows, column names).
+pub(super) fn read_by_ranges(
+    files: &ShardFiles,
+    wanted: &[(usize, Vec<usize>)],
+    columns: &[usize],
+    template: &Dataset,
+) -> Result<Vec<Option<Runs>>> {
+    let mut footers = Vec::with_capacity(wanted.len());
+    for (shard, _) in wanted {
+        footers.extend(read_footers(files, *shard..*shard + 1, columns)?);
+    }
+    let messages: Vec<(usize, Range<u64>)> = (wanted.iter().zip(&footers))
+        .flat_map(|((s, _), f)| f.message_ranges().into_iter().map(|r| (*s, r)))
+        .collect();
+    let mut read = files.read_ranges(&messages)?.into_iter();
+    let mut layouts: Vec<Option<Vec<BatchLayout>>> = Vec::with_capacity(wanted.len());
+    for ((shard, _), footer) in wanted.iter().zip(&footers) {
+        let in_shard = |e: Error| e.in_file(files.location(*shard));
+        let mut batches = Some(Vec::with_capacity(footer.num_batches()));
+        for b in 0..footer.num_batches() {
+            let message = read.next().expect("a message per batch");
+            let layout = footer.layout(b, &message).map_err(in_shard)?;
+            batches = batches.zip(layout).map(|(mut all, l)| {
+                all.push(l);
+                all
+            });
+        }
+        if let Some(batches) = &batches {
+            let rows = batches.iter().map(|b| b.rows).sum::<usize>();
+            mismatch("rows", files.manifest.shards[*shard].rows, rows).map_err(in_shard)?;
+        }
+        layouts.push(batches);
+    }
+    let mut runs: Vec<(usize, &BatchLayout, Range<usize>)> = Vec::new();
+    let mut shard_runs: Vec<Vec<(Range<usize>, usize)>> = Vec::new();
+    for ((shard, rows), batches) in wanted.iter().zip(&layouts) {
+        let mut own = Vec::new();
+        if let Some(batches) = batches {
+            let index = RowIndex::from_counts(batches.iter().map(|b| b.rows));
+            for run in runs_of(rows) {
+                for (batch, local) in split_by_batch(&index, run.clone()) {
+                    let start = index.part_rows(batch).start + local.start;
+                    own.push((start..start + local.len(), runs.len()));
+                    runs.push((*shard, &batches[batch], local));
+                }
+            }
+        }
+        shard_runs.push(own);
+    }
+    let mut fetch = |ranges: &[(usize, Range<u64>)]| coalesced(files, ranges);
+    let arrays = read_rows(&runs, columns, &mut fetch)?;
+    let schema = projected(footers.first().map(|f| f.schema()), columns)?;
+    let mut out = Vec::with_capacity(wanted.len());
+    for (((shard, _), batches), own) in wanted.iter().zip(&layouts).zip(shard_runs) {
+        if batches.is_none() {
+            out.push(None);
+            continue;
+        }
+        let in_shard = |e: Error| e.in_file(files.location(*shard));
+        let mut datasets = Vec::with_capacity(own.len());
+        for (rows, run) in own {
+            let columns = arrays[run].iter().map(|a| make_array(a.clone())).collect();
+            let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
+            let batch = RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+                .map_err(|e| in_shard(Error::from(e)))?;
+            let dataset = template
+                .try_from_record_batch_like(&batch, 0)
+                .map_err(in_shard)?;
+            datasets.push((rows, dataset));
+        }
+        out.push(Some(datasets));
+    }
+    Ok(out)
+}
+
+/// The runs of consecutive rows of `rows` (sorted, no repeats).
+fn runs_of(rows: &[usize]) -> Vec<Range<usize>> {
+    let mut runs: Vec<Range<usize>> = Vec::new();
+    for &r in rows {
+        match runs.last_mut() {
+            Some(run) if run.end == r => run.end += 1,
+            _ => runs.push(r..r + 1),
+        }
+    }
+    runs
+}
+
+/// `run` (rows of a shard whose record batches `index` gives) cut at the batches' edges:
+/// each piece's batch and rows within it.
+fn split_by_batch(index: &RowIndex, run: Range<usize>) -> Vec<(usize, Range<usize>)> {
+    let mut out = Vec::new();
+    let mut at = run.start;
+    while at < run.end {
+        let Some((batch, local)) = index.locate(at) else {
+            break;
+        };
+        let batch_rows = index.part_rows(batch);
+        let end = run.end.min(batch_rows.end);
+        out.push((batch, local..local + (end - at)));
+        at = end;
+    }
+    out
+}
+
+/// The columns `columns` of the shards' `schema`.
+fn projected(schema: Option<&Schema>, columns: &[usize]) -> Result<SchemaRef> {
+    let schema = schema.cloned().unwrap_or_else(Schema::empty);
+    Ok(Arc::new(schema.project(columns).map_err(Error::from)?))
+}
+
+/// The bytes of each `(shard, range)` of `ranges`, in order: ranges of a shard closer than
+/// [`GAP_BYTES`] read as one request of at most [`REQUEST_BYTES`], each range's bytes a
+/// slice of its request's (no copy).
+fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_by_key(|&i| (ranges[i].0, ranges[i].1.start));
+    let mut requests: Vec<(usize, Range<u64>)> = Vec::new();
+    let mut within = vec![(0, 0..0); ranges.len()];
+    for i in order {
+        let (shard, range) = &ranges[i];
+        let joins = requests.last_mut().filter(|(s, r)| {
+            s == shard
+                && range.start <= r.end + GAP_BYTES
+                && range.end.max(r.end) - r.start <= REQUEST_BYTES
+        });
+        match joins {
+            Some((_, r)) => r.end = r.end.max(range.end),
+            None => requests.push((*shard, range.clone())),
+        }
+        let (n, r) = (requests.len() - 1, &requests[requests.len() - 1].1);
+        within[i] = (n, range.start - r.start..range.end - r.start);
+    }
+    let got = files.read_row_ranges(&requests)?;
+    Ok((within.into_iter())
+        .map(|(n, r)| got[n].slice(r.start as usize..r.end as usize))
+        .collect())
+}

@@ -1,0 +1,109 @@
+//! `take` over a URL: rows of shards not in the cache read by byte ranges (no shard
+//! downloaded), equal to the local dataset's, in little more than the rows' own bytes.
+
+use std::path::Path;
+
+use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+use lodtensor::{Dataset, rng::SplitMix64, synthetic::Documents};
+
+use super::{uploaded, write_compressed, write_local};
+use crate::common::S3Server;
+
+/// The bytes of `data`'s arrays (values, offsets, validity) as they sit in memory.
+fn own_bytes(data: &Dataset) -> u64 {
+    let batch = data.to_record_batch();
+    batch
+        .columns()
+        .iter()
+        .map(|a| a.to_data().get_slice_memory_size().unwrap() as u64)
+        .sum()
+}
+
+/// 120 documents of 1–4 sentences of 1–20 tokens of 64 floats (a few KiB a row), in
+/// shards of 25 rows.
+fn write_wide(dir: &Path) {
+    let spec = Documents {
+        sentences: (1, 4),
+        tokens: (1, 20),
+        dim: 64,
+    };
+    let ds = spec.generate(&mut SplitMix64::new(6), 120).unwrap();
+    let mut writer = ShardWriter::create(dir, ShardOptions::default().with_shard_rows(25)).unwrap();
+    writer.write(&ds).unwrap();
+    writer.finish().unwrap();
+}
+
+#[test]
+fn take_reads_the_rows_by_ranges_without_downloading_a_shard() {
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, local_dir, url, _) = uploaded(&s3, "take", write_wide);
+    let local = ShardedDataset::open(&local_dir).unwrap();
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
+    let mut rng = SplitMix64::new(4);
+    let mut rows: Vec<usize> = (0..30).map(|_| (rng.next_u64() % 120) as usize).collect();
+    rows.extend([0, 119, 24, 25, 26, 26, 7]); // shard edges, repeats
+    let taken = remote.take(&rows).unwrap();
+    let stats = remote.cache_stats().unwrap();
+    assert_eq!(taken.samples(), rows);
+    assert_eq!(taken.data(), local.take(&rows).unwrap().data());
+    assert_eq!(
+        (stats.shards_downloaded, stats.bytes_downloaded),
+        (0, 0),
+        "{stats:?}"
+    );
+    // The rows' own bytes, and under 4 KiB between two ranges read as one request.
+    let mut unique = rows.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    let own = own_bytes(local.take(&unique).unwrap().data());
+    let most = own + own / 10 + 4096 * stats.range_requests;
+    assert!(
+        stats.range_requests > 0 && stats.range_bytes <= most,
+        "{} bytes read for {own}: {stats:?}",
+        stats.range_bytes
+    );
+    eprintln!("take of {} rows ({own} bytes): {stats:?}", rows.len());
+    let projected = remote.take_columns(&rows[..5], &["label"]).unwrap();
+    assert_eq!(
+        projected.data(),
+        local.take_columns(&rows[..5], &["label"]).unwrap().data()
+    );
+    assert_eq!(remote.cache_stats().unwrap().shards_downloaded, 0);
+}
+
+#[test]
+fn a_cached_shard_is_mapped_and_a_compressed_one_downloaded() {
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, local_dir, url, _) = uploaded(&s3, "cached", write_local);
+    let options = s3
+        .options()
+        .with_cache_dir(dir.path().join("cache"))
+        .with_prefetch_bytes(0);
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
+    remote.shard(1).unwrap(); // rows 25..50, now in the cache
+    let before = remote.cache_stats().unwrap();
+    let taken = remote.take(&[30, 49, 26]).unwrap();
+    let local = ShardedDataset::open(&local_dir).unwrap();
+    assert_eq!(taken.data(), local.take(&[30, 49, 26]).unwrap().data());
+    let after = remote.cache_stats().unwrap();
+    assert_eq!(after.range_requests, before.range_requests);
+    // Compressed record batches cannot be cut by bytes: the shard is downloaded.
+    let (dir, local_dir, url, _) = uploaded(&s3, "zstd", write_compressed);
+    let options = s3
+        .options()
+        .with_cache_dir(dir.path().join("cache"))
+        .with_prefetch_bytes(0);
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
+    let local = ShardedDataset::open(&local_dir).unwrap();
+    assert_eq!(
+        remote.take(&[3, 1]).unwrap().data(),
+        local.take(&[3, 1]).unwrap().data()
+    );
+    let stats = remote.cache_stats().unwrap();
+    assert_eq!(
+        (stats.shards_downloaded, stats.range_requests),
+        (1, 0),
+        "{stats:?}"
+    );
+}
