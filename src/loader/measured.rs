@@ -18,9 +18,11 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use super::lengths::sample_lengths;
-use crate::error::{Error, FileFormat, Result};
-use crate::io::ipc_lengths::{FileFooter, Located, Tail, read_tail, tail_range};
-use crate::shards::{ColumnLengths, ShardFiles, ShardedDataset, mismatch, narrow_length};
+use crate::error::{Error, Result};
+use crate::io::ipc_lengths::{FileFooter, Located};
+use crate::shards::{
+    ColumnLengths, ShardFiles, ShardedDataset, mismatch, narrow_length, read_footers,
+};
 
 /// How many shards' metadata are read and measured at once without the index: enough
 /// for the store's range requests in flight to stay busy, few enough that the footers
@@ -154,67 +156,6 @@ fn column_lengths(
         mismatch("rows", files.manifest.shards[shard].rows, rows).map_err(in_shard)?;
     }
     Ok(())
-}
-
-/// The footer of each shard of `range`, checked against the manifest: its record batches,
-/// and the names of its columns `columns`.
-pub(super) fn read_footers(
-    files: &ShardFiles,
-    range: Range<usize>,
-    columns: &[usize],
-) -> Result<Vec<FileFooter>> {
-    let shards = &files.manifest.shards;
-    let first = range.start;
-    let wanted: Vec<(usize, Range<u64>)> =
-        range.map(|s| (s, tail_range(shards[s].bytes))).collect();
-    let tails = files.read_ranges(&wanted)?;
-    let mut footers: Vec<Option<FileFooter>> = Vec::with_capacity(wanted.len());
-    let mut longer = Vec::new();
-    for (&(s, _), tail) in wanted.iter().zip(&tails) {
-        match read_tail(shards[s].bytes, tail).map_err(|e| e.in_file(files.location(s)))? {
-            Tail::Footer(footer) => footers.push(Some(footer)),
-            Tail::Longer(range) => {
-                footers.push(None);
-                longer.push((s, range));
-            }
-        }
-    }
-    drop(tails);
-    for ((s, _), tail) in longer.iter().zip(files.read_ranges(&longer)?) {
-        let in_file = |e: Error| e.in_file(files.location(*s));
-        match read_tail(shards[*s].bytes, &tail).map_err(in_file)? {
-            Tail::Footer(footer) => footers[*s - first] = Some(footer),
-            // The object changed between the two reads.
-            Tail::Longer(_) => {
-                return Err(in_file(Error::invalid(FileFormat::Ipc, "the footer moved")));
-            }
-        }
-    }
-    let footers: Vec<FileFooter> = ((first..).zip(footers))
-        .map(|(s, f)| {
-            let moved = || Error::invalid(FileFormat::Ipc, "the footer was not read");
-            f.ok_or_else(|| moved().in_file(files.location(s)))
-        })
-        .collect::<Result<_>>()?;
-    for (s, footer) in (first..).zip(&footers) {
-        let in_file = |e: Error| e.in_file(files.location(s));
-        mismatch("batches", shards[s].batches, footer.num_batches()).map_err(in_file)?;
-        for &column in columns {
-            let expected = &files.manifest.columns[column].name;
-            let found = footer
-                .schema()
-                .fields()
-                .get(column)
-                .map(|f| f.name().as_str());
-            mismatch(
-                &format!("columns[{column}].name"),
-                expected.as_str(),
-                found.unwrap_or(""),
-            )
-            .map_err(in_file)?;
-        }
-    }
-    Ok(footers)
 }
 
 /// Shard `shard`'s rows and lengths from its mapping (a remote shard downloaded), appended

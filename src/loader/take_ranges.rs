@@ -1,7 +1,8 @@
 //! A take's rows from shards that are not at hand (a remote shard not in the node's cache),
 //! read by byte ranges instead of downloading the shards: each shard's footer and record
-//! batches' messages, then the rows' bytes of every column asked for, level by level
-//! (`io::ipc_rows`), the ranges close together read as one request. A shard whose batches
+//! batches' messages (once a process, `shards/layouts.rs`), then the rows' bytes of every
+//! column asked for, level by level (`io::ipc_rows`), the ranges close together read as one
+//! request. A shard whose batches
 //! are compressed, or whose columns' types cannot be cut by rows, is left to be mapped.
 //!
 //! ```text
@@ -11,16 +12,14 @@
 use std::ops::Range;
 
 use arrow_array::{RecordBatch, RecordBatchOptions, make_array};
-use arrow_schema::{Schema, SchemaRef};
 use bytes::Bytes;
 use std::sync::Arc;
 
-use super::measured::read_footers;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::io::ipc_rows::{BatchLayout, read_rows};
 use crate::row_index::RowIndex;
-use crate::shards::{ShardFiles, mismatch};
+use crate::shards::ShardFiles;
 
 /// Ranges closer than this are read as one request (the bytes between them read too: a
 /// few neighbouring offsets or values, against a request's own cost).
@@ -48,37 +47,13 @@ pub(super) fn read_by_ranges(
     columns: &[usize],
     template: &Dataset,
 ) -> Result<Vec<Option<Runs>>> {
-    let mut footers = Vec::with_capacity(wanted.len());
-    for (shard, _) in wanted {
-        footers.extend(read_footers(files, *shard..*shard + 1, columns)?);
-    }
-    let messages: Vec<(usize, Range<u64>)> = (wanted.iter().zip(&footers))
-        .flat_map(|((s, _), f)| f.message_ranges().into_iter().map(|r| (*s, r)))
-        .collect();
-    let mut read = files.read_ranges(&messages)?.into_iter();
-    let mut layouts: Vec<Option<Vec<BatchLayout>>> = Vec::with_capacity(wanted.len());
-    for ((shard, _), footer) in wanted.iter().zip(&footers) {
-        let in_shard = |e: Error| e.in_file(files.location(*shard));
-        let mut batches = Some(Vec::with_capacity(footer.num_batches()));
-        for b in 0..footer.num_batches() {
-            let message = read.next().expect("a message per batch");
-            let layout = footer.layout(b, &message).map_err(in_shard)?;
-            batches = batches.zip(layout).map(|(mut all, l)| {
-                all.push(l);
-                all
-            });
-        }
-        if let Some(batches) = &batches {
-            let rows = batches.iter().map(|b| b.rows).sum::<usize>();
-            mismatch("rows", files.manifest.shards[*shard].rows, rows).map_err(in_shard)?;
-        }
-        layouts.push(batches);
-    }
+    let shards: Vec<usize> = wanted.iter().map(|(s, _)| *s).collect();
+    let layouts = files.layouts(&shards)?;
     let mut runs: Vec<(usize, &BatchLayout, Range<usize>)> = Vec::new();
     let mut shard_runs: Vec<Vec<(Range<usize>, usize)>> = Vec::new();
-    for ((shard, rows), batches) in wanted.iter().zip(&layouts) {
+    for ((shard, rows), layout) in wanted.iter().zip(&layouts) {
         let mut own = Vec::new();
-        if let Some(batches) = batches {
+        if let Some(batches) = &layout.batches {
             let index = RowIndex::from_counts(batches.iter().map(|b| b.rows));
             for run in runs_of(rows) {
                 for (batch, local) in split_by_batch(&index, run.clone()) {
@@ -92,14 +67,14 @@ pub(super) fn read_by_ranges(
     }
     let mut fetch = |ranges: &[(usize, Range<u64>)]| coalesced(files, ranges);
     let arrays = read_rows(&runs, columns, &mut fetch)?;
-    let schema = projected(footers.first().map(|f| f.schema()), columns)?;
     let mut out = Vec::with_capacity(wanted.len());
-    for (((shard, _), batches), own) in wanted.iter().zip(&layouts).zip(shard_runs) {
-        if batches.is_none() {
+    for (((shard, _), layout), own) in wanted.iter().zip(&layouts).zip(shard_runs) {
+        if layout.batches.is_none() {
             out.push(None);
             continue;
         }
         let in_shard = |e: Error| e.in_file(files.location(*shard));
+        let schema = Arc::new(layout.schema.project(columns).map_err(Error::from)?);
         let mut datasets = Vec::with_capacity(own.len());
         for (rows, run) in own {
             let columns = arrays[run].iter().map(|a| make_array(a.clone())).collect();
@@ -143,12 +118,6 @@ fn split_by_batch(index: &RowIndex, run: Range<usize>) -> Vec<(usize, Range<usiz
         at = end;
     }
     out
-}
-
-/// The columns `columns` of the shards' `schema`.
-fn projected(schema: Option<&Schema>, columns: &[usize]) -> Result<SchemaRef> {
-    let schema = schema.cloned().unwrap_or_else(Schema::empty);
-    Ok(Arc::new(schema.project(columns).map_err(Error::from)?))
 }
 
 /// The bytes of each `(shard, range)` of `ranges`, in order: ranges of a shard closer than

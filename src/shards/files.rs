@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::io::ipc_reader::MappedDataset;
 use crate::io::regular::open_regular;
 use crate::shards::index::IndexEntry;
+use crate::shards::layouts::Layouts;
 use crate::shards::manifest::Manifest;
 use crate::shards::reader::{Checksum, mismatch};
 use crate::shards::source::{CacheStats, Reading, ShardSource};
@@ -26,6 +27,8 @@ pub(crate) struct ShardFiles {
     pub manifest: Arc<Manifest>,
     /// Where the shards are read from.
     pub source: Arc<dyn ShardSource>,
+    /// The shards' record-batch layouts read so far (rows read by ranges).
+    pub layouts: Arc<Layouts>,
 }
 
 impl ShardFiles {

@@ -17,6 +17,7 @@
 mod commit;
 mod files;
 mod index;
+mod layouts;
 mod location;
 mod manifest;
 mod names;
@@ -36,6 +37,7 @@ pub use commit::commit;
 pub(crate) use files::ShardFiles;
 pub(crate) use index::{ColumnLengths, narrow_length};
 pub use index::{INDEX_PREFIX, IndexEntry, index};
+pub(crate) use layouts::read_footers;
 pub use location::{Location, is_url};
 pub use manifest::{
     ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION,

@@ -131,6 +131,7 @@ impl ShardedDataset {
                 dir,
                 manifest: Arc::new(manifest),
                 source,
+                layouts: Arc::default(),
             },
             rows,
             shards,
@@ -325,6 +326,29 @@ impl ShardedDataset {
         slot.checksum_ok.get_or_init(|| ());
         // Another thread may have opened it meanwhile: either mapping serves.
         Ok(slot.file.get_or_init(|| Box::new(shard)))
+    }
+
+    /// Whether shard `index` is at hand: a local dataset's, or a remote one's whose entry
+    /// is in the node's cache, so that [`shard`](Self::shard) maps it without a download.
+    /// Rows of a remote shard that is not are read by [`take`](Self::take) by range
+    /// requests, their bytes alone. `false` past the last shard.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::{Column, Dataset};
+    /// # use lodtensor::shards::{ShardOptions, ShardWriter, ShardedDataset};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let t = lodtensor::doc_fixtures::ids();
+    /// # let mut writer = ShardWriter::create(dir.path(), ShardOptions::default().with_shard_rows(2))?;
+    /// # writer.write(&Dataset::try_new(vec![Column::new("ids", t)])?)?;
+    /// # writer.finish()?;
+    /// let data = ShardedDataset::open(dir.path())?;
+    /// assert!(data.is_shard_at_hand(1));                       // a local file
+    /// assert!(!data.is_shard_at_hand(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_shard_at_hand(&self, index: usize) -> bool {
+        index < self.files.manifest.shards.len() && self.files.at_hand(index)
     }
 
     /// Shard `index` for a reader that goes on to read part of the shards (a loader's rank),

@@ -64,6 +64,11 @@ fn take_reads_the_rows_by_ranges_without_downloading_a_shard() {
         stats.range_bytes
     );
     eprintln!("take of {} rows ({own} bytes): {stats:?}", rows.len());
+    // The shards' footers and messages are read once: a second take reads rows alone.
+    remote.take(&[rows[3], rows[9]]).unwrap();
+    let again = remote.cache_stats().unwrap();
+    assert_eq!(again.metadata_requests, stats.metadata_requests);
+    assert!(again.range_requests > stats.range_requests);
     let projected = remote.take_columns(&rows[..5], &["label"]).unwrap();
     assert_eq!(
         projected.data(),
