@@ -113,6 +113,7 @@ class LoaderOptions(TypedDict, total=False):
     shared_memory: bool
     balance: Literal["tokens", "attention"] | None
     attention_weight: float | None
+    cache: Literal["shards", "ranges"]
 
 class StateDict(TypedDict):
     epoch: int

@@ -65,6 +65,7 @@ pub struct Options {
     pub shared_memory: bool,
     pub balance: Option<String>,
     pub attention_weight: Option<f64>,
+    pub cache: String,
 }
 
 /// [`Options`] as a Python object, what [`loader_options`] returns.
@@ -81,7 +82,8 @@ pub struct ParsedOptions(Options);
     buckets = None, drop_last = false, rank = 0, world_size = 1, elastic = false,
     step_ranks = None, prefetch = 0, pack = None, pack_split = true, pack_extra_token = false,
     pack_pad_last = false, pack_lookahead = 1024, pack_overlong = "cut".to_owned(),
-    lazy_shards = true, shared_memory = false, balance = None, attention_weight = None))]
+    lazy_shards = true, shared_memory = false, balance = None, attention_weight = None,
+    cache = "shards".to_owned()))]
 #[allow(clippy::too_many_arguments)]
 pub fn loader_options(
     batch_size: Option<usize>,
@@ -109,6 +111,7 @@ pub fn loader_options(
     shared_memory: bool,
     balance: Option<String>,
     attention_weight: Option<f64>,
+    cache: String,
 ) -> PyResult<ParsedOptions> {
     Ok(ParsedOptions(Options {
         batch_size,
@@ -136,6 +139,7 @@ pub fn loader_options(
         shared_memory,
         balance,
         attention_weight,
+        cache,
     }))
 }
 
@@ -233,6 +237,14 @@ impl Options {
         if let Some(balance) = balance {
             b = b.with_balance(balance);
         }
+        b = match self.cache.as_str() {
+            "shards" => b,
+            "ranges" => b.with_range_reads(true),
+            other => {
+                let reason = format!("must be \"shards\" or \"ranges\", got {other:?}");
+                return Err(option_error("cache", &reason));
+            }
+        };
         b.with_drop_last(self.drop_last)
             .with_lazy_shards(self.lazy_shards)
             .with_shared_memory(self.shared_memory)

@@ -90,6 +90,19 @@ def test_take_reads_rows_by_range_requests_without_downloading_a_shard(remote, s
     assert ds.take([5, 3], columns=[name]).to_pyarrow().equals(local.take([5, 3], columns=[name]).to_pyarrow())
 
 
+def test_a_loader_reading_by_ranges_gives_the_default_loader_s_batches(remote, shards_dir, tmp_path):
+    local = lt.open(shards_dir)
+    ds = open_remote(remote, tmp_path)
+    for options in LOADER_MODES[:2]:
+        ranged = [(b.samples.tolist(), b.to_pyarrow()) for b in ds.loader(cache="ranges", **options)]
+        assert ranged == batches(local, options), options
+    stats = ds.cache_stats()
+    assert (stats["shards_downloaded"], stats["bytes_downloaded"]) == (0, 0)
+    assert stats["range_bytes"] > 0
+    with pytest.raises(lt.ArgumentError, match="cache"):
+        ds.loader(cache="disk")
+
+
 def test_a_second_open_downloads_nothing(remote, tmp_path):
     first = open_remote(remote, tmp_path)
     first.to_pyarrow()

@@ -156,6 +156,8 @@ pub struct LoaderBuilder<'a> {
     conflict: Option<(&'static str, &'static str)>,
     /// Whether shards may be mapped as batches reach them ([`LoaderBuilder::with_lazy_shards`]).
     lazy: bool,
+    /// Whether batches are read by range requests ([`LoaderBuilder::with_range_reads`]).
+    ranges: bool,
     /// Whether to gather into shared memory ([`LoaderBuilder::with_shared_memory`]).
     pub(super) shared_memory: bool,
 }
@@ -185,6 +187,7 @@ impl<'a> LoaderBuilder<'a> {
             chosen: [None; 4],
             conflict: None,
             lazy: true,
+            ranges: false,
             shared_memory: false,
         }
     }
@@ -622,10 +625,12 @@ impl<'a> LoaderBuilder<'a> {
             length,
             quantiles,
             lazy,
+            ranges,
             shared_memory: shared,
             ..
         } = self;
-        let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, lazy)?;
+        let storage = (lazy, ranges);
+        let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, storage)?;
         let config = config.with_balanced_turns();
         let (rows, shards) = (inputs.rows.starts(), inputs.shards.starts());
         let mut fingerprint = config.fingerprint(&inputs.lengths, rows, shards);
@@ -666,3 +671,4 @@ pub(super) fn empty_columns(schema: &Schema) -> Result<Vec<Column>> {
 }
 
 mod balance;
+mod ranges;

@@ -32,6 +32,7 @@ use crate::row_index::RowIndex;
 mod lazy;
 mod mapped;
 mod measured;
+mod ranged;
 
 pub(super) use mapped::{Places, view_rows};
 
@@ -115,21 +116,37 @@ impl PlanInputs {
 /// A store opened, with its plans' inputs and a mixture's blend.
 pub(super) type Opened = (Box<dyn RowStore>, PlanInputs, Option<Blend>);
 
-/// The store of `source`, decided once: over shards with `lazy`, a store that maps each
-/// shard when a batch reads it where the plans can be made without mapping them (from the
-/// manifest, or from the lengths index or the shards' metadata); else every record batch
-/// mapped now.
+/// The store of `source`, decided once: over shards with `ranges`, a store that reads
+/// each batch's rows by range requests; with `lazy`, a store that maps each shard when a
+/// batch reads it where the plans can be made without mapping them (from the manifest, or
+/// from the lengths index or the shards' metadata); else every record batch mapped now.
 ///
 /// # Errors
 /// The source's (mapping and checking shards, reading their metadata); a length column
-/// or level it does not have; [`PlanInputs::new`]'s.
+/// or level it does not have; [`PlanInputs::new`]'s; [`ArgumentError::LoaderConfig`]
+/// (`range_reads`) for range reads of a source that is not sharded, of shards mapped
+/// eagerly, or with packing.
+///
+/// [`ArgumentError::LoaderConfig`]: crate::ArgumentError::LoaderConfig
 pub(super) fn open(
     source: LoaderSource<'_>,
     config: &mut PlanConfig,
     length: Option<(String, usize)>,
     quantiles: Option<usize>,
-    lazy: bool,
+    (lazy, ranges): (bool, bool),
 ) -> Result<Opened> {
+    if ranges {
+        return match source {
+            LoaderSource::Shards(data) if lazy => ranged::open(data, config, length, quantiles),
+            _ => Err(crate::error::ArgumentError::LoaderConfig {
+                option: "range_reads",
+                reason: "reads the shards of a sharded dataset, lazily (not a file, a mixture \
+                         or shards mapped when the loader is built)"
+                    .into(),
+            }
+            .into()),
+        };
+    }
     if let LoaderSource::Shards(data) = source
         && lazy
     {

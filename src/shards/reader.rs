@@ -328,6 +328,16 @@ impl ShardedDataset {
         Ok(slot.file.get_or_init(|| Box::new(shard)))
     }
 
+    /// A dataset over the same shards (manifest, store, cache and layouts shared), none of
+    /// them mapped by it yet: a loader's own handle.
+    pub(crate) fn sharing(&self) -> ShardedDataset {
+        ShardedDataset {
+            files: self.files.clone(),
+            rows: self.rows.clone(),
+            shards: (self.shards.iter()).map(|_| ShardSlot::default()).collect(),
+        }
+    }
+
     /// Whether shard `index` is at hand: a local dataset's, or a remote one's whose entry
     /// is in the node's cache, so that [`shard`](Self::shard) maps it without a download.
     /// Rows of a remote shard that is not are read by [`take`](Self::take) by range

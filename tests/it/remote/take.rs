@@ -112,3 +112,49 @@ fn a_cached_shard_is_mapped_and_a_compressed_one_downloaded() {
         "{stats:?}"
     );
 }
+
+#[test]
+fn a_loader_reading_by_ranges_gives_the_cached_loader_s_batches() {
+    use lodtensor::{Loader, LoaderBuilder};
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, _, url, _) = uploaded(&s3, "ranged", write_wide);
+    let modes: [fn(LoaderBuilder<'_>) -> LoaderBuilder<'_>; 3] = [
+        |b| b.with_batch_size(7).with_shuffle(2),
+        |b| b.with_token_budget(300).with_shuffle(3),
+        |b| b.with_batch_size(4).with_buckets(vec![20]).shard(1, 2),
+    ];
+    let cached =
+        ShardedDataset::open_with(&url, &s3.options().with_cache_dir(dir.path().join("a")))
+            .unwrap();
+    let ranged =
+        ShardedDataset::open_with(&url, &s3.options().with_cache_dir(dir.path().join("b")))
+            .unwrap();
+    for mode in modes {
+        let mut a = mode(Loader::builder(&cached)).build().unwrap();
+        let mut b = mode(Loader::builder(&ranged))
+            .with_range_reads(true)
+            .build()
+            .unwrap();
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        while let Some(x) = a.next_batch().unwrap() {
+            let y = b.next_batch().unwrap().expect("as many batches");
+            assert_eq!(
+                (x.samples(), x.data(), x.tokens()),
+                (y.samples(), y.data(), y.tokens())
+            );
+        }
+        assert!(b.next_batch().unwrap().is_none());
+    }
+    let stats = ranged.cache_stats().unwrap();
+    assert_eq!(
+        (stats.shards_downloaded, stats.bytes_downloaded),
+        (0, 0),
+        "{stats:?}"
+    );
+    assert!(stats.range_bytes > 0);
+    let packed = Loader::builder(&ranged)
+        .with_packing(lodtensor::loader::Packing::new(64))
+        .with_range_reads(true)
+        .build();
+    assert!(packed.unwrap_err().to_string().contains("range_reads"));
+}
