@@ -24,7 +24,7 @@ use bytes::Bytes;
 
 use super::ipc_check::{children, invalid, own_buffers};
 use super::ipc_lengths::{FileFooter, Walk};
-use crate::error::{Error, Result};
+use crate::error::{DataError, Error, ErrorKind, Result};
 use crate::lod::validate_offsets;
 
 /// Where every column's buffers of one record batch lie in the file.
@@ -32,6 +32,10 @@ use crate::lod::validate_offsets;
 pub(crate) struct BatchLayout {
     /// The batch's rows.
     pub(crate) rows: usize,
+    /// Its index in the file.
+    index: usize,
+    /// The columns' names, for errors.
+    names: Vec<String>,
     fields: Vec<FieldLayout>,
 }
 
@@ -74,7 +78,18 @@ impl FileFooter {
             );
             return Err(invalid(reason).in_column(f.name(), index));
         }
-        Ok(Some(BatchLayout { rows, fields }))
+        let names = self
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        Ok(Some(BatchLayout {
+            rows,
+            index,
+            names,
+            fields,
+        }))
     }
 }
 
@@ -123,6 +138,8 @@ fn field_layout(data_type: &DataType, at: &mut (usize, usize, Walk)) -> Result<F
 /// `from` (the rows' start, or the byte boundary before it where bits are read).
 struct Part<'a> {
     file: usize,
+    /// The record batch and column it is of, and its list level there (for errors).
+    at: (&'a BatchLayout, usize, usize),
     field: &'a FieldLayout,
     rows: Range<usize>,
     from: usize,
@@ -152,7 +169,7 @@ pub(crate) type Fetch<'a> = &'a mut dyn FnMut(&[(usize, Range<u64>)]) -> Result<
 
 /// Rows `runs` (each `(file, layout, rows)`) of the columns `columns`, as one list of
 /// arrays per run, in the columns' order; `fetch` reads the `(file, range)`s of a round, in
-/// order.
+/// order; `in_file` says in which file an error is (a file of `runs`).
 ///
 /// # Errors
 /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds)-like invalid
@@ -164,6 +181,7 @@ pub(crate) fn read_rows(
     runs: &[(usize, &BatchLayout, Range<usize>)],
     columns: &[usize],
     fetch: Fetch<'_>,
+    in_file: &dyn Fn(usize, Error) -> Error,
 ) -> Result<Vec<Vec<ArrayData>>> {
     if columns.is_empty() {
         return Ok(vec![Vec::new(); runs.len()]);
@@ -186,13 +204,21 @@ pub(crate) fn read_rows(
                 .fields
                 .get(c)
                 .ok_or_else(|| invalid(format!("no column {c}")))?;
-            roots.push(add_part(&mut parts, &mut round, *file, field, rows.clone()));
+            let at = (*layout, c, 0);
+            roots.push(add_part(
+                &mut parts,
+                &mut round,
+                (*file, at),
+                field,
+                rows.clone(),
+            ));
         }
     }
     while !round.is_empty() {
         let mut wanted = Vec::new();
         for &i in &round {
-            wanted.extend(ranges_of(&parts[i])?.into_iter().map(|(b, r)| (i, b, r)));
+            let ranges = ranges_of(&parts[i]).map_err(|e| locate(&parts[i], e, in_file))?;
+            wanted.extend(ranges.into_iter().map(|(b, r)| (i, b, r)));
         }
         let requests: Vec<(usize, Range<u64>)> = wanted
             .iter()
@@ -204,23 +230,30 @@ pub(crate) fn read_rows(
         }
         let mut next = Vec::new();
         for i in std::mem::take(&mut round) {
-            follow_offsets(&mut parts, &mut next, i)?;
+            follow_offsets(&mut parts, &mut next, i).map_err(|e| locate(&parts[i], e, in_file))?;
         }
         round = next;
     }
     let arrays: Vec<ArrayData> = (roots.iter())
-        .map(|&i| assemble(&parts, i))
+        .map(|&i| assemble(&parts, i).map_err(|e| locate(&parts[i], e, in_file)))
         .collect::<Result<_>>()?;
     Ok(arrays.chunks(columns.len()).map(<[_]>::to_vec).collect())
 }
 
+/// `e` said of part `p`'s column, record batch and file.
+fn locate(p: &Part<'_>, e: Error, in_file: &dyn Fn(usize, Error) -> Error) -> Error {
+    let (layout, column, _) = p.at;
+    let name = layout.names.get(column).map_or("", String::as_str);
+    in_file(p.file, e.in_column(name, layout.index))
+}
+
 /// Adds the part of entries `rows` of `field` (and of the children whose entries follow
 /// from them without reading: a struct's, a fixed-size list's) to `parts` and `round`;
-/// its index.
+/// its index. `(file, at)` say whose part it is ([`Part::at`]).
 fn add_part<'a>(
     parts: &mut Vec<Part<'a>>,
     round: &mut Vec<usize>,
-    file: usize,
+    (file, at): (usize, (&'a BatchLayout, usize, usize)),
     field: &'a FieldLayout,
     rows: Range<usize>,
 ) -> usize {
@@ -229,6 +262,7 @@ fn add_part<'a>(
     let i = parts.len();
     parts.push(Part {
         file,
+        at,
         field,
         rows: rows.clone(),
         from,
@@ -247,7 +281,7 @@ fn add_part<'a>(
     };
     if let Some(child_rows) = child_rows {
         let kids: Vec<usize> = (field.children.iter())
-            .map(|c| add_part(parts, round, file, c, child_rows.clone()))
+            .map(|c| add_part(parts, round, (file, at), c, child_rows.clone()))
             .collect();
         parts[i].children = kids;
     }
@@ -306,10 +340,10 @@ fn follow_offsets(parts: &mut Vec<Part<'_>>, next: &mut Vec<usize>, i: usize) ->
         .as_ref()
         .ok_or_else(|| invalid("offsets were not read"))?;
     let (rebased, first, last) = match width {
-        4 => rebase::<i32>(raw)?,
-        _ => rebase::<i64>(raw)?,
+        4 => rebase::<i32>(raw, (p.at.2, p.from))?,
+        _ => rebase::<i64>(raw, (p.at.2, p.from))?,
     };
-    let (file, field) = (p.file, p.field);
+    let (file, field, (layout, column, level)) = (p.file, p.field, p.at);
     parts[i].got[1] = Some(rebased);
     match &field.data_type {
         DataType::List(_) | DataType::LargeList(_) => {
@@ -320,7 +354,8 @@ fn follow_offsets(parts: &mut Vec<Part<'_>>, next: &mut Vec<usize>, i: usize) ->
                     child.len
                 )));
             }
-            let kid = add_part(parts, next, file, child, first..last);
+            let at = (layout, column, level + 1);
+            let kid = add_part(parts, next, (file, at), child, first..last);
             parts[i].children = vec![kid];
         }
         _ => {
@@ -339,9 +374,12 @@ fn follow_offsets(parts: &mut Vec<Part<'_>>, next: &mut Vec<usize>, i: usize) ->
     Ok(())
 }
 
-/// Offsets `raw` checked (from ≥ 0, non-decreasing) and rebased to start at 0, with their
-/// first and last.
-fn rebase<O: ArrowNativeType + Ord + Into<i64>>(raw: &Buffer) -> Result<(Buffer, usize, usize)> {
+/// Offsets `raw` (of list level `level`, from its offset `from`) checked (from ≥ 0,
+/// non-decreasing) and rebased to start at 0, with their first and last.
+fn rebase<O: ArrowNativeType + Ord + Into<i64>>(
+    raw: &Buffer,
+    (level, from): (usize, usize),
+) -> Result<(Buffer, usize, usize)> {
     let width = std::mem::size_of::<O>();
     if raw.is_empty() || !raw.len().is_multiple_of(width) {
         return Err(invalid(format!("{} bytes of offsets", raw.len())));
@@ -352,7 +390,21 @@ fn rebase<O: ArrowNativeType + Ord + Into<i64>>(raw: &Buffer) -> Result<(Buffer,
         _ => Buffer::from_slice_ref(raw.as_slice()),
     };
     let offsets: &[O] = aligned.typed_data::<O>();
-    validate_offsets(0, offsets)?;
+    validate_offsets(level, offsets).map_err(|e| match e.into_kind() {
+        // The index in the level, not in the offsets read.
+        ErrorKind::Data(DataError::DecreasingOffset {
+            level,
+            index,
+            offset,
+            previous,
+        }) => Error::from(DataError::DecreasingOffset {
+            level,
+            index: index + from,
+            offset,
+            previous,
+        }),
+        other => Error::new(other),
+    })?;
     let (first, last) = (offsets[0].as_usize(), offsets[offsets.len() - 1].as_usize());
     let rebased: Vec<O> = (offsets.iter())
         .map(|&o| O::usize_as(o.as_usize() - first))

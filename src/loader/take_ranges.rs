@@ -66,7 +66,8 @@ pub(super) fn read_by_ranges(
         shard_runs.push(own);
     }
     let mut fetch = |ranges: &[(usize, Range<u64>)]| coalesced(files, ranges);
-    let arrays = read_rows(&runs, columns, &mut fetch)?;
+    let in_file = |shard: usize, e: Error| e.in_file(files.location(shard));
+    let arrays = read_rows(&runs, columns, &mut fetch, &in_file)?;
     let mut out = Vec::with_capacity(wanted.len());
     for (((shard, _), layout), own) in wanted.iter().zip(&layouts).zip(shard_runs) {
         if layout.batches.is_none() {

@@ -137,7 +137,8 @@ fn read(
             .collect()
     };
     let columns: Vec<usize> = (0..layout(0)?.fields.len()).collect();
-    Ok((read_rows(&runs, &columns, &mut fetch)?, read, rounds))
+    let arrays = read_rows(&runs, &columns, &mut fetch, &|_, e| e)?;
+    Ok((arrays, read, rounds))
 }
 
 #[test]

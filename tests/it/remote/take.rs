@@ -158,3 +158,55 @@ fn a_loader_reading_by_ranges_gives_the_cached_loader_s_batches() {
         .build();
     assert!(packed.unwrap_err().to_string().contains("range_reads"));
 }
+
+#[test]
+fn lying_offsets_in_the_bucket_are_a_typed_error_naming_the_shard() {
+    use lodtensor::{DataError, ErrorKind, MappedDataset};
+    let Some(s3) = S3Server::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("local");
+    write_wide(&local);
+    // Shard 1's sentence offsets: the sixth set below the fifth.
+    let path = local.join("part-00001.arrow");
+    let at = {
+        let shard = MappedDataset::open(&path).unwrap();
+        let tokens = shard.batches()[0].column("tokens").unwrap();
+        let level = &tokens.lod().levels()[1];
+        let base = shard.as_bytes().as_ptr() as usize;
+        let width = match level.width() {
+            lodtensor::OffsetWidth::I32 => 4,
+            lodtensor::OffsetWidth::I64 => 8,
+        };
+        (level.as_ptr() as usize - base, width)
+    };
+    let mut bytes = std::fs::read(&path).unwrap();
+    let (start, width) = (at.0 + 5 * at.1, at.1);
+    bytes[start..start + width].fill(0xff); // -1
+    std::fs::write(&path, bytes).unwrap();
+    let url = s3.upload_dir(&local, "data", "lying");
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
+    let err = remote.take(&(25..50).collect::<Vec<_>>()).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Data(DataError::NegativeOffset { .. } | DataError::DecreasingOffset { .. })
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("lying/part-00001.arrow"), "{err}");
+    assert_eq!(err.column(), Some(("tokens", 0)), "{err}");
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Data(DataError::DecreasingOffset {
+                level: 1,
+                index: 5,
+                ..
+            })
+        ),
+        "{err}"
+    );
+    // Rows of the other shards still read.
+    assert_eq!(remote.take(&[3, 60]).unwrap().samples(), [3, 60]);
+}
