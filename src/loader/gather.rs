@@ -90,7 +90,7 @@ impl Source {
 }
 
 /// What every record batch of a column shares.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct ColumnInfo {
     pub name: String,
     pub level_names: Vec<String>,
@@ -100,7 +100,7 @@ pub(crate) struct ColumnInfo {
 }
 
 /// What a column's values are.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum ValuesInfo {
     /// A tensor's elements.
     Tensor {

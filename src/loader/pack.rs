@@ -578,6 +578,26 @@ impl Windows {
     }
 }
 
+impl Windows {
+    /// Windows `ids` of these, in that order, each piece's row renumbered by `row`: the
+    /// windows of one batch over the rows it read alone.
+    pub(super) fn subset(&self, ids: &[usize], row: impl Fn(usize) -> usize) -> Windows {
+        let (mut pieces, mut starts) = (Vec::new(), vec![0]);
+        for &w in ids {
+            let own = self.pieces(w).into_iter();
+            pieces.extend(own.map(|p| Piece {
+                row: row(p.row),
+                ..p
+            }));
+            starts.push(pieces.len());
+        }
+        Windows {
+            seq_len: self.seq_len,
+            ..windows_of_pieces(self.window_len, pieces, starts)
+        }
+    }
+}
+
 /// Windows made of the given pieces, window after window (`starts`: where each window's
 /// pieces start, and one more entry, the end).
 pub(super) fn windows_of_pieces(

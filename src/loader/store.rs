@@ -124,8 +124,8 @@ pub(super) type Opened = (Box<dyn RowStore>, PlanInputs, Option<Blend>);
 /// # Errors
 /// The source's (mapping and checking shards, reading their metadata); a length column
 /// or level it does not have; [`PlanInputs::new`]'s; [`ArgumentError::LoaderConfig`]
-/// (`range_reads`) for range reads of a source that is not sharded, of shards mapped
-/// eagerly, or with packing.
+/// (`range_reads`) for range reads of a source that is not sharded, or of shards mapped
+/// eagerly.
 ///
 /// [`ArgumentError::LoaderConfig`]: crate::ArgumentError::LoaderConfig
 pub(super) fn open(

@@ -8,8 +8,9 @@ impl LoaderBuilder<'_> {
     /// downloading whole shards into the cache: for a bucket read once, a node without
     /// scratch disk, or a shuffle over a dataset larger than the cache. The plans, batches
     /// and positions are the lazy loader's ([`LoaderBuilder::with_lazy_shards`]); a shard
-    /// already in the cache (or a local one) is mapped. Not with packing, and a
-    /// compressed shard is downloaded whole (`docs/remote.md`, "Random access").
+    /// already in the cache (or a local one) is mapped; a packed batch takes the documents
+    /// its windows read. A compressed shard is downloaded whole (`docs/remote.md`, "Random
+    /// access").
     ///
     /// # Example
     /// ```

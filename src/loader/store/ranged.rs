@@ -3,37 +3,33 @@
 //! the plans of the lazy or measured store (the manifest's rows, or the lengths index, or
 //! the shards' metadata), each batch's rows then taken as `take` takes them — a shard at
 //! hand mapped, any other's rows read by ranges, their bytes alone, nothing written to the
-//! node's cache.
+//! node's cache. A packed batch takes the rows its windows' pieces read and packs them as
+//! the other stores do, over those rows alone.
 
 use super::lazy::{self, manifest_columns, plans_without_lengths};
+use super::mapped::Places;
 use super::{Opened, PlanInputs, RowStore, batch_of, measured};
 use crate::dataset::Dataset;
-use crate::error::{ArgumentError, Result};
+use crate::error::{Error, Result};
 use crate::loader::config::PlanConfig;
 use crate::loader::gather::Gatherer;
 use crate::loader::lengths::{length_column, sample_lengths};
 use crate::loader::place::Lies;
 use crate::loader::plan::{BatchInfo, Plan};
+use crate::row_index::RowIndex;
 use crate::shards::ShardedDataset;
 
 /// The store over `data` whose batches are read by ranges, its plans made as the lazy
 /// store's or the measured store's are.
 ///
 /// # Errors
-/// [`ArgumentError::LoaderConfig`] (`range_reads`) with packing; the plans' inputs' errors.
+/// The plans' inputs' errors.
 pub(super) fn open(
     data: &ShardedDataset,
     config: &mut PlanConfig,
     length: Option<(String, usize)>,
     quantiles: Option<usize>,
 ) -> Result<Opened> {
-    if config.packing.is_some() {
-        return Err(ArgumentError::LoaderConfig {
-            option: "range_reads",
-            reason: "packed batches are read from whole shards (not by ranges yet)".into(),
-        }
-        .into());
-    }
     let measure = length_column(&manifest_columns(data)?, length.clone())?;
     let plans = match plans_without_lengths(data, config, quantiles.is_some()) {
         true => Some(lazy::open(data, config, length.clone())?),
@@ -65,9 +61,12 @@ impl RowStore for RangedStore {
         &mut self,
         plan: &Plan,
         index: usize,
-        _inputs: &PlanInputs,
-        _gatherer: &mut Gatherer,
+        inputs: &PlanInputs,
+        gatherer: &mut Gatherer,
     ) -> Result<(Dataset, Lies, BatchInfo)> {
+        if plan.windows().is_some() {
+            return self.load_packed(plan, index, inputs, gatherer);
+        }
         let samples = batch_of(plan, index)?;
         let batch = self.data.take(samples)?;
         let lengths = sample_lengths(
@@ -89,5 +88,45 @@ impl RowStore for RangedStore {
 
     fn is_view(&self, _samples: &[usize], _inputs: &PlanInputs) -> bool {
         false
+    }
+}
+
+impl RangedStore {
+    /// Packed batch `index` of `plan`: the rows its windows' pieces read, taken in row
+    /// order, then packed as a store holding those rows alone would pack them.
+    fn load_packed(
+        &mut self,
+        plan: &Plan,
+        index: usize,
+        inputs: &PlanInputs,
+        gatherer: &mut Gatherer,
+    ) -> Result<(Dataset, Lies, BatchInfo)> {
+        let (ids, windows) = (batch_of(plan, index)?, plan.windows());
+        let windows = windows.ok_or_else(|| Error::internal("a packed load without windows"))?;
+        let mut rows: Vec<usize> = (ids.iter())
+            .flat_map(|&w| windows.pieces(w))
+            .map(|p| p.row)
+            .collect();
+        rows.sort_unstable();
+        rows.dedup();
+        let taken = self.data.take(&rows)?;
+        let at = |row: usize| rows.partition_point(|&r| r < row);
+        let local = windows.subset(ids, at);
+        let one = RowIndex::from_counts([rows.len()]);
+        let own = PlanInputs {
+            columns: inputs.columns.clone(),
+            lengths: rows.iter().map(|&r| inputs.lengths[r]).collect(),
+            rows: one.clone(),
+            shards: one,
+            packed: inputs.packed.clone(),
+        };
+        let mut places = Places::new(vec![taken.data().clone()], Vec::new());
+        let all: Vec<usize> = (0..ids.len()).collect();
+        let (data, view) = places.load_packed(&own, gatherer, &local, &all)?;
+        let lies = match view {
+            true => Lies::View(None),
+            false => Lies::Gathered,
+        };
+        Ok((data, lies, plan.infos()[index]))
     }
 }

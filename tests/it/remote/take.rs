@@ -152,11 +152,21 @@ fn a_loader_reading_by_ranges_gives_the_cached_loader_s_batches() {
         "{stats:?}"
     );
     assert!(stats.range_bytes > 0);
-    let packed = Loader::builder(&ranged)
-        .with_packing(lodtensor::loader::Packing::new(64))
-        .with_range_reads(true)
-        .build();
-    assert!(packed.unwrap_err().to_string().contains("range_reads"));
+    // Packed, shuffled: the same windows, tokens and side columns.
+    let packed = |data| {
+        let b = Loader::builder(data).with_batch_size(3).with_shuffle(5);
+        b.with_packing(lodtensor::loader::Packing::new(40))
+    };
+    let mut a = packed(&cached).build().unwrap();
+    let mut b = packed(&ranged).with_range_reads(true).build().unwrap();
+    let mut windows = 0;
+    while let Some(x) = a.next_batch().unwrap() {
+        let y = b.next_batch().unwrap().expect("as many batches");
+        assert_eq!((x.samples(), x.data()), (y.samples(), y.data()));
+        windows += x.samples().len();
+    }
+    assert!(windows > 10 && b.next_batch().unwrap().is_none());
+    assert_eq!(ranged.cache_stats().unwrap().shards_downloaded, 0);
 }
 
 #[test]
