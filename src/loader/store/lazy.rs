@@ -136,7 +136,11 @@ fn locate(shards: &RowIndex, row: usize) -> Result<(usize, usize)> {
 
 /// Calls `f` with every sample (row) batch `index` of `plan` reads: its samples, or for a
 /// packed plan the rows of its windows' pieces.
-fn each_row(plan: &Plan, index: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<()> {
+pub(super) fn each_row(
+    plan: &Plan,
+    index: usize,
+    mut f: impl FnMut(usize) -> Result<()>,
+) -> Result<()> {
     let ids = batch_of(plan, index)?;
     match plan.windows() {
         Some(windows) => {

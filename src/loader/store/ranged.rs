@@ -6,7 +6,7 @@
 //! node's cache. A packed batch takes the rows its windows' pieces read and packs them as
 //! the other stores do, over those rows alone.
 
-use super::lazy::{self, manifest_columns, plans_without_lengths};
+use super::lazy::{self, each_row, manifest_columns, plans_without_lengths};
 use super::mapped::Places;
 use super::{Opened, PlanInputs, RowStore, batch_of, measured};
 use crate::dataset::Dataset;
@@ -103,10 +103,11 @@ impl RangedStore {
     ) -> Result<(Dataset, Lies, BatchInfo)> {
         let (ids, windows) = (batch_of(plan, index)?, plan.windows());
         let windows = windows.ok_or_else(|| Error::internal("a packed load without windows"))?;
-        let mut rows: Vec<usize> = (ids.iter())
-            .flat_map(|&w| windows.pieces(w))
-            .map(|p| p.row)
-            .collect();
+        let mut rows = Vec::new();
+        each_row(plan, index, |row| {
+            rows.push(row);
+            Ok(())
+        })?;
         rows.sort_unstable();
         rows.dedup();
         let taken = self.data.take(&rows)?;
