@@ -3,10 +3,11 @@ ranged GET and against Lance's `take`, on one moto S3 server on 127.0.0.1 (start
 
 - single row: one opened dataset, every shard's footer and messages read first by one
   take of each shard's first row; then `--single` random rows, each `take([r])` timed
-  (p50, p99). The baseline replays, with one boto3 client, exactly the ranged GETs that
-  row's take sent (recorded by a proxy in a second, untimed pass), one after another:
-  the same requests and bytes without lodtensor's work around them. Lance's `take([r])`
-  of the same rows is timed too (its files' metadata read first the same way).
+  (p50, p99). The baselines replay exactly the ranged GETs that row's take sent (recorded
+  by a proxy in an untimed pass first), one after another: by boto3's `get_object` (one
+  client), and by urllib3 over presigned URLs (one pool; the bare HTTP request). Lance's
+  `take([r])` of the same rows is timed too (its files' metadata read first the same
+  way). The four are timed row by row, one after another.
 - `take` of `--takes` random rows (unsorted, as a user draws them) against
   `lance.dataset(url).take(rows)` of the same rows of the same table written with
   `lance.write_dataset` to the same server, in files of as many rows as a shard (moto
@@ -66,12 +67,16 @@ def lance_options(endpoint: str) -> dict:
     }
 
 
+def timed(f) -> float:
+    start = time.perf_counter()
+    f()
+    return time.perf_counter() - start
+
+
 def stat_delta(ds, f) -> tuple[float, int, int]:
     """Seconds `f()` took, and the range requests and bytes `ds` made meanwhile."""
     before = ds.cache_stats()
-    start = time.perf_counter()
-    f()
-    seconds = time.perf_counter() - start
+    seconds = timed(f)
     after = ds.cache_stats()
     return seconds, after["range_requests"] - before["range_requests"], after["range_bytes"] - before["range_bytes"]
 
@@ -81,20 +86,9 @@ def ms(values) -> str:
     return f"{p50:.2f} / {p99:.2f}"
 
 
-def single_rows(url, direct, proxied, proxy, server, lance_open, rows, work) -> list[str]:
-    """Markdown rows of the single-row latencies: lodtensor, boto3 replaying its GETs, Lance
-    (`lance_open(endpoint)` opens its dataset)."""
-    ds = lt.open(url, storage_options=direct, cache_dir=work / "cache-single")
-    warm = [int(o) for o in ds.shard_offsets[:-1]]
-    ds.take(warm)
-    ours, requests, nbytes = [], [], []
-    for r in rows:
-        seconds, n, b = stat_delta(ds, lambda: ds.take([int(r)]))
-        ours.append(seconds)
-        requests.append(n)
-        nbytes.append(b)
-    assert ds.cache_stats()["shards_downloaded"] == 0
-    # The same rows through the proxy (a dataset of its own, warmed alike): each row's GETs.
+def recorded_gets(url, proxied, proxy, warm, rows, work) -> list[list[tuple[str, str]]]:
+    """The ranged GETs (path, Range) a take of each row of `rows` sends, seen by the proxy
+    (a dataset of its own, its shards' metadata read first by a take of `warm`)."""
     recorded = lt.open(url, storage_options=proxied, cache_dir=work / "cache-record")
     recorded.take(warm)
     gets = []
@@ -102,35 +96,74 @@ def single_rows(url, direct, proxied, proxy, server, lance_open, rows, work) -> 
         proxy.reset()
         recorded.take([int(r)])
         gets.append([(path, rng) for method, path, rng in proxy.requests() if method == "GET"])
-    assert [len(g) for g in gets] == requests, "the proxy saw other requests than cache_stats counts"
-    client = server.client()
-    theirs = []
-    for row_gets in gets:
-        start = time.perf_counter()
-        for path, rng in row_gets:
+    return gets
+
+
+def replay(server: S3Server):
+    """Functions that send a row's recorded GETs one after another and read the bodies: by
+    boto3 (`get_object`, one client), and by urllib3 (one pool) over presigned URLs (the
+    bare HTTP request, no per-call work of botocore)."""
+    import urllib3
+
+    client, pool, signed = server.client(), urllib3.PoolManager(), {}
+
+    def by_boto3(gets) -> None:
+        for path, rng in gets:
             bucket, key = path.lstrip("/").split("/", 1)
             client.get_object(Bucket=bucket, Key=key, Range=rng)["Body"].read()
-        theirs.append(time.perf_counter() - start)
+
+    def by_urllib3(gets) -> None:
+        for path, rng in gets:
+            assert pool.request("GET", signed[path], headers={"Range": rng}).status == 206
+
+    def presign(paths) -> None:
+        for path in paths:
+            bucket, key = path.lstrip("/").split("/", 1)
+            params = {"Bucket": bucket, "Key": key}
+            signed[path] = client.generate_presigned_url("get_object", Params=params, ExpiresIn=3600)
+
+    return by_boto3, by_urllib3, presign
+
+
+def single_rows(url, direct, proxied, proxy, server, lance_open, rows, work) -> list[str]:
+    """Markdown rows of the single-row latencies: lodtensor, its GETs replayed by boto3 and
+    by urllib3, Lance (`lance_open(endpoint)` opens its dataset); each row's four timed one
+    after another, so that the machine's load weighs on all alike."""
+    ds = lt.open(url, storage_options=direct, cache_dir=work / "cache-single")
+    warm = [int(o) for o in ds.shard_offsets[:-1]]
+    gets = recorded_gets(url, proxied, proxy, warm, rows, work)
+    by_boto3, by_urllib3, presign = replay(server)
+    presign({path for g in gets for path, _ in g})
     lance_ds = lance_open(server.endpoint)
+    ds.take(warm)
     lance_ds.take(warm)
-    lance_times = []
-    for r in rows:
-        start = time.perf_counter()
-        lance_ds.take([int(r)])
-        lance_times.append(time.perf_counter() - start)
+    times: dict[str, list[float]] = {"ours": [], "boto3": [], "urllib3": [], "lance": []}
+    requests, nbytes = [], []
+    for r, row_gets in zip(rows, gets):
+        seconds, n, b = stat_delta(ds, lambda: ds.take([int(r)]))
+        times["ours"].append(seconds)
+        requests.append(n)
+        nbytes.append(b)
+        times["boto3"].append(timed(lambda: by_boto3(row_gets)))
+        times["urllib3"].append(timed(lambda: by_urllib3(row_gets)))
+        times["lance"].append(timed(lambda: lance_ds.take([int(r)])))
+    assert ds.cache_stats()["shards_downloaded"] == 0
+    assert [len(g) for g in gets] == requests, "the proxy saw other requests than cache_stats counts"
     lance_counted = lance_open(proxy.endpoint)
     lance_counted.take(warm)
     lance_costs = [counted(proxy, lambda: lance_counted.take([int(r)])) for r in rows]
-    p50 = lambda v: float(np.percentile(v, 50))  # noqa: E731
-    p99 = lambda v: float(np.percentile(v, 99))  # noqa: E731
-    return [
-        f"| single row, lodtensor `take([r])` | {ms(ours)} | {np.mean(requests):.2f} | {np.mean(nbytes):,.0f} |",
-        f"| single row, boto3 GETs of the same ranges | {ms(theirs)} | {np.mean(requests):.2f} | {np.mean(nbytes):,.0f} |",
-        f"| single row, Lance `take([r])` | {ms(lance_times)} | proxy: {np.mean([c[0] for c in lance_costs]):.2f} "
+    same = f"{np.mean(requests):.2f} | {np.mean(nbytes):,.0f} |"
+    out = [
+        f"| single row, lodtensor `take([r])` | {ms(times['ours'])} | {same}",
+        f"| single row, boto3 `get_object` of the same ranges | {ms(times['boto3'])} | {same}",
+        f"| single row, urllib3 GETs of the same ranges (presigned) | {ms(times['urllib3'])} | {same}",
+        f"| single row, Lance `take([r])` | {ms(times['lance'])} | proxy: {np.mean([c[0] for c in lance_costs]):.2f} "
         f"| proxy: {np.mean([c[1] for c in lance_costs]):,.0f} |",
-        f"| ratio lodtensor / boto3 (p50, p99) | {p50(ours) / p50(theirs):.2f}× / {p99(ours) / p99(theirs):.2f}× | | |",
-        f"| ratio lodtensor / Lance (p50, p99) | {p50(ours) / p50(lance_times):.2f}× / {p99(ours) / p99(lance_times):.2f}× | | |",
     ]
+    for name in ("boto3", "urllib3", "lance"):
+        p50, p99 = (np.percentile(times["ours"], q) / np.percentile(times[name], q) for q in (50, 99))
+        out.append(f"| ratio lodtensor / {name} (p50 / p99) | {p50:.2f}× / {p99:.2f}× | | |")
+    return out
 
 
 def counted(proxy: CountingProxy, f) -> tuple[int, int]:
