@@ -259,6 +259,7 @@ def main() -> None:
         rng = np.random.default_rng(7)
         lines = ["| what | time | requests | bytes |", "| --- | --- | --- | --- |"]
         rows = rng.integers(0, args.rows, args.single)
+
         def lance_open(endpoint: str):
             return lance.dataset(lance_url, storage_options=lance_options(endpoint))
 
