@@ -1,7 +1,8 @@
 """An HTTP proxy on 127.0.0.1 in front of the S3 server that counts every request by
 method and object name (range reads apart), and the bytes of the bodies it answered, for
-the tests and benchmarks that bound what a rank asks the store for; with `tls`, it speaks
-HTTPS with a self-signed certificate."""
+the tests and benchmarks that bound what a rank asks the store for; `requests()` lists each
+request's method, path and Range header in the order received; with `tls`, it speaks HTTPS
+with a self-signed certificate."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ from urllib.parse import unquote, urlsplit
 
 class CountingProxy:
     """Forwards to `upstream_port`; `counts()` gives {(method, name, ranged): n},
-    `body_bytes()` {(method, name, ranged): bytes of the bodies answered}."""
+    `body_bytes()` {(method, name, ranged): bytes of the bodies answered}, `requests()`
+    [(method, path, Range header or None)]."""
 
     def __init__(self, upstream_port: int, tls: bool = False) -> None:
         self.lock = threading.Lock()
         self.seen: Counter = Counter()
         self.sent: Counter = Counter()
+        self.log: list[tuple[str, str, str | None]] = []
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -37,6 +40,7 @@ class CountingProxy:
                 name = unquote(urlsplit(self.path).path.rsplit("/", 1)[-1])
                 with proxy.lock:
                     proxy.seen[(self.command, name, "Range" in self.headers)] += 1
+                    proxy.log.append((self.command, unquote(urlsplit(self.path).path), self.headers.get("Range")))
                 upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
                 headers["Host"] = f"127.0.0.1:{upstream_port}"
@@ -80,6 +84,7 @@ class CountingProxy:
         with self.lock:
             self.seen.clear()
             self.sent.clear()
+            self.log.clear()
 
     def counts(self) -> Counter:
         with self.lock:
@@ -88,6 +93,10 @@ class CountingProxy:
     def body_bytes(self) -> Counter:
         with self.lock:
             return Counter(self.sent)
+
+    def requests(self) -> list[tuple[str, str, str | None]]:
+        with self.lock:
+            return list(self.log)
 
     def close(self) -> None:
         self.server.shutdown()

@@ -1,0 +1,282 @@
+"""`ds.take(rows)` over a URL (range requests, no shard downloaded) against a bare boto3
+ranged GET and against Lance's `take`, on one moto S3 server on 127.0.0.1 (started here):
+
+- single row: one opened dataset, every shard's footer and messages read first by one
+  take of each shard's first row; then `--single` random rows, each `take([r])` timed
+  (p50, p99). The baselines replay exactly the ranged GETs that row's take sent (recorded
+  by a proxy in an untimed pass first), one after another: by boto3's `get_object` (one
+  client), and by urllib3 over presigned URLs (one pool; the bare HTTP request). Lance's
+  `take([r])` of the same rows is timed too (its files' metadata read first the same
+  way). The four are timed row by row, one after another.
+- `take` of `--takes` random rows (unsorted, as a user draws them) against
+  `lance.dataset(url).take(rows)` of the same rows of the same table written with
+  `lance.write_dataset` to the same server, in files of as many rows as a shard (moto
+  reads a whole object for each ranged GET, so both sides' objects are the same size);
+  best of `--repeat`, both datasets opened once (both warm: metadata read by the first
+  run); the results checked equal.
+- requests and bytes: lodtensor's from `cache_stats()` (a timed run's), and its first
+  take after open (metadata included) counted by a proxy in front of moto
+  (python/tests/counting_proxy.py); Lance's by the proxy, its first take after open and
+  a second one (what its timed runs cost); untimed.
+
+Documents of int32 token ids (Zipf over a 50,257-word vocabulary), documents → sentences
+of 1–16 → tokens of 4–48, one column `tokens` (large_list<large_list<int32>>).
+
+    python python/bench/bench_take_remote.py --rows 100000 --shard-mib 4
+
+(a python with moto, boto3, urllib3, pylance and this lodtensor built in release).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import lodtensor as lt  # noqa: E402
+from bench_take import best  # noqa: E402
+from counting_proxy import CountingProxy  # noqa: E402
+from s3_server import S3Server  # noqa: E402
+
+VOCABULARY = 50257
+
+
+def token_documents(rows: int, seed: int = 0) -> pa.Table:
+    """`rows` documents of 1–16 sentences of 4–48 int32 token ids (Zipf-distributed)."""
+    rng = np.random.default_rng(seed)
+    sentences = rng.integers(1, 17, rows)
+    words = rng.integers(4, 49, int(sentences.sum()))
+    ids = ((rng.zipf(1.1, int(words.sum())) - 1) % VOCABULARY).astype(np.int32)
+    sents = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(words)], pa.int64()), pa.array(ids))
+    docs = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(sentences)], pa.int64()), sents)
+    return pa.table({"tokens": docs})
+
+
+def lance_options(endpoint: str) -> dict:
+    return {
+        "aws_access_key_id": "testing",
+        "aws_secret_access_key": "testing",
+        "aws_region": "us-east-1",
+        "aws_endpoint": endpoint,
+        "allow_http": "true",
+    }
+
+
+def timed(f) -> float:
+    start = time.perf_counter()
+    f()
+    return time.perf_counter() - start
+
+
+def stat_delta(ds, f) -> tuple[float, int, int]:
+    """Seconds `f()` took, and the range requests and bytes `ds` made meanwhile."""
+    before = ds.cache_stats()
+    seconds = timed(f)
+    after = ds.cache_stats()
+    return seconds, after["range_requests"] - before["range_requests"], after["range_bytes"] - before["range_bytes"]
+
+
+def ms(values) -> str:
+    p50, p99 = np.percentile(np.asarray(values) * 1e3, [50, 99])
+    return f"{p50:.2f} / {p99:.2f}"
+
+
+def recorded_gets(url, proxied, proxy, warm, rows, work) -> list[list[tuple[str, str]]]:
+    """The ranged GETs (path, Range) a take of each row of `rows` sends, seen by the proxy
+    (a dataset of its own, its shards' metadata read first by a take of `warm`)."""
+    recorded = lt.open(url, storage_options=proxied, cache_dir=work / "cache-record")
+    recorded.take(warm)
+    gets = []
+    for r in rows:
+        proxy.reset()
+        recorded.take([int(r)])
+        gets.append([(path, rng) for method, path, rng in proxy.requests() if method == "GET"])
+    return gets
+
+
+def replay(server: S3Server):
+    """Functions that send a row's recorded GETs one after another and read the bodies: by
+    boto3 (`get_object`, one client), and by urllib3 (one pool) over presigned URLs (the
+    bare HTTP request, no per-call work of botocore)."""
+    import urllib3
+
+    client, pool, signed = server.client(), urllib3.PoolManager(), {}
+
+    def by_boto3(gets) -> None:
+        for path, rng in gets:
+            bucket, key = path.lstrip("/").split("/", 1)
+            client.get_object(Bucket=bucket, Key=key, Range=rng)["Body"].read()
+
+    def by_urllib3(gets) -> None:
+        for path, rng in gets:
+            assert pool.request("GET", signed[path], headers={"Range": rng}).status == 206
+
+    def presign(paths) -> None:
+        for path in paths:
+            bucket, key = path.lstrip("/").split("/", 1)
+            params = {"Bucket": bucket, "Key": key}
+            signed[path] = client.generate_presigned_url("get_object", Params=params, ExpiresIn=3600)
+
+    return by_boto3, by_urllib3, presign
+
+
+def single_rows(url, direct, proxied, proxy, server, lance_open, rows, work) -> list[str]:
+    """Markdown rows of the single-row latencies: lodtensor, its GETs replayed by boto3 and
+    by urllib3, Lance (`lance_open(endpoint)` opens its dataset); each row's four timed one
+    after another, so that the machine's load weighs on all alike."""
+    ds = lt.open(url, storage_options=direct, cache_dir=work / "cache-single")
+    warm = [int(o) for o in ds.shard_offsets[:-1]]
+    gets = recorded_gets(url, proxied, proxy, warm, rows, work)
+    by_boto3, by_urllib3, presign = replay(server)
+    presign({path for g in gets for path, _ in g})
+    lance_ds = lance_open(server.endpoint)
+    ds.take(warm)
+    lance_ds.take(warm)
+    times: dict[str, list[float]] = {"ours": [], "boto3": [], "urllib3": [], "lance": []}
+    requests, nbytes = [], []
+    for r, row_gets in zip(rows, gets):
+        seconds, n, b = stat_delta(ds, lambda: ds.take([int(r)]))
+        times["ours"].append(seconds)
+        requests.append(n)
+        nbytes.append(b)
+        times["boto3"].append(timed(lambda: by_boto3(row_gets)))
+        times["urllib3"].append(timed(lambda: by_urllib3(row_gets)))
+        times["lance"].append(timed(lambda: lance_ds.take([int(r)])))
+    assert ds.cache_stats()["shards_downloaded"] == 0
+    assert [len(g) for g in gets] == requests, "the proxy saw other requests than cache_stats counts"
+    lance_counted = lance_open(proxy.endpoint)
+    lance_counted.take(warm)
+    lance_costs = [counted(proxy, lambda: lance_counted.take([int(r)])) for r in rows]
+    same = f"{np.mean(requests):.2f} | {np.mean(nbytes):,.0f} |"
+    out = [
+        f"| single row, lodtensor `take([r])` | {ms(times['ours'])} | {same}",
+        f"| single row, boto3 `get_object` of the same ranges | {ms(times['boto3'])} | {same}",
+        f"| single row, urllib3 GETs of the same ranges (presigned) | {ms(times['urllib3'])} | {same}",
+        f"| single row, Lance `take([r])` | {ms(times['lance'])} | proxy: {np.mean([c[0] for c in lance_costs]):.2f} "
+        f"| proxy: {np.mean([c[1] for c in lance_costs]):,.0f} |",
+    ]
+    for name in ("boto3", "urllib3", "lance"):
+        p50, p99 = (np.percentile(times["ours"], q) / np.percentile(times[name], q) for q in (50, 99))
+        out.append(f"| ratio lodtensor / {name} (p50 / p99) | {p50:.2f}× / {p99:.2f}× | | |")
+    return out
+
+
+def counted(proxy: CountingProxy, f) -> tuple[int, int]:
+    """Requests and body bytes the proxy saw during `f()`."""
+    proxy.reset()
+    f()
+    return sum(proxy.counts().values()), sum(proxy.body_bytes().values())
+
+
+def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxied, takes, repeat, rng, work):
+    """Markdown rows of the takes of `takes` random rows: times (best of `repeat`), rows/s,
+    requests and bytes (a timed run's from cache_stats; both sides' first take after open
+    through the proxy, and Lance's second)."""
+    import lance
+
+    ds = lt.open(url, storage_options=direct, cache_dir=work / "cache-many")
+    lance_ds = lance.dataset(lance_url, storage_options=lance_direct)
+    out = []
+    for n in takes:
+        rows = rng.integers(0, ds.num_rows, n)
+        index = pa.array(rows, pa.uint64())
+        runs = []
+        for _ in range(repeat):
+            got = []
+            runs.append(stat_delta(ds, lambda: got.append(ds.take(rows))))
+        ours, requests, nbytes = min(runs)
+        assert ds.cache_stats()["shards_downloaded"] == 0
+        ours_table = pa.Table.from_batches([got[0].to_pyarrow()])
+        theirs = best(lambda: lance_ds.take(index), repeat)
+        theirs_table = lance_ds.take(index)
+        assert theirs_table.cast(ours_table.schema).equals(ours_table), "lodtensor and Lance disagree"
+        fresh = lt.open(url, storage_options=proxied, cache_dir=work / f"cache-count-{n}")
+        ours_cold = counted(proxy, lambda: fresh.take(rows))
+        lance_fresh = lance.dataset(lance_url, storage_options=lance_proxied)
+        theirs_cold = counted(proxy, lambda: lance_fresh.take(index))
+        theirs_warm = counted(proxy, lambda: lance_fresh.take(index))
+        out += [
+            f"| take {n:,}, lodtensor | {ours * 1e3:,.0f} ms ({n / ours / 1e3:,.1f} k rows/s) | {requests:,} "
+            f"(first take after open, proxy: {ours_cold[0]:,}) | {nbytes:,} (first take, proxy: {ours_cold[1]:,}) |",
+            f"| take {n:,}, Lance | {theirs * 1e3:,.0f} ms ({n / theirs / 1e3:,.1f} k rows/s) | proxy: {theirs_warm[0]:,} "
+            f"(first take after open {theirs_cold[0]:,}) | proxy: {theirs_warm[1]:,} (first take {theirs_cold[1]:,}) |",
+            f"| take {n:,}, lodtensor time / Lance time | {ours / theirs:.1f}× | | |",
+        ]
+        print("\n".join(out[-3:]), flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=100_000, help="documents")
+    parser.add_argument("--shard-mib", type=int, default=4)
+    parser.add_argument("--single", type=int, default=200, help="rows of the single-row latencies")
+    parser.add_argument("--takes", default="10000,100000", help="sizes of the random takes")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each take (the best kept)")
+    args = parser.parse_args()
+    import lance
+
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+    work = Path(tempfile.mkdtemp(prefix="lt-take-remote-"))
+    server = S3Server()
+    proxy = CountingProxy(server.port)
+    try:
+        table = token_documents(args.rows)
+        local = work / "local"
+        start = time.perf_counter()
+        lt.write_shards(local, table, shard_bytes=args.shard_mib << 20)
+        url = server.upload_dir(local, "bench", "tokens")
+        written = time.perf_counter() - start
+        ds = lt.open(local)
+        lance_url = "s3://bench/lance/tokens.lance"
+        start = time.perf_counter()
+        shard_rows = max(s["rows"] for s in ds.shards)
+        lance.write_dataset(
+            table, lance_url, storage_options=lance_options(server.endpoint), max_rows_per_file=shard_rows
+        )
+        lance_written = time.perf_counter() - start
+        size = sum(s["bytes"] for s in ds.shards)
+        tokens = len(table.column("tokens").combine_chunks().flatten().flatten())
+        lance_ds = lance.dataset(lance_url, storage_options=lance_options(server.endpoint))
+        lance_files = [f for frag in lance_ds.get_fragments() for f in frag.data_files()]
+        print(
+            f"{args.rows:,} documents, {tokens:,} tokens; lodtensor {size / 2**20:.1f} MiB in {ds.num_shards} shards "
+            f"(written + uploaded in {written:.1f} s); Lance {len(lance_files)} data files of up to "
+            f"{shard_rows:,} rows (the shards' most), format "
+            f"{lance_ds.data_storage_version} (written in {lance_written:.1f} s); lodtensor {lt.__version__}, "
+            f"pylance {lance.__version__}",
+            flush=True,
+        )
+        direct, proxied = server.storage_options(), server.storage_options(proxy.endpoint)
+        rng = np.random.default_rng(7)
+        lines = ["| what | time | requests | bytes |", "| --- | --- | --- | --- |"]
+        rows = rng.integers(0, args.rows, args.single)
+
+        def lance_open(endpoint: str):
+            return lance.dataset(lance_url, storage_options=lance_options(endpoint))
+
+        lines += single_rows(url, direct, proxied, proxy, server, lance_open, rows, work)
+        print("\n".join(lines), flush=True)
+        takes = [int(n) for n in args.takes.split(",") if n]
+        lines += many_rows(
+            url, direct, proxied, proxy, lance_url, lance_options(server.endpoint),
+            lance_options(proxy.endpoint), takes, args.repeat, rng, work,
+        )
+        print("\nsingle row: ms p50 / p99; requests and bytes: mean per row (cache_stats)")
+        print("\n".join(lines))
+    finally:
+        proxy.close()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
