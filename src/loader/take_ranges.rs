@@ -21,9 +21,14 @@ use crate::io::ipc_rows::{BatchLayout, read_rows};
 use crate::row_index::RowIndex;
 use crate::shards::ShardFiles;
 
-/// Ranges closer than this are read as one request (the bytes between them read too: a
-/// few neighbouring offsets or values, against a request's own cost).
-const GAP_BYTES: u64 = 4 << 10;
+/// Ranges closer than this are read as one request, the bytes between them read too: a
+/// request's own cost on an object store (tens of milliseconds before its first byte) is
+/// that of about a MiB of transfer, so dense rows cost a few large requests, not one each
+/// (`object_store`'s `get_ranges` merges under the same gap). Rows further apart than this
+/// are read as their own bytes alone.
+const GAP_BYTES: u64 = 1 << 20;
+/// The most bytes read between ranges merged, as a multiple of the bytes wanted.
+const WASTE: u64 = 16;
 /// The most bytes one merged request reads.
 const REQUEST_BYTES: u64 = 8 << 20;
 
@@ -122,27 +127,36 @@ fn split_by_batch(index: &RowIndex, run: Range<usize>) -> Vec<(usize, Range<usiz
 }
 
 /// The bytes of each `(shard, range)` of `ranges`, in order: ranges of a shard closer than
-/// [`GAP_BYTES`] read as one request of at most [`REQUEST_BYTES`], each range's bytes a
-/// slice of its request's (no copy).
+/// [`GAP_BYTES`] read as one request of at most [`REQUEST_BYTES`], unless the gap is over
+/// [`WASTE`] times the bytes wanted in the request (so that two buffers' few bytes are not
+/// read with all that lies between them); each range's bytes a slice of its request's (no
+/// copy).
 fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_by_key(|&i| (ranges[i].0, ranges[i].1.start));
-    let mut requests: Vec<(usize, Range<u64>)> = Vec::new();
+    // Each request: its shard, its range, and the bytes wanted in it.
+    let mut requests: Vec<(usize, Range<u64>, u64)> = Vec::new();
     let mut within = vec![(0, 0..0); ranges.len()];
     for i in order {
         let (shard, range) = &ranges[i];
-        let joins = requests.last_mut().filter(|(s, r)| {
+        let wanted = range.end - range.start;
+        let joins = requests.last_mut().filter(|(s, r, useful)| {
+            let gap = range.start.saturating_sub(r.end);
             s == shard
-                && range.start <= r.end + GAP_BYTES
+                && gap <= GAP_BYTES.min(WASTE * (useful + wanted))
                 && range.end.max(r.end) - r.start <= REQUEST_BYTES
         });
         match joins {
-            Some((_, r)) => r.end = r.end.max(range.end),
-            None => requests.push((*shard, range.clone())),
+            Some((_, r, useful)) => {
+                r.end = r.end.max(range.end);
+                *useful += wanted;
+            }
+            None => requests.push((*shard, range.clone(), wanted)),
         }
         let (n, r) = (requests.len() - 1, &requests[requests.len() - 1].1);
         within[i] = (n, range.start - r.start..range.end - r.start);
     }
+    let requests: Vec<(usize, Range<u64>)> = requests.into_iter().map(|(s, r, _)| (s, r)).collect();
     let got = files.read_row_ranges(&requests)?;
     Ok((within.into_iter())
         .map(|(n, r)| got[n].slice(r.start as usize..r.end as usize))
