@@ -29,26 +29,45 @@ pub fn run_with_file_size_limit(
     bytes: u64,
     envs: &[(&str, &std::ffi::OsStr)],
 ) -> String {
-    let script = format!(
-        "trap '' XFSZ; exec prlimit --fsize={bytes} -- \"$0\" {child} --exact --ignored --nocapture"
-    );
+    // `$0` the test binary, `$1` the child, `$2` the limit.
+    let script =
+        "trap '' XFSZ; exec prlimit --fsize=\"$2\" -- \"$0\" \"$1\" --exact --ignored --nocapture";
+    let limit = bytes.to_string();
+    let setting = format!("prlimit --fsize={bytes}");
+    run_ignored_child(script, &[limit.as_ref()], child, envs, &setting)
+}
+
+/// Runs the `#[ignore]`d test `child` of this test binary through the `bash` script
+/// `script`, to which the binary is `$0`, `child` `$1` and `args` the next ones, with
+/// `envs`; fails the test unless the child ran and passed (`setting` says how it was run).
+/// Returns the child's stdout.
+#[track_caller]
+pub(super) fn run_ignored_child(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    child: &str,
+    envs: &[(&str, &std::ffi::OsStr)],
+    setting: &str,
+) -> String {
     let out = Command::new("bash")
-        .args(["-c", &script])
+        .args(["-c", script])
         .arg(std::env::current_exe().unwrap())
+        .arg(child)
+        .args(args)
         .envs(envs.iter().copied())
         .output()
-        .expect("bash and prlimit (util-linux) run");
+        .expect("bash runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success() && stdout.contains("1 passed"),
-        "{child} under prlimit --fsize={bytes}: {stdout}\n{}",
+        "{child} under {setting}: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
 }
 
 /// The line of `stdout` that starts with `tag`, without it: what a child run by
-/// [`run_with_file_size_limit`] printed.
+/// [`run_with_file_size_limit`] or [`super::run_on_small_disk`] printed.
 #[track_caller]
 pub fn child_line<'a>(stdout: &'a str, tag: &str) -> &'a str {
     let line = stdout.lines().find_map(|l| l.strip_prefix(tag));

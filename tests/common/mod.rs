@@ -6,6 +6,7 @@ mod disk;
 mod plain;
 #[cfg(feature = "remote")]
 mod s3;
+mod small_disk;
 #[allow(unused_imports)]
 pub use disk::{child_line, files_under, is_disk_full, run_with_file_size_limit};
 #[allow(unused_imports)]
@@ -13,6 +14,8 @@ pub use plain::*;
 #[cfg(feature = "remote")]
 #[allow(unused_imports)]
 pub use s3::S3Server;
+#[allow(unused_imports)]
+pub use small_disk::{run_on_small_disk, small_disks_available};
 
 use std::sync::Arc;
 

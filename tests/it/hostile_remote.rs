@@ -191,25 +191,38 @@ fn a_commit_skips_the_pending_manifests_it_cannot_trust_and_a_discard_drops_only
 /// 12 shards of 20 rows of 2,000 `int32` values in 0..4 drawn at random, compressed with
 /// zstd (each decompressed entry several times its shard's size); the largest shard's bytes.
 fn write_compressible(dir: &Path) -> u64 {
+    let manifest = write_small_ints(dir, 12, 2000, lodtensor::IpcCompression::Zstd);
+    manifest.shards.iter().map(|s| s.bytes).max().unwrap()
+}
+
+/// `shards` shards of 20 rows of `per_row` `int32` values in 0..4 drawn at random (the same
+/// whatever the compression), written with `compression`; the manifest.
+fn write_small_ints(
+    dir: &Path,
+    shards: usize,
+    per_row: usize,
+    compression: lodtensor::IpcCompression,
+) -> lodtensor::shards::Manifest {
     use lodtensor::arrow::types::Int32Type;
     use lodtensor::shards::{ShardOptions, ShardWriter};
     use lodtensor::{Column, Dataset, LodTensor, rng::SplitMix64};
     let mut rng = SplitMix64::new(11);
-    let values: Vec<i32> = (0..240 * 2000)
+    let rows = 20 * shards;
+    let values: Vec<i32> = (0..rows * per_row)
         .map(|_| (rng.next_u64() % 4) as i32)
         .collect();
-    let tokens = LodTensor::from_lengths::<Int32Type>(&[vec![2000; 240]], values, vec![]).unwrap();
+    let tokens =
+        LodTensor::from_lengths::<Int32Type>(&[vec![per_row; rows]], values, vec![]).unwrap();
     let ds = Dataset::try_new(vec![Column::new("tokens", tokens)]).unwrap();
-    let write =
-        lodtensor::WriteOptions::default().with_compression(lodtensor::IpcCompression::Zstd);
+    let write = lodtensor::WriteOptions::default().with_compression(compression);
     let options = ShardOptions::default()
         .with_shard_rows(20)
         .with_write_options(write);
     let mut writer = ShardWriter::create(dir, options).unwrap();
     writer.write(&ds).unwrap();
     let manifest = writer.finish().unwrap();
-    assert_eq!(manifest.shards.len(), 12);
-    manifest.shards.iter().map(|s| s.bytes).max().unwrap()
+    assert_eq!(manifest.shards.len(), shards);
+    manifest
 }
 
 /// The bytes of the shards' entries and downloads under way in `dir` (sidecars, locks and
@@ -226,9 +239,23 @@ fn cache_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
+/// Reads every row of `remote` in batches of 20 rows (a lazy loader, in shard order),
+/// calling `after_each` after each batch; the rows read.
+fn read_every_row(remote: &ShardedDataset, mut after_each: impl FnMut()) -> usize {
+    let mut loader = lodtensor::Loader::builder(remote)
+        .with_batch_size(20)
+        .build()
+        .unwrap();
+    let mut rows = 0;
+    while let Some(batch) = loader.next_batch().unwrap() {
+        rows += batch.samples().len();
+        after_each();
+    }
+    rows
+}
+
 #[test]
 fn the_cache_limit_counts_decompressed_bytes_and_room_is_made_before_writing() {
-    use lodtensor::Loader;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let Some(s3) = S3Server::start() else { return };
     let (dir, _, url, largest) = uploaded(&s3, "expand", write_compressible);
@@ -254,15 +281,9 @@ fn the_cache_limit_counts_decompressed_bytes_and_room_is_made_before_writing() {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         });
-        let mut loader = Loader::builder(&remote)
-            .with_batch_size(20)
-            .build()
-            .unwrap();
-        let mut rows = 0;
-        while let Some(batch) = loader.next_batch().unwrap() {
-            rows += batch.samples().len();
+        let rows = read_every_row(&remote, || {
             peak.fetch_max(cache_bytes(&cache), Ordering::Relaxed);
-        }
+        });
         assert_eq!(rows, 240);
         done.store(true, Ordering::Relaxed);
     });
@@ -273,4 +294,87 @@ fn the_cache_limit_counts_decompressed_bytes_and_room_is_made_before_writing() {
         peak <= limit,
         "{peak} bytes on disk against a limit of {limit}"
     );
+}
+
+/// The small disk's size, and the cache limit that fits it with room for the lock files,
+/// sidecars and metadata the limit does not count (each a page or more of tmpfs).
+const SMALL_DISK: u64 = 8 << 20;
+const SMALL_DISK_LIMIT: u64 = 6 << 20;
+
+/// Every row of a dataset about twice the size of an 8 MiB disk (16 shards of 1,024,000
+/// bytes of values), compressed with zstd and not, read through a cache on that disk with
+/// a limit that fits it: no error (a full disk would be `ENOSPC`), every row, and at least
+/// the shards the limit cannot hold evicted. The disk is a tmpfs in a user and mount
+/// namespace (`common::run_on_small_disk`). The compressed dataset is smaller than the
+/// limit: a limit counting the bytes downloaded rather than those the entries occupy would
+/// evict nothing and fill the disk (issue 42, item 6). With a limit larger than the disk,
+/// the child fails with `ENOSPC`.
+#[test]
+fn every_row_is_read_through_a_cache_on_a_disk_smaller_than_the_dataset() {
+    let test =
+        "hostile_remote::every_row_is_read_through_a_cache_on_a_disk_smaller_than_the_dataset";
+    if !crate::common::small_disks_available(test) {
+        return;
+    }
+    let Some(s3) = S3Server::start() else { return };
+    let endpoint = s3.endpoint();
+    for compression in [
+        lodtensor::IpcCompression::Zstd,
+        lodtensor::IpcCompression::None,
+    ] {
+        let name = format!("small-{compression:?}").to_lowercase();
+        let write = |dir: &Path| write_small_ints(dir, 16, 12_800, compression);
+        let (dir, _, url, manifest) = uploaded(&s3, &name, write);
+        let stored = manifest.shards.iter().map(|s| s.bytes).sum::<u64>();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        let limit = SMALL_DISK_LIMIT.to_string();
+        let stdout = crate::common::run_on_small_disk(
+            "hostile_remote::child_reads_every_row_on_a_small_disk",
+            &cache,
+            SMALL_DISK,
+            &[
+                ("LODTENSOR_CHILD_URL", url.as_ref()),
+                ("LODTENSOR_CHILD_ENDPOINT", endpoint.as_ref()),
+                ("LODTENSOR_CHILD_CACHE", cache.as_os_str()),
+                ("LODTENSOR_CHILD_LIMIT", limit.as_ref()),
+            ],
+        );
+        let line = crate::common::child_line(&stdout, "READ ");
+        let numbers: Vec<u64> = line.split(' ').map(|n| n.parse().unwrap()).collect();
+        let [rows, downloaded, evicted] = numbers[..] else {
+            panic!("{line}")
+        };
+        assert_eq!((rows, downloaded), (320, 16), "{compression:?}: {line}");
+        // At most 6 entries of 1,024,000 bytes and more fit in the limit.
+        assert!(evicted >= 10, "{compression:?}: {line}");
+        match compression {
+            lodtensor::IpcCompression::None => assert!(stored > SMALL_DISK * 3 / 2, "{stored}"),
+            _ => assert!(stored < SMALL_DISK_LIMIT, "{stored}"),
+        }
+    }
+}
+
+/// Run by `every_row_is_read_through_a_cache_on_a_disk_smaller_than_the_dataset` on a small
+/// disk: reads every row of the dataset through a cache with the limit it is given, and
+/// prints the rows read, the shards downloaded and those evicted.
+#[test]
+#[ignore = "run as a child process on a small disk"]
+fn child_reads_every_row_on_a_small_disk() {
+    let (Ok(url), Ok(endpoint), Ok(cache), Ok(limit)) = (
+        std::env::var("LODTENSOR_CHILD_URL"),
+        std::env::var("LODTENSOR_CHILD_ENDPOINT"),
+        std::env::var("LODTENSOR_CHILD_CACHE"),
+        std::env::var("LODTENSOR_CHILD_LIMIT"),
+    ) else {
+        return;
+    };
+    let options = S3Server::options_at(&endpoint)
+        .with_cache_dir(cache)
+        .with_cache_limit(limit.parse().unwrap());
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
+    let rows = read_every_row(&remote, || {});
+    let stats = remote.cache_stats().unwrap();
+    let (downloaded, evicted) = (stats.shards_downloaded, stats.shards_evicted);
+    println!("READ {rows} {downloaded} {evicted}");
 }
