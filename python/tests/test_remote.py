@@ -93,7 +93,8 @@ def test_take_reads_rows_by_range_requests_without_downloading_a_shard(remote, s
 def test_a_loader_reading_by_ranges_gives_the_default_loader_s_batches(remote, shards_dir, tmp_path):
     local = lt.open(shards_dir)
     ds = open_remote(remote, tmp_path)
-    for options in [*LOADER_MODES[:2], {"batch_size": 3, "pack": 16, "shuffle": True, "seed": 2}]:
+    # (The Rust tests compare more modes: tests/it/remote/take.rs.)
+    for options in [LOADER_MODES[1], {"batch_size": 3, "pack": 16, "shuffle": True, "seed": 2}]:
         ranged = [(b.samples.tolist(), b.to_pyarrow()) for b in ds.loader(cache="ranges", **options)]
         assert ranged == batches(local, options), options
     stats = ds.cache_stats()
