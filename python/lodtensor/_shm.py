@@ -103,14 +103,17 @@ class Item:
         self._item: dict[str, Any] | None = None
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        # Only objects pickle writes with an opcode of its own (no named tuple, no
+        # bytearray: each of those is a Python-level reduce, microseconds apiece).
         p = self.placed
-        return rebuild, (self.token, self.worker, p.tree, p.sources, p.inline, self.nested)
+        sources = tuple((type(s) is File, *s) for s in p.sources)
+        return rebuild, (self.token, self.worker, p.tree, sources, p.inline, self.nested)
 
     def _local(self) -> dict[str, Any]:
         if self._item is None:
             p = self.placed
             bases = [_base(self.token, self.worker, source, release=False) for source in p.sources]
-            self._item = finish(tensors(p.tree, bases, p.inline), self.nested)
+            self._item = finish(tensors(p.tree, bases, _writable(p.inline)), self.nested)
         return self._item
 
     def __getitem__(self, key: str) -> Any:
@@ -130,11 +133,18 @@ class Item:
 
 
 def rebuild(
-    token: str, worker: int, tree: Any, sources: tuple[Any, ...], inline: bytearray | None, nested: bool
+    token: str, worker: int, tree: Any, sources: tuple[tuple[Any, ...], ...], inline: bytes | None, nested: bool
 ) -> Any:
-    """The item over its sources (files and shared memory), each mapped once in this process."""
-    bases = [_base(token, worker, source) for source in sources]
-    return finish(tensors(tree, bases, inline), nested)
+    """The item over its sources (files and shared memory), each mapped once in this process.
+    ``sources``: each a plain tuple, ``(True, *file)`` for a ``File``, ``(False, *shm)`` for a
+    ``Shm`` (``Item.__reduce__``); ``inline``: the small arrays' bytes."""
+    bases = [_base(token, worker, File(*s[1:]) if s[0] else Shm(*s[1:])) for s in sources]
+    return finish(tensors(tree, bases, _writable(inline)), nested)
+
+
+def _writable(inline: bytes | None) -> bytearray | None:
+    """The small arrays' bytes as memory of this process's own that tensors may write."""
+    return None if inline is None else bytearray(inline)
 
 
 def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> Any:
@@ -158,11 +168,9 @@ def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> 
         mapped = known[1][source.fd] = (source.ino, block)
     if not release:
         return mapped[1]
-    # One array per item and source: the tensors over it hold it (their buffer's exporter)
+    # One lease per item and source: the tensors over it hold it (their buffer's exporter)
     # as long as any of them lives; when it goes, the lend flag says the memory is free.
-    base = np.frombuffer(mapped[1], np.uint8, count=source.size)
-    weakref.finalize(base, _release, np.frombuffer(mapped[1], np.uint8, count=1, offset=FLAG))
-    return base
+    return _lease(source.size).from_buffer(mapped[1])
 
 
 def _map_shared(fd: int, size: int) -> Any:
@@ -196,8 +204,21 @@ def _libc() -> Any:
 _LIBC: Any = None
 
 
-def _release(flag: np.ndarray) -> None:
-    flag[0] = 0
+def _lease(size: int) -> Any:
+    """The type of a lease of ``size`` bytes of a worker's shared memory: a ctypes array
+    over the mapping (``from_buffer``: it keeps the mapping) that clears the lend flag when
+    it goes, cheaper than a ``weakref.finalize`` an item."""
+    lease = _LEASES.get(size)
+    if lease is None:
+
+        def release(self: Any) -> None:
+            self[FLAG] = 0
+
+        lease = _LEASES[size] = type("Lease", (ctypes.c_ubyte * size,), {"__del__": release})
+    return lease
+
+
+_LEASES: dict[int, Any] = {}  # size -> the type of a lease of that many bytes (_lease)
 
 
 def _file(token: str, file: File) -> mmap.mmap:
@@ -236,9 +257,10 @@ class Placed(NamedTuple):
 
     tree: Any
     sources: tuple[Any, ...]
-    inline: bytearray | None
+    inline: bytes | None
 
 
+_ZEROS = bytes(ALIGN)  # the padding after a small array (Placer.finish)
 _DTYPE_STR: dict[np.dtype, str] = {}
 
 
@@ -296,11 +318,12 @@ class Placer:
             self.sources[self.block] = Shm(*taken[:4])
             copy(taken[4], self.arrays, self.leaves, self.block)
         inline = None
-        if self.inline_end:
-            inline = bytearray(self.inline_end)
-            for a, (_, start, nbytes, _, _, where) in zip(self.arrays, self.leaves):
+        if self.inline_end:  # the small arrays, in the order their leaves were placed
+            parts: list[bytes] = []
+            for a, (_, _, nbytes, _, _, where) in zip(self.arrays, self.leaves):
                 if where == INLINE and nbytes:
-                    inline[start : start + nbytes] = a.tobytes()
+                    parts += (a.tobytes(), _ZEROS[: -nbytes % ALIGN])
+            inline = b"".join(parts)
         return Placed(tree, tuple(self.sources), inline)
 
     def shared(self, tree: Any) -> Any:
