@@ -32,6 +32,7 @@ process builds each tensor with one ``numpy.frombuffer`` over what it has mapped
 from __future__ import annotations
 
 import ctypes
+import math
 import mmap
 import os
 import weakref
@@ -185,7 +186,8 @@ def _map_shared(fd: int, size: int) -> Any:
         errno = ctypes.get_errno()
         raise OSError(errno, f"mapping a DataLoader worker's shared memory: {os.strerror(errno)}")
     block = (ctypes.c_ubyte * size).from_address(address)
-    weakref.finalize(block, libc.munmap, address, size)
+    # Not at exit: a lease still held then clears its flag in this mapping (_lease).
+    weakref.finalize(block, libc.munmap, address, size).atexit = False
     return block
 
 
@@ -210,9 +212,10 @@ def _lease(size: int) -> Any:
     it goes, cheaper than a ``weakref.finalize`` an item."""
     lease = _LEASES.get(size)
     if lease is None:
+        flag = FLAG  # bound here: at exit, a module's globals may be gone before its leases
 
         def release(self: Any) -> None:
-            self[FLAG] = 0
+            self[flag] = 0
 
         lease = _LEASES[size] = type("Lease", (ctypes.c_ubyte * size,), {"__del__": release})
     return lease
@@ -286,7 +289,10 @@ class Placer:
         self.inline_end = self.block_end = 0
 
     def leaf(self, a: Any) -> Any:
-        if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
+        if type(a) is Later:
+            if a.nbytes <= INLINE_MAX:
+                a = a.array()  # small: made, to go in the message
+        elif not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
             return a  # not an array (a packed batch's max_seqlen)
         nbytes, dtype, shape = a.nbytes, _DTYPE_STR.get(a.dtype) or _dtype_str(a.dtype), a.shape
         place = self.places.get(id(a)) if nbytes else None
@@ -334,6 +340,7 @@ class Placer:
             leaves.append(_leaf(nbytes, a.nbytes, a.dtype.str, a.shape, 0))
             nbytes += -(-a.nbytes // ALIGN) * ALIGN
         block = torch.empty(nbytes, dtype=torch.uint8).share_memory_()
+        self.arrays = [a.array() if type(a) is Later else a for a in self.arrays]
         copy(block.numpy(), self.arrays, leaves, 0)
         if self.flag:
             ctypes.c_uint8.from_address(self.flag).value = 0
@@ -351,11 +358,32 @@ def _relabel(tree: Any, moved: dict[int, tuple[Any, ...]]) -> Any:
     return tree
 
 
-def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[tuple[Any, ...]], where: int) -> None:
-    """Copies the arrays whose leaves lie in source ``where`` into ``raw``."""
+def copy(raw: np.ndarray, arrays: list[Any], leaves: list[tuple[Any, ...]], where: int) -> None:
+    """Copies the arrays whose leaves lie in source ``where`` into ``raw`` (a ``Later``
+    writes itself there)."""
     for a, (_, start, nbytes, _, _, at) in zip(arrays, leaves):
         if at == where and nbytes:
-            np.copyto(raw[start : start + nbytes].view(a.dtype).reshape(a.shape), a)
+            if type(a) is Later:
+                a.write(raw, start)
+            else:
+                np.copyto(raw[start : start + nbytes].view(a.dtype).reshape(a.shape), a)
+
+
+class Later:
+    """An array of an item written straight where it goes instead of made and then copied
+    (a packed column's position ids, written into the worker's block): ``dtype`` and
+    ``shape`` as an array's; ``write(raw, start)`` writes it into ``raw`` (a writable byte
+    array of ``RegionPool.take``) at byte ``start``; ``array()`` makes it (to go in the
+    message, or into a torch shared tensor)."""
+
+    __slots__ = ("dtype", "shape", "nbytes", "write", "array")
+
+    def __init__(
+        self, dtype: np.dtype, shape: tuple[int, ...], write: Callable[[np.ndarray, int], Any],
+        array: Callable[[], np.ndarray],
+    ) -> None:
+        self.dtype, self.shape, self.write, self.array = dtype, shape, write, array
+        self.nbytes = dtype.itemsize * math.prod(shape)
 
 
 class Leaf:

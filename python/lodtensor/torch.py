@@ -22,6 +22,7 @@ import os
 import uuid
 import warnings
 import weakref
+from functools import partial
 from multiprocessing.sharedctypes import RawArray
 from typing import Any, Callable, Iterator, Mapping, Union
 
@@ -41,6 +42,7 @@ Collate = Union[None, str, Callable[[Batch], Mapping[str, Any]]]
 Source = Union[str, "os.PathLike[str]", Dataset, ShardedDataset, Mixture]
 
 _MODES = (None, "padded", "nested", "packed")
+_INT64 = np.dtype(np.int64)
 # Slots of the shared epoch array: [0] the epoch `set_epoch` gave, [1 + w] the epochs
 # DataLoader worker w began since (a worker id beyond this is refused, naming it).
 _MAX_WORKERS = 1024
@@ -309,7 +311,11 @@ class BatchDataset(IterableDataset):
             return {"values": leaf(padded), "lengths": leaf(lengths), "mask": leaf(mask)}
         if packed and level == 1:  # the documents' edges, as the in-process batch has them
             if self.collate == "packed":  # one call: boundaries, positions and the longest
-                cu_seqlens, position_ids, longest = batch._packed(name)
+                cu_seqlens, made, longest = batch._packed(name, places is None)
+                position_ids: Any = made
+                if made is None:  # a worker's: written into its block (_shm.Later)
+                    write, make = partial(batch._position_ids_into, name), partial(batch.position_ids, name)
+                    position_ids = _shm.Later(_INT64, (int(cu_seqlens[-1]),), write, make)
                 return {"values": leaf(values), "cu_seqlens": leaf(cu_seqlens),
                         "position_ids": leaf(position_ids), "max_seqlen": longest}
             cu_seqlens = batch.cu_seqlens(name)

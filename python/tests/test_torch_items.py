@@ -248,3 +248,25 @@ def test_side_columns_of_every_kind_as_pyarrow_lists_them(tmp_path, packed):
             else:
                 values = batch.values(name)
                 assert listed == (values.flatten() if packed else values).to_pylist(), name
+
+
+def test_long_packed_windows_positions_are_written_into_the_workers_block(tmp_path):
+    # 4 windows of 256 tokens: 8 KB of position ids, more than an item's message carries.
+    path = tmp_path / "long.arrow"
+    lt.write(path, corpus_table(n=300), batch_bytes=4096)
+    items, batches = first_items(path, 2, collate="packed", pack=256, batch_size=4, shuffle=True, seed=3)
+    assert len(items) >= 3
+    for item, batch in zip(items, batches):
+        assert item["tokens"]["position_ids"].tolist() == batch.position_ids("tokens").tolist()
+    from lodtensor import _shm
+
+    batch = batches[0]
+    block = _shm.blocks().take(8 * 1024)
+    assert block is not None
+    assert batch._position_ids_into("tokens", block[4], 64) == 1024
+    assert block[4][64 : 64 + 8 * 1024].view(np.int64).tolist() == batch.position_ids("tokens").tolist()
+    with pytest.raises(lt.ArgumentError, match="do not fit"):
+        batch._position_ids_into("tokens", block[4], block[3] - 8)
+    with pytest.raises(lt.ArgumentError, match="RegionPool.take"):
+        batch._position_ids_into("tokens", np.zeros(1 << 16, np.uint8), 0)
+    assert batch._packed("tokens", False)[1] is None
