@@ -499,6 +499,9 @@ class Batch:
         from byte ``start``; how many."""
     def _side_list(self, column: str) -> list[Any] | None:
         """A side column of strings or lists as one list (packed: one value per piece)."""
+    def _side_utf8(self, column: str) -> tuple[bytes, bytes] | None:
+        """A side column of strings without nulls as ``(data, offsets)``: UTF-8 bytes and
+        ``n + 1`` native ``int64`` offsets (``_native.utf8_list`` makes the list)."""
     def next_state_dict(self) -> StateDict: ...
     def values(self, column: str) -> np.ndarray | pa.Array:
         """``[n_elements, *element_shape]``, a read-only view when the batch is a view; a side

@@ -11,11 +11,15 @@ each array of an item goes the cheapest way that leaves the main process its own
   (``Batch.values_place`` too).
 - A small array (offsets, sample numbers, at most ``INLINE_MAX`` bytes) goes in the
   message itself.
-- Any other (a padded batch, packed position ids, a batch gathered on the heap) is copied
-  into one of the worker's shared-memory blocks (a ``memfd``, mapped once and pre-faulted),
-  from the crate's pool of reused regions (``_native.RegionPool``, the loader's own).
-  Making and faulting shared memory for every batch costs about 1 ms per MiB on some
-  virtual machines; a reused block costs one copy.
+- Any other (a padded batch, a batch gathered on the heap) is copied into one of the
+  worker's shared-memory blocks (a ``memfd``, mapped once and pre-faulted), from the
+  crate's pool of reused regions (``_native.RegionPool``, the loader's own). Making and
+  faulting shared memory for every batch costs about 1 ms per MiB on some virtual
+  machines; a reused block costs one copy. A packed column's position ids are not even
+  made first: Rust writes them straight into the block (``Later``).
+- A side column of strings without nulls goes as two ``bytes``, the strings' UTF-8 and
+  their offsets (``Strings``), made a list again in the main process: a pickled string
+  apiece cost more in the worker and in the main process.
 
 The main process maps a worker's shared memory (``Shm``: a region or a block) once, by
 ``/proc/PID/fd/FD``. Its layout is the crate's (``SharedMemory``: ``REGION_HEADER`` bytes
@@ -402,6 +406,16 @@ def plain(values: Any) -> tuple[Any, ...]:
     return (Plain, values)
 
 
+class Strings:
+    """The tag of a list of strings that crosses as two buffers (``Batch._side_utf8``):
+    ``(Strings, data, offsets)`` pickles as two ``bytes``, and ``tensors`` makes the list
+    again (``_native.utf8_list``), cheaper than a string pickled and unpickled apiece."""
+
+
+def strings(data: bytes, offsets: bytes) -> tuple[Any, ...]:
+    return (Strings, data, offsets)
+
+
 def _leaf(start: int, nbytes: int, dtype: str, shape: tuple[int, ...], where: int) -> tuple[Any, ...]:
     return (Leaf, start, nbytes, dtype, shape, where)
 
@@ -415,6 +429,8 @@ def tensors(tree: Any, bases: list[Any], inline: Any = None) -> Any:
     (a buffer, or a uint8 tensor)."""
     if type(tree) is tuple and len(tree) == 2 and tree[0] is Plain:
         return tree[1]
+    if type(tree) is tuple and len(tree) == 3 and tree[0] is Strings:
+        return _native.utf8_list(tree[1], tree[2])
     if type(tree) is tuple and len(tree) == 6 and tree[0] is Leaf:
         _, start, nbytes, dtype_str, shape, where = tree
         source = inline if where == INLINE else bases[where]

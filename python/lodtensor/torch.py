@@ -295,7 +295,7 @@ class BatchDataset(IterableDataset):
         self, batch: Batch, name: str, leaf: Callable[[Any], Any], places: dict[int, Any] | None, packed: bool
     ) -> Any:
         if batch.is_side(name):
-            return _side(batch, name, leaf, packed)
+            return _side(batch, name, leaf, packed, places is not None)
         levels = batch.num_levels(name)
         one_each = levels == 0 or (packed and levels == 1)  # one value per sample, or per piece
         values = batch.values(name) if self.collate != "padded" or one_each else None
@@ -512,10 +512,13 @@ def _packed(values: Any, cu_seqlens: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _side(batch: Batch, name: str, leaf: Callable[[Any], Any], packed: bool) -> Any:
+def _side(batch: Batch, name: str, leaf: Callable[[Any], Any], packed: bool, worker: bool = False) -> Any:
     """Side column ``name`` of an item: numbers as one array, anything else as a list of
     Python values (strings and lists built at once by ``Batch._side_list``, other kinds by
-    pyarrow); packed, one value per piece (the windows' lists flattened)."""
+    pyarrow); packed, one value per piece (the windows' lists flattened). In a ``worker``,
+    strings without nulls as two buffers, the list made in the main process (``_shm.Strings``)."""
+    if worker and (utf8 := batch._side_utf8(name)) is not None:
+        return _shm.strings(*utf8)
     listed = batch._side_list(name)
     if listed is not None:
         return listed

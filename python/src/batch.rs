@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyTuple};
 
 use crate::array::{Array, i64_numpy, rebased_offsets, values_array, values_view, view_numpy};
 use crate::error::{IntoPy, invalid};
@@ -359,7 +359,24 @@ impl Batch {
         let Some(array) = found.side_array() else {
             return Ok(None);
         };
-        crate::pylist::side_list(py, array, self.inner.windows().is_some())
+        crate::pylist::side_list(py, array, self.inner.is_packed())
+    }
+
+    /// A side column of strings without nulls as two buffers, `(data, offsets)` (a
+    /// packed batch's: one string per piece): the strings' UTF-8 bytes one after another
+    /// and `n + 1` native `int64` offsets into them, which `_native.utf8_list` makes the list
+    /// of `_side_list` again; `None` for another kind (or a column that is not a side column).
+    #[allow(clippy::type_complexity)]
+    fn _side_utf8<'py>(
+        &self,
+        py: Python<'py>,
+        column: &str,
+    ) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+        let found = self.inner.data().column_by_name(column).py_err()?;
+        let Some(array) = found.side_array() else {
+            return Ok(None);
+        };
+        crate::pylist::side_utf8(py, array, self.inner.is_packed())
     }
 
     /// A packed batch's position of every token of `column` within its piece of a
