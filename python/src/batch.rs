@@ -332,7 +332,7 @@ impl Batch {
         };
         let n = tokens(&cu);
         let end = n.checked_mul(8).and_then(|b| b.checked_add(start));
-        if end.is_none_or(|end| end > len) || (address as usize + start) % 8 != 0 {
+        if end.is_none_or(|end| end > len) || !(address as usize + start).is_multiple_of(8) {
             let e = format!(
                 "_position_ids_into: {n} positions from byte {start} do not fit \
                  {len} bytes at {address:p}, 8-byte aligned"

@@ -206,7 +206,7 @@ pub fn utf8_list<'py>(
     data: &[u8],
     offsets: &[u8],
 ) -> PyResult<Bound<'py, PyList>> {
-    if offsets.is_empty() || offsets.len() % 8 != 0 {
+    if offsets.is_empty() || !offsets.len().is_multiple_of(8) {
         let e = format!(
             "utf8_list: {} bytes of offsets: not n + 1 int64",
             offsets.len()
