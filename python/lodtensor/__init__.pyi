@@ -494,10 +494,19 @@ class Batch:
         """A packed batch's boundaries, ``int32`` from 0: window and document edges."""
     def position_ids(self, column: str) -> npt.NDArray[np.int64]:
         """A packed batch's positions within each piece of a document."""
-    def _packed(self, column: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], int]:
-        """``(cu_seqlens, position_ids, max_seqlen)`` of a packed column in one call."""
+    def _packed(
+        self, column: str, positions: bool = True
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64] | None, int]:
+        """``(cu_seqlens, position_ids, max_seqlen)`` of a packed column in one call
+        (``position_ids`` ``None`` without ``positions``)."""
+    def _position_ids_into(self, column: str, out: npt.NDArray[np.uint8], start: int) -> int:
+        """Writes ``position_ids(column)`` into ``out`` (an array of ``RegionPool.take``)
+        from byte ``start``; how many."""
     def _side_list(self, column: str) -> list[Any] | None:
         """A side column of strings or lists as one list (packed: one value per piece)."""
+    def _side_utf8(self, column: str) -> tuple[bytes, bytes] | None:
+        """A side column of strings without nulls as ``(data, offsets)``: UTF-8 bytes and
+        ``n + 1`` native ``int64`` offsets (``_native.utf8_list`` makes the list)."""
     def next_state_dict(self) -> StateDict: ...
     def values(self, column: str) -> np.ndarray | pa.Array:
         """``[n_elements, *element_shape]``, a read-only view when the batch is a view; a side

@@ -11,11 +11,15 @@ each array of an item goes the cheapest way that leaves the main process its own
   (``Batch.values_place`` too).
 - A small array (offsets, sample numbers, at most ``INLINE_MAX`` bytes) goes in the
   message itself.
-- Any other (a padded batch, packed position ids, a batch gathered on the heap) is copied
-  into one of the worker's shared-memory blocks (a ``memfd``, mapped once and pre-faulted),
-  from the crate's pool of reused regions (``_native.RegionPool``, the loader's own).
-  Making and faulting shared memory for every batch costs about 1 ms per MiB on some
-  virtual machines; a reused block costs one copy.
+- Any other (a padded batch, a batch gathered on the heap) is copied into one of the
+  worker's shared-memory blocks (a ``memfd``, mapped once and pre-faulted), from the
+  crate's pool of reused regions (``_native.RegionPool``, the loader's own). Making and
+  faulting shared memory for every batch costs about 1 ms per MiB on some virtual
+  machines; a reused block costs one copy. A packed column's position ids are not even
+  made first: Rust writes them straight into the block (``Later``).
+- A side column of strings without nulls goes as two ``bytes``, the strings' UTF-8 and
+  their offsets (``Strings``), made a list again in the main process: a pickled string
+  apiece cost more in the worker and in the main process.
 
 The main process maps a worker's shared memory (``Shm``: a region or a block) once, by
 ``/proc/PID/fd/FD``. Its layout is the crate's (``SharedMemory``: ``REGION_HEADER`` bytes
@@ -32,6 +36,7 @@ process builds each tensor with one ``numpy.frombuffer`` over what it has mapped
 from __future__ import annotations
 
 import ctypes
+import math
 import mmap
 import os
 import weakref
@@ -103,14 +108,17 @@ class Item:
         self._item: dict[str, Any] | None = None
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        # Only objects pickle writes with an opcode of its own (no named tuple, no
+        # bytearray: each of those is a Python-level reduce, microseconds apiece).
         p = self.placed
-        return rebuild, (self.token, self.worker, p.tree, p.sources, p.inline, self.nested)
+        sources = tuple((type(s) is File, *s) for s in p.sources)
+        return rebuild, (self.token, self.worker, p.tree, sources, p.inline, self.nested)
 
     def _local(self) -> dict[str, Any]:
         if self._item is None:
             p = self.placed
             bases = [_base(self.token, self.worker, source, release=False) for source in p.sources]
-            self._item = finish(tensors(p.tree, bases, p.inline), self.nested)
+            self._item = finish(tensors(p.tree, bases, _writable(p.inline)), self.nested)
         return self._item
 
     def __getitem__(self, key: str) -> Any:
@@ -130,11 +138,18 @@ class Item:
 
 
 def rebuild(
-    token: str, worker: int, tree: Any, sources: tuple[Any, ...], inline: bytearray | None, nested: bool
+    token: str, worker: int, tree: Any, sources: tuple[tuple[Any, ...], ...], inline: bytes | None, nested: bool
 ) -> Any:
-    """The item over its sources (files and shared memory), each mapped once in this process."""
-    bases = [_base(token, worker, source) for source in sources]
-    return finish(tensors(tree, bases, inline), nested)
+    """The item over its sources (files and shared memory), each mapped once in this process.
+    ``sources``: each a plain tuple, ``(True, *file)`` for a ``File``, ``(False, *shm)`` for a
+    ``Shm`` (``Item.__reduce__``); ``inline``: the small arrays' bytes."""
+    bases = [_base(token, worker, File(*s[1:]) if s[0] else Shm(*s[1:])) for s in sources]
+    return finish(tensors(tree, bases, _writable(inline)), nested)
+
+
+def _writable(inline: bytes | None) -> bytearray | None:
+    """The small arrays' bytes as memory of this process's own that tensors may write."""
+    return None if inline is None else bytearray(inline)
 
 
 def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> Any:
@@ -158,11 +173,9 @@ def _base(token: str, worker: int, source: File | Shm, release: bool = True) -> 
         mapped = known[1][source.fd] = (source.ino, block)
     if not release:
         return mapped[1]
-    # One array per item and source: the tensors over it hold it (their buffer's exporter)
+    # One lease per item and source: the tensors over it hold it (their buffer's exporter)
     # as long as any of them lives; when it goes, the lend flag says the memory is free.
-    base = np.frombuffer(mapped[1], np.uint8, count=source.size)
-    weakref.finalize(base, _release, np.frombuffer(mapped[1], np.uint8, count=1, offset=FLAG))
-    return base
+    return _lease(source.size).from_buffer(mapped[1])
 
 
 def _map_shared(fd: int, size: int) -> Any:
@@ -177,7 +190,8 @@ def _map_shared(fd: int, size: int) -> Any:
         errno = ctypes.get_errno()
         raise OSError(errno, f"mapping a DataLoader worker's shared memory: {os.strerror(errno)}")
     block = (ctypes.c_ubyte * size).from_address(address)
-    weakref.finalize(block, libc.munmap, address, size)
+    # Not at exit: a lease still held then clears its flag in this mapping (_lease).
+    weakref.finalize(block, libc.munmap, address, size).atexit = False
     return block
 
 
@@ -196,8 +210,22 @@ def _libc() -> Any:
 _LIBC: Any = None
 
 
-def _release(flag: np.ndarray) -> None:
-    flag[0] = 0
+def _lease(size: int) -> Any:
+    """The type of a lease of ``size`` bytes of a worker's shared memory: a ctypes array
+    over the mapping (``from_buffer``: it keeps the mapping) that clears the lend flag when
+    it goes, cheaper than a ``weakref.finalize`` an item."""
+    lease = _LEASES.get(size)
+    if lease is None:
+        flag = FLAG  # bound here: at exit, a module's globals may be gone before its leases
+
+        def release(self: Any) -> None:
+            self[flag] = 0
+
+        lease = _LEASES[size] = type("Lease", (ctypes.c_ubyte * size,), {"__del__": release})
+    return lease
+
+
+_LEASES: dict[int, Any] = {}  # size -> the type of a lease of that many bytes (_lease)
 
 
 def _file(token: str, file: File) -> mmap.mmap:
@@ -236,9 +264,10 @@ class Placed(NamedTuple):
 
     tree: Any
     sources: tuple[Any, ...]
-    inline: bytearray | None
+    inline: bytes | None
 
 
+_ZEROS = bytes(ALIGN)  # the padding after a small array (Placer.finish)
 _DTYPE_STR: dict[np.dtype, str] = {}
 
 
@@ -264,7 +293,10 @@ class Placer:
         self.inline_end = self.block_end = 0
 
     def leaf(self, a: Any) -> Any:
-        if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
+        if type(a) is Later:
+            if a.nbytes <= INLINE_MAX:
+                a = a.array()  # small: made, to go in the message
+        elif not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
             return a  # not an array (a packed batch's max_seqlen)
         nbytes, dtype, shape = a.nbytes, _DTYPE_STR.get(a.dtype) or _dtype_str(a.dtype), a.shape
         place = self.places.get(id(a)) if nbytes else None
@@ -296,11 +328,12 @@ class Placer:
             self.sources[self.block] = Shm(*taken[:4])
             copy(taken[4], self.arrays, self.leaves, self.block)
         inline = None
-        if self.inline_end:
-            inline = bytearray(self.inline_end)
-            for a, (_, start, nbytes, _, _, where) in zip(self.arrays, self.leaves):
+        if self.inline_end:  # the small arrays, in the order their leaves were placed
+            parts: list[bytes] = []
+            for a, (_, _, nbytes, _, _, where) in zip(self.arrays, self.leaves):
                 if where == INLINE and nbytes:
-                    inline[start : start + nbytes] = a.tobytes()
+                    parts += (a.tobytes(), _ZEROS[: -nbytes % ALIGN])
+            inline = b"".join(parts)
         return Placed(tree, tuple(self.sources), inline)
 
     def shared(self, tree: Any) -> Any:
@@ -311,6 +344,7 @@ class Placer:
             leaves.append(_leaf(nbytes, a.nbytes, a.dtype.str, a.shape, 0))
             nbytes += -(-a.nbytes // ALIGN) * ALIGN
         block = torch.empty(nbytes, dtype=torch.uint8).share_memory_()
+        self.arrays = [a.array() if type(a) is Later else a for a in self.arrays]
         copy(block.numpy(), self.arrays, leaves, 0)
         if self.flag:
             ctypes.c_uint8.from_address(self.flag).value = 0
@@ -328,11 +362,32 @@ def _relabel(tree: Any, moved: dict[int, tuple[Any, ...]]) -> Any:
     return tree
 
 
-def copy(raw: np.ndarray, arrays: list[np.ndarray], leaves: list[tuple[Any, ...]], where: int) -> None:
-    """Copies the arrays whose leaves lie in source ``where`` into ``raw``."""
+def copy(raw: np.ndarray, arrays: list[Any], leaves: list[tuple[Any, ...]], where: int) -> None:
+    """Copies the arrays whose leaves lie in source ``where`` into ``raw`` (a ``Later``
+    writes itself there)."""
     for a, (_, start, nbytes, _, _, at) in zip(arrays, leaves):
         if at == where and nbytes:
-            np.copyto(raw[start : start + nbytes].view(a.dtype).reshape(a.shape), a)
+            if type(a) is Later:
+                a.write(raw, start)
+            else:
+                np.copyto(raw[start : start + nbytes].view(a.dtype).reshape(a.shape), a)
+
+
+class Later:
+    """An array of an item written straight where it goes instead of made and then copied
+    (a packed column's position ids, written into the worker's block): ``dtype`` and
+    ``shape`` as an array's; ``write(raw, start)`` writes it into ``raw`` (a writable byte
+    array of ``RegionPool.take``) at byte ``start``; ``array()`` makes it (to go in the
+    message, or into a torch shared tensor)."""
+
+    __slots__ = ("dtype", "shape", "nbytes", "write", "array")
+
+    def __init__(
+        self, dtype: np.dtype, shape: tuple[int, ...], write: Callable[[np.ndarray, int], Any],
+        array: Callable[[], np.ndarray],
+    ) -> None:
+        self.dtype, self.shape, self.write, self.array = dtype, shape, write, array
+        self.nbytes = dtype.itemsize * math.prod(shape)
 
 
 class Leaf:
@@ -351,6 +406,16 @@ def plain(values: Any) -> tuple[Any, ...]:
     return (Plain, values)
 
 
+class Strings:
+    """The tag of a list of strings that crosses as two buffers (``Batch._side_utf8``):
+    ``(Strings, data, offsets)`` pickles as two ``bytes``, and ``tensors`` makes the list
+    again (``_native.utf8_list``), cheaper than a string pickled and unpickled apiece."""
+
+
+def strings(data: bytes, offsets: bytes) -> tuple[Any, ...]:
+    return (Strings, data, offsets)
+
+
 def _leaf(start: int, nbytes: int, dtype: str, shape: tuple[int, ...], where: int) -> tuple[Any, ...]:
     return (Leaf, start, nbytes, dtype, shape, where)
 
@@ -364,6 +429,8 @@ def tensors(tree: Any, bases: list[Any], inline: Any = None) -> Any:
     (a buffer, or a uint8 tensor)."""
     if type(tree) is tuple and len(tree) == 2 and tree[0] is Plain:
         return tree[1]
+    if type(tree) is tuple and len(tree) == 3 and tree[0] is Strings:
+        return _native.utf8_list(tree[1], tree[2])
     if type(tree) is tuple and len(tree) == 6 and tree[0] is Leaf:
         _, start, nbytes, dtype_str, shape, where = tree
         source = inline if where == INLINE else bases[where]

@@ -22,6 +22,7 @@ import os
 import uuid
 import warnings
 import weakref
+from functools import partial
 from multiprocessing.sharedctypes import RawArray
 from typing import Any, Callable, Iterator, Mapping, Union
 
@@ -41,6 +42,7 @@ Collate = Union[None, str, Callable[[Batch], Mapping[str, Any]]]
 Source = Union[str, "os.PathLike[str]", Dataset, ShardedDataset, Mixture]
 
 _MODES = (None, "padded", "nested", "packed")
+_INT64 = np.dtype(np.int64)
 # Slots of the shared epoch array: [0] the epoch `set_epoch` gave, [1 + w] the epochs
 # DataLoader worker w began since (a worker id beyond this is refused, naming it).
 _MAX_WORKERS = 1024
@@ -293,7 +295,7 @@ class BatchDataset(IterableDataset):
         self, batch: Batch, name: str, leaf: Callable[[Any], Any], places: dict[int, Any] | None, packed: bool
     ) -> Any:
         if batch.is_side(name):
-            return _side(batch, name, leaf, packed)
+            return _side(batch, name, leaf, packed, places is not None)
         levels = batch.num_levels(name)
         one_each = levels == 0 or (packed and levels == 1)  # one value per sample, or per piece
         values = batch.values(name) if self.collate != "padded" or one_each else None
@@ -309,7 +311,11 @@ class BatchDataset(IterableDataset):
             return {"values": leaf(padded), "lengths": leaf(lengths), "mask": leaf(mask)}
         if packed and level == 1:  # the documents' edges, as the in-process batch has them
             if self.collate == "packed":  # one call: boundaries, positions and the longest
-                cu_seqlens, position_ids, longest = batch._packed(name)
+                cu_seqlens, made, longest = batch._packed(name, places is None)
+                position_ids: Any = made
+                if made is None:  # a worker's: written into its block (_shm.Later)
+                    write, make = partial(batch._position_ids_into, name), partial(batch.position_ids, name)
+                    position_ids = _shm.Later(_INT64, (int(cu_seqlens[-1]),), write, make)
                 return {"values": leaf(values), "cu_seqlens": leaf(cu_seqlens),
                         "position_ids": leaf(position_ids), "max_seqlen": longest}
             cu_seqlens = batch.cu_seqlens(name)
@@ -506,10 +512,13 @@ def _packed(values: Any, cu_seqlens: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _side(batch: Batch, name: str, leaf: Callable[[Any], Any], packed: bool) -> Any:
+def _side(batch: Batch, name: str, leaf: Callable[[Any], Any], packed: bool, worker: bool = False) -> Any:
     """Side column ``name`` of an item: numbers as one array, anything else as a list of
     Python values (strings and lists built at once by ``Batch._side_list``, other kinds by
-    pyarrow); packed, one value per piece (the windows' lists flattened)."""
+    pyarrow); packed, one value per piece (the windows' lists flattened). In a ``worker``,
+    strings without nulls as two buffers, the list made in the main process (``_shm.Strings``)."""
+    if worker and (utf8 := batch._side_utf8(name)) is not None:
+        return _shm.strings(*utf8)
     listed = batch._side_list(name)
     if listed is not None:
         return listed

@@ -74,6 +74,15 @@ impl Array {
     }
 }
 
+impl Array {
+    /// The address and length of the bytes of an array of [`Array::writable_bytes`]
+    /// (memory its holder may write); `None` for any other array.
+    pub fn writable_range(&self) -> Option<(*mut u8, usize)> {
+        let bytes = self.writable && self.typenum == typenum(DType::UInt8) && self.shape.len() == 1;
+        bytes.then(|| (self.address as *mut u8, self.shape[0]))
+    }
+}
+
 #[lodtensor_python_guard::guard]
 #[pymethods]
 impl Array {

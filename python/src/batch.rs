@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyTuple};
 
 use crate::array::{Array, i64_numpy, rebased_offsets, values_array, values_view, view_numpy};
-use crate::error::IntoPy;
+use crate::error::{IntoPy, invalid};
 use crate::ffi;
 use crate::loader::position_dict;
 
@@ -283,26 +283,68 @@ impl Batch {
 
     /// `(cu_seqlens, position_ids, max_seqlen)` of a packed batch's `column` in one call
     /// (what `lodtensor.torch`'s packed collate gives): `cu_seqlens` and `position_ids` as
-    /// the methods of those names, `max_seqlen` the longest piece.
+    /// the methods of those names, `max_seqlen` the longest piece. Without `positions`,
+    /// `position_ids` is `None` (`_position_ids_into` writes them where they go).
+    #[pyo3(signature = (column, positions = true))]
     fn _packed<'py>(
         &self,
         py: Python<'py>,
         column: &str,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, usize)> {
+        positions: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>, usize)> {
         let cu = self.inner.cu_seqlens(column).py_err()?;
-        let mut ids = Vec::with_capacity(cu.last().map_or(0, |&n| n as usize));
-        let mut longest = 0;
-        for w in cu.windows(2) {
-            let n = w[1] - w[0];
-            longest = longest.max(n as usize);
-            ids.extend(0..i64::from(n));
-        }
-        let (n, m) = (cu.len(), ids.len());
+        let ids = if positions {
+            let mut ids = vec![0; cu.last().map_or(0, |&n| n as usize)];
+            fill_positions(&cu, &mut ids);
+            Some(Array::owned(ids, vec![tokens(&cu)]).into_numpy(py)?)
+        } else {
+            None
+        };
+        let longest = cu.windows(2).map(|w| (w[1] - w[0]) as usize).max();
+        let n = cu.len();
         Ok((
             Array::owned(cu, vec![n]).into_numpy(py)?,
-            Array::owned(ids, vec![m]).into_numpy(py)?,
-            longest,
+            ids,
+            longest.unwrap_or(0),
         ))
+    }
+
+    /// Writes `position_ids(column)` (native `int64`) into `out` from byte `start`, and
+    /// returns how many: `out` a writable byte array of `RegionPool.take` (its region,
+    /// which this process alone writes while it holds the array), `start` a multiple of 8.
+    /// An `ArgumentError` for any other array or for positions that do not fit.
+    fn _position_ids_into(
+        &self,
+        column: &str,
+        out: &Bound<'_, PyAny>,
+        start: usize,
+    ) -> PyResult<usize> {
+        let cu = self.inner.cu_seqlens(column).py_err()?;
+        let base = out.getattr("base")?;
+        let bytes = base
+            .cast::<Array>()
+            .ok()
+            .and_then(|a| a.get().writable_range());
+        let Some((address, len)) = bytes else {
+            return Err(invalid(
+                "_position_ids_into: out is not a writable array of RegionPool.take",
+            ));
+        };
+        let n = tokens(&cu);
+        let end = n.checked_mul(8).and_then(|b| b.checked_add(start));
+        if end.is_none_or(|end| end > len) || !(address as usize + start).is_multiple_of(8) {
+            let e = format!(
+                "_position_ids_into: {n} positions from byte {start} do not fit \
+                 {len} bytes at {address:p}, 8-byte aligned"
+            );
+            return Err(invalid(e));
+        }
+        // SAFETY: `start..start + 8n` lies inside the `len` writable bytes at `address`
+        // (checked above), 8-byte aligned; the array `out` over them, borrowed for this
+        // call, keeps the region alive and busy in its pool, and only its holder writes it.
+        let ids = unsafe { std::slice::from_raw_parts_mut(address.add(start).cast::<i64>(), n) };
+        fill_positions(&cu, ids);
+        Ok(n)
     }
 
     /// A side column's rows as one Python list (a packed batch's: one value per piece, the
@@ -317,7 +359,24 @@ impl Batch {
         let Some(array) = found.side_array() else {
             return Ok(None);
         };
-        crate::pylist::side_list(py, array, self.inner.windows().is_some())
+        crate::pylist::side_list(py, array, self.inner.is_packed())
+    }
+
+    /// A side column of strings without nulls as two buffers, `(data, offsets)` (a
+    /// packed batch's: one string per piece): the strings' UTF-8 bytes one after another
+    /// and `n + 1` native `int64` offsets into them, which `_native.utf8_list` makes the list
+    /// of `_side_list` again; `None` for another kind (or a column that is not a side column).
+    #[allow(clippy::type_complexity)]
+    fn _side_utf8<'py>(
+        &self,
+        py: Python<'py>,
+        column: &str,
+    ) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+        let found = self.inner.data().column_by_name(column).py_err()?;
+        let Some(array) = found.side_array() else {
+            return Ok(None);
+        };
+        crate::pylist::side_utf8(py, array, self.inner.is_packed())
     }
 
     /// A packed batch's position of every token of `column` within its piece of a
@@ -441,6 +500,22 @@ impl Batch {
             self.inner.tokens(),
             self.inner.is_view()
         )
+    }
+}
+
+/// The number of tokens `cu` (`cu_seqlens`) bounds.
+fn tokens(cu: &[i32]) -> usize {
+    cu.last().map_or(0, |&n| n as usize)
+}
+
+/// `ids` (`tokens(cu)` of them) the position of each token within its piece of `cu`.
+/// `cu` is a batch's `cu_seqlens`: from 0, non-decreasing (the batch's offsets, validated).
+fn fill_positions(cu: &[i32], ids: &mut [i64]) {
+    for w in cu.windows(2) {
+        let piece = &mut ids[w[0] as usize..w[1] as usize];
+        for (id, position) in piece.iter_mut().zip(0..) {
+            *id = position;
+        }
     }
 }
 

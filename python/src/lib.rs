@@ -68,6 +68,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(location::commit, m)?)?;
     m.add_function(wrap_pyfunction!(location::index, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize::tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(pylist::utf8_list, m)?)?;
     // The loader options' signature, for the test that the stub's `LoaderOptions` matches it.
     m.add(
         "_loader_options",

@@ -1,17 +1,21 @@
 //! A side column's rows as one Python list, built in Rust (`Batch._side_list`): what
 //! `pyarrow.Array.to_pylist` gives, without the trip through the C data interface and
 //! pyarrow's per-value objects, for the kinds a side column usually holds (strings, numbers,
-//! booleans and lists of them). Any other kind is left to pyarrow (`None`).
+//! booleans and lists of them). Any other kind is left to pyarrow (`None`). A column of
+//! strings crosses to another process as two buffers instead (`Batch._side_utf8`), made a
+//! list there (`utf8_list`).
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
     UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, ArrayRef, OffsetSizeTrait};
+use arrow_array::{Array, ArrayRef, GenericListArray, GenericStringArray, OffsetSizeTrait};
 use arrow_schema::DataType;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyBytes, PyList, PyString};
+
+use crate::error::invalid;
 
 /// The rows of `array` as a Python list (`flatten`: the rows of each row, a list array's
 /// values in order, as one list); `None` when the rows are numbers or booleans (numpy's),
@@ -136,4 +140,93 @@ fn list<'py>(py: Python<'py>, values: &ArrayRef) -> PyResult<Bound<'py, PyAny>> 
         .map(|i| value(py, values.as_ref(), i))
         .collect::<PyResult<Vec<_>>>()?;
     Ok(PyList::new(py, items)?.into_any())
+}
+
+/// The rows of a side column of strings without nulls as two buffers, `(data, offsets)`:
+/// the strings' UTF-8 bytes one after another and `n + 1` native `int64` offsets into them
+/// (`flatten`: each row's strings in turn, as [`side_list`]). What crosses to another
+/// process instead of `n` Python strings ([`utf8_list`] makes them there); `None` for
+/// another kind, or with a null.
+pub fn side_utf8<'py>(
+    py: Python<'py>,
+    array: &ArrayRef,
+    flatten: bool,
+) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    let strings = match (flatten, array.data_type()) {
+        (false, _) => Some(array.clone()),
+        (true, DataType::List(_)) => flat_values(array.as_list::<i32>()),
+        (true, DataType::LargeList(_)) => flat_values(array.as_list::<i64>()),
+        (true, _) => None,
+    };
+    let Some(strings) = strings.filter(|s| s.null_count() == 0) else {
+        return Ok(None);
+    };
+    match strings.data_type() {
+        DataType::Utf8 => buffers(py, strings.as_string::<i32>()).map(Some),
+        DataType::LargeUtf8 => buffers(py, strings.as_string::<i64>()).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The values the rows of `lists` reach, in order; `None` with a null row.
+fn flat_values<O: OffsetSizeTrait>(lists: &GenericListArray<O>) -> Option<ArrayRef> {
+    if lists.null_count() != 0 {
+        return None;
+    }
+    let offsets = lists.value_offsets();
+    let (start, end) = (offsets[0].as_usize(), offsets[lists.len()].as_usize());
+    Some(lists.values().slice(start, end - start))
+}
+
+/// `strings` as `(data, offsets)` ([`side_utf8`]), the offsets from 0.
+fn buffers<'py, O: OffsetSizeTrait>(
+    py: Python<'py>,
+    strings: &GenericStringArray<O>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let offsets = strings.value_offsets();
+    let first = offsets[0].as_usize();
+    let last = offsets[offsets.len() - 1].as_usize();
+    let data = PyBytes::new(py, &strings.value_data()[first..last]);
+    let offsets = PyBytes::new_with(py, offsets.len() * 8, |out| {
+        for (bytes, o) in out.chunks_exact_mut(8).zip(offsets) {
+            bytes.copy_from_slice(&((o.as_usize() - first) as i64).to_ne_bytes());
+        }
+        Ok(())
+    })?;
+    Ok((data, offsets))
+}
+
+/// The strings `data` holds at `offsets` (`n + 1` native `int64`), as a list of `n`: what
+/// [`side_utf8`] gave, made in the process it crossed to. An `ArgumentError` naming the
+/// first offset out of order or beyond `data`, or the first string that is not UTF-8.
+#[lodtensor_python_guard::guard]
+#[pyfunction]
+pub fn utf8_list<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    offsets: &[u8],
+) -> PyResult<Bound<'py, PyList>> {
+    if offsets.is_empty() || !offsets.len().is_multiple_of(8) {
+        let e = format!(
+            "utf8_list: {} bytes of offsets: not n + 1 int64",
+            offsets.len()
+        );
+        return Err(invalid(e));
+    }
+    let offsets: Vec<i64> = (offsets.chunks_exact(8))
+        .map(|b| i64::from_ne_bytes(b.try_into().expect("chunks of 8 bytes")))
+        .collect();
+    let mut out = Vec::with_capacity(offsets.len() - 1);
+    for (i, w) in offsets.windows(2).enumerate() {
+        let (start, end) = (usize::try_from(w[0]).ok(), usize::try_from(w[1]).ok());
+        let Some(text) = start.zip(end).and_then(|(start, end)| data.get(start..end)) else {
+            let (start, end, n) = (w[0], w[1], data.len());
+            let e = format!("utf8_list: string {i}: offsets {start}..{end} outside 0..{n}");
+            return Err(invalid(e));
+        };
+        let text = std::str::from_utf8(text)
+            .map_err(|e| invalid(format!("utf8_list: string {i} is not UTF-8: {e}")))?;
+        out.push(PyString::new(py, text));
+    }
+    PyList::new(py, out)
 }

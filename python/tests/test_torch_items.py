@@ -22,6 +22,7 @@ else:
 
 from torch.utils.data import DataLoader  # noqa: E402
 
+from lodtensor import _native  # noqa: E402
 from lodtensor.torch import BatchDataset  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:This DataLoader will create", "ignore:'set_vital'")
@@ -248,3 +249,60 @@ def test_side_columns_of_every_kind_as_pyarrow_lists_them(tmp_path, packed):
             else:
                 values = batch.values(name)
                 assert listed == (values.flatten() if packed else values).to_pylist(), name
+            utf8 = batch._side_utf8(name)  # strings without nulls only, as a worker sends them
+            assert utf8 is None or _native.utf8_list(*utf8) == listed, name
+            if name in ("view", "nested", "flag", "kind") or None in (listed or [None]):
+                assert utf8 is None, name
+
+
+def test_long_packed_windows_positions_are_written_into_the_workers_block(tmp_path):
+    # 4 windows of 256 tokens: 8 KB of position ids, more than an item's message carries.
+    path = tmp_path / "long.arrow"
+    lt.write(path, corpus_table(n=300), batch_bytes=4096)
+    items, batches = first_items(path, 2, collate="packed", pack=256, batch_size=4, shuffle=True, seed=3)
+    assert len(items) >= 3
+    for item, batch in zip(items, batches):
+        assert item["tokens"]["position_ids"].tolist() == batch.position_ids("tokens").tolist()
+    from lodtensor import _shm
+
+    batch = batches[0]
+    block = _shm.blocks().take(8 * 1024)
+    assert block is not None
+    assert batch._position_ids_into("tokens", block[4], 64) == 1024
+    assert block[4][64 : 64 + 8 * 1024].view(np.int64).tolist() == batch.position_ids("tokens").tolist()
+    with pytest.raises(lt.ArgumentError, match="do not fit"):
+        batch._position_ids_into("tokens", block[4], block[3] - 8)
+    with pytest.raises(lt.ArgumentError, match="RegionPool.take"):
+        batch._position_ids_into("tokens", np.zeros(1 << 16, np.uint8), 0)
+    assert batch._packed("tokens", False)[1] is None
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_strings_without_nulls_cross_from_workers_as_two_buffers(tmp_path, packed):
+    path = tmp_path / "names.arrow"
+    names = [f"dóc/{r}.txt" for r in range(60)]
+    table = corpus_table().set_column(2, "source", pa.array(names, pa.large_string() if packed else pa.string()))
+    lt.write(path, table, batch_bytes=1024)
+    options = dict(pack=16, batch_size=3) if packed else dict(batch_size=7)
+    items, batches = first_items(path, 2, collate="packed", shuffle=True, seed=5, **options)
+    for item, batch in zip(items, batches):
+        assert item["source"] == [names[r] for r in item["samples"].tolist()]
+        assert _native.utf8_list(*batch._side_utf8("source")) == batch._side_list("source")
+
+
+def test_utf8_list_refuses_offsets_and_bytes_that_are_not_strings():
+    def offsets(*o):
+        return np.array(o, np.int64).tobytes()
+
+    assert _native.utf8_list(b"abcd", offsets(0, 1, 4)) == ["a", "bcd"]
+    assert _native.utf8_list(b"", offsets(0)) == []
+    with pytest.raises(lt.ArgumentError, match="string 1: offsets 3..2 outside"):
+        _native.utf8_list(b"abcd", offsets(0, 3, 2))
+    with pytest.raises(lt.ArgumentError, match="string 0: offsets -1..1"):
+        _native.utf8_list(b"abcd", offsets(-1, 1))
+    with pytest.raises(lt.ArgumentError, match="outside 0..4"):
+        _native.utf8_list(b"abcd", offsets(0, 5))
+    with pytest.raises(lt.ArgumentError, match="string 0 is not UTF-8"):
+        _native.utf8_list(b"\xff", offsets(0, 1))
+    with pytest.raises(lt.ArgumentError, match="not n \\+ 1 int64"):
+        _native.utf8_list(b"", b"123")

@@ -361,6 +361,26 @@ impl Batch {
         self.index
     }
 
+    /// Whether the batch is packed (its samples are windows; the loader packs,
+    /// [`LoaderBuilder::with_packing`](super::LoaderBuilder::with_packing)): what
+    /// `windows().is_some()` says, without making the windows' pieces.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::loader::{Loader, Packing};
+    /// let mut packs = Loader::builder(&file).with_batch_size(1).with_packing(Packing::new(4)).build()?;
+    /// assert!(packs.next_batch()?.expect("a window").is_packed());
+    /// let mut rows = Loader::builder(&file).with_batch_size(1).build()?;
+    /// assert!(!rows.next_batch()?.expect("a row").is_packed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_packed(&self) -> bool {
+        self.plan.windows().is_some()
+    }
+
     /// A packed batch's windows, each the list of its pieces of documents, in batch order
     /// (`None` unless the loader packs, [`LoaderBuilder::with_packing`](super::LoaderBuilder::with_packing)).
     ///
