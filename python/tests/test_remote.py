@@ -94,7 +94,9 @@ def test_a_loader_reading_by_ranges_gives_the_default_loader_s_batches(remote, s
     local = lt.open(shards_dir)
     ds = open_remote(remote, tmp_path)
     # (The Rust tests compare more modes: tests/it/remote/take.rs.)
-    for options in [LOADER_MODES[1], {"batch_size": 3, "pack": 16, "shuffle": True, "seed": 2}]:
+    # Few, large batches: each is a round of range requests per level on moto.
+    modes = [{"token_budget": 600, "shuffle": True, "seed": 3}, {"batch_size": 40, "pack": 16, "shuffle": True, "seed": 2}]
+    for options in modes:
         ranged = [(b.samples.tolist(), b.to_pyarrow()) for b in ds.loader(cache="ranges", **options)]
         assert ranged == batches(local, options), options
     stats = ds.cache_stats()

@@ -122,9 +122,10 @@ fn a_loader_reading_by_ranges_gives_the_cached_loader_s_batches() {
     let Some(s3) = S3Server::start() else { return };
     let (dir, _, url, _) = uploaded(&s3, "ranged", write_wide);
     let modes: [fn(LoaderBuilder<'_>) -> LoaderBuilder<'_>; 3] = [
-        |b| b.with_batch_size(7).with_shuffle(2),
-        |b| b.with_token_budget(300).with_shuffle(3),
-        |b| b.with_batch_size(4).with_buckets(vec![20]).shard(1, 2),
+        // Few batches: each is a round of range requests per level on moto.
+        |b| b.with_batch_size(30).with_shuffle(2),
+        |b| b.with_token_budget(2000).with_shuffle(3),
+        |b| b.with_batch_size(16).with_buckets(vec![20]).shard(1, 2),
     ];
     let cached =
         ShardedDataset::open_with(&url, &s3.options().with_cache_dir(dir.path().join("a")))
@@ -157,7 +158,7 @@ fn a_loader_reading_by_ranges_gives_the_cached_loader_s_batches() {
     assert!(stats.range_bytes > 0);
     // Packed, shuffled: the same windows, tokens and side columns.
     let packed = |data| {
-        let b = Loader::builder(data).with_batch_size(3).with_shuffle(5);
+        let b = Loader::builder(data).with_batch_size(16).with_shuffle(5);
         b.with_packing(lodtensor::loader::Packing::new(40))
     };
     let mut a = packed(&cached).build().unwrap();
