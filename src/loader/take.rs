@@ -171,16 +171,16 @@ impl ShardedDataset {
         columns: Option<&[&str]>,
     ) -> Result<HashMap<usize, Runs>> {
         let files = self.files();
+        // Every (shard, row) once, sorted: each far shard's rows are one run of it.
+        let mut sorted = located.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
         let far: Vec<(usize, Vec<usize>)> = (touched.iter())
             .filter(|&&s| !files.at_hand(s))
             .map(|&s| {
-                let mut rows: Vec<usize> = (located.iter())
-                    .filter(|&&(shard, _)| shard == s)
-                    .map(|&(_, r)| r)
-                    .collect();
-                rows.sort_unstable();
-                rows.dedup();
-                (s, rows)
+                let first = sorted.partition_point(|&(shard, _)| shard < s);
+                let end = sorted.partition_point(|&(shard, _)| shard <= s);
+                (s, sorted[first..end].iter().map(|&(_, r)| r).collect())
             })
             .collect();
         if far.is_empty() {
