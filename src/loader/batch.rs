@@ -8,6 +8,7 @@ use super::Loader;
 use super::SharedMemory;
 use super::mix::Blend;
 use super::place::{Place, place_of};
+use super::state::LoaderState;
 use super::{BatchInfo, Fingerprint, Piece, Plan, Position};
 use crate::dataset::Dataset;
 use crate::error::ArgumentError;
@@ -342,6 +343,25 @@ impl Batch {
             batch: self.steps.end,
             ..self.position()
         }
+    }
+
+    /// The loader's state after this batch: [`Batch::next_position`], and what a loader
+    /// built with other options needs to go on from it ([`Loader::restore`](super::Loader::restore)).
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).build()?;
+    /// let batch = loader.next_batch()?.expect("a batch");
+    /// assert_eq!(batch.next_state().position(), batch.next_position());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn next_state(&self) -> LoaderState {
+        let position = self.next_position();
+        super::state_at(&self.plan, position)
     }
 
     /// The batch's index in its epoch's [`Plan`].

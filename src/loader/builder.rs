@@ -8,6 +8,7 @@ use super::gather::{ColumnInfo, Gatherer};
 use super::mix::{Blend, Mixture, read_mixture};
 use super::pack::Packing;
 use super::position::Hasher;
+use super::schedule::Schedules;
 use super::store;
 use crate::dataset::{Column, Dataset};
 use crate::error::ArgumentError;
@@ -160,6 +161,8 @@ pub struct LoaderBuilder<'a> {
     ranges: bool,
     /// Whether to gather into shared memory ([`LoaderBuilder::with_shared_memory`]).
     pub(super) shared_memory: bool,
+    /// Options over training ([`LoaderBuilder::with_batch_size_schedule`] and the like).
+    schedules: Schedules,
 }
 
 /// The groups of alternative options, indices into [`LoaderBuilder::chosen`].
@@ -189,6 +192,7 @@ impl<'a> LoaderBuilder<'a> {
             lazy: true,
             ranges: false,
             shared_memory: false,
+            schedules: Schedules::default(),
         }
     }
 
@@ -627,13 +631,39 @@ impl<'a> LoaderBuilder<'a> {
             lazy,
             ranges,
             shared_memory: shared,
+            schedules,
             ..
         } = self;
+        if let Some(batch) = &schedules.batch {
+            // The first value decides what the store measures (lengths for a budget).
+            config.batch = batch.at(0);
+        }
         let storage = (lazy, ranges);
         let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, storage)?;
-        let config = config.with_balanced_turns();
+        schedules.validate(&config)?;
+        if schedules.pack.is_some() && config.packing.is_none() {
+            return Err(ArgumentError::LoaderConfig {
+                option: "pack",
+                reason: "a pack length schedule needs packing options (with_packing)".into(),
+            }
+            .into());
+        }
+        if blend.is_some() && !schedules.is_empty() {
+            return Err(ArgumentError::LoaderConfig {
+                option: "schedule",
+                reason: "not with a mixture: its batches follow its own draws".into(),
+            }
+            .into());
+        }
+        let config = config.with_turns(!schedules.is_empty());
         let (rows, shards) = (inputs.rows.starts(), inputs.shards.starts());
         let mut fingerprint = config.fingerprint(&inputs.lengths, rows, shards);
+        let mut options = Hasher::new();
+        options.add(&[fingerprint.options]);
+        if !schedules.is_empty() {
+            schedules.hash_into(&mut options);
+            fingerprint.options = options.finish();
+        }
         let blend = match blend {
             Some(mut blend) => {
                 blend.count_first_epochs(&config, &inputs.lengths)?;
@@ -654,6 +684,9 @@ impl<'a> LoaderBuilder<'a> {
             plan: None,
             position: (0, 0),
             gatherer: Gatherer::new(shared),
+            schedules,
+            resumed: None,
+            tokens: Some((0, 0)),
         })
     }
 }
@@ -672,3 +705,4 @@ pub(super) fn empty_columns(schema: &Schema) -> Result<Vec<Column>> {
 
 mod balance;
 mod ranges;
+mod schedule;

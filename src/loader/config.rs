@@ -154,7 +154,7 @@ const DEALT_BATCHES: u64 = 1;
 const BALANCED: u64 = 0x6261_6c61_6e63_6564;
 
 /// Everything that decides a plan besides the lengths and the epoch.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct PlanConfig {
     pub batch: BatchSize,
     pub drop_last: bool,
@@ -331,10 +331,11 @@ impl PlanConfig {
         self.balance.map_or(0.0, Balance::weight)
     }
 
-    /// With balance, ranks take turns in global steps of `world` batches whichever way
-    /// they were sharded: `shard` ranks become turns.
-    pub fn with_balanced_turns(mut self) -> Self {
-        if let (Some(_), Ranks::Parts { rank, world }) = (self.balance, self.ranks) {
+    /// With balance or a schedule (`scheduled`), ranks take turns in global steps of
+    /// `world` batches whichever way they were sharded: `shard` ranks become turns.
+    pub fn with_turns(mut self, scheduled: bool) -> Self {
+        let steps = self.balance.is_some() || scheduled;
+        if let (true, Ranks::Parts { rank, world }) = (steps, self.ranks) {
             self.ranks = Ranks::Turns {
                 rank,
                 world,
@@ -342,6 +343,16 @@ impl PlanConfig {
             };
         }
         self
+    }
+
+    /// These options as every rank of ranks taking turns has them (their plans are the
+    /// same): rank 0's.
+    pub fn of_every_rank(&self) -> PlanConfig {
+        let mut config = self.clone();
+        if let Ranks::Turns { rank, .. } = &mut config.ranks {
+            *rank = 0;
+        }
+        config
     }
 
     /// A portable hash of the options and the data, stored in every [`super::Position`]

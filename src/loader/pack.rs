@@ -40,6 +40,9 @@ enum Layout {
     /// (`starts[i]`: tokens before document `order[i]`; one more entry, the total).
     Stream {
         order: Rows,
+        /// Where each entry of `order` starts in its document, when not every entry is a
+        /// whole document (the pieces a resumed epoch packs again, [`Docs`]).
+        skips: Option<Vec<u32>>,
         starts: Vec<usize>,
         /// Where each window starts: the last document starting at or before its first
         /// token (Megatron-LM's sample index), a number in `order`.
@@ -74,6 +77,9 @@ enum Layout {
 pub struct Windows {
     seq_len: usize,
     window_len: usize,
+    /// (first window, window length) where windows of other lengths start: windows of
+    /// several parts of an epoch put together ([`Windows::joined`]); empty otherwise.
+    lens: Vec<(usize, usize)>,
     layout: Layout,
     windows: usize,
     tokens: usize,
@@ -83,12 +89,17 @@ pub struct Windows {
 impl Windows {
     /// Packs the documents `order` (rows, in the epoch's order) of lengths `lengths`.
     pub(crate) fn build(packing: &Packing, lengths: &[u32], order: Rows) -> Windows {
+        Windows::of_docs(packing, Docs::whole(order, lengths))
+    }
+
+    /// Packs `docs`, in their order.
+    pub(crate) fn of_docs(packing: &Packing, docs: Docs<'_>) -> Windows {
         match packing.mode() {
-            PackMode::Split { pad_last } => stream(packing, pad_last, lengths, order),
+            PackMode::Split { pad_last } => stream(packing, pad_last, docs),
             PackMode::BestFit {
                 lookahead,
                 overlong,
-            } => best_fit(packing, (lookahead, overlong), lengths, &order),
+            } => best_fit(packing, (lookahead, overlong), &docs),
         }
     }
 
@@ -188,11 +199,16 @@ impl Windows {
             for (&w, &i) in group.iter().zip(at) {
                 let before = out.len();
                 match &self.layout {
-                    Layout::Stream { order, starts, .. } => {
+                    Layout::Stream {
+                        order,
+                        skips,
+                        starts,
+                        ..
+                    } => {
                         let total = *starts.last().expect("starts has the total");
                         let from = w * self.seq_len;
                         let to = (from + self.window_len).min(total);
-                        stream_pieces(order, starts, (i, from..to), out);
+                        stream_pieces((order, skips.as_deref()), starts, (i, from..to), out);
                     }
                     Layout::Bins { pieces, starts } => out.extend(&pieces[i..starts[w + 1]]),
                 }
@@ -207,6 +223,7 @@ impl Windows {
     pub(crate) fn run(&self, ids: &[usize]) -> Option<(Range<usize>, Stream<'_>, usize)> {
         let Layout::Stream {
             order,
+            skips: None,
             starts,
             firsts,
         } = &self.layout
@@ -292,12 +309,12 @@ impl Windows {
 }
 
 /// Concatenate and split.
-fn stream(packing: &Packing, pad_last: bool, lengths: &[u32], order: Rows) -> Windows {
-    let mut starts = Vec::with_capacity(order.len() + 1);
+fn stream(packing: &Packing, pad_last: bool, docs: Docs<'_>) -> Windows {
+    let mut starts = Vec::with_capacity(docs.len() + 1);
     let mut total = 0usize;
-    for d in order.iter(0..order.len()) {
+    for i in 0..docs.len() {
         starts.push(total);
-        total += lengths[d] as usize;
+        total += docs.piece(i).n_tokens;
     }
     starts.push(total);
     let (seq, extra) = (packing.seq_len(), usize::from(packing.extra_token()));
@@ -314,15 +331,19 @@ fn stream(packing: &Packing, pad_last: bool, lengths: &[u32], order: Rows) -> Wi
     let tokens = (0..windows)
         .map(|w| (total - w * seq).min(seq + extra))
         .sum();
-    let firsts = match fits_u32(order.len()) {
+    let firsts = match fits_u32(docs.len()) {
         true => Rows::Narrow(firsts_of::<u32>(&starts, windows, seq)),
         false => Rows::Wide(firsts_of::<usize>(&starts, windows, seq)),
     };
     Windows {
         seq_len: seq,
         window_len: seq + extra,
+        lens: Vec::new(),
         layout: Layout::Stream {
-            order,
+            order: docs.rows,
+            skips: docs
+                .pieces
+                .map(|p| p.into_iter().map(|(first, _)| first).collect()),
             starts,
             firsts,
         },
@@ -350,7 +371,7 @@ fn firsts_of<S: Slot>(starts: &[usize], windows: usize, seq: usize) -> Vec<S> {
 /// The pieces of stream tokens `range` (within the total), appended to `out`, document `i`
 /// the first that may hold any.
 fn stream_pieces(
-    order: &Rows,
+    (order, skips): (&Rows, Option<&[u32]>),
     starts: &[usize],
     (mut i, range): (usize, Range<usize>),
     out: &mut Vec<Piece>,
@@ -359,9 +380,10 @@ fn stream_pieces(
     while at < range.end {
         let end = starts[i + 1].min(range.end);
         if end > at {
+            let skip = skips.map_or(0, |s| s[i] as usize);
             out.push(Piece {
                 row: order.get(i),
-                first_token: at - starts[i],
+                first_token: at - starts[i] + skip,
                 n_tokens: end - at,
             });
         }
@@ -374,17 +396,17 @@ fn stream_pieces(
 fn best_fit(
     packing: &Packing,
     (lookahead, overlong): (usize, Overlong),
-    lengths: &[u32],
-    order: &Rows,
+    docs: &Docs<'_>,
 ) -> Windows {
     let cap = packing.window_len();
     let (mut pieces, mut starts) = (Vec::new(), vec![0]);
     let (mut dropped, mut tokens) = (0, 0);
     let mut pool = Vec::new();
-    for chunk in (0..order.len()).step_by(lookahead.max(1)) {
+    for chunk in (0..docs.len()).step_by(lookahead.max(1)) {
         pool.clear();
-        for row in order.iter(chunk..(chunk + lookahead.max(1)).min(order.len())) {
-            let len = lengths[row] as usize;
+        for i in chunk..(chunk + lookahead.max(1)).min(docs.len()) {
+            let doc = docs.piece(i);
+            let len = doc.n_tokens;
             if len > cap && overlong == Overlong::Drop {
                 dropped += len;
                 continue;
@@ -392,8 +414,8 @@ fn best_fit(
             for first in (0..len).step_by(cap) {
                 let n_tokens = (len - first).min(cap);
                 pool.push(Piece {
-                    row,
-                    first_token: first,
+                    row: doc.row,
+                    first_token: doc.first_token + first,
                     n_tokens,
                 });
             }
@@ -407,6 +429,7 @@ fn best_fit(
     Windows {
         seq_len: packing.seq_len(),
         window_len: cap,
+        lens: Vec::new(),
         windows: starts.len() - 1,
         layout: Layout::Bins { pieces, starts },
         tokens,
@@ -480,6 +503,47 @@ impl Rooms {
             self.any[word] &= !(1 << (room % 64));
         }
         Some((room, bin))
+    }
+}
+
+/// What an epoch packs, in order: whole documents, or (an epoch resumed under other
+/// options) the pieces of them that no earlier part of the epoch read.
+#[derive(Clone)]
+pub(crate) struct Docs<'a> {
+    /// The documents (global rows), one entry per document or piece.
+    pub rows: Rows,
+    /// Every document's length.
+    pub lengths: &'a [u32],
+    /// Per entry: its first token and number of tokens; `None`: whole documents.
+    pub pieces: Option<Vec<(u32, u32)>>,
+}
+
+impl<'a> Docs<'a> {
+    /// The whole documents `rows`.
+    pub(crate) fn whole(rows: Rows, lengths: &'a [u32]) -> Self {
+        Docs {
+            rows,
+            lengths,
+            pieces: None,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Entry `i`.
+    pub(crate) fn piece(&self, i: usize) -> Piece {
+        let row = self.rows.get(i);
+        let (first_token, n_tokens) = match &self.pieces {
+            Some(p) => (p[i].0 as usize, p[i].1 as usize),
+            None => (0, self.lengths[row] as usize),
+        };
+        Piece {
+            row,
+            first_token,
+            n_tokens,
+        }
     }
 }
 
@@ -609,6 +673,7 @@ pub(super) fn windows_of_pieces(
     Windows {
         seq_len: window_len,
         window_len,
+        lens: Vec::new(),
         windows: starts.len() - 1,
         layout: Layout::Bins { pieces, starts },
         tokens,
@@ -616,5 +681,6 @@ pub(super) fn windows_of_pieces(
     }
 }
 
+mod rest;
 #[cfg(test)]
 pub(super) mod tests;

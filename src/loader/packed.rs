@@ -41,7 +41,7 @@ pub(super) struct Layout {
 impl Layout {
     /// Refills the layout with windows `ids` of `windows`.
     fn fill(&mut self, windows: &Windows, ids: &[usize]) {
-        self.window_len = windows.window_len();
+        self.window_len = ids.first().map_or(0, |&w| windows.window_len_of(w));
         self.pieces.clear();
         self.counts.clear();
         windows.pieces_of(ids, &mut self.pieces, &mut self.counts);

@@ -27,6 +27,7 @@ use crate::row_index::RowIndex;
 use super::config::{PlanConfig, Ranks, cost};
 use super::order::{Slot, epoch_order, fits_u32};
 use super::pack::{Windows, packed_plan};
+use super::parts::Parts;
 use batched::Batched;
 
 /// What each item of an order (a sample, or a packed window) costs ([`super::Balance`]).
@@ -154,14 +155,17 @@ impl BatchInfo {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
-    epoch: u64,
-    samples: Vec<usize>,
-    infos: Vec<BatchInfo>,
+    pub(super) epoch: u64,
+    pub(super) samples: Vec<usize>,
+    pub(super) infos: Vec<BatchInfo>,
     /// Each batch's cost, as the planner counted it.
-    costs: Vec<f64>,
-    dropped: usize,
+    pub(super) costs: Vec<f64>,
+    pub(super) dropped: usize,
     /// A packed epoch's windows (then `samples` are window numbers).
-    windows: Option<Arc<Windows>>,
+    pub(super) windows: Option<Arc<Windows>>,
+    /// The options each part of the epoch was planned under (a loader's plan; none for a
+    /// take's).
+    pub(super) parts: Parts,
 }
 
 impl Plan {
@@ -191,6 +195,20 @@ impl Plan {
             costs: vec![info.tokens as f64],
             dropped: 0,
             windows: None,
+            parts: Parts::default(),
+        }
+    }
+
+    /// A plan of `epoch` without batches.
+    pub(super) fn empty(epoch: u64) -> Plan {
+        Plan {
+            epoch,
+            samples: Vec::new(),
+            infos: Vec::new(),
+            costs: Vec::new(),
+            dropped: 0,
+            windows: None,
+            parts: Parts::default(),
         }
     }
 

@@ -253,6 +253,12 @@ impl Packing {
         self.seq_len + usize::from(self.extra_token)
     }
 
+    /// These options with windows of `seq_len` tokens (a pack length schedule's value).
+    pub(crate) fn of_len(mut self, seq_len: usize) -> Packing {
+        self.seq_len = seq_len;
+        self
+    }
+
     /// The words hashed into a loader's fingerprint: the same as when every setting was a
     /// field of its own (a mode's absent settings at their old defaults), so positions
     /// saved then still resume.

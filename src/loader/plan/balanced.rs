@@ -86,6 +86,7 @@ pub(super) fn plan<L: Slot, S: Slot>(
             costs: Vec::new(),
             dropped: 0,
             windows: None,
+            parts: Default::default(),
         },
     };
     let (mut pool, mut size) = (Vec::new(), 0usize);

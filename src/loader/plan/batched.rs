@@ -110,6 +110,7 @@ impl<T: Slot> Batched<T> {
             costs: self.costs,
             dropped: self.dropped,
             windows: None,
+            parts: Default::default(),
         }
     }
 
@@ -134,6 +135,7 @@ impl<T: Slot> Batched<T> {
             costs: Vec::with_capacity(share),
             dropped: 0,
             windows: None,
+            parts: Default::default(),
         };
         for &b in &kept[share * rank..share * (rank + 1)] {
             let info = self.infos[b];

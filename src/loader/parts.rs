@@ -1,0 +1,240 @@
+//! An epoch planned in parts: the batches a saved state's loader read, under its options,
+//! then the rest of the epoch under this loader's, and with a schedule under each value
+//! from the global step it takes over. Each part is planned over what the parts before it
+//! left: samples in the epoch's order, or (packed) the tokens no window read.
+//!
+//! ```text
+//! order ──plan(A)──▶ A's first a batches ─┐
+//!   └─ unread ──plan(B)──▶ B's first b batches ─┐
+//!        └─ unread ──plan(C)──▶ all of C's ──────┴──▶ one plan: a + b + c batches
+//! ```
+
+use std::sync::Arc;
+
+use super::config::PlanConfig;
+use super::order::{Rows, epoch_order};
+use super::pack::{Docs, Windows, window_order};
+use super::plan::{Costs, Plan};
+use super::schedule::Schedules;
+use super::store::PlanInputs;
+
+/// Where each part of an epoch's plan starts and the options it was planned under.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Parts {
+    /// (first batch, options as every rank has them), in order; the first starts at 0.
+    pub starts: Vec<(usize, PlanConfig)>,
+    /// Where this loader's own parts start: the batches before were read under a saved
+    /// state's options.
+    pub own: usize,
+    /// Global tokens read before the epoch, when known.
+    pub tokens_before: Option<u64>,
+}
+
+impl Parts {
+    /// The parts read before batch `end`: each part's options and where it ends.
+    pub fn read_before(&self, end: usize) -> Vec<(PlanConfig, usize)> {
+        let mut read = Vec::new();
+        for (i, (start, config)) in self.starts.iter().enumerate() {
+            if *start >= end {
+                break;
+            }
+            let next = self.starts.get(i + 1).map_or(end, |(s, _)| (*s).min(end));
+            read.push((config.clone(), next));
+        }
+        read
+    }
+}
+
+/// What the epoch has left to plan.
+enum Left<'a> {
+    /// Samples, in the epoch's order.
+    Samples(Vec<usize>),
+    /// Documents or pieces of them, in the order packing takes them.
+    Docs(Docs<'a>),
+}
+
+/// The plan of `epoch`: the first batches of each of `read` (options, and where it ended
+/// in the epoch's plan), then the rest under `base`'s options with `schedules`' values at
+/// the global tokens read (from `tokens_before` at the epoch's start). `None` when a part
+/// of `read` does not have the batches it says it ended at.
+pub(crate) fn plan(
+    read: &[(PlanConfig, usize)],
+    (base, schedules): (&PlanConfig, &Schedules),
+    tokens_before: u64,
+    inputs: &PlanInputs,
+    epoch: u64,
+) -> Option<Plan> {
+    let lengths = &inputs.lengths[..];
+    let order = epoch_order::<usize>(
+        base.shuffle,
+        lengths.len(),
+        &inputs.rows,
+        &inputs.shards,
+        epoch,
+    );
+    let mut left = match base.packing {
+        Some(_) => Left::Docs(Docs::whole(Rows::Wide(order), lengths)),
+        None => Left::Samples(order),
+    };
+    let mut out = Joined::new(epoch);
+    for (config, end) in read {
+        let part = plan_left(config, &left, inputs, epoch);
+        let take = end.checked_sub(out.infos.len())?;
+        if take > part.len() {
+            return None;
+        }
+        left = out.push(part, take, config, lengths, left);
+    }
+    out.own = out.infos.len();
+    let mut tokens = tokens_before.saturating_add(out.tokens);
+    loop {
+        let config = schedules.config_at(base, tokens);
+        let part = plan_left(&config, &left, inputs, epoch);
+        let take = match schedules.next_point(tokens) {
+            Some(point) => steps_before(&part, config.ranks.turn().1, point - tokens),
+            None => part.len(),
+        };
+        let whole = take == part.len();
+        let before = out.tokens;
+        left = out.push(part, take, &config, lengths, left);
+        tokens = tokens.saturating_add(out.tokens - before);
+        if whole || take == 0 {
+            break;
+        }
+    }
+    Some(out.into_plan(tokens_before))
+}
+
+/// The batches of `part` in the steps of `world` batches that start before `tokens` more
+/// are read: a scheduled value takes over at the first step at or past its point.
+fn steps_before(part: &Plan, world: usize, tokens: u64) -> usize {
+    let (mut end, mut read) = (0, 0u64);
+    while end < part.len() && read < tokens {
+        let step_end = (end + world.max(1)).min(part.len());
+        read += part.infos[end..step_end]
+            .iter()
+            .map(|i| i.tokens as u64)
+            .sum::<u64>();
+        end = step_end;
+    }
+    end
+}
+
+/// The plan of what is left under `config`.
+/// Every part of a packed epoch packs (a state whose parts do not is refused when it is
+/// restored); documents left for a part that does not are taken whole, by row.
+fn plan_left(config: &PlanConfig, left: &Left<'_>, inputs: &PlanInputs, epoch: u64) -> Plan {
+    let order = match (left, &config.packing) {
+        (Left::Docs(docs), Some(packing)) => {
+            let windows = Windows::of_docs(packing, docs.clone());
+            let order = window_order::<usize>(config, windows.len(), epoch);
+            return windows.plan(config, &order, epoch);
+        }
+        (Left::Samples(order), _) => order.clone(),
+        (Left::Docs(docs), None) => (0..docs.len()).map(|i| docs.piece(i).row).collect(),
+    };
+    let costs = Costs::Lengths(config.weight());
+    Plan::of_ranks(config, (&inputs.lengths[..], &costs), &order, epoch)
+}
+
+/// Parts' batches put together.
+struct Joined {
+    plan: Plan,
+    infos: Vec<super::BatchInfo>,
+    /// Windows read by each packed part, by number in its windows.
+    windows: Vec<(Arc<Windows>, Vec<usize>)>,
+    starts: Vec<(usize, PlanConfig)>,
+    own: usize,
+    tokens: u64,
+}
+
+impl Joined {
+    fn new(epoch: u64) -> Self {
+        Joined {
+            plan: Plan::empty(epoch),
+            infos: Vec::new(),
+            windows: Vec::new(),
+            starts: Vec::new(),
+            own: 0,
+            tokens: 0,
+        }
+    }
+
+    /// Appends the first `take` batches of `part` (planned under `config`), and returns
+    /// what `left` leaves after them.
+    fn push<'a>(
+        &mut self,
+        part: Plan,
+        take: usize,
+        config: &PlanConfig,
+        lengths: &'a [u32],
+        left: Left<'a>,
+    ) -> Left<'a> {
+        let end = take.checked_sub(1).map_or(0, |last| part.infos[last].end);
+        let offset = self.plan.samples.len();
+        self.starts.push((self.infos.len(), config.of_every_rank()));
+        for info in &part.infos[..take] {
+            self.tokens += info.tokens as u64;
+            self.infos.push(super::BatchInfo {
+                start: offset + info.start,
+                end: offset + info.end,
+                ..*info
+            });
+        }
+        self.plan.costs.extend_from_slice(&part.costs[..take]);
+        if take == part.len() {
+            self.plan.dropped += part.dropped;
+        }
+        let read = &part.samples[..end];
+        let Some(windows) = &part.windows else {
+            self.plan.samples.extend_from_slice(read);
+            let mut was_read = vec![false; lengths.len()];
+            read.iter().for_each(|&s| was_read[s] = true);
+            let order: Vec<usize> = match left {
+                Left::Samples(order) => order,
+                Left::Docs(docs) => (0..docs.len()).map(|i| docs.piece(i).row).collect(),
+            };
+            return Left::Samples(order.into_iter().filter(|&s| !was_read[s]).collect());
+        };
+        let numbered = self.windows.iter().map(|(_, ids)| ids.len()).sum::<usize>();
+        self.plan.samples.extend(numbered..numbered + read.len());
+        let mut was_read = vec![false; windows.len()];
+        read.iter().for_each(|&w| was_read[w] = true);
+        let rest = windows.unread(lengths, |w| was_read[w]);
+        self.windows.push((windows.clone(), read.to_vec()));
+        Left::Docs(rest)
+    }
+
+    fn into_plan(mut self, tokens_before: u64) -> Plan {
+        self.plan.infos = self.infos;
+        if !self.windows.is_empty() {
+            let parts: Vec<(&Windows, &[usize])> = self
+                .windows
+                .iter()
+                .map(|(w, ids)| (&**w, &ids[..]))
+                .collect();
+            self.plan.windows = Some(Arc::new(Windows::joined(&parts)));
+        }
+        self.plan.parts = Parts {
+            starts: self.starts,
+            own: self.own,
+            tokens_before: Some(tokens_before),
+        };
+        self.plan
+    }
+}
+
+/// Global tokens `plan`'s batches give when read (ranks taking turns): all of them, or
+/// with `drop_last` those of whole steps of this loader's.
+pub(crate) fn read_tokens(plan: &Plan, config: &PlanConfig) -> u64 {
+    let world = config.ranks.turn().1.max(1);
+    let own = plan.parts.own;
+    let end = match config.drop_last {
+        true => own + (plan.len() - own) / world * world,
+        false => plan.len(),
+    };
+    plan.infos()[..end].iter().map(|i| i.tokens as u64).sum()
+}
+
+#[cfg(test)]
+mod tests;

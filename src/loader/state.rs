@@ -1,0 +1,311 @@
+//! A loader's state: its [`Position`], and what a loader built with other options needs to
+//! go on from it — the options each part of the epoch so far was read under, and the
+//! global tokens read before the epoch — as JSON that bounds what it asks of the reader.
+
+use serde_json::{Value, json};
+
+use super::config::{Balance, BatchSize, PlanConfig, Ranks, Shuffle};
+use super::pack::{Overlong, PackMode, Packing};
+use super::position::Position;
+use crate::error::{ArgumentError, Error, Result};
+
+/// Parts a state may hold: an epoch changed this many times at most.
+const MAX_PARTS: usize = 1024;
+/// Ranks a state's options may have: a plan of a part allocates per rank.
+const MAX_WORLD: usize = 1 << 20;
+
+/// Where a loader stands and what made the batches it read in the epoch so far: a
+/// loader built with other options (batch size or token budget, pack length, balance,
+/// world size, workers) goes on from it without reading a sample (packed: a token) twice
+/// or leaving one out ([`Loader::restore`](super::Loader::restore)).
+///
+/// # Example
+/// ```
+/// # use lodtensor::MappedDataset;
+/// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+/// # let file = MappedDataset::open(&path)?;
+/// use lodtensor::loader::{Loader, LoaderState};
+/// let mut first = Loader::builder(&file).with_batch_size(2).elastic_shard(0, 1).build()?;
+/// let saved = first.next_batch()?.expect("a batch").next_state().to_json();   // read 0, 1
+/// let mut other = Loader::builder(&file).with_batch_size(3).elastic_shard(0, 1).build()?;
+/// other.restore(&LoaderState::from_json(&saved)?)?;
+/// assert_eq!(other.next_batch()?.expect("the rest").samples(), &[2, 3, 4]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoaderState {
+    position: Position,
+    /// The epoch's parts read so far: options, and where each ended.
+    pub(super) read: Vec<(PlanConfig, usize)>,
+    pub(super) tokens_before: Option<u64>,
+}
+
+impl LoaderState {
+    pub(super) fn new(
+        position: Position,
+        read: Vec<(PlanConfig, usize)>,
+        tokens_before: Option<u64>,
+    ) -> Self {
+        LoaderState {
+            position,
+            read,
+            tokens_before,
+        }
+    }
+
+    /// The position: the next batch.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// let loader = Loader::builder(&file).build()?;
+    /// assert_eq!(loader.state().position(), loader.next_position());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn position(&self) -> Position {
+        self.position
+    }
+
+    /// The state as JSON: the [`Position::to_json`] keys, and `"parts"` (each part's
+    /// options and the batch it ended at) and `"tokens_before"` (global tokens read before
+    /// the epoch; absent when not known). `docs/design.md` lists the keys.
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let file = MappedDataset::open(&path)?;
+    /// use lodtensor::Loader;
+    /// use lodtensor::loader::LoaderState;
+    /// let mut loader = Loader::builder(&file).with_batch_size(2).elastic_shard(0, 1).build()?;
+    /// let state = loader.next_batch()?.expect("a batch").next_state();
+    /// assert!(state.to_json().contains(r#""parts":[{"end":1,"options":{"#));
+    /// assert_eq!(LoaderState::from_json(&state.to_json())?, state);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_json(&self) -> String {
+        let mut v: Value =
+            serde_json::from_str(&self.position.to_json()).expect("a position's JSON parses");
+        let parts: Vec<Value> = (self.read.iter())
+            .map(|(config, end)| json!({"options": config_json(config), "end": end}))
+            .collect();
+        v["parts"] = Value::Array(parts);
+        if let Some(t) = self.tokens_before {
+            v["tokens_before"] = json!(t);
+        }
+        v.to_string()
+    }
+
+    /// A state from [`LoaderState::to_json`], or a position's JSON ([`Position::to_json`]:
+    /// then without parts, so it resumes only on a loader that makes the same plans).
+    ///
+    /// # Errors
+    /// [`ArgumentError::InvalidPosition`] for anything else, naming the key; options out
+    /// of range as [`ArgumentError::LoaderConfig`] names them.
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::loader::LoaderState;
+    /// assert!(LoaderState::from_json(r#"{"epoch": 0, "batch": 2, "parts": 7}"#).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_json(text: &str) -> Result<Self> {
+        let position = Position::from_json(text)?;
+        let bad = |reason: String| -> Error {
+            ArgumentError::InvalidPosition {
+                json: crate::error::elided(text),
+                reason,
+            }
+            .into()
+        };
+        let v: Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let parts = match &v["parts"] {
+            Value::Null => &[][..],
+            Value::Array(parts) if parts.len() <= MAX_PARTS => &parts[..],
+            Value::Array(parts) => {
+                return Err(bad(format!("{} parts: at most {MAX_PARTS}", parts.len())));
+            }
+            _ => return Err(bad("\"parts\" is not a list".into())),
+        };
+        let mut read = Vec::with_capacity(parts.len());
+        for (i, part) in parts.iter().enumerate() {
+            let end = part["end"].as_u64().and_then(|e| usize::try_from(e).ok());
+            let end = end
+                .ok_or_else(|| bad(format!("\"parts\"[{i}].\"end\" is not an unsigned integer")))?;
+            let config = config_of(&part["options"])
+                .map_err(|key| bad(format!("\"parts\"[{i}].\"options\": {key}")))?;
+            config.validate()?;
+            read.push((config, end));
+        }
+        if read.windows(2).any(|p| p[1].1 <= p[0].1)
+            || read.last().is_some_and(|(_, end)| *end != position.batch)
+        {
+            return Err(bad("the parts' ends must increase up to \"batch\"".into()));
+        }
+        let tokens_before = match &v["tokens_before"] {
+            Value::Null => None,
+            t => Some(
+                t.as_u64()
+                    .ok_or_else(|| bad("\"tokens_before\" is not an unsigned integer".into()))?,
+            ),
+        };
+        Ok(LoaderState {
+            position,
+            read,
+            tokens_before,
+        })
+    }
+}
+
+/// A part's options as JSON (ranks take turns in every part a state holds).
+fn config_json(c: &PlanConfig) -> Value {
+    let (key, n) = match c.batch {
+        BatchSize::Samples(n) => ("batch_size", n),
+        BatchSize::Tokens(n) => ("token_budget", n),
+    };
+    let shuffle = match c.shuffle {
+        Shuffle::None => json!({"kind": "none"}),
+        Shuffle::Samples { seed } => json!({"kind": "samples", "seed": format!("{seed:x}")}),
+        Shuffle::Chunks { seed, rows } => {
+            json!({"kind": "chunks", "seed": format!("{seed:x}"), "rows": rows})
+        }
+        Shuffle::Windowed { seed, rows, window } => {
+            json!({"kind": "windowed", "seed": format!("{seed:x}"), "rows": rows, "window": window})
+        }
+    };
+    let (world, group) = match c.ranks {
+        Ranks::Turns { world, group, .. } => (world, group),
+        Ranks::Parts { world, .. } => (world, 0),
+    };
+    let pack = c.packing.map(|p| {
+        let mode = match p.mode() {
+            PackMode::Split { pad_last } => json!({"split": true, "pad_last": pad_last}),
+            PackMode::BestFit {
+                lookahead,
+                overlong,
+            } => json!({"split": false, "lookahead": lookahead, "drop_overlong": overlong == Overlong::Drop}),
+        };
+        json!({"seq_len": p.seq_len(), "extra_token": p.extra_token(), "mode": mode})
+    });
+    let balance = c
+        .balance
+        .map(|b| json!({"weight": b.weight(), "lookahead": c.balance_lookahead}));
+    json!({
+        key: n,
+        "drop_last": c.drop_last,
+        "shuffle": shuffle,
+        "buckets": c.buckets,
+        "world": world,
+        "group": group,
+        "pack": pack,
+        "balance": balance,
+    })
+}
+
+/// A part's options from [`config_json`]; the key that is wrong otherwise.
+fn config_of(v: &Value) -> std::result::Result<PlanConfig, String> {
+    let uint = |v: &Value, key: &str| {
+        (v[key].as_u64().and_then(|n| usize::try_from(n).ok()))
+            .ok_or_else(|| format!("\"{key}\" is not an unsigned integer"))
+    };
+    let flag = |v: &Value, key: &str| {
+        v[key]
+            .as_bool()
+            .ok_or_else(|| format!("\"{key}\" is not true or false"))
+    };
+    let batch = match (v.get("batch_size"), v.get("token_budget")) {
+        (Some(_), None) => BatchSize::Samples(uint(v, "batch_size")?),
+        (None, Some(_)) => BatchSize::Tokens(uint(v, "token_budget")?),
+        _ => return Err("one of \"batch_size\" and \"token_budget\" is needed".into()),
+    };
+    let s = &v["shuffle"];
+    let seed = || {
+        (s["seed"]
+            .as_str()
+            .and_then(|h| u64::from_str_radix(h, 16).ok()))
+        .ok_or_else(|| "\"shuffle\".\"seed\" is not a hex string".to_owned())
+    };
+    let shuffle = match s["kind"].as_str() {
+        Some("none") => Shuffle::None,
+        Some("samples") => Shuffle::Samples { seed: seed()? },
+        Some("chunks") => Shuffle::Chunks {
+            seed: seed()?,
+            rows: uint(s, "rows")?,
+        },
+        Some("windowed") => Shuffle::Windowed {
+            seed: seed()?,
+            rows: uint(s, "rows")?,
+            window: uint(s, "window")?,
+        },
+        _ => return Err("\"shuffle\".\"kind\" is not none, samples, chunks or windowed".into()),
+    };
+    let buckets = (v["buckets"].as_array())
+        .filter(|b| b.len() <= MAX_WORLD)
+        .ok_or("\"buckets\" is not a list")?
+        .iter()
+        .map(|b| {
+            b.as_u64()
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or("\"buckets\" holds other than unsigned integers")
+        })
+        .collect::<std::result::Result<Vec<usize>, _>>()?;
+    let (world, group) = (uint(v, "world")?, uint(v, "group")?);
+    if world > MAX_WORLD || group == 0 {
+        return Err(format!(
+            "\"world\" {world} and \"group\" {group}: ranks taking turns, at most {MAX_WORLD}"
+        ));
+    }
+    let packing = match &v["pack"] {
+        Value::Null => None,
+        p => {
+            let m = &p["mode"];
+            let mode = match flag(m, "split")? {
+                true => PackMode::Split {
+                    pad_last: flag(m, "pad_last")?,
+                },
+                false => PackMode::BestFit {
+                    lookahead: uint(m, "lookahead")?,
+                    overlong: if flag(m, "drop_overlong")? {
+                        Overlong::Drop
+                    } else {
+                        Overlong::Cut
+                    },
+                },
+            };
+            let packing =
+                Packing::new(uint(p, "seq_len")?).with_extra_token(flag(p, "extra_token")?);
+            Some(packing.with_mode(mode))
+        }
+    };
+    let (balance, balance_lookahead) = match &v["balance"] {
+        Value::Null => (None, super::config::BALANCE_LOOKAHEAD),
+        b => {
+            let weight = b["weight"]
+                .as_f64()
+                .ok_or("\"balance\".\"weight\" is not a number")?;
+            let balance = if weight == 0.0 {
+                Balance::Tokens
+            } else {
+                Balance::Attention { weight }
+            };
+            (Some(balance), uint(b, "lookahead")?)
+        }
+    };
+    Ok(PlanConfig {
+        batch,
+        drop_last: flag(v, "drop_last")?,
+        shuffle,
+        buckets,
+        ranks: Ranks::Turns {
+            rank: 0,
+            world,
+            group,
+        },
+        packing,
+        balance,
+        balance_lookahead,
+    })
+}
