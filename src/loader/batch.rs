@@ -361,7 +361,7 @@ impl Batch {
     /// ```
     pub fn next_state(&self) -> LoaderState {
         let position = self.next_position();
-        super::state_at(&self.plan, position)
+        super::resume::state_at(&self.plan, position)
     }
 
     /// The batch's index in its epoch's [`Plan`].

@@ -640,21 +640,7 @@ impl<'a> LoaderBuilder<'a> {
         }
         let storage = (lazy, ranges);
         let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, storage)?;
-        schedules.validate(&config)?;
-        if schedules.pack.is_some() && config.packing.is_none() {
-            return Err(ArgumentError::LoaderConfig {
-                option: "pack",
-                reason: "a pack length schedule needs packing options (with_packing)".into(),
-            }
-            .into());
-        }
-        if blend.is_some() && !schedules.is_empty() {
-            return Err(ArgumentError::LoaderConfig {
-                option: "schedule",
-                reason: "not with a mixture: its batches follow its own draws".into(),
-            }
-            .into());
-        }
+        schedules.check(&config, blend.is_some())?;
         let config = config.with_turns(!schedules.is_empty());
         let (rows, shards) = (inputs.rows.starts(), inputs.shards.starts());
         let mut fingerprint = config.fingerprint(&inputs.lengths, rows, shards);

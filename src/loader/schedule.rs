@@ -138,8 +138,28 @@ impl Schedules {
         }
     }
 
-    /// Every configuration the schedules give, checked as options are, naming the point.
-    pub fn validate(&self, base: &PlanConfig) -> Result<()> {
+    /// The schedules against `base`'s options: packing there for a pack length schedule,
+    /// no mixture (`mixture`), and every configuration they give checked as options are.
+    pub fn check(&self, base: &PlanConfig, mixture: bool) -> Result<()> {
+        let bad = |option: &'static str, reason: &str| {
+            Err(ArgumentError::LoaderConfig {
+                option,
+                reason: reason.to_owned(),
+            }
+            .into())
+        };
+        if self.pack.is_some() && base.packing.is_none() {
+            return bad(
+                "pack",
+                "a pack length schedule needs packing options (with_packing)",
+            );
+        }
+        if mixture && !self.is_empty() {
+            return bad(
+                "schedule",
+                "not with a mixture: its batches follow its own draws",
+            );
+        }
         let points = (self.batch.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
             .chain(self.pack.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
         for tokens in points {
