@@ -88,8 +88,8 @@ class DatasetNotFoundError(LodTensorError, FileNotFoundError):
 class LoaderOptions(TypedDict, total=False):
     """The keywords of ``Dataset.loader`` and ``ShardedDataset.loader`` (all optional)."""
 
-    batch_size: int | None
-    token_budget: int | None
+    batch_size: int | Sequence[tuple[int, int]] | None
+    token_budget: int | Sequence[tuple[int, int]] | None
     length_column: str | None
     level: int | None
     shuffle: bool
@@ -103,7 +103,7 @@ class LoaderOptions(TypedDict, total=False):
     elastic: bool
     step_ranks: int | None
     prefetch: int
-    pack: int | None
+    pack: int | Sequence[tuple[int, int]] | None
     pack_split: bool
     pack_extra_token: bool
     pack_pad_last: bool

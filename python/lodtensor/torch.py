@@ -359,6 +359,18 @@ class BatchDataset(IterableDataset):
             weakref.finalize(self, _shm.forget, self._token)
 
 
+def _state_at(state: Mapping[str, Any], batch: int) -> dict[str, Any]:
+    """A loader state of the same epoch's plan as ``state`` at an earlier ``batch``: its
+    parts (each part's options and the batch it ended at) cut there."""
+    parts, start = [], 0
+    for part in state.get("parts", []):
+        if start >= batch:
+            break
+        parts.append(dict(part, end=min(part["end"], batch)))
+        start = part["end"]
+    return dict(state, batch=batch, parts=parts)
+
+
 def reshard_state(state: Mapping[str, Any], num_workers: int) -> dict[str, Any]:
     """A ``StatefulDataLoader.state_dict()`` over a ``BatchDataset(..., elastic=True)``,
     saved with any number of workers (0 too), made for a DataLoader of ``num_workers``
@@ -388,7 +400,8 @@ def reshard_state(state: Mapping[str, Any], num_workers: int) -> dict[str, Any]:
     # Worker-major turns: the batches this rank took, with the other ranks', are a prefix of
     # the plan, `ranks` batches for each it yielded; a worker past the end stops at the end.
     ranks = next(w for w in workers if w is not None)["ranks"]
-    position = dict(loaders[0], batch=min(ranks * steps, max(s["batch"] for s in loaders)))
+    furthest = max(loaders, key=lambda s: s["batch"])
+    position = _state_at(furthest, min(ranks * steps, furthest["batch"]))
     worker = {"loader": position, "workers": max(num_workers, 1), "ranks": ranks, "elastic": True}
     fetcher = {"dataset_iter_state": None, "fetcher_ended": False}
     common = (

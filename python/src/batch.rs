@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyTuple};
 use crate::array::{Array, i64_numpy, rebased_offsets, values_array, values_view, view_numpy};
 use crate::error::{IntoPy, invalid};
 use crate::ffi;
-use crate::loader::position_dict;
+use crate::loader::state_dict;
 
 /// One batch of a `Loader`: every column for the batch's samples.
 ///
@@ -207,7 +207,7 @@ impl Batch {
     /// `Loader.load_state_dict` continues with the next one (also with prefetching, where
     /// the loader itself has read ahead).
     fn next_state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        position_dict(py, self.inner.next_position())
+        state_dict(py, &self.inner.next_state())
     }
 
     /// A mixture's batch (`lt.mix`): the index of each sample's source, numpy `int64`

@@ -4,8 +4,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
+use lodtensor::loader::LoaderState;
 use lodtensor::loader::{LoaderSource, Mixture, Prefetch};
-use lodtensor::{ArgumentError, Error, Position, UnusableError};
+use lodtensor::{ArgumentError, Error, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
@@ -72,7 +73,7 @@ enum State {
 struct Inner {
     state: State,
     /// Position of the next batch handed to Python (a prefetch thread may be ahead).
-    next: Position,
+    next: LoaderState,
     depth: usize,
     /// Batches in an epoch, for `len()` while a prefetch thread holds the loader.
     len: Option<(u64, usize)>,
@@ -108,7 +109,7 @@ impl Inner {
         std::mem::forget(std::mem::replace(&mut self.state, State::Broken));
         let (source, options) = self.recipe.clone();
         let mut loader = source.with(|s| options.build(s))?;
-        loader.seek(self.next).py_err()?;
+        loader.restore(&self.next).py_err()?;
         self.state = State::Idle(Box::new(loader));
         Ok(())
     }
@@ -131,16 +132,16 @@ impl Inner {
         if self.depth == 0 {
             let loader = self.idle()?;
             let batch = loader.next_batch()?;
-            self.next = loader.next_position();
+            self.next = loader.state();
             return Ok(batch);
         }
         if let State::Idle(_) = self.state {
-            self.len = Some((self.next.epoch, self.epoch_len()?));
+            self.len = Some((self.next.position().epoch, self.epoch_len()?));
             let State::Idle(mut loader) = std::mem::replace(&mut self.state, State::Broken) else {
                 unreachable!("matched above")
             };
             // The loader may have read ahead of what Python was handed.
-            loader.seek(self.next)?;
+            loader.restore(&self.next)?;
             let pid = std::process::id();
             self.state = State::Running((*loader).prefetch(self.depth), pid);
         }
@@ -149,7 +150,7 @@ impl Inner {
         };
         match p.next() {
             Some(Ok(batch)) => {
-                self.next = batch.next_position();
+                self.next = batch.next_state();
                 Ok(Some(batch))
             }
             Some(Err(e)) => {
@@ -157,7 +158,7 @@ impl Inner {
                 Err(e)
             }
             None => {
-                self.next = self.idle()?.next_position();
+                self.next = self.idle()?.state();
                 Ok(None)
             }
         }
@@ -166,7 +167,7 @@ impl Inner {
     /// The next batch of epoch `epoch`: `None` at its end, and once the loader has moved on
     /// to another epoch (so that every iterator over `epoch` ends with it).
     fn next_of(&mut self, epoch: u64) -> lodtensor::Result<Option<lodtensor::Batch>> {
-        if self.next.epoch != epoch {
+        if self.next.position().epoch != epoch {
             return Ok(None);
         }
         self.next()
@@ -177,13 +178,13 @@ impl Inner {
     /// batch): cheaper to make with the GIL held than to release and re-take it. `None`
     /// otherwise.
     fn next_view(&mut self, epoch: u64) -> Option<lodtensor::Result<Option<lodtensor::Batch>>> {
-        if self.next.epoch != epoch {
+        if self.next.position().epoch != epoch {
             return Some(Ok(None));
         }
         match &mut self.state {
             State::Idle(loader) if self.depth == 0 && loader.next_is_view() => {
                 let batch = loader.next_batch();
-                self.next = loader.next_position();
+                self.next = loader.state();
                 Some(batch)
             }
             _ => None,
@@ -191,16 +192,17 @@ impl Inner {
     }
 
     fn epoch_len(&mut self) -> lodtensor::Result<usize> {
-        let epoch = self.next.epoch;
+        let epoch = self.next.position().epoch;
         match (&self.state, self.len) {
             (State::Running(..), Some((e, n))) if e == epoch => Ok(n),
             _ => Ok(self.idle()?.num_batches(epoch)),
         }
     }
 
-    fn seek(&mut self, position: Position) -> lodtensor::Result<()> {
-        self.idle()?.seek(position)?;
-        self.next = position;
+    fn restore(&mut self, state: LoaderState) -> lodtensor::Result<()> {
+        let loader = self.idle()?;
+        loader.restore(&state)?;
+        self.next = loader.state();
         Ok(())
     }
 }
@@ -216,7 +218,8 @@ impl Inner {
 /// loader again on its first call and goes on from its position (the read-ahead dropped).
 ///
 /// The options, all keywords: `batch_size=None` or `token_budget=None` (32 samples when
-/// neither); `length_column=None`, `level=None` (a sample's length); `shuffle=False`,
+/// neither; an `int`, or over training a list of `(tokens, value)` pairs, each value from
+/// the first global step at or past its point in global tokens read, as `pack` too); `length_column=None`, `level=None` (a sample's length); `shuffle=False`,
 /// `seed=0`, `chunk_rows=None`, `window=None`; `buckets=None` (bounds, or an `int` of
 /// quantile buckets); `drop_last=False`; `rank=0`, `world_size=1`, `elastic=False`
 /// (`step_ranks=None`: with `elastic`, the ranks are workers of that many data-parallel
@@ -245,7 +248,7 @@ impl Loader {
         let loader = py.detach(|| source.with(|s| options.clone().build(s)))?;
         Ok(Loader {
             inner: Mutex::new(Inner {
-                next: loader.next_position(),
+                next: loader.state(),
                 state: State::Idle(Box::new(loader)),
                 depth,
                 len: None,
@@ -346,7 +349,9 @@ fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 impl Loader {
     /// An iterator over the rest of the current epoch.
     fn __iter__(slf: Bound<'_, Self>) -> EpochIterator {
-        let epoch = slf.get().read(slf.py(), |inner| inner.next.epoch);
+        let epoch = slf
+            .get()
+            .read(slf.py(), |inner| inner.next.position().epoch);
         EpochIterator {
             loader: slf.unbind(),
             epoch,
@@ -361,7 +366,7 @@ impl Loader {
             py,
             c"next(loader) is deprecated: use it = iter(loader) and next(it), which ends with the epoch",
         )?;
-        let epoch = self.read(py, |inner| inner.next.epoch);
+        let epoch = self.read(py, |inner| inner.next.position().epoch);
         self.next_of(py, epoch)
     }
 
@@ -373,21 +378,21 @@ impl Loader {
     /// The current epoch.
     #[getter]
     fn epoch(&self, py: Python<'_>) -> u64 {
-        self.read(py, |inner| inner.next.epoch)
+        self.read(py, |inner| inner.next.position().epoch)
     }
 
     /// The index of the next batch in the current epoch (with `elastic=True`, the step:
     /// the first batch of the epoch's plan that some rank has not read).
     #[getter]
     fn batch_index(&self, py: Python<'_>) -> usize {
-        self.read(py, |inner| inner.next.batch)
+        self.read(py, |inner| inner.next.position().batch)
     }
 
     /// A hash of the options and the data that make the plan (as in `state_dict`): a state
     /// is only restored into a loader with the same fingerprint.
     #[getter]
     fn fingerprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        position_dict(py, self.read(py, |inner| inner.next))?
+        state_dict(py, &self.read(py, |inner| inner.next.clone()))?
             .as_any()
             .get_item("fingerprint")
     }
@@ -397,22 +402,29 @@ impl Loader {
         self.with(py, |inner| {
             let loader = inner.idle()?;
             loader.set_epoch(epoch);
-            inner.next = loader.next_position();
+            inner.next = loader.state();
             Ok(())
         })
     }
 
-    /// Where the loader stands: `{"epoch", "batch", "fingerprint"}`, the next batch to hand
-    /// out. Restore it with `load_state_dict` to continue with exactly that batch.
+    /// Where the loader stands: `{"epoch", "batch", "fingerprint", "parts",
+    /// "tokens_before"}`, the next batch to hand out and the options each part of the epoch
+    /// so far was read under. Restore it with `load_state_dict` to continue with exactly
+    /// that batch, or on a loader with other options (see `load_state_dict`).
     fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        position_dict(py, self.read(py, |inner| inner.next))
+        state_dict(py, &self.read(py, |inner| inner.next.clone()))
     }
 
-    /// Continues from `state` (from `state_dict` or `Batch.next_state_dict`). Raises
-    /// `LodTensorError` for a state of a loader with other options or data.
+    /// Continues from `state` (from `state_dict` or `Batch.next_state_dict`). On a loader
+    /// with the same options, exactly from that batch. On one built with `elastic=True` and
+    /// other options (`batch_size` or `token_budget`, `pack`, `balance`, `world_size`,
+    /// workers, schedules) from a state saved with `elastic=True` too: the rest of the epoch
+    /// planned again over the samples (packed: the tokens) no batch before the state read,
+    /// each once. Raises `LodTensorError` naming what differs for other data, another shuffle
+    /// or seed, packing turned on or off, or ranks sharded without `elastic`.
     fn load_state_dict(&self, py: Python<'_>, state: &Bound<'_, PyDict>) -> PyResult<()> {
-        let position = position_from_dict(state)?;
-        self.with(py, |inner| inner.seek(position))
+        let state = state_from_dict(state)?;
+        self.with(py, |inner| inner.restore(state))
     }
 
     /// Reads the rest of the current epoch in Rust, handing nothing to Python: the Rust
@@ -451,25 +463,27 @@ impl Loader {
         self.read(py, |inner| {
             format!(
                 "lodtensor.Loader(epoch={}, batch_index={}, prefetch={})",
-                inner.next.epoch, inner.next.batch, inner.depth
+                inner.next.position().epoch,
+                inner.next.position().batch,
+                inner.depth
             )
         })
     }
 }
 
-/// `position` as a state dict: the crate's JSON form of a position, as a `dict`.
-pub fn position_dict(py: Python<'_>, position: Position) -> PyResult<Bound<'_, PyDict>> {
+/// `state` as a state dict: the crate's JSON form of a loader state, as a `dict`.
+pub fn state_dict<'py>(py: Python<'py>, state: &LoaderState) -> PyResult<Bound<'py, PyDict>> {
     py.import("json")?
-        .call_method1("loads", (position.to_json(),))?
+        .call_method1("loads", (state.to_json(),))?
         .cast_into::<PyDict>()
         .map_err(Into::into)
 }
 
-fn position_from_dict(state: &Bound<'_, PyDict>) -> PyResult<Position> {
+fn state_from_dict(state: &Bound<'_, PyDict>) -> PyResult<LoaderState> {
     let json: String = state
         .py()
         .import("json")?
         .call_method1("dumps", (state,))?
         .extract()?;
-    Position::from_json(&json).py_err()
+    LoaderState::from_json(&json).py_err()
 }

@@ -2,12 +2,40 @@
 //! Python keywords, and turned into the crate's `LoaderBuilder`.
 
 use lodtensor::ArgumentError;
-use lodtensor::loader::{ATTENTION_WEIGHT, Balance, LoaderSource};
+use lodtensor::loader::{ATTENTION_WEIGHT, Balance, LoaderSource, Schedule};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyDict};
 
 use crate::error::{IntoPy, invalid};
+
+/// An option given as an `int`, or over training as a list of `(tokens, value)` pairs
+/// (a [`Schedule`]: each value from its point in global tokens read).
+#[derive(Clone, Debug, FromPyObject)]
+pub enum Scheduled {
+    /// One value.
+    Fixed(usize),
+    /// `[(0, 8), (1_000_000, 16)]`.
+    Points(Vec<(u64, usize)>),
+}
+
+impl Scheduled {
+    /// The value at 0 tokens.
+    pub fn first(&self) -> usize {
+        match self {
+            Scheduled::Fixed(n) => *n,
+            Scheduled::Points(points) => points.first().map_or(0, |p| p.1),
+        }
+    }
+
+    /// The schedule, when given as one.
+    pub fn schedule(&self) -> PyResult<Option<Schedule<usize>>> {
+        match self {
+            Scheduled::Fixed(_) => Ok(None),
+            Scheduled::Points(points) => Schedule::new(points.clone()).py_err().map(Some),
+        }
+    }
+}
 
 /// Length buckets: explicit inclusive upper bounds, or a number of quantile buckets.
 #[derive(Clone)]
@@ -40,8 +68,8 @@ impl Buckets {
 /// [`loader_options`], the one place that declares them.
 #[derive(Clone)]
 pub struct Options {
-    pub batch_size: Option<usize>,
-    pub token_budget: Option<usize>,
+    pub batch_size: Option<Scheduled>,
+    pub token_budget: Option<Scheduled>,
     pub length_column: Option<String>,
     pub level: Option<usize>,
     pub shuffle: bool,
@@ -55,7 +83,7 @@ pub struct Options {
     pub elastic: bool,
     pub step_ranks: Option<usize>,
     pub prefetch: usize,
-    pub pack: Option<usize>,
+    pub pack: Option<Scheduled>,
     pub pack_split: bool,
     pub pack_extra_token: bool,
     pub pack_pad_last: bool,
@@ -86,8 +114,8 @@ pub struct ParsedOptions(Options);
     cache = "shards".to_owned()))]
 #[allow(clippy::too_many_arguments)]
 pub fn loader_options(
-    batch_size: Option<usize>,
-    token_budget: Option<usize>,
+    batch_size: Option<Scheduled>,
+    token_budget: Option<Scheduled>,
     length_column: Option<String>,
     level: Option<usize>,
     shuffle: bool,
@@ -101,7 +129,7 @@ pub fn loader_options(
     elastic: bool,
     step_ranks: Option<usize>,
     prefetch: usize,
-    pack: Option<usize>,
+    pack: Option<Scheduled>,
     pack_split: bool,
     pack_extra_token: bool,
     pack_pad_last: bool,
@@ -193,11 +221,26 @@ impl Options {
         let packing = self.packing()?;
         let balance = self.balance()?;
         // Both given: the crate refuses the pair, naming both.
-        if let Some(n) = self.batch_size {
-            b = b.with_batch_size(n);
+        if let Some(n) = &self.batch_size {
+            b = match n.schedule()? {
+                Some(schedule) => b.with_batch_size_schedule(schedule),
+                None => b.with_batch_size(n.first()),
+            };
         }
-        if let Some(t) = self.token_budget {
-            b = b.with_token_budget(t);
+        if let Some(t) = &self.token_budget {
+            b = match t.schedule()? {
+                Some(schedule) => b.with_token_budget_schedule(schedule),
+                None => b.with_token_budget(t.first()),
+            };
+        }
+        if let Some(schedule) = self
+            .pack
+            .as_ref()
+            .map(Scheduled::schedule)
+            .transpose()?
+            .flatten()
+        {
+            b = b.with_pack_schedule(schedule);
         }
         let column = match (self.length_column, self.level) {
             (Some(c), _) => Some(c),

@@ -8,7 +8,7 @@ use crate::loader_options::{Options, option_error};
 impl Options {
     /// The `pack*` options as the crate's [`Packing`] (`None` without `pack`).
     pub(crate) fn packing(&self) -> PyResult<Option<Packing>> {
-        let Some(seq_len) = self.pack else {
+        let Some(seq_len) = self.pack.as_ref().map(|p| p.first()) else {
             return Ok(None);
         };
         let overlong = match self.pack_overlong.as_str() {

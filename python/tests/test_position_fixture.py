@@ -51,7 +51,8 @@ def test_a_state_saved_before_the_row_store_resumes_with_the_same_batches(data: 
     path, options = OPTIONS[case["loader"]]
     loader = lt.open(data / path).loader(**options)
     loader.load_state_dict(case["position"])
-    assert loader.state_dict() == case["position"]
+    state = loader.state_dict()
+    assert {k: state[k] for k in ("epoch", "batch", "fingerprint")} == case["position"]
     it = iter(loader)
     got = [next(it).samples.tolist() for _ in case["next_samples"]]
     assert got == case["next_samples"]

@@ -355,6 +355,17 @@ impl PlanConfig {
         config
     }
 
+    /// What of these options decides the plan of ranks taking turns: all but the rank, and
+    /// without balance the world size and step group too (every rank makes the whole
+    /// epoch's batches whatever their number).
+    pub fn plan_key(&self) -> PlanConfig {
+        let mut config = self.of_every_rank();
+        if let (None, Ranks::Turns { world, group, .. }) = (self.balance, &mut config.ranks) {
+            (*world, *group) = (1, 1);
+        }
+        config
+    }
+
     /// A portable hash of the options and the data, stored in every [`super::Position`]
     /// so that a position is only restored into a loader that makes the same plans.
     /// `row_starts` (the record-batch boundaries) and `shard_starts` count only where they

@@ -135,7 +135,9 @@ impl Windows {
         self.windows == 0
     }
 
-    /// Tokens per window, padding included (`seq_len`, plus one with the extra token).
+    /// Tokens per window, padding included (`seq_len`, plus one with the extra token); in
+    /// an epoch whose parts were packed to other lengths (a pack length schedule, a resume
+    /// under another `seq_len`), the first part's.
     ///
     /// # Example
     /// ```

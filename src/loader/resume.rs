@@ -127,7 +127,11 @@ impl Loader {
         self.plan = None;
         self.position = (position.epoch, 0);
         let plan = self.current_plan();
-        plan.parts.read_before(position.batch) == state.read
+        let same = |(a, x): &(PlanConfig, usize), (b, y): &(PlanConfig, usize)| {
+            x == y && a.plan_key() == b.plan_key()
+        };
+        let own = plan.parts.read_before(position.batch);
+        own.len() == state.read.len() && own.iter().zip(&state.read).all(|(a, b)| same(a, b))
     }
 
     /// What keeps `state` from going on under this loader's options, in words.

@@ -1,0 +1,143 @@
+"""Options over training (batch_size, token_budget and pack as (tokens, value) lists) and
+states that go on under other options: every sample (packed: every token) once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lodtensor as lt
+
+
+def steps(batches: list, world: int) -> list[list]:
+    return [batches[i : i + world] for i in range(0, len(batches), world)]
+
+
+def test_a_batch_size_schedule_switches_at_the_first_step_past_each_point(docs_path: Path) -> None:
+    points = [(0, 2), (500, 5), (1500, 3)]
+    batches = list(lt.open(docs_path).loader(batch_size=points, shuffle=True, seed=4))
+    read, sizes = 0, []
+    for b in batches:
+        size = next(v for p, v in reversed(points) if p <= read)
+        assert len(b.samples) <= size
+        sizes.append(size)
+        read += b.tokens
+    assert sorted(s for b in batches for s in b.samples.tolist()) == list(range(200))
+    assert [s for i, s in enumerate(sizes) if i == 0 or sizes[i - 1] != s] == [2, 5, 3]
+
+
+def test_the_same_schedule_gives_every_rank_the_same_steps(docs_path: Path) -> None:
+    opts = dict(token_budget=[(0, 40), (1000, 120)], shuffle=True, seed=1, world_size=3)
+    ranks = [[b.samples.tolist() for b in lt.open(docs_path).loader(rank=r, **opts)] for r in range(3)]
+    # Ranks take turns in global steps whichever way they were sharded.
+    elastic = [[b.samples.tolist() for b in lt.open(docs_path).loader(rank=r, elastic=True, **opts)] for r in range(3)]
+    assert ranks == elastic
+    assert sorted(s for rank in ranks for b in rank for s in b) == list(range(200))
+    assert {len(b) for b in ranks[0][:3]} != {len(b) for b in ranks[0][-4:-1]}  # the budget grew
+
+
+def test_a_pack_schedule_warms_up_the_sequence_length(docs_path: Path) -> None:
+    loader = lt.open(docs_path).loader(batch_size=4, pack=[(0, 16), (800, 64)])
+    lengths = [sum(n for _, _, n in window) for b in loader for window in b.windows]
+    assert lengths[0] == 16 and lengths[-1] == 64
+    assert sorted(set(lengths)) == [16, 64]
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        (dict(batch_size=7, world_size=2), dict(token_budget=70, world_size=3)),
+        (dict(token_budget=50, world_size=4, balance="tokens"), dict(batch_size=3, world_size=1)),
+        (dict(batch_size=5, world_size=2), dict(batch_size=[(0, 2), (900, 9)], world_size=2, balance="attention")),
+    ],
+)
+def test_a_state_goes_on_under_other_options_reading_every_sample_once(docs_path: Path, before, after) -> None:
+    common = dict(shuffle=True, seed=9, elastic=True)
+    read = []
+    for rank in range(before["world_size"]):  # every rank reads 3 steps
+        first = lt.open(docs_path).loader(rank=rank, **common, **before)
+        it = iter(first)
+        read += [s for _ in range(3) for s in next(it).samples.tolist()]
+    state = json.loads(json.dumps(first.state_dict()))  # as saved to disk: the same on every rank
+    assert [p["end"] for p in state["parts"]] == [state["batch"]] == [3 * before["world_size"]]
+    for rank in range(after["world_size"]):
+        loader = lt.open(docs_path).loader(rank=rank, **common, **after)
+        loader.load_state_dict(state)
+        read += [s for b in loader for s in b.samples.tolist()]
+    assert sorted(read) == list(range(200))
+
+
+def test_a_packed_state_goes_on_at_another_length_reading_every_token_once(docs_path: Path) -> None:
+    common = dict(batch_size=2, shuffle=True, seed=2, elastic=True)
+
+    def pieces(batch) -> list[tuple[int, int]]:
+        return [(row, first + k) for window in batch.windows for row, first, n in window for k in range(n)]
+
+    first = lt.open(docs_path).loader(pack=32, **common)
+    it = iter(first)
+    read = [t for _ in range(5) for t in pieces(next(it))]
+    loader = lt.open(docs_path).loader(pack=128, **common)
+    loader.load_state_dict(first.state_dict())
+    rest = list(loader)
+    assert {len(b.values("tokens")) for b in rest[:-1]} == {256}
+    read += [t for b in rest for t in pieces(b)]
+    lengths = lt.open(docs_path).loader(batch_size=1, pack=None).__iter__()
+    total = sum(b.tokens for b in lengths)
+    assert len(read) == len(set(read))
+    assert total - len(read) < 128  # at most a window's worth dropped at the end
+
+
+def test_changes_that_would_read_a_sample_twice_are_refused(docs_path: Path) -> None:
+    first = lt.open(docs_path).loader(batch_size=4, shuffle=True, seed=1, elastic=True)
+    next(iter(first))
+    state = first.state_dict()
+    with pytest.raises(lt.LodTensorError, match="shuffle or its seed"):
+        lt.open(docs_path).loader(batch_size=8, shuffle=True, seed=2, elastic=True).load_state_dict(state)
+    with pytest.raises(lt.LodTensorError, match="shards by parts"):
+        lt.open(docs_path).loader(batch_size=8, shuffle=True, seed=1).load_state_dict(state)
+    with pytest.raises(lt.LodTensorError, match="schedule"):
+        lt.open(docs_path).loader(batch_size=[(5, 2)])
+
+
+RESUME_OTHER = """
+import json, sys, warnings
+import torch
+from torchdata.stateful_dataloader import StatefulDataLoader
+from lodtensor.torch import BatchDataset, reshard_state
+warnings.simplefilter("ignore")
+source, mode, path = sys.argv[1:4]
+if mode == "save":
+    ds = BatchDataset(source, batch_size=7, shuffle=True, seed=3, elastic=True)
+    loader = StatefulDataLoader(ds, batch_size=None, num_workers=2)
+    read = []
+    for n, item in enumerate(loader):
+        read += item["samples"].tolist()
+        if n + 1 == 5:
+            torch.save(loader.state_dict(), path)
+            break
+else:
+    ds = BatchDataset(source, token_budget=[(0, 40), (1500, 120)], shuffle=True, seed=3, elastic=True)
+    loader = StatefulDataLoader(ds, batch_size=None, num_workers=3)
+    loader.load_state_dict(reshard_state(torch.load(path, weights_only=False), 3))
+    read = [s for item in loader for s in item["samples"].tolist()]
+print(json.dumps(read))
+"""
+
+
+def test_a_stateful_dataloader_goes_on_with_other_workers_and_options_in_a_new_process(docs_path, tmp_path):
+    pytest.importorskip("torchdata")
+    script = tmp_path / "resume_other.py"
+    script.write_text(RESUME_OTHER)
+
+    def run(mode):
+        argv = [sys.executable, str(script), str(docs_path), mode, str(tmp_path / "state")]
+        return json.loads(subprocess.run(argv, check=True, capture_output=True, text=True, timeout=180).stdout)
+
+    before = run("save")
+    after = run("resume")
+    assert len(before) == 35
+    assert sorted(before + after) == list(range(200))
