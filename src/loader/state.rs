@@ -207,28 +207,60 @@ fn config_json(c: &PlanConfig) -> Value {
 
 /// A part's options from [`config_json`]; the key that is wrong otherwise.
 fn config_of(v: &Value) -> std::result::Result<PlanConfig, String> {
-    let uint = |v: &Value, key: &str| {
-        (v[key].as_u64().and_then(|n| usize::try_from(n).ok()))
-            .ok_or_else(|| format!("\"{key}\" is not an unsigned integer"))
-    };
-    let flag = |v: &Value, key: &str| {
-        v[key]
-            .as_bool()
-            .ok_or_else(|| format!("\"{key}\" is not true or false"))
-    };
     let batch = match (v.get("batch_size"), v.get("token_budget")) {
         (Some(_), None) => BatchSize::Samples(uint(v, "batch_size")?),
         (None, Some(_)) => BatchSize::Tokens(uint(v, "token_budget")?),
         _ => return Err("one of \"batch_size\" and \"token_budget\" is needed".into()),
     };
-    let s = &v["shuffle"];
+    let buckets = (v["buckets"].as_array())
+        .filter(|b| b.len() <= MAX_WORLD)
+        .ok_or("\"buckets\" is not a list")?
+        .iter()
+        .map(|b| b.as_u64().and_then(|b| usize::try_from(b).ok()))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or("\"buckets\" holds other than unsigned integers")?;
+    let (world, group) = (uint(v, "world")?, uint(v, "group")?);
+    if world > MAX_WORLD || group == 0 {
+        return Err(format!(
+            "\"world\" {world} and \"group\" {group}: ranks taking turns, at most {MAX_WORLD}"
+        ));
+    }
+    let (balance, balance_lookahead) = match &v["balance"] {
+        Value::Null => (None, super::config::BALANCE_LOOKAHEAD),
+        b => {
+            let weight = (b["weight"].as_f64()).ok_or("\"balance\".\"weight\" is not a number")?;
+            let balance = match weight == 0.0 {
+                true => Balance::Tokens,
+                false => Balance::Attention { weight },
+            };
+            (Some(balance), uint(b, "lookahead")?)
+        }
+    };
+    Ok(PlanConfig {
+        batch,
+        drop_last: flag(v, "drop_last")?,
+        shuffle: shuffle_of(&v["shuffle"])?,
+        buckets,
+        ranks: Ranks::Turns {
+            rank: 0,
+            world,
+            group,
+        },
+        packing: packing_of(&v["pack"])?,
+        balance,
+        balance_lookahead,
+    })
+}
+
+/// The shuffle of [`config_json`].
+fn shuffle_of(s: &Value) -> std::result::Result<Shuffle, String> {
     let seed = || {
         (s["seed"]
             .as_str()
             .and_then(|h| u64::from_str_radix(h, 16).ok()))
         .ok_or_else(|| "\"shuffle\".\"seed\" is not a hex string".to_owned())
     };
-    let shuffle = match s["kind"].as_str() {
+    Ok(match s["kind"].as_str() {
         Some("none") => Shuffle::None,
         Some("samples") => Shuffle::Samples { seed: seed()? },
         Some("chunks") => Shuffle::Chunks {
@@ -241,71 +273,40 @@ fn config_of(v: &Value) -> std::result::Result<PlanConfig, String> {
             window: uint(s, "window")?,
         },
         _ => return Err("\"shuffle\".\"kind\" is not none, samples, chunks or windowed".into()),
-    };
-    let buckets = (v["buckets"].as_array())
-        .filter(|b| b.len() <= MAX_WORLD)
-        .ok_or("\"buckets\" is not a list")?
-        .iter()
-        .map(|b| {
-            b.as_u64()
-                .and_then(|b| usize::try_from(b).ok())
-                .ok_or("\"buckets\" holds other than unsigned integers")
-        })
-        .collect::<std::result::Result<Vec<usize>, _>>()?;
-    let (world, group) = (uint(v, "world")?, uint(v, "group")?);
-    if world > MAX_WORLD || group == 0 {
-        return Err(format!(
-            "\"world\" {world} and \"group\" {group}: ranks taking turns, at most {MAX_WORLD}"
-        ));
-    }
-    let packing = match &v["pack"] {
-        Value::Null => None,
-        p => {
-            let m = &p["mode"];
-            let mode = match flag(m, "split")? {
-                true => PackMode::Split {
-                    pad_last: flag(m, "pad_last")?,
-                },
-                false => PackMode::BestFit {
-                    lookahead: uint(m, "lookahead")?,
-                    overlong: if flag(m, "drop_overlong")? {
-                        Overlong::Drop
-                    } else {
-                        Overlong::Cut
-                    },
-                },
-            };
-            let packing =
-                Packing::new(uint(p, "seq_len")?).with_extra_token(flag(p, "extra_token")?);
-            Some(packing.with_mode(mode))
-        }
-    };
-    let (balance, balance_lookahead) = match &v["balance"] {
-        Value::Null => (None, super::config::BALANCE_LOOKAHEAD),
-        b => {
-            let weight = b["weight"]
-                .as_f64()
-                .ok_or("\"balance\".\"weight\" is not a number")?;
-            let balance = if weight == 0.0 {
-                Balance::Tokens
-            } else {
-                Balance::Attention { weight }
-            };
-            (Some(balance), uint(b, "lookahead")?)
-        }
-    };
-    Ok(PlanConfig {
-        batch,
-        drop_last: flag(v, "drop_last")?,
-        shuffle,
-        buckets,
-        ranks: Ranks::Turns {
-            rank: 0,
-            world,
-            group,
-        },
-        packing,
-        balance,
-        balance_lookahead,
     })
+}
+
+/// The packing of [`config_json`] (`null`: none).
+fn packing_of(p: &Value) -> std::result::Result<Option<Packing>, String> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    let m = &p["mode"];
+    let mode = match flag(m, "split")? {
+        true => PackMode::Split {
+            pad_last: flag(m, "pad_last")?,
+        },
+        false => PackMode::BestFit {
+            lookahead: uint(m, "lookahead")?,
+            overlong: match flag(m, "drop_overlong")? {
+                true => Overlong::Drop,
+                false => Overlong::Cut,
+            },
+        },
+    };
+    let packing = Packing::new(uint(p, "seq_len")?).with_extra_token(flag(p, "extra_token")?);
+    Ok(Some(packing.with_mode(mode)))
+}
+
+/// `v[key]` as a `usize`.
+fn uint(v: &Value, key: &str) -> std::result::Result<usize, String> {
+    (v[key].as_u64().and_then(|n| usize::try_from(n).ok()))
+        .ok_or_else(|| format!("\"{key}\" is not an unsigned integer"))
+}
+
+/// `v[key]` as a `bool`.
+fn flag(v: &Value, key: &str) -> std::result::Result<bool, String> {
+    v[key]
+        .as_bool()
+        .ok_or_else(|| format!("\"{key}\" is not true or false"))
 }
