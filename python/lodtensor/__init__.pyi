@@ -239,9 +239,12 @@ def tokenize(
     again writes every document once."""
 
 def mix(
-    sources: Sequence[Dataset | ShardedDataset], weights: Sequence[float], seed: int = 0
+    sources: Sequence[Dataset | ShardedDataset],
+    weights: Sequence[float] | Sequence[tuple[int, Sequence[float]]],
+    seed: int = 0,
 ) -> Mixture:
-    """Several datasets with the same columns drawn from at set proportions."""
+    """Several datasets with the same columns drawn from at set proportions, or at
+    proportions that change over training (``[(tokens, [weights]), ...]``)."""
 
 @final
 class Mixture:
@@ -252,7 +255,7 @@ class Mixture:
     @property
     def sources(self) -> list[Dataset | ShardedDataset]: ...
     @property
-    def weights(self) -> list[float]: ...
+    def weights(self) -> list[float] | list[tuple[int, list[float]]]: ...
     def __len__(self) -> int: ...
     def loader(self, **options: Unpack[LoaderOptions]) -> Loader: ...
 

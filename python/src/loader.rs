@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use lodtensor::loader::LoaderState;
-use lodtensor::loader::{LoaderSource, Mixture, Prefetch};
+use lodtensor::loader::{LoaderSource, Prefetch};
 use lodtensor::{ArgumentError, Error, UnusableError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -31,7 +31,7 @@ pub enum Source {
 
 impl Source {
     /// `f` of the crate's view of the source.
-    fn with<R>(&self, f: impl FnOnce(LoaderSource<'_>) -> R) -> R {
+    fn with<R>(&self, f: impl FnOnce(LoaderSource<'_>) -> PyResult<R>) -> PyResult<R> {
         match self {
             Source::File(file) => f(LoaderSource::File(file)),
             Source::Shards(data) => f(LoaderSource::Shards(data)),
@@ -43,7 +43,7 @@ impl Source {
                         Source::Mixture(_) => unreachable!("lt.mix takes datasets only"),
                     })
                     .collect();
-                let mixture = Mixture::new(sources, recipe.weights.clone()).with_seed(recipe.seed);
+                let mixture = recipe.mixture(sources)?;
                 f(LoaderSource::Mixture(&mixture))
             }
         }

@@ -7,16 +7,43 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::dataset::Dataset;
-use crate::error::invalid;
+use crate::error::{IntoPy, invalid};
 use crate::loader::{Loader, Source};
 use crate::loader_options::Options;
 use crate::shards::ShardedDataset;
+use lodtensor::loader::{LoaderSource, Schedule};
+
+/// A mixture's weights: one set, or over training a list of `(tokens, [weights])` pairs.
+#[derive(Clone, Debug, FromPyObject, IntoPyObject)]
+pub enum Weights {
+    /// `[0.7, 0.3]`.
+    Fixed(Vec<f64>),
+    /// `[(0, [0.7, 0.3]), (10**9, [0.5, 0.5])]`.
+    Points(Vec<(u64, Vec<f64>)>),
+}
 
 /// The sources of a mixture, their weights and its seed: what its loaders are built from.
 pub struct Recipe {
     pub sources: Vec<Source>,
-    pub weights: Vec<f64>,
+    pub weights: Weights,
     pub seed: u64,
+}
+
+impl Recipe {
+    /// The crate's mixture of `sources` (the recipe's, as loader sources).
+    pub fn mixture<'a>(
+        &self,
+        sources: Vec<LoaderSource<'a>>,
+    ) -> PyResult<lodtensor::loader::Mixture<'a>> {
+        let mixture = match &self.weights {
+            Weights::Fixed(w) => lodtensor::loader::Mixture::new(sources, w.clone()),
+            Weights::Points(points) => {
+                let schedule = Schedule::new(points.clone()).py_err()?;
+                lodtensor::loader::Mixture::new(sources, Vec::new()).with_weight_schedule(schedule)
+            }
+        };
+        Ok(mixture.with_seed(self.seed))
+    }
 }
 
 /// Several datasets (files or sharded datasets with the same columns) drawn from at set
@@ -31,14 +58,17 @@ pub struct Mixture {
 }
 
 /// A mixture of `sources` (each a `Dataset` or a `ShardedDataset`) in proportion to
-/// `weights` (positive numbers, normalized), each source shuffled by its own seed derived
+/// `weights` (positive numbers, normalized; or weights that change over training, a list
+/// of `(tokens, [weights])` pairs, the first at 0: each set from the first sample at or
+/// past its point in tokens drawn, every source within a sample of its share of the
+/// samples drawn under each set), each source shuffled by its own seed derived
 /// from the loader's `seed`, this `seed` and its place: Megatron-LM's blended datasets with
 /// every count within one sample of its share at every prefix. The sources must have the
 /// same columns; a loader refuses them otherwise, naming the first that differs.
 #[lodtensor_python_guard::guard]
 #[pyfunction]
 #[pyo3(signature = (sources, weights, seed = 0))]
-pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Vec<f64>, seed: u64) -> PyResult<Mixture> {
+pub fn mix(sources: Vec<Bound<'_, PyAny>>, weights: Weights, seed: u64) -> PyResult<Mixture> {
     let sources_given = sources;
     let sources = (sources_given.iter().enumerate())
         .map(|(k, s)| {
@@ -96,7 +126,7 @@ impl Mixture {
 
     /// The weights, as given.
     #[getter]
-    fn weights(&self) -> Vec<f64> {
+    fn weights(&self) -> Weights {
         self.recipe.weights.clone()
     }
 

@@ -141,3 +141,21 @@ def test_a_stateful_dataloader_goes_on_with_other_workers_and_options_in_a_new_p
     after = run("resume")
     assert len(before) == 35
     assert sorted(before + after) == list(range(200))
+
+
+def test_mixture_weights_change_over_training_and_pickle(docs_path: Path, one_batch_path: Path) -> None:
+    import pickle
+
+    a, b = lt.open(docs_path), lt.open(one_batch_path)
+    weights = [(0, [0.9, 0.1]), (1500, [0.1, 0.9])]
+    mixture = lt.mix([a, b], weights, seed=1)
+    assert mixture.weights == weights
+    loader = mixture.loader(batch_size=10)
+    early = [int(s) for b in list(loader)[:5] for s in b.source]
+    assert early.count(0) >= 44  # 90 % of the first 50, within a sample
+    again = pickle.loads(pickle.dumps(mixture)).loader(batch_size=10)
+    assert [b.source.tolist() for b in again] == [b.source.tolist() for b in mixture.loader(batch_size=10)]
+    late = [int(s) for b in list(mixture.loader(batch_size=10))[-5:] for s in b.source]
+    assert late.count(1) >= 40
+    with pytest.raises(lt.LodTensorError, match="weights"):
+        lt.mix([a, b], [(0, [0.5, 0.5]), (10, [1.0])]).loader()

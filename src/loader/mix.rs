@@ -26,6 +26,7 @@ use crate::dataset::Dataset;
 use crate::error::{ArgumentError, Result};
 use crate::rng::SplitMix64;
 use crate::row_index::RowIndex;
+use rules::{Rules, Switch};
 
 /// Sources and their weights, for [`Loader::builder`](super::Loader::builder).
 ///
@@ -44,7 +45,8 @@ use crate::row_index::RowIndex;
 #[derive(Clone, Debug)]
 pub struct Mixture<'a> {
     sources: Vec<LoaderSource<'a>>,
-    weights: Vec<f64>,
+    /// The weights from each point in tokens drawn (one point, at 0, without a schedule).
+    points: Vec<(u64, Vec<f64>)>,
     seed: u64,
 }
 
@@ -65,9 +67,33 @@ impl<'a> Mixture<'a> {
     pub fn new(sources: Vec<LoaderSource<'a>>, weights: Vec<f64>) -> Self {
         Mixture {
             sources,
-            weights,
+            points: vec![(0, weights)],
             seed: 0,
         }
+    }
+
+    /// Weights that change over training: each set from the first sample of the mixture's
+    /// stream at or past its point in tokens drawn (a sample's length, a packed window's
+    /// tokens), the rule starting afresh there, so each source stays within a sample of its
+    /// share of the samples drawn under each set. Replaces the weights given to
+    /// [`Mixture::new`].
+    ///
+    /// # Example
+    /// ```
+    /// # use lodtensor::MappedDataset;
+    /// # let (dir, path) = lodtensor::doc_fixtures::file()?;
+    /// # let (a, b) = (MappedDataset::open(&path)?, MappedDataset::open(&path)?);
+    /// use lodtensor::loader::{Loader, Mixture, Schedule};
+    /// // All from source 0, then (6 tokens drawn: samples of 1, 2 and 3) all from source 1.
+    /// let weights = Schedule::new(vec![(0, vec![1.0, 0.0001]), (6, vec![0.0001, 1.0])])?;
+    /// let mixture = Mixture::new(vec![(&a).into(), (&b).into()], vec![]).with_weight_schedule(weights);
+    /// let mut loader = Loader::builder(&mixture).with_batch_size(5).build()?;
+    /// assert_eq!(loader.next_batch()?.expect("a batch").sources().expect("a mixture"), [0, 0, 0, 1, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_weight_schedule(mut self, schedule: super::Schedule<Vec<f64>>) -> Self {
+        self.points = schedule.points().to_vec();
+        self
     }
 
     /// Mixed into every source's shuffle seed, so that the same sources in two mixtures
@@ -105,31 +131,40 @@ impl<'a> Mixture<'a> {
         &self.sources
     }
 
-    /// The weights, normalized, after checking there is one per source, each finite and
-    /// positive.
-    pub(super) fn normalized_weights(&self) -> Result<Vec<f64>> {
-        let bad = |reason: String| {
-            Err(ArgumentError::LoaderConfig {
-                option: "weights",
-                reason,
-            }
-            .into())
-        };
+    /// Each point's weights, normalized, after checking there is one per source, each
+    /// finite and positive.
+    pub(super) fn normalized_points(&self) -> Result<Vec<(u64, Vec<f64>)>> {
         if self.sources.is_empty() {
-            return bad("a mixture needs at least one source".to_owned());
-        }
-        if self.weights.len() != self.sources.len() {
-            let (w, s) = (self.weights.len(), self.sources.len());
-            return bad(format!("{w} weights for {s} sources: give one per source"));
-        }
-        if let Some(i) = (self.weights.iter()).position(|w| !w.is_finite() || *w <= 0.0) {
-            return bad(format!(
-                "weight {i} is {}: must be positive",
-                self.weights[i]
+            return Err(weights_error(
+                "a mixture needs at least one source".to_owned(),
             ));
         }
-        let sum: f64 = self.weights.iter().sum();
-        Ok(self.weights.iter().map(|w| w / sum).collect())
+        (self.points.iter())
+            .map(|(from, weights)| Ok((*from, self.normalized(weights, *from)?)))
+            .collect()
+    }
+
+    /// `weights` (of the point at `from` tokens) normalized, after checking them.
+    fn normalized(&self, weights: &[f64], from: u64) -> Result<Vec<f64>> {
+        let at = if from == 0 {
+            String::new()
+        } else {
+            format!(" (at {from} tokens)")
+        };
+        if weights.len() != self.sources.len() {
+            let (w, s) = (weights.len(), self.sources.len());
+            return Err(weights_error(format!(
+                "{w} weights{at} for {s} sources: give one per source"
+            )));
+        }
+        if let Some(i) = (weights.iter()).position(|w| !w.is_finite() || *w <= 0.0) {
+            return Err(weights_error(format!(
+                "weight {i}{at} is {}: must be positive",
+                weights[i]
+            )));
+        }
+        let sum: f64 = weights.iter().sum();
+        Ok(weights.iter().map(|w| w / sum).collect())
     }
 
     pub(super) fn seed(&self) -> u64 {
@@ -140,7 +175,8 @@ impl<'a> Mixture<'a> {
 /// What a mixed loader knows of its sources.
 #[derive(Debug)]
 pub(crate) struct Blend {
-    weights: Vec<f64>,
+    /// The weights over the stream: one set, or a schedule's.
+    rules: Rules,
     seed: u64,
     /// Where every source's rows start among the loader's rows.
     pub rows: RowIndex,
@@ -148,8 +184,6 @@ pub(crate) struct Blend {
     parts: Vec<(RowIndex, RowIndex)>,
     /// Samples in each source's first epoch, and in the mixture's epoch (their sum).
     firsts: Vec<usize>,
-    /// The rule's period and each source's samples in it ([`rule_period`]), if it has one.
-    period: Option<(u64, Vec<u64>)>,
 }
 
 /// The samples of one epoch of one source: its own rows (numbered from its first), or
@@ -164,6 +198,15 @@ impl SourceEpoch {
         match self {
             SourceEpoch::Rows(rows) => rows.len(),
             SourceEpoch::Windows(_, order) => order.len(),
+        }
+    }
+
+    /// The tokens of sample `i`: its length (`lengths` of the loader's rows, the source's
+    /// first at `first_row`), or its window's tokens.
+    fn tokens_of(&self, i: usize, lengths: &[u32], first_row: usize) -> usize {
+        match self {
+            SourceEpoch::Rows(rows) => lengths[first_row + rows.get(i)] as usize,
+            SourceEpoch::Windows(windows, order) => windows.tokens_of(order[i]),
         }
     }
 }
@@ -218,12 +261,16 @@ fn rule_period(weights: &[f64]) -> Option<(u64, Vec<u64>)> {
 }
 
 impl Blend {
-    /// The blend of sources whose record batches and shards are `parts`, in order.
-    pub(super) fn new(weights: Vec<f64>, seed: u64, parts: Vec<(RowIndex, RowIndex)>) -> Self {
+    /// The blend of sources whose record batches and shards are `parts`, in order, drawn
+    /// by the normalized weights of each of `points` from its point in tokens drawn.
+    pub(super) fn new(
+        points: Vec<(u64, Vec<f64>)>,
+        seed: u64,
+        parts: Vec<(RowIndex, RowIndex)>,
+    ) -> Self {
         let rows = RowIndex::from_counts(parts.iter().map(|(b, _)| b.num_rows()));
         Blend {
-            period: rule_period(&weights),
-            weights,
+            rules: Rules::new(points, parts.len()),
             seed,
             rows,
             parts,
@@ -309,17 +356,7 @@ impl Blend {
         (from, to): (u128, u128),
         mut take: impl FnMut(&SourceEpoch, Range<usize>),
     ) {
-        // Every epoch of a source has as many samples but with best fit: walk from 0 then.
-        let constant = config
-            .packing
-            .is_none_or(|p| matches!(p.mode(), PackMode::Split { .. }));
-        let (mut epoch, mut start) = match constant {
-            true => (
-                from / self.firsts[k] as u128,
-                from - from % self.firsts[k] as u128,
-            ),
-            false => (0, 0),
-        };
+        let (mut epoch, mut start) = self.epoch_of(config, k, from);
         while start < to {
             // A source's epochs count modulo 2^64 (past them, its orders repeat).
             let samples = self.source_epoch(config, lengths, k, epoch as u64);
@@ -329,6 +366,17 @@ impl Blend {
                 take(&samples, a as usize..b as usize);
             }
             (epoch, start) = (epoch + 1, end);
+        }
+    }
+
+    /// The epoch of source `k`'s stream to start from for its sample `j`, and where that
+    /// epoch starts: `j`'s own, since every epoch of a source has as many samples, but
+    /// with best fit (then the first).
+    fn epoch_of(&self, config: &PlanConfig, k: usize, j: u128) -> (u128, u128) {
+        let constant = (config.packing).is_none_or(|p| matches!(p.mode(), PackMode::Split { .. }));
+        match constant {
+            true => (j / self.firsts[k] as u128, j - j % self.firsts[k] as u128),
+            false => (0, 0),
         }
     }
 
@@ -385,14 +433,17 @@ impl Blend {
         let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
         let first = u128::from(epoch) * n;
         let samples = first..first + n;
-        let before = self.drawn_before(samples.start);
+        let switches = self.rules.switches(self, (config, lengths), samples.end);
+        let before = self.drawn_before(&switches, samples.start);
         let mut after = before.clone();
-        self.draws(samples.clone(), &mut after, |_| {});
+        self.draws(&switches, samples.clone(), &mut after, |_| {});
         let drawn = (&before[..], &after[..]);
         match &config.packing {
             None => match fits_u32(lengths.len()) {
-                true => self.rows_plan::<u32>(config, lengths, samples, drawn, epoch),
-                false => self.rows_plan::<usize>(config, lengths, samples, drawn, epoch),
+                true => self.rows_plan::<u32>((config, lengths), &switches, samples, drawn, epoch),
+                false => {
+                    self.rows_plan::<usize>((config, lengths), &switches, samples, drawn, epoch)
+                }
             },
             Some(packing) => {
                 let mut windows: Vec<std::vec::IntoIter<Vec<Piece>>> = (0..self.parts.len())
@@ -402,7 +453,7 @@ impl Blend {
                     })
                     .collect();
                 let (mut pieces, mut starts) = (Vec::new(), vec![0]);
-                self.draws(samples, &mut before.clone(), |k| {
+                self.draws(&switches, samples, &mut before.clone(), |k| {
                     pieces.extend(windows[k].next().expect("drawn"));
                     starts.push(pieces.len());
                 });
@@ -420,8 +471,8 @@ impl Blend {
     /// `drawn.0[k]..drawn.1[k]` of its stream, the loader's rows kept in `S`.
     fn rows_plan<S: Slot>(
         &self,
-        config: &PlanConfig,
-        lengths: &[u32],
+        (config, lengths): (&PlanConfig, &[u32]),
+        switches: &[Switch],
         samples: Range<u128>,
         drawn: (&[u128], &[u128]),
         epoch: u64,
@@ -433,7 +484,7 @@ impl Blend {
             })
             .collect();
         let mut order = Vec::with_capacity(rows.iter().map(|r| r.len()).sum());
-        self.draws(samples, &mut drawn.0.to_vec(), |k| {
+        self.draws(switches, samples, &mut drawn.0.to_vec(), |k| {
             order.push(rows[k].next().expect("drawn"));
         });
         let costs = Costs::Lengths(config.weight());
@@ -441,47 +492,48 @@ impl Blend {
     }
 
     /// Draws the mixture's `samples` in order: `visit(k)` with each one's source, `drawn`
-    /// (each source's count before the first) counted on.
-    fn draws(&self, samples: Range<u128>, drawn: &mut [u128], mut visit: impl FnMut(usize)) {
+    /// (each source's count before the first) counted on; `switches` cover the samples.
+    fn draws(
+        &self,
+        switches: &[Switch],
+        samples: Range<u128>,
+        drawn: &mut [u128],
+        mut visit: impl FnMut(usize),
+    ) {
+        let mut s = switches
+            .partition_point(|w| w.start <= samples.start)
+            .max(1)
+            - 1;
         for i in samples {
-            let k = self.source_at(i, drawn);
+            while switches.get(s + 1).is_some_and(|w| w.start <= i) {
+                s += 1;
+            }
+            let k = self.rules.source_at(&switches[s], i, drawn);
             drawn[k] += 1;
             visit(k);
         }
     }
 
-    /// The source of the mixture's sample `i`, `drawn` of each before it: with a period
-    /// `q`, as of sample `i mod q` (the same, in small numbers that floats hold exactly).
-    fn source_at(&self, i: u128, drawn: &[u128]) -> usize {
-        match &self.period {
-            Some((q, shares)) => {
-                let m = i / u128::from(*q);
-                let local = |k: usize| (drawn[k] - m * u128::from(shares[k])) as f64;
-                draw_with(&self.weights, (i - m * u128::from(*q)) as f64, local)
-            }
-            None => draw_with(&self.weights, i as f64, |k| drawn[k] as f64),
-        }
-    }
-
-    /// Each source's samples among the mixture's first `i`: whole periods counted, the rest
-    /// drawn (O(period)); without a period, every sample drawn (O(i)).
-    fn drawn_before(&self, i: u128) -> Vec<u128> {
-        let (start, mut drawn) = match &self.period {
-            Some((q, shares)) => {
-                let m = i / u128::from(*q);
-                let drawn = shares.iter().map(|&s| m * u128::from(s)).collect();
-                (m * u128::from(*q), drawn)
-            }
-            None => (0, vec![0; self.parts.len()]),
-        };
-        self.draws(start..i, &mut drawn, |_| {});
+    /// Each source's samples among the mixture's first `i`: from the last switch before
+    /// it, whole periods counted, the rest drawn (O(period)); without a period, every
+    /// sample since the switch drawn.
+    fn drawn_before(&self, switches: &[Switch], i: u128) -> Vec<u128> {
+        let s = switches.partition_point(|w| w.start <= i).max(1) - 1;
+        let (start, mut drawn) = self.rules.drawn_before(&switches[s], i);
+        self.draws(switches, start..i, &mut drawn, |_| {});
         drawn
     }
 
     /// The words of the weights, seed and source sizes, hashed into the fingerprint.
     pub(super) fn hash_words(&self) -> Vec<u64> {
-        let mut words = vec![5, self.seed, self.weights.len() as u64];
-        words.extend(self.weights.iter().map(|w| w.to_bits()));
+        let first = &self.rules.rules[0].weights;
+        let mut words = vec![5, self.seed, first.len() as u64];
+        words.extend(first.iter().map(|w| w.to_bits()));
+        // A schedule's later sets (none for one set: fingerprints as before).
+        for rule in &self.rules.rules[1..] {
+            words.push(rule.from);
+            words.extend(rule.weights.iter().map(|w| w.to_bits()));
+        }
         words.extend(self.rows.starts().iter().map(|&s| s as u64));
         words
     }
@@ -501,7 +553,7 @@ impl Blend {
 /// As [`LoaderSource::read`] for each source; [`ArgumentError::LoaderConfig`] for bad
 /// weights, a mixture among the sources, or a column that differs between two sources.
 pub(super) fn read_mixture(mixture: &Mixture<'_>) -> Result<Sourced> {
-    let weights = mixture.normalized_weights()?;
+    let points = mixture.normalized_points()?;
     let mut all: Option<Sourced> = None;
     let (mut parts, mut shard_rows) = (Vec::new(), Vec::new());
     for (k, source) in mixture.sources().iter().enumerate() {
@@ -532,9 +584,18 @@ pub(super) fn read_mixture(mixture: &Mixture<'_>) -> Result<Sourced> {
         all.files.append(&mut read.files);
         all.shards = RowIndex::from_counts(shard_rows.iter().copied());
     }
-    let mut all = all.expect("normalized_weights refuses no sources");
-    all.blend = Some(Blend::new(weights, mixture.seed(), parts));
+    let mut all = all.expect("normalized_points refuses no sources");
+    all.blend = Some(Blend::new(points, mixture.seed(), parts));
     Ok(all)
+}
+
+/// A mixture's weights error.
+fn weights_error(reason: String) -> crate::error::Error {
+    ArgumentError::LoaderConfig {
+        option: "weights",
+        reason,
+    }
+    .into()
 }
 
 /// A mixture's configuration error.
@@ -581,5 +642,6 @@ fn same_columns(first: &[ColumnInfo], other: &[ColumnInfo], k: usize) -> Result<
     Ok(())
 }
 
+mod rules;
 #[cfg(test)]
 mod tests;

@@ -26,7 +26,7 @@ pub struct Schedule<T> {
     points: Vec<(u64, T)>,
 }
 
-impl<T: Copy> Schedule<T> {
+impl<T: Clone> Schedule<T> {
     /// The schedule of `points`.
     ///
     /// # Errors
@@ -74,8 +74,8 @@ impl<T: Copy> Schedule<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn at(&self, tokens: u64) -> T {
-        let i = self.points.partition_point(|&(p, _)| p <= tokens);
-        self.points[i.saturating_sub(1)].1
+        let i = self.points.partition_point(|(p, _)| *p <= tokens);
+        self.points[i.saturating_sub(1)].1.clone()
     }
 
     /// The points.
@@ -99,8 +99,8 @@ impl<T: Copy> Schedule<T> {
 
     /// The first point after `tokens`.
     fn next_point(&self, tokens: u64) -> Option<u64> {
-        let i = self.points.partition_point(|&(p, _)| p <= tokens);
-        self.points.get(i).map(|&(p, _)| p)
+        let i = self.points.partition_point(|(p, _)| *p <= tokens);
+        self.points.get(i).map(|(p, _)| *p)
     }
 }
 

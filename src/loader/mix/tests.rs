@@ -291,3 +291,63 @@ fn mixture_plans_are_those_of_64_bit_orders() {
 }
 
 const MIXTURE_PLANS_DIGEST: u64 = 9_869_343_747_747_255_072;
+
+#[test]
+fn a_weight_schedule_holds_its_proportions_in_every_window_of_a_million_tokens() {
+    // Two sources of 400 documents of 50..150 tokens; the stream walked over epochs.
+    let lengths =
+        |seed: usize| -> Vec<usize> { (0..400).map(|i| 50 + (i * 7919 + seed) % 101).collect() };
+    let ((_a, a), (_b, b)) = (file(&lengths(1), 64), file(&lengths(2), 64));
+    let points = vec![
+        (0, vec![0.7, 0.3]),
+        (2_000_000, vec![0.2, 0.8]),
+        (3_500_000, vec![0.5, 0.5]),
+    ];
+    let schedule = crate::loader::Schedule::new(points.clone()).unwrap();
+    let mixture =
+        Mixture::new(vec![(&a).into(), (&b).into()], vec![]).with_weight_schedule(schedule);
+    let loader = Loader::builder(&mixture)
+        .with_batch_size(64)
+        .with_shuffle(3)
+        .build()
+        .unwrap();
+    let sample_lengths = loader.sample_lengths().to_vec();
+    // (tokens drawn before, source) of every sample of the stream, in its order.
+    let (mut stream, mut tokens) = (Vec::new(), 0u64);
+    let mut epoch = 0;
+    while tokens < 5_000_000 {
+        for &row in loader.plan(epoch).samples() {
+            stream.push((tokens, usize::from(row >= 400)));
+            tokens += u64::from(sample_lengths[row]);
+        }
+        epoch += 1;
+    }
+    // The weights each sample was drawn by: those of the last point at or before the tokens
+    // drawn before it.
+    let rule = |t: u64| &points[points.partition_point(|p| p.0 <= t) - 1].1;
+    for window in 0..5u64 {
+        let span = window * 1_000_000..(window + 1) * 1_000_000;
+        let inside: Vec<&(u64, usize)> = stream.iter().filter(|(t, _)| span.contains(t)).collect();
+        let n = inside.len() as f64;
+        for k in 0..2 {
+            let realized = inside.iter().filter(|s| s.1 == k).count() as f64;
+            let expected: f64 = inside.iter().map(|s| rule(s.0)[k]).sum();
+            let off = (realized - expected).abs() / n;
+            assert!(
+                off <= 0.005,
+                "window {window}, source {k}: {realized} of {n}, expected {expected:.1}"
+            );
+        }
+    }
+    // Every source read as its own stream: no sample twice within a source's epoch.
+    let again = Loader::builder(&mixture)
+        .with_batch_size(64)
+        .with_shuffle(3)
+        .build()
+        .unwrap();
+    assert_eq!(
+        again.plan(epoch - 1),
+        loader.plan(epoch - 1),
+        "plans are a pure function"
+    );
+}
