@@ -10,6 +10,9 @@
 //! 3. the time to make an epoch's plan for 10 M documents (concatenate and split, best fit,
 //!    and the unpacked plan, with and without balanced steps on 8 ranks), and a mixture's
 //!    plan of epoch 10 against its epoch 0;
+//! 5. an epoch in parts: the plan of an epoch resumed under other options (the part read
+//!    replayed, the rest planned again) and of a batch-size schedule, against the plain
+//!    plan, 10 M documents;
 //! 4. balanced global steps simulated: on a long tail (log-normal, median 300 tokens, σ 1.0,
 //!    clipped to the budget), each step's max / mean rank cost `n + w·n²` with and without
 //!    balance, budgets of 4096 and 32768 tokens, 8 and 64 ranks, `w` 0 and 1/(12·4096).
@@ -27,7 +30,7 @@ use arrow_array::types::{Int32Type, UInt8Type};
 use lodtensor::io::ipc_reader::MappedDataset;
 use lodtensor::io::ipc_writer::{DatasetWriter, WriteOptions};
 use lodtensor::loader::{
-    ATTENTION_WEIGHT, Balance, Loader, LoaderBuilder, Mixture, PackMode, Packing,
+    ATTENTION_WEIGHT, Balance, Loader, LoaderBuilder, Mixture, PackMode, Packing, Schedule,
 };
 use lodtensor::rng::SplitMix64;
 use lodtensor::{Column, Dataset, LodTensor};
@@ -342,4 +345,65 @@ fn main() {
     if run("4") {
         balance(dir.path());
     }
+    if run("5") {
+        epoch_parts(dir.path());
+    }
+}
+
+/// (5): the plan of an epoch resumed under other options, and of a schedule, against the
+/// plain plan.
+fn epoch_parts(dir: &Path) {
+    let n: usize = std::env::var("LODTENSOR_BENCH_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000);
+    let lengths = log_normal(n, 6.0, 3);
+    let file = write(&dir.join("parts.arrow"), &lengths, true);
+    println!("\n## 5. an epoch in parts, {n} documents (shuffled; 8 elastic ranks)");
+    println!("| plan | time | ÷ plain |");
+    println!("|---|---|---|");
+    let base = || Loader::builder(&file).with_shuffle(1).elastic_shard(0, 8);
+    let time = |loader: &Loader| best_of_three(|| black_box(loader.plan(0))).0.as_secs_f64();
+    let row = |name: &str, took: f64, plain: f64| {
+        println!("| {name} | {took:.2} s | {:.2} |", took / plain);
+    };
+    type Make<'a> = Box<dyn Fn() -> LoaderBuilder<'a> + 'a>;
+    let cases: [(&str, Make<'_>, Make<'_>); 2] = [
+        (
+            "batches of 32, resumed at half the epoch as a budget of 4096 tokens",
+            Box::new(|| base().with_batch_size(32)),
+            Box::new(|| base().with_token_budget(4096)),
+        ),
+        (
+            "packed 2048, resumed at half the epoch packed 4096",
+            Box::new(|| base().with_batch_size(8).with_packing(Packing::new(2048))),
+            Box::new(|| base().with_batch_size(8).with_packing(Packing::new(4096))),
+        ),
+    ];
+    for (name, plain, other) in cases {
+        let plain_time = time(&plain().build().expect("loader"));
+        let mut first = plain().build().expect("loader");
+        let half = first.plan(0).len() / 2 / 8 * 8;
+        let middle = lodtensor::loader::Position {
+            batch: half,
+            ..first.next_position()
+        };
+        first.seek(middle).expect("seek");
+        let state = first.state();
+        let mut resumed = other().build().expect("loader");
+        let (restore, _) = best_of_three(|| resumed.restore(black_box(&state)).expect("restore"));
+        row("plain plan (the first loader's)", plain_time, plain_time);
+        row(name, restore.as_secs_f64(), plain_time);
+    }
+    let ramp = Schedule::new(vec![(0, 8), (200_000_000, 16), (400_000_000, 32)]).expect("schedule");
+    let scheduled = base()
+        .with_batch_size_schedule(ramp)
+        .build()
+        .expect("loader");
+    let plain = time(&base().with_batch_size(32).build().expect("loader"));
+    row(
+        "batch size ramp 8, 16, 32 (two switches in the epoch)",
+        time(&scheduled),
+        plain,
+    );
 }
