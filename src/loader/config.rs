@@ -146,6 +146,9 @@ pub(crate) fn cost(n: usize, w: f64) -> f64 {
 /// ([`LoaderBuilder::with_balance_lookahead`](super::LoaderBuilder::with_balance_lookahead)).
 pub const BALANCE_LOOKAHEAD: usize = 64;
 
+/// The longest window packing makes: a document's tokens are counted in 32 bits.
+const MAX_WINDOW: usize = u32::MAX as usize;
+
 /// Hashed into the options of `shard` with `drop_last`, whose ranks share the epoch's
 /// batches rather than its samples.
 const DEALT_BATCHES: u64 = 1;
@@ -282,6 +285,17 @@ impl PlanConfig {
         };
         if packing.seq_len() == 0 {
             return bad("pack", "must be at least 1 token, got 0");
+        }
+        if packing.window_len() > MAX_WINDOW {
+            let reason = format!(
+                "at most {MAX_WINDOW} tokens a window, got {}",
+                packing.seq_len()
+            );
+            return Err(ArgumentError::LoaderConfig {
+                option: "pack",
+                reason,
+            }
+            .into());
         }
         if let PackMode::BestFit { lookahead: 0, .. } = packing.mode() {
             return bad("pack_lookahead", "must be at least 1, got 0");

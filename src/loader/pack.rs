@@ -443,6 +443,13 @@ fn best_fit(
 /// with the least room that holds it (a new bin when none does); bins in the order they
 /// were opened, each bin's pieces in the order of `pool`.
 fn fit_decreasing(pool: &mut [Piece], cap: usize) -> Vec<Vec<Piece>> {
+    // All in one bin when they fit (then no table of rooms as long as a huge window).
+    if pool.iter().map(|p| p.n_tokens).sum::<usize>() <= cap {
+        return match pool.is_empty() {
+            true => Vec::new(),
+            false => vec![pool.to_vec()],
+        };
+    }
     let mut by_length: Vec<usize> = (0..pool.len()).collect();
     by_length.sort_by_key(|&i| std::cmp::Reverse(pool[i].n_tokens)); // Stable: ties in order.
     let mut bins: Vec<Vec<usize>> = Vec::new();

@@ -667,3 +667,30 @@ fn side_columns_are_carried_per_window() {
         }
     }
 }
+
+#[test]
+fn best_fit_to_a_huge_window_allocates_by_the_documents_not_the_window() {
+    // A window of 2^31 tokens: each look-ahead's documents in one window, no table of 2^31
+    // rooms; a longer one refused.
+    let (_dir, data) = file(&[3, 1, 4, 1, 5], 2);
+    let huge = Packing::new(1 << 40);
+    let refused = Loader::builder(&data)
+        .with_packing(huge)
+        .build()
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("at most 4294967295 tokens a window"),
+        "{refused}"
+    );
+    let packing = Packing::new(1 << 31).with_mode(PackMode::best_fit(2));
+    let plan = Loader::builder(&data)
+        .with_packing(packing)
+        .build()
+        .unwrap()
+        .plan(0);
+    let windows = plan.windows().unwrap();
+    let tokens: Vec<usize> = (0..windows.len()).map(|w| windows.tokens_of(w)).collect();
+    assert_eq!(tokens, [4, 5, 5]);
+}
