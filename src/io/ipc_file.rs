@@ -39,6 +39,8 @@ pub(crate) struct IpcFileWriter<W: Write> {
     offset: usize,
     /// The ids of the dictionaries written.
     dictionary_ids: HashSet<i64>,
+    /// Whether a batch with a replaced dictionary was refused (see `check_dictionary`).
+    replaced: bool,
     dictionaries: Vec<Block>,
     batches: Vec<Block>,
 }
@@ -85,6 +87,7 @@ impl<W: Write> IpcFileWriter<W> {
             plain: compression.is_some().then_some(plain),
             offset: MAGIC.len() + padding % alignment + meta + body,
             dictionary_ids: HashSet::new(),
+            replaced: false,
             dictionaries: Vec::new(),
             batches: Vec::new(),
         })
@@ -97,6 +100,9 @@ impl<W: Write> IpcFileWriter<W> {
     /// A dictionary that differs from the one written before for its field (an IPC file
     /// holds one), and what the encoder or `out` return.
     pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
+        if self.replaced {
+            return Err(replacement());
+        }
         // The encoder's first messages start with the schema, already written: skipped.
         let buffers = self.encoder.encode(batch)?;
         let messages = frames(&buffers)?;
@@ -112,10 +118,17 @@ impl<W: Write> IpcFileWriter<W> {
                 (frames(&buffers)?.into_iter()).find(|f| f.header == MessageHeader::RecordBatch);
             fallback = Some((buffers, frame.ok_or_else(no_batch)?));
         }
+        // Every dictionary checked before a byte is written: a refused batch writes nothing.
+        for frame in &messages {
+            if frame.header == MessageHeader::DictionaryBatch {
+                self.check_dictionary(frame.dictionary)?;
+            }
+        }
         for frame in &messages {
             match frame.header {
                 MessageHeader::DictionaryBatch => {
-                    self.check_dictionary(frame.dictionary)?;
+                    self.dictionary_ids
+                        .insert(frame.dictionary.map_or(0, |(id, _)| id));
                     let block = self.put(&buffers, frame)?;
                     self.dictionaries.push(block);
                 }
@@ -137,21 +150,20 @@ impl<W: Write> IpcFileWriter<W> {
     }
 
     /// Refuses a dictionary batch of an id written before: a replacement or a delta,
-    /// neither of which an IPC file holds (arrow's `FileWriter` refuses them too).
+    /// neither of which an IPC file holds (arrow's `FileWriter` refuses them too). The
+    /// encoder has taken the new dictionary as sent, so every later batch is refused too:
+    /// one written would refer to a dictionary the file does not hold.
     fn check_dictionary(&mut self, dictionary: Option<(i64, bool)>) -> Result<(), ArrowError> {
         let Some((id, _)) = dictionary else {
             return Err(ArrowError::IpcError(
                 "a dictionary batch without its header".into(),
             ));
         };
-        if self.dictionary_ids.insert(id) {
-            return Ok(());
+        if self.dictionary_ids.contains(&id) {
+            self.replaced = true;
+            return Err(replacement());
         }
-        Err(ArrowError::InvalidArgumentError(
-            "Dictionary replacement detected when writing IPC file format. Arrow IPC files \
-             only support a single dictionary for a given field across all batches."
-                .into(),
-        ))
+        Ok(())
     }
 
     /// Writes the message `frame` of `buffers`: its block in the file.
@@ -257,6 +269,15 @@ fn read(buffers: &[Buffer], range: Range<usize>) -> Result<Vec<u8>, ArrowError> 
         )));
     }
     Ok(bytes)
+}
+
+/// The error of a dictionary replaced, arrow's `FileWriter`'s.
+fn replacement() -> ArrowError {
+    ArrowError::InvalidArgumentError(
+        "Dictionary replacement detected when writing IPC file format. Arrow IPC files \
+         only support a single dictionary for a given field across all batches."
+            .into(),
+    )
 }
 
 /// The record batch message among `frames`.
@@ -393,6 +414,9 @@ mod tests {
         let columns = vec![batch(3, 0.0).column(0).clone(), Arc::new(lang) as ArrayRef];
         let other = RecordBatch::try_new(schema, columns).unwrap();
         let error = writer.write(&other).unwrap_err().to_string();
+        assert!(error.contains("Dictionary replacement"), "{error}");
+        // The encoder took the new dictionary as sent: a later batch would refer to it.
+        let error = writer.write(&batch(3, 0.0)).unwrap_err().to_string();
         assert!(error.contains("Dictionary replacement"), "{error}");
     }
 }
