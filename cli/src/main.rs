@@ -17,9 +17,12 @@ unsafe extern "C" {
     /// Sets a mimalloc option (`mimalloc.h`); `libmimalloc-sys`, which the `mimalloc`
     /// crate links in, defines it.
     fn mi_option_set(option: c_int, value: c_long);
+    /// Reads a mimalloc option (`mimalloc.h`).
+    #[cfg(test)]
+    fn mi_option_get(option: c_int) -> c_long;
 }
 
-/// Makes mimalloc give freed memory back to the system at once rather than 10 ms later
+/// Makes mimalloc give freed memory back to the system at once rather than a second later
 /// (unless the environment sets `MIMALLOC_PURGE_DELAY`): `lodtensor convert` of a Parquet
 /// file frees a row group's and a batch's buffers while it allocates the next ones, which
 /// the delay kept resident. With `no_thp` (cli/Cargo.toml) its peak RSS is back to what
@@ -37,4 +40,21 @@ fn tune_allocator() {
 fn main() -> ExitCode {
     tune_allocator();
     ExitCode::from(lodtensor_cli::run(std::env::args_os()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_purge_delay_is_the_option_set_and_becomes_0() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+            return;
+        }
+        // SAFETY: reads an option of `mi_option_e`, a plain integer.
+        let read = || unsafe { mi_option_get(PURGE_DELAY) };
+        assert_eq!(read(), 1000, "mimalloc v3's default purge delay, 1000 ms");
+        tune_allocator();
+        assert_eq!(read(), 0);
+    }
 }
