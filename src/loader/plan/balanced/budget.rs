@@ -42,6 +42,7 @@ pub(super) struct Scratch {
     step: Vec<Bin>,
     fits: Vec<usize>,
     left: Left,
+    starts: Vec<usize>,
 }
 
 /// `step` made `n` empty batches.
@@ -85,7 +86,11 @@ pub(super) fn by_budget(
         steps.end_step();
     }
     let mut seeds = long[..whole_long].chunks(world);
-    let mut filler = Filler::new(&pool[long_end..], long_end, &mut scratch.left);
+    let mut filler = Filler::new(
+        &pool[long_end..],
+        long_end,
+        (&mut scratch.left, &mut scratch.starts),
+    );
     loop {
         let seeded = seeds.next();
         let more_seeds = seeds.len() > 0;
@@ -125,7 +130,11 @@ fn last_steps(
     sort_pool(&mut rest, &mut Vec::new(), &mut Vec::new());
     let over_end = rest.partition_point(|i| i.len > t);
     let mut over = rest[..over_end].chunks(world);
-    let mut filler = Filler::new(&rest[over_end..], over_end, &mut scratch.left);
+    let mut filler = Filler::new(
+        &rest[over_end..],
+        over_end,
+        (&mut scratch.left, &mut scratch.starts),
+    );
     loop {
         reset(&mut scratch.step, world);
         for (bin, item) in scratch.step.iter_mut().zip(over.next().unwrap_or_default()) {
@@ -147,12 +156,45 @@ struct Filler<'a> {
     /// The place of `items[0]` in the pool.
     first: usize,
     left: &'a mut Left,
+    /// `starts[n]`: the first of `items` of at most `n` tokens, for `n` below the first's
+    /// length (empty when that is long against the items' number: then a binary search).
+    starts: &'a mut Vec<usize>,
 }
 
 impl<'a> Filler<'a> {
-    fn new(items: &'a [Item], first: usize, left: &'a mut Left) -> Self {
+    fn new(
+        items: &'a [Item],
+        first: usize,
+        (left, starts): (&'a mut Left, &'a mut Vec<usize>),
+    ) -> Self {
         left.fill(items.len());
-        Filler { items, first, left }
+        starts.clear();
+        let longest = items.first().map_or(0, |i| i.len);
+        if longest <= 4 * items.len() + 64 {
+            let mut k = items.len();
+            for n in 0..longest {
+                while k > 0 && items[k - 1].len <= n {
+                    k -= 1;
+                }
+                starts.push(k);
+            }
+        }
+        Filler {
+            items,
+            first,
+            left,
+            starts,
+        }
+    }
+
+    /// The first item of at most `room` tokens. Items are sorted by cost, which grows with
+    /// the length: by length too.
+    fn first_within(&self, room: usize) -> usize {
+        match self.items.first() {
+            Some(i) if room >= i.len => 0,
+            _ if !self.starts.is_empty() => self.starts[room],
+            _ => self.items.partition_point(|i| i.len > room),
+        }
     }
 
     /// Fills `step` ([`Filler::fill`]); unless the items ran out in it, then takes the
@@ -218,8 +260,7 @@ impl<'a> Filler<'a> {
             let Some(room) = fits.iter().copied().max().filter(|&r| r > 0) else {
                 return;
             };
-            // Items are sorted by cost, which grows with the length: by length too.
-            let from = self.items.partition_point(|i| i.len > room);
+            let from = self.first_within(room);
             let Some(i) = self.left.next_from(from) else {
                 return;
             };
