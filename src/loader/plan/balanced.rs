@@ -63,6 +63,7 @@ pub(super) fn plan<L: Slot, S: Slot>(
         weight: config.weight(),
         rng: seed.map(|seed| epoch_rng(seed ^ STEP_SALT, epoch)),
         order,
+        by_len: matches!(costs, Costs::Lengths(_)),
         work: Work::default(),
         plan: Plan {
             epoch,
@@ -128,6 +129,8 @@ struct Out<'a, S> {
     rng: Option<SplitMix64>,
     /// The order, for the samples at its places.
     order: &'a [S],
+    /// Costs are `n + w·n²` of the items' lengths `n`: they order as the lengths do.
+    by_len: bool,
     work: Work,
     plan: Plan,
 }
@@ -143,6 +146,7 @@ struct Work {
     shuffled: Vec<usize>,
     /// Sort keys, and the pool sorted.
     keys: Vec<u128>,
+    short_keys: Vec<u64>,
     sorted: Vec<Item>,
     deal: Deal,
     budget: budget::Scratch,
@@ -154,7 +158,9 @@ impl<S: Slot> Out<'_, S> {
     /// epoch's `last`).
     fn pool(&mut self, batch: BatchSize, pool: &mut Vec<Item>, last: bool) {
         let work = &mut self.work;
-        sort_pool(pool, &mut work.keys, &mut work.sorted);
+        if !(self.by_len && sort_by_length(pool, &mut work.short_keys, &mut work.sorted)) {
+            sort_pool(pool, &mut work.keys, &mut work.sorted);
+        }
         work.steps.clear();
         work.tail.clear();
         let world = self.world;
@@ -244,6 +250,29 @@ fn sort_pool(pool: &mut Vec<Item>, keys: &mut Vec<u128>, sorted: &mut Vec<Item>)
         ..pool[key as u64 as usize]
     }));
     std::mem::swap(pool, sorted);
+}
+
+/// [`sort_pool`] for costs that grow with the length (`n + w·n²`, `w ≥ 0`, strictly for
+/// lengths below 2³²: `1 + w·(2n + 1)` apart, far more than their rounding), in 64-bit
+/// keys: the length, reversed, then the place in the pool. Returns false, leaving `pool`
+/// as it was, when a length or a place does not fit in 32 bits.
+fn sort_by_length(pool: &mut Vec<Item>, keys: &mut Vec<u64>, sorted: &mut Vec<Item>) -> bool {
+    let fits = |x: usize| u32::try_from(x).is_ok();
+    if !fits(pool.len()) || !pool.iter().all(|i| fits(i.len)) {
+        return false;
+    }
+    keys.clear();
+    keys.extend(
+        (pool.iter().enumerate()).map(|(k, i)| (u64::from(!(i.len as u32)) << 32) | k as u64),
+    );
+    keys.sort_unstable();
+    sorted.clear();
+    sorted.extend(keys.iter().enumerate().map(|(slot, &key)| Item {
+        slot,
+        ..pool[key as u32 as usize]
+    }));
+    std::mem::swap(pool, sorted);
+    true
 }
 
 /// A pool's steps, their batches' samples in one buffer.
