@@ -244,11 +244,13 @@ fn sort_pool(pool: &mut Vec<Item>, keys: &mut Vec<u128>, sorted: &mut Vec<Item>)
         (u128::from(!total) << 64) | k as u128
     }));
     keys.sort_unstable();
+    gather(pool, keys.iter().map(|&key| key as u64 as usize), sorted);
+}
+
+/// `pool` made the items at `places` in turn, numbered by their new places.
+fn gather(pool: &mut Vec<Item>, places: impl Iterator<Item = usize>, sorted: &mut Vec<Item>) {
     sorted.clear();
-    sorted.extend(keys.iter().enumerate().map(|(slot, &key)| Item {
-        slot,
-        ..pool[key as u64 as usize]
-    }));
+    sorted.extend(places.enumerate().map(|(slot, k)| Item { slot, ..pool[k] }));
     std::mem::swap(pool, sorted);
 }
 
@@ -266,12 +268,7 @@ fn sort_by_length(pool: &mut Vec<Item>, keys: &mut Vec<u64>, sorted: &mut Vec<It
         (pool.iter().enumerate()).map(|(k, i)| (u64::from(!(i.len as u32)) << 32) | k as u64),
     );
     keys.sort_unstable();
-    sorted.clear();
-    sorted.extend(keys.iter().enumerate().map(|(slot, &key)| Item {
-        slot,
-        ..pool[key as u32 as usize]
-    }));
-    std::mem::swap(pool, sorted);
+    gather(pool, keys.iter().map(|&key| key as u32 as usize), sorted);
     true
 }
 
