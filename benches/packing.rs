@@ -20,7 +20,8 @@
 //! `cargo bench --bench packing`; `LODTENSOR_BENCH_MB` sets the size of (1) (default 200 MB
 //! of `int32` tokens), `LODTENSOR_BENCH_DOCS` the documents of (3) (default 10 M),
 //! `LODTENSOR_BENCH_TAIL_DOCS` those of (4) (default 200,000), `LODTENSOR_BENCH_PARTS` the
-//! parts to run (default `1,2,3,4`).
+//! parts to run (default `1,2,3,4`), `LODTENSOR_BENCH_PLANS` the rows of (3) to time (those
+//! whose name holds one of its comma-separated words; default all).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -218,7 +219,14 @@ fn plan_time(dir: &Path) {
     println!("\n## 3. an epoch's plan, {n} documents (shuffled; plan(1), not cached)");
     println!("| plan | time |");
     println!("|---|---|");
+    let chosen = |name: &str| match std::env::var("LODTENSOR_BENCH_PLANS") {
+        Ok(words) => words.split(',').any(|w| name.contains(w.trim())),
+        Err(_) => true,
+    };
     let time = |name: &str, b: LoaderBuilder<'_>| {
+        if !chosen(name) {
+            return;
+        }
         let loader = b.with_shuffle(1).build().expect("loader");
         let (took, _) = best_of_three(|| black_box(loader.plan(1)));
         println!("| {name} | {:.2} s |", took.as_secs_f64());
@@ -234,10 +242,16 @@ fn plan_time(dir: &Path) {
         "unpacked, batches of 32, 8 ranks",
         ranks(Loader::builder(&file)),
     );
-    time("the same, balanced", balanced(Loader::builder(&file)));
+    time(
+        "unpacked, batches of 32, 8 ranks, balanced",
+        balanced(Loader::builder(&file)),
+    );
     let budget = || Loader::builder(&file).with_token_budget(256);
     time("unpacked, budget of 256 tokens, 8 ranks", ranks(budget()));
-    time("the same, balanced", balanced(budget()));
+    time(
+        "unpacked, budget of 256 tokens, 8 ranks, balanced",
+        balanced(budget()),
+    );
     time(
         "concatenate and split, 2048",
         Loader::builder(&file).with_packing(Packing::new(2048)),
@@ -251,7 +265,7 @@ fn plan_time(dir: &Path) {
         .with_shuffle(1)
         .build()
         .expect("loader");
-    for epoch in [0, 3] {
+    for epoch in [0, 3].into_iter().filter(|_| chosen("mixture")) {
         let (took, _) = best_of_three(|| black_box(loader.plan(epoch)));
         println!(
             "| mixture of two, epoch {epoch} ({} M samples replayed) | {:.2} s |",

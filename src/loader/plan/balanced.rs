@@ -14,47 +14,30 @@
 //! step without a batch for every rank is left out and counted in [`Plan::dropped`]).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BinaryHeap;
 
 use super::{BatchInfo, Costs, Plan};
-use crate::loader::config::{BatchSize, PlanConfig, Shuffle, cost};
+use crate::loader::config::{BatchSize, PlanConfig, Shuffle};
 use crate::loader::order::{Slot, epoch_rng, permute};
 use crate::rng::SplitMix64;
+
+mod budget;
+
+#[cfg(test)]
+use budget::longest_within;
 
 /// Salt of the steps' shuffle, apart from the samples' and the windows'.
 const STEP_SALT: u64 = 0x7374_6570_7321_6261;
 
-/// An item of the order: where it stands in it, its sample (or window), tokens and cost.
+/// An item of the order: where it stands in it, its tokens and cost.
 #[derive(Clone, Copy, Debug)]
 struct Item {
     pos: usize,
     /// Its place in its pool, once sorted.
     slot: usize,
-    id: usize,
     len: usize,
     cost: f64,
 }
-
-/// One rank's batch of a step being dealt.
-#[derive(Clone, Debug, Default)]
-struct Bin {
-    items: Vec<Item>,
-    tokens: usize,
-    cost: f64,
-    /// A single sample over the token budget: no room for more.
-    oversize: bool,
-}
-
-impl Bin {
-    fn push(&mut self, item: Item) {
-        self.tokens += item.len;
-        self.cost += item.cost;
-        self.items.push(item);
-    }
-}
-
-/// A global step: one batch per rank (fewer only in the epoch's last step).
-type Step = Vec<Bin>;
 
 /// The balanced plan of `order` (every rank's: ranks take turns in its steps).
 pub(super) fn plan<L: Slot, S: Slot>(
@@ -79,6 +62,9 @@ pub(super) fn plan<L: Slot, S: Slot>(
         drop_last: config.drop_last,
         weight: config.weight(),
         rng: seed.map(|seed| epoch_rng(seed ^ STEP_SALT, epoch)),
+        order,
+        by_len: matches!(costs, Costs::Lengths(_)),
+        work: Work::default(),
         plan: Plan {
             epoch,
             samples: Vec::with_capacity(order.len()),
@@ -91,13 +77,18 @@ pub(super) fn plan<L: Slot, S: Slot>(
     };
     let (mut pool, mut size) = (Vec::new(), 0usize);
     for (pos, s) in order.iter().enumerate() {
+        // The order is shuffled: the lengths read are far apart, each a cache miss unless
+        // asked for ahead.
+        if let Some(ahead) = order.get(pos + PREFETCH_AHEAD) {
+            prefetch(lengths.as_ptr().wrapping_add(ahead.get()));
+        }
         let (id, len) = (s.get(), lengths[s.get()].get());
+        let cost = costs.of(id, len);
         pool.push(Item {
             pos,
             slot: 0,
-            id,
             len,
-            cost: costs.of(id, len),
+            cost,
         });
         size += match config.batch {
             BatchSize::Samples(_) => 1,
@@ -112,318 +103,329 @@ pub(super) fn plan<L: Slot, S: Slot>(
     out.plan
 }
 
+/// How far ahead in the order its samples' lengths are asked for.
+const PREFETCH_AHEAD: usize = 16;
+
+/// Asks for the cache line of `x` ahead of its use (nothing where there is no such
+/// instruction). Never faults, whatever the address.
+#[inline(always)]
+fn prefetch<T>(x: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `sse`, which the instruction needs, is in every x86_64 processor; a
+    // prefetch reads nothing and never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(x.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 /// The plan being made.
-struct Out {
+struct Out<'a, S> {
     world: usize,
     drop_last: bool,
     /// The attention weight items' costs are counted with.
     weight: f64,
     /// The steps' shuffle, when the loader shuffles.
     rng: Option<SplitMix64>,
+    /// The order, for the samples at its places.
+    order: &'a [S],
+    /// Costs are `n + w·n²` of the items' lengths `n`: they order as the lengths do.
+    by_len: bool,
+    work: Work,
     plan: Plan,
 }
 
-impl Out {
-    /// Deals `pool` into steps and appends them, leaving in `pool` the items carried over
-    /// to the next pool (none when it is the epoch's `last`).
+/// Memory kept from pool to pool.
+#[derive(Default)]
+struct Work {
+    /// A pool's whole steps.
+    steps: Steps,
+    /// The epoch's last steps.
+    tail: Steps,
+    /// The steps' shuffled order.
+    shuffled: Vec<usize>,
+    /// Sort keys, and the pool sorted.
+    keys: Vec<u128>,
+    short_keys: Vec<u64>,
+    sorted: Vec<Item>,
+    deal: Deal,
+    budget: budget::Scratch,
+}
+
+impl<S: Slot> Out<'_, S> {
+    /// Deals `pool` (in the order's order) into steps and appends them, leaving in `pool`
+    /// the items carried over to the next pool, in the order's order (none when it is the
+    /// epoch's `last`).
     fn pool(&mut self, batch: BatchSize, pool: &mut Vec<Item>, last: bool) {
-        // Costs are finite and at least 0; positions differ: a total, stable order.
-        pool.sort_unstable_by(|a, b| b.cost.total_cmp(&a.cost).then(a.pos.cmp(&b.pos)));
-        for (slot, item) in pool.iter_mut().enumerate() {
-            item.slot = slot;
+        let work = &mut self.work;
+        if !(self.by_len && sort_by_length(pool, &mut work.short_keys, &mut work.sorted)) {
+            sort_pool(pool, &mut work.keys, &mut work.sorted);
         }
-        let dealt = match batch {
-            BatchSize::Samples(b) => by_count(pool, self.world, b, last),
-            BatchSize::Tokens(t) => by_budget(pool, self.world, (t, self.weight), last),
+        work.steps.clear();
+        work.tail.clear();
+        let world = self.world;
+        let mut carry = match batch {
+            BatchSize::Samples(b) => by_count(
+                pool,
+                (world, b),
+                last,
+                (&mut work.steps, &mut work.tail),
+                &mut work.deal,
+            ),
+            BatchSize::Tokens(t) => budget::by_budget(
+                pool,
+                world,
+                (t, self.weight),
+                last,
+                (&mut work.steps, &mut work.tail),
+                &mut work.budget,
+            ),
         };
-        let Dealt {
-            mut steps,
-            carry,
-            tail,
-        } = dealt;
+        work.shuffled.clear();
+        work.shuffled.extend(0..work.steps.len());
         if let Some(rng) = &mut self.rng {
-            permute(rng, &mut steps);
+            permute(rng, &mut work.shuffled);
         }
-        for step in steps {
-            self.push(step);
+        for &s in &work.shuffled {
+            emit(&mut self.plan, self.order, &mut work.steps, s);
         }
-        for step in tail {
+        for s in 0..work.tail.len() {
+            let batches = work.tail.step(s);
             // With `drop_last`, a step short of a batch per rank (or of a batch's samples).
-            let short = step.len() < self.world
-                || matches!(batch, BatchSize::Samples(b) if step.iter().any(|bin| bin.items.len() < b));
+            let short = batches.len() < world
+                || matches!(batch, BatchSize::Samples(b)
+                    if batches.clone().any(|k| work.tail.batch_len(k) < b));
             if self.drop_last && short {
-                self.plan.dropped += step.iter().map(|b| b.items.len()).sum::<usize>();
+                self.plan.dropped += batches.map(|k| work.tail.batch_len(k)).sum::<usize>();
             } else {
-                self.push(step);
+                emit(&mut self.plan, self.order, &mut work.tail, s);
             }
         }
+        // Carried items come before the next pool's: in the order's order they are its
+        // start.
+        carry.sort_unstable_by_key(|i| i.pos);
         *pool = carry;
-    }
-
-    /// Appends a step's batches, each batch's samples in the epoch's order.
-    fn push(&mut self, step: Step) {
-        for mut bin in step {
-            bin.items.sort_unstable_by_key(|i| i.pos);
-            let start = self.plan.samples.len();
-            self.plan.samples.extend(bin.items.iter().map(|i| i.id));
-            self.plan.infos.push(BatchInfo {
-                start,
-                end: self.plan.samples.len(),
-                tokens: bin.tokens,
-                max_len: bin.items.iter().map(|i| i.len).max().unwrap_or(0),
-                oversize: bin.oversize,
-            });
-            self.plan.costs.push(bin.cost);
-        }
     }
 }
 
-/// A pool dealt: its whole steps (to be shuffled), the items carried over, and (at the
-/// epoch's end) its last steps, in order, the last of which may have fewer batches than
-/// ranks.
-struct Dealt {
-    steps: Vec<Step>,
-    carry: Vec<Item>,
-    tail: Vec<Step>,
+/// Appends step `s` of `steps` to `plan`, each batch's samples in the epoch's order.
+fn emit<S: Slot>(plan: &mut Plan, order: &[S], steps: &mut Steps, s: usize) {
+    for k in steps.step(s) {
+        let batch = steps.batches[k];
+        let places = &mut steps.places[batch.start..batch.end];
+        places.sort_unstable();
+        let start = plan.samples.len();
+        plan.samples.extend(places.iter().map(|&p| order[p].get()));
+        plan.infos.push(BatchInfo {
+            start,
+            end: plan.samples.len(),
+            tokens: batch.tokens,
+            max_len: batch.max_len,
+            oversize: batch.oversize,
+        });
+        plan.costs.push(batch.cost);
+    }
+}
+
+/// Sorts `pool`, in the order's order, by cost, largest first, ties in the order's order,
+/// and numbers its items' slots: one sort of 128-bit keys (the cost's bits in an order
+/// that is `f64::total_cmp`'s, reversed; then the place in the pool).
+fn sort_pool(pool: &mut Vec<Item>, keys: &mut Vec<u128>, sorted: &mut Vec<Item>) {
+    debug_assert!(pool.is_sorted_by_key(|i| i.pos));
+    keys.clear();
+    keys.extend(pool.iter().enumerate().map(|(k, item)| {
+        let bits = item.cost.to_bits();
+        // `total_cmp`'s order: negative values' bits flipped, the sign bit set on others.
+        let total = if bits >> 63 == 1 {
+            !bits
+        } else {
+            bits | 1 << 63
+        };
+        (u128::from(!total) << 64) | k as u128
+    }));
+    keys.sort_unstable();
+    gather(pool, keys.iter().map(|&key| key as u64 as usize), sorted);
+}
+
+/// `pool` made the items at `places` in turn, numbered by their new places.
+fn gather(pool: &mut Vec<Item>, places: impl Iterator<Item = usize>, sorted: &mut Vec<Item>) {
+    sorted.clear();
+    sorted.extend(places.enumerate().map(|(slot, k)| Item { slot, ..pool[k] }));
+    std::mem::swap(pool, sorted);
+}
+
+/// [`sort_pool`] for costs that grow with the length (`n + w·n²`, `w ≥ 0`, strictly for
+/// lengths below 2³²: `1 + w·(2n + 1)` apart, far more than their rounding), in 64-bit
+/// keys: the length, reversed, then the place in the pool. Returns false, leaving `pool`
+/// as it was, when a length or a place does not fit in 32 bits.
+fn sort_by_length(pool: &mut Vec<Item>, keys: &mut Vec<u64>, sorted: &mut Vec<Item>) -> bool {
+    let fits = |x: usize| u32::try_from(x).is_ok();
+    if !fits(pool.len()) || !pool.iter().all(|i| fits(i.len)) {
+        return false;
+    }
+    keys.clear();
+    keys.extend(
+        (pool.iter().enumerate()).map(|(k, i)| (u64::from(!(i.len as u32)) << 32) | k as u64),
+    );
+    keys.sort_unstable();
+    gather(pool, keys.iter().map(|&key| key as u32 as usize), sorted);
+    true
+}
+
+/// A pool's steps, their batches' samples in one buffer.
+#[derive(Default)]
+struct Steps {
+    /// The batches' samples' places in the order, batch after batch.
+    places: Vec<usize>,
+    batches: Vec<Batch>,
+    /// Where each step's batches end in `batches`.
+    ends: Vec<usize>,
+}
+
+/// A batch of [`Steps`].
+#[derive(Clone, Copy, Debug)]
+struct Batch {
+    start: usize,
+    end: usize,
+    tokens: usize,
+    max_len: usize,
+    cost: f64,
+    oversize: bool,
+}
+
+impl Steps {
+    fn clear(&mut self) {
+        self.places.clear();
+        self.batches.clear();
+        self.ends.clear();
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The batches of step `s`.
+    fn step(&self, s: usize) -> std::ops::Range<usize> {
+        let start = if s == 0 { 0 } else { self.ends[s - 1] };
+        start..self.ends[s]
+    }
+
+    fn batch_len(&self, k: usize) -> usize {
+        self.batches[k].end - self.batches[k].start
+    }
+
+    /// Adds a batch of `items`, `tokens` and `cost` to the step being made.
+    fn push_batch(&mut self, items: &[Item], tokens: usize, cost: f64, oversize: bool) {
+        let start = self.places.len();
+        self.places.extend(items.iter().map(|i| i.pos));
+        self.batches.push(Batch {
+            start,
+            end: self.places.len(),
+            tokens,
+            max_len: items.iter().map(|i| i.len).max().unwrap_or(0),
+            cost,
+            oversize,
+        });
+    }
+
+    /// Ends the step being made.
+    fn end_step(&mut self) {
+        self.ends.push(self.batches.len());
+    }
 }
 
 /// Batches of `b` samples: each step the next `world·b` items of the sorted pool, dealt by
-/// [`deal`]; the rest carried over, or at the end a last step of `⌈rest / b⌉` batches.
-fn by_count(pool: &[Item], world: usize, b: usize, last: bool) -> Dealt {
+/// [`Deal::deal`] into `steps`; the rest carried over (returned), or at the end a last
+/// step of `⌈rest / b⌉` batches in `tail`.
+fn by_count(
+    pool: &[Item],
+    (world, b): (usize, usize),
+    last: bool,
+    (steps, tail): (&mut Steps, &mut Steps),
+    deal: &mut Deal,
+) -> Vec<Item> {
     let per = world * b;
     let whole = pool.len() / per * per;
-    let steps = pool[..whole]
-        .chunks(per)
-        .map(|c| deal(c, world, b))
-        .collect();
+    for chunk in pool[..whole].chunks(per) {
+        deal.deal(chunk, world, b, steps);
+    }
     let rest = &pool[whole..];
-    let (carry, tail) = match (last, rest.is_empty()) {
-        (false, _) => (rest.to_vec(), Vec::new()),
-        (true, true) => (Vec::new(), Vec::new()),
-        (true, false) => (Vec::new(), vec![deal(rest, rest.len().div_ceil(b), b)]),
-    };
-    Dealt { steps, carry, tail }
-}
-
-/// LPT with cardinality: `items` (sorted by cost, largest first) into `bins` batches of at
-/// most `cap` items, each item to the batch of least cost (the first such) not yet full.
-fn deal(items: &[Item], bins: usize, cap: usize) -> Step {
-    let mut step: Step = vec![Bin::default(); bins];
-    // Costs are at least 0, so their bits order as they do.
-    let mut open: BinaryHeap<Reverse<(u64, usize)>> = (0..bins).map(|b| Reverse((0, b))).collect();
-    for &item in items {
-        let Some(Reverse((_, b))) = open.pop() else {
-            break; // Not reached: bins · cap ≥ items.
-        };
-        step[b].push(item);
-        if step[b].items.len() < cap {
-            open.push(Reverse((step[b].cost.to_bits(), b)));
+    match (last, rest.is_empty()) {
+        (false, _) => rest.to_vec(),
+        (true, true) => Vec::new(),
+        (true, false) => {
+            deal.deal(rest, rest.len().div_ceil(b), b, tail);
+            Vec::new()
         }
     }
-    step
 }
 
-/// Batches of at most `t` tokens. The items over `t` (first in the sorted pool) make
-/// steps of their own, `world` at a time; the long items (over `t / 2`: no two share a
-/// batch) seed steps, `world` at a time, so that a long document is balanced by others as
-/// long; then each step is filled by [`Filler::fill_and_trim`] until no rank has room for
-/// any item left. The step the pool runs out in, and the items over `t` or long ones short
-/// of a step, carry over; at the epoch's end they make its last steps ([`last_steps`]).
-fn by_budget(pool: &[Item], world: usize, (t, w): (usize, f64), last: bool) -> Dealt {
-    let over_end = pool.partition_point(|i| i.len > t);
-    let long_end = pool.partition_point(|i| i.len > t / 2);
-    let (over, long) = (&pool[..over_end], &pool[over_end..long_end]);
-    let (whole_over, whole_long) = (over.len() / world * world, long.len() / world * world);
-    let mut steps: Vec<Step> = (over[..whole_over].chunks(world))
-        .map(|c| c.iter().map(|i| alone(*i, true)).collect())
-        .collect();
-    let mut seeds = (long[..whole_long].chunks(world))
-        .map(|c| c.iter().map(|i| alone(*i, false)).collect::<Step>());
-    let mut filler = Filler::new(&pool[long_end..], long_end);
-    let ran_out = loop {
-        let seeded = seeds.next();
-        let more_seeds = seeds.len() > 0;
-        let mut step = seeded.unwrap_or_else(|| vec![Bin::default(); world]);
-        filler.fill_and_trim(&mut step, t, w);
-        if filler.left.is_empty() && !more_seeds {
-            break step;
+/// The memory of [`Deal::deal`], kept from step to step.
+#[derive(Default)]
+struct Deal {
+    open: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Each item's batch, and each batch's cost, tokens, items and next place.
+    to: Vec<usize>,
+    costs: Vec<f64>,
+    tokens: Vec<usize>,
+    counts: Vec<usize>,
+    next: Vec<usize>,
+}
+
+impl Deal {
+    /// LPT with cardinality: `items` (sorted by cost, largest first) into `bins` batches
+    /// of at most `cap` items, each item to the batch of least cost (the first such) not
+    /// yet full; the batches added to `steps` as one step.
+    fn deal(&mut self, items: &[Item], bins: usize, cap: usize, steps: &mut Steps) {
+        self.open.clear();
+        self.open.extend((0..bins).map(|b| Reverse((0, b))));
+        self.to.clear();
+        for v in [&mut self.tokens, &mut self.counts] {
+            v.clear();
+            v.resize(bins, 0);
         }
-        steps.push(step);
-    };
-    let mut rest: Vec<Item> = ran_out.into_iter().flat_map(|b| b.items).collect();
-    rest.extend_from_slice(&over[whole_over..]);
-    rest.extend_from_slice(&long[whole_long..]);
-    if !last {
-        return Dealt {
-            steps,
-            carry: rest,
-            tail: Vec::new(),
-        };
-    }
-    Dealt {
-        steps,
-        carry: Vec::new(),
-        tail: last_steps(rest, world, (t, w)),
-    }
-}
-
-/// A batch of `item` alone (`oversize`: over the budget, closed to others).
-fn alone(item: Item, oversize: bool) -> Bin {
-    let mut bin = Bin {
-        oversize,
-        ..Bin::default()
-    };
-    bin.push(item);
-    bin
-}
-
-/// The epoch's last steps, of the items `rest` left: those over the budget first (a batch
-/// each), with the others dealt as [`Filler::fill_and_trim`] does; the last step may have
-/// fewer batches than ranks.
-fn last_steps(mut rest: Vec<Item>, world: usize, (t, w): (usize, f64)) -> Vec<Step> {
-    rest.sort_unstable_by(|a, b| b.cost.total_cmp(&a.cost).then(a.pos.cmp(&b.pos)));
-    for (slot, item) in rest.iter_mut().enumerate() {
-        item.slot = slot;
-    }
-    let over_end = rest.partition_point(|i| i.len > t);
-    let mut over = rest[..over_end].chunks(world);
-    let mut filler = Filler::new(&rest[over_end..], over_end);
-    let mut steps = Vec::new();
-    loop {
-        let mut step: Step = vec![Bin::default(); world];
-        for (bin, item) in step.iter_mut().zip(over.next().unwrap_or_default()) {
-            *bin = alone(*item, true);
-        }
-        filler.fill_and_trim(&mut step, t, w);
-        step.retain(|b| !b.items.is_empty());
-        if step.is_empty() {
-            return steps;
-        }
-        steps.push(step);
-    }
-}
-
-/// The regular items of a pool (sorted by cost, so by length, largest first) not yet in a
-/// step, by their place in the pool.
-struct Filler<'a> {
-    items: &'a [Item],
-    /// The place of `items[0]` in the pool.
-    first: usize,
-    left: BTreeSet<usize>,
-}
-
-impl<'a> Filler<'a> {
-    fn new(items: &'a [Item], first: usize) -> Self {
-        Filler {
-            items,
-            first,
-            left: (0..items.len()).collect(),
-        }
-    }
-
-    /// Fills `step` ([`Filler::fill`]); unless the items ran out in it, then takes the
-    /// cheapest items out of its costliest batch while that brings the step's max / mean
-    /// cost down (a batch holding a long document, with the rest of the budget filled, may
-    /// cost more than the others can with their budget): they stay in the pool.
-    fn fill_and_trim(&mut self, step: &mut Step, t: usize, w: f64) {
-        self.fill(step, t, w);
-        while !self.left.is_empty() {
-            let total: f64 = step.iter().map(|b| b.cost).sum();
-            let costs = step.iter().map(|b| b.cost).enumerate();
-            let Some((m, max)) = costs.max_by(|x, y| x.1.total_cmp(&y.1)) else {
-                return;
+        self.costs.clear();
+        self.costs.resize(bins, 0.0);
+        for item in items {
+            let Some(Reverse((_, b))) = self.open.pop() else {
+                break; // Not reached: bins · cap ≥ items.
             };
-            if step[m].oversize || step[m].items.len() <= 1 {
-                return;
+            self.to.push(b);
+            self.costs[b] += item.cost;
+            self.tokens[b] += item.len;
+            self.counts[b] += 1;
+            if self.counts[b] < cap {
+                // Costs are at least 0, so their bits order as they do.
+                self.open.push(Reverse((self.costs[b].to_bits(), b)));
             }
-            let cheapest = (step[m].items.iter().enumerate())
-                .filter(|(_, i)| i.slot >= self.first)
-                .min_by(|x, y| x.1.cost.total_cmp(&y.1.cost))
-                .map(|(k, i)| (k, *i));
-            let Some((k, item)) = cheapest else {
-                return;
-            };
-            let others = (step.iter().enumerate())
-                .filter(|&(b, _)| b != m)
-                .fold(0.0, |a: f64, (_, b)| a.max(b.cost));
-            let after = (max - item.cost).max(others) / (total - item.cost);
-            if after >= max / total {
-                return;
-            }
-            let bin = &mut step[m];
-            bin.items.swap_remove(k);
-            bin.tokens -= item.len;
-            bin.cost = bin.items.iter().map(|i| i.cost).sum();
-            self.left.insert(item.slot - self.first);
         }
-    }
-
-    /// LPT with room: the largest item left that fits some rank's batch goes to the batch
-    /// of least cost (the first such) that it fits in, until none fits. An empty batch fits
-    /// any item; another fits an item when it has the tokens for it and its cost stays
-    /// within the step's cap: what
-    /// the step's first (largest) item (or costliest seed) costs with the rest of the
-    /// budget in tokens of no attention cost, `c(L) + t - L` (`t` when `w` is 0), so that a
-    /// rank with a long document takes fewer tokens besides.
-    fn fill(&mut self, step: &mut Step, t: usize, w: f64) {
-        // A seeded step's cap: its costliest seed's.
-        let seeds = step.iter().filter(|b| !b.oversize && !b.items.is_empty());
-        let mut cap = seeds
-            .map(|b| b.cost + (t - b.tokens) as f64)
-            .reduce(f64::max);
-        let mut fits = vec![0; step.len()];
-        while !self.left.is_empty() {
-            let cap_now = cap.unwrap_or(f64::INFINITY);
-            for (fit, b) in fits.iter_mut().zip(step.iter()) {
-                *fit = match (b.oversize, b.items.is_empty()) {
-                    (true, _) => 0,
-                    // An empty batch takes any item: a rank never gets an empty batch while
-                    // items are left (with a tiny budget, `w > 0` can put the cap under
-                    // any item's cost).
-                    (false, true) => t,
-                    (false, false) => (t - b.tokens).min(longest_within(cap_now - b.cost, w)),
-                };
-            }
-            let Some(room) = fits.iter().copied().max().filter(|&r| r > 0) else {
-                return;
-            };
-            // Items are sorted by cost, which grows with the length: by length too.
-            let from = self.items.partition_point(|i| i.len > room);
-            let Some(&i) = self.left.range(from..).next() else {
-                return;
-            };
-            let item = self.items[i];
-            let open = (0..step.len()).filter(|&b| fits[b] >= item.len);
-            let Some(b) = open.min_by(|&x, &y| step[x].cost.total_cmp(&step[y].cost)) else {
-                return; // Not reached: `room` fits it.
-            };
-            step[b].push(item);
-            cap.get_or_insert(item.cost + (t - item.len) as f64);
-            self.left.remove(&i);
+        // Each batch's items in the order dealt, batch after batch.
+        let base = steps.places.len();
+        self.next.clear();
+        let mut start = base;
+        for b in 0..bins {
+            self.next.push(start);
+            steps.batches.push(Batch {
+                start,
+                end: start + self.counts[b],
+                tokens: self.tokens[b],
+                max_len: 0,
+                cost: self.costs[b],
+                oversize: false,
+            });
+            start += self.counts[b];
         }
+        steps.places.resize(start, 0);
+        let first = steps.batches.len() - bins;
+        for (item, &b) in items.iter().zip(&self.to) {
+            steps.places[self.next[b]] = item.pos;
+            self.next[b] += 1;
+            let max_len = &mut steps.batches[first + b].max_len;
+            *max_len = (*max_len).max(item.len);
+        }
+        steps.end_step();
     }
-}
-
-/// The longest `n` with `n + w·n² ≤ x` (`usize::MAX` for no limit).
-fn longest_within(x: f64, w: f64) -> usize {
-    if x.is_infinite() {
-        return usize::MAX;
-    }
-    if x < 0.0 {
-        return 0;
-    }
-    let guess = match w > 0.0 {
-        true => ((1.0 + 4.0 * w * x).sqrt() - 1.0) / (2.0 * w),
-        false => x,
-    };
-    let mut n = guess.max(0.0).min(u32::MAX as f64) as usize;
-    while n > 0 && cost(n, w) > x {
-        n -= 1;
-    }
-    while cost(n + 1, w) <= x && n < u32::MAX as usize {
-        n += 1;
-    }
-    n
 }
 
 #[cfg(test)]

@@ -395,3 +395,85 @@ mod loaders {
         }
     }
 }
+
+/// A digest of balanced plans over a grid of batch sizes and budgets, costs in tokens and
+/// with attention, shuffles, `drop_last`, look-aheads, 2, 8 and 64 ranks, and packed
+/// windows: every batch's samples, tokens, longest sample, oversize flag and cost bits.
+fn balanced_plans_digest() -> u64 {
+    let mut digest = 0xcbf2_9ce4_8422_2325u64;
+    let mut add = |x: u64| digest = (digest ^ x).wrapping_mul(0x0100_0000_01b3);
+    let mut add_plan = |plan: &Plan| {
+        for (batch, (info, cost)) in plan.batches().zip(plan.infos().iter().zip(plan.costs())) {
+            batch.iter().for_each(|&s| add(s as u64));
+            let oversize = u64::from(info.oversize);
+            for x in [info.start, info.end, info.tokens, info.max_len] {
+                add(x as u64);
+            }
+            add(oversize);
+            add(cost.to_bits());
+        }
+        add(plan.dropped() as u64);
+    };
+    // A long tail over the budgets (some samples over them), and short ones with zeros.
+    let tail = long_tail(3000, 5000, 11);
+    let short: Vec<u32> = (0..2000u32).map(|i| (i * 37) % 300).collect();
+    let batches = [
+        BatchSize::Samples(1),
+        BatchSize::Samples(4),
+        BatchSize::Samples(32),
+        BatchSize::Tokens(256),
+        BatchSize::Tokens(4096),
+    ];
+    let balances = [
+        Balance::Tokens,
+        Balance::Attention {
+            weight: ATTENTION_WEIGHT,
+        },
+        Balance::Attention { weight: 0.01 },
+    ];
+    for lengths in [&tail, &short] {
+        for batch in batches {
+            for balance in balances {
+                for world in [2, 8, 64] {
+                    for (shuffle, drop_last, lookahead) in
+                        [(false, false, 64), (true, false, 64), (true, true, 2)]
+                    {
+                        let mut c = config(batch, world, Some(balance));
+                        c.drop_last = drop_last;
+                        c.balance_lookahead = lookahead;
+                        if shuffle {
+                            c.shuffle = Shuffle::Samples { seed: 9 };
+                        }
+                        add_plan(&plan_of(&c, lengths, 3));
+                    }
+                }
+            }
+        }
+    }
+    for mode in [PackMode::Split { pad_last: true }, PackMode::best_fit(64)] {
+        for w in [0.0, ATTENTION_WEIGHT] {
+            for world in [2, 8, 64] {
+                let mut c = config(
+                    BatchSize::Samples(2),
+                    world,
+                    Some(Balance::Attention { weight: w }),
+                );
+                c.shuffle = Shuffle::Samples { seed: 4 };
+                let packing = Packing::new(1024).with_mode(mode);
+                let order: Vec<usize> = (0..tail.len()).collect();
+                let windows = Windows::build(&packing, &tail, Rows::Wide(order));
+                let window_order: Vec<usize> = (0..windows.len()).collect();
+                add_plan(&windows.plan(&c, &window_order, 3));
+            }
+        }
+    }
+    digest
+}
+
+#[test]
+fn balanced_plans_are_those_of_the_first_balanced_planner() {
+    // Made with the planner of pools sorted by comparisons and batches kept apart.
+    assert_eq!(balanced_plans_digest(), BALANCED_PLANS_DIGEST);
+}
+
+const BALANCED_PLANS_DIGEST: u64 = 8_028_157_227_892_417_033;

@@ -1,0 +1,386 @@
+//! Balanced steps of batches of at most `t` tokens: long items seed steps, then each step
+//! is filled largest first within the step's cap and trimmed while that lowers its max /
+//! mean cost ([`by_budget`]; docs/design.md "Balanced global steps").
+
+use super::{Item, Steps, sort_pool};
+use crate::loader::config::cost;
+
+/// One rank's batch of a step being dealt.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Bin {
+    items: Vec<Item>,
+    tokens: usize,
+    cost: f64,
+    /// A single sample over the token budget: no room for more.
+    oversize: bool,
+}
+
+impl Bin {
+    fn push(&mut self, item: Item) {
+        self.tokens += item.len;
+        self.cost += item.cost;
+        self.items.push(item);
+    }
+
+    /// Empty again, its memory kept.
+    fn clear(&mut self) {
+        self.items.clear();
+        (self.tokens, self.cost, self.oversize) = (0, 0.0, false);
+    }
+
+    /// The batch of `item` alone (`oversize`: over the budget, closed to others).
+    fn alone(&mut self, item: Item, oversize: bool) {
+        self.clear();
+        self.oversize = oversize;
+        self.push(item);
+    }
+}
+
+/// The batches of a step being dealt, kept from step to step with their memory.
+#[derive(Default)]
+pub(super) struct Scratch {
+    step: Vec<Bin>,
+    fits: Vec<usize>,
+    left: Left,
+    starts: Vec<usize>,
+}
+
+/// `step` made `n` empty batches.
+fn reset(step: &mut Vec<Bin>, n: usize) {
+    step.resize_with(n, Bin::default);
+    step.truncate(n);
+    step.iter_mut().for_each(Bin::clear);
+}
+
+/// Appends the batches of `step` to `steps` as one step.
+fn add(steps: &mut Steps, step: &[Bin]) {
+    for bin in step {
+        steps.push_batch(&bin.items, bin.tokens, bin.cost, bin.oversize);
+    }
+    steps.end_step();
+}
+
+/// Batches of at most `t` tokens. The items over `t` (first in the sorted pool) make
+/// steps of their own, `world` at a time; the long items (over `t / 2`: no two share a
+/// batch) seed steps, `world` at a time, so that a long document is balanced by others as
+/// long; then each step is filled by [`Filler::fill_and_trim`] until no rank has room for
+/// any item left. The steps go to `steps`; the step the pool runs out in, and the items
+/// over `t` or long ones short of a step, are returned to carry over, unless it is the
+/// epoch's `last` pool: then they make its last steps in `tail` ([`last_steps`]).
+pub(super) fn by_budget(
+    pool: &[Item],
+    world: usize,
+    (t, w): (usize, f64),
+    last: bool,
+    (steps, tail): (&mut Steps, &mut Steps),
+    scratch: &mut Scratch,
+) -> Vec<Item> {
+    let over_end = pool.partition_point(|i| i.len > t);
+    let long_end = pool.partition_point(|i| i.len > t / 2);
+    let (over, long) = (&pool[..over_end], &pool[over_end..long_end]);
+    let (whole_over, whole_long) = (over.len() / world * world, long.len() / world * world);
+    for chunk in over[..whole_over].chunks(world) {
+        for item in chunk {
+            steps.push_batch(std::slice::from_ref(item), item.len, 0.0 + item.cost, true);
+        }
+        steps.end_step();
+    }
+    let mut seeds = long[..whole_long].chunks(world);
+    let mut filler = Filler::new(
+        &pool[long_end..],
+        long_end,
+        (&mut scratch.left, &mut scratch.starts),
+    );
+    loop {
+        let seeded = seeds.next();
+        let more_seeds = seeds.len() > 0;
+        reset(&mut scratch.step, world);
+        for (bin, item) in scratch.step.iter_mut().zip(seeded.unwrap_or_default()) {
+            bin.alone(*item, false);
+        }
+        filler.fill_and_trim(&mut scratch.step, &mut scratch.fits, (t, w));
+        if filler.left.is_empty() && !more_seeds {
+            break;
+        }
+        add(steps, &scratch.step);
+    }
+    let mut rest: Vec<Item> = (scratch.step.iter())
+        .flat_map(|b| b.items.iter().copied())
+        .collect();
+    rest.extend_from_slice(&over[whole_over..]);
+    rest.extend_from_slice(&long[whole_long..]);
+    if last {
+        last_steps(rest, world, (t, w), tail, scratch);
+        return Vec::new();
+    }
+    rest
+}
+
+/// The epoch's last steps, of the items `rest` left: those over the budget first (a batch
+/// each), with the others dealt as [`Filler::fill_and_trim`] does; the last step may have
+/// fewer batches than ranks.
+fn last_steps(
+    mut rest: Vec<Item>,
+    world: usize,
+    (t, w): (usize, f64),
+    tail: &mut Steps,
+    scratch: &mut Scratch,
+) {
+    rest.sort_unstable_by_key(|i| i.pos);
+    sort_pool(&mut rest, &mut Vec::new(), &mut Vec::new());
+    let over_end = rest.partition_point(|i| i.len > t);
+    let mut over = rest[..over_end].chunks(world);
+    let mut filler = Filler::new(
+        &rest[over_end..],
+        over_end,
+        (&mut scratch.left, &mut scratch.starts),
+    );
+    loop {
+        reset(&mut scratch.step, world);
+        for (bin, item) in scratch.step.iter_mut().zip(over.next().unwrap_or_default()) {
+            bin.alone(*item, true);
+        }
+        filler.fill_and_trim(&mut scratch.step, &mut scratch.fits, (t, w));
+        scratch.step.retain(|b| !b.items.is_empty());
+        if scratch.step.is_empty() {
+            return;
+        }
+        add(tail, &scratch.step);
+    }
+}
+
+/// The regular items of a pool (sorted by cost, so by length, largest first) not yet in a
+/// step, by their place in the pool.
+struct Filler<'a> {
+    items: &'a [Item],
+    /// The place of `items[0]` in the pool.
+    first: usize,
+    left: &'a mut Left,
+    /// `starts[n]`: the first of `items` of at most `n` tokens, for `n` below the first's
+    /// length (empty when that is long against the items' number: then a binary search).
+    starts: &'a mut Vec<usize>,
+}
+
+impl<'a> Filler<'a> {
+    fn new(
+        items: &'a [Item],
+        first: usize,
+        (left, starts): (&'a mut Left, &'a mut Vec<usize>),
+    ) -> Self {
+        left.fill(items.len());
+        starts.clear();
+        let longest = items.first().map_or(0, |i| i.len);
+        if longest <= 4 * items.len() + 64 {
+            let mut k = items.len();
+            for n in 0..longest {
+                while k > 0 && items[k - 1].len <= n {
+                    k -= 1;
+                }
+                starts.push(k);
+            }
+        }
+        Filler {
+            items,
+            first,
+            left,
+            starts,
+        }
+    }
+
+    /// The first item of at most `room` tokens. Items are sorted by cost, which grows with
+    /// the length: by length too.
+    fn first_within(&self, room: usize) -> usize {
+        match self.items.first() {
+            Some(i) if room >= i.len => 0,
+            _ if !self.starts.is_empty() => self.starts[room],
+            _ => self.items.partition_point(|i| i.len > room),
+        }
+    }
+
+    /// Fills `step` ([`Filler::fill`]); unless the items ran out in it, then takes the
+    /// cheapest items out of its costliest batch while that brings the step's max / mean
+    /// cost down (a batch holding a long document, with the rest of the budget filled, may
+    /// cost more than the others can with their budget): they stay in the pool.
+    fn fill_and_trim(&mut self, step: &mut [Bin], fits: &mut Vec<usize>, (t, w): (usize, f64)) {
+        self.fill(step, fits, t, w);
+        while !self.left.is_empty() {
+            let total: f64 = step.iter().map(|b| b.cost).sum();
+            let costs = step.iter().map(|b| b.cost).enumerate();
+            let Some((m, max)) = costs.max_by(|x, y| x.1.total_cmp(&y.1)) else {
+                return;
+            };
+            if step[m].oversize || step[m].items.len() <= 1 {
+                return;
+            }
+            let cheapest = (step[m].items.iter().enumerate())
+                .filter(|(_, i)| i.slot >= self.first)
+                .min_by(|x, y| x.1.cost.total_cmp(&y.1.cost))
+                .map(|(k, i)| (k, *i));
+            let Some((k, item)) = cheapest else {
+                return;
+            };
+            let others = (step.iter().enumerate())
+                .filter(|&(b, _)| b != m)
+                .fold(0.0, |a: f64, (_, b)| a.max(b.cost));
+            let after = (max - item.cost).max(others) / (total - item.cost);
+            if after >= max / total {
+                return;
+            }
+            let bin = &mut step[m];
+            bin.items.swap_remove(k);
+            bin.tokens -= item.len;
+            bin.cost = bin.items.iter().map(|i| i.cost).sum();
+            self.left.insert(item.slot - self.first);
+        }
+    }
+
+    /// LPT with room: the largest item left that fits some rank's batch goes to the batch
+    /// of least cost (the first such) that it fits in, until none fits. An empty batch fits
+    /// any item; another fits an item when it has the tokens for it and its cost stays
+    /// within the step's cap: what the step's first (largest) item (or costliest seed)
+    /// costs with the rest of the budget in tokens of no attention cost, `c(L) + t - L`
+    /// (`t` when `w` is 0), so that a rank with a long document takes fewer tokens besides.
+    /// What each batch fits is kept (`fits`), and counted again only for the batch an item
+    /// went to (for all of them when the cap is set).
+    fn fill(&mut self, step: &mut [Bin], fits: &mut Vec<usize>, t: usize, w: f64) {
+        // A seeded step's cap: its costliest seed's.
+        let seeds = step.iter().filter(|b| !b.oversize && !b.items.is_empty());
+        let mut cap = seeds
+            .map(|b| b.cost + (t - b.tokens) as f64)
+            .reduce(f64::max);
+        fits.clear();
+        fits.resize(step.len(), 0);
+        let count_all = |fits: &mut [usize], step: &[Bin], cap: Option<f64>| {
+            for (fit, b) in fits.iter_mut().zip(step) {
+                *fit = fit_of(b, cap.unwrap_or(f64::INFINITY), t, w);
+            }
+        };
+        count_all(fits, step, cap);
+        while !self.left.is_empty() {
+            let Some(room) = fits.iter().copied().max().filter(|&r| r > 0) else {
+                return;
+            };
+            let from = self.first_within(room);
+            let Some(i) = self.left.next_from(from) else {
+                return;
+            };
+            let item = self.items[i];
+            let open = (0..step.len()).filter(|&b| fits[b] >= item.len);
+            let Some(b) = open.min_by(|&x, &y| step[x].cost.total_cmp(&step[y].cost)) else {
+                return; // Not reached: `room` fits it.
+            };
+            step[b].push(item);
+            self.left.remove(i);
+            match cap {
+                Some(cap) => fits[b] = fit_of(&step[b], cap, t, w),
+                None => {
+                    cap = Some(item.cost + (t - item.len) as f64);
+                    count_all(fits, step, cap);
+                }
+            }
+        }
+    }
+}
+
+/// The longest item batch `b` fits under the step's cap `cap` (infinite when not set yet).
+fn fit_of(b: &Bin, cap: f64, t: usize, w: f64) -> usize {
+    match (b.oversize, b.items.is_empty()) {
+        (true, _) => 0,
+        // An empty batch takes any item: a rank never gets an empty batch while items are
+        // left (with a tiny budget, `w > 0` can put the cap under any item's cost).
+        (false, true) => t,
+        (false, false) => (t - b.tokens).min(longest_within(cap - b.cost, w)),
+    }
+}
+
+/// The longest `n` with `n + w·n² ≤ x` (`usize::MAX` for no limit).
+pub(super) fn longest_within(x: f64, w: f64) -> usize {
+    if x.is_infinite() {
+        return usize::MAX;
+    }
+    if x < 0.0 {
+        return 0;
+    }
+    let guess = match w > 0.0 {
+        true => ((1.0 + 4.0 * w * x).sqrt() - 1.0) / (2.0 * w),
+        false => x,
+    };
+    let mut n = guess.max(0.0).min(u32::MAX as f64) as usize;
+    while n > 0 && cost(n, w) > x {
+        n -= 1;
+    }
+    while cost(n + 1, w) <= x && n < u32::MAX as usize {
+        n += 1;
+    }
+    n
+}
+
+/// A set of places `0..n` (the items left), in two levels of bits: a word per 64 places,
+/// and a bit per word that has any set, for the next place left from a given one.
+#[derive(Default)]
+pub(super) struct Left {
+    words: Vec<u64>,
+    /// Bit `j` set when `words[j]` is not 0.
+    summary: Vec<u64>,
+    count: usize,
+}
+
+impl Left {
+    /// All of `0..n`.
+    fn fill(&mut self, n: usize) {
+        let words = n.div_ceil(64);
+        self.words.clear();
+        self.words.resize(words, u64::MAX);
+        if !n.is_multiple_of(64) {
+            self.words[words - 1] = (1 << (n % 64)) - 1;
+        }
+        self.summary.clear();
+        self.summary.resize(words.div_ceil(64), u64::MAX);
+        if !words.is_multiple_of(64) {
+            self.summary[words / 64] = (1 << (words % 64)) - 1;
+        }
+        self.count = n;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Adds `i` (not in the set).
+    fn insert(&mut self, i: usize) {
+        self.words[i / 64] |= 1 << (i % 64);
+        self.summary[i / 4096] |= 1 << (i / 64 % 64);
+        self.count += 1;
+    }
+
+    /// Removes `i` (in the set).
+    fn remove(&mut self, i: usize) {
+        let word = &mut self.words[i / 64];
+        *word &= !(1 << (i % 64));
+        if *word == 0 {
+            self.summary[i / 4096] &= !(1 << (i / 64 % 64));
+        }
+        self.count -= 1;
+    }
+
+    /// The least place in the set from `i` on.
+    fn next_from(&self, i: usize) -> Option<usize> {
+        let j = i / 64;
+        let here = self.words.get(j)? & (u64::MAX << (i % 64));
+        if here != 0 {
+            return Some(j * 64 + here.trailing_zeros() as usize);
+        }
+        // The next word with any set, from the summary.
+        let j = j + 1;
+        let (mut s, mut mask) = (j / 64, u64::MAX.checked_shl((j % 64) as u32).unwrap_or(0));
+        while let Some(&bits) = self.summary.get(s) {
+            let bits = bits & mask;
+            if bits != 0 {
+                let word = s * 64 + bits.trailing_zeros() as usize;
+                return Some(word * 64 + self.words[word].trailing_zeros() as usize);
+            }
+            (s, mask) = (s + 1, u64::MAX);
+        }
+        None
+    }
+}
