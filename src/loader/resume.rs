@@ -42,11 +42,12 @@ impl Loader {
 
     /// Continues from `state`. Saved by a loader that makes the same plans, this is
     /// [`Loader::seek`]. Saved by one with other options, both with ranks taking turns
-    /// ([`LoaderBuilder::elastic_shard`], balance or a schedule), it goes on under this
-    /// loader's options with what the epoch has left: the samples no batch read before
-    /// the state (packed: the tokens no window read), each once, planned again — another
-    /// batch size or token budget, pack length, balance, world size or workers. The data,
-    /// the shuffle and its seed, and whether batches are packed must be the same.
+    /// ([`elastic_shard`](super::LoaderBuilder::elastic_shard), balance or a schedule),
+    /// it goes on under this loader's options with what the epoch has left: the samples
+    /// no batch read before the state (packed: the tokens no window read), each once,
+    /// planned again — another batch size or token budget, pack length, balance, world
+    /// size or workers. The data, the shuffle and its seed, and whether batches are packed
+    /// must be the same.
     ///
     /// # Errors
     /// [`ArgumentError::PositionMismatch`] naming what differs when the change cannot keep
