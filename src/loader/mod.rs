@@ -488,6 +488,10 @@ impl Loader {
     /// ```
     pub fn set_epoch(&mut self, epoch: u64) {
         self.position = (epoch, 0);
+        if !self.schedules.is_empty() {
+            // Counted once here (planning the epochs before), not again for every plan.
+            self.tokens = self.tokens_before(epoch).map(|t| (epoch, t));
+        }
     }
 
     /// The next batch of the current epoch; `None` at its end, after which the loader is at

@@ -35,8 +35,8 @@ impl Loader {
     pub fn state(&self) -> LoaderState {
         let position = self.next_position();
         match &self.plan {
-            Some(plan) => state_at(plan, position),
-            None => LoaderState::new(position, Vec::new(), self.tokens_before(position.epoch)),
+            Some(plan) if plan.epoch() == position.epoch => state_at(plan, position),
+            _ => LoaderState::new(position, Vec::new(), self.tokens_before(position.epoch)),
         }
     }
 

@@ -284,3 +284,25 @@ fn hostile_states_give_errors_not_allocations() {
     assert!(b.restore(&state).is_err());
     assert_eq!(b.next_batch().unwrap().unwrap().samples(), &[0, 1]);
 }
+
+#[test]
+fn a_scheduled_epoch_reached_by_set_epoch_is_the_one_read_through() {
+    let lengths: Vec<usize> = (0..120).map(|i| 1 + (i * 31) % 17).collect();
+    let (_dir, data) = file(&lengths, 16);
+    let build = || {
+        let ramp = Schedule::new(vec![(0, 2), (1500, 4), (3000, 7)]).unwrap();
+        let b = Loader::builder(&data).with_shuffle(2).elastic_shard(0, 2);
+        b.with_batch_size_schedule(ramp).build().unwrap()
+    };
+    let mut through = build();
+    for _ in 0..3 {
+        while through.next_batch().unwrap().is_some() {}
+    }
+    let mut jumped = build();
+    jumped.set_epoch(3);
+    assert_eq!(jumped.plan(3), through.plan(3));
+    assert_eq!(jumped.state().to_json(), through.state().to_json());
+    // The ramp reaches its last value by epoch 3 (about 1,000 tokens an epoch).
+    assert!(jumped.plan(3).infos().iter().all(|i| i.len() <= 7));
+    assert_ne!(jumped.plan(0), jumped.plan(3));
+}
