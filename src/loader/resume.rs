@@ -71,6 +71,22 @@ impl Loader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn restore(&mut self, state: &LoaderState) -> Result<()> {
+        // A state refused leaves the loader where it was.
+        let before = (
+            self.position,
+            self.plan.clone(),
+            self.resumed.clone(),
+            self.tokens,
+        );
+        let restored = self.restore_from(state);
+        if restored.is_err() {
+            (self.position, self.plan, self.resumed, self.tokens) = before;
+        }
+        restored
+    }
+
+    /// [`Loader::restore`], leaving the loader changed when it fails.
+    fn restore_from(&mut self, state: &LoaderState) -> Result<()> {
         let position = state.position();
         if let Some(t) = state.tokens_before {
             self.tokens = Some((position.epoch, t));
@@ -99,15 +115,11 @@ impl Loader {
         if !differs.is_empty() {
             return refused(differs);
         }
-        let old_position = self.position;
         self.resumed = Some((position.epoch, state.read.clone()));
         self.position = (position.epoch, position.batch);
         self.plan = None;
         let plan = self.current_plan();
         if plan.parts.own != position.batch {
-            self.resumed = None;
-            self.position = old_position;
-            self.plan = None;
             return Err(ArgumentError::BatchOutOfRange {
                 epoch: position.epoch,
                 batch: position.batch,
