@@ -4,6 +4,7 @@
 //!
 //! One exit-code policy for every subcommand, [`EXIT_CODES`], printed by `--help`.
 
+mod allocator;
 mod convert;
 mod demo;
 mod format;
@@ -26,6 +27,8 @@ mod vacuum;
 mod validate;
 
 use std::ffi::OsString;
+
+pub use allocator::tune_allocator;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 

@@ -40,6 +40,9 @@ use pyo3::prelude::*;
 /// The native part of the `lodtensor` package (import `lodtensor`, not this module).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The CLI's allocator settings: freed memory given back at once (a plan's order,
+    // a converted row group), not a second later.
+    lodtensor_cli::tune_allocator();
     m.add("LodTensorError", m.py().get_type::<error::LodTensorError>())?;
     for class in error::Class::ALL {
         m.add(class.name(), class.type_object(m.py()))?;
