@@ -1,12 +1,14 @@
 //! A take's rows from shards that are not at hand (a remote shard not in the node's cache),
 //! read by byte ranges instead of downloading the shards: each shard's footer and record
-//! batches' messages (once a process, `shards/layouts.rs`), then the rows' bytes of every
-//! column asked for, level by level (`io::ipc_rows`), the ranges close together read as one
-//! request. A shard whose batches
-//! are compressed, or whose columns' types cannot be cut by rows, is left to be mapped.
+//! batches' messages (once a node, `shards/layouts.rs`), then the rows' bytes of every
+//! column asked for (`io::ipc_rows`), the ranges close together read as one request. With
+//! a complete lengths index, the index says where the rows lie at every level of the LoD
+//! tensor columns (`shards/index/marks.rs`): one round of requests for them all; without
+//! it, one round per level. A shard whose batches are compressed, or whose columns' types
+//! cannot be cut by rows, is left to be mapped.
 //!
 //! ```text
-//! footers ──▶ messages (rows, buffers) ──▶ runs of rows ──▶ rounds of ranges ──▶ one dataset a run
+//! footers ──▶ messages (rows, buffers) ──▶ runs of rows (+ the index's marks) ──▶ rounds of ranges ──▶ one dataset a run
 //! ```
 
 use std::ops::Range;
@@ -17,7 +19,7 @@ use std::sync::Arc;
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::io::ipc_rows::{BatchLayout, read_rows};
+use crate::io::ipc_rows::{Run, read_rows};
 use crate::row_index::RowIndex;
 use crate::shards::ShardFiles;
 
@@ -54,18 +56,30 @@ pub(super) fn read_by_ranges(
 ) -> Result<Vec<Option<Runs>>> {
     let shards: Vec<usize> = wanted.iter().map(|(s, _)| *s).collect();
     let layouts = files.layouts(&shards)?;
-    let mut runs: Vec<(usize, &BatchLayout, Range<usize>)> = Vec::new();
+    let mut runs: Vec<Run<'_>> = Vec::new();
     let mut shard_runs: Vec<Vec<(Range<usize>, usize)>> = Vec::new();
     for ((shard, rows), layout) in wanted.iter().zip(&layouts) {
         let mut own = Vec::new();
         if let Some(batches) = &layout.batches {
-            let index = RowIndex::from_counts(batches.iter().map(|b| b.rows));
+            let batch_rows: Vec<usize> = batches.iter().map(|b| b.rows).collect();
+            let index = RowIndex::from_counts(batch_rows.iter().copied());
+            let mut local = Vec::new();
             for run in runs_of(rows) {
-                for (batch, local) in split_by_batch(&index, run.clone()) {
-                    let start = index.part_rows(batch).start + local.start;
-                    own.push((start..start + local.len(), runs.len()));
-                    runs.push((*shard, &batches[batch], local));
+                for (batch, rows) in split_by_batch(&index, run.clone()) {
+                    let start = index.part_rows(batch).start + rows.start;
+                    own.push((start..start + rows.len(), runs.len() + local.len()));
+                    local.push((batch, rows));
                 }
+            }
+            let marks = files.index_marks(*shard, &batch_rows, &local, columns)?;
+            let mut marks = marks.map(Vec::into_iter);
+            for (batch, rows) in local {
+                runs.push(Run {
+                    file: *shard,
+                    layout: &batches[batch],
+                    rows,
+                    marks: marks.as_mut().and_then(Iterator::next).unwrap_or_default(),
+                });
             }
         }
         shard_runs.push(own);
