@@ -31,6 +31,10 @@ use crate::shards::ShardFiles;
 const GAP_BYTES: u64 = 1 << 20;
 /// The most bytes read between ranges merged, as a multiple of the bytes wanted.
 const WASTE: u64 = 16;
+/// Gaps this small are merged whatever the bytes wanted: a page's worth, nothing next to a
+/// request's cost, so that a small row's columns (one record batch's buffers, side by
+/// side) come in one request.
+const SMALL_GAP: u64 = 4 << 10;
 /// The most bytes one merged request reads.
 const REQUEST_BYTES: u64 = 8 << 20;
 
@@ -142,9 +146,9 @@ fn split_by_batch(index: &RowIndex, run: Range<usize>) -> Vec<(usize, Range<usiz
 
 /// The bytes of each `(shard, range)` of `ranges`, in order: ranges of a shard closer than
 /// [`GAP_BYTES`] read as one request of at most [`REQUEST_BYTES`], unless the gap is over
-/// [`WASTE`] times the bytes wanted in the request (so that two buffers' few bytes are not
-/// read with all that lies between them); each range's bytes a slice of its request's (no
-/// copy).
+/// [`WASTE`] times the bytes wanted in the request and over [`SMALL_GAP`] (so that two
+/// buffers' few bytes are not read with all that lies between them); each range's bytes a
+/// slice of its request's (no copy).
 fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_by_key(|&i| (ranges[i].0, ranges[i].1.start));
@@ -157,7 +161,7 @@ fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<B
         let joins = requests.last_mut().filter(|(s, r, useful)| {
             let gap = range.start.saturating_sub(r.end);
             s == shard
-                && gap <= GAP_BYTES.min(WASTE * (useful + wanted))
+                && gap <= GAP_BYTES.min((WASTE * (useful + wanted)).max(SMALL_GAP))
                 && range.end.max(r.end) - r.start <= REQUEST_BYTES
         });
         match joins {
