@@ -24,7 +24,8 @@ of 1–16 → tokens of 4–48, one column `tokens` (large_list<large_list<int32
 
     python python/bench/bench_take_remote.py --rows 100000 --shard-mib 4
 
-(a python with moto, boto3, urllib3, pylance and this lodtensor built in release).
+(a python with moto, boto3, urllib3, pylance and this lodtensor built in release;
+`--no-lance` leaves Lance out, for a python without pylance).
 """
 
 from __future__ import annotations
@@ -137,9 +138,10 @@ def single_rows(url, direct, proxied, proxy, server, lance_open, rows, work) -> 
     gets = recorded_gets(url, proxied, proxy, warm, rows, work)
     by_boto3, by_urllib3, presign = replay(server)
     presign({path for g in gets for path, _ in g})
-    lance_ds = lance_open(server.endpoint)
+    lance_ds = lance_open(server.endpoint) if lance_open else None
     ds.take(warm)
-    lance_ds.take(warm)
+    if lance_ds is not None:
+        lance_ds.take(warm)
     times: dict[str, list[float]] = {"ours": [], "boto3": [], "urllib3": [], "lance": []}
     requests, nbytes = [], []
     for r, row_gets in zip(rows, gets):
@@ -149,21 +151,25 @@ def single_rows(url, direct, proxied, proxy, server, lance_open, rows, work) -> 
         nbytes.append(b)
         times["boto3"].append(timed(lambda: by_boto3(row_gets)))
         times["urllib3"].append(timed(lambda: by_urllib3(row_gets)))
-        times["lance"].append(timed(lambda: lance_ds.take([int(r)])))
+        if lance_ds is not None:
+            times["lance"].append(timed(lambda: lance_ds.take([int(r)])))
     assert ds.cache_stats()["shards_downloaded"] == 0
     assert [len(g) for g in gets] == requests, "the proxy saw other requests than cache_stats counts"
-    lance_counted = lance_open(proxy.endpoint)
-    lance_counted.take(warm)
-    lance_costs = [counted(proxy, lambda: lance_counted.take([int(r)])) for r in rows]
     same = f"{np.mean(requests):.2f} | {np.mean(nbytes):,.0f} |"
     out = [
         f"| single row, lodtensor `take([r])` | {ms(times['ours'])} | {same}",
         f"| single row, boto3 `get_object` of the same ranges | {ms(times['boto3'])} | {same}",
         f"| single row, urllib3 GETs of the same ranges (presigned) | {ms(times['urllib3'])} | {same}",
-        f"| single row, Lance `take([r])` | {ms(times['lance'])} | proxy: {np.mean([c[0] for c in lance_costs]):.2f} "
-        f"| proxy: {np.mean([c[1] for c in lance_costs]):,.0f} |",
     ]
-    for name in ("boto3", "urllib3", "lance"):
+    if lance_open:
+        lance_counted = lance_open(proxy.endpoint)
+        lance_counted.take(warm)
+        lance_costs = [counted(proxy, lambda: lance_counted.take([int(r)])) for r in rows]
+        out.append(
+            f"| single row, Lance `take([r])` | {ms(times['lance'])} | proxy: {np.mean([c[0] for c in lance_costs]):.2f} "
+            f"| proxy: {np.mean([c[1] for c in lance_costs]):,.0f} |"
+        )
+    for name in ("boto3", "urllib3", "lance")[: 3 if lance_open else 2]:
         p50, p99 = (np.percentile(times["ours"], q) / np.percentile(times[name], q) for q in (50, 99))
         out.append(f"| ratio lodtensor / {name} (p50 / p99) | {p50:.2f}× / {p99:.2f}× | | |")
     return out
@@ -179,11 +185,12 @@ def counted(proxy: CountingProxy, f) -> tuple[int, int]:
 def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxied, takes, repeat, rng, work):
     """Markdown rows of the takes of `takes` random rows: times (best of `repeat`), rows/s,
     requests and bytes (a timed run's from cache_stats; both sides' first take after open
-    through the proxy, and Lance's second)."""
-    import lance
-
+    through the proxy, and Lance's second; `lance_url` None: lodtensor alone)."""
     ds = lt.open(url, storage_options=direct, cache_dir=work / "cache-many")
-    lance_ds = lance.dataset(lance_url, storage_options=lance_direct)
+    if lance_url is not None:
+        import lance
+
+        lance_ds = lance.dataset(lance_url, storage_options=lance_direct)
     out = []
     for n in takes:
         rows = rng.integers(0, ds.num_rows, n)
@@ -194,18 +201,23 @@ def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxie
             runs.append(stat_delta(ds, lambda: got.append(ds.take(rows))))
         ours, requests, nbytes = min(runs)
         assert ds.cache_stats()["shards_downloaded"] == 0
+        fresh = lt.open(url, storage_options=proxied, cache_dir=work / f"cache-count-{n}")
+        ours_cold = counted(proxy, lambda: fresh.take(rows))
+        out.append(
+            f"| take {n:,}, lodtensor | {ours * 1e3:,.0f} ms ({n / ours / 1e3:,.1f} k rows/s) | {requests:,} "
+            f"(first take after open, proxy: {ours_cold[0]:,}) | {nbytes:,} (first take, proxy: {ours_cold[1]:,}) |"
+        )
+        if lance_url is None:
+            print(out[-1], flush=True)
+            continue
         ours_table = pa.Table.from_batches([got[0].to_pyarrow()])
         theirs = best(lambda: lance_ds.take(index), repeat)
         theirs_table = lance_ds.take(index)
         assert theirs_table.cast(ours_table.schema).equals(ours_table), "lodtensor and Lance disagree"
-        fresh = lt.open(url, storage_options=proxied, cache_dir=work / f"cache-count-{n}")
-        ours_cold = counted(proxy, lambda: fresh.take(rows))
         lance_fresh = lance.dataset(lance_url, storage_options=lance_proxied)
         theirs_cold = counted(proxy, lambda: lance_fresh.take(index))
         theirs_warm = counted(proxy, lambda: lance_fresh.take(index))
         out += [
-            f"| take {n:,}, lodtensor | {ours * 1e3:,.0f} ms ({n / ours / 1e3:,.1f} k rows/s) | {requests:,} "
-            f"(first take after open, proxy: {ours_cold[0]:,}) | {nbytes:,} (first take, proxy: {ours_cold[1]:,}) |",
             f"| take {n:,}, Lance | {theirs * 1e3:,.0f} ms ({n / theirs / 1e3:,.1f} k rows/s) | proxy: {theirs_warm[0]:,} "
             f"(first take after open {theirs_cold[0]:,}) | proxy: {theirs_warm[1]:,} (first take {theirs_cold[1]:,}) |",
             f"| take {n:,}, lodtensor time / Lance time | {ours / theirs:.1f}× | | |",
@@ -221,8 +233,10 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=200, help="rows of the single-row latencies")
     parser.add_argument("--takes", default="10000,100000", help="sizes of the random takes")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each take (the best kept)")
+    parser.add_argument("--no-lance", action="store_true", help="lodtensor and the bare GETs alone")
     args = parser.parse_args()
-    import lance
+    if not args.no_lance:
+        import lance
 
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     work = Path(tempfile.mkdtemp(prefix="lt-take-remote-"))
@@ -236,25 +250,28 @@ def main() -> None:
         url = server.upload_dir(local, "bench", "tokens")
         written = time.perf_counter() - start
         ds = lt.open(local)
-        lance_url = "s3://bench/lance/tokens.lance"
-        start = time.perf_counter()
-        shard_rows = max(s["rows"] for s in ds.shards)
-        lance.write_dataset(
-            table, lance_url, storage_options=lance_options(server.endpoint), max_rows_per_file=shard_rows
-        )
-        lance_written = time.perf_counter() - start
         size = sum(s["bytes"] for s in ds.shards)
         tokens = len(table.column("tokens").combine_chunks().flatten().flatten())
-        lance_ds = lance.dataset(lance_url, storage_options=lance_options(server.endpoint))
-        lance_files = [f for frag in lance_ds.get_fragments() for f in frag.data_files()]
         print(
             f"{args.rows:,} documents, {tokens:,} tokens; lodtensor {size / 2**20:.1f} MiB in {ds.num_shards} shards "
-            f"(written + uploaded in {written:.1f} s); Lance {len(lance_files)} data files of up to "
-            f"{shard_rows:,} rows (the shards' most), format "
-            f"{lance_ds.data_storage_version} (written in {lance_written:.1f} s); lodtensor {lt.__version__}, "
-            f"pylance {lance.__version__}",
+            f"(written + uploaded in {written:.1f} s); lodtensor {lt.__version__}",
             flush=True,
         )
+        lance_url = None if args.no_lance else "s3://bench/lance/tokens.lance"
+        if lance_url is not None:
+            start = time.perf_counter()
+            shard_rows = max(s["rows"] for s in ds.shards)
+            lance.write_dataset(
+                table, lance_url, storage_options=lance_options(server.endpoint), max_rows_per_file=shard_rows
+            )
+            lance_written = time.perf_counter() - start
+            lance_ds = lance.dataset(lance_url, storage_options=lance_options(server.endpoint))
+            lance_files = [f for frag in lance_ds.get_fragments() for f in frag.data_files()]
+            print(
+                f"Lance {len(lance_files)} data files of up to {shard_rows:,} rows (the shards' most), format "
+                f"{lance_ds.data_storage_version} (written in {lance_written:.1f} s); pylance {lance.__version__}",
+                flush=True,
+            )
         direct, proxied = server.storage_options(), server.storage_options(proxy.endpoint)
         rng = np.random.default_rng(7)
         lines = ["| what | time | requests | bytes |", "| --- | --- | --- | --- |"]
@@ -263,7 +280,9 @@ def main() -> None:
         def lance_open(endpoint: str):
             return lance.dataset(lance_url, storage_options=lance_options(endpoint))
 
-        lines += single_rows(url, direct, proxied, proxy, server, lance_open, rows, work)
+        lines += single_rows(
+            url, direct, proxied, proxy, server, None if lance_url is None else lance_open, rows, work
+        )
         print("\n".join(lines), flush=True)
         takes = [int(n) for n in args.takes.split(",") if n]
         lines += many_rows(

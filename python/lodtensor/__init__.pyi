@@ -298,7 +298,8 @@ class ShardedDataset:
     def lod(self, column: str) -> list[_Offsets]: ...
     def row(self, index: int) -> pa.RecordBatch:
         """Row ``index`` (negative counts from the end) as a one-row record batch, a view
-        into its shard's mapping."""
+        into its shard's mapping. Over a URL, a row whose shard is not in the node's cache
+        is read by range requests, its bytes alone (no shard downloaded)."""
     def __getitem__(self, index: int, /) -> pa.RecordBatch:
         """``row(index)``; ``IndexError`` past either end."""
     def take(

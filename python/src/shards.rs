@@ -115,6 +115,18 @@ impl Rows for ShardedDataset {
     fn row_at<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyAny>> {
         let (shard, local) = self.data.locate_row(row).py_err()?;
         let data = self.data.clone();
+        if data.url().is_some() && !data.is_shard_at_hand(shard) {
+            // Not in the node's cache: the row's bytes alone, by ranges (`sample`).
+            let rb = py.detach(|| data.sample(row)).py_err()?.to_record_batch();
+            let options = RecordBatchOptions::new().with_row_count(Some(rb.num_rows()));
+            let rb = RecordBatch::try_new_with_options(
+                self.schema.clone(),
+                rb.columns().to_vec(),
+                &options,
+            )
+            .map_err(|e| invalid(e.to_string()))?;
+            return ffi::to_pyarrow_batch(py, rb, &ffi::to_pyarrow_schema(py, &self.schema)?);
+        }
         let (batch, local) = py
             .detach(|| data.shard(shard)?.locate_row(local))
             .py_err()?;
@@ -244,7 +256,9 @@ impl ShardedDataset {
     }
 
     /// Row `index` (negative counts from the end) as a one-row `pyarrow.RecordBatch`, a
-    /// view into its shard's mapping. `IndexError` past either end.
+    /// view into its shard's mapping. Over a URL, a row whose shard is not in the node's
+    /// cache is read by range requests, its bytes alone (no shard downloaded).
+    /// `IndexError` past either end.
     fn row<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
         self.row_py(py, index)
     }

@@ -50,7 +50,8 @@ def test_the_remote_dataset_reads_as_the_local_one(remote, shards_dir, tmp_path)
     assert (ds.num_rows, ds.num_shards, ds.column_names) == (200, 7, local.column_names)
     assert ds.cache_stats()["bytes_downloaded"] == 0  # opening reads the manifest only
     assert ds.row(95).equals(local.row(95))
-    assert ds.cache_stats()["shards_downloaded"] >= 1  # and the next shards, ahead
+    assert ds.cache_stats()["shards_downloaded"] == 0  # the row's bytes alone, by ranges
+    assert ds.cache_stats()["range_requests"] >= 1
     assert ds.to_pyarrow().equals(local.to_pyarrow())
     stats = ds.cache_stats()
     assert stats["shards_downloaded"] == 7
@@ -88,6 +89,25 @@ def test_take_reads_rows_by_range_requests_without_downloading_a_shard(remote, s
     assert stats["range_requests"] > 0 and stats["range_bytes"] > 0
     name = local.column_names[-1]
     assert ds.take([5, 3], columns=[name]).to_pyarrow().equals(local.take([5, 3], columns=[name]).to_pyarrow())
+
+
+def test_a_row_over_a_url_is_one_range_request_and_the_next_process_reads_no_metadata(remote, shards_dir, tmp_path):
+    local = lt.open(shards_dir)
+    ds = open_remote(remote, tmp_path)
+    rows = [2, 40, 95, 130, 199]  # one a shard: far apart
+    for row in rows:
+        assert ds.row(row).equals(local.row(row))
+    stats = ds.cache_stats()
+    # Every level of every column in one round, from the lengths index.
+    assert stats["range_requests"] == len(rows), stats
+    assert (stats["shards_downloaded"], stats["bytes_downloaded"]) == (0, 0)
+    assert ds[-1].equals(local[199]) and ds.cache_stats()["range_requests"] == len(rows) + 1
+    # Another process on the node finds the footers, messages and index in the cache.
+    again = open_remote(remote, tmp_path)
+    for row in rows:
+        assert again[row].equals(local[row])
+    stats = again.cache_stats()
+    assert (stats["metadata_requests"], stats["range_requests"]) == (0, len(rows)), stats
 
 
 def test_a_loader_reading_by_ranges_gives_the_default_loader_s_batches(remote, shards_dir, tmp_path):
@@ -145,8 +165,8 @@ def test_four_processes_sharing_a_cache_download_each_shard_once(remote, tmp_pat
     assert sum(downloads) == 7, downloads
 
 
-def _row_in_child(ds, row, queue):
-    queue.put(ds.row(row).num_rows)
+def _shard_in_child(ds, shard, queue):
+    queue.put(ds.reader([shard]).read_all().num_rows)
 
 
 def test_a_child_forked_while_shards_download_ahead_reads_them(s3, tmp_path):
@@ -156,19 +176,19 @@ def test_a_child_forked_while_shards_download_ahead_reads_them(s3, tmp_path):
     url, options = "s3://forked/docs/", s3.storage_options()
     lt.write_shards(url, documents(100, seed=5), shard_rows=10, storage_options=options)
     ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
-    ds.row(0)  # starts downloading shards 1.. ahead
+    ds.reader([0]).read_all()  # starts downloading shards 1.. ahead
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
-    child = context.Process(target=_row_in_child, args=(ds, 55, queue))
+    child = context.Process(target=_shard_in_child, args=(ds, 5, queue))
     child.start()
-    assert queue.get(timeout=60) == 1
+    assert queue.get(timeout=60) == 10
     child.join(timeout=30)
     assert child.exitcode == 0
 
 
 def test_a_killed_download_leaves_nothing_trusted(remote, tmp_path):
     ds = open_remote(remote, tmp_path)
-    ds.row(0)
+    first = ds.reader([0]).read_all()  # (`row` would read by ranges: no download)
     (entry,) = [p for p in tmp_path.rglob("*part-00000.arrow")]
     # A download killed half way: a temporary file of half the bytes, no entry.
     size = entry.stat().st_size
@@ -177,7 +197,7 @@ def test_a_killed_download_leaves_nothing_trusted(remote, tmp_path):
     stale = entry.with_name(entry.name + ".tmp-999999")
     stale.write_bytes(half)
     again = open_remote(remote, tmp_path)
-    assert again.row(0).equals(ds.row(0))
+    assert again.reader([0]).read_all().equals(first)
     assert again.cache_stats()["shards_downloaded"] >= 1
     assert entry.stat().st_size == size
     assert not stale.exists()
@@ -185,7 +205,7 @@ def test_a_killed_download_leaves_nothing_trusted(remote, tmp_path):
     entry.unlink()  # (not truncated in place: `again` maps it)
     entry.write_bytes(half)
     third = open_remote(remote, tmp_path)
-    assert third.row(0).equals(ds.row(0))
+    assert third.reader([0]).read_all().equals(first)
     assert third.cache_stats()["shards_downloaded"] >= 1
 
 
@@ -203,9 +223,10 @@ def test_a_flipped_byte_in_a_remote_shard_is_refused_naming_it(s3, shards_dir, t
     flip_middle_byte(shard)
     url = s3.upload_dir(local, "data", "flipped")
     ds = lt.open(url, storage_options=s3.storage_options(), cache_dir=tmp_path / "cache")
-    ds.row(0)
+    ds.reader([0]).read_all()
+    # A download is checked whole (`row` reads by ranges: the CRC covers the whole object).
     with pytest.raises(lt.InvalidFileError, match=r"flipped/part-00002\.arrow.*crc32c"):
-        ds.row(70)
+        ds.validate()
     # Downloads ahead (of the other shards, and of this one again) finish by themselves.
     deadline = time.monotonic() + 60
     while list((tmp_path / "cache").rglob("*.tmp-*")) and time.monotonic() < deadline:

@@ -136,6 +136,19 @@ pub(crate) fn read_tail(file_len: u64, tail: &[u8]) -> Result<Tail> {
     }))
 }
 
+/// The end of `tail` from the footer on (the footer, its length, the magic): what
+/// [`read_tail`] needs to read the footer again. All of `tail` when it holds no footer
+/// length.
+pub(crate) fn footer_suffix(tail: &bytes::Bytes) -> bytes::Bytes {
+    let n = tail.len();
+    let trailer = n
+        .checked_sub(10)
+        .and_then(|at| <[u8; 10]>::try_from(&tail[at..]).ok());
+    let footer = trailer.and_then(|t| arrow_ipc::reader::read_footer_length(t).ok());
+    let len = footer.and_then(|f| f.checked_add(10)).unwrap_or(n);
+    tail.slice(n.saturating_sub(len)..)
+}
+
 impl FileFooter {
     /// The file's schema.
     pub(crate) fn schema(&self) -> &Schema {

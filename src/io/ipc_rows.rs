@@ -12,6 +12,11 @@
 //! round k: the values under the last level
 //! ```
 //!
+//! When the lengths index says where a run's rows lie at every level of a list column
+//! ([`Marks`]), every range of that column is known before any read: its offsets and values
+//! are read in the first round, and the offsets received are then checked to be exactly the
+//! ones the index implies (a disagreement names the column, record batch, level and index).
+//!
 //! Types whose bytes cannot be cut by rows here (dictionaries, views, unions, maps, run
 //! ends) and compressed batches give no layout: the caller reads the batch whole.
 
@@ -134,12 +139,44 @@ fn field_layout(data_type: &DataType, at: &mut (usize, usize, Walk)) -> Result<F
     })
 }
 
+/// Where a run's rows lie in one list column of a record batch, from the lengths index:
+/// `at[l][i]` is the first entry of level `l` under the run's `i`-th row (`at[l][n]` the
+/// end of the run), level 0 being the rows and the last the elements; `totals[l]` the
+/// entries of level `l` in the whole batch.
+///
+/// ```text
+/// rows r0..r0+2      at[0] = [r0, r0+1, r0+2]
+/// level 0 offsets    o0[at[0][i]] must be at[1][i]
+/// level 1 offsets    o1[at[1][i]] must be at[2][i]      values at[2][0]..at[2][2]
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Marks {
+    pub(crate) at: Vec<Vec<usize>>,
+    pub(crate) totals: Vec<usize>,
+}
+
+/// A run of rows to read: its file, its record batch's layout, the rows (in the batch),
+/// and per column asked for, the [`Marks`] the lengths index gives (`None`: read level by
+/// level).
+#[derive(Debug)]
+pub(crate) struct Run<'a> {
+    pub(crate) file: usize,
+    pub(crate) layout: &'a BatchLayout,
+    pub(crate) rows: Range<usize>,
+    pub(crate) marks: Vec<Option<Marks>>,
+}
+
+/// Whose part is: its record batch, its column and its list level there (for errors).
+type At<'a> = (&'a BatchLayout, usize, usize);
+/// The marks of a part's column and the part's level in them.
+type MarksAt<'a> = (&'a Marks, usize);
+
 /// A part of one array to read: entries `rows` of `field`, its buffers read from entry
 /// `from` (the rows' start, or the byte boundary before it where bits are read).
 struct Part<'a> {
     file: usize,
     /// The record batch and column it is of, and its list level there (for errors).
-    at: (&'a BatchLayout, usize, usize),
+    at: At<'a>,
     field: &'a FieldLayout,
     rows: Range<usize>,
     from: usize,
@@ -148,6 +185,9 @@ struct Part<'a> {
     children: Vec<usize>,
     /// A string or binary array whose bytes are read next (round after its offsets).
     data: Option<Range<u64>>,
+    /// The index's marks of the part's column and the part's level in them, for a list
+    /// whose child was added with it (read in the same round).
+    marks: Option<MarksAt<'a>>,
 }
 
 /// Whether `field`'s nulls are read from its validity buffer (a null array has none).
@@ -167,18 +207,21 @@ fn offset_width(data_type: &DataType) -> Option<usize> {
 /// Reads the `(file, range)`s asked for, in order.
 pub(crate) type Fetch<'a> = &'a mut dyn FnMut(&[(usize, Range<u64>)]) -> Result<Vec<Bytes>>;
 
-/// Rows `runs` (each `(file, layout, rows)`) of the columns `columns`, as one list of
-/// arrays per run, in the columns' order; `fetch` reads the `(file, range)`s of a round, in
-/// order; `in_file` says in which file an error is (a file of `runs`).
+/// Rows `runs` of the columns `columns`, as one list of arrays per run, in the columns'
+/// order; `fetch` reads the `(file, range)`s of a round, in order; `in_file` says in which
+/// file an error is (a file of `runs`). A column whose [`Marks`] a run has is read in one
+/// round.
 ///
 /// # Errors
 /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds)-like invalid
 /// arguments for rows past a batch; offsets that break the rules ([`DataError`]s naming the
-/// level and index); a buffer too short for the rows it is said to hold; `fetch`'s errors.
+/// level and index); offsets other than the marks say
+/// ([`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch) naming the level and
+/// index); a buffer too short for the rows it is said to hold; `fetch`'s errors.
 ///
 /// [`DataError`]: crate::DataError
 pub(crate) fn read_rows(
-    runs: &[(usize, &BatchLayout, Range<usize>)],
+    runs: &[Run<'_>],
     columns: &[usize],
     fetch: Fetch<'_>,
     in_file: &dyn Fn(usize, Error) -> Error,
@@ -189,7 +232,8 @@ pub(crate) fn read_rows(
     let mut parts: Vec<Part<'_>> = Vec::new();
     let mut round = Vec::new();
     let mut roots = Vec::with_capacity(runs.len() * columns.len());
-    for (file, layout, rows) in runs {
+    for run in runs {
+        let (layout, rows) = (run.layout, &run.rows);
         if rows.start > rows.end || rows.end > layout.rows {
             let reason = format!("rows {rows:?} of a batch of {}", layout.rows);
             return Err(Error::invalid_argument(
@@ -199,16 +243,17 @@ pub(crate) fn read_rows(
                 "rows of the batch",
             ));
         }
-        for &c in columns {
+        for (i, &c) in columns.iter().enumerate() {
             let field = layout
                 .fields
                 .get(c)
                 .ok_or_else(|| invalid(format!("no column {c}")))?;
-            let at = (*layout, c, 0);
+            let at = (layout, c, 0);
+            let marks = run.marks.get(i).and_then(Option::as_ref).map(|m| (m, 0));
             roots.push(add_part(
                 &mut parts,
                 &mut round,
-                (*file, at),
+                (run.file, at, marks),
                 field,
                 rows.clone(),
             ));
@@ -248,17 +293,19 @@ fn locate(p: &Part<'_>, e: Error, in_file: &dyn Fn(usize, Error) -> Error) -> Er
 }
 
 /// Adds the part of entries `rows` of `field` (and of the children whose entries follow
-/// from them without reading: a struct's, a fixed-size list's) to `parts` and `round`;
-/// its index. `(file, at)` say whose part it is ([`Part::at`]).
+/// from them without reading: a struct's, a fixed-size list's, a list's when `marks` say
+/// where its rows are) to `parts` and `round`; its index. `(file, at, marks)` say whose
+/// part it is ([`Part::at`], [`Part::marks`]).
 fn add_part<'a>(
     parts: &mut Vec<Part<'a>>,
     round: &mut Vec<usize>,
-    (file, at): (usize, (&'a BatchLayout, usize, usize)),
+    (file, at, marks): (usize, At<'a>, Option<MarksAt<'a>>),
     field: &'a FieldLayout,
     rows: Range<usize>,
 ) -> usize {
     let bits = has_validity(field) || field.data_type == DataType::Boolean;
     let from = if bits { rows.start & !7 } else { rows.start };
+    let marks = marks.filter(|&m| marked(field, &rows, m));
     let i = parts.len();
     parts.push(Part {
         file,
@@ -269,6 +316,7 @@ fn add_part<'a>(
         got: vec![None; field.buffers.len()],
         children: Vec::new(),
         data: None,
+        marks,
     });
     round.push(i);
     let child_rows = match &field.data_type {
@@ -277,15 +325,53 @@ fn add_part<'a>(
             let size = usize::try_from(*size).unwrap_or(0);
             Some(from * size..rows.end * size)
         }
-        _ => None,
+        _ => marks.map(|(m, level)| {
+            let next = &m.at[level + 1];
+            next[0]..next[next.len() - 1]
+        }),
     };
     if let Some(child_rows) = child_rows {
+        // Marks are kept for a list alone: its child is the next level of them.
+        let below = match marks {
+            Some((m, level)) => ((at.0, at.1, at.2 + 1), Some((m, level + 1))),
+            None => (at, None),
+        };
         let kids: Vec<usize> = (field.children.iter())
-            .map(|c| add_part(parts, round, (file, at), c, child_rows.clone()))
+            .map(|c| {
+                add_part(
+                    parts,
+                    round,
+                    (file, below.0, below.1),
+                    c,
+                    child_rows.clone(),
+                )
+            })
             .collect();
         parts[i].children = kids;
     }
     i
+}
+
+/// Whether `marks` say where the rows `rows` of `field`, a list at `level` of its column,
+/// lie in its child: a list without nulls (its entries read from its rows' start), marks of
+/// that level and the next, non-decreasing, from `rows` and within the child, and a batch
+/// whose entries at both are as many as the index says (so that, its offsets being valid,
+/// they start at 0 and the run's offsets are the marks).
+fn marked(field: &FieldLayout, rows: &Range<usize>, (marks, level): MarksAt<'_>) -> bool {
+    let list = matches!(field.data_type, DataType::List(_) | DataType::LargeList(_));
+    let child = field.children.first().map(|c| c.len);
+    let (Some(here), Some(below)) = (marks.at.get(level), marks.at.get(level + 1)) else {
+        return false;
+    };
+    let rising = |a: &[usize]| a.windows(2).all(|w| w[0] <= w[1]);
+    list && !has_validity(field)
+        && here.len() == below.len()
+        && (here.first(), here.last()) == (Some(&rows.start), Some(&rows.end))
+        && rising(here)
+        && rising(below)
+        && below.last().copied() <= child
+        && marks.totals.get(level) == Some(&field.len)
+        && marks.totals.get(level + 1).copied() == child
 }
 
 /// The `(buffer, file range)`s part `p` reads in its next round.
@@ -343,7 +429,11 @@ fn follow_offsets(parts: &mut Vec<Part<'_>>, next: &mut Vec<usize>, i: usize) ->
         4 => rebase::<i32>(raw, (p.at.2, p.from))?,
         _ => rebase::<i64>(raw, (p.at.2, p.from))?,
     };
+    if let Some((marks, level)) = p.marks {
+        check_marks(&rebased, width, (first, p.from), marks, level)?;
+    }
     let (file, field, (layout, column, level)) = (p.file, p.field, p.at);
+    let marked = p.marks.is_some();
     parts[i].got[1] = Some(rebased);
     match &field.data_type {
         DataType::List(_) | DataType::LargeList(_) => {
@@ -354,8 +444,11 @@ fn follow_offsets(parts: &mut Vec<Part<'_>>, next: &mut Vec<usize>, i: usize) ->
                     child.len
                 )));
             }
+            if marked {
+                return Ok(()); // its child was read in the same round
+            }
             let at = (layout, column, level + 1);
-            let kid = add_part(parts, next, (file, at), child, first..last);
+            let kid = add_part(parts, next, (file, at, None), child, first..last);
             parts[i].children = vec![kid];
         }
         _ => {
@@ -369,6 +462,41 @@ fn follow_offsets(parts: &mut Vec<Part<'_>>, next: &mut Vec<usize>, i: usize) ->
             }
             parts[i].data = Some(data.start + first as u64..data.start + last as u64);
             next.push(i);
+        }
+    }
+    Ok(())
+}
+
+/// The offsets `rebased` (of `width` bytes each, rebased from `first`; entries from
+/// `from` of list level `level`) checked to be those `marks` imply at every row's edge.
+///
+/// # Errors
+/// [`FormatError::ShardMismatch`](crate::FormatError::ShardMismatch) naming the level and
+/// the index in the level's offsets, with the index's value and the offset found.
+fn check_marks(
+    rebased: &Buffer,
+    width: usize,
+    (first, from): (usize, usize),
+    marks: &Marks,
+    level: usize,
+) -> Result<()> {
+    let offset = |i: usize| -> Option<usize> {
+        Some(match width {
+            4 => rebased.typed_data::<i32>().get(i)?.as_usize(),
+            _ => rebased.typed_data::<i64>().get(i)?.as_usize(),
+        })
+    };
+    for (&entry, &expected) in marks.at[level].iter().zip(&marks.at[level + 1]) {
+        let found = entry.checked_sub(from).and_then(offset).map(|o| o + first);
+        if found != Some(expected) {
+            let found = found.map_or_else(|| "missing".to_owned(), |o| o.to_string());
+            let field = format!("level {level}: offset at index {entry} (the lengths index)");
+            return Err(crate::FormatError::ShardMismatch {
+                field,
+                manifest: expected.to_string(),
+                found,
+            }
+            .into());
         }
     }
     Ok(())

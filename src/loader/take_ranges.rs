@@ -1,12 +1,14 @@
 //! A take's rows from shards that are not at hand (a remote shard not in the node's cache),
 //! read by byte ranges instead of downloading the shards: each shard's footer and record
-//! batches' messages (once a process, `shards/layouts.rs`), then the rows' bytes of every
-//! column asked for, level by level (`io::ipc_rows`), the ranges close together read as one
-//! request. A shard whose batches
-//! are compressed, or whose columns' types cannot be cut by rows, is left to be mapped.
+//! batches' messages (once a node, `shards/layouts.rs`), then the rows' bytes of every
+//! column asked for (`io::ipc_rows`), the ranges close together read as one request. With
+//! a complete lengths index, the index says where the rows lie at every level of the LoD
+//! tensor columns (`shards/index/marks.rs`): one round of requests for them all; without
+//! it, one round per level. A shard whose batches are compressed, or whose columns' types
+//! cannot be cut by rows, is left to be mapped.
 //!
 //! ```text
-//! footers ──▶ messages (rows, buffers) ──▶ runs of rows ──▶ rounds of ranges ──▶ one dataset a run
+//! footers ──▶ messages (rows, buffers) ──▶ runs of rows (+ the index's marks) ──▶ rounds of ranges ──▶ one dataset a run
 //! ```
 
 use std::ops::Range;
@@ -17,7 +19,7 @@ use std::sync::Arc;
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::io::ipc_rows::{BatchLayout, read_rows};
+use crate::io::ipc_rows::{Run, read_rows};
 use crate::row_index::RowIndex;
 use crate::shards::ShardFiles;
 
@@ -29,6 +31,10 @@ use crate::shards::ShardFiles;
 const GAP_BYTES: u64 = 1 << 20;
 /// The most bytes read between ranges merged, as a multiple of the bytes wanted.
 const WASTE: u64 = 16;
+/// Gaps this small are merged whatever the bytes wanted: a page's worth, nothing next to a
+/// request's cost, so that a small row's columns (one record batch's buffers, side by
+/// side) come in one request.
+const SMALL_GAP: u64 = 4 << 10;
 /// The most bytes one merged request reads.
 const REQUEST_BYTES: u64 = 8 << 20;
 
@@ -54,18 +60,30 @@ pub(super) fn read_by_ranges(
 ) -> Result<Vec<Option<Runs>>> {
     let shards: Vec<usize> = wanted.iter().map(|(s, _)| *s).collect();
     let layouts = files.layouts(&shards)?;
-    let mut runs: Vec<(usize, &BatchLayout, Range<usize>)> = Vec::new();
+    let mut runs: Vec<Run<'_>> = Vec::new();
     let mut shard_runs: Vec<Vec<(Range<usize>, usize)>> = Vec::new();
     for ((shard, rows), layout) in wanted.iter().zip(&layouts) {
         let mut own = Vec::new();
         if let Some(batches) = &layout.batches {
-            let index = RowIndex::from_counts(batches.iter().map(|b| b.rows));
+            let batch_rows: Vec<usize> = batches.iter().map(|b| b.rows).collect();
+            let index = RowIndex::from_counts(batch_rows.iter().copied());
+            let mut local = Vec::new();
             for run in runs_of(rows) {
-                for (batch, local) in split_by_batch(&index, run.clone()) {
-                    let start = index.part_rows(batch).start + local.start;
-                    own.push((start..start + local.len(), runs.len()));
-                    runs.push((*shard, &batches[batch], local));
+                for (batch, rows) in split_by_batch(&index, run.clone()) {
+                    let start = index.part_rows(batch).start + rows.start;
+                    own.push((start..start + rows.len(), runs.len() + local.len()));
+                    local.push((batch, rows));
                 }
+            }
+            let marks = files.index_marks(*shard, &batch_rows, &local, columns)?;
+            let mut marks = marks.map(Vec::into_iter);
+            for (batch, rows) in local {
+                runs.push(Run {
+                    file: *shard,
+                    layout: &batches[batch],
+                    rows,
+                    marks: marks.as_mut().and_then(Iterator::next).unwrap_or_default(),
+                });
             }
         }
         shard_runs.push(own);
@@ -128,9 +146,9 @@ fn split_by_batch(index: &RowIndex, run: Range<usize>) -> Vec<(usize, Range<usiz
 
 /// The bytes of each `(shard, range)` of `ranges`, in order: ranges of a shard closer than
 /// [`GAP_BYTES`] read as one request of at most [`REQUEST_BYTES`], unless the gap is over
-/// [`WASTE`] times the bytes wanted in the request (so that two buffers' few bytes are not
-/// read with all that lies between them); each range's bytes a slice of its request's (no
-/// copy).
+/// [`WASTE`] times the bytes wanted in the request and over [`SMALL_GAP`] (so that two
+/// buffers' few bytes are not read with all that lies between them); each range's bytes a
+/// slice of its request's (no copy).
 fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_by_key(|&i| (ranges[i].0, ranges[i].1.start));
@@ -143,7 +161,7 @@ fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<B
         let joins = requests.last_mut().filter(|(s, r, useful)| {
             let gap = range.start.saturating_sub(r.end);
             s == shard
-                && gap <= GAP_BYTES.min(WASTE * (useful + wanted))
+                && gap <= GAP_BYTES.min((WASTE * (useful + wanted)).max(SMALL_GAP))
                 && range.end.max(r.end) - r.start <= REQUEST_BYTES
         });
         match joins {

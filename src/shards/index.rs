@@ -30,6 +30,7 @@ use crate::shards::manifest::{ColumnSpec, Manifest, ShardEntry};
 use crate::shards::reader::{ShardedDataset, mismatch};
 
 mod lengths;
+mod marks;
 pub(crate) use lengths::{ColumnLengths, narrow_length};
 
 /// The start of every index object's name.

@@ -458,10 +458,15 @@ impl ShardedDataset {
         self.rows.try_locate(row)
     }
 
-    /// Sample `row` (one row of every column), as a view into its shard.
+    /// Sample `row` (one row of every column), as a view into its shard. Over a URL, a row
+    /// whose shard is not in the node's cache is read by range requests, its bytes alone,
+    /// as [`take`](Self::take) reads it (the shard's CRC-32C, which covers the whole
+    /// object, is then not checked: docs/remote.md, "Random access"); a cached shard is
+    /// mapped.
     ///
     /// # Errors
-    /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds); the shard's errors on first touch.
+    /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds); the shard's errors on first touch; over a
+    /// URL, [`take`](Self::take)'s.
     ///
     /// # Example
     /// ```
@@ -480,6 +485,9 @@ impl ShardedDataset {
     /// ```
     pub fn sample(&self, row: usize) -> Result<Dataset> {
         let (shard, local) = self.locate_row(row)?;
+        if self.files.url().is_some() && !self.files.at_hand(shard) {
+            return Ok(self.take(&[row])?.data().clone());
+        }
         self.shard(shard)?.sample(local)
     }
 

@@ -106,6 +106,22 @@ pub(crate) trait ShardSource: Debug + Send + Sync {
     /// object's check against the manifest refuses any size but `entry.bytes`).
     fn index_object(&self, entry: &IndexEntry) -> Result<Bytes>;
 
+    /// The bytes a node's cache keeps of shard `index`'s metadata (its footer and
+    /// record-batch messages, as [`ShardSource::keep_layout`] kept them), if any: untrusted,
+    /// checked as bytes from the store are. `None` for a store without a cache.
+    fn kept_layout(&self, _manifest: &Manifest, _index: usize) -> Option<Bytes> {
+        None
+    }
+
+    /// Keeps `bytes`, shard `index`'s metadata, in the node's cache for the other processes
+    /// of the node; nothing for a store without a cache.
+    ///
+    /// # Errors
+    /// The cache disk's errors.
+    fn keep_layout(&self, _manifest: &Manifest, _index: usize, _bytes: &[u8]) -> Result<()> {
+        Ok(())
+    }
+
     /// What a cache did since the dataset was opened; `None` for a store with no cache.
     fn cache_stats(&self) -> Option<CacheStats>;
 

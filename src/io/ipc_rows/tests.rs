@@ -116,13 +116,33 @@ fn read(
     layouts: &[BatchLayout],
     runs: &[(usize, Range<usize>)],
 ) -> Result<(Vec<Vec<ArrayData>>, u64, usize)> {
+    read_marked(bytes, layouts, runs, &|_, _| Vec::new())
+}
+
+/// The marks of a run of a batch's rows, per column.
+type MarksOf<'a> = &'a dyn Fn(usize, &Range<usize>) -> Vec<Option<Marks>>;
+
+/// [`read`] with the marks `marks` gives each run (its batch, its rows).
+fn read_marked(
+    bytes: &[u8],
+    layouts: &[BatchLayout],
+    runs: &[(usize, Range<usize>)],
+    marks: MarksOf<'_>,
+) -> Result<(Vec<Vec<ArrayData>>, u64, usize)> {
     let layout = |b: usize| {
         layouts
             .get(b)
             .ok_or_else(|| invalid(format!("no batch {b}")))
     };
     let runs = (runs.iter())
-        .map(|(b, r)| Ok((0, layout(*b)?, r.clone())))
+        .map(|(b, r)| {
+            Ok(Run {
+                file: 0,
+                layout: layout(*b)?,
+                rows: r.clone(),
+                marks: marks(*b, r),
+            })
+        })
         .collect::<Result<Vec<_>>>()?;
     let (mut read, mut rounds) = (0, 0);
     let mut fetch = |wanted: &[(usize, Range<u64>)]| {
@@ -209,5 +229,104 @@ fn every_changed_byte_gives_an_error_or_arrays() {
                 let _ = read(&changed, &layouts, &[(0, 1..5), (0, 0..6)]);
             }
         }
+    }
+}
+
+/// Rows without nulls: ids, and tokens of two levels over pairs, as a LoD tensor column.
+fn plain_batch(n: usize, seed: u64) -> RecordBatch {
+    let mut rng = Draws(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut pick = |m: u64| rng.next_u64() % m;
+    let mut tokens = LargeListBuilder::new(ListBuilder::new(FixedSizeListBuilder::new(
+        Float32Builder::new(),
+        2,
+    )));
+    for row in 0..n {
+        for _ in 0..pick(4) {
+            let sentences = tokens.values();
+            for t in 0..pick(5) {
+                let words = sentences.values();
+                words.values().append_value(row as f32);
+                words.values().append_value(t as f32);
+                words.append(true);
+            }
+            sentences.append(true);
+        }
+        tokens.append(true);
+    }
+    let ids = arrow_array::Int64Array::from_iter_values(0..n as i64);
+    RecordBatch::try_from_iter(vec![
+        ("ids", Arc::new(ids) as ArrayRef),
+        ("tokens", Arc::new(tokens.finish())),
+    ])
+    .unwrap()
+}
+
+/// The marks the lengths index gives of `rows` of `batch`'s tokens (column 1).
+fn marks_of(batch: &RecordBatch, rows: &Range<usize>) -> Marks {
+    use arrow_array::cast::AsArray;
+    let outer = batch.column(1).as_list::<i64>();
+    let inner = outer.values().as_list::<i32>();
+    let (o0, o1) = (outer.value_offsets(), inner.value_offsets());
+    let at0: Vec<usize> = (rows.start..=rows.end).collect();
+    let at1: Vec<usize> = at0.iter().map(|&r| o0[r] as usize).collect();
+    let at2: Vec<usize> = at1.iter().map(|&e| o1[e] as usize).collect();
+    Marks {
+        at: vec![at0, at1, at2],
+        totals: vec![batch.num_rows(), inner.len(), inner.values().len()],
+    }
+}
+
+#[test]
+fn marked_runs_read_every_level_in_one_round_and_lying_marks_are_named() {
+    let batches = [plain_batch(30, 7), plain_batch(12, 8)];
+    let bytes = file(&batches);
+    let layouts = layouts(&bytes).unwrap();
+    let runs = vec![(0, 0..30), (0, 4..9), (1, 11..12), (0, 29..29), (1, 0..5)];
+    let marks = |b: usize, rows: &Range<usize>| vec![None, Some(marks_of(&batches[b], rows))];
+    let (arrays, _, rounds) = read_marked(&bytes, &layouts, &runs, &marks).unwrap();
+    assert_eq!(rounds, 1);
+    for ((b, rows), run) in runs.iter().zip(&arrays) {
+        for (c, got) in run.iter().enumerate() {
+            let expected = batches[*b].column(c).slice(rows.start, rows.len());
+            assert_eq!(make_array(got.clone()).as_ref(), expected.as_ref());
+        }
+    }
+    // An index that says another length for row 5: the offset at its edge is named.
+    let lying = |b: usize, rows: &Range<usize>| {
+        let mut m = marks_of(&batches[b], rows);
+        m.at[1][1] += 1;
+        vec![None, Some(m)]
+    };
+    let err = read_marked(&bytes, &layouts, &[(0, 4..9)], &lying).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Format(crate::FormatError::ShardMismatch { field, .. })
+            if field.starts_with("level 0: offset at index 5")),
+        "{err}"
+    );
+    let deeper = |b: usize, rows: &Range<usize>| {
+        let mut m = marks_of(&batches[b], rows);
+        let i = (1..m.at[2].len() - 1)
+            .find(|&i| m.at[2][i] < m.at[2][i + 1])
+            .unwrap();
+        m.at[2][i] += 1; // still non-decreasing
+        vec![None, Some(m)]
+    };
+    let err = read_marked(&bytes, &layouts, &[(0, 0..30)], &deeper).unwrap_err();
+    assert!(
+        err.to_string().contains("level 1: offset at index"),
+        "{err}"
+    );
+    // Totals that are not the batch's (entries the rows do not reach, or an offset base
+    // other than 0): that level and those below read level by level, as without an index.
+    for (level, expected_rounds) in [(1, 3), (2, 2)] {
+        let longer = |b: usize, rows: &Range<usize>| {
+            let mut m = marks_of(&batches[b], rows);
+            m.totals[level] += 1;
+            vec![None, Some(m)]
+        };
+        let (arrays, _, rounds) = read_marked(&bytes, &layouts, &runs, &longer).unwrap();
+        assert_eq!(rounds, expected_rounds);
+        let expected = batches[0].column(1).slice(4, 5);
+        assert_eq!(make_array(arrays[1][1].clone()).as_ref(), expected.as_ref());
     }
 }

@@ -271,3 +271,32 @@ pub(super) fn cached_manifest(remote: &Remote, dir: &Path) -> Result<Option<Mani
     }
     Ok(Some(manifest))
 }
+
+/// Where a shard's kept metadata (footer and record-batch messages) is in the node's cache
+/// in `dir`: named by the shard's size and CRC-32C in the manifest as well as its name, so
+/// that a shard rewritten under the same name never reads another's.
+fn layout_path(dir: &Path, entry: &ShardEntry) -> std::path::PathBuf {
+    let name = format!("{:08x}-{}-{}.layout", entry.crc32c, entry.bytes, entry.file);
+    dir.join(META_DIR).join(name)
+}
+
+/// The bytes kept for shard `entry`'s metadata in the cache in `dir`, if any and of at
+/// most `entry.bytes` bytes: untrusted (the caller checks them as bytes from the store).
+pub(crate) fn kept_layout(dir: &Path, entry: &ShardEntry) -> Option<Bytes> {
+    use std::io::Read as _;
+    let file = super::private::open(&layout_path(dir, entry), How::Read).ok()?;
+    let mut bytes = Vec::new();
+    file.take(entry.bytes).read_to_end(&mut bytes).ok()?;
+    Some(Bytes::from(bytes))
+}
+
+/// Keeps `bytes` as shard `entry`'s metadata in the cache in `dir`, atomically (another
+/// process reads the whole entry or none).
+///
+/// # Errors
+/// The cache disk's errors.
+pub(crate) fn keep_layout(dir: &Path, entry: &ShardEntry, bytes: &[u8]) -> Result<()> {
+    super::private::make_private(dir, &dir.join(META_DIR))?;
+    let path = layout_path(dir, entry);
+    crate::io::atomic::write_atomically(&path, |out| Ok(out.write_all(bytes)?))
+}

@@ -15,7 +15,7 @@ use crate::shards::index::IndexEntry;
 use crate::shards::manifest::{Manifest, ShardEntry};
 use crate::shards::reader::{Checksum, open_checked};
 use crate::shards::remote::cache::{Form, ShardCache};
-use crate::shards::remote::meta::fetch_object;
+use crate::shards::remote::meta::{fetch_object, keep_layout, kept_layout};
 use crate::shards::source::{CacheStats, Reading, ShardSource};
 
 /// The shards of a remote dataset, read through the node's cache.
@@ -88,6 +88,14 @@ impl ShardSource for CachedShards {
 
     fn index_object(&self, entry: &IndexEntry) -> Result<Bytes> {
         fetch_object(&self.cache, self.cache.dir(), entry)
+    }
+
+    fn kept_layout(&self, manifest: &Manifest, index: usize) -> Option<Bytes> {
+        kept_layout(self.cache.dir(), &manifest.shards[index])
+    }
+
+    fn keep_layout(&self, manifest: &Manifest, index: usize, bytes: &[u8]) -> Result<()> {
+        keep_layout(self.cache.dir(), &manifest.shards[index], bytes)
     }
 
     fn cache_stats(&self) -> Option<CacheStats> {

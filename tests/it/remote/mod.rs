@@ -4,6 +4,7 @@
 
 mod cache;
 mod loader;
+mod one_round;
 mod take;
 mod writers;
 
