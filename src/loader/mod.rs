@@ -238,29 +238,33 @@ impl Loader {
             Some((e, read)) if *e == epoch => &read[..],
             _ => &[],
         };
-        let mut plan = match &self.blend {
-            Some(blend) => blend.plan(&self.config, &self.inputs.lengths, epoch),
-            None if read.is_empty() && self.schedules.is_empty() => {
-                let PlanInputs {
-                    lengths,
-                    rows,
-                    shards,
-                    ..
-                } = &self.inputs;
-                Plan::build(&self.config, lengths, rows, shards, epoch)
-            }
-            None => {
-                let options = (&self.config, &self.schedules);
-                let planned = parts::plan(read, options, tokens.unwrap_or(0), &self.inputs, epoch);
-                // A state's parts were replayed when it was restored.
-                return planned.unwrap_or_else(|| Plan::empty(epoch));
-            }
+        let lengths = &self.inputs.lengths[..];
+        let mut plan = if !read.is_empty() || !self.schedules.is_empty() {
+            let items = match &self.blend {
+                Some(blend) => blend.epoch(&self.config, lengths, epoch),
+                None => parts::Epoch::of_dataset(&self.config, &self.inputs, epoch),
+            };
+            let options = (&self.config, &self.schedules);
+            let planned = parts::plan(read, options, tokens.unwrap_or(0), (items, lengths), epoch);
+            // A state's parts were replayed when it was restored.
+            planned.unwrap_or_else(|| Plan::empty(epoch))
+        } else {
+            let mut plan = match &self.blend {
+                Some(blend) => blend.plan(&self.config, lengths, epoch),
+                None => {
+                    let PlanInputs { rows, shards, .. } = &self.inputs;
+                    Plan::build(&self.config, lengths, rows, shards, epoch)
+                }
+            };
+            plan.parts = Parts {
+                starts: vec![(0, self.config.of_every_rank())],
+                own: 0,
+                tokens_before: tokens,
+                mixture: None,
+            };
+            plan
         };
-        plan.parts = Parts {
-            starts: vec![(0, self.config.of_every_rank())],
-            own: 0,
-            tokens_before: tokens,
-        };
+        plan.parts.mixture = (self.blend.as_ref()).map(|b| b.stream(&self.config, lengths, epoch));
         plan
     }
 

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use super::config::PlanConfig;
+use super::mix::Stream;
 use super::order::{Rows, epoch_order};
 use super::pack::{Docs, Windows, window_order};
 use super::plan::{Costs, Plan};
@@ -28,6 +29,8 @@ pub(crate) struct Parts {
     pub own: usize,
     /// Global tokens read before the epoch, when known.
     pub tokens_before: Option<u64>,
+    /// A mixture's stream over the epoch.
+    pub mixture: Option<Stream>,
 }
 
 impl Parts {
@@ -45,64 +48,116 @@ impl Parts {
     }
 }
 
+/// What an epoch's parts are planned over, place by place.
+pub(crate) enum Epoch {
+    /// The row at each place of the epoch's order (a mixture's draws: a row of a source
+    /// that repeats within the epoch stands at more than one place).
+    Rows(Vec<usize>),
+    /// The rows of the epoch's order, their documents packed by each part (a packed
+    /// loader over one dataset).
+    Docs(Vec<usize>),
+    /// A packed mixture's windows, one at each place, in the order drawn: every part
+    /// packs as they were packed.
+    Windows(Arc<Windows>),
+}
+
+impl Epoch {
+    /// The epoch `epoch` of a loader over one dataset, in the order of `base`'s shuffle.
+    pub(crate) fn of_dataset(base: &PlanConfig, inputs: &PlanInputs, epoch: u64) -> Epoch {
+        let lengths = &inputs.lengths[..];
+        let order = epoch_order::<usize>(
+            base.shuffle,
+            lengths.len(),
+            &inputs.rows,
+            &inputs.shards,
+            epoch,
+        );
+        match base.packing {
+            Some(_) => Epoch::Docs(order),
+            None => Epoch::Rows(order),
+        }
+    }
+}
+
+/// What stands at the epoch's places, for the parts planned over them.
+enum Places {
+    /// Rows, and their lengths, by place.
+    Rows(Vec<usize>, Vec<u32>),
+    /// Windows, by place.
+    Windows(Arc<Windows>),
+}
+
+impl Places {
+    fn len(&self) -> usize {
+        match self {
+            Places::Rows(rows, _) => rows.len(),
+            Places::Windows(windows) => windows.len(),
+        }
+    }
+}
+
 /// What the epoch has left to plan.
 enum Left<'a> {
-    /// Samples, in the epoch's order.
-    Samples(Vec<usize>),
+    /// Places no part read, in the epoch's order, and what stands at them.
+    Places(Vec<usize>, &'a Places),
     /// Documents or pieces of them, in the order packing takes them.
     Docs(Docs<'a>),
 }
 
-/// The plan of `epoch`: the first batches of each of `read` (options, and where it ended
-/// in the epoch's plan), then the rest under `base`'s options with `schedules`' values at
-/// the global tokens read (from `tokens_before` at the epoch's start). `None` when a part
-/// of `read` does not have the batches it says it ended at.
+/// The plan of `epoch` (its places `items`): the first batches of each of `read`
+/// (options, and where it ended in the epoch's plan), then the rest under `base`'s
+/// options with `schedules`' values at the global tokens read (from `tokens_before` at
+/// the epoch's start). `None` when a part of `read` does not have the batches it says it
+/// ended at.
 pub(crate) fn plan(
     read: &[(PlanConfig, usize)],
     (base, schedules): (&PlanConfig, &Schedules),
     tokens_before: u64,
-    inputs: &PlanInputs,
+    (items, lengths): (Epoch, &[u32]),
     epoch: u64,
 ) -> Option<Plan> {
-    let lengths = &inputs.lengths[..];
-    let order = epoch_order::<usize>(
-        base.shuffle,
-        lengths.len(),
-        &inputs.rows,
-        &inputs.shards,
-        epoch,
-    );
-    let mut left = match base.packing {
-        Some(_) => Left::Docs(Docs::whole(Rows::Wide(order), lengths)),
-        None => Left::Samples(order),
+    let places = match items {
+        Epoch::Docs(order) => Err(Docs::whole(Rows::Wide(order), lengths)),
+        Epoch::Rows(rows) => {
+            let lens = rows.iter().map(|&r| lengths[r]).collect();
+            Ok(Places::Rows(rows, lens))
+        }
+        Epoch::Windows(windows) => Ok(Places::Windows(windows)),
+    };
+    let (mut left, places) = match &places {
+        Ok(places) => (
+            Left::Places((0..places.len()).collect(), places),
+            Some(places),
+        ),
+        Err(docs) => (Left::Docs(docs.clone()), None),
     };
     let mut out = Joined::new(epoch);
     for (config, end) in read {
-        let part = plan_left(config, &left, inputs, epoch);
+        let part = plan_left(config, &left, epoch);
         let take = end.checked_sub(out.infos.len())?;
         if take > part.len() {
             return None;
         }
-        left = out.push(part, take, config, lengths, left);
+        left = out.push(part, take, config, left);
     }
     out.own = out.infos.len();
     let mut tokens = tokens_before.saturating_add(out.tokens);
     loop {
         let config = schedules.config_at(base, tokens);
-        let part = plan_left(&config, &left, inputs, epoch);
+        let part = plan_left(&config, &left, epoch);
         let take = match schedules.next_point(tokens) {
             Some(point) => steps_before(&part, config.ranks.turn().1, point - tokens),
             None => part.len(),
         };
         let whole = take == part.len();
         let before = out.tokens;
-        left = out.push(part, take, &config, lengths, left);
+        left = out.push(part, take, &config, left);
         tokens = tokens.saturating_add(out.tokens - before);
         if whole || take == 0 {
             break;
         }
     }
-    Some(out.into_plan(tokens_before))
+    Some(out.into_plan(tokens_before, places))
 }
 
 /// The batches of `part` in the steps of `world` batches that start before `tokens` more
@@ -120,21 +175,26 @@ fn steps_before(part: &Plan, world: usize, tokens: u64) -> usize {
     end
 }
 
-/// The plan of what is left under `config`.
-/// Every part of a packed epoch packs (a state whose parts do not is refused when it is
-/// restored); documents left for a part that does not are taken whole, by row.
-fn plan_left(config: &PlanConfig, left: &Left<'_>, inputs: &PlanInputs, epoch: u64) -> Plan {
-    let order = match (left, &config.packing) {
-        (Left::Docs(docs), Some(packing)) => {
+/// The plan of what is left under `config`. Every part of a packed epoch packs (a state
+/// whose parts do not is refused when it is restored); a packed mixture's parts pack as
+/// its windows were packed (a state whose parts do not is refused too).
+fn plan_left(config: &PlanConfig, left: &Left<'_>, epoch: u64) -> Plan {
+    match left {
+        Left::Places(left, Places::Rows(_, lens)) => {
+            let costs = Costs::Lengths(config.weight());
+            Plan::of_ranks(config, (&lens[..], &costs), left, epoch)
+        }
+        Left::Places(left, Places::Windows(windows)) => {
+            (windows.plan_of(config, left, epoch)).with_windows(windows.clone())
+        }
+        Left::Docs(docs) => {
+            let packing = (config.packing.as_ref())
+                .expect("every part of a packed epoch packs: Loader::restore refuses others");
             let windows = Windows::of_docs(packing, docs.clone());
             let order = window_order::<usize>(config, windows.len(), epoch);
-            return windows.plan(config, &order, epoch);
+            windows.plan(config, &order, epoch)
         }
-        (Left::Samples(order), _) => order.clone(),
-        (Left::Docs(docs), None) => (0..docs.len()).map(|i| docs.piece(i).row).collect(),
-    };
-    let costs = Costs::Lengths(config.weight());
-    Plan::of_ranks(config, (&inputs.lengths[..], &costs), &order, epoch)
+    }
 }
 
 /// Parts' batches put together.
@@ -167,7 +227,6 @@ impl Joined {
         part: Plan,
         take: usize,
         config: &PlanConfig,
-        lengths: &'a [u32],
         left: Left<'a>,
     ) -> Left<'a> {
         let end = take.checked_sub(1).map_or(0, |last| part.infos[last].end);
@@ -186,44 +245,52 @@ impl Joined {
             self.plan.dropped += part.dropped;
         }
         let read = &part.samples[..end];
-        let Some(windows) = &part.windows else {
-            self.plan.samples.extend_from_slice(read);
-            let mut was_read = vec![false; lengths.len()];
-            read.iter().for_each(|&s| was_read[s] = true);
-            let order: Vec<usize> = match left {
-                Left::Samples(order) => order,
-                Left::Docs(docs) => (0..docs.len()).map(|i| docs.piece(i).row).collect(),
-            };
-            return Left::Samples(order.into_iter().filter(|&s| !was_read[s]).collect());
+        let docs = match left {
+            Left::Places(left, places) => {
+                // Places (window numbers of a packed mixture's windows), kept as places.
+                self.plan.samples.extend_from_slice(read);
+                let mut was_read = vec![false; places.len()];
+                read.iter().for_each(|&p| was_read[p] = true);
+                let left = left.into_iter().filter(|&p| !was_read[p]).collect();
+                return Left::Places(left, places);
+            }
+            Left::Docs(docs) => docs,
         };
+        let windows = (part.windows.as_ref()).expect("a part of documents packs: plan_left");
         let numbered = self.windows.iter().map(|(_, ids)| ids.len()).sum::<usize>();
         self.plan.samples.extend(numbered..numbered + read.len());
         let mut was_read = vec![false; windows.len()];
         read.iter().for_each(|&w| was_read[w] = true);
-        let rest = windows.unread(lengths, |w| was_read[w]);
+        let rest = windows.unread(docs.lengths, |w| was_read[w]);
         self.windows.push((windows.clone(), read.to_vec()));
         Left::Docs(rest)
     }
 
-    fn into_plan(mut self, tokens_before: u64) -> Plan {
+    /// The plan put together: its samples the rows or windows at the places read, or
+    /// (packed documents) the windows of every part joined.
+    fn into_plan(mut self, tokens_before: u64, places: Option<&Places>) -> Plan {
         self.plan.infos = self.infos;
-        if !self.windows.is_empty() {
-            let parts: Vec<(&Windows, &[usize])> = self
-                .windows
-                .iter()
-                .map(|(w, ids)| (&**w, &ids[..]))
-                .collect();
-            self.plan.windows = Some(Arc::new(Windows::joined(&parts)));
+        match places {
+            Some(Places::Rows(rows, _)) => {
+                (self.plan.samples.iter_mut()).for_each(|p| *p = rows[*p]);
+            }
+            Some(Places::Windows(windows)) => self.plan.windows = Some(windows.clone()),
+            None => {
+                let parts: Vec<(&Windows, &[usize])> = (self.windows.iter())
+                    .map(|(w, ids)| (&**w, &ids[..]))
+                    .collect();
+                self.plan.windows = Some(Arc::new(Windows::joined(&parts)));
+            }
         }
         self.plan.parts = Parts {
             starts: self.starts,
             own: self.own,
             tokens_before: Some(tokens_before),
+            mixture: None,
         };
         self.plan
     }
 }
-
 /// Global tokens `plan`'s batches give when read (ranks taking turns): all of them, or
 /// with `drop_last` those of whole steps of this loader's.
 pub(crate) fn read_tokens(plan: &Plan, config: &PlanConfig) -> u64 {
@@ -236,5 +303,7 @@ pub(crate) fn read_tokens(plan: &Plan, config: &PlanConfig) -> u64 {
     plan.infos()[..end].iter().map(|i| i.tokens as u64).sum()
 }
 
+#[cfg(test)]
+mod mixtures;
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,8 @@ pub(super) fn state_at(plan: &Plan, position: Position) -> LoaderState {
         true => plan.parts.read_before(position.batch),
         false => Vec::new(),
     };
-    LoaderState::new(position, read, plan.parts.tokens_before)
+    let mixture = plan.parts.mixture.clone();
+    LoaderState::new(position, read, plan.parts.tokens_before, mixture)
 }
 
 impl Loader {
@@ -36,7 +37,12 @@ impl Loader {
         let position = self.next_position();
         match &self.plan {
             Some(plan) if plan.epoch() == position.epoch => state_at(plan, position),
-            _ => LoaderState::new(position, Vec::new(), self.tokens_before(position.epoch)),
+            _ => {
+                let tokens = self.tokens_before(position.epoch);
+                let mixture = (self.blend.as_ref())
+                    .map(|b| b.stream(&self.config, &self.inputs.lengths, position.epoch));
+                LoaderState::new(position, Vec::new(), tokens, mixture)
+            }
         }
     }
 
@@ -172,8 +178,27 @@ impl Loader {
         {
             differs.push("packing (on in one, off in the other)");
         }
-        if self.blend.is_some() {
-            differs.push("the options of a mixture (a mixture resumes only under its own)");
+        let own = (self.blend.as_ref())
+            .map(|b| b.stream(&self.config, &self.inputs.lengths, state.position().epoch));
+        match (&own, &state.mixture) {
+            (None, None) => {}
+            (Some(own), Some(saved)) => {
+                if own.sources != saved.sources {
+                    differs.push("the mixture's sources or its seed");
+                }
+                if own.switches != saved.switches {
+                    differs.push("the mixture's weights (a mixture resumes under other options only with the same weights)");
+                }
+                let packing = |c: &PlanConfig| c.packing;
+                if state
+                    .read
+                    .iter()
+                    .any(|(c, _)| packing(c) != packing(&self.config))
+                {
+                    differs.push("the packing of a packed mixture (its windows are packed source by source as drawn: a packed mixture resumes under other options only at the same pack length and mode)");
+                }
+            }
+            _ => differs.push("a mixture in one, not in the other"),
         }
         differs
     }

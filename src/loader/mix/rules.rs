@@ -3,6 +3,7 @@
 //! afresh where it takes over (its counts from there), so every source stays within a
 //! sample of its share of the samples drawn under each set.
 
+use std::ops::Range;
 use std::sync::Mutex;
 
 use super::{Blend, SourceEpoch, draw_with, rule_period};
@@ -23,6 +24,24 @@ pub(super) struct Switch {
     pub start: u128,
     pub drawn: Vec<u128>,
     pub rule: usize,
+}
+
+/// A mixture's stream as a state carries it: a hash of its sources and seed, and where
+/// its weights took over for one epoch's samples (the set in force at the epoch's first,
+/// then any that take over within it), each with its weights.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Stream {
+    pub sources: u64,
+    pub switches: Vec<Given>,
+}
+
+/// Where a set of weights took over: its first sample of the stream, each source's draws
+/// before it, and the weights (normalized).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Given {
+    pub start: u128,
+    pub drawn: Vec<u128>,
+    pub weights: Vec<f64>,
 }
 
 /// The sets of weights, and where each took over as far as the stream has been walked.
@@ -76,6 +95,23 @@ impl Rules {
             walked.walk(blend, input, end);
         }
         walked.switches.clone()
+    }
+
+    /// The switches over `samples` (the last at or before the first of them, then those
+    /// within), as a state carries them.
+    pub fn given(&self, switches: &[Switch], samples: &Range<u128>) -> Vec<Given> {
+        let first = switches
+            .partition_point(|w| w.start <= samples.start)
+            .max(1)
+            - 1;
+        (switches[first..].iter())
+            .take_while(|w| w.start < samples.end.max(samples.start + 1))
+            .map(|w| Given {
+                start: w.start,
+                drawn: w.drawn.clone(),
+                weights: self.rules[w.rule].weights.clone(),
+            })
+            .collect()
     }
 
     /// The source of sample `i` under `switch` (the last at or before it), `drawn` of
