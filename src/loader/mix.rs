@@ -28,8 +28,8 @@ use crate::rng::SplitMix64;
 use crate::row_index::RowIndex;
 pub(super) use read::read_mixture;
 use read::weights_error;
-pub(crate) use rules::{Given, Stream};
 use rules::{Rules, Switch};
+pub(crate) use stream::{Change, Given, Stream};
 
 /// Sources and their weights, for [`Loader::builder`](super::Loader::builder).
 ///
@@ -178,8 +178,12 @@ impl<'a> Mixture<'a> {
 /// What a mixed loader knows of its sources.
 #[derive(Debug)]
 pub(crate) struct Blend {
-    /// The weights over the stream: one set, or a schedule's.
-    rules: Rules,
+    /// The weights over the stream: one set, a schedule's, or a stream's taken over.
+    rules: Arc<Rules>,
+    /// Its own weights.
+    own: Arc<Rules>,
+    /// A hash of the stream taken over, if one was.
+    taken: Option<u64>,
     seed: u64,
     /// Where every source's rows start among the loader's rows.
     pub rows: RowIndex,
@@ -281,8 +285,11 @@ impl Blend {
         parts: Vec<(RowIndex, RowIndex)>,
     ) -> Self {
         let rows = RowIndex::from_counts(parts.iter().map(|(b, _)| b.num_rows()));
+        let rules = Arc::new(Rules::new(points, parts.len()));
         Blend {
-            rules: Rules::new(points, parts.len()),
+            own: rules.clone(),
+            taken: None,
+            rules,
             seed,
             rows,
             parts,
@@ -481,11 +488,11 @@ impl Blend {
         }
     }
 
-    /// The stream over epoch `epoch`, as a state carries it.
+    /// The stream to the end of epoch `epoch`, as a state carries it.
     pub(super) fn stream(&self, config: &PlanConfig, lengths: &[u32], epoch: u64) -> Stream {
         let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
-        let samples = u128::from(epoch) * n..(u128::from(epoch) + 1) * n;
-        let switches = self.rules.switches(self, (config, lengths), samples.end);
+        let end = (u128::from(epoch) + 1) * n;
+        let switches = self.rules.switches(self, (config, lengths), end);
         let mut sources = Hasher::new();
         sources.add(&[self.seed]);
         sources.add(
@@ -498,8 +505,14 @@ impl Blend {
         );
         Stream {
             sources: sources.finish(),
-            switches: self.rules.given(&switches, &samples),
+            switches: self.rules.given(&switches, end),
+            changes: Vec::new(),
         }
+    }
+
+    /// The first sample of epoch `epoch` in the stream.
+    pub(super) fn epoch_start(&self, epoch: u64) -> u128 {
+        u128::from(epoch) * self.firsts.iter().map(|&c| c as u128).sum::<u128>()
     }
 
     /// The draws of epoch `epoch`: its samples of the stream, the switches over them and
@@ -598,11 +611,11 @@ impl Blend {
 
     /// The words of the weights, seed and source sizes, hashed into the fingerprint.
     pub(super) fn hash_words(&self) -> Vec<u64> {
-        let first = &self.rules.rules[0].weights;
+        let first = &self.own.rules[0].weights;
         let mut words = vec![5, self.seed, first.len() as u64];
         words.extend(first.iter().map(|w| w.to_bits()));
         // A schedule's later sets (none for one set: fingerprints as before).
-        for rule in &self.rules.rules[1..] {
+        for rule in &self.own.rules[1..] {
             words.push(rule.from);
             words.extend(rule.weights.iter().map(|w| w.to_bits()));
         }
@@ -620,5 +633,6 @@ impl Blend {
 
 mod read;
 mod rules;
+mod stream;
 #[cfg(test)]
 mod tests;

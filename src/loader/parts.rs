@@ -29,8 +29,11 @@ pub(crate) struct Parts {
     pub own: usize,
     /// Global tokens read before the epoch, when known.
     pub tokens_before: Option<u64>,
-    /// A mixture's stream over the epoch.
+    /// A mixture's stream to the epoch's end.
     pub mixture: Option<Stream>,
+    /// One past the last place of the epoch's order the batches before this loader's own
+    /// hold.
+    pub read_end: usize,
 }
 
 impl Parts {
@@ -104,35 +107,39 @@ enum Left<'a> {
     Docs(Docs<'a>),
 }
 
-/// The plan of `epoch` (its places `items`): the first batches of each of `read`
-/// (options, and where it ended in the epoch's plan), then the rest under `base`'s
-/// options with `schedules`' values at the global tokens read (from `tokens_before` at
-/// the epoch's start). `None` when a part of `read` does not have the batches it says it
-/// ended at.
+/// The plan of `epoch`: the first batches of each of `read` (options, and where it ended
+/// in the epoch's plan), then the rest under `base`'s options with `schedules`' values at
+/// the global tokens read (from `tokens_before` at the epoch's start). The epoch's places
+/// are `items`, each from the part it is given with on (a mixture's weights changed at a
+/// resume draw the places no read batch reached anew; the places before keep their rows).
+/// `None` when a part of `read` does not have the batches it says it ended at.
 pub(crate) fn plan(
     read: &[(PlanConfig, usize)],
     (base, schedules): (&PlanConfig, &Schedules),
     tokens_before: u64,
-    (items, lengths): (Epoch, &[u32]),
+    (items, lengths): (Vec<(usize, Epoch)>, &[u32]),
     epoch: u64,
 ) -> Option<Plan> {
-    let places = match items {
-        Epoch::Docs(order) => Err(Docs::whole(Rows::Wide(order), lengths)),
-        Epoch::Rows(rows) => {
-            let lens = rows.iter().map(|&r| lengths[r]).collect();
-            Ok(Places::Rows(rows, lens))
-        }
-        Epoch::Windows(windows) => Ok(Places::Windows(windows)),
-    };
-    let (mut left, places) = match &places {
-        Ok(places) => (
-            Left::Places((0..places.len()).collect(), places),
-            Some(places),
-        ),
-        Err(docs) => (Left::Docs(docs.clone()), None),
+    let items: Vec<(usize, Result<Places, Docs>)> = (items.into_iter())
+        .map(|(from, items)| {
+            let places = match items {
+                Epoch::Docs(order) => Err(Docs::whole(Rows::Wide(order), lengths)),
+                Epoch::Rows(rows) => {
+                    let lens = rows.iter().map(|&r| lengths[r]).collect();
+                    Ok(Places::Rows(rows, lens))
+                }
+                Epoch::Windows(windows) => Ok(Places::Windows(windows)),
+            };
+            (from, places)
+        })
+        .collect();
+    let mut left = match &items.first().expect("the epoch's places").1 {
+        Ok(places) => Left::Places((0..places.len()).collect(), places),
+        Err(docs) => Left::Docs(docs.clone()),
     };
     let mut out = Joined::new(epoch);
-    for (config, end) in read {
+    for (i, (config, end)) in read.iter().enumerate() {
+        left = places_of(&items, i, left);
         let part = plan_left(config, &left, epoch);
         let take = end.checked_sub(out.infos.len())?;
         if take > part.len() {
@@ -140,6 +147,8 @@ pub(crate) fn plan(
         }
         left = out.push(part, take, config, left);
     }
+    left = places_of(&items, read.len(), left);
+    out.read_end = out.places_end;
     out.own = out.infos.len();
     let mut tokens = tokens_before.saturating_add(out.tokens);
     loop {
@@ -157,7 +166,20 @@ pub(crate) fn plan(
             break;
         }
     }
-    Some(out.into_plan(tokens_before, places))
+    Some(out.into_plan(tokens_before))
+}
+
+/// What `left` leaves at the places of part `i`: those given last at or before it.
+fn places_of<'a>(
+    items: &'a [(usize, Result<Places, Docs<'a>>)],
+    i: usize,
+    left: Left<'a>,
+) -> Left<'a> {
+    let given = items.iter().rev().find(|(from, _)| *from <= i);
+    match (given.map(|(_, p)| p), left) {
+        (Some(Ok(places)), Left::Places(left, _)) => Left::Places(left, places),
+        (_, left) => left,
+    }
 }
 
 /// The batches of `part` in the steps of `world` batches that start before `tokens` more
@@ -206,6 +228,9 @@ struct Joined {
     starts: Vec<(usize, PlanConfig)>,
     own: usize,
     tokens: u64,
+    /// One past the last place the batches so far hold, and those before this loader's.
+    places_end: usize,
+    read_end: usize,
 }
 
 impl Joined {
@@ -217,6 +242,8 @@ impl Joined {
             starts: Vec::new(),
             own: 0,
             tokens: 0,
+            places_end: 0,
+            read_end: 0,
         }
     }
 
@@ -247,46 +274,50 @@ impl Joined {
         let read = &part.samples[..end];
         let docs = match left {
             Left::Places(left, places) => {
-                // Places (window numbers of a packed mixture's windows), kept as places.
-                self.plan.samples.extend_from_slice(read);
+                match places {
+                    Places::Rows(rows, _) => {
+                        self.plan.samples.extend(read.iter().map(|&p| rows[p]))
+                    }
+                    Places::Windows(windows) => self.push_windows(windows, read),
+                }
                 let mut was_read = vec![false; places.len()];
                 read.iter().for_each(|&p| was_read[p] = true);
+                self.places_end = (read.iter().map(|&p| p + 1)).fold(self.places_end, usize::max);
                 let left = left.into_iter().filter(|&p| !was_read[p]).collect();
                 return Left::Places(left, places);
             }
             Left::Docs(docs) => docs,
         };
         let windows = (part.windows.as_ref()).expect("a part of documents packs: plan_left");
-        let numbered = self.windows.iter().map(|(_, ids)| ids.len()).sum::<usize>();
-        self.plan.samples.extend(numbered..numbered + read.len());
         let mut was_read = vec![false; windows.len()];
         read.iter().for_each(|&w| was_read[w] = true);
         let rest = windows.unread(docs.lengths, |w| was_read[w]);
-        self.windows.push((windows.clone(), read.to_vec()));
+        self.push_windows(windows, read);
         Left::Docs(rest)
     }
 
-    /// The plan put together: its samples the rows or windows at the places read, or
-    /// (packed documents) the windows of every part joined.
-    fn into_plan(mut self, tokens_before: u64, places: Option<&Places>) -> Plan {
+    /// Appends windows `read` of `windows`, numbered on from those before.
+    fn push_windows(&mut self, windows: &Arc<Windows>, read: &[usize]) {
+        let numbered = self.windows.iter().map(|(_, ids)| ids.len()).sum::<usize>();
+        self.plan.samples.extend(numbered..numbered + read.len());
+        self.windows.push((windows.clone(), read.to_vec()));
+    }
+
+    /// The plan put together, packed windows of every part joined.
+    fn into_plan(mut self, tokens_before: u64) -> Plan {
         self.plan.infos = self.infos;
-        match places {
-            Some(Places::Rows(rows, _)) => {
-                (self.plan.samples.iter_mut()).for_each(|p| *p = rows[*p]);
-            }
-            Some(Places::Windows(windows)) => self.plan.windows = Some(windows.clone()),
-            None => {
-                let parts: Vec<(&Windows, &[usize])> = (self.windows.iter())
-                    .map(|(w, ids)| (&**w, &ids[..]))
-                    .collect();
-                self.plan.windows = Some(Arc::new(Windows::joined(&parts)));
-            }
+        if !self.windows.is_empty() {
+            let parts: Vec<(&Windows, &[usize])> = (self.windows.iter())
+                .map(|(w, ids)| (&**w, &ids[..]))
+                .collect();
+            self.plan.windows = Some(Arc::new(Windows::joined(&parts)));
         }
         self.plan.parts = Parts {
             starts: self.starts,
             own: self.own,
             tokens_before: Some(tokens_before),
             mixture: None,
+            read_end: self.read_end,
         };
         self.plan
     }

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::config::{Balance, BatchSize, PlanConfig, Ranks, Shuffle};
-use super::mix::{Given, Stream};
+use super::mix::{Change, Given, Stream};
 use super::pack::{Overlong, PackMode, Packing};
 use super::position::Position;
 use crate::error::{ArgumentError, Error, Result};
@@ -182,7 +182,22 @@ fn stream_json(stream: &Stream) -> Value {
             json!({"start": g.start.to_string(), "drawn": drawn.join(","), "weights": g.weights})
         })
         .collect();
-    json!({"sources": format!("{:016x}", stream.sources), "switches": switches})
+    let mut v = json!({"sources": format!("{:016x}", stream.sources), "switches": switches});
+    if !stream.changes.is_empty() {
+        let changes: Vec<Value> = (stream.changes.iter())
+            .map(|c| json!({"part": c.part, "start": c.start.to_string(), "weights": c.weights}))
+            .collect();
+        v["changes"] = Value::Array(changes);
+    }
+    v
+}
+
+/// Positive, finite weights, one to [`MAX_WORLD`] of them.
+fn weights_of(w: &Value) -> Option<Vec<f64>> {
+    (w.as_array())
+        .filter(|w| !w.is_empty() && w.len() <= MAX_WORLD)
+        .and_then(|w| w.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>())
+        .filter(|w| w.iter().all(|x| x.is_finite() && *x > 0.0))
 }
 
 /// A mixture's stream from [`stream_json`]; the key that is wrong otherwise.
@@ -200,11 +215,7 @@ fn stream_of(m: &Value) -> std::result::Result<Stream, String> {
         let start = (g["start"].as_str())
             .and_then(decimal)
             .ok_or_else(|| bad("start"))?;
-        let weights = (g["weights"].as_array())
-            .filter(|w| !w.is_empty() && w.len() <= MAX_WORLD)
-            .and_then(|w| w.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>())
-            .filter(|w| w.iter().all(|x| x.is_finite() && *x > 0.0))
-            .ok_or_else(|| bad("weights"))?;
+        let weights = weights_of(&g["weights"]).ok_or_else(|| bad("weights"))?;
         let drawn = (g["drawn"].as_str())
             .filter(|d| d.len() <= 40 * weights.len())
             .and_then(|d| d.split(',').map(decimal).collect::<Option<Vec<u128>>>())
@@ -219,9 +230,27 @@ fn stream_of(m: &Value) -> std::result::Result<Stream, String> {
     if out.windows(2).any(|p| p[1].start <= p[0].start) {
         return Err("the switches' starts must increase".into());
     }
+    let changes = match &m["changes"] {
+        Value::Null => &[][..],
+        Value::Array(c) if c.len() <= MAX_PARTS => &c[..],
+        _ => return Err(format!("\"changes\" is not a list of at most {MAX_PARTS}")),
+    };
+    let changes = (changes.iter().enumerate())
+        .map(|(i, c)| {
+            let bad = |key: &str| format!("\"changes\"[{i}].\"{key}\" is not as written");
+            Ok(Change {
+                part: uint(c, "part")?,
+                start: (c["start"].as_str())
+                    .and_then(decimal)
+                    .ok_or_else(|| bad("start"))?,
+                weights: weights_of(&c["weights"]).ok_or_else(|| bad("weights"))?,
+            })
+        })
+        .collect::<std::result::Result<Vec<_>, String>>()?;
     Ok(Stream {
         sources,
         switches: out,
+        changes,
     })
 }
 

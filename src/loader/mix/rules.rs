@@ -3,9 +3,9 @@
 //! afresh where it takes over (its counts from there), so every source stays within a
 //! sample of its share of the samples drawn under each set.
 
-use std::ops::Range;
 use std::sync::Mutex;
 
+use super::stream::Given;
 use super::{Blend, SourceEpoch, draw_with, rule_period};
 use crate::loader::config::PlanConfig;
 
@@ -24,24 +24,6 @@ pub(super) struct Switch {
     pub start: u128,
     pub drawn: Vec<u128>,
     pub rule: usize,
-}
-
-/// A mixture's stream as a state carries it: a hash of its sources and seed, and where
-/// its weights took over for one epoch's samples (the set in force at the epoch's first,
-/// then any that take over within it), each with its weights.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Stream {
-    pub sources: u64,
-    pub switches: Vec<Given>,
-}
-
-/// Where a set of weights took over: its first sample of the stream, each source's draws
-/// before it, and the weights (normalized).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Given {
-    pub start: u128,
-    pub drawn: Vec<u128>,
-    pub weights: Vec<f64>,
 }
 
 /// The sets of weights, and where each took over as far as the stream has been walked.
@@ -97,15 +79,40 @@ impl Rules {
         walked.switches.clone()
     }
 
-    /// The switches over `samples` (the last at or before the first of them, then those
-    /// within), as a state carries them.
-    pub fn given(&self, switches: &[Switch], samples: &Range<u128>) -> Vec<Given> {
-        let first = switches
-            .partition_point(|w| w.start <= samples.start)
-            .max(1)
-            - 1;
-        (switches[first..].iter())
-            .take_while(|w| w.start < samples.end.max(samples.start + 1))
+    /// The rules of a stream given switch by switch (a state's, [`Given`]): each set
+    /// from its switch, the last for good. The first switch is at 0.
+    pub fn of_given(given: &[Given]) -> Self {
+        let rules = (given.iter())
+            .map(|g| Rule {
+                from: 0,
+                period: rule_period(&g.weights),
+                weights: g.weights.clone(),
+            })
+            .collect();
+        let switches: Vec<Switch> = (given.iter().enumerate())
+            .map(|(rule, g)| Switch {
+                start: g.start,
+                drawn: g.drawn.clone(),
+                rule,
+            })
+            .collect();
+        let last = switches.last().expect("a stream has a switch at 0");
+        let walked = Walked {
+            at: last.start,
+            drawn: last.drawn.clone(),
+            tokens: 0,
+            switches,
+        };
+        Rules {
+            rules,
+            walked: Mutex::new(walked),
+        }
+    }
+
+    /// The switches before `end`, as a state carries them.
+    pub fn given(&self, switches: &[Switch], end: u128) -> Vec<Given> {
+        (switches.iter())
+            .take_while(|w| w.start == 0 || w.start < end)
             .map(|w| Given {
                 start: w.start,
                 drawn: w.drawn.clone(),
