@@ -297,3 +297,51 @@ fn a_stream_taken_over_goes_on_exactly_under_the_same_options() {
             .is_err()
     );
 }
+
+#[test]
+fn a_mixture_state_that_does_not_fit_its_sources_is_refused() {
+    let lengths: Vec<usize> = (1..30).collect();
+    let data = sources([3, 20, 9], &lengths);
+    let mixed = mixture(&data, &[0.2, 0.5, 0.3]);
+    let build = || {
+        Loader::builder(&mixed)
+            .with_batch_size(2)
+            .elastic_shard(0, 1)
+    };
+    let mut a = build().build().unwrap();
+    a.next_batch().unwrap();
+    let good = a.state().to_json();
+    assert!(good.contains(r#""drawn":"0,0,0""#), "{good}");
+    // Draws that do not add up to their switch's place, a source too many, other weights'
+    // sum, a change of a part that is not there: refused naming the sources.
+    for (from, to) in [
+        (r#""drawn":"0,0,0""#, r#""drawn":"0,5,0""#),
+        (
+            r#""drawn":"0,0,0","start":"0","weights":[0.2,0.5,0.3]"#,
+            r#""drawn":"0,0,0,0","start":"0","weights":[0.2,0.5,0.2,0.1]"#,
+        ),
+        (r#""weights":[0.2,0.5,0.3]"#, r#""weights":[0.2,0.5,0.9]"#),
+        (
+            r#""switches":["#,
+            r#""changes":[{"part":7,"start":"1","weights":[0.2,0.5,0.3]}],"switches":["#,
+        ),
+    ] {
+        let bad = good.replace(from, to);
+        assert_ne!(bad, good);
+        let state = LoaderState::from_json(&bad).unwrap();
+        let e = build().with_batch_size(3).build().unwrap().restore(&state);
+        assert!(
+            e.unwrap_err().to_string().contains("the mixture's sources"),
+            "{bad}"
+        );
+    }
+    for (from, to) in [
+        (r#""drawn":"0,0,0""#, r#""drawn":"x""#),
+        (r#""drawn":"0,0,0""#, r#""drawn":"0,0,0,0""#),
+        (r#""start":"0""#, r#""start":-1"#),
+        (r#""weights":[0.2,0.5,0.3]"#, r#""weights":[0.2,-0.5,0.3]"#),
+    ] {
+        let bad = good.replace(from, to);
+        assert!(LoaderState::from_json(&bad).is_err(), "{bad}");
+    }
+}
