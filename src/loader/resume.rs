@@ -67,11 +67,21 @@ impl Loader {
     /// size or workers. The data, the shuffle and its seed, and whether batches are packed
     /// must be the same.
     ///
+    /// A [`Mixture`](super::Mixture)'s state counts the places of its draws (a source that
+    /// repeats within the epoch holds a row at several), and goes on under other weights
+    /// too: the samples up to the last one a batch before the state read keep their
+    /// draws, the rest of the stream is drawn by this loader's weights, the rule starting
+    /// afresh there and each source's stream going on where it was (`docs/design.md`,
+    /// "Mixing"). The loader then draws its later epochs by that stream, and its
+    /// [`Loader::fingerprint`] says so.
+    ///
     /// # Errors
     /// [`ArgumentError::PositionMismatch`] naming what differs when the change cannot keep
     /// every sample once (other data or record batches, another shuffle or seed, packing
-    /// turned on or off, a mixture's, ranks sharded by parts on either side);
-    /// [`ArgumentError::BatchOutOfRange`] when the state's batches are not in its plans.
+    /// turned on or off, a mixture's other sources or seed, another stream for a mixture
+    /// whose weights change over training, another pack length for a packed mixture, ranks
+    /// sharded by parts on either side); [`ArgumentError::BatchOutOfRange`] when the
+    /// state's batches are not in its plans.
     ///
     /// # Example
     /// ```
@@ -86,6 +96,18 @@ impl Loader {
     /// one.restore(&state)?;
     /// assert_eq!(one.next_batch()?.expect("the rest").samples(), &[2, 3]);
     /// assert_eq!(one.next_batch()?.expect("the rest").samples(), &[4]);
+    ///
+    /// // A mixture goes on under other weights: source 1's stream where it was.
+    /// use lodtensor::loader::Mixture;
+    /// # let (a, b) = (MappedDataset::open(&path)?, MappedDataset::open(&path)?);
+    /// let even = Mixture::new(vec![(&a).into(), (&b).into()], vec![1.0, 1.0]);
+    /// let mut first = Loader::builder(&even).with_batch_size(2).elastic_shard(0, 1).build()?;
+    /// assert_eq!(first.next_batch()?.expect("a batch").sources(), Some(vec![0, 1]));
+    /// let mostly_b = Mixture::new(vec![(&a).into(), (&b).into()], vec![1.0, 9.0]);
+    /// let mut then = Loader::builder(&mostly_b).with_batch_size(3).elastic_shard(0, 1).build()?;
+    /// then.restore(&first.state())?;
+    /// let next = then.next_batch()?.expect("the rest");
+    /// assert_eq!((next.sources(), next.source_rows()), (Some(vec![1, 1, 1]), Some(vec![1, 2, 3])));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn restore(&mut self, state: &LoaderState) -> Result<()> {

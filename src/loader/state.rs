@@ -17,8 +17,8 @@ const MAX_WORLD: usize = 1 << 20;
 
 /// Where a loader stands and what made the batches it read in the epoch so far: a
 /// loader built with other options (batch size or token budget, pack length, balance,
-/// world size, workers) goes on from it without reading a sample (packed: a token) twice
-/// or leaving one out ([`Loader::restore`](super::Loader::restore)).
+/// world size, workers; a mixture's weights) goes on from it without reading a sample
+/// (packed: a token) twice or leaving one out ([`Loader::restore`](super::Loader::restore)).
 ///
 /// # Example
 /// ```
@@ -75,8 +75,10 @@ impl LoaderState {
     }
 
     /// The state as JSON: the [`Position::to_json`] keys, and `"parts"` (each part's
-    /// options and the batch it ended at) and `"tokens_before"` (global tokens read before
-    /// the epoch; absent when not known). `docs/design.md` lists the keys.
+    /// options and the batch it ended at), `"tokens_before"` (global tokens read before
+    /// the epoch; absent when not known) and a mixture's `"mixture"` (its sources' hash,
+    /// its stream's switches to the epoch's end and the changes of weights within it).
+    /// `docs/design.md` lists the keys.
     ///
     /// # Example
     /// ```
