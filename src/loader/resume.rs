@@ -252,9 +252,13 @@ impl Loader {
         let input = (&self.config, &self.inputs.lengths[..]);
         let own = blend.stream(input.0, input.1, state.position().epoch);
         let parts = state.read.len();
+        let epoch = state.position().epoch;
+        let first = blend.epoch_start(epoch);
+        let end = first + blend.epoch_start(1);
+        let outside = |c: &Change| c.part > parts || c.start < first || c.start > end;
         if own.sources != saved.sources
             || !saved.fits(blend.num_sources())
-            || saved.changes.iter().any(|c| c.part > parts)
+            || saved.changes.iter().any(outside)
         {
             return vec!["the mixture's sources or its seed"];
         }

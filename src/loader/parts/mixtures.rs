@@ -325,6 +325,10 @@ fn a_mixture_state_that_does_not_fit_its_sources_is_refused() {
             r#""switches":["#,
             r#""changes":[{"part":7,"start":"1","weights":[0.2,0.5,0.3]}],"switches":["#,
         ),
+        (
+            r#""switches":["#,
+            r#""changes":[{"part":1,"start":"99999999999999","weights":[0.2,0.5,0.3]}],"switches":["#,
+        ),
     ] {
         let bad = good.replace(from, to);
         assert_ne!(bad, good);
