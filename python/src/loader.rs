@@ -420,8 +420,10 @@ impl Loader {
     /// other options (`batch_size` or `token_budget`, `pack`, `balance`, `world_size`,
     /// workers, schedules) from a state saved with `elastic=True` too: the rest of the epoch
     /// planned again over the samples (packed: the tokens) no batch before the state read,
-    /// each once. Raises `LodTensorError` naming what differs for other data, another shuffle
-    /// or seed, packing turned on or off, or ranks sharded without `elastic`.
+    /// each once; a mixture's under other weights too (the rest of its stream drawn by
+    /// them). Raises `LodTensorError` naming what differs for other data, another shuffle
+    /// or seed, packing turned on or off, a mixture's other sources or seed, or ranks
+    /// sharded without `elastic`.
     fn load_state_dict(&self, py: Python<'_>, state: &Bound<'_, PyDict>) -> PyResult<()> {
         let state = state_from_dict(state)?;
         self.with(py, |inner| inner.restore(state))

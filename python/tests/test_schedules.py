@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,85 @@ def test_mixture_weights_change_over_training_and_pickle(docs_path: Path, one_ba
     assert late.count(1) >= 40
     with pytest.raises(lt.LodTensorError, match="weights"):
         lt.mix([a, b], [(0, [0.5, 0.5]), (10, [1.0])]).loader()
+
+
+def source_rows(batches: list) -> list[tuple[int, int]]:
+    return [(int(s), int(r)) for b in batches for s, r in zip(b.source.tolist(), b.samples.tolist())]
+
+
+def check_mixture_epoch(read: list[tuple[int, int]], sizes: list[int]) -> None:
+    """The epoch's samples once each: as many as the sources' epochs hold together, and each
+    source's the first of its stream (whole epochs of it, then part of one)."""
+    assert len(read) == sum(sizes)
+    for k, size in enumerate(sizes):
+        counts = Counter(r for s, r in read if s == k)
+        whole = sum(counts.values()) // size
+        assert all(whole <= c <= whole + 1 for c in counts.values()), (k, counts)
+        assert len(counts) == size or whole == 0
+
+
+def test_a_mixture_goes_on_under_other_weights_and_batch_size_reading_the_rest_once(
+    docs_path: Path, one_batch_path: Path
+) -> None:
+    a, b = lt.open(docs_path), lt.open(one_batch_path)
+    common = dict(shuffle=True, seed=3, elastic=True)
+    first = lt.mix([a, b], [0.8, 0.2], seed=1).loader(batch_size=6, **common)
+    it = iter(first)
+    read = source_rows([next(it) for _ in range(4)])
+    state = json.loads(json.dumps(first.state_dict()))  # as saved to disk
+    assert "mixture" in state
+    loader = lt.mix([a, b], [0.3, 0.7], seed=1).loader(token_budget=120, **common)
+    loader.load_state_dict(state)
+    rest = source_rows(list(loader))
+    check_mixture_epoch(read + rest, [200, 50])  # the small source repeats
+    # Without balance the batches read are the stream's first 24 samples: the rest are
+    # drawn by the new weights, every prefix within a sample of their share.
+    assert [s for s, _ in read].count(1) in (4, 5)
+    for n in range(1, len(rest) + 1):
+        assert abs([s for s, _ in rest[:n]].count(1) - 0.7 * n) < 1
+    with pytest.raises(lt.LodTensorError, match="the mixture's sources or its seed"):
+        lt.mix([a, b], [0.3, 0.7], seed=2).loader(batch_size=6, **common).load_state_dict(state)
+
+
+RESUME_MIXTURE = """
+import json, sys, warnings
+import torch
+from torchdata.stateful_dataloader import StatefulDataLoader
+import lodtensor as lt
+from lodtensor.torch import BatchDataset, reshard_state
+warnings.simplefilter("ignore")
+a, b, mode, path = sys.argv[1:5]
+if mode == "save":
+    ds = BatchDataset(lt.mix([lt.open(a), lt.open(b)], [0.8, 0.2], seed=1), batch_size=7, shuffle=True, seed=3, elastic=True)
+    loader = StatefulDataLoader(ds, batch_size=None, num_workers=2)
+    read = []
+    for n, item in enumerate(loader):
+        read += list(zip(item["mixture"].tolist(), item["samples"].tolist()))
+        if n + 1 == 4:
+            torch.save(loader.state_dict(), path)
+            break
+else:
+    ds = BatchDataset(lt.mix([lt.open(a), lt.open(b)], [0.3, 0.7], seed=1), batch_size=5, shuffle=True, seed=3, elastic=True)
+    loader = StatefulDataLoader(ds, batch_size=None, num_workers=3)
+    loader.load_state_dict(reshard_state(torch.load(path, weights_only=False), 3))
+    read = [p for item in loader for p in zip(item["mixture"].tolist(), item["samples"].tolist())]
+print(json.dumps(read))
+"""
+
+
+def test_a_stateful_dataloader_goes_on_with_a_mixture_of_other_weights_in_a_new_process(
+    docs_path, one_batch_path, tmp_path
+):
+    pytest.importorskip("torchdata")
+    script = tmp_path / "resume_mixture.py"
+    script.write_text(RESUME_MIXTURE)
+
+    def run(mode):
+        argv = [sys.executable, str(script), str(docs_path), str(one_batch_path), mode, str(tmp_path / "state")]
+        out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=180).stdout
+        return [tuple(p) for p in json.loads(out)]
+
+    before = run("save")
+    after = run("resume")
+    assert len(before) == 28
+    check_mixture_epoch(before + after, [200, 50])

@@ -14,19 +14,22 @@
 //! loader's. Every source must have the same columns (name, type, levels and offset width).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::LoaderSource;
-use super::builder::Sourced;
 use super::config::{PlanConfig, Shuffle};
-use super::gather::{ColumnInfo, ValuesInfo};
 use super::order::{Rows, Slot, epoch_rows, fits_u32};
-use super::pack::{PackMode, Piece, Windows, window_order, windows_of_pieces};
+use super::pack::{PackMode, Packing, Piece, Windows, window_order, windows_of_pieces};
+use super::parts::Epoch;
 use super::plan::{Costs, Plan};
-use crate::dataset::Dataset;
+use super::position::Hasher;
 use crate::error::{ArgumentError, Result};
 use crate::rng::SplitMix64;
 use crate::row_index::RowIndex;
+pub(super) use read::read_mixture;
+use read::weights_error;
 use rules::{Rules, Switch};
+pub(crate) use stream::{Change, Given, Stream};
 
 /// Sources and their weights, for [`Loader::builder`](super::Loader::builder).
 ///
@@ -175,8 +178,12 @@ impl<'a> Mixture<'a> {
 /// What a mixed loader knows of its sources.
 #[derive(Debug)]
 pub(crate) struct Blend {
-    /// The weights over the stream: one set, or a schedule's.
-    rules: Rules,
+    /// The weights over the stream: one set, a schedule's, or a stream's taken over.
+    rules: Arc<Rules>,
+    /// Its own weights.
+    own: Arc<Rules>,
+    /// A hash of the stream taken over, if one was.
+    taken: Option<u64>,
     seed: u64,
     /// Where every source's rows start among the loader's rows.
     pub rows: RowIndex,
@@ -184,6 +191,15 @@ pub(crate) struct Blend {
     parts: Vec<(RowIndex, RowIndex)>,
     /// Samples in each source's first epoch, and in the mixture's epoch (their sum).
     firsts: Vec<usize>,
+}
+
+/// An epoch's draws: its samples of the mixture's stream, the switches over them, and
+/// each source's draws before and after them.
+struct Draws {
+    switches: Vec<Switch>,
+    samples: Range<u128>,
+    before: Vec<u128>,
+    after: Vec<u128>,
 }
 
 /// The samples of one epoch of one source: its own rows (numbered from its first), or
@@ -269,8 +285,11 @@ impl Blend {
         parts: Vec<(RowIndex, RowIndex)>,
     ) -> Self {
         let rows = RowIndex::from_counts(parts.iter().map(|(b, _)| b.num_rows()));
+        let rules = Arc::new(Rules::new(points, parts.len()));
         Blend {
-            rules: Rules::new(points, parts.len()),
+            own: rules.clone(),
+            taken: None,
+            rules,
             seed,
             rows,
             parts,
@@ -429,35 +448,23 @@ impl Blend {
     /// each source's draws and then to interleave them, rather than keep every sample's
     /// source.
     pub(super) fn plan(&self, config: &PlanConfig, lengths: &[u32], epoch: u64) -> Plan {
-        // In 128 bits: no epoch's samples wrap.
-        let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
-        let first = u128::from(epoch) * n;
-        let samples = first..first + n;
-        let switches = self.rules.switches(self, (config, lengths), samples.end);
-        let before = self.drawn_before(&switches, samples.start);
-        let mut after = before.clone();
-        self.draws(&switches, samples.clone(), &mut after, |_| {});
-        let drawn = (&before[..], &after[..]);
+        let draws = self.draws_of(config, lengths, epoch);
         match &config.packing {
-            None => match fits_u32(lengths.len()) {
-                true => self.rows_plan::<u32>((config, lengths), &switches, samples, drawn, epoch),
-                false => {
-                    self.rows_plan::<usize>((config, lengths), &switches, samples, drawn, epoch)
+            None => {
+                let costs = Costs::Lengths(config.weight());
+                match fits_u32(lengths.len()) {
+                    true => {
+                        let order = self.rows_order::<u32>((config, lengths), &draws);
+                        Plan::of_ranks(config, (lengths, &costs), &order, epoch)
+                    }
+                    false => {
+                        let order = self.rows_order::<usize>((config, lengths), &draws);
+                        Plan::of_ranks(config, (lengths, &costs), &order, epoch)
+                    }
                 }
-            },
+            }
             Some(packing) => {
-                let mut windows: Vec<std::vec::IntoIter<Vec<Piece>>> = (0..self.parts.len())
-                    .map(|k| {
-                        let range = (before[k], after[k]);
-                        self.source_windows(config, lengths, k, range).into_iter()
-                    })
-                    .collect();
-                let (mut pieces, mut starts) = (Vec::new(), vec![0]);
-                self.draws(&switches, samples, &mut before.clone(), |k| {
-                    pieces.extend(windows[k].next().expect("drawn"));
-                    starts.push(pieces.len());
-                });
-                let windows = windows_of_pieces(packing.window_len(), pieces, starts);
+                let windows = self.windows_drawn((config, lengths), packing, draws);
                 let n = windows.len();
                 match fits_u32(n) {
                     true => windows.plan(config, &(0..n).map(u32::of).collect::<Vec<_>>(), epoch),
@@ -467,28 +474,106 @@ impl Blend {
         }
     }
 
-    /// The plan of the mixture's `samples` (not packing), each source's draws
-    /// `drawn.0[k]..drawn.1[k]` of its stream, the loader's rows kept in `S`.
-    fn rows_plan<S: Slot>(
+    /// The mixture's epoch `epoch` place by place, as [`Blend::plan`] plans it: the row or
+    /// the packed window drawn at each.
+    pub(super) fn epoch(&self, config: &PlanConfig, lengths: &[u32], epoch: u64) -> Epoch {
+        let draws = self.draws_of(config, lengths, epoch);
+        match &config.packing {
+            None => Epoch::Rows(self.rows_order::<usize>((config, lengths), &draws)),
+            Some(packing) => Epoch::Windows(Arc::new(self.windows_drawn(
+                (config, lengths),
+                packing,
+                draws,
+            ))),
+        }
+    }
+
+    /// The stream to the end of epoch `epoch`, as a state carries it.
+    pub(super) fn stream(&self, config: &PlanConfig, lengths: &[u32], epoch: u64) -> Stream {
+        let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
+        let end = (u128::from(epoch) + 1) * n;
+        let switches = self.rules.switches(self, (config, lengths), end);
+        let mut sources = Hasher::new();
+        sources.add(&[self.seed]);
+        sources.add(
+            &self
+                .rows
+                .starts()
+                .iter()
+                .map(|&s| s as u64)
+                .collect::<Vec<_>>(),
+        );
+        Stream {
+            sources: sources.finish(),
+            switches: self.rules.given(&switches, end),
+            changes: Vec::new(),
+        }
+    }
+
+    /// The first sample of epoch `epoch` in the stream.
+    pub(super) fn epoch_start(&self, epoch: u64) -> u128 {
+        u128::from(epoch) * self.firsts.iter().map(|&c| c as u128).sum::<u128>()
+    }
+
+    /// The draws of epoch `epoch`: its samples of the stream, the switches over them and
+    /// each source's draws before and after them.
+    fn draws_of(&self, config: &PlanConfig, lengths: &[u32], epoch: u64) -> Draws {
+        // In 128 bits: no epoch's samples wrap.
+        let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
+        let first = u128::from(epoch) * n;
+        let samples = first..first + n;
+        let switches = self.rules.switches(self, (config, lengths), samples.end);
+        let before = self.drawn_before(&switches, samples.start);
+        let mut after = before.clone();
+        self.draws(&switches, samples.clone(), &mut after, |_| {});
+        Draws {
+            switches,
+            samples,
+            before,
+            after,
+        }
+    }
+
+    /// The windows of `draws` (packing), in the order drawn.
+    fn windows_drawn(
         &self,
         (config, lengths): (&PlanConfig, &[u32]),
-        switches: &[Switch],
-        samples: Range<u128>,
-        drawn: (&[u128], &[u128]),
-        epoch: u64,
-    ) -> Plan {
+        packing: &Packing,
+        draws: Draws,
+    ) -> Windows {
+        let mut windows: Vec<std::vec::IntoIter<Vec<Piece>>> = (0..self.parts.len())
+            .map(|k| {
+                let range = (draws.before[k], draws.after[k]);
+                self.source_windows(config, lengths, k, range).into_iter()
+            })
+            .collect();
+        let (mut pieces, mut starts) = (Vec::new(), vec![0]);
+        let mut drawn = draws.before;
+        self.draws(&draws.switches, draws.samples, &mut drawn, |k| {
+            pieces.extend(windows[k].next().expect("drawn"));
+            starts.push(pieces.len());
+        });
+        windows_of_pieces(packing.window_len(), pieces, starts)
+    }
+
+    /// The rows of `draws` (not packing), in the order drawn, as rows of the loader in `S`.
+    fn rows_order<S: Slot>(
+        &self,
+        (config, lengths): (&PlanConfig, &[u32]),
+        draws: &Draws,
+    ) -> Vec<S> {
         let mut rows: Vec<std::vec::IntoIter<S>> = (0..self.parts.len())
             .map(|k| {
-                let range = (drawn.0[k], drawn.1[k]);
+                let range = (draws.before[k], draws.after[k]);
                 self.source_rows::<S>(config, lengths, k, range).into_iter()
             })
             .collect();
         let mut order = Vec::with_capacity(rows.iter().map(|r| r.len()).sum());
-        self.draws(switches, samples, &mut drawn.0.to_vec(), |k| {
+        let mut drawn = draws.before.clone();
+        self.draws(&draws.switches, draws.samples.clone(), &mut drawn, |k| {
             order.push(rows[k].next().expect("drawn"));
         });
-        let costs = Costs::Lengths(config.weight());
-        Plan::of_ranks(config, (lengths, &costs), &order, epoch)
+        order
     }
 
     /// Draws the mixture's `samples` in order: `visit(k)` with each one's source, `drawn`
@@ -526,11 +611,11 @@ impl Blend {
 
     /// The words of the weights, seed and source sizes, hashed into the fingerprint.
     pub(super) fn hash_words(&self) -> Vec<u64> {
-        let first = &self.rules.rules[0].weights;
+        let first = &self.own.rules[0].weights;
         let mut words = vec![5, self.seed, first.len() as u64];
         words.extend(first.iter().map(|w| w.to_bits()));
         // A schedule's later sets (none for one set: fingerprints as before).
-        for rule in &self.rules.rules[1..] {
+        for rule in &self.own.rules[1..] {
             words.push(rule.from);
             words.extend(rule.weights.iter().map(|w| w.to_bits()));
         }
@@ -546,102 +631,8 @@ impl Blend {
     }
 }
 
-/// The record batches and shards of every source of `mixture`, one source after the other,
-/// and their blend.
-///
-/// # Errors
-/// As [`LoaderSource::read`] for each source; [`ArgumentError::LoaderConfig`] for bad
-/// weights, a mixture among the sources, or a column that differs between two sources.
-pub(super) fn read_mixture(mixture: &Mixture<'_>) -> Result<Sourced> {
-    let points = mixture.normalized_points()?;
-    let mut all: Option<Sourced> = None;
-    let (mut parts, mut shard_rows) = (Vec::new(), Vec::new());
-    for (k, source) in mixture.sources().iter().enumerate() {
-        if let LoaderSource::Mixture(_) = source {
-            return Err(mixed(format!(
-                "source {k} is a mixture: give its sources instead"
-            )));
-        }
-        let mut read = source.read()?;
-        let batches = RowIndex::from_counts(read.batches.iter().map(Dataset::num_rows));
-        let shards = read.shards.num_parts();
-        shard_rows.extend((0..shards).map(|s| read.shards.part_rows(s).len()));
-        parts.push((batches, read.shards.clone()));
-        let Some(all) = all.as_mut() else {
-            read.unchecked
-                .resize_with(if read.unchecked.is_empty() { 0 } else { shards }, || None);
-            all = Some(read);
-            continue;
-        };
-        same_columns(&all.columns, &read.columns, k)?;
-        let before = all.shards.num_parts();
-        if !(all.unchecked.is_empty() && read.unchecked.is_empty()) {
-            all.unchecked.resize_with(before, || None);
-            read.unchecked.resize_with(shards, || None);
-            all.unchecked.append(&mut read.unchecked);
-        }
-        all.batches.append(&mut read.batches);
-        all.files.append(&mut read.files);
-        all.shards = RowIndex::from_counts(shard_rows.iter().copied());
-    }
-    let mut all = all.expect("normalized_points refuses no sources");
-    all.blend = Some(Blend::new(points, mixture.seed(), parts));
-    Ok(all)
-}
-
-/// A mixture's weights error.
-fn weights_error(reason: String) -> crate::error::Error {
-    ArgumentError::LoaderConfig {
-        option: "weights",
-        reason,
-    }
-    .into()
-}
-
-/// A mixture's configuration error.
-fn mixed(reason: String) -> crate::error::Error {
-    ArgumentError::LoaderConfig {
-        option: "sources",
-        reason,
-    }
-    .into()
-}
-
-/// Checks that source `k`'s columns are the first source's: names, levels, offset widths
-/// and values, naming the first that differs.
-fn same_columns(first: &[ColumnInfo], other: &[ColumnInfo], k: usize) -> Result<()> {
-    let names = |c: &[ColumnInfo]| c.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
-    if names(first) != names(other) {
-        let (a, b) = (names(first), names(other));
-        return Err(mixed(format!(
-            "source {k} has columns {b:?}, source 0 {a:?}"
-        )));
-    }
-    for (a, b) in first.iter().zip(other) {
-        let values = |c: &ColumnInfo| match &c.values {
-            ValuesInfo::Tensor {
-                dtype,
-                element_shape,
-                ..
-            } => format!("{dtype} elements of shape {element_shape:?}"),
-            ValuesInfo::Side(field) => format!("a side column of {}", field.data_type()),
-        };
-        let (va, vb) = (values(a), values(b));
-        if a.widths != b.widths || va != vb {
-            return Err(mixed(format!(
-                "column {:?} differs: source 0 has {} levels ({:?} offsets) of {va}, source {k} \
-                 {} levels ({:?} offsets) of {vb}",
-                a.name,
-                a.widths.len(),
-                a.widths,
-                b.widths.len(),
-                b.widths,
-            )));
-        }
-    }
-    Ok(())
-}
-
+mod read;
 mod rules;
+mod stream;
 #[cfg(test)]
 mod tests;

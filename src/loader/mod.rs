@@ -139,6 +139,7 @@ use gather::Gatherer;
 use mix::Blend;
 use parts::Parts;
 use place::Lies;
+use resume::Resumed;
 use schedule::Schedules;
 use store::{PlanInputs, RowStore};
 
@@ -176,8 +177,9 @@ pub struct Loader {
     gatherer: Gatherer,
     /// The batch size, token budget or pack length over training.
     schedules: Schedules,
-    /// An epoch resumed from a state saved under other options: the parts read then.
-    resumed: Option<(u64, Vec<(PlanConfig, usize)>)>,
+    /// An epoch resumed from a state saved under other options: the parts read then, and
+    /// a mixture's stream.
+    resumed: Option<Resumed>,
     /// (epoch, global tokens read before it), when known.
     tokens: Option<(u64, u64)>,
 }
@@ -234,32 +236,37 @@ impl Loader {
 
     /// Makes the plan of `epoch`, `tokens` global tokens read before it (when known).
     fn plan_after(&self, epoch: u64, tokens: Option<u64>) -> Plan {
-        let read = match &self.resumed {
-            Some((e, read)) if *e == epoch => &read[..],
-            _ => &[],
+        let (read, stream) = match &self.resumed {
+            Some(r) if r.epoch == epoch => (&r.read[..], r.mixture.as_ref()),
+            _ => (&[][..], None),
         };
-        let mut plan = match &self.blend {
-            Some(blend) => blend.plan(&self.config, &self.inputs.lengths, epoch),
-            None if read.is_empty() && self.schedules.is_empty() => {
-                let PlanInputs {
-                    lengths,
-                    rows,
-                    shards,
-                    ..
-                } = &self.inputs;
-                Plan::build(&self.config, lengths, rows, shards, epoch)
-            }
-            None => {
-                let options = (&self.config, &self.schedules);
-                let planned = parts::plan(read, options, tokens.unwrap_or(0), &self.inputs, epoch);
-                // A state's parts were replayed when it was restored.
-                return planned.unwrap_or_else(|| Plan::empty(epoch));
-            }
+        let lengths = &self.inputs.lengths[..];
+        let mut plan = if !read.is_empty() || !self.schedules.is_empty() {
+            let items = self.epoch_items(read.len(), stream, epoch);
+            let options = (&self.config, &self.schedules);
+            let planned = parts::plan(read, options, tokens.unwrap_or(0), (items, lengths), epoch);
+            // A state's parts were replayed when it was restored.
+            planned.unwrap_or_else(|| Plan::empty(epoch))
+        } else {
+            let mut plan = match &self.blend {
+                Some(blend) => blend.plan(&self.config, lengths, epoch),
+                None => {
+                    let PlanInputs { rows, shards, .. } = &self.inputs;
+                    Plan::build(&self.config, lengths, rows, shards, epoch)
+                }
+            };
+            plan.parts = Parts {
+                starts: vec![(0, self.config.of_every_rank())],
+                own: 0,
+                tokens_before: tokens,
+                mixture: None,
+                read_end: 0,
+            };
+            plan
         };
-        plan.parts = Parts {
-            starts: vec![(0, self.config.of_every_rank())],
-            own: 0,
-            tokens_before: tokens,
+        plan.parts.mixture = match stream {
+            Some(stream) => Some(stream.clone()),
+            None => (self.blend.as_ref()).map(|b| b.stream(&self.config, lengths, epoch)),
         };
         plan
     }
@@ -380,7 +387,14 @@ impl Loader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn fingerprint(&self) -> Fingerprint {
-        self.fingerprint
+        let mut fingerprint = self.fingerprint;
+        // A mixture's stream taken over from a state draws otherwise than its own weights.
+        if let Some(taken) = self.blend.as_ref().and_then(|b| b.taken()) {
+            let mut options = position::Hasher::new();
+            options.add(&[fingerprint.options, taken]);
+            fingerprint.options = options.finish();
+        }
+        fingerprint
     }
 
     /// The position of the next batch: save it, restore it with [`Loader::seek`] to continue
@@ -401,7 +415,7 @@ impl Loader {
         Position {
             epoch: self.position.0,
             batch: self.position.1,
-            fingerprint: self.fingerprint,
+            fingerprint: self.fingerprint(),
         }
     }
 
@@ -449,7 +463,7 @@ impl Loader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn seek(&mut self, position: Position) -> Result<()> {
-        let differences = self.fingerprint.differences(&position.fingerprint);
+        let differences = self.fingerprint().differences(&position.fingerprint);
         if !differences.is_empty() {
             return Err(ArgumentError::PositionMismatch {
                 differs: differences.join("; "),
@@ -559,7 +573,7 @@ impl Loader {
             index,
             info,
             steps: step..next,
-            fingerprint: self.fingerprint,
+            fingerprint: self.fingerprint(),
             blend: self.blend.clone(),
         }))
     }

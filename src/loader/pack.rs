@@ -598,6 +598,12 @@ impl Windows {
     /// attention weight, its length). Windows' token counts are kept in 32 bits when a
     /// window's length fits.
     pub(super) fn plan<S: Slot>(self, config: &PlanConfig, order: &[S], epoch: u64) -> Plan {
+        self.plan_of(config, order, epoch)
+            .with_windows(Arc::new(self))
+    }
+
+    /// [`Windows::plan`], the windows left where they are (the plan holds none).
+    pub(super) fn plan_of<S: Slot>(&self, config: &PlanConfig, order: &[S], epoch: u64) -> Plan {
         let w = config.weight();
         let table: Vec<f64>;
         let costs = if w == 0.0 {
@@ -606,7 +612,7 @@ impl Windows {
             table = self.costs(w);
             Costs::Table(&table)
         };
-        let plan = match fits_u32(self.window_len) {
+        match fits_u32(self.window_len) {
             true => Plan::of_ranks(
                 config,
                 (&self.token_counts::<u32>()[..], &costs),
@@ -619,8 +625,7 @@ impl Windows {
                 order,
                 epoch,
             ),
-        };
-        plan.with_windows(Arc::new(self))
+        }
     }
 
     /// The tokens of each window that are not padding ([`Windows::tokens_of`]).

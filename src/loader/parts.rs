@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use super::config::PlanConfig;
+use super::mix::Stream;
 use super::order::{Rows, epoch_order};
 use super::pack::{Docs, Windows, window_order};
 use super::plan::{Costs, Plan};
@@ -28,6 +29,11 @@ pub(crate) struct Parts {
     pub own: usize,
     /// Global tokens read before the epoch, when known.
     pub tokens_before: Option<u64>,
+    /// A mixture's stream to the epoch's end.
+    pub mixture: Option<Stream>,
+    /// One past the last place of the epoch's order the batches before this loader's own
+    /// hold.
+    pub read_end: usize,
 }
 
 impl Parts {
@@ -45,64 +51,135 @@ impl Parts {
     }
 }
 
+/// What an epoch's parts are planned over, place by place.
+pub(crate) enum Epoch {
+    /// The row at each place of the epoch's order (a mixture's draws: a row of a source
+    /// that repeats within the epoch stands at more than one place).
+    Rows(Vec<usize>),
+    /// The rows of the epoch's order, their documents packed by each part (a packed
+    /// loader over one dataset).
+    Docs(Vec<usize>),
+    /// A packed mixture's windows, one at each place, in the order drawn: every part
+    /// packs as they were packed.
+    Windows(Arc<Windows>),
+}
+
+impl Epoch {
+    /// The epoch `epoch` of a loader over one dataset, in the order of `base`'s shuffle.
+    pub(crate) fn of_dataset(base: &PlanConfig, inputs: &PlanInputs, epoch: u64) -> Epoch {
+        let lengths = &inputs.lengths[..];
+        let order = epoch_order::<usize>(
+            base.shuffle,
+            lengths.len(),
+            &inputs.rows,
+            &inputs.shards,
+            epoch,
+        );
+        match base.packing {
+            Some(_) => Epoch::Docs(order),
+            None => Epoch::Rows(order),
+        }
+    }
+}
+
+/// What stands at the epoch's places, for the parts planned over them.
+enum Places {
+    /// Rows, and their lengths, by place.
+    Rows(Vec<usize>, Vec<u32>),
+    /// Windows, by place.
+    Windows(Arc<Windows>),
+}
+
+impl Places {
+    fn len(&self) -> usize {
+        match self {
+            Places::Rows(rows, _) => rows.len(),
+            Places::Windows(windows) => windows.len(),
+        }
+    }
+}
+
 /// What the epoch has left to plan.
 enum Left<'a> {
-    /// Samples, in the epoch's order.
-    Samples(Vec<usize>),
+    /// Places no part read, in the epoch's order, and what stands at them.
+    Places(Vec<usize>, &'a Places),
     /// Documents or pieces of them, in the order packing takes them.
     Docs(Docs<'a>),
 }
 
 /// The plan of `epoch`: the first batches of each of `read` (options, and where it ended
 /// in the epoch's plan), then the rest under `base`'s options with `schedules`' values at
-/// the global tokens read (from `tokens_before` at the epoch's start). `None` when a part
-/// of `read` does not have the batches it says it ended at.
+/// the global tokens read (from `tokens_before` at the epoch's start). The epoch's places
+/// are `items`, each from the part it is given with on (a mixture's weights changed at a
+/// resume draw the places no read batch reached anew; the places before keep their rows).
+/// `None` when a part of `read` does not have the batches it says it ended at.
 pub(crate) fn plan(
     read: &[(PlanConfig, usize)],
     (base, schedules): (&PlanConfig, &Schedules),
     tokens_before: u64,
-    inputs: &PlanInputs,
+    (items, lengths): (Vec<(usize, Epoch)>, &[u32]),
     epoch: u64,
 ) -> Option<Plan> {
-    let lengths = &inputs.lengths[..];
-    let order = epoch_order::<usize>(
-        base.shuffle,
-        lengths.len(),
-        &inputs.rows,
-        &inputs.shards,
-        epoch,
-    );
-    let mut left = match base.packing {
-        Some(_) => Left::Docs(Docs::whole(Rows::Wide(order), lengths)),
-        None => Left::Samples(order),
+    let items: Vec<(usize, Result<Places, Docs>)> = (items.into_iter())
+        .map(|(from, items)| {
+            let places = match items {
+                Epoch::Docs(order) => Err(Docs::whole(Rows::Wide(order), lengths)),
+                Epoch::Rows(rows) => {
+                    let lens = rows.iter().map(|&r| lengths[r]).collect();
+                    Ok(Places::Rows(rows, lens))
+                }
+                Epoch::Windows(windows) => Ok(Places::Windows(windows)),
+            };
+            (from, places)
+        })
+        .collect();
+    let mut left = match &items.first().expect("the epoch's places").1 {
+        Ok(places) => Left::Places((0..places.len()).collect(), places),
+        Err(docs) => Left::Docs(docs.clone()),
     };
     let mut out = Joined::new(epoch);
-    for (config, end) in read {
-        let part = plan_left(config, &left, inputs, epoch);
+    for (i, (config, end)) in read.iter().enumerate() {
+        left = places_of(&items, i, left);
+        let part = plan_left(config, &left, epoch);
         let take = end.checked_sub(out.infos.len())?;
         if take > part.len() {
             return None;
         }
-        left = out.push(part, take, config, lengths, left);
+        left = out.push(part, take, config, left);
     }
+    left = places_of(&items, read.len(), left);
+    out.read_end = out.places_end;
     out.own = out.infos.len();
     let mut tokens = tokens_before.saturating_add(out.tokens);
     loop {
         let config = schedules.config_at(base, tokens);
-        let part = plan_left(&config, &left, inputs, epoch);
+        let part = plan_left(&config, &left, epoch);
         let take = match schedules.next_point(tokens) {
             Some(point) => steps_before(&part, config.ranks.turn().1, point - tokens),
             None => part.len(),
         };
         let whole = take == part.len();
         let before = out.tokens;
-        left = out.push(part, take, &config, lengths, left);
+        left = out.push(part, take, &config, left);
         tokens = tokens.saturating_add(out.tokens - before);
         if whole || take == 0 {
             break;
         }
     }
     Some(out.into_plan(tokens_before))
+}
+
+/// What `left` leaves at the places of part `i`: those given last at or before it.
+fn places_of<'a>(
+    items: &'a [(usize, Result<Places, Docs<'a>>)],
+    i: usize,
+    left: Left<'a>,
+) -> Left<'a> {
+    let given = items.iter().rev().find(|(from, _)| *from <= i);
+    match (given.map(|(_, p)| p), left) {
+        (Some(Ok(places)), Left::Places(left, _)) => Left::Places(left, places),
+        (_, left) => left,
+    }
 }
 
 /// The batches of `part` in the steps of `world` batches that start before `tokens` more
@@ -120,21 +197,26 @@ fn steps_before(part: &Plan, world: usize, tokens: u64) -> usize {
     end
 }
 
-/// The plan of what is left under `config`.
-/// Every part of a packed epoch packs (a state whose parts do not is refused when it is
-/// restored); documents left for a part that does not are taken whole, by row.
-fn plan_left(config: &PlanConfig, left: &Left<'_>, inputs: &PlanInputs, epoch: u64) -> Plan {
-    let order = match (left, &config.packing) {
-        (Left::Docs(docs), Some(packing)) => {
+/// The plan of what is left under `config`. Every part of a packed epoch packs (a state
+/// whose parts do not is refused when it is restored); a packed mixture's parts pack as
+/// its windows were packed (a state whose parts do not is refused too).
+fn plan_left(config: &PlanConfig, left: &Left<'_>, epoch: u64) -> Plan {
+    match left {
+        Left::Places(left, Places::Rows(_, lens)) => {
+            let costs = Costs::Lengths(config.weight());
+            Plan::of_ranks(config, (&lens[..], &costs), left, epoch)
+        }
+        Left::Places(left, Places::Windows(windows)) => {
+            (windows.plan_of(config, left, epoch)).with_windows(windows.clone())
+        }
+        Left::Docs(docs) => {
+            let packing = (config.packing.as_ref())
+                .expect("every part of a packed epoch packs: Loader::restore refuses others");
             let windows = Windows::of_docs(packing, docs.clone());
             let order = window_order::<usize>(config, windows.len(), epoch);
-            return windows.plan(config, &order, epoch);
+            windows.plan(config, &order, epoch)
         }
-        (Left::Samples(order), _) => order.clone(),
-        (Left::Docs(docs), None) => (0..docs.len()).map(|i| docs.piece(i).row).collect(),
-    };
-    let costs = Costs::Lengths(config.weight());
-    Plan::of_ranks(config, (&inputs.lengths[..], &costs), &order, epoch)
+    }
 }
 
 /// Parts' batches put together.
@@ -146,6 +228,9 @@ struct Joined {
     starts: Vec<(usize, PlanConfig)>,
     own: usize,
     tokens: u64,
+    /// One past the last place the batches so far hold, and those before this loader's.
+    places_end: usize,
+    read_end: usize,
 }
 
 impl Joined {
@@ -157,6 +242,8 @@ impl Joined {
             starts: Vec::new(),
             own: 0,
             tokens: 0,
+            places_end: 0,
+            read_end: 0,
         }
     }
 
@@ -167,7 +254,6 @@ impl Joined {
         part: Plan,
         take: usize,
         config: &PlanConfig,
-        lengths: &'a [u32],
         left: Left<'a>,
     ) -> Left<'a> {
         let end = take.checked_sub(1).map_or(0, |last| part.infos[last].end);
@@ -186,31 +272,42 @@ impl Joined {
             self.plan.dropped += part.dropped;
         }
         let read = &part.samples[..end];
-        let Some(windows) = &part.windows else {
-            self.plan.samples.extend_from_slice(read);
-            let mut was_read = vec![false; lengths.len()];
-            read.iter().for_each(|&s| was_read[s] = true);
-            let order: Vec<usize> = match left {
-                Left::Samples(order) => order,
-                Left::Docs(docs) => (0..docs.len()).map(|i| docs.piece(i).row).collect(),
-            };
-            return Left::Samples(order.into_iter().filter(|&s| !was_read[s]).collect());
+        let docs = match left {
+            Left::Places(left, places) => {
+                match places {
+                    Places::Rows(rows, _) => {
+                        self.plan.samples.extend(read.iter().map(|&p| rows[p]))
+                    }
+                    Places::Windows(windows) => self.push_windows(windows, read),
+                }
+                let mut was_read = vec![false; places.len()];
+                read.iter().for_each(|&p| was_read[p] = true);
+                self.places_end = (read.iter().map(|&p| p + 1)).fold(self.places_end, usize::max);
+                let left = left.into_iter().filter(|&p| !was_read[p]).collect();
+                return Left::Places(left, places);
+            }
+            Left::Docs(docs) => docs,
         };
-        let numbered = self.windows.iter().map(|(_, ids)| ids.len()).sum::<usize>();
-        self.plan.samples.extend(numbered..numbered + read.len());
+        let windows = (part.windows.as_ref()).expect("a part of documents packs: plan_left");
         let mut was_read = vec![false; windows.len()];
         read.iter().for_each(|&w| was_read[w] = true);
-        let rest = windows.unread(lengths, |w| was_read[w]);
-        self.windows.push((windows.clone(), read.to_vec()));
+        let rest = windows.unread(docs.lengths, |w| was_read[w]);
+        self.push_windows(windows, read);
         Left::Docs(rest)
     }
 
+    /// Appends windows `read` of `windows`, numbered on from those before.
+    fn push_windows(&mut self, windows: &Arc<Windows>, read: &[usize]) {
+        let numbered = self.windows.iter().map(|(_, ids)| ids.len()).sum::<usize>();
+        self.plan.samples.extend(numbered..numbered + read.len());
+        self.windows.push((windows.clone(), read.to_vec()));
+    }
+
+    /// The plan put together, packed windows of every part joined.
     fn into_plan(mut self, tokens_before: u64) -> Plan {
         self.plan.infos = self.infos;
         if !self.windows.is_empty() {
-            let parts: Vec<(&Windows, &[usize])> = self
-                .windows
-                .iter()
+            let parts: Vec<(&Windows, &[usize])> = (self.windows.iter())
                 .map(|(w, ids)| (&**w, &ids[..]))
                 .collect();
             self.plan.windows = Some(Arc::new(Windows::joined(&parts)));
@@ -219,11 +316,12 @@ impl Joined {
             starts: self.starts,
             own: self.own,
             tokens_before: Some(tokens_before),
+            mixture: None,
+            read_end: self.read_end,
         };
         self.plan
     }
 }
-
 /// Global tokens `plan`'s batches give when read (ranks taking turns): all of them, or
 /// with `drop_last` those of whole steps of this loader's.
 pub(crate) fn read_tokens(plan: &Plan, config: &PlanConfig) -> u64 {
@@ -236,5 +334,7 @@ pub(crate) fn read_tokens(plan: &Plan, config: &PlanConfig) -> u64 {
     plan.infos()[..end].iter().map(|i| i.tokens as u64).sum()
 }
 
+#[cfg(test)]
+mod mixtures;
 #[cfg(test)]
 mod tests;

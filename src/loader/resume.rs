@@ -1,11 +1,23 @@
 //! A loader's state, and going on from one saved under other options
 //! ([`Loader::restore`]): the epoch's parts replayed, the rest planned over what they left.
 
+use std::sync::Arc;
+
 use super::config::{PlanConfig, Ranks};
+use super::mix::{Change, Stream};
 use super::parts;
 use super::state::LoaderState;
 use super::{Loader, Plan, Position};
 use crate::error::{ArgumentError, Result};
+
+/// An epoch resumed from a state saved under other options: the parts read then, and a
+/// mixture's stream (with the change of weights this loader made, if it made one).
+#[derive(Clone, Debug)]
+pub(super) struct Resumed {
+    pub epoch: u64,
+    pub read: Vec<(PlanConfig, usize)>,
+    pub mixture: Option<Stream>,
+}
 
 /// The state of a loader whose next batch is `position` of `plan`.
 pub(super) fn state_at(plan: &Plan, position: Position) -> LoaderState {
@@ -14,7 +26,8 @@ pub(super) fn state_at(plan: &Plan, position: Position) -> LoaderState {
         true => plan.parts.read_before(position.batch),
         false => Vec::new(),
     };
-    LoaderState::new(position, read, plan.parts.tokens_before)
+    let mixture = plan.parts.mixture.clone();
+    LoaderState::new(position, read, plan.parts.tokens_before, mixture)
 }
 
 impl Loader {
@@ -36,7 +49,12 @@ impl Loader {
         let position = self.next_position();
         match &self.plan {
             Some(plan) if plan.epoch() == position.epoch => state_at(plan, position),
-            _ => LoaderState::new(position, Vec::new(), self.tokens_before(position.epoch)),
+            _ => {
+                let tokens = self.tokens_before(position.epoch);
+                let mixture = (self.blend.as_ref())
+                    .map(|b| b.stream(&self.config, &self.inputs.lengths, position.epoch));
+                LoaderState::new(position, Vec::new(), tokens, mixture)
+            }
         }
     }
 
@@ -49,11 +67,21 @@ impl Loader {
     /// size or workers. The data, the shuffle and its seed, and whether batches are packed
     /// must be the same.
     ///
+    /// A [`Mixture`](super::Mixture)'s state counts the places of its draws (a source that
+    /// repeats within the epoch holds a row at several), and goes on under other weights
+    /// too: the samples up to the last one a batch before the state read keep their
+    /// draws, the rest of the stream is drawn by this loader's weights, the rule starting
+    /// afresh there and each source's stream going on where it was (`docs/design.md`,
+    /// "Mixing"). The loader then draws its later epochs by that stream, and its
+    /// [`Loader::fingerprint`] says so.
+    ///
     /// # Errors
     /// [`ArgumentError::PositionMismatch`] naming what differs when the change cannot keep
     /// every sample once (other data or record batches, another shuffle or seed, packing
-    /// turned on or off, a mixture's, ranks sharded by parts on either side);
-    /// [`ArgumentError::BatchOutOfRange`] when the state's batches are not in its plans.
+    /// turned on or off, a mixture's other sources or seed, another stream for a mixture
+    /// whose weights change over training, another pack length for a packed mixture, ranks
+    /// sharded by parts on either side); [`ArgumentError::BatchOutOfRange`] when the
+    /// state's batches are not in its plans.
     ///
     /// # Example
     /// ```
@@ -68,6 +96,18 @@ impl Loader {
     /// one.restore(&state)?;
     /// assert_eq!(one.next_batch()?.expect("the rest").samples(), &[2, 3]);
     /// assert_eq!(one.next_batch()?.expect("the rest").samples(), &[4]);
+    ///
+    /// // A mixture goes on under other weights: source 1's stream where it was.
+    /// use lodtensor::loader::Mixture;
+    /// # let (a, b) = (MappedDataset::open(&path)?, MappedDataset::open(&path)?);
+    /// let even = Mixture::new(vec![(&a).into(), (&b).into()], vec![1.0, 1.0]);
+    /// let mut first = Loader::builder(&even).with_batch_size(2).elastic_shard(0, 1).build()?;
+    /// assert_eq!(first.next_batch()?.expect("a batch").sources(), Some(vec![0, 1]));
+    /// let mostly_b = Mixture::new(vec![(&a).into(), (&b).into()], vec![1.0, 9.0]);
+    /// let mut then = Loader::builder(&mostly_b).with_batch_size(3).elastic_shard(0, 1).build()?;
+    /// then.restore(&first.state())?;
+    /// let next = then.next_batch()?.expect("the rest");
+    /// assert_eq!((next.sources(), next.source_rows()), (Some(vec![1, 1, 1]), Some(vec![1, 2, 3])));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn restore(&mut self, state: &LoaderState) -> Result<()> {
@@ -77,10 +117,17 @@ impl Loader {
             self.plan.clone(),
             self.resumed.clone(),
             self.tokens,
+            self.blend.clone(),
         );
         let restored = self.restore_from(state);
         if restored.is_err() {
-            (self.position, self.plan, self.resumed, self.tokens) = before;
+            (
+                self.position,
+                self.plan,
+                self.resumed,
+                self.tokens,
+                self.blend,
+            ) = before;
         }
         restored
     }
@@ -92,7 +139,16 @@ impl Loader {
             self.tokens = Some((position.epoch, t));
         }
         self.resumed = None;
-        if position.fingerprint == self.fingerprint && self.made_parts(state) {
+        // A stream an earlier state gave is left for this loader's own.
+        if let Some(blend) = self.blend.as_ref().filter(|b| b.taken().is_some()) {
+            self.blend = Some(Arc::new(blend.own()));
+        }
+        let differs = self.mixture_differs(state);
+        if position.fingerprint == self.fingerprint()
+            && differs.is_empty()
+            && self.same_stream(state)
+            && self.made_parts(state)
+        {
             return self.seek(position);
         }
         let refused = |differs: Vec<&str>| {
@@ -108,14 +164,23 @@ impl Loader {
                     "the samples or their lengths (other data, or another length column)",
                 ]);
             }
+            if !differs.is_empty() {
+                return refused(differs);
+            }
             self.position = (position.epoch, 0);
+            self.take_over(state, 0);
             return Ok(());
         }
-        let differs = self.refused_change(state);
+        let mut differs = [self.refused_change(state), differs].concat();
+        differs.dedup();
         if !differs.is_empty() {
             return refused(differs);
         }
-        self.resumed = Some((position.epoch, state.read.clone()));
+        self.resumed = Some(Resumed {
+            epoch: position.epoch,
+            read: state.read.clone(),
+            mixture: state.mixture.clone(),
+        });
         self.position = (position.epoch, position.batch);
         self.plan = None;
         let plan = self.current_plan();
@@ -127,7 +192,101 @@ impl Loader {
             }
             .into());
         }
+        self.take_over(state, plan.parts.read_end);
         Ok(())
+    }
+
+    /// Takes `state`'s mixture stream over when it is not this loader's own: its draws
+    /// to place `read_end` of the epoch (one past the last any read batch holds), this
+    /// loader's weights from there, the rule starting afresh and each source's stream going
+    /// on where it was. The weights in force there going on unchanged, the stream is taken
+    /// over as it is. ([`Loader::mixture_differs`] refuses a schedule's here.)
+    fn take_over(&mut self, state: &LoaderState, read_end: usize) {
+        let (Some(blend), Some(saved)) = (self.blend.clone(), &state.mixture) else {
+            return;
+        };
+        let epoch = state.position().epoch;
+        let input = (&self.config, &self.inputs.lengths[..]);
+        let current = saved.of_part(state.read.len(), &blend, input);
+        let mut stream = saved.clone();
+        if current != blend.stream(input.0, input.1, epoch).switches {
+            let weights = blend
+                .one_set()
+                .expect("mixture_differs refuses a schedule's");
+            let start = blend.epoch_start(epoch) + read_end as u128;
+            let in_force = current.iter().rev().find(|g| g.start <= start);
+            let last = current.last().map_or(0, |g| g.start);
+            if !(in_force.is_some_and(|g| g.weights == weights) && last <= start) {
+                stream.changes.push(Change {
+                    part: state.read.len(),
+                    start,
+                    weights: weights.to_vec(),
+                });
+            }
+            let given = stream.of_part(state.read.len(), &blend, input);
+            self.blend = Some(Arc::new(blend.with_given(&given)));
+        }
+        self.resumed = Some(Resumed {
+            epoch,
+            read: state.read.clone(),
+            mixture: Some(stream),
+        });
+        self.plan = None;
+        self.current_plan();
+    }
+
+    /// What keeps a mixture's `state` from going on here, in words: other sources or seed,
+    /// a stream not this loader's own when its weights change over training, a packed
+    /// mixture's packing.
+    fn mixture_differs(&self, state: &LoaderState) -> Vec<&'static str> {
+        let (blend, saved) = match (&self.blend, &state.mixture) {
+            (None, None) => return Vec::new(),
+            (Some(blend), Some(saved)) => (blend, saved),
+            (Some(_), None) if state.read.is_empty() => return Vec::new(),
+            _ => {
+                return vec![
+                    "a mixture in one, not in the other (or a state saved without its stream)",
+                ];
+            }
+        };
+        let input = (&self.config, &self.inputs.lengths[..]);
+        let own = blend.stream(input.0, input.1, state.position().epoch);
+        let parts = state.read.len();
+        let epoch = state.position().epoch;
+        let first = blend.epoch_start(epoch);
+        let end = first + blend.epoch_start(1);
+        let outside = |c: &Change| c.part > parts || c.start < first || c.start > end;
+        if own.sources != saved.sources
+            || !saved.fits(blend.num_sources())
+            || saved.changes.iter().any(outside)
+        {
+            return vec!["the mixture's sources or its seed"];
+        }
+        let mut differs = Vec::new();
+        if blend.one_set().is_none() && saved.of_part(parts, blend, input) != own.switches {
+            differs.push("the mixture's weights (a mixture whose weights change over training resumes only its own stream; one set of weights takes another's over)");
+        }
+        let packing = |c: &PlanConfig| c.packing;
+        if state
+            .read
+            .iter()
+            .any(|(c, _)| packing(c) != packing(&self.config))
+        {
+            differs.push("the packing of a packed mixture (its windows are packed source by source as drawn: a packed mixture resumes under other options only at the same pack length and mode)");
+        }
+        differs
+    }
+
+    /// Whether `state`'s mixture stream (if any) is this loader's.
+    fn same_stream(&self, state: &LoaderState) -> bool {
+        let (Some(blend), Some(saved)) = (&self.blend, &state.mixture) else {
+            return true;
+        };
+        let input = (&self.config, &self.inputs.lengths[..]);
+        let own = blend
+            .stream(input.0, input.1, state.position().epoch)
+            .switches;
+        saved.of_part(state.read.len(), blend, input) == own
     }
 
     /// Whether this loader's own plan of `state`'s epoch was read in the parts the state
@@ -149,7 +308,9 @@ impl Loader {
 
     /// What keeps `state` from going on under this loader's options, in words.
     fn refused_change(&self, state: &LoaderState) -> Vec<&'static str> {
-        let mut differs = self.fingerprint.differences(&state.position().fingerprint);
+        let mut differs = self
+            .fingerprint()
+            .differences(&state.position().fingerprint);
         differs.retain(|d| !d.starts_with("the options"));
         let turns = |c: &PlanConfig| matches!(c.ranks, Ranks::Turns { .. });
         if state.read.is_empty()
@@ -172,10 +333,38 @@ impl Loader {
         {
             differs.push("packing (on in one, off in the other)");
         }
-        if self.blend.is_some() {
-            differs.push("the options of a mixture (a mixture resumes only under its own)");
-        }
         differs
+    }
+
+    /// The places of `epoch` for its parts: a loader's order, or a mixture's draws, by
+    /// the stream of each of its `read` parts and then by this loader's.
+    pub(super) fn epoch_items(
+        &self,
+        read: usize,
+        stream: Option<&Stream>,
+        epoch: u64,
+    ) -> Vec<(usize, parts::Epoch)> {
+        let lengths = &self.inputs.lengths[..];
+        let Some(blend) = &self.blend else {
+            return vec![(
+                0,
+                parts::Epoch::of_dataset(&self.config, &self.inputs, epoch),
+            )];
+        };
+        let Some(stream) = stream else {
+            return vec![(0, blend.epoch(&self.config, lengths, epoch))];
+        };
+        let mut out = Vec::new();
+        let mut last = None;
+        for part in 0..=read {
+            let given = stream.of_part(part, blend, (&self.config, lengths));
+            if last.as_ref() != Some(&given) {
+                let items = blend.with_given(&given).epoch(&self.config, lengths, epoch);
+                out.push((part, items));
+                last = Some(given);
+            }
+        }
+        out
     }
 
     /// Global tokens read before `epoch`: known from the epoch before or a restored

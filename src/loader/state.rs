@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::config::{Balance, BatchSize, PlanConfig, Ranks, Shuffle};
+use super::mix::{Change, Given, Stream};
 use super::pack::{Overlong, PackMode, Packing};
 use super::position::Position;
 use crate::error::{ArgumentError, Error, Result};
@@ -16,8 +17,8 @@ const MAX_WORLD: usize = 1 << 20;
 
 /// Where a loader stands and what made the batches it read in the epoch so far: a
 /// loader built with other options (batch size or token budget, pack length, balance,
-/// world size, workers) goes on from it without reading a sample (packed: a token) twice
-/// or leaving one out ([`Loader::restore`](super::Loader::restore)).
+/// world size, workers; a mixture's weights) goes on from it without reading a sample
+/// (packed: a token) twice or leaving one out ([`Loader::restore`](super::Loader::restore)).
 ///
 /// # Example
 /// ```
@@ -38,6 +39,8 @@ pub struct LoaderState {
     /// The epoch's parts read so far: options, and where each ended.
     pub(super) read: Vec<(PlanConfig, usize)>,
     pub(super) tokens_before: Option<u64>,
+    /// A mixture's stream over the epoch.
+    pub(super) mixture: Option<Stream>,
 }
 
 impl LoaderState {
@@ -45,11 +48,13 @@ impl LoaderState {
         position: Position,
         read: Vec<(PlanConfig, usize)>,
         tokens_before: Option<u64>,
+        mixture: Option<Stream>,
     ) -> Self {
         LoaderState {
             position,
             read,
             tokens_before,
+            mixture,
         }
     }
 
@@ -70,8 +75,10 @@ impl LoaderState {
     }
 
     /// The state as JSON: the [`Position::to_json`] keys, and `"parts"` (each part's
-    /// options and the batch it ended at) and `"tokens_before"` (global tokens read before
-    /// the epoch; absent when not known). `docs/design.md` lists the keys.
+    /// options and the batch it ended at), `"tokens_before"` (global tokens read before
+    /// the epoch; absent when not known) and a mixture's `"mixture"` (its sources' hash,
+    /// its stream's switches to the epoch's end and the changes of weights within it).
+    /// `docs/design.md` lists the keys.
     ///
     /// # Example
     /// ```
@@ -95,6 +102,9 @@ impl LoaderState {
         v["parts"] = Value::Array(parts);
         if let Some(t) = self.tokens_before {
             v["tokens_before"] = json!(t);
+        }
+        if let Some(stream) = &self.mixture {
+            v["mixture"] = stream_json(stream);
         }
         v.to_string()
     }
@@ -152,12 +162,98 @@ impl LoaderState {
                     .ok_or_else(|| bad("\"tokens_before\" is not an unsigned integer".into()))?,
             ),
         };
+        let mixture = match &v["mixture"] {
+            Value::Null => None,
+            m => Some(stream_of(m).map_err(|key| bad(format!("\"mixture\": {key}")))?),
+        };
         Ok(LoaderState {
             position,
             read,
             tokens_before,
+            mixture,
         })
     }
+}
+
+/// A mixture's stream as JSON: its sources' hash, and each switch's first sample, the
+/// draws of every source before it (decimal, comma-separated) and its weights.
+fn stream_json(stream: &Stream) -> Value {
+    let switches: Vec<Value> = (stream.switches.iter())
+        .map(|g| {
+            let drawn: Vec<String> = g.drawn.iter().map(u128::to_string).collect();
+            json!({"start": g.start.to_string(), "drawn": drawn.join(","), "weights": g.weights})
+        })
+        .collect();
+    let mut v = json!({"sources": format!("{:016x}", stream.sources), "switches": switches});
+    if !stream.changes.is_empty() {
+        let changes: Vec<Value> = (stream.changes.iter())
+            .map(|c| json!({"part": c.part, "start": c.start.to_string(), "weights": c.weights}))
+            .collect();
+        v["changes"] = Value::Array(changes);
+    }
+    v
+}
+
+/// Positive, finite weights, one to [`MAX_WORLD`] of them.
+fn weights_of(w: &Value) -> Option<Vec<f64>> {
+    (w.as_array())
+        .filter(|w| !w.is_empty() && w.len() <= MAX_WORLD)
+        .and_then(|w| w.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>())
+        .filter(|w| w.iter().all(|x| x.is_finite() && *x > 0.0))
+}
+
+/// A mixture's stream from [`stream_json`]; the key that is wrong otherwise.
+fn stream_of(m: &Value) -> std::result::Result<Stream, String> {
+    let sources = (m["sources"].as_str())
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .ok_or("\"sources\" is not a hex string")?;
+    let switches = (m["switches"].as_array())
+        .filter(|s| !s.is_empty() && s.len() <= MAX_PARTS)
+        .ok_or(format!("\"switches\" is not a list of 1 to {MAX_PARTS}"))?;
+    let decimal = |s: &str| s.parse::<u128>().ok();
+    let mut out = Vec::with_capacity(switches.len());
+    for (i, g) in switches.iter().enumerate() {
+        let bad = |key: &str| format!("\"switches\"[{i}].\"{key}\" is not as written");
+        let start = (g["start"].as_str())
+            .and_then(decimal)
+            .ok_or_else(|| bad("start"))?;
+        let weights = weights_of(&g["weights"]).ok_or_else(|| bad("weights"))?;
+        let drawn = (g["drawn"].as_str())
+            .filter(|d| d.len() <= 40 * weights.len())
+            .and_then(|d| d.split(',').map(decimal).collect::<Option<Vec<u128>>>())
+            .filter(|d| d.len() == weights.len())
+            .ok_or_else(|| bad("drawn"))?;
+        out.push(Given {
+            start,
+            drawn,
+            weights,
+        });
+    }
+    if out.windows(2).any(|p| p[1].start <= p[0].start) {
+        return Err("the switches' starts must increase".into());
+    }
+    let changes = match &m["changes"] {
+        Value::Null => &[][..],
+        Value::Array(c) if c.len() <= MAX_PARTS => &c[..],
+        _ => return Err(format!("\"changes\" is not a list of at most {MAX_PARTS}")),
+    };
+    let changes = (changes.iter().enumerate())
+        .map(|(i, c)| {
+            let bad = |key: &str| format!("\"changes\"[{i}].\"{key}\" is not as written");
+            Ok(Change {
+                part: uint(c, "part")?,
+                start: (c["start"].as_str())
+                    .and_then(decimal)
+                    .ok_or_else(|| bad("start"))?,
+                weights: weights_of(&c["weights"]).ok_or_else(|| bad("weights"))?,
+            })
+        })
+        .collect::<std::result::Result<Vec<_>, String>>()?;
+    Ok(Stream {
+        sources,
+        switches: out,
+        changes,
+    })
 }
 
 /// A part's options as JSON (ranks take turns in every part a state holds).

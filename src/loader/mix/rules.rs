@@ -5,6 +5,7 @@
 
 use std::sync::Mutex;
 
+use super::stream::Given;
 use super::{Blend, SourceEpoch, draw_with, rule_period};
 use crate::loader::config::PlanConfig;
 
@@ -76,6 +77,48 @@ impl Rules {
             walked.walk(blend, input, end);
         }
         walked.switches.clone()
+    }
+
+    /// The rules of a stream given switch by switch (a state's, [`Given`]): each set
+    /// from its switch, the last for good. The first switch is at 0.
+    pub fn of_given(given: &[Given]) -> Self {
+        let rules = (given.iter())
+            .map(|g| Rule {
+                from: 0,
+                period: rule_period(&g.weights),
+                weights: g.weights.clone(),
+            })
+            .collect();
+        let switches: Vec<Switch> = (given.iter().enumerate())
+            .map(|(rule, g)| Switch {
+                start: g.start,
+                drawn: g.drawn.clone(),
+                rule,
+            })
+            .collect();
+        let last = switches.last().expect("a stream has a switch at 0");
+        let walked = Walked {
+            at: last.start,
+            drawn: last.drawn.clone(),
+            tokens: 0,
+            switches,
+        };
+        Rules {
+            rules,
+            walked: Mutex::new(walked),
+        }
+    }
+
+    /// The switches before `end`, as a state carries them.
+    pub fn given(&self, switches: &[Switch], end: u128) -> Vec<Given> {
+        (switches.iter())
+            .take_while(|w| w.start == 0 || w.start < end)
+            .map(|w| Given {
+                start: w.start,
+                drawn: w.drawn.clone(),
+                weights: self.rules[w.rule].weights.clone(),
+            })
+            .collect()
     }
 
     /// The source of sample `i` under `switch` (the last at or before it), `drawn` of

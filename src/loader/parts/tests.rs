@@ -10,14 +10,14 @@ use crate::loader::{Balance, Loader, LoaderBuilder, LoaderState, Packing, Piece,
 
 /// Batch size or budget, world size and balance of one side of a resume.
 #[derive(Clone, Copy, Debug)]
-struct Side {
-    world: usize,
+pub(super) struct Side {
+    pub world: usize,
     budget: Option<usize>,
     batch: usize,
     balance: u8,
 }
 
-fn side() -> impl Strategy<Value = Side> {
+pub(super) fn side() -> impl Strategy<Value = Side> {
     (1usize..5, prop::option::of(40usize..90), 1usize..6, 0u8..3).prop_map(
         |(world, budget, batch, balance)| Side {
             world,
@@ -28,7 +28,7 @@ fn side() -> impl Strategy<Value = Side> {
     )
 }
 
-fn with(b: LoaderBuilder<'_>, side: Side, rank: usize) -> LoaderBuilder<'_> {
+pub(super) fn with(b: LoaderBuilder<'_>, side: Side, rank: usize) -> LoaderBuilder<'_> {
     let b = match side.budget {
         Some(t) => b.with_token_budget(t),
         None => b.with_batch_size(side.batch),
@@ -42,7 +42,7 @@ fn with(b: LoaderBuilder<'_>, side: Side, rank: usize) -> LoaderBuilder<'_> {
 }
 
 /// The samples every rank of `loaders` reads to the epoch's end.
-fn read_rest(loaders: Vec<Loader>) -> Vec<usize> {
+pub(super) fn read_rest(loaders: Vec<Loader>) -> Vec<usize> {
     let mut out = Vec::new();
     for mut l in loaders {
         let epoch = l.next_position().epoch;
@@ -55,7 +55,7 @@ fn read_rest(loaders: Vec<Loader>) -> Vec<usize> {
 }
 
 /// Where the samples of the batches before `batch` end in `plan`'s samples.
-fn end_of(plan: &Plan, batch: usize) -> usize {
+pub(super) fn end_of(plan: &Plan, batch: usize) -> usize {
     batch.checked_sub(1).map_or(0, |b| plan.infos()[b].end)
 }
 

@@ -1,0 +1,145 @@
+//! A mixture's stream as a state carries it, and taken over by a loader with other
+//! weights: the samples before the first place no read batch holds keep their draws, the
+//! rest are drawn by the new weights, the rule starting afresh there and each source's
+//! stream going on where it was (as a weight schedule's switch does, at a sample).
+
+use std::sync::Arc;
+
+use super::Blend;
+use super::rules::Rules;
+use crate::loader::config::PlanConfig;
+use crate::loader::position::Hasher;
+
+/// A mixture's stream as a state carries it: a hash of its sources and seed, where its
+/// weights took over from its first sample to the end of the state's epoch, and the
+/// changes of weights made within the epoch by loaders that resumed it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Stream {
+    pub sources: u64,
+    pub switches: Vec<Given>,
+    pub changes: Vec<Change>,
+}
+
+/// Where a set of weights took over: its first sample of the stream, each source's draws
+/// before it, and the weights (normalized).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Given {
+    pub start: u128,
+    pub drawn: Vec<u128>,
+    pub weights: Vec<f64>,
+}
+
+/// Other weights from sample `start` of the stream on, from part `part` of the epoch
+/// (the first planned by the loader that took the stream over).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Change {
+    pub part: usize,
+    pub start: u128,
+    pub weights: Vec<f64>,
+}
+
+impl Stream {
+    /// The switches part `part` of the epoch was drawn by: the stream's, with the changes
+    /// of every part up to it.
+    pub fn of_part(&self, part: usize, blend: &Blend, input: (&PlanConfig, &[u32])) -> Vec<Given> {
+        let mut given = self.switches.clone();
+        for change in self.changes.iter().filter(|c| c.part <= part) {
+            given = blend.switched(given, change.start, change.weights.clone(), input);
+        }
+        given
+    }
+
+    /// Whether the stream's switches fit `sources` sources: one set of weights and of draws
+    /// per source at each, the first at 0 with nothing drawn, each with as many draws as
+    /// its first sample's place.
+    pub fn fits(&self, sources: usize) -> bool {
+        let fits = |g: &Given| {
+            g.drawn.len() == sources
+                && g.weights.len() == sources
+                && g.drawn.iter().try_fold(0u128, |a, &d| a.checked_add(d)) == Some(g.start)
+                && (g.weights.iter().sum::<f64>() - 1.0).abs() < 1e-6
+        };
+        let changes = (self.changes.iter()).all(|c| {
+            c.weights.len() == sources && (c.weights.iter().sum::<f64>() - 1.0).abs() < 1e-6
+        });
+        self.switches.first().is_some_and(|g| g.start == 0)
+            && self.switches.iter().all(fits)
+            && changes
+    }
+}
+
+impl Blend {
+    /// This blend drawing by the switches `given` (a stream taken over), its own weights
+    /// kept for what it compares states with.
+    pub(crate) fn with_given(&self, given: &[Given]) -> Blend {
+        let words: Vec<u64> = (given.iter())
+            .flat_map(|g| {
+                let head = [g.start as u64, (g.start >> 64) as u64];
+                let drawn = g.drawn.iter().flat_map(|&d| [d as u64, (d >> 64) as u64]);
+                let weights = g.weights.iter().map(|w| w.to_bits());
+                head.into_iter().chain(drawn).chain(weights)
+            })
+            .collect();
+        let mut hash = Hasher::new();
+        hash.add(&words);
+        self.with_rules(Arc::new(Rules::of_given(given)), Some(hash.finish()))
+    }
+
+    /// This blend by its own weights (none taken over).
+    pub(crate) fn own(&self) -> Blend {
+        self.with_rules(self.own.clone(), None)
+    }
+
+    fn with_rules(&self, rules: Arc<Rules>, taken: Option<u64>) -> Blend {
+        Blend {
+            rules,
+            own: self.own.clone(),
+            taken,
+            seed: self.seed,
+            rows: self.rows.clone(),
+            parts: self.parts.clone(),
+            firsts: self.firsts.clone(),
+        }
+    }
+
+    /// The number of sources.
+    pub(crate) fn num_sources(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// A hash of the stream taken over, if one was ([`Blend::with_given`]).
+    pub(crate) fn taken(&self) -> Option<u64> {
+        self.taken
+    }
+
+    /// The weights of its own, when they are one set (not a schedule).
+    pub(crate) fn one_set(&self) -> Option<&[f64]> {
+        (self.own.rules.len() == 1).then(|| &self.own.rules[0].weights[..])
+    }
+
+    /// `given` to sample `start`, then `weights` from there: each source's draws before
+    /// it counted by `given`.
+    pub(crate) fn switched(
+        &self,
+        mut given: Vec<Given>,
+        start: u128,
+        weights: Vec<f64>,
+        input: (&PlanConfig, &[u32]),
+    ) -> Vec<Given> {
+        given.retain(|g| g.start < start);
+        let drawn = match given.is_empty() {
+            true => vec![0; self.parts.len()],
+            false => {
+                let before = self.with_given(&given);
+                let switches = before.rules.switches(&before, input, start);
+                before.drawn_before(&switches, start)
+            }
+        };
+        given.push(Given {
+            start,
+            drawn,
+            weights,
+        });
+        given
+    }
+}
