@@ -75,7 +75,9 @@ impl LoaderState {
     }
 
     /// The state as JSON: the [`Position::to_json`] keys, and `"parts"` (each part's
-    /// options and the batch it ended at), `"tokens_before"` (global tokens read before
+    /// options and the batch it ended at: the first part's `"options"` whole, each later
+    /// one's as the keys that `"changed"`, a removed one null, so that a schedule's switch
+    /// adds a few dozen bytes), `"tokens_before"` (global tokens read before
     /// the epoch; absent when not known) and a mixture's `"mixture"` (its sources' hash,
     /// its stream's switches to the epoch's end and the changes of weights within it).
     /// `docs/design.md` lists the keys.
@@ -96,9 +98,16 @@ impl LoaderState {
     pub fn to_json(&self) -> String {
         let mut v: Value =
             serde_json::from_str(&self.position.to_json()).expect("a position's JSON parses");
-        let parts: Vec<Value> = (self.read.iter())
-            .map(|(config, end)| json!({"options": config_json(config), "end": end}))
-            .collect();
+        let mut parts = Vec::with_capacity(self.read.len());
+        let mut before: Option<Value> = None;
+        for (config, end) in &self.read {
+            let options = config_json(config);
+            parts.push(match &before {
+                None => json!({"options": options, "end": end}),
+                Some(b) => json!({"changed": changed(b, &options), "end": end}),
+            });
+            before = Some(options);
+        }
         v["parts"] = Value::Array(parts);
         if let Some(t) = self.tokens_before {
             v["tokens_before"] = json!(t);
@@ -141,12 +150,16 @@ impl LoaderState {
             _ => return Err(bad("\"parts\" is not a list".into())),
         };
         let mut read = Vec::with_capacity(parts.len());
+        let mut before: Option<Value> = None;
         for (i, part) in parts.iter().enumerate() {
             let end = part["end"].as_u64().and_then(|e| usize::try_from(e).ok());
             let end = end
                 .ok_or_else(|| bad(format!("\"parts\"[{i}].\"end\" is not an unsigned integer")))?;
-            let config = config_of(&part["options"])
+            let options = options_of(part, before.as_ref())
+                .map_err(|key| bad(format!("\"parts\"[{i}]: {key}")))?;
+            let config = config_of(&options)
                 .map_err(|key| bad(format!("\"parts\"[{i}].\"options\": {key}")))?;
+            before = Some(options);
             config.validate()?;
             read.push((config, end));
         }
@@ -254,6 +267,45 @@ fn stream_of(m: &Value) -> std::result::Result<Stream, String> {
         switches: out,
         changes,
     })
+}
+
+/// The keys of `options` whose values differ from `before`'s (a part's options after the
+/// first are written as what changed: a schedule's switch is a key or two), a key `before`
+/// has and `options` not as null.
+fn changed(before: &Value, options: &Value) -> Value {
+    let (Some(b), Some(o)) = (before.as_object(), options.as_object()) else {
+        return options.clone();
+    };
+    let mut diff: serde_json::Map<String, Value> = (o.iter())
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for k in b.keys().filter(|k| !o.contains_key(*k)) {
+        diff.insert(k.clone(), Value::Null);
+    }
+    Value::Object(diff)
+}
+
+/// A part's whole options: its `"options"`, or the part before's with its `"changed"`
+/// keys set (a null one removed); the key that is wrong otherwise.
+fn options_of(part: &Value, before: Option<&Value>) -> std::result::Result<Value, String> {
+    match (&part["options"], &part["changed"], before) {
+        (Value::Object(_), Value::Null, _) => Ok(part["options"].clone()),
+        (Value::Null, Value::Object(diff), Some(Value::Object(b))) => {
+            let mut options = b.clone();
+            for (k, v) in diff {
+                match v {
+                    Value::Null => options.remove(k),
+                    v => options.insert(k.clone(), v.clone()),
+                };
+            }
+            Ok(Value::Object(options))
+        }
+        _ => Err(
+            "one of \"options\" (an object) and, after the first part, \"changed\" is needed"
+                .into(),
+        ),
+    }
 }
 
 /// A part's options as JSON (ranks take turns in every part a state holds).

@@ -306,3 +306,39 @@ fn a_scheduled_epoch_reached_by_set_epoch_is_the_one_read_through() {
     assert!(jumped.plan(3).infos().iter().all(|i| i.len() <= 7));
     assert_ne!(jumped.plan(0), jumped.plan(3));
 }
+
+#[test]
+fn a_schedule_s_later_parts_are_written_as_what_changed_and_read_back() {
+    let lengths: Vec<usize> = (0..4000).map(|i| 1 + (i * 31) % 17).collect();
+    let (_dir, data) = file(&lengths, 64);
+    let points: Vec<(u64, usize)> = (0..8).map(|k| (k * 150, 2 + k as usize)).collect();
+    let ramp = Schedule::new(points).unwrap();
+    let b = Loader::builder(&data).with_shuffle(2).elastic_shard(0, 4);
+    let mut loader = b.with_batch_size_schedule(ramp).build().unwrap();
+    for _ in 0..15 {
+        loader.next_batch().unwrap();
+    }
+    let state = loader.state();
+    assert_eq!(state.position().epoch, 0);
+    let json = state.to_json();
+    let parts = json.matches("\"end\":").count();
+    assert!(parts >= 6, "the ramp crossed {parts} points: {json}");
+    // Each switch adds its batch size and its end, not the whole options again.
+    assert_eq!(
+        json.matches("\"options\":{\"balance\"").count(),
+        1,
+        "{json}"
+    );
+    assert_eq!(json.matches("\"changed\"").count(), parts - 1, "{json}");
+    assert!(
+        json.len() <= 300 + 40 * parts,
+        "{} bytes: {json}",
+        json.len()
+    );
+    assert_eq!(LoaderState::from_json(&json).unwrap(), state);
+    // A change with no part before it, or of an unknown form, is refused.
+    let first_changed = json.replacen("\"options\":{\"balance\"", "\"changed\":{\"balance\"", 1);
+    assert!(LoaderState::from_json(&first_changed).is_err());
+    let no_form = json.replacen("\"changed\"", "\"other\"", 1);
+    assert!(LoaderState::from_json(&no_form).is_err());
+}
