@@ -95,6 +95,10 @@ pub(crate) struct ShardCache {
     /// until a compressed shard is seen): what a shard not downloaded yet is expected to
     /// occupy, for the prefetch budget.
     expansion: AtomicU64,
+    /// The temporary files of downloads (`NAME.tmp-PID`) in the directory when this process
+    /// first downloaded, by entry name: killed downloads' once their entry's lock is held.
+    /// Listed once, not at every download (a directory of 100,000 entries).
+    temporaries: Mutex<Option<HashMap<String, Vec<PathBuf>>>>,
 }
 
 /// Room made in the cache for bytes about to be written, counted until dropped.
@@ -164,6 +168,7 @@ impl ShardCache {
             checked: Mutex::new(HashSet::new()),
             reserved: Mutex::new(0),
             expansion: AtomicU64::new(1024),
+            temporaries: Mutex::new(None),
         })
     }
 
@@ -509,24 +514,37 @@ impl ShardCache {
     }
 
     /// Removes the temporary files of killed downloads of the entry at `path` (called
-    /// with the entry's lock held: no live download has one).
+    /// with the entry's lock held: no live download has one), as the directory held them
+    /// when this process first asked (a download killed later is cleaned by the next).
     fn remove_stale_downloads(&self, path: &Path) -> Result<()> {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             return Ok(());
         };
-        let prefix = format!("{name}.tmp-");
-        let entries =
-            std::fs::read_dir(&self.dir).map_err(|e| Error::from(e).in_file(&self.dir))?;
-        for item in entries.flatten() {
-            if item
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with(&prefix))
-            {
-                let _ = std::fs::remove_file(item.path());
-            }
+        let mut temporaries = self.lock(&self.temporaries);
+        if temporaries.is_none() {
+            *temporaries = Some(self.list_temporaries()?);
+        }
+        let stale = temporaries.as_mut().and_then(|t| t.remove(name));
+        drop(temporaries);
+        for tmp in stale.into_iter().flatten() {
+            let _ = std::fs::remove_file(tmp);
         }
         Ok(())
+    }
+
+    /// The directory's temporary files of downloads, by the name of their entry.
+    fn list_temporaries(&self) -> Result<HashMap<String, Vec<PathBuf>>> {
+        let entries =
+            std::fs::read_dir(&self.dir).map_err(|e| Error::from(e).in_file(&self.dir))?;
+        let mut found: HashMap<String, Vec<PathBuf>> = HashMap::new();
+        for item in entries.flatten() {
+            let file_name = item.file_name();
+            let Some((name, _pid)) = file_name.to_str().and_then(|n| n.split_once(".tmp-")) else {
+                continue;
+            };
+            found.entry(name.to_owned()).or_default().push(item.path());
+        }
+        Ok(found)
     }
 
     /// Downloads `entry` into the new file `tmp`, checking its size and CRC-32C (not synced:

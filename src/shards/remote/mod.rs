@@ -22,7 +22,10 @@ use std::sync::Arc;
 use source::CachedShards;
 
 use cache::ShardCache;
-pub(crate) use client::{Remote, store_error};
+pub(crate) use client::Remote;
+// Tokenize's inputs in object storage name their store errors as the shards' do.
+#[cfg(feature = "tokenize")]
+pub(crate) use client::store_error;
 pub(crate) use meta::index_remote;
 #[allow(deprecated)]
 pub use meta::{index_url, index_with};
