@@ -491,7 +491,7 @@ fn check_marks(
         if found != Some(expected) {
             let found = found.map_or_else(|| "missing".to_owned(), |o| o.to_string());
             let field = format!("level {level}: offset at index {entry} (the lengths index)");
-            return Err(crate::FormatError::ShardMismatch {
+            return Err(crate::error::FormatError::ShardMismatch {
                 field,
                 manifest: expected.to_string(),
                 found,

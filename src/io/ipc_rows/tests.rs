@@ -299,7 +299,7 @@ fn marked_runs_read_every_level_in_one_round_and_lying_marks_are_named() {
     };
     let err = read_marked(&bytes, &layouts, &[(0, 4..9)], &lying).unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::Format(crate::FormatError::ShardMismatch { field, .. })
+        matches!(err.kind(), ErrorKind::Format(crate::error::FormatError::ShardMismatch { field, .. })
             if field.starts_with("level 0: offset at index 5")),
         "{err}"
     );
