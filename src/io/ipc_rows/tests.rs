@@ -50,16 +50,7 @@ fn batch(n: usize, seed: u64) -> RecordBatch {
             0 => names.append_null(),
             k => names.append_value("x".repeat(k as usize * row % 17)),
         }
-        for _ in 0..pick(4) {
-            let sentences = tokens.values();
-            for t in 0..pick(5) {
-                let words = sentences.values();
-                words.values().append_value(row as f32);
-                words.values().append_value(t as f32);
-                words.append(true);
-            }
-            sentences.append(true);
-        }
+        append_sentences(&mut tokens, row, &mut pick);
         tokens.append(pick(7) != 0);
     }
     pairs = pairs.slice(0, n);
@@ -232,6 +223,24 @@ fn every_changed_byte_gives_an_error_or_arrays() {
     }
 }
 
+/// Appends a document's sentences of `[row, t]` words (their numbers drawn by `pick`).
+fn append_sentences(
+    tokens: &mut LargeListBuilder<ListBuilder<FixedSizeListBuilder<Float32Builder>>>,
+    row: usize,
+    pick: &mut impl FnMut(u64) -> u64,
+) {
+    for _ in 0..pick(4) {
+        let sentences = tokens.values();
+        for t in 0..pick(5) {
+            let words = sentences.values();
+            words.values().append_value(row as f32);
+            words.values().append_value(t as f32);
+            words.append(true);
+        }
+        sentences.append(true);
+    }
+}
+
 /// Rows without nulls: ids, and tokens of two levels over pairs, as a LoD tensor column.
 fn plain_batch(n: usize, seed: u64) -> RecordBatch {
     let mut rng = Draws(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
@@ -241,16 +250,7 @@ fn plain_batch(n: usize, seed: u64) -> RecordBatch {
         2,
     )));
     for row in 0..n {
-        for _ in 0..pick(4) {
-            let sentences = tokens.values();
-            for t in 0..pick(5) {
-                let words = sentences.values();
-                words.values().append_value(row as f32);
-                words.values().append_value(t as f32);
-                words.append(true);
-            }
-            sentences.append(true);
-        }
+        append_sentences(&mut tokens, row, &mut pick);
         tokens.append(true);
     }
     let ids = arrow_array::Int64Array::from_iter_values(0..n as i64);
