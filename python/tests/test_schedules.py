@@ -4,14 +4,13 @@ states that go on under other options: every sample (packed: every token) once."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import lodtensor as lt
+from script_run import run_json
 
 
 def steps(batches: list, world: int) -> list[list]:
@@ -135,8 +134,7 @@ def test_a_stateful_dataloader_goes_on_with_other_workers_and_options_in_a_new_p
     script.write_text(RESUME_OTHER)
 
     def run(mode):
-        argv = [sys.executable, str(script), str(docs_path), mode, str(tmp_path / "state")]
-        return json.loads(subprocess.run(argv, check=True, capture_output=True, text=True, timeout=180).stdout)
+        return run_json(script, docs_path, mode, tmp_path / "state")
 
     before = run("save")
     after = run("resume")
@@ -234,9 +232,7 @@ def test_a_stateful_dataloader_goes_on_with_a_mixture_of_other_weights_in_a_new_
     script.write_text(RESUME_MIXTURE)
 
     def run(mode):
-        argv = [sys.executable, str(script), str(docs_path), str(one_batch_path), mode, str(tmp_path / "state")]
-        out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=180).stdout
-        return [tuple(p) for p in json.loads(out)]
+        return [tuple(p) for p in run_json(script, docs_path, one_batch_path, mode, tmp_path / "state")]
 
     before = run("save")
     after = run("resume")

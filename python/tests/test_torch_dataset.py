@@ -11,13 +11,13 @@ import os
 import pickle
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import lodtensor as lt
 from conftest import documents, inside_mapping, mapping_holding
+from script_run import run_json
 
 if os.environ.get("LODTENSOR_REQUIRE_PYTHON") == "1":
     import torch
@@ -488,8 +488,7 @@ def test_stateful_dataloader_resumes_in_a_new_process_with_the_next_batches(docs
     script.write_text(RESUME)
 
     def run(mode):
-        argv = [sys.executable, str(script), str(docs_path), mode, str(tmp_path / "state")]
-        return json.loads(subprocess.run(argv, check=True, capture_output=True, text=True, timeout=120).stdout)
+        return run_json(script, docs_path, mode, tmp_path / "state", timeout=120)
 
     uninterrupted = run("save")
     resumed = run("resume")
