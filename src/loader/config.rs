@@ -429,11 +429,6 @@ impl PlanConfig {
         for &b in &self.buckets {
             options.add(&[b as u64]);
         }
-        let mut data = Hasher::new();
-        data.add(&[lengths.len() as u64]);
-        for &l in lengths {
-            data.add(&[l as u64]);
-        }
         let record_batches = match self.shuffle {
             Shuffle::Chunks { .. } => {
                 let mut h = Hasher::new();
@@ -457,8 +452,18 @@ impl PlanConfig {
         };
         Fingerprint {
             options: options.finish(),
-            lengths: data.finish(),
+            lengths: lengths_hash(lengths.iter().copied()),
             record_batches,
         }
     }
+}
+
+/// The hash of the samples' lengths in a [`Fingerprint`]: their number, then each.
+pub(super) fn lengths_hash(lengths: impl ExactSizeIterator<Item = u32>) -> u64 {
+    let mut data = Hasher::new();
+    data.add(&[lengths.len() as u64]);
+    for l in lengths {
+        data.add(&[u64::from(l)]);
+    }
+    data.finish()
 }

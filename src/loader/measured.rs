@@ -21,7 +21,7 @@ use super::lengths::sample_lengths;
 use crate::error::{Error, Result};
 use crate::io::ipc_lengths::{FileFooter, Located};
 use crate::shards::{
-    ColumnLengths, ShardFiles, ShardedDataset, mismatch, narrow_length, read_footers,
+    ColumnLengths, ShardFiles, mismatch, narrow_length, read_footers,
 };
 
 /// How many shards' metadata are read and measured at once without the index: enough
@@ -43,13 +43,12 @@ const SHARDS_AT_ONCE: usize = 256;
 /// where the shard disagrees with the manifest; [`DataError::SequenceTooLong`](crate::DataError::SequenceTooLong)
 /// for a sample of 2^32 elements or more, naming the shard, the column and the record batch.
 pub(super) fn read_columns(
-    data: &ShardedDataset,
+    files: &ShardFiles,
     columns: &[(usize, usize)],
 ) -> Result<Vec<ColumnLengths>> {
-    if let Some(indexed) = indexed_lengths(data, columns)? {
+    if let Some(indexed) = indexed_lengths(files, columns)? {
         return Ok(indexed);
     }
-    let files = data.files();
     let names: Vec<usize> = columns.iter().map(|&(c, _)| c).collect();
     let manifest = &files.manifest;
     let mut out: Vec<ColumnLengths> = columns.iter().map(|_| ColumnLengths::default()).collect();
@@ -58,8 +57,8 @@ pub(super) fn read_columns(
     // Both numbers are the manifest's, unchecked until the shards are read: the room is a
     // hint, not taken when it cannot be had (the lengths then grow as they are read).
     let bytes = (manifest.shards.iter()).fold(0u64, |all, s| all.saturating_add(s.bytes));
-    let rows = data
-        .num_rows()
+    let rows = (manifest.shards.iter())
+        .fold(0usize, |all, s| all.saturating_add(s.rows))
         .min(usize::try_from(bytes / 4).unwrap_or(usize::MAX));
     for lengths in &mut out {
         let _ = lengths.lengths.try_reserve_exact(rows);
@@ -182,12 +181,12 @@ fn map_and_measure(
 /// # Errors
 /// The index's: a missing or bad object, or one that disagrees with the manifest.
 fn indexed_lengths(
-    data: &ShardedDataset,
+    files: &ShardFiles,
     columns: &[(usize, usize)],
 ) -> Result<Option<Vec<ColumnLengths>>> {
     let mut out = Vec::with_capacity(columns.len());
     for &(column, level) in columns {
-        let Some(indexed) = data.indexed_lengths(column, level)? else {
+        let Some(indexed) = files.indexed_lengths(column, level)? else {
             return Ok(None);
         };
         out.push(indexed);

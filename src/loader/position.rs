@@ -41,7 +41,7 @@ impl Fingerprint {
             out.push("the options (batch size or token budget, drop_last, shuffle or seed, buckets, shard or elastic_shard, packing, balance; with balance the world size too: a balanced position resumes only on as many ranks)");
         }
         if self.lengths != other.lengths {
-            out.push("the samples or their lengths (other data, or another length column)");
+            out.push(LENGTHS_DIFFER);
         }
         if self.record_batches != other.record_batches {
             out.push(
@@ -52,6 +52,10 @@ impl Fingerprint {
         out
     }
 }
+
+/// What [`Fingerprint::differences`] says when the samples' lengths differ.
+pub(crate) const LENGTHS_DIFFER: &str =
+    "the samples or their lengths (other data, or another length column)";
 
 /// A small portable hash built on the SplitMix64 mixer: the same words give the same hash
 /// on every machine and in every version.

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use super::config::{PlanConfig, Ranks};
+use super::config::{PlanConfig, Ranks, lengths_hash};
 use super::mix::{Change, Stream};
+use super::position::LENGTHS_DIFFER;
 use super::parts;
 use super::state::LoaderState;
 use super::{Loader, Plan, Position};
@@ -159,10 +160,8 @@ impl Loader {
         };
         if position.batch == 0 && state.read.is_empty() {
             // At an epoch's start nothing of it was read: any options go on from there.
-            if self.fingerprint.lengths != position.fingerprint.lengths {
-                return refused(vec![
-                    "the samples or their lengths (other data, or another length column)",
-                ]);
+            if !self.same_data(position.fingerprint.lengths)? {
+                return refused(vec![LENGTHS_DIFFER]);
             }
             if !differs.is_empty() {
                 return refused(differs);
@@ -171,7 +170,7 @@ impl Loader {
             self.take_over(state, 0);
             return Ok(());
         }
-        let mut differs = [self.refused_change(state), differs].concat();
+        let mut differs = [self.refused_change(state)?, differs].concat();
         differs.dedup();
         if !differs.is_empty() {
             return refused(differs);
@@ -307,11 +306,16 @@ impl Loader {
     }
 
     /// What keeps `state` from going on under this loader's options, in words.
-    fn refused_change(&self, state: &LoaderState) -> Vec<&'static str> {
-        let mut differs = self
-            .fingerprint()
-            .differences(&state.position().fingerprint);
-        differs.retain(|d| !d.starts_with("the options"));
+    ///
+    /// # Errors
+    /// [`Loader::same_data`]'s.
+    fn refused_change(&mut self, state: &LoaderState) -> Result<Vec<&'static str>> {
+        let saved = &state.position().fingerprint;
+        let mut differs = self.fingerprint().differences(saved);
+        differs.retain(|d| !d.starts_with("the options") && *d != LENGTHS_DIFFER);
+        if !self.same_data(saved.lengths)? {
+            differs.push(LENGTHS_DIFFER);
+        }
         let turns = |c: &PlanConfig| matches!(c.ranks, Ranks::Turns { .. });
         if state.read.is_empty()
             || !turns(&self.config)
@@ -333,7 +337,34 @@ impl Loader {
         {
             differs.push("packing (on in one, off in the other)");
         }
-        differs
+        Ok(differs)
+    }
+
+    /// Whether `saved`, a position's hash of the samples' lengths, is of this loader's
+    /// samples: the same hash; or, where one of the two loaders counted every sample as 1
+    /// (over shards, batches of a number of samples: [`LoaderBuilder::with_lazy_shards`]),
+    /// as many samples (the saved hash that of as many 1s), or the same lengths (this
+    /// loader's read now from the lengths index or the shards' metadata, and kept: the
+    /// state's parts are replayed with them).
+    ///
+    /// # Errors
+    /// Reading the lengths: the index's or the shards' metadata's errors.
+    ///
+    /// [`LoaderBuilder::with_lazy_shards`]: super::LoaderBuilder::with_lazy_shards
+    fn same_data(&mut self, saved: u64) -> Result<bool> {
+        let n = self.inputs.lengths.len();
+        if saved == self.fingerprint.lengths || saved == lengths_hash(std::iter::repeat_n(1, n)) {
+            return Ok(true);
+        }
+        let Some(lengths) = self.store.measure_lengths() else {
+            return Ok(false);
+        };
+        let lengths = lengths?;
+        if lengths_hash(lengths.iter().copied()) != saved {
+            return Ok(false);
+        }
+        self.inputs.lengths = lengths;
+        Ok(true)
     }
 
     /// The places of `epoch` for its parts: a loader's order, or a mixture's draws, by

@@ -55,6 +55,12 @@ pub(super) trait RowStore: Debug + Send {
     /// The epoch is over: what the store holds for it goes.
     fn end_epoch(&mut self) {}
 
+    /// Every sample's length, read now, for a store whose plans count each sample as 1
+    /// (`None` for the others: their plans have the lengths).
+    fn measure_lengths(&self) -> Option<Result<Vec<u32>>> {
+        None
+    }
+
     /// How many shards the store has mapped now.
     #[cfg(test)]
     fn num_open(&self) -> usize {

@@ -27,7 +27,8 @@ use crate::error::{Error, FileFormat, Result};
 use crate::io::ipc_reader::MappedDataset;
 use crate::shards::location::{Location, index_url_default};
 use crate::shards::manifest::{ColumnSpec, Manifest, ShardEntry};
-use crate::shards::reader::{ShardedDataset, mismatch};
+use crate::shards::ShardFiles;
+use crate::shards::reader::mismatch;
 
 mod lengths;
 mod marks;
@@ -566,7 +567,7 @@ pub(crate) fn index_dir(dir: &Path) -> Result<Manifest> {
     })
 }
 
-impl ShardedDataset {
+impl ShardFiles {
     /// Per shard, the rows of its record batches and its samples' lengths at `level` of
     /// column `column` (its position in the manifest), from the lengths index
     /// (format-spec §7.2): no shard is read. `None` when the manifest has no complete
@@ -581,7 +582,7 @@ impl ShardedDataset {
         column: usize,
         level: usize,
     ) -> Result<Option<ColumnLengths>> {
-        let files = self.files();
+        let files = self;
         let manifest = &files.manifest;
         if manifest.index.is_empty() || !is_complete(manifest) {
             return Ok(None);

@@ -162,3 +162,55 @@ fn positions_resume_on_a_loader_built_the_same_way() {
     let err = build(false).seek(saved).unwrap_err();
     assert!(err.to_string().contains("lengths"), "{err}");
 }
+
+/// The samples of the rest of the epoch.
+fn rest_of_epoch(loader: &mut Loader) -> Vec<usize> {
+    let mut out = Vec::new();
+    while let Some(batch) = loader.next_batch().unwrap() {
+        out.extend_from_slice(batch.samples());
+    }
+    out
+}
+
+#[test]
+fn a_state_goes_on_between_a_loader_counting_samples_and_one_reading_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), 5, 40, 10, 1);
+    let data = ShardedDataset::open(dir.path()).unwrap();
+    let by_count = || Loader::builder(&data).with_batch_size(3);
+    let by_budget = || Loader::builder(&data).with_token_budget(8);
+    for (first, then) in [(by_count(), by_budget()), (by_budget(), by_count())] {
+        let mut first = first.with_shuffle(7).elastic_shard(0, 1).build().unwrap();
+        let mut read: Vec<usize> = (0..3)
+            .flat_map(|_| first.next_batch().unwrap().unwrap().samples().to_vec())
+            .collect();
+        let mut then = then.with_shuffle(7).elastic_shard(0, 1).build().unwrap();
+        then.restore(&first.state()).unwrap();
+        read.extend(rest_of_epoch(&mut then));
+        read.sort_unstable();
+        assert_eq!(read, (0..40).collect::<Vec<_>>());
+    }
+    // Other data: as many samples of other lengths, or other samples, are refused.
+    let other = tempfile::tempdir().unwrap();
+    write(other.path(), 6, 40, 10, 1);
+    let other = ShardedDataset::open(other.path()).unwrap();
+    let fewer = tempfile::tempdir().unwrap();
+    write(fewer.path(), 5, 39, 10, 1);
+    let fewer = ShardedDataset::open(fewer.path()).unwrap();
+    let state = |b: LoaderBuilder<'_>| {
+        let mut loader = b.with_shuffle(7).elastic_shard(0, 1).build().unwrap();
+        loader.next_batch().unwrap();
+        loader.state()
+    };
+    let budget_state = state(Loader::builder(&other).with_token_budget(8));
+    let count_state = state(Loader::builder(&fewer).with_batch_size(3));
+    for (mut loader, saved) in [
+        (by_count(), &budget_state),
+        (by_budget(), &count_state),
+    ]
+    .map(|(b, s)| (b.with_shuffle(7).elastic_shard(0, 1).build().unwrap(), s))
+    {
+        let err = loader.restore(saved).unwrap_err();
+        assert!(err.to_string().contains("lengths"), "{err}");
+    }
+}

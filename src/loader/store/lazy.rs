@@ -22,6 +22,7 @@ use crate::io::MappedFile;
 use crate::loader::config::{BatchSize, PlanConfig, Shuffle};
 use crate::loader::gather::{ColumnInfo, Gatherer, Source};
 use crate::loader::lengths::{length_column, unit_lengths};
+use crate::loader::measured::read_columns;
 use crate::loader::place::Lies;
 use crate::loader::plan::{BatchInfo, Plan};
 use crate::row_index::RowIndex;
@@ -120,6 +121,15 @@ impl RowStore for LazyStore {
 
     fn end_epoch(&mut self) {
         self.0.release_all();
+    }
+
+    fn measure_lengths(&self) -> Option<Result<Vec<u32>>> {
+        let shards = &self.0;
+        let read = |column| read_columns(&shards.files, &[column]);
+        Some(match shards.length {
+            Some(column) => read(column).map(|mut c| c.pop().unwrap_or_default().lengths),
+            None => unit_lengths(shards.shards.num_rows()),
+        })
     }
 
     #[cfg(test)]

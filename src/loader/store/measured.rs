@@ -50,7 +50,7 @@ pub(super) fn open(
                 .map(|c| (c, last_level(c))),
         );
     }
-    let mut read_all = read_columns(data, &read)?.into_iter();
+    let mut read_all = read_columns(data.files(), &read)?.into_iter();
     let shards = read_all.next().unwrap_or_default();
     let others: Vec<(usize, Vec<u32>)> = (read[1..].iter().zip(read_all))
         .map(|(&(c, _), shards)| (c, shards.lengths))

@@ -10,6 +10,7 @@ use crate::io::ipc_writer::WriteOptions;
 use crate::shards::commit::commit;
 use crate::shards::manifest::MANIFEST_NAME;
 use crate::shards::writer::{ShardOptions, ShardWriter};
+use crate::shards::ShardedDataset;
 
 /// Documents of 1-4 sentences of 1-9 tokens of `f32[2]` (two levels), and a 0-level
 /// label column: a pattern of `seed`, no generator needed.
@@ -71,7 +72,7 @@ fn assert_index_is_exact(dir: &Path) {
     let data = ShardedDataset::open(dir).unwrap();
     assert!(is_complete(data.manifest()) && !data.manifest().index.is_empty());
     for (column, level) in length_fields(data.columns()) {
-        let indexed = data.indexed_lengths(column, level).unwrap().unwrap();
+        let indexed = data.files().indexed_lengths(column, level).unwrap().unwrap();
         assert_eq!(
             indexed,
             mapped_lengths(&data, column, level),
@@ -119,7 +120,7 @@ fn a_dataset_without_an_index_stays_so_until_indexed() {
     manifest.index.clear(); // as an earlier version wrote it
     manifest.write(dir.path().join(MANIFEST_NAME)).unwrap();
     let data = ShardedDataset::open(dir.path()).unwrap();
-    assert_eq!(data.indexed_lengths(0, 1).unwrap(), None);
+    assert_eq!(data.files().indexed_lengths(0, 1).unwrap(), None);
     // An append onto it does not index a part of it.
     assert!(write(dir.path(), 5, 4).index.is_empty());
     let indexed = index(dir.path()).unwrap();
@@ -171,7 +172,7 @@ fn an_index_that_disagrees_with_the_manifest_is_refused_naming_the_shard() {
     for (change, field) in cases {
         lie(dir.path(), change);
         let data = ShardedDataset::open(dir.path()).unwrap();
-        let err = data.indexed_lengths(0, 1).unwrap_err();
+        let err = data.files().indexed_lengths(0, 1).unwrap_err();
         assert_eq!(
             mismatch_of(&err),
             (field.to_owned(), Some(shard2.as_path())),
@@ -186,7 +187,7 @@ fn an_index_that_disagrees_with_the_manifest_is_refused_naming_the_shard() {
     bytes[last] ^= 1;
     std::fs::write(&object, bytes).unwrap();
     let data = ShardedDataset::open(dir.path()).unwrap();
-    let err = data.indexed_lengths(0, 0).unwrap_err();
+    let err = data.files().indexed_lengths(0, 0).unwrap_err();
     assert_eq!(
         mismatch_of(&err),
         ("crc32c".to_owned(), Some(object.as_path()))
@@ -251,7 +252,7 @@ fn a_sample_of_2_pow_32_elements_is_refused_naming_the_shard_column_batch_and_ro
     manifest.shards[2].bytes += 8 << 32; // f32[2] elements: the manifest's bound on them
     manifest.write(dir.path().join(MANIFEST_NAME)).unwrap();
     let data = ShardedDataset::open(dir.path()).unwrap();
-    let err = data.indexed_lengths(0, 1).unwrap_err();
+    let err = data.files().indexed_lengths(0, 1).unwrap_err();
     let found = match err.kind() {
         ErrorKind::Data(DataError::SequenceTooLong {
             level: 1,
@@ -267,5 +268,5 @@ fn a_sample_of_2_pow_32_elements_is_refused_naming_the_shard_column_batch_and_ro
         (Some(shard2.as_path()), Some(("tokens", batch)))
     );
     // The level above still fits: its lengths are read.
-    assert!(data.indexed_lengths(0, 0).unwrap().is_some());
+    assert!(data.files().indexed_lengths(0, 0).unwrap().is_some());
 }
