@@ -20,9 +20,7 @@ use bytes::Bytes;
 use super::lengths::sample_lengths;
 use crate::error::{Error, Result};
 use crate::io::ipc_lengths::{FileFooter, Located};
-use crate::shards::{
-    ColumnLengths, ShardFiles, mismatch, narrow_length, read_footers,
-};
+use crate::shards::{ColumnLengths, ShardFiles, mismatch, narrow_length, read_footers};
 
 /// How many shards' metadata are read and measured at once without the index: enough
 /// for the store's range requests in flight to stay busy, few enough that the footers

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::config::{PlanConfig, Ranks, lengths_hash};
 use super::mix::{Change, Stream};
-use super::position::LENGTHS_DIFFER;
 use super::parts;
+use super::position::LENGTHS_DIFFER;
 use super::state::LoaderState;
 use super::{Loader, Plan, Position};
 use crate::error::{ArgumentError, Result};

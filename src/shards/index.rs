@@ -25,9 +25,9 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::error::{Error, FileFormat, Result};
 use crate::io::ipc_reader::MappedDataset;
+use crate::shards::ShardFiles;
 use crate::shards::location::{Location, index_url_default};
 use crate::shards::manifest::{ColumnSpec, Manifest, ShardEntry};
-use crate::shards::ShardFiles;
 use crate::shards::reader::mismatch;
 
 mod lengths;

@@ -204,11 +204,8 @@ fn a_state_goes_on_between_a_loader_counting_samples_and_one_reading_lengths() {
     };
     let budget_state = state(Loader::builder(&other).with_token_budget(8));
     let count_state = state(Loader::builder(&fewer).with_batch_size(3));
-    for (mut loader, saved) in [
-        (by_count(), &budget_state),
-        (by_budget(), &count_state),
-    ]
-    .map(|(b, s)| (b.with_shuffle(7).elastic_shard(0, 1).build().unwrap(), s))
+    for (mut loader, saved) in [(by_count(), &budget_state), (by_budget(), &count_state)]
+        .map(|(b, s)| (b.with_shuffle(7).elastic_shard(0, 1).build().unwrap(), s))
     {
         let err = loader.restore(saved).unwrap_err();
         assert!(err.to_string().contains("lengths"), "{err}");

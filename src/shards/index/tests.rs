@@ -7,10 +7,10 @@ use super::*;
 use crate::dataset::Dataset;
 use crate::error::{DataError, ErrorKind, FormatError};
 use crate::io::ipc_writer::WriteOptions;
+use crate::shards::ShardedDataset;
 use crate::shards::commit::commit;
 use crate::shards::manifest::MANIFEST_NAME;
 use crate::shards::writer::{ShardOptions, ShardWriter};
-use crate::shards::ShardedDataset;
 
 /// Documents of 1-4 sentences of 1-9 tokens of `f32[2]` (two levels), and a 0-level
 /// label column: a pattern of `seed`, no generator needed.
@@ -72,7 +72,11 @@ fn assert_index_is_exact(dir: &Path) {
     let data = ShardedDataset::open(dir).unwrap();
     assert!(is_complete(data.manifest()) && !data.manifest().index.is_empty());
     for (column, level) in length_fields(data.columns()) {
-        let indexed = data.files().indexed_lengths(column, level).unwrap().unwrap();
+        let indexed = data
+            .files()
+            .indexed_lengths(column, level)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             indexed,
             mapped_lengths(&data, column, level),
