@@ -160,6 +160,23 @@ def test_mixture_weights_change_over_training_and_pickle(docs_path: Path, one_ba
         lt.mix([a, b], [(0, [0.5, 0.5]), (10, [1.0])]).loader()
 
 
+def test_a_mixture_takes_a_batch_size_schedule_but_no_pack_schedule(docs_path: Path, one_batch_path: Path) -> None:
+    a, b = lt.open(docs_path), lt.open(one_batch_path)
+    mixture = lt.mix([a, b], [(0, [0.8, 0.2]), (2000, [0.2, 0.8])], seed=1)
+    points = [(0, 3), (1000, 8)]
+    batches = list(mixture.loader(batch_size=points, shuffle=True, seed=2))
+    read, sizes = 0, []
+    for batch in batches:
+        size = next(v for p, v in reversed(points) if p <= read)
+        assert len(batch.samples) <= size
+        sizes.append(size)
+        read += batch.tokens
+    assert sizes[0] == 3 and sizes[-2] == 8
+    check_mixture_epoch(source_rows(batches), [200, 50])
+    with pytest.raises(lt.LodTensorError, match="pack length schedule is not for a mixture"):
+        mixture.loader(batch_size=2, pack=[(0, 16), (800, 64)])
+
+
 def source_rows(batches: list) -> list[tuple[int, int]]:
     return [(int(s), int(r)) for b in batches for s, r in zip(b.source.tolist(), b.samples.tolist())]
 

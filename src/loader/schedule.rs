@@ -139,7 +139,8 @@ impl Schedules {
     }
 
     /// The schedules against `base`'s options: packing there for a pack length schedule,
-    /// no mixture (`mixture`), and every configuration they give checked as options are.
+    /// and no mixture then (`mixture`: its windows are packed source by source as drawn),
+    /// and every configuration they give checked as options are.
     pub fn check(&self, base: &PlanConfig, mixture: bool) -> Result<()> {
         let bad = |option: &'static str, reason: &str| {
             Err(ArgumentError::LoaderConfig {
@@ -154,10 +155,11 @@ impl Schedules {
                 "a pack length schedule needs packing options (with_packing)",
             );
         }
-        if mixture && !self.is_empty() {
+        if mixture && self.pack.is_some() {
             return bad(
-                "schedule",
-                "not with a mixture: its batches follow its own draws",
+                "pack",
+                "a pack length schedule is not for a mixture: its windows are packed source \
+                 by source as drawn, at one pack length",
             );
         }
         let points = (self.batch.iter().flat_map(|s| s.points.iter().map(|p| p.0)))

@@ -9,7 +9,7 @@ use super::Epoch;
 use super::tests::{Side, end_of, read_rest, side, with};
 use crate::io::ipc_reader::MappedDataset;
 use crate::loader::pack::tests::file;
-use crate::loader::{Loader, LoaderBuilder, LoaderState, Mixture, Packing, Piece, Plan};
+use crate::loader::{Loader, LoaderBuilder, LoaderState, Mixture, Packing, Piece, Plan, Schedule};
 
 /// Three sources of `sizes` documents, their lengths taken from `lengths` in turn.
 fn sources(sizes: [usize; 3], lengths: &[usize]) -> Vec<(tempfile::TempDir, MappedDataset)> {
@@ -137,6 +137,82 @@ proptest! {
                 }
             }
         }
+    }
+
+    /// A mixture (its weights fixed or scheduled) with a batch-size or token-budget
+    /// schedule: one plan on every rank; each place of the epoch's draws read once, a
+    /// state saved midway and resumed by the ranks of the same options included; each
+    /// step under the value the schedule gives at the global tokens read before it.
+    #[test]
+    fn a_mixture_takes_a_batch_size_or_budget_schedule(
+        sizes in (1usize..5, 5usize..40, 1usize..25),
+        lengths in prop::collection::vec(1usize..40, 1..60),
+        values in prop::collection::vec(1usize..6, 1..4),
+        budget in any::<bool>(),
+        reweigh in prop::option::of(1u64..400),
+        world in 1usize..4,
+        steps in 0usize..8,
+        shuffle in prop::option::of(any::<u64>()),
+    ) {
+        let data = sources([sizes.0, sizes.1, sizes.2], &lengths);
+        let mut mixed = mixture(&data, &[0.3, 0.5, 0.2]);
+        if let Some(at) = reweigh {
+            let sets = vec![(0, vec![0.3, 0.5, 0.2]), (at, vec![0.6, 0.1, 0.3])];
+            mixed = mixed.with_weight_schedule(Schedule::new(sets).unwrap());
+        }
+        // Points 60 tokens apart; a budget's values in tens of tokens.
+        let points: Vec<(u64, usize)> = (values.iter().enumerate())
+            .map(|(i, &v)| (60 * i as u64, if budget { 35 + 10 * v } else { v }))
+            .collect();
+        let schedule = Schedule::new(points).unwrap();
+        let build = |rank| {
+            let b = Loader::builder(&mixed);
+            let b = match shuffle { Some(seed) => b.with_shuffle(seed), None => b };
+            let b = match budget {
+                true => b.with_token_budget_schedule(schedule.clone()),
+                false => b.with_batch_size_schedule(schedule.clone()),
+            };
+            b.elastic_shard(rank, world).build().unwrap()
+        };
+        let ranks: Vec<Loader> = (0..world).map(build).collect();
+        let plan = ranks[0].plan(0);
+        for r in &ranks[1..] {
+            prop_assert_eq!(&*r.plan(0), &*plan);
+        }
+        let mut epoch = epoch_rows(&ranks[0]);
+        epoch.sort_unstable();
+        let mut read = plan.samples().to_vec();
+        read.sort_unstable();
+        prop_assert_eq!(&read, &epoch);
+        let (mut tokens, mut step) = (0u64, 0);
+        while step < plan.len() {
+            let value = schedule.at(tokens);
+            for info in &plan.infos()[step..(step + world).min(plan.len())] {
+                match budget {
+                    true => prop_assert!(info.tokens <= value || info.len() == 1),
+                    false => prop_assert!(info.len() <= value),
+                }
+                tokens += info.tokens as u64;
+            }
+            step += world;
+        }
+        // Rank 0 reads some steps (as every rank does its own); the ranks go on from its
+        // state.
+        let mut first = build(0);
+        for _ in 0..steps {
+            first.next_batch().unwrap();
+        }
+        let state = LoaderState::from_json(&first.state().to_json()).unwrap();
+        prop_assume!(state.position().epoch == 0);
+        let mut read = read_before(&first.plan(0), state.position().batch);
+        let others: Vec<Loader> = (0..world).map(|r| {
+            let mut l = build(r);
+            l.restore(&state).unwrap();
+            l
+        }).collect();
+        read.extend(read_rest(others));
+        read.sort_unstable();
+        prop_assert_eq!(read, epoch);
     }
 
     /// A packed mixture resumed under another batch size and world size reads every
