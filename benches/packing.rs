@@ -8,7 +8,7 @@
 //!    against the token-budget batcher (its batches padded to their longest document), on
 //!    log-normal document lengths;
 //! 3. the time to make an epoch's plan for 10 M documents (concatenate and split, best fit,
-//!    and the unpacked plan, with and without balanced steps on 8 ranks), and a mixture's
+//!    and the unpacked plan, with and without balanced steps on 8 and 64 ranks), and a mixture's
 //!    plan of epoch 10 against its epoch 0;
 //! 5. an epoch in parts: the plan of an epoch resumed under other options (the part read
 //!    replayed, the rest planned again) and of a batch-size schedule, against the plain
@@ -251,6 +251,14 @@ fn plan_time(dir: &Path) {
     time(
         "unpacked, budget of 256 tokens, 8 ranks, balanced",
         balanced(budget()),
+    );
+    fn wide(b: LoaderBuilder<'_>) -> LoaderBuilder<'_> {
+        b.elastic_shard(0, 64)
+    }
+    time("unpacked, budget of 256 tokens, 64 ranks", wide(budget()));
+    time(
+        "unpacked, budget of 256 tokens, 64 ranks, balanced",
+        wide(budget()).with_balance(Balance::Tokens),
     );
     time(
         "concatenate and split, 2048",

@@ -264,6 +264,11 @@ fn sort_by_length(pool: &mut Vec<Item>, keys: &mut Vec<u64>, sorted: &mut Vec<It
     if !fits(pool.len()) || !pool.iter().all(|i| fits(i.len)) {
         return false;
     }
+    let longest = pool.iter().map(|i| i.len).max().unwrap_or(0);
+    if longest <= 2 * pool.len() + 1024 {
+        count_by_length(pool, longest, keys, sorted);
+        return true;
+    }
     keys.clear();
     keys.extend(
         (pool.iter().enumerate()).map(|(k, i)| (u64::from(!(i.len as u32)) << 32) | k as u64),
@@ -272,6 +277,45 @@ fn sort_by_length(pool: &mut Vec<Item>, keys: &mut Vec<u64>, sorted: &mut Vec<It
     gather(pool, keys.iter().map(|&key| key as u32 as usize), sorted);
     true
 }
+
+/// [`sort_by_length`] as a counting sort, for lengths of at most `longest` (about the
+/// pool's size or less): each item's place is the count of those longer, then of those as
+/// long before it in the pool.
+fn count_by_length(
+    pool: &mut Vec<Item>,
+    longest: usize,
+    starts: &mut Vec<u64>,
+    sorted: &mut Vec<Item>,
+) {
+    starts.clear();
+    starts.resize(longest + 1, 0);
+    for i in pool.iter() {
+        starts[i.len] += 1;
+    }
+    let mut at = 0;
+    for start in starts.iter_mut().rev() {
+        (*start, at) = (at, at + *start);
+    }
+    sorted.clear();
+    sorted.resize(pool.len(), pool.first().copied().unwrap_or(EMPTY));
+    for item in pool.iter() {
+        let slot = &mut starts[item.len];
+        sorted[*slot as usize] = Item {
+            slot: *slot as usize,
+            ..*item
+        };
+        *slot += 1;
+    }
+    std::mem::swap(pool, sorted);
+}
+
+/// A placeholder item, overwritten.
+const EMPTY: Item = Item {
+    pos: 0,
+    slot: 0,
+    len: 0,
+    cost: 0.0,
+};
 
 /// A pool's steps, their batches' samples in one buffer.
 #[derive(Default)]

@@ -248,38 +248,59 @@ impl<'a> Filler<'a> {
         let mut cap = seeds
             .map(|b| b.cost + (t - b.tokens) as f64)
             .reduce(f64::max);
-        fits.clear();
-        fits.resize(step.len(), 0);
-        let count_all = |fits: &mut [usize], step: &[Bin], cap: Option<f64>| {
-            for (fit, b) in fits.iter_mut().zip(step) {
-                *fit = fit_of(b, cap.unwrap_or(f64::INFINITY), t, w);
-            }
+        let count_all = |fits: &mut Vec<usize>, step: &[Bin], cap: Option<f64>| {
+            fits.clear();
+            fits.extend(
+                step.iter()
+                    .map(|b| fit_of(b, cap.unwrap_or(f64::INFINITY), t, w)),
+            );
+            fits.iter().copied().max().unwrap_or(0)
         };
-        count_all(fits, step, cap);
-        while !self.left.is_empty() {
-            let Some(room) = fits.iter().copied().max().filter(|&r| r > 0) else {
-                return;
-            };
+        // The longest item any batch fits.
+        let mut room = count_all(fits, step, cap);
+        while !self.left.is_empty() && room > 0 {
             let from = self.first_within(room);
             let Some(i) = self.left.next_from(from) else {
                 return;
             };
             let item = self.items[i];
-            let open = (0..step.len()).filter(|&b| fits[b] >= item.len);
-            let Some(b) = open.min_by(|&x, &y| step[x].cost.total_cmp(&step[y].cost)) else {
+            let Some((b, others)) = least_cost_fitting(step, fits, item.len) else {
                 return; // Not reached: `room` fits it.
             };
             step[b].push(item);
             self.left.remove(i);
             match cap {
-                Some(cap) => fits[b] = fit_of(&step[b], cap, t, w),
+                Some(cap) => {
+                    fits[b] = fit_of(&step[b], cap, t, w);
+                    room = others.max(fits[b]);
+                }
                 None => {
                     cap = Some(item.cost + (t - item.len) as f64);
-                    count_all(fits, step, cap);
+                    room = count_all(fits, step, cap);
                 }
             }
         }
     }
+}
+
+/// The batch of least cost (the first such) that fits an item of `len` tokens, and the
+/// longest item the other batches fit: one pass over the batches, once per item placed.
+fn least_cost_fitting(step: &[Bin], fits: &[usize], len: usize) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, f64)> = None;
+    // The longest fit (and its batch) and the second longest.
+    let (mut first, mut first_at, mut second) = (0, usize::MAX, 0);
+    for (b, (bin, &fit)) in step.iter().zip(fits).enumerate() {
+        if fit > first {
+            (second, first, first_at) = (first, fit, b);
+        } else {
+            second = second.max(fit);
+        }
+        // Costs are never NaN: `<` orders them as `total_cmp` does, ties to the first.
+        if fit >= len && best.is_none_or(|(_, least)| bin.cost < least) {
+            best = Some((b, bin.cost));
+        }
+    }
+    best.map(|(b, _)| (b, if b == first_at { second } else { first }))
 }
 
 /// The longest item batch `b` fits under the step's cap `cap` (infinite when not set yet).
@@ -301,10 +322,11 @@ pub(super) fn longest_within(x: f64, w: f64) -> usize {
     if x < 0.0 {
         return 0;
     }
-    let guess = match w > 0.0 {
-        true => ((1.0 + 4.0 * w * x).sqrt() - 1.0) / (2.0 * w),
-        false => x,
-    };
+    if w == 0.0 {
+        // `n ≤ x`: the whole part of `x` (what the search below finds, without it).
+        return x.max(0.0).min(u32::MAX as f64) as usize;
+    }
+    let guess = ((1.0 + 4.0 * w * x).sqrt() - 1.0) / (2.0 * w);
     let mut n = guess.max(0.0).min(u32::MAX as f64) as usize;
     while n > 0 && cost(n, w) > x {
         n -= 1;
