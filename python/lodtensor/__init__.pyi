@@ -257,7 +257,10 @@ class Mixture:
     @property
     def weights(self) -> list[float] | list[tuple[int, list[float]]]: ...
     def __len__(self) -> int: ...
-    def loader(self, **options: Unpack[LoaderOptions]) -> Loader: ...
+    def loader(self, **options: Unpack[LoaderOptions]) -> Loader:
+        """Batches of the draws: ``Dataset.loader``'s options, ``batch_size`` and
+        ``token_budget`` schedules included; a ``pack`` schedule is refused (the windows are
+        packed source by source as drawn, at one length)."""
 
 @final
 class ShardedDataset:
