@@ -14,8 +14,9 @@
 //!
 //! When the lengths index says where a run's rows lie at every level of a list column
 //! ([`Marks`]), every range of that column is known before any read: its offsets and values
-//! are read in the first round, and the offsets received are then checked to be exactly the
-//! ones the index implies (a disagreement names the column, record batch, level and index).
+//! are read in the first round (the top level's offsets not at all: the marks are every one
+//! of them), and the offsets received are then checked to be exactly the ones the index
+//! implies (a disagreement names the column, record batch, level and index).
 //!
 //! Types whose bytes cannot be cut by rows here (dictionaries, views, unions, maps, run
 //! ends) and compressed batches give no layout: the caller reads the batch whole.
@@ -269,7 +270,10 @@ pub(crate) fn read_rows(
             .iter()
             .map(|(i, _, r)| (parts[*i].file, r.clone()))
             .collect();
-        let got = fetch(&requests)?;
+        let got = match requests.is_empty() {
+            true => Vec::new(),
+            false => fetch(&requests)?,
+        };
         for ((i, b, _), bytes) in wanted.into_iter().zip(got) {
             parts[i].got[b] = Some(Buffer::from(bytes));
         }
@@ -306,6 +310,11 @@ fn add_part<'a>(
     let bits = has_validity(field) || field.data_type == DataType::Boolean;
     let from = if bits { rows.start & !7 } else { rows.start };
     let marks = marks.filter(|&m| marked(field, &rows, m));
+    let mut got = vec![None; field.buffers.len()];
+    let known = marks.and_then(|m| known_offsets(field, m));
+    if let (Some(offsets), Some(known)) = (got.get_mut(1), known) {
+        *offsets = Some(known); // Not read: the marks are every entry's.
+    }
     let i = parts.len();
     parts.push(Part {
         file,
@@ -313,7 +322,7 @@ fn add_part<'a>(
         field,
         rows: rows.clone(),
         from,
-        got: vec![None; field.buffers.len()],
+        got,
         children: Vec::new(),
         data: None,
         marks,
@@ -374,6 +383,34 @@ fn marked(field: &FieldLayout, rows: &Range<usize>, (marks, level): MarksAt<'_>)
         && marks.totals.get(level + 1).copied() == child
 }
 
+/// The offsets of a marked list part (its marks `at` level `level`) when the marks hold
+/// an edge for every entry (the top level: an entry is a row), in the list's offset width:
+/// what reading them would give, checked as read offsets are. `None` when they do not, or
+/// an offset is past a 32-bit list's.
+fn known_offsets(field: &FieldLayout, (marks, level): MarksAt<'_>) -> Option<Buffer> {
+    let (here, below) = (marks.at.get(level)?, marks.at.get(level + 1)?);
+    let first = *here.first()?;
+    if !here
+        .iter()
+        .enumerate()
+        .all(|(i, &entry)| entry == first + i)
+    {
+        return None;
+    }
+    Some(match offset_width(&field.data_type)? {
+        4 => Buffer::from_vec(
+            (below.iter())
+                .map(|&o| i32::try_from(o).ok())
+                .collect::<Option<Vec<i32>>>()?,
+        ),
+        _ => Buffer::from_vec(
+            (below.iter())
+                .map(|&o| i64::try_from(o).ok())
+                .collect::<Option<Vec<i64>>>()?,
+        ),
+    })
+}
+
 /// The `(buffer, file range)`s part `p` reads in its next round.
 fn ranges_of(p: &Part<'_>) -> Result<Vec<(usize, Range<u64>)>> {
     let f = p.field;
@@ -397,6 +434,7 @@ fn ranges_of(p: &Part<'_>) -> Result<Vec<(usize, Range<u64>)>> {
         },
     };
     out.extend(values.map(|r| (1, r)));
+    out.retain(|&(b, _)| p.got.get(b).is_none_or(Option::is_none)); // Known, not read.
     out.into_iter()
         .map(|(b, r)| {
             let buffer = f

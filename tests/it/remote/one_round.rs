@@ -1,5 +1,6 @@
 //! Rows read by ranges with the lengths index: every level of every LoD tensor column in
-//! one round (one request per far row), checked against the index; the shards' footers and
+//! one round (one request per far row in small batches; in a large one, one per level under
+//! the documents), checked against the index; the shards' footers and
 //! messages kept in the node's cache for the next process, a corrupted entry read again.
 
 use std::path::Path;
@@ -143,16 +144,28 @@ fn an_index_lying_about_a_row_s_length_is_a_typed_error_naming_the_shard() {
         let lod = ds.column("tokens").unwrap().lod().clone();
         lod.descend(0, r..r + 1, 1).len()
     };
-    // Two neighbours of another length, swapped: the shard's sums stay the index's.
-    let r = (20..39)
-        .find(|&r| sentences(r) != sentences(r + 1))
-        .unwrap();
-    let mut order: Vec<usize> = (0..40).collect();
-    order.swap(r, r + 1);
     let truth = tempfile::tempdir().unwrap();
     documents(truth.path(), &ds);
     let read = ShardedDataset::open(truth.path()).unwrap();
-    let swapped = read.take(&order).unwrap().data().clone();
+    // Two neighbours of another length, swapped: the shard's sums stay the index's. A
+    // row's documents → sentences offsets are the index's (not read); its sentences →
+    // tokens offsets are read and checked at the row's edges, where the swap shows when
+    // the sentence the index says starts row r + 1 starts elsewhere in the tokens.
+    let offsets = |d: &Dataset| d.column("tokens").unwrap().lod().offsets();
+    let swap = |r: usize| {
+        let mut order: Vec<usize> = (0..40).collect();
+        order.swap(r, r + 1);
+        read.take(&order).unwrap().data().clone()
+    };
+    let (r, swapped) = (20..39)
+        .filter(|&r| sentences(r) != sentences(r + 1))
+        .map(|r| (r, swap(r)))
+        .find(|(r, swapped)| {
+            let (truth, lying) = (offsets(&ds), offsets(swapped));
+            let edge = truth[0][r + 1] as usize;
+            truth[1][edge] != lying[1][edge]
+        })
+        .unwrap();
     let (_dir, local_dir, url, _) = uploaded(&s3, "lying-index", |d| {
         documents(d, &swapped);
         // The shards of `swapped`, the index of `ds`.
@@ -174,7 +187,7 @@ fn an_index_lying_about_a_row_s_length_is_a_typed_error_naming_the_shard() {
     eprintln!("{err}");
     assert!(
         matches!(err.kind(), ErrorKind::Format(FormatError::ShardMismatch { field, .. })
-            if field.contains("level 0: offset at index") && field.contains("lengths index")),
+            if field.contains("level 1: offset at index") && field.contains("lengths index")),
         "{err}"
     );
     assert!(
@@ -241,4 +254,63 @@ fn the_next_process_reads_the_footers_and_messages_from_the_node_s_cache() {
     let fourth = ShardedDataset::open_with(&url, &options).unwrap();
     fourth.take(&rows).unwrap();
     assert_eq!(fourth.cache_stats().unwrap().metadata_requests, 0);
+}
+
+/// Token ids of `rows` documents of 200–600 tokens in one record batch (megabytes: a row's
+/// offsets and values far apart), and the same documents split in sentences.
+fn large_batch(dir: &Path, rows: usize) {
+    let mut rng = SplitMix64::new(5);
+    let lengths: Vec<usize> = (0..rows)
+        .map(|_| 200 + (rng.next_u64() % 400) as usize)
+        .collect();
+    let tokens: usize = lengths.iter().sum();
+    let ids: Vec<i32> = (0..tokens).map(|i| (i % 50_000) as i32).collect();
+    let flat = lodtensor::LodTensor::from_lengths::<arrow_array::types::Int32Type>(
+        std::slice::from_ref(&lengths),
+        ids.clone(),
+        vec![],
+    );
+    let sentences: Vec<usize> = lengths.iter().map(|&n| n.div_ceil(100)).collect();
+    let pieces: Vec<usize> = (lengths.iter())
+        .flat_map(|&n| (0..n.div_ceil(100)).map(move |k| (n - 100 * k).min(100)))
+        .collect();
+    let nested = lodtensor::LodTensor::from_lengths::<arrow_array::types::Int32Type>(
+        &[sentences, pieces],
+        ids,
+        vec![],
+    );
+    let ds = Dataset::try_new(vec![
+        Column::new("flat", flat.unwrap()),
+        Column::new("nested", nested.unwrap()),
+    ])
+    .unwrap();
+    let options = ShardOptions::default()
+        .with_write_options(WriteOptions::default().with_batch_bytes(64 << 20));
+    let mut writer = ShardWriter::create(dir, options).unwrap();
+    writer.write(&ds).unwrap();
+    writer.finish().unwrap();
+}
+
+#[test]
+fn a_row_of_a_large_batch_is_one_request_a_level_under_the_documents() {
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, local_dir, url, _) = uploaded(&s3, "large", |d| large_batch(d, 3000));
+    let local = ShardedDataset::open(&local_dir).unwrap();
+    let options = s3.options().with_cache_dir(dir.path().join("cache"));
+    let remote = ShardedDataset::open_with(&url, &options).unwrap();
+    remote.take(&[0]).unwrap(); // The footer and message read first.
+    // Documents → tokens: the row's ids alone (its offsets are the lengths index's);
+    // documents → sentences → tokens: the sentences' offsets, then the ids.
+    for (column, expected) in [("flat", 1), ("nested", 2)] {
+        for row in [1500, 2999] {
+            let before = remote.cache_stats().unwrap().range_requests;
+            let got = remote.take_columns(&[row], &[column]).unwrap();
+            assert_eq!(
+                got.data(),
+                local.take_columns(&[row], &[column]).unwrap().data()
+            );
+            let made = remote.cache_stats().unwrap().range_requests - before;
+            assert_eq!(made, expected, "{column} row {row}");
+        }
+    }
 }
