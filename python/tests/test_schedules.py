@@ -71,6 +71,24 @@ def test_a_state_goes_on_under_other_options_reading_every_sample_once(docs_path
     assert sorted(read) == list(range(200))
 
 
+@pytest.mark.parametrize(
+    ("before", "after"), [({"batch_size": 5}, {"token_budget": 90}), ({"token_budget": 90}, {"batch_size": 5})]
+)
+def test_a_state_over_shards_goes_on_between_counting_samples_and_reading_lengths(
+    shards_dir: Path, before, after
+) -> None:
+    """Over shards a `batch_size` loader counts samples without reading their lengths; a
+    token-budget loader reads them: each takes the other's state."""
+    common = dict(shuffle=True, seed=5, elastic=True)
+    first = lt.open(shards_dir).loader(**common, **before)
+    it = iter(first)
+    read = [s for _ in range(4) for s in next(it).samples.tolist()]
+    loader = lt.open(shards_dir).loader(**common, **after)
+    loader.load_state_dict(json.loads(json.dumps(first.state_dict())))
+    read += [s for b in loader for s in b.samples.tolist()]
+    assert sorted(read) == list(range(200))
+
+
 def test_a_packed_state_goes_on_at_another_length_reading_every_token_once(docs_path: Path) -> None:
     common = dict(batch_size=2, shuffle=True, seed=2, elastic=True)
 
