@@ -2,15 +2,15 @@
 //! reads): it must give a state or an error, never panic; an error is one line of bounded
 //! length; a state that parses writes back to JSON that parses to the same state; and
 //! restoring it into loaders of several kinds (elastic, by parts, packed, balanced, a
-//! schedule) over a small file goes on or refuses, never panics, and a loader that goes
-//! on reads its epoch to the end.
+//! schedule, a mixture under two sets of weights) over a small file goes on or refuses,
+//! never panics, and a loader that goes on reads its epoch to the end.
 #![no_main]
 
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use lodtensor::loader::{Balance, Loader, LoaderBuilder, LoaderState, Packing, Schedule};
 use lodtensor::MappedDataset;
+use lodtensor::loader::{Balance, Loader, LoaderBuilder, LoaderState, Mixture, Packing, Schedule};
 use lodtensor_fuzz::{assert_bounded, scratch_dir};
 
 /// A file of five documents of 1..=5 tokens, written once.
@@ -38,36 +38,52 @@ fuzz_target!(|data_bytes: &[u8]| {
     let kinds: [fn(LoaderBuilder<'_>) -> LoaderBuilder<'_>; 5] = [
         |b| b.with_batch_size(2).elastic_shard(0, 2),
         |b| b.with_token_budget(6).shard(0, 1),
-        |b| b.with_batch_size(1).with_packing(Packing::new(3)).elastic_shard(1, 2),
-        |b| b.with_token_budget(5).with_balance(Balance::Tokens).elastic_shard(0, 3),
+        |b| {
+            b.with_batch_size(1)
+                .with_packing(Packing::new(3))
+                .elastic_shard(1, 2)
+        },
+        |b| {
+            b.with_token_budget(5)
+                .with_balance(Balance::Tokens)
+                .elastic_shard(0, 3)
+        },
         |b| {
             let ramp = Schedule::new(vec![(0, 1), (4, 2)]).expect("a schedule");
             b.with_batch_size_schedule(ramp).elastic_shard(0, 1)
         },
     ];
     for kind in kinds {
-        let mut loader = kind(Loader::builder(file)).build().expect("a loader");
-        match loader.restore(&state) {
-            Ok(()) => {
-                // An epoch of 15 tokens has at most 15 batches.
-                let mut ended = false;
-                for _ in 0..16 {
-                    match loader.next_batch() {
-                        Ok(Some(_)) => {}
-                        Ok(None) => {
-                            ended = true;
-                            break;
-                        }
-                        Err(e) => {
-                            assert_bounded(&e);
-                            ended = true;
-                            break;
-                        }
-                    }
-                }
-                assert!(ended, "the epoch ends");
-            }
-            Err(e) => assert_bounded(&e),
-        }
+        goes_on_or_refuses(
+            kind(Loader::builder(file)).build().expect("a loader"),
+            &state,
+        );
+    }
+    // A mixture of the file with itself, under the weights of the seeds' states and others.
+    for weights in [[0.7, 0.3], [0.2, 0.8]] {
+        let mixture = Mixture::new(vec![file.into(), file.into()], weights.to_vec()).with_seed(1);
+        let b = Loader::builder(&mixture)
+            .with_batch_size(2)
+            .elastic_shard(0, 2);
+        goes_on_or_refuses(b.build().expect("a mixture's loader"), &state);
     }
 });
+
+/// Restores `state` into `loader`: it goes on and reads its epoch to the end, or refuses
+/// with a bounded error; never a panic.
+fn goes_on_or_refuses(mut loader: Loader, state: &LoaderState) {
+    match loader.restore(state) {
+        Ok(()) => {
+            // An epoch of 15 tokens (30 for a mixture) has at most 30 batches.
+            for _ in 0..31 {
+                match loader.next_batch() {
+                    Ok(Some(_)) => {}
+                    Ok(None) => return,
+                    Err(e) => return assert_bounded(&e),
+                }
+            }
+            panic!("the epoch ends");
+        }
+        Err(e) => assert_bounded(&e),
+    }
+}
