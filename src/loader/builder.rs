@@ -568,8 +568,8 @@ impl<'a> LoaderBuilder<'a> {
     /// waits for its own shards, not the dataset's; such a loader counts every sample as
     /// length 1, so its positions' fingerprints differ from an eager loader's and
     /// [`Loader::seek`] resumes them on a loader built the same way (a state, by
-    /// [`Loader::restore`] with `elastic_shard`, goes on either way: the lengths are read
-    /// when the other loader's plans needed them). Over a dataset opened by URL it holds as well when
+    /// [`Loader::restore`], goes on either way: the lengths are read when the state's
+    /// loader had them). Over a dataset opened by URL it holds as well when
     /// the plan needs lengths (a token budget, buckets, packing, record-batch boundaries):
     /// building reads each shard's footer, record-batch messages and the length column's
     /// offsets by range requests (`docs/remote.md`), no values, and the loader has the

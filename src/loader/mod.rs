@@ -470,6 +470,11 @@ impl Loader {
             }
             .into());
         }
+        self.go_to(position)
+    }
+
+    /// [`Loader::seek`] to a position of this loader's plans (checked by the caller).
+    fn go_to(&mut self, position: Position) -> Result<()> {
         let old = self.position;
         self.position = (position.epoch, 0);
         let batches = self.current_plan().len();
