@@ -314,10 +314,10 @@ def shuffled_epochs(args, server: S3Server, work: Path) -> None:
         (row,) = rp.timed_epochs(DataLoader(dataset, batch_size=None, num_workers=workers), 1, proxy, count_items)
         rows.append((f"lodtensor {name}", *row))
         print(rows[-1], flush=True)
-    for name, remote, _, run in uploaded_peers(args, server, local, work):
+    for name, remote, stored, run in uploaded_peers(args, server, local, work):
         cache = work / f"{name.split()[0].lower()}-cache"
         (row,) = run(remote, cache, None, batch, proxy, 1, shuffle=True, workers=workers)
-        rows.append((f"{name} `shuffle=True`, cold", *row))
+        rows.append((f"{name} `shuffle=True`, cold ({stored / 2**20:.1f} MiB stored)", *row))
         print(rows[-1], flush=True)
     reference = rows[1][2]
     print("\n| epoch | first batch | epoch | samples | samples/s | requests | MiB received | epoch ÷ ranges' |")
