@@ -38,7 +38,8 @@ seed 1, every value of a batch read once (`sum`):
   a DataLoader (`StreamingDataLoader`) of `--workers` workers, `batch_size` documents
   joined by `torch.cat`; cold (empty cache directory), cache that fits.
 Time to the first batch, the epoch's time, documents, documents/s, the proxy's requests and
-MiB of bodies, and each epoch's time over the `cache="ranges"` DataLoader's. With
+MiB of bodies, moto's CPU seconds meanwhile (its process's, from /proc), and each epoch's
+time over the `cache="ranges"` DataLoader's. With
 `--from-memory` the proxy answers the GETs of objects from a copy it fetched whole once
 (moto reads the whole object for every ranged GET).
 
@@ -249,25 +250,34 @@ def peers(args, server: S3Server, proxy: CountingProxy, local: Path, work: Path)
 
 
 class Requests:
-    """counting_proxy's proxy (python/tests) as remote_peers.timed_epochs reads a proxy:
-    `take()` gives the requests, body bytes and requests by kind since the last take."""
+    """counting_proxy's proxy (python/tests) in front of `server`, as
+    remote_peers.timed_epochs reads a proxy: `take()` gives the requests, body bytes,
+    requests by kind and the server's CPU seconds since the last take."""
 
-    def __init__(self, port: int, from_memory: bool) -> None:
+    def __init__(self, server: S3Server, from_memory: bool) -> None:
         from counting_proxy import CountingProxy as HttpProxy
 
         # Every object with a dot in its name (shards, chunks, indexes; not a bucket's
         # listing) is immutable here: with `from_memory`, served from the proxy's copy.
-        self.proxy = HttpProxy(port, immutable=(lambda name: "." in name) if from_memory else None)
+        self.proxy = HttpProxy(server.port, immutable=(lambda name: "." in name) if from_memory else None)
         self.endpoint = self.proxy.endpoint
+        self.stat = Path(f"/proc/{server.process.pid}/stat")
+        self.cpu = self.server_cpu()
 
-    def take(self) -> tuple[int, int, dict]:
+    def server_cpu(self) -> float:
+        """The server process's CPU seconds so far (user and system; Linux)."""
+        fields = self.stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def take(self) -> tuple[int, int, dict, float]:
         counts, sent = self.proxy.counts(), self.proxy.body_bytes()
         self.proxy.reset()
+        cpu, self.cpu = self.cpu, self.server_cpu()
         kinds: dict = {}
         for (method, _, ranged), n in counts.items():
             kind = f"{method}{' ranged' if ranged else ''}"
             kinds[kind] = kinds.get(kind, 0) + n
-        return sum(counts.values()), sum(sent.values()), kinds
+        return sum(counts.values()), sum(sent.values()), kinds, self.cpu - cpu
 
 
 def count_items(item: dict) -> tuple[int, int]:
@@ -291,7 +301,7 @@ def shuffled_epochs(args, server: S3Server, work: Path) -> None:
     size = sum(s["bytes"] for s in data.shards)
     print(f"{args.data}: {data.num_rows:,} documents, {size / 2**20:.1f} MiB in {data.num_shards} shards; "
           f"lodtensor {lt.__version__}", flush=True)
-    proxy = Requests(server.port, args.from_memory)
+    proxy = Requests(server, args.from_memory)
     options = server.storage_options(proxy.endpoint)
     batch, workers = args.batch_size or 64, args.workers
     loader = {"batch_size": batch, "shuffle": True, "seed": 1, "prefetch": 2}
@@ -320,12 +330,13 @@ def shuffled_epochs(args, server: S3Server, work: Path) -> None:
         rows.append((f"{name} `shuffle=True`, cold ({stored / 2**20:.1f} MiB stored)", *row))
         print(rows[-1], flush=True)
     reference = rows[1][2]
-    print("\n| epoch | first batch | epoch | samples | samples/s | requests | MiB received | epoch ÷ ranges' |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for name, first, seconds, samples, _, (requests, received, kinds) in rows:
+    print("\n| epoch | first batch | epoch | samples | samples/s | requests | MiB received | moto CPU "
+          "| epoch ÷ ranges' |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, first, seconds, samples, _, (requests, received, kinds, cpu) in rows:
         kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items()))
         print(f"| {name} | {first:.2f} s | {seconds:.1f} s | {samples:,} | {samples / seconds:,.0f} | {requests:,} "
-              f"({kinds}) | {received / 2**20:,.1f} | {seconds / reference:.2f}× |")
+              f"({kinds}) | {received / 2**20:,.1f} | {cpu:.1f} s | {seconds / reference:.2f}× |")
 
 
 if __name__ == "__main__":
