@@ -49,8 +49,8 @@ time over the `cache="ranges"` DataLoader's. With
     .venv-bench/bin/python python/bench/bench_remote.py --mib 256 --shard-mib 32 --batch-size 64 --peers
     .venv/bin/python python/bench/bench_remote.py --mib 256 --shard-mib 32 --batch-size 64 \
         --compression none,zstd,lz4 --data token-ids
-    .venv-bench/bin/python python/bench/bench_remote.py --mib 256 --shard-mib 32 --data token-ids \
-        --shuffled-epoch
+    .venv-bench/bin/python python/bench/bench_remote.py --mib 64 --shard-mib 8 --data token-ids \
+        --shuffled-epoch [--from-memory]
 """
 
 from __future__ import annotations
