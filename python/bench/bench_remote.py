@@ -21,12 +21,36 @@ and LitData chunks (`optimize`), uploaded to the same server, and read by each p
 documents, in order), cache fitting and a quarter-size cache, two epochs each. Every
 contender reads through a proxy that counts the bytes the server sends (remote_peers.py).
 
+With `--shuffled-epoch` (issue 41): one shuffled epoch of each contender over the same
+documents (`--data token-ids` for realistic ones), every one through one HTTP proxy in front
+of moto that counts requests (by method, ranged or not) and body bytes
+(python/tests/counting_proxy.py), batches of `--batch-size` documents (64 unless told),
+seed 1, every value of a batch read once (`sum`):
+- lodtensor `cache="ranges"`: `Loader(batch_size, shuffle=True, seed=1, cache="ranges",
+  prefetch=2)` in this process (its `cache_stats()` printed), then the same options through
+  `lodtensor.torch.BatchDataset` in `DataLoader(batch_size=None, num_workers=--workers)`
+  (each worker a rank of the epoch); an empty cache directory each;
+- lodtensor whole-shard cache (the default `cache="shards"`), the same `BatchDataset` and
+  DataLoader: cold (empty cache directory), then warm (every shard in it);
+- MosaicML Streaming `StreamingDataset(remote, local, batch_size, shuffle=True,
+  shuffle_seed=1)` (MDS shards of `--shard-mib`; shuffle_algo py1e and the rest its defaults)
+  and LitData `StreamingDataset(remote, shuffle=True, seed=1)` (chunks of `--shard-mib`) in
+  a DataLoader (`StreamingDataLoader`) of `--workers` workers, `batch_size` documents
+  joined by `torch.cat`; cold (empty cache directory), cache that fits.
+Time to the first batch, the epoch's time, documents, documents/s, the proxy's requests and
+MiB of bodies, moto's CPU seconds meanwhile (its process's, from /proc), and each epoch's
+time over the `cache="ranges"` DataLoader's. With
+`--from-memory` the proxy answers the GETs of objects from a copy it fetched whole once
+(moto reads the whole object for every ranged GET).
+
     .venv/bin/python python/bench/bench_remote.py --mib 512 --shard-mib 64
     .venv/bin/python python/bench/bench_remote.py --mib 512 --shard-mib 64 --batch-size 64
     .venv/bin/python python/bench/bench_remote.py --mib 2048 --shard-mib 64 --order windowed
     .venv-bench/bin/python python/bench/bench_remote.py --mib 256 --shard-mib 32 --batch-size 64 --peers
     .venv/bin/python python/bench/bench_remote.py --mib 256 --shard-mib 32 --batch-size 64 \
         --compression none,zstd,lz4 --data token-ids
+    .venv-bench/bin/python python/bench/bench_remote.py --mib 64 --shard-mib 8 --data token-ids \
+        --shuffled-epoch [--from-memory]
 """
 
 from __future__ import annotations
@@ -99,6 +123,10 @@ def main() -> None:
     parser.add_argument("--peers", action="store_true", help="MosaicML Streaming and LitData too")
     parser.add_argument("--compression", help="codecs to compare, such as none,zstd,lz4")
     parser.add_argument("--data", choices=["features", "token-ids"], default="features")
+    parser.add_argument("--shuffled-epoch", action="store_true", help="issue 41's shuffled epochs, peers included")
+    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers of --shuffled-epoch")
+    parser.add_argument("--from-memory", action="store_true",
+                        help="--shuffled-epoch: objects served by the proxy from its copy (moto asked once each)")
     args = parser.parse_args()
     if args.batch_size:
         loader = {"batch_size": args.batch_size}
@@ -114,6 +142,8 @@ def main() -> None:
     try:
         if args.compression:
             return compressed(args, loader, server, proxy, work)
+        if args.shuffled_epoch:
+            return shuffled_epochs(args, server, work)
         local = work / "local"
         lt.write_shards(local, documents(args.mib, data=args.data), shard_bytes=args.shard_mib << 20)
         url = server.upload_dir(local, "bench", "tokens")
@@ -175,9 +205,9 @@ def compressed(args, loader: dict, server: S3Server, proxy: CountingProxy, work:
               f" {tokens / cold / 1e6:8.2f} {warm:10.2f}s {tokens / warm / 1e6:8.2f} {held / 2**20:10.1f}")
 
 
-def peers(args, server: S3Server, proxy: CountingProxy, local: Path, work: Path) -> list[tuple]:
-    """MosaicML Streaming and LitData from the same bucket: two epochs with a cache that fits,
-    two with a quarter-size cache; rows as main's, fetched relative to the peer's own bytes."""
+def uploaded_peers(args, server: S3Server, local: Path, work: Path):
+    """Each installed peer (MosaicML Streaming, LitData): its name, the documents of `local`
+    in its format in the bucket (URL), their bytes, and its epochs' function (remote_peers)."""
     import multiprocessing
 
     import remote_peers as rp
@@ -186,9 +216,7 @@ def peers(args, server: S3Server, proxy: CountingProxy, local: Path, work: Path)
         AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
         AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true",
     )
-    batch = args.batch_size or 64
     client = server.client()
-    out = []
     for name, write, run in (
         ("MosaicML Streaming", rp.write_mds, rp.mosaic_epochs),
         ("LitData", rp.write_litdata, rp.litdata_epochs),
@@ -200,16 +228,116 @@ def peers(args, server: S3Server, proxy: CountingProxy, local: Path, work: Path)
             continue
         multiprocessing.set_start_method("fork", force=True)  # LitData's optimize sets spawn
         stored = sum(p.stat().st_size for p in formatted.rglob("*") if p.is_file())
-        remote = rp.upload_tree(client, formatted, "bench", formatted.name)
+        yield name, rp.upload_tree(client, formatted, "bench", formatted.name), stored, run
+
+
+def peers(args, server: S3Server, proxy: CountingProxy, local: Path, work: Path) -> list[tuple]:
+    """MosaicML Streaming and LitData from the same bucket: two epochs with a cache that fits,
+    two with a quarter-size cache; rows as main's, fetched relative to the peer's own bytes."""
+    batch = args.batch_size or 64
+    out = []
+    for name, remote, stored, run in uploaded_peers(args, server, local, work):
+        cache = work / f"{name.split()[0].lower()}-cache"
         for label, limit in (("cache fits", None), ("limit 1/4", stored // 4)):
             try:
-                epochs = run(remote, work / f"{formatted.name}-cache", limit, batch, proxy, 2)
+                epochs = run(remote, cache, limit, batch, proxy, 2)
             except Exception as e:  # a peer that cannot read the bucket: say so, go on
                 print(f"{name}, {label}: {type(e).__name__}: {e}")
                 continue
-            for i, (first, seconds, tokens, fetched) in enumerate(epochs):
+            for i, (first, seconds, _, tokens, fetched) in enumerate(epochs):
                 out.append((f"{name}, {label}, epoch {i + 1}", first, seconds, tokens, fetched, stored))
     return out
+
+
+class Requests:
+    """counting_proxy's proxy (python/tests) in front of `server`, as
+    remote_peers.timed_epochs reads a proxy: `take()` gives the requests, body bytes,
+    requests by kind and the server's CPU seconds since the last take."""
+
+    def __init__(self, server: S3Server, from_memory: bool) -> None:
+        from counting_proxy import CountingProxy as HttpProxy
+
+        # Every object with a dot in its name (shards, chunks, indexes; not a bucket's
+        # listing) is immutable here: with `from_memory`, served from the proxy's copy.
+        self.proxy = HttpProxy(server.port, immutable=(lambda name: "." in name) if from_memory else None)
+        self.endpoint = self.proxy.endpoint
+        self.stat = Path(f"/proc/{server.process.pid}/stat")
+        self.cpu = self.server_cpu()
+
+    def server_cpu(self) -> float:
+        """The server process's CPU seconds so far (user and system; Linux)."""
+        fields = self.stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def take(self) -> tuple[int, int, dict, float]:
+        counts, sent = self.proxy.counts(), self.proxy.body_bytes()
+        self.proxy.reset()
+        cpu, self.cpu = self.cpu, self.server_cpu()
+        kinds: dict = {}
+        for (method, _, ranged), n in counts.items():
+            kind = f"{method}{' ranged' if ranged else ''}"
+            kinds[kind] = kinds.get(kind, 0) + n
+        return sum(counts.values()), sum(sent.values()), kinds, self.cpu - cpu
+
+
+def count_items(item: dict) -> tuple[int, int]:
+    """Documents and tokens of a `BatchDataset` item, every value read once (`sum`)."""
+    values = item["tokens"]["values"]
+    values.sum()
+    return len(item["samples"]), int(values.shape[0])
+
+
+def shuffled_epochs(args, server: S3Server, work: Path) -> None:
+    """Issue 41's shuffled epochs (module docstring): one epoch of each contender through
+    one proxy counting requests and bytes; prints a Markdown table."""
+    import remote_peers as rp
+    from torch.utils.data import DataLoader
+    from lodtensor.torch import BatchDataset
+
+    local = work / "local"
+    lt.write_shards(local, documents(args.mib, data=args.data), shard_bytes=args.shard_mib << 20)
+    url = server.upload_dir(local, "bench", "tokens")
+    data = lt.open(local)
+    size = sum(s["bytes"] for s in data.shards)
+    print(f"{args.data}: {data.num_rows:,} documents, {size / 2**20:.1f} MiB in {data.num_shards} shards; "
+          f"lodtensor {lt.__version__}", flush=True)
+    proxy = Requests(server, args.from_memory)
+    options = server.storage_options(proxy.endpoint)
+    batch, workers = args.batch_size or 64, args.workers
+    loader = {"batch_size": batch, "shuffle": True, "seed": 1, "prefetch": 2}
+    rows = []
+    ds = lt.open(url, storage_options=options, cache_dir=work / "cache-in-process")
+    proxy.take()
+    first, seconds, tokens = epoch(ds, {**loader, "cache": "ranges"})
+    name = 'lodtensor `cache="ranges"`, Loader in this process'
+    rows.append((name, first, seconds, ds.num_rows, tokens, proxy.take()))
+    stats = ds.cache_stats()
+    print(f"in process, cache_stats: {stats['range_requests']:,} range requests, {stats['range_bytes']:,} bytes; "
+          f"metadata {stats['metadata_requests']:,} requests, {stats['metadata_bytes']:,} bytes; "
+          f"{stats['shards_downloaded']} shards downloaded", flush=True)
+    for name, cache, extra in (
+        ('`cache="ranges"`', "cache-ranges", {"cache": "ranges"}),
+        ("whole-shard cache, cold", "cache", {}),
+        ("whole-shard cache, warm", "cache", {}),
+    ):
+        dataset = BatchDataset(url, storage_options=options, cache_dir=work / cache, **loader, **extra)
+        (row,) = rp.timed_epochs(DataLoader(dataset, batch_size=None, num_workers=workers), 1, proxy, count_items)
+        rows.append((f"lodtensor {name}", *row))
+        print(rows[-1], flush=True)
+    for name, remote, stored, run in uploaded_peers(args, server, local, work):
+        cache = work / f"{name.split()[0].lower()}-cache"
+        (row,) = run(remote, cache, None, batch, proxy, 1, shuffle=True, workers=workers)
+        rows.append((f"{name} `shuffle=True`, cold ({stored / 2**20:.1f} MiB stored)", *row))
+        print(rows[-1], flush=True)
+    reference = rows[1][2]
+    print("\n| epoch | first batch | epoch | samples | samples/s | requests | MiB received | moto CPU "
+          "| epoch ÷ ranges' |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, first, seconds, samples, _, (requests, received, kinds, cpu) in rows:
+        kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items()))
+        print(f"| {name} | {first:.2f} s | {seconds:.1f} s | {samples:,} | {samples / seconds:,.0f} | {requests:,} "
+              f"({kinds}) | {received / 2**20:,.1f} | {cpu:.1f} s | {seconds / reference:.2f}× |")
+
 
 if __name__ == "__main__":
     main()

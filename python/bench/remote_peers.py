@@ -14,8 +14,6 @@ from pathlib import Path
 import numpy as np
 from s3_server import pipe  # python/tests, on the path bench_remote.py sets
 
-DIM = 64
-
 
 class CountingProxy:
     """127.0.0.1:`port` -> `upstream` (host, port); `received` counts the bytes the server
@@ -58,18 +56,23 @@ class CountingProxy:
 
 
 def per_document(local: Path):
-    """Each document of the lodtensor dataset at `local` as {"tokens": float32 [n, 64]}."""
+    """Each document of the lodtensor dataset at `local` as {"tokens": its values}: float32
+    [n, 64] features or int32 [n] token ids."""
     import lodtensor as lt
 
     for batch in lt.open(local).loader(batch_size=1):
-        yield {"tokens": np.array(batch.values("tokens")).reshape(-1, DIM)}
+        yield {"tokens": np.array(batch.values("tokens"))}
 
 
 def write_mds(local: Path, out: Path, shard_mib: int) -> None:
     from streaming import MDSWriter
 
-    with MDSWriter(out=str(out), columns={"tokens": "ndarray:float32"}, size_limit=shard_mib << 20) as w:
-        for doc in per_document(local):
+    docs = per_document(local)
+    first = next(docs)
+    columns = {"tokens": f"ndarray:{first['tokens'].dtype.name}"}
+    with MDSWriter(out=str(out), columns=columns, size_limit=shard_mib << 20) as w:
+        w.write(first)
+        for doc in docs:
             w.write(doc)
 
 
@@ -106,27 +109,39 @@ def upload_tree(client, root: Path, bucket: str, prefix: str) -> str:
 
 
 def concat(items: list[dict]):
+    """A peer's batch: its documents' tokens joined (`torch.cat`), and how many documents."""
     import torch
 
-    return torch.cat([torch.as_tensor(np.asarray(i["tokens"])).reshape(-1, DIM) for i in items])
+    return torch.cat([torch.as_tensor(np.asarray(i["tokens"])) for i in items]), len(items)
 
 
-def timed_epochs(loader, epochs: int, proxy: CountingProxy) -> list[tuple[float, float, int, int]]:
-    """Per epoch: seconds to the first batch, seconds, tokens, bytes through the proxy."""
+def count_joined(batch) -> tuple[int, int]:
+    """Documents and tokens of a batch `concat` made, every value read once (`sum`)."""
+    values, documents = batch
+    values.sum()
+    return documents, int(values.shape[0])
+
+
+def timed_epochs(loader, epochs: int, proxy, count=count_joined) -> list[tuple]:
+    """Per epoch: seconds to the first batch, seconds, documents, tokens (`count(batch)`
+    gives a batch's, reading its values), and `proxy.take()` after the epoch (what the
+    proxy counted during it)."""
     out = []
     for _ in range(epochs):
         proxy.take()
         start = time.perf_counter()
-        first, tokens = None, 0
+        first, documents, tokens = None, 0, 0
         for batch in loader:
             first = first or time.perf_counter() - start
-            tokens += int(batch.shape[0])
-            batch.sum()
-        out.append((first or 0.0, time.perf_counter() - start, tokens, proxy.take()))
+            d, t = count(batch)
+            documents, tokens = documents + d, tokens + t
+        out.append((first or 0.0, time.perf_counter() - start, documents, tokens, proxy.take()))
     return out
 
 
-def mosaic_epochs(remote: str, cache: Path, limit: int | None, batch: int, proxy: CountingProxy, epochs: int):
+def mosaic_epochs(
+    remote: str, cache: Path, limit: int | None, batch: int, proxy, epochs: int, shuffle: bool = False, workers: int = 2
+):
     import streaming
     from streaming.base.util import clean_stale_shared_memory
     from torch.utils.data import DataLoader
@@ -135,13 +150,15 @@ def mosaic_epochs(remote: str, cache: Path, limit: int | None, batch: int, proxy
     shutil.rmtree(cache, ignore_errors=True)
     os.environ["S3_ENDPOINT_URL"] = proxy.endpoint
     ds = streaming.StreamingDataset(
-        remote=remote, local=str(cache), cache_limit=limit, batch_size=batch, shuffle=False
+        remote=remote, local=str(cache), cache_limit=limit, batch_size=batch, shuffle=shuffle, shuffle_seed=1
     )
-    dl = DataLoader(ds, batch_size=batch, num_workers=2, collate_fn=concat)
+    dl = DataLoader(ds, batch_size=batch, num_workers=workers, collate_fn=concat)
     return timed_epochs(dl, epochs, proxy)
 
 
-def litdata_epochs(remote: str, cache: Path, limit: int | None, batch: int, proxy: CountingProxy, epochs: int):
+def litdata_epochs(
+    remote: str, cache: Path, limit: int | None, batch: int, proxy, epochs: int, shuffle: bool = False, workers: int = 2
+):
     import litdata
     from litdata.streaming import downloader
 
@@ -152,8 +169,8 @@ def litdata_epochs(remote: str, cache: Path, limit: int | None, batch: int, prox
     os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
     kwargs = {"max_cache_size": limit} if limit else {}
     ds = litdata.StreamingDataset(
-        remote, cache_dir=str(cache), shuffle=False,
+        remote, cache_dir=str(cache), shuffle=shuffle, seed=1,
         storage_options={"endpoint_url": proxy.endpoint}, **kwargs,
     )
-    dl = litdata.StreamingDataLoader(ds, batch_size=batch, num_workers=2, collate_fn=concat)
+    dl = litdata.StreamingDataLoader(ds, batch_size=batch, num_workers=workers, collate_fn=concat)
     return timed_epochs(dl, epochs, proxy)

@@ -83,10 +83,21 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Dropping a `Prefetch` joins its thread: not in a forked child, where the thread
-        // does not exist. Its queue and handle are leaked there.
-        if self.forked() {
-            std::mem::forget(std::mem::replace(&mut self.state, State::Broken));
+        match std::mem::replace(&mut self.state, State::Broken) {
+            // Dropping a `Prefetch` joins its thread: not in a forked child, where the
+            // thread does not exist. Its queue and handle are leaked there.
+            State::Running(prefetch, pid) if pid != std::process::id() => {
+                std::mem::forget(prefetch)
+            }
+            // The thread may be making a batch that waits for the GIL (a Python credentials
+            // provider, a server in this process): joined with the GIL released (a `Loader`
+            // is dropped holding it), else neither ever ends.
+            State::Running(prefetch, _) => {
+                let mut prefetch = Some(prefetch);
+                let _ = Python::try_attach(|py| py.detach(|| drop(prefetch.take())));
+                drop(prefetch); // the interpreter is shutting down: joined as it is
+            }
+            State::Idle(_) | State::Broken => {}
         }
     }
 }

@@ -1,6 +1,7 @@
 """Sharded datasets in object storage: lt.open("s3://…") against moto's S3 server on
 127.0.0.1, read through the node's shard cache exactly as the local dataset."""
 
+import json
 import multiprocessing
 import os
 import pickle
@@ -18,6 +19,7 @@ import lodtensor as lt  # noqa: E402
 from conftest import documents, inside_mapping, ray_init  # noqa: E402
 from counting_proxy import CountingProxy  # noqa: E402
 from s3_server import FaultProxy, S3Server, s3  # noqa: E402, F401 (s3: the fixture)
+from script_run import run_json  # noqa: E402
 
 LOADER_MODES = [
     {"batch_size": 7},
@@ -124,6 +126,45 @@ def test_a_loader_reading_by_ranges_gives_the_default_loader_s_batches(remote, s
     assert stats["range_bytes"] > 0
     with pytest.raises(lt.ArgumentError, match="cache"):
         ds.loader(cache="disk")
+
+
+# A child process reading through a proxy of its own (Python threads, in that process) whose
+# every GET waits a while: its first batch taken, the loader is dropped while the prefetch
+# thread still waits for the proxy's answers.
+DROP_WHILE_PREFETCHING = """
+import json, sys, time
+sys.path.insert(0, sys.argv[5])
+import lodtensor as lt
+import counting_proxy
+
+url, options, cache, port = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+forward = counting_proxy._Handler._forward
+
+def slowly(handler):
+    time.sleep(0.05)
+    forward(handler)
+
+counting_proxy._Handler.do_GET = slowly
+proxy = counting_proxy.CountingProxy(port)
+ds = lt.open(url, storage_options={**options, "aws_endpoint": proxy.endpoint}, cache_dir=cache)
+loader = ds.loader(batch_size=1, prefetch=4, cache="ranges")
+it = iter(loader)
+first = next(it).samples.tolist()
+del it, loader
+print(json.dumps({"first": first, "requests": sum(proxy.counts().values())}))
+"""
+
+
+def test_a_loader_dropped_while_its_thread_waits_for_this_process_lets_it_finish(s3, remote, tmp_path):
+    # Dropping a prefetching loader joins its thread, whose requests wait for the proxy's
+    # threads: joined with the GIL held, neither would end (the child's timeout fails this).
+    script = tmp_path / "drop.py"
+    script.write_text(DROP_WHILE_PREFETCHING)
+    url, options = remote
+    tests = os.path.dirname(os.path.abspath(__file__))
+    got = run_json(script, url, json.dumps(options), tmp_path / "cache", s3.port, tests, timeout=60)
+    assert got["first"] == [0]
+    assert got["requests"] > 1, got  # the thread read ahead
 
 
 def test_a_second_open_downloads_nothing(remote, tmp_path):
