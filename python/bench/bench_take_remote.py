@@ -23,6 +23,7 @@ Documents of int32 token ids (Zipf over a 50,257-word vocabulary), documents →
 of 1–16 → tokens of 4–48, one column `tokens` (large_list<large_list<int32>>).
 
     python python/bench/bench_take_remote.py --rows 100000 --shard-mib 4
+    python python/bench/bench_take_remote.py --rows 100000 --shard-mib 4 --compression zstd --single 0
 
 (a python with moto, boto3, urllib3, pylance and this lodtensor built in release;
 `--no-lance` leaves Lance out, for a python without pylance).
@@ -182,11 +183,14 @@ def counted(proxy: CountingProxy, f) -> tuple[int, int]:
     return sum(proxy.counts().values()), sum(proxy.body_bytes().values())
 
 
-def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxied, takes, repeat, rng, work):
+def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxied, takes, repeat, rng, work, compressed):
     """Markdown rows of the takes of `takes` random rows: times (best of `repeat`), rows/s,
     requests and bytes (a timed run's from cache_stats; both sides' first take after open
-    through the proxy, and Lance's second; `lance_url` None: lodtensor alone)."""
+    through the proxy, and Lance's second; `lance_url` None: lodtensor alone). With
+    `compressed` shards (downloaded whole by a take), each timed take opens the dataset
+    with an empty cache (its manifest and index read in the time)."""
     ds = lt.open(url, storage_options=direct, cache_dir=work / "cache-many")
+    cold = iter(range(10**9))
     if lance_url is not None:
         import lance
 
@@ -198,9 +202,16 @@ def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxie
         runs = []
         for _ in range(repeat):
             got = []
-            runs.append(stat_delta(ds, lambda: got.append(ds.take(rows))))
+            if compressed:
+                start = time.perf_counter()
+                fresh = lt.open(url, storage_options=direct, cache_dir=work / f"cache-cold-{next(cold)}")
+                got.append(fresh.take(rows))
+                stats = fresh.cache_stats()
+                runs.append((time.perf_counter() - start, stats["shards_downloaded"], stats["bytes_downloaded"]))
+            else:
+                runs.append(stat_delta(ds, lambda: got.append(ds.take(rows))))
         ours, requests, nbytes = min(runs)
-        assert ds.cache_stats()["shards_downloaded"] == 0
+        assert compressed or ds.cache_stats()["shards_downloaded"] == 0
         fresh = lt.open(url, storage_options=proxied, cache_dir=work / f"cache-count-{n}")
         ours_cold = counted(proxy, lambda: fresh.take(rows))
         out.append(
@@ -234,6 +245,11 @@ def main() -> None:
     parser.add_argument("--takes", default="10000,100000", help="sizes of the random takes")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each take (the best kept)")
     parser.add_argument("--no-lance", action="store_true", help="lodtensor and the bare GETs alone")
+    parser.add_argument(
+        "--compression",
+        choices=["zstd", "lz4"],
+        help="shards' record batches compressed: a take downloads their shards (requests: shards, bytes: downloaded)",
+    )
     args = parser.parse_args()
     if not args.no_lance:
         import lance
@@ -246,7 +262,7 @@ def main() -> None:
         table = token_documents(args.rows)
         local = work / "local"
         start = time.perf_counter()
-        lt.write_shards(local, table, shard_bytes=args.shard_mib << 20)
+        lt.write_shards(local, table, shard_bytes=args.shard_mib << 20, compression=args.compression)
         url = server.upload_dir(local, "bench", "tokens")
         written = time.perf_counter() - start
         ds = lt.open(local)
@@ -254,7 +270,7 @@ def main() -> None:
         tokens = len(table.column("tokens").combine_chunks().flatten().flatten())
         print(
             f"{args.rows:,} documents, {tokens:,} tokens; lodtensor {size / 2**20:.1f} MiB in {ds.num_shards} shards "
-            f"(written + uploaded in {written:.1f} s); lodtensor {lt.__version__}",
+            f"(written + uploaded in {written:.1f} s, compression {args.compression}); lodtensor {lt.__version__}",
             flush=True,
         )
         lance_url = None if args.no_lance else "s3://bench/lance/tokens.lance"
@@ -280,14 +296,15 @@ def main() -> None:
         def lance_open(endpoint: str):
             return lance.dataset(lance_url, storage_options=lance_options(endpoint))
 
-        lines += single_rows(
-            url, direct, proxied, proxy, server, None if lance_url is None else lance_open, rows, work
-        )
+        if args.single:
+            lines += single_rows(
+                url, direct, proxied, proxy, server, None if lance_url is None else lance_open, rows, work
+            )
         print("\n".join(lines), flush=True)
         takes = [int(n) for n in args.takes.split(",") if n]
         lines += many_rows(
             url, direct, proxied, proxy, lance_url, lance_options(server.endpoint),
-            lance_options(proxy.endpoint), takes, args.repeat, rng, work,
+            lance_options(proxy.endpoint), takes, args.repeat, rng, work, args.compression is not None,
         )
         print("\nsingle row: ms p50 / p99; requests and bytes: mean per row (cache_stats)")
         print("\n".join(lines))
