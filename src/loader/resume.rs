@@ -146,9 +146,10 @@ impl Loader {
         }
         let differs = self.mixture_differs(state);
         let (own, saved) = (self.fingerprint(), position.fingerprint);
+        let same_data = self.same_data(saved.lengths)?;
         // The same options over the same samples (counted or measured): the same plan.
-        let same = (own.options, own.record_batches) == (saved.options, saved.record_batches)
-            && self.same_data(saved.lengths)?;
+        let same =
+            (own.options, own.record_batches) == (saved.options, saved.record_batches) && same_data;
         if same && differs.is_empty() && self.same_stream(state) && self.made_parts(state) {
             return self.go_to(position);
         }
@@ -160,7 +161,7 @@ impl Loader {
         };
         if position.batch == 0 && state.read.is_empty() {
             // At an epoch's start nothing of it was read: any options go on from there.
-            if !self.same_data(position.fingerprint.lengths)? {
+            if !same_data {
                 return refused(vec![LENGTHS_DIFFER]);
             }
             if !differs.is_empty() {
@@ -170,7 +171,7 @@ impl Loader {
             self.take_over(state, 0);
             return Ok(());
         }
-        let mut differs = [self.refused_change(state)?, differs].concat();
+        let mut differs = [self.refused_change(state, same_data), differs].concat();
         differs.dedup();
         if !differs.is_empty() {
             return refused(differs);
@@ -305,15 +306,13 @@ impl Loader {
         own.len() == state.read.len() && own.iter().zip(&state.read).all(|(a, b)| same(a, b))
     }
 
-    /// What keeps `state` from going on under this loader's options, in words.
-    ///
-    /// # Errors
-    /// [`Loader::same_data`]'s.
-    fn refused_change(&mut self, state: &LoaderState) -> Result<Vec<&'static str>> {
+    /// What keeps `state` from going on under this loader's options, in words (`same_data`:
+    /// [`Loader::same_data`] of its lengths).
+    fn refused_change(&self, state: &LoaderState, same_data: bool) -> Vec<&'static str> {
         let saved = &state.position().fingerprint;
         let mut differs = self.fingerprint().differences(saved);
         differs.retain(|d| !d.starts_with("the options") && *d != LENGTHS_DIFFER);
-        if !self.same_data(saved.lengths)? {
+        if !same_data {
             differs.push(LENGTHS_DIFFER);
         }
         let turns = |c: &PlanConfig| matches!(c.ranks, Ranks::Turns { .. });
@@ -337,7 +336,7 @@ impl Loader {
         {
             differs.push("packing (on in one, off in the other)");
         }
-        Ok(differs)
+        differs
     }
 
     /// Whether `saved`, a position's hash of the samples' lengths, is of this loader's
