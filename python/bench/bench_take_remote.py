@@ -190,7 +190,6 @@ def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxie
     `compressed` shards (downloaded whole by a take), each timed take opens the dataset
     with an empty cache (its manifest and index read in the time)."""
     ds = lt.open(url, storage_options=direct, cache_dir=work / "cache-many")
-    cold = iter(range(10**9))
     if lance_url is not None:
         import lance
 
@@ -200,13 +199,13 @@ def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxie
         rows = rng.integers(0, ds.num_rows, n)
         index = pa.array(rows, pa.uint64())
         runs = []
-        for _ in range(repeat):
+        for k in range(repeat):
             got = []
             if compressed:
                 start = time.perf_counter()
-                fresh = lt.open(url, storage_options=direct, cache_dir=work / f"cache-cold-{next(cold)}")
-                got.append(fresh.take(rows))
-                stats = fresh.cache_stats()
+                cold = lt.open(url, storage_options=direct, cache_dir=work / f"cache-cold-{n}-{k}")
+                got.append(cold.take(rows))
+                stats = cold.cache_stats()
                 runs.append((time.perf_counter() - start, stats["shards_downloaded"], stats["bytes_downloaded"]))
             else:
                 runs.append(stat_delta(ds, lambda: got.append(ds.take(rows))))

@@ -17,15 +17,22 @@ def steps(batches: list, world: int) -> list[list]:
     return [batches[i : i + world] for i in range(0, len(batches), world)]
 
 
-def test_a_batch_size_schedule_switches_at_the_first_step_past_each_point(docs_path: Path) -> None:
-    points = [(0, 2), (500, 5), (1500, 3)]
-    batches = list(lt.open(docs_path).loader(batch_size=points, shuffle=True, seed=4))
+def scheduled_sizes(batches: list, points: list[tuple[int, int]]) -> list[int]:
+    """Each batch's size by `points` at the tokens read before it, each batch checked to be
+    within it."""
     read, sizes = 0, []
     for b in batches:
         size = next(v for p, v in reversed(points) if p <= read)
         assert len(b.samples) <= size
         sizes.append(size)
         read += b.tokens
+    return sizes
+
+
+def test_a_batch_size_schedule_switches_at_the_first_step_past_each_point(docs_path: Path) -> None:
+    points = [(0, 2), (500, 5), (1500, 3)]
+    batches = list(lt.open(docs_path).loader(batch_size=points, shuffle=True, seed=4))
+    sizes = scheduled_sizes(batches, points)
     assert sorted(s for b in batches for s in b.samples.tolist()) == list(range(200))
     assert [s for i, s in enumerate(sizes) if i == 0 or sizes[i - 1] != s] == [2, 5, 3]
 
@@ -183,12 +190,7 @@ def test_a_mixture_takes_a_batch_size_schedule_but_no_pack_schedule(docs_path: P
     mixture = lt.mix([a, b], [(0, [0.8, 0.2]), (2000, [0.2, 0.8])], seed=1)
     points = [(0, 3), (1000, 8)]
     batches = list(mixture.loader(batch_size=points, shuffle=True, seed=2))
-    read, sizes = 0, []
-    for batch in batches:
-        size = next(v for p, v in reversed(points) if p <= read)
-        assert len(batch.samples) <= size
-        sizes.append(size)
-        read += batch.tokens
+    sizes = scheduled_sizes(batches, points)
     assert sizes[0] == 3 and sizes[-2] == 8
     check_mixture_epoch(source_rows(batches), [200, 50])
     with pytest.raises(lt.LodTensorError, match="pack length schedule is not for a mixture"):
