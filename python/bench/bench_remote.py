@@ -32,6 +32,10 @@ seed 1, every value of a batch read once (`sum`):
   (each worker a rank of the epoch); an empty cache directory each;
 - lodtensor whole-shard cache (the default `cache="shards"`), the same `BatchDataset` and
   DataLoader: cold (empty cache directory), then warm (every shard in it);
+- all of lodtensor's again with the windowed shuffle (`chunk_rows=--chunk-rows`,
+  `window=--window`: runs of 64 documents through a window of 1,024 unless told), the
+  shuffle of the kind the peers' are (shards in a seeded order, samples shuffled within
+  a span of them);
 - MosaicML Streaming `StreamingDataset(remote, local, batch_size, shuffle=True,
   shuffle_seed=1)` (MDS shards of `--shard-mib`; shuffle_algo py1e and the rest its defaults)
   and LitData `StreamingDataset(remote, shuffle=True, seed=1)` (chunks of `--shard-mib`) in
@@ -125,6 +129,8 @@ def main() -> None:
     parser.add_argument("--data", choices=["features", "token-ids"], default="features")
     parser.add_argument("--shuffled-epoch", action="store_true", help="issue 41's shuffled epochs, peers included")
     parser.add_argument("--workers", type=int, default=2, help="DataLoader workers of --shuffled-epoch")
+    parser.add_argument("--chunk-rows", type=int, default=64, help="--shuffled-epoch: the windowed shuffle's runs")
+    parser.add_argument("--window", type=int, default=1024, help="--shuffled-epoch: the windowed shuffle's window")
     parser.add_argument("--from-memory", action="store_true",
                         help="--shuffled-epoch: objects served by the proxy from its copy (moto asked once each)")
     args = parser.parse_args()
@@ -304,32 +310,39 @@ def shuffled_epochs(args, server: S3Server, work: Path) -> None:
     proxy = Requests(server, args.from_memory)
     options = server.storage_options(proxy.endpoint)
     batch, workers = args.batch_size or 64, args.workers
-    loader = {"batch_size": batch, "shuffle": True, "seed": 1, "prefetch": 2}
+    shuffles = {
+        "`shuffle=True`": {"shuffle": True},
+        f"windowed (`chunk_rows={args.chunk_rows}, window={args.window}`)": {
+            "shuffle": True, "chunk_rows": args.chunk_rows, "window": args.window},
+    }
     rows = []
-    ds = lt.open(url, storage_options=options, cache_dir=work / "cache-in-process")
-    proxy.take()
-    first, seconds, tokens = epoch(ds, {**loader, "cache": "ranges"})
-    name = 'lodtensor `cache="ranges"`, Loader in this process'
-    rows.append((name, first, seconds, ds.num_rows, tokens, proxy.take()))
-    stats = ds.cache_stats()
-    print(f"in process, cache_stats: {stats['range_requests']:,} range requests, {stats['range_bytes']:,} bytes; "
-          f"metadata {stats['metadata_requests']:,} requests, {stats['metadata_bytes']:,} bytes; "
-          f"{stats['shards_downloaded']} shards downloaded", flush=True)
-    for name, cache, extra in (
-        ('`cache="ranges"`', "cache-ranges", {"cache": "ranges"}),
-        ("whole-shard cache, cold", "cache", {}),
-        ("whole-shard cache, warm", "cache", {}),
-    ):
-        dataset = BatchDataset(url, storage_options=options, cache_dir=work / cache, **loader, **extra)
-        (row,) = rp.timed_epochs(DataLoader(dataset, batch_size=None, num_workers=workers), 1, proxy, count_items)
-        rows.append((f"lodtensor {name}", *row))
-        print(rows[-1], flush=True)
+    for kind, shuffle in shuffles.items():
+        loader = {"batch_size": batch, "seed": 1, "prefetch": 2, **shuffle}
+        ds = lt.open(url, storage_options=options, cache_dir=work / f"cache-in-process-{len(rows)}")
+        proxy.take()
+        first, seconds, tokens = epoch(ds, {**loader, "cache": "ranges"})
+        name = f'lodtensor `cache="ranges"`, {kind}, Loader in this process'
+        rows.append((name, first, seconds, ds.num_rows, tokens, proxy.take()))
+        stats = ds.cache_stats()
+        print(f"in process, cache_stats: {stats['range_requests']:,} range requests, {stats['range_bytes']:,} bytes; "
+              f"metadata {stats['metadata_requests']:,} requests, {stats['metadata_bytes']:,} bytes; "
+              f"{stats['shards_downloaded']} shards downloaded", flush=True)
+        shards = f"cache-{len(rows)}"
+        for name, cache, extra in (
+            ('`cache="ranges"`', f"cache-ranges-{len(rows)}", {"cache": "ranges"}),
+            ("whole-shard cache, cold", shards, {}),
+            ("whole-shard cache, warm", shards, {}),
+        ):
+            dataset = BatchDataset(url, storage_options=options, cache_dir=work / cache, **loader, **extra)
+            (row,) = rp.timed_epochs(DataLoader(dataset, batch_size=None, num_workers=workers), 1, proxy, count_items)
+            rows.append((f"lodtensor {name}, {kind}", *row))
+            print(rows[-1], flush=True)
     for name, remote, stored, run in uploaded_peers(args, server, local, work):
         cache = work / f"{name.split()[0].lower()}-cache"
         (row,) = run(remote, cache, None, batch, proxy, 1, shuffle=True, workers=workers)
         rows.append((f"{name} `shuffle=True`, cold ({stored / 2**20:.1f} MiB stored)", *row))
         print(rows[-1], flush=True)
-    reference = rows[1][2]
+    reference = rows[1][2]  # the global shuffle's `cache="ranges"` DataLoader
     print("\n| epoch | first batch | epoch | samples | samples/s | requests | MiB received | moto CPU "
           "| epoch ÷ ranges' |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")

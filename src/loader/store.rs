@@ -29,6 +29,7 @@ use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::row_index::RowIndex;
 
+mod ahead;
 mod lazy;
 mod mapped;
 mod measured;

@@ -13,7 +13,7 @@ use super::position::Fingerprint;
 use super::store::view_rows;
 use super::take_ranges::{Runs, read_by_ranges};
 use crate::dataset::{Column, Dataset};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::MappedFile;
 use crate::io::ipc_reader::MappedDataset;
 use crate::row_index::RowIndex;
@@ -120,41 +120,62 @@ impl ShardedDataset {
     /// a shard at hand mapped whole, a shard not at hand (remote, not in the node's cache)
     /// read by ranges, its runs of rows asked for alone ([`read_by_ranges`]).
     fn take_projected(&self, rows: &[usize], columns: Option<&[&str]>) -> Result<Batch> {
+        self.take_with(rows, columns, |located| {
+            self.rows_by_ranges(located, columns)
+        })
+    }
+
+    /// Rows `rows` of `columns`: those of the shards `read` gives runs for (given every
+    /// `(shard, row)` asked) taken from the runs, which must hold every row asked of such a
+    /// shard; the other shards mapped whole.
+    pub(super) fn take_with(
+        &self,
+        rows: &[usize],
+        columns: Option<&[&str]>,
+        read: impl FnOnce(&[(usize, usize)]) -> Result<HashMap<usize, Runs>>,
+    ) -> Result<Batch> {
         let located = (rows.iter())
             .map(|&r| self.row_index().try_locate(r))
             .collect::<Result<Vec<_>>>()?;
+        let mut ranged = read(&located)?;
         let mut touched: Vec<usize> = located.iter().map(|&(s, _)| s).collect();
         touched.sort_unstable();
         touched.dedup();
-        let mut ranged = self.rows_by_ranges(&touched, &located, columns)?;
-        // What is read, in order, and where each shard's rows are in it.
+        // What is read, in order, and where each shard's rows are in it: (shard, its first
+        // row read, rows read, place in what is read).
         let (mut batches, mut files, mut pieces) = (Vec::new(), Vec::new(), Vec::new());
         let mut at = 0;
         for &shard in &touched {
             match ranged.remove(&shard) {
                 Some(runs) => {
                     for (run, dataset) in runs {
-                        pieces.push((shard, run.start, at));
+                        pieces.push((shard, run.start, run.len(), at));
                         at += dataset.num_rows();
                         batches.push(dataset);
                     }
                 }
                 None => {
                     let file = self.shard(shard)?;
-                    pieces.push((shard, 0, at));
+                    pieces.push((shard, 0, file.num_rows(), at));
                     at += file.num_rows();
                     batches.extend_from_slice(file.batches());
                     files.extend(file.mapped_file().cloned());
                 }
             }
         }
-        let local: Vec<usize> = (located.iter())
+        let local = (located.iter())
             .map(|&(shard, row)| {
-                let i = pieces.partition_point(|&(s, first, _)| (s, first) <= (shard, row)) - 1;
-                let (_, first, start) = pieces[i];
-                start + row - first
+                let i = pieces.partition_point(|&(s, first, ..)| (s, first) <= (shard, row));
+                match i.checked_sub(1).map(|i| pieces[i]) {
+                    Some((s, first, len, start)) if s == shard && row - first < len => {
+                        Ok(start + row - first)
+                    }
+                    _ => Err(Error::internal(format!(
+                        "row {row} of shard {shard} not read"
+                    ))),
+                }
             })
-            .collect();
+            .collect::<Result<Vec<usize>>>()?;
         let mut batch = take_in(&batches, &files, &local, columns, || {
             self.columns().iter().map(|c| c.empty_column()).collect()
         })?;
@@ -162,11 +183,10 @@ impl ShardedDataset {
         Ok(batch)
     }
 
-    /// The rows `located` (shard, row) of the shards of `touched` that are not at hand,
-    /// read by ranges: each such shard's runs, unless it must be mapped.
-    fn rows_by_ranges(
+    /// The rows `located` (shard, row) of shards that are not at hand, read by ranges:
+    /// each such shard's runs, unless it must be mapped (no entry then).
+    pub(super) fn rows_by_ranges(
         &self,
-        touched: &[usize],
         located: &[(usize, usize)],
         columns: Option<&[&str]>,
     ) -> Result<HashMap<usize, Runs>> {
@@ -175,13 +195,9 @@ impl ShardedDataset {
         let mut sorted = located.to_vec();
         sorted.sort_unstable();
         sorted.dedup();
-        let far: Vec<(usize, Vec<usize>)> = (touched.iter())
-            .filter(|&&s| !files.at_hand(s))
-            .map(|&s| {
-                let first = sorted.partition_point(|&(shard, _)| shard < s);
-                let end = sorted.partition_point(|&(shard, _)| shard <= s);
-                (s, sorted[first..end].iter().map(|&(_, r)| r).collect())
-            })
+        let far: Vec<(usize, Vec<usize>)> = (sorted.chunk_by(|a, b| a.0 == b.0))
+            .filter(|rows| !files.at_hand(rows[0].0))
+            .map(|rows| (rows[0].0, rows.iter().map(|&(_, r)| r).collect()))
             .collect();
         if far.is_empty() {
             return Ok(HashMap::new());

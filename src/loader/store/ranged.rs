@@ -3,14 +3,19 @@
 //! the plans of the lazy or measured store (the manifest's rows, or the lengths index, or
 //! the shards' metadata), each batch's rows then taken as `take` takes them — a shard at
 //! hand mapped, any other's rows read by ranges, their bytes alone, nothing written to the
-//! node's cache. A packed batch takes the rows its windows' pieces read and packs them as
-//! the other stores do, over those rows alone.
+//! node's cache; the rows of the coming batches read with them and held
+//! ([`ReadAhead`]). A packed batch takes the rows its windows' pieces read and packs them
+//! as the other stores do, over those rows alone.
 
+use std::ops::Range;
+
+use super::ahead::ReadAhead;
 use super::lazy::{self, each_row, manifest_columns, plans_without_lengths};
 use super::mapped::Places;
 use super::{Opened, PlanInputs, RowStore, batch_of, measured};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::loader::batch::Batch;
 use crate::loader::config::PlanConfig;
 use crate::loader::gather::Gatherer;
 use crate::loader::lengths::{length_column, sample_lengths};
@@ -43,8 +48,16 @@ pub(super) fn open(
     let store = RangedStore {
         data: data.sharing(),
         measure,
+        ahead: ReadAhead::new(mean_row_bytes(data)),
     };
     Ok((Box::new(store), inputs, blend))
+}
+
+/// The bytes of `data`'s shards over its rows (at least 1).
+fn mean_row_bytes(data: &ShardedDataset) -> u64 {
+    let shards = &data.manifest().shards;
+    let bytes: u64 = shards.iter().map(|s| s.bytes).sum();
+    bytes / (data.num_rows() as u64).max(1)
 }
 
 /// Batches taken from the shards, by ranges where a shard is not at hand.
@@ -54,6 +67,8 @@ struct RangedStore {
     data: ShardedDataset,
     /// The length column and level a batch's tokens are counted in.
     measure: Option<(usize, usize)>,
+    /// The rows read for the coming batches.
+    ahead: ReadAhead,
 }
 
 impl RowStore for RangedStore {
@@ -68,7 +83,7 @@ impl RowStore for RangedStore {
             return self.load_packed(plan, index, inputs, gatherer);
         }
         let samples = batch_of(plan, index)?;
-        let batch = self.data.take(samples)?;
+        let batch = self.take(plan, index, samples)?;
         let lengths = sample_lengths(
             std::slice::from_ref(batch.data()),
             self.measure,
@@ -89,9 +104,34 @@ impl RowStore for RangedStore {
     fn is_view(&self, _samples: &[usize], _inputs: &PlanInputs) -> bool {
         false
     }
+
+    fn end_epoch(&mut self) {
+        self.ahead = ReadAhead::new(mean_row_bytes(&self.data));
+    }
 }
 
 impl RangedStore {
+    /// Rows `rows` of batch `index` of `plan`, those of shards not at hand from the rows
+    /// read ahead ([`ReadAhead`]).
+    fn take(&mut self, plan: &Plan, index: usize, rows: &[usize]) -> Result<Batch> {
+        let (data, ahead) = (&self.data, &mut self.ahead);
+        let coming = |batches: Range<usize>| {
+            let mut located = Vec::new();
+            for batch in batches.start..batches.end.min(plan.len()) {
+                each_row(plan, batch, |row| {
+                    let (shard, row) = data.row_index().try_locate(row)?;
+                    located.push((shard, row, batch));
+                    Ok(())
+                })?;
+            }
+            Ok(located)
+        };
+        data.take_with(rows, None, |located| {
+            let read = |wanted: &[(usize, usize)]| data.rows_by_ranges(wanted, None);
+            ahead.runs_for(index, located, data.files(), coming, read)
+        })
+    }
+
     /// Packed batch `index` of `plan`: the rows its windows' pieces read, taken in row
     /// order, then packed as a store holding those rows alone would pack them.
     fn load_packed(
@@ -110,7 +150,7 @@ impl RangedStore {
         })?;
         rows.sort_unstable();
         rows.dedup();
-        let taken = self.data.take(&rows)?;
+        let taken = self.take(plan, index, &rows)?;
         let at = |row: usize| rows.partition_point(|&r| r < row);
         let local = windows.subset(ids, at);
         let one = RowIndex::from_counts([rows.len()]);

@@ -54,7 +54,7 @@ fn epochs(data: &ShardedDataset) -> Vec<(Vec<usize>, Dataset)> {
 }
 
 /// The documents of [`write_local`], each shard compressed with zstd.
-fn write_compressed(dir: &Path) -> Dataset {
+pub(crate) fn write_compressed(dir: &Path) -> Dataset {
     let ds = documents(5, 120);
     let write =
         lodtensor::WriteOptions::default().with_compression(lodtensor::IpcCompression::Zstd);
