@@ -32,6 +32,8 @@ seed 1, every value of a batch read once (`sum`):
   (each worker a rank of the epoch); an empty cache directory each;
 - lodtensor whole-shard cache (the default `cache="shards"`), the same `BatchDataset` and
   DataLoader: cold (empty cache directory), then warm (every shard in it);
+- with `--range-gap N`, the `cache="ranges"` epochs open the dataset with `range_gap=N`
+  (0: each row's bytes alone; default 1 MiB);
 - all of lodtensor's again with the windowed shuffle (`chunk_rows=--chunk-rows`,
   `window=--window`: runs of 64 documents through a window of 1,024 unless told), the
   shuffle of the kind the peers' are (shards in a seeded order, samples shuffled within
@@ -131,6 +133,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="DataLoader workers of --shuffled-epoch")
     parser.add_argument("--chunk-rows", type=int, default=64, help="--shuffled-epoch: the windowed shuffle's runs")
     parser.add_argument("--window", type=int, default=1024, help="--shuffled-epoch: the windowed shuffle's window")
+    parser.add_argument("--range-gap", type=int, help="--shuffled-epoch: lt.open's range_gap for the ranges epochs")
     parser.add_argument("--from-memory", action="store_true",
                         help="--shuffled-epoch: objects served by the proxy from its copy (moto asked once each)")
     args = parser.parse_args()
@@ -318,7 +321,8 @@ def shuffled_epochs(args, server: S3Server, work: Path) -> None:
     rows = []
     for kind, shuffle in shuffles.items():
         loader = {"batch_size": batch, "seed": 1, "prefetch": 2, **shuffle}
-        ds = lt.open(url, storage_options=options, cache_dir=work / f"cache-in-process-{len(rows)}")
+        ds = lt.open(url, storage_options=options, cache_dir=work / f"cache-in-process-{len(rows)}",
+                     range_gap=args.range_gap)
         proxy.take()
         first, seconds, tokens = epoch(ds, {**loader, "cache": "ranges"})
         name = f'lodtensor `cache="ranges"`, {kind}, Loader in this process'
@@ -329,7 +333,7 @@ def shuffled_epochs(args, server: S3Server, work: Path) -> None:
               f"{stats['shards_downloaded']} shards downloaded", flush=True)
         shards = f"cache-{len(rows)}"
         for name, cache, extra in (
-            ('`cache="ranges"`', f"cache-ranges-{len(rows)}", {"cache": "ranges"}),
+            ('`cache="ranges"`', f"cache-ranges-{len(rows)}", {"cache": "ranges", "range_gap": args.range_gap}),
             ("whole-shard cache, cold", shards, {}),
             ("whole-shard cache, warm", shards, {}),
         ):

@@ -85,6 +85,7 @@ def open(  # noqa: A001
     storage_options: dict[str, str] | None = None,
     cache_dir: str | os.PathLike | None = None,
     cache_limit: int | str | None = None,
+    range_gap: int | None = None,
 ) -> Dataset | ShardedDataset:
     """Opens the dataset file, or the sharded dataset directory or URL, at ``path``.
 
@@ -114,7 +115,9 @@ def open(  # noqa: A001
     ``aws_secret_access_key``, ``aws_region``, ``aws_allow_http``, ...); without them the
     environment's ``AWS_*`` variables apply. ``cache_limit`` (bytes, or a size like
     ``"20GB"``) bounds what the cache keeps of the dataset. ``cache_stats()`` says what was
-    downloaded. A missing bucket or manifest raises ``FileNotFoundError``, refused
+    downloaded. Rows read by range requests (``take``, ``row``, ``loader(cache="ranges")``)
+    merge two byte ranges of a shard into one request across a gap of at most
+    ``range_gap`` bytes (default 1 MiB; ``0``: the rows' own bytes alone, more requests). A missing bucket or manifest raises ``FileNotFoundError``, refused
     credentials ``PermissionError``, a shard whose bytes disagree with the manifest
     ``InvalidFileError`` naming it (``docs/remote.md``).
 
@@ -129,6 +132,7 @@ def open(  # noqa: A001
         storage_options,
         cache_dir,
         cache_limit,
+        range_gap,
     )
 
 

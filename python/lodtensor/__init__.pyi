@@ -156,6 +156,7 @@ def open(
     storage_options: dict[str, str] | None = None,
     cache_dir: _Path | None = None,
     cache_limit: int | str | None = None,
+    range_gap: int | None = None,
 ) -> Dataset | ShardedDataset:
     """Maps and validates the dataset file at ``path``; a directory gives a ``ShardedDataset``
     (the manifest read, each shard mapped and checked when first touched). A URL

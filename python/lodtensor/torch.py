@@ -53,7 +53,7 @@ class BatchDataset(IterableDataset):
     ``IterableDataset``, for ``DataLoader(ds, batch_size=None, num_workers=n)``.
 
     ``source`` is a lodtensor file, a sharded dataset directory or URL (opened with
-    ``storage_options``, ``cache_dir`` and ``cache_limit``, as ``lt.open``), an opened
+    ``storage_options``, ``cache_dir``, ``cache_limit`` and ``range_gap``, as ``lt.open``), an opened
     ``Dataset`` / ``ShardedDataset``, or a mixture (``lt.mix``). It is opened here, so a
     missing file or a bad option fails now, and pickles as what reopens it, so ``fork``,
     ``spawn`` and ``forkserver`` workers all work (each maps the files itself).
@@ -124,6 +124,7 @@ class BatchDataset(IterableDataset):
         storage_options: dict[str, str] | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_limit: int | str | None = None,
+        range_gap: int | None = None,
         columns: list[str] | None = None,
         **loader_options: Any,
     ) -> None:
@@ -140,7 +141,9 @@ class BatchDataset(IterableDataset):
         self._world_size = loader_options.pop("world_size", None)
         _native._loader_options(**loader_options)  # an unknown or mistyped keyword: TypeError now
         self.columns = None if columns is None else [str(c) for c in columns]
-        self.dataset = _opened(source, self.columns, storage_options, cache_dir, cache_limit)
+        remote = {"storage_options": storage_options, "cache_dir": cache_dir, "cache_limit": cache_limit,
+                  "range_gap": range_gap}
+        self.dataset = _opened(source, self.columns, remote)
         self.collate = collate
         self.collate_level = collate_level
         self.loader_options = loader_options
@@ -450,18 +453,14 @@ def to_nested(batch: Batch, column: str, level: int | None = None) -> Any:
     )
 
 
-def _opened(
-    source: Any,
-    columns: list[str] | None,
-    storage_options: dict[str, str] | None,
-    cache_dir: Any,
-    cache_limit: int | str | None,
-) -> Dataset | ShardedDataset | Mixture:
-    """``source`` opened as ``lt.open`` does (a file with only ``columns``), or as it is."""
+def _opened(source: Any, columns: list[str] | None, remote: dict[str, Any]) -> Dataset | ShardedDataset | Mixture:
+    """``source`` opened as ``lt.open`` does (a file with only ``columns``; ``remote`` its
+    keywords for a URL), or as it is."""
     if isinstance(source, (Dataset, ShardedDataset, Mixture)):
-        if storage_options is not None or cache_dir is not None or cache_limit is not None:
+        if any(v is not None for v in remote.values()):
             raise ArgumentError(
-                "BatchDataset storage_options=/cache_dir=/cache_limit=: for a URL source; an opened dataset has its own"
+                "BatchDataset storage_options=/cache_dir=/cache_limit=/range_gap=: for a URL source; "
+                "an opened dataset has its own"
             )
         return source
     if not isinstance(source, (str, os.PathLike)):
@@ -469,7 +468,6 @@ def _opened(
             f"BatchDataset source: a path, a URL, a Dataset, a ShardedDataset or a Mixture, not {type(source).__name__}"
         )
     path = os.fspath(source)
-    remote = dict(storage_options=storage_options, cache_dir=cache_dir, cache_limit=cache_limit)
     if columns is not None and os.path.isfile(path):
         return _open(path, columns=columns, **remote)
     return _open(path, **remote)

@@ -90,6 +90,7 @@ pub struct Reopen {
     token: Option<String>,
     cache_dir: PathBuf,
     cache_limit: Option<u64>,
+    range_gap: u64,
 }
 
 impl Reopen {
@@ -103,6 +104,7 @@ impl Reopen {
             token: (!secret.is_empty()).then(|| register(None, secret)),
             cache_dir: options.cache_dir(),
             cache_limit: options.cache_limit(),
+            range_gap: options.range_gap(),
         }
     }
 
@@ -121,13 +123,13 @@ impl Reopen {
             (Some(token), true) => lookup(token).map(|s| pairs(py, &s)).transpose()?,
             _ => None,
         };
+        let cache = (self.cache_dir.clone(), self.cache_limit, self.range_gap);
         let args = (
             self.url.clone(),
             pairs(py, &self.public)?,
             self.token.clone(),
             secrets,
-            self.cache_dir.clone(),
-            self.cache_limit,
+            cache,
         );
         Ok((reopen, args.into_pyobject(py)?))
     }
@@ -171,19 +173,20 @@ fn lookup(token: &str) -> Option<Options> {
 
 /// The dataset a pickle of [`Reopen::reduce`] names, opened again: with the secrets sent
 /// (registered under `token`, for this process's own pickles of it), else those this
-/// process keeps under `token`, else none (the environment's and the provider chain's).
+/// process keeps under `token`, else none (the environment's and the provider chain's);
+/// `cache`: the cache directory, its limit and the range gap.
 #[lodtensor_python_guard::guard]
 #[pyfunction]
-#[pyo3(signature = (url, public, token, secrets, cache_dir, cache_limit))]
+#[pyo3(signature = (url, public, token, secrets, cache))]
 pub fn reopen_url(
     py: Python<'_>,
     url: String,
     public: BTreeMap<String, String>,
     token: Option<String>,
     secrets: Option<BTreeMap<String, String>>,
-    cache_dir: PathBuf,
-    cache_limit: Option<u64>,
+    cache: (PathBuf, Option<u64>, u64),
 ) -> PyResult<crate::shards::ShardedDataset> {
+    let (cache_dir, cache_limit, range_gap) = cache;
     let secret = match (token, secrets) {
         (Some(token), Some(sent)) => {
             let sent: Options = sent.into_iter().collect();
@@ -193,7 +196,9 @@ pub fn reopen_url(
         (Some(token), None) => lookup(&token).unwrap_or_default(),
         (None, _) => Vec::new(),
     };
-    let mut options = RemoteOptions::default().with_cache_dir(cache_dir);
+    let mut options = RemoteOptions::default()
+        .with_cache_dir(cache_dir)
+        .with_range_gap(range_gap);
     for (key, value) in public.into_iter().chain(secret) {
         options = options.with_storage_option(key, value);
     }

@@ -42,12 +42,12 @@ pub fn location<'py>(
 
 /// Opens the dataset at `path`: a URL's sharded dataset (its manifest read from the store,
 /// each shard downloaded once per node into `cache_dir` when first touched; `cache_limit`
-/// bytes or a size like `"20GB"`), a directory's sharded dataset, or a file (only the
+/// bytes or a size like `"20GB"`; byte ranges merged across `range_gap` bytes), a directory's sharded dataset, or a file (only the
 /// columns `columns`, when given). Raises `ArgumentError` for `columns` given to a sharded
 /// dataset and for the remote keywords given with a path.
 #[lodtensor_python_guard::guard]
 #[pyfunction]
-#[pyo3(signature = (path, columns=None, storage_options=None, cache_dir=None, cache_limit=None))]
+#[pyo3(signature = (path, columns=None, storage_options=None, cache_dir=None, cache_limit=None, range_gap=None))]
 pub fn open_location<'py>(
     py: Python<'py>,
     path: &Bound<'py, PyAny>,
@@ -55,6 +55,7 @@ pub fn open_location<'py>(
     storage_options: Option<BTreeMap<String, String>>,
     cache_dir: Option<PathBuf>,
     cache_limit: Option<&Bound<'py, PyAny>>,
+    range_gap: Option<u64>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let location = location_of(path)?;
     let sharded = match &location {
@@ -79,6 +80,9 @@ pub fn open_location<'py>(
                 };
                 options = options.with_cache_limit(bytes);
             }
+            if let Some(gap) = range_gap {
+                options = options.with_range_gap(gap);
+            }
             let data = py
                 .detach(|| lodtensor::shards::ShardedDataset::open_with(url.as_str(), &options))
                 .py_err()?;
@@ -89,9 +93,13 @@ pub fn open_location<'py>(
         }
         Location::Path(dir) => dir,
     };
-    if storage_options.is_some() || cache_dir.is_some() || cache_limit.is_some() {
+    if storage_options.is_some()
+        || cache_dir.is_some()
+        || cache_limit.is_some()
+        || range_gap.is_some()
+    {
         return Err(invalid(
-            "open(PATH, storage_options=/cache_dir=/cache_limit=): only for a URL",
+            "open(PATH, storage_options=/cache_dir=/cache_limit=/range_gap=): only for a URL",
         ));
     }
     if dir.is_dir() {

@@ -93,6 +93,24 @@ def test_take_reads_rows_by_range_requests_without_downloading_a_shard(remote, s
     assert ds.take([5, 3], columns=[name]).to_pyarrow().equals(local.take([5, 3], columns=[name]).to_pyarrow())
 
 
+def test_range_gap_zero_reads_the_rows_own_bytes_alone_and_pickles(remote, shards_dir, tmp_path):
+    local = lt.open(shards_dir)
+    rows = np.random.default_rng(5).integers(0, 200, 40)
+    merged = open_remote(remote, tmp_path / "merged")
+    exact = open_remote(remote, tmp_path / "exact", range_gap=0)
+    assert exact.take(rows).to_pyarrow().equals(local.take(rows).to_pyarrow())
+    assert merged.take(rows).to_pyarrow().equals(local.take(rows).to_pyarrow())
+    own, gapped = exact.cache_stats(), merged.cache_stats()
+    # Merging across gaps: fewer requests, more bytes; none: about the rows' bytes.
+    assert gapped["range_requests"] < own["range_requests"], (gapped, own)
+    assert gapped["range_bytes"] > own["range_bytes"], (gapped, own)
+    again = pickle.loads(pickle.dumps(exact))
+    again.take(rows)
+    assert again.cache_stats()["range_bytes"] == own["range_bytes"]
+    with pytest.raises(lt.ArgumentError, match="range_gap"):
+        lt.open(shards_dir, range_gap=0)
+
+
 def test_a_row_over_a_url_is_one_range_request_and_the_next_process_reads_no_metadata(remote, shards_dir, tmp_path):
     local = lt.open(shards_dir)
     ds = open_remote(remote, tmp_path)

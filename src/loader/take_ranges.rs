@@ -23,15 +23,8 @@ use crate::io::ipc_rows::{Run, read_rows};
 use crate::row_index::RowIndex;
 use crate::shards::ShardFiles;
 
-/// Ranges closer than this may be read as one request, the bytes between them read too: a
-/// request's own cost on an object store (tens of milliseconds before its first byte) is
-/// that of about a MiB of transfer (`object_store`'s `get_ranges` merges under the same
-/// gap). Rows further apart than this are read as their own bytes alone.
-const GAP_BYTES: u64 = 1 << 20;
-/// The bytes read between the ranges of a request, together, are at most the bytes wanted
-/// in it over this: a read costs little more than the rows' own bytes, however many rows
-/// (a loader's coming batches) it merges.
-const WASTE_SHARE: u64 = 8;
+/// The most bytes read between ranges merged, as a multiple of the bytes wanted.
+const WASTE: u64 = 16;
 /// Gaps this small are merged whatever the bytes wanted: a page's worth, nothing next to a
 /// request's cost, so that a small row's columns (one record batch's buffers, side by
 /// side) come in one request.
@@ -145,35 +138,36 @@ fn split_by_batch(index: &RowIndex, run: Range<usize>) -> Vec<(usize, Range<usiz
     out
 }
 
-/// The bytes of each `(shard, range)` of `ranges`, in order: ranges of a shard closer than
-/// [`GAP_BYTES`] read as one request of at most [`REQUEST_BYTES`] when the bytes between
-/// them stay within the request's [`WASTE_SHARE`], or the gap is under [`SMALL_GAP`] (so
-/// that a row's buffers come together); each range's bytes a slice of its request's (no
-/// copy).
+/// The bytes of each `(shard, range)` of `ranges`, in order: ranges of a shard at most the
+/// dataset's range gap apart ([`RemoteOptions::with_range_gap`], 1 MiB unless set) read as
+/// one request of at most [`REQUEST_BYTES`], unless the gap is over [`WASTE`] times the
+/// bytes wanted in the request and over [`SMALL_GAP`] (so that two buffers' few bytes are
+/// not read with all that lies between them); each range's bytes a slice of its request's
+/// (no copy).
+///
+/// [`RemoteOptions::with_range_gap`]: crate::shards::RemoteOptions::with_range_gap
 fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
+    let most = files.range_gap();
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_by_key(|&i| (ranges[i].0, ranges[i].1.start));
-    // Each request: its shard, its range, and the bytes wanted and not wanted in it.
-    let mut requests: Vec<(usize, Range<u64>, u64, u64)> = Vec::new();
+    // Each request: its shard, its range, and the bytes wanted in it.
+    let mut requests: Vec<(usize, Range<u64>, u64)> = Vec::new();
     let mut within = vec![(0, 0..0); ranges.len()];
     for i in order {
         let (shard, range) = &ranges[i];
         let wanted = range.end - range.start;
-        let joins = requests.last_mut().filter(|(s, r, useful, waste)| {
+        let joins = requests.last_mut().filter(|(s, r, useful)| {
             let gap = range.start.saturating_sub(r.end);
-            let within_share = (waste + gap) * WASTE_SHARE <= useful + wanted;
             s == shard
-                && gap <= GAP_BYTES
-                && (within_share || gap <= SMALL_GAP)
+                && gap <= most.min((WASTE * (useful + wanted)).max(SMALL_GAP))
                 && range.end.max(r.end) - r.start <= REQUEST_BYTES
         });
         match joins {
-            Some((_, r, useful, waste)) => {
-                *waste += range.start.saturating_sub(r.end);
+            Some((_, r, useful)) => {
                 r.end = r.end.max(range.end);
                 *useful += wanted;
             }
-            None => requests.push((*shard, range.clone(), wanted, 0)),
+            None => requests.push((*shard, range.clone(), wanted)),
         }
         let (n, r) = (requests.len() - 1, &requests[requests.len() - 1].1);
         within[i] = (n, range.start - r.start..range.end - r.start);

@@ -73,6 +73,11 @@ impl ShardFiles {
         (self.source).read_ranges(&self.manifest, wanted, Reading::Rows)
     }
 
+    /// The largest gap between two byte ranges of a shard read as one request.
+    pub(crate) fn range_gap(&self) -> u64 {
+        self.source.range_gap()
+    }
+
     /// Whether shard `index` is at hand: a local file, or a remote shard in the node's
     /// cache (mapped without a download).
     pub(crate) fn at_hand(&self, index: usize) -> bool {

@@ -53,7 +53,7 @@ pub use remote::{
     upload_shards,
 };
 #[cfg(feature = "remote")]
-pub use remote_options::{DEFAULT_PREFETCH_BYTES, RemoteOptions};
+pub use remote_options::{DEFAULT_PREFETCH_BYTES, DEFAULT_RANGE_GAP, RemoteOptions};
 pub use source::CacheStats;
 pub use vacuum::vacuum;
 #[cfg(feature = "tokenize")]

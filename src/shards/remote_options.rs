@@ -22,11 +22,17 @@ pub struct RemoteOptions {
     cache_dir: Option<PathBuf>,
     cache_limit: Option<u64>,
     prefetch_bytes: Option<u64>,
+    range_gap: Option<u64>,
 }
 
 /// The bytes of shards downloaded ahead by default (and at most a quarter of the cache
 /// limit).
 pub const DEFAULT_PREFETCH_BYTES: u64 = 512 << 20;
+
+/// The largest gap between two byte ranges of a shard read as one request by default:
+/// a request's own cost on an object store (tens of milliseconds before its first byte) is
+/// that of about a MiB of transfer (`object_store`'s `get_ranges` merges under the same).
+pub const DEFAULT_RANGE_GAP: u64 = 1 << 20;
 
 impl RemoteOptions {
     /// Sets one of `object_store`'s configuration keys (`aws_endpoint`,
@@ -121,6 +127,33 @@ impl RemoteOptions {
     pub fn with_prefetch_bytes(mut self, bytes: u64) -> Self {
         self.prefetch_bytes = Some(bytes);
         self
+    }
+
+    /// Rows read by range requests (`take`, a row, the `cache="ranges"` loader) merge two
+    /// byte ranges of a shard into one request when at most `bytes` lie between them
+    /// (default [`DEFAULT_RANGE_GAP`]), the bytes between them read too, as long as a
+    /// request reads at most 16 times the bytes wanted in it. Fewer requests, more bytes:
+    /// `0` reads the rows' own bytes alone (adjacent ranges still one request).
+    ///
+    /// # Example
+    /// ```
+    /// use lodtensor::shards::{DEFAULT_RANGE_GAP, RemoteOptions};
+    /// assert_eq!(RemoteOptions::default().range_gap(), DEFAULT_RANGE_GAP);
+    /// assert_eq!(RemoteOptions::default().with_range_gap(0).range_gap(), 0);
+    /// ```
+    pub fn with_range_gap(mut self, bytes: u64) -> Self {
+        self.range_gap = Some(bytes);
+        self
+    }
+
+    /// The largest gap merged between byte ranges ([`RemoteOptions::with_range_gap`]).
+    ///
+    /// # Example
+    /// ```
+    /// assert_eq!(lodtensor::shards::RemoteOptions::default().range_gap(), 1 << 20);
+    /// ```
+    pub fn range_gap(&self) -> u64 {
+        self.range_gap.unwrap_or(DEFAULT_RANGE_GAP)
     }
 
     /// The prefetch budget in bytes.

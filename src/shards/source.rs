@@ -106,6 +106,12 @@ pub(crate) trait ShardSource: Debug + Send + Sync {
     /// object's check against the manifest refuses any size but `entry.bytes`).
     fn index_object(&self, entry: &IndexEntry) -> Result<Bytes>;
 
+    /// The largest gap between two byte ranges of a shard read as one request
+    /// ([`RemoteOptions::with_range_gap`](crate::shards::RemoteOptions::with_range_gap)).
+    fn range_gap(&self) -> u64 {
+        crate::shards::DEFAULT_RANGE_GAP
+    }
+
     /// The bytes a node's cache keeps of shard `index`'s metadata (its footer and
     /// record-batch messages, as [`ShardSource::keep_layout`] kept them), if any: untrusted,
     /// checked as bytes from the store are. `None` for a store without a cache.

@@ -161,7 +161,7 @@ pub(crate) fn open_remote(url: &str, options: &RemoteOptions) -> Result<ShardedD
         options.cache_limit(),
         options.prefetch_bytes(),
     )?;
-    let source = Arc::new(CachedShards::new(cache));
+    let source = Arc::new(CachedShards::new(cache, options.range_gap()));
     Ok(ShardedDataset::from_parts(dir, manifest, source))
 }
 

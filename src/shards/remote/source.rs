@@ -22,13 +22,16 @@ use crate::shards::source::{CacheStats, Reading, ShardSource};
 #[derive(Debug)]
 pub(crate) struct CachedShards {
     cache: Arc<ShardCache>,
+    /// The largest gap merged between byte ranges.
+    range_gap: u64,
 }
 
 impl CachedShards {
-    /// The shards that `cache` holds or downloads.
-    pub(crate) fn new(cache: ShardCache) -> Self {
+    /// The shards that `cache` holds or downloads, byte ranges merged across `range_gap`.
+    pub(crate) fn new(cache: ShardCache, range_gap: u64) -> Self {
         CachedShards {
             cache: Arc::new(cache),
+            range_gap,
         }
     }
 }
@@ -84,6 +87,10 @@ impl ShardSource for CachedShards {
 
     fn release(&self, index: usize) {
         self.cache.release(index);
+    }
+
+    fn range_gap(&self) -> u64 {
+        self.range_gap
     }
 
     fn index_object(&self, entry: &IndexEntry) -> Result<Bytes> {

@@ -52,9 +52,9 @@ fn take_reads_the_rows_by_ranges_without_downloading_a_shard() {
         (0, 0),
         "{stats:?}"
     );
-    // Ranges of a shard under 1 MiB apart are read as one request while the bytes between
-    // them stay within an eighth of those wanted: here a request or two a round (three:
-    // two levels and the values) per shard touched, within 1.1 times the rows' bytes.
+    // Ranges of a shard under 1 MiB apart are read as one request, unless the gap is over
+    // 16 times the bytes wanted: here a request or two a round (three: two levels and the
+    // values) per shard touched, never more than 16 times the rows' bytes.
     let mut unique = rows.clone();
     unique.sort_unstable();
     unique.dedup();
@@ -62,7 +62,7 @@ fn take_reads_the_rows_by_ranges_without_downloading_a_shard() {
     let shards: u64 = local.manifest().shards.iter().map(|s| s.bytes).sum();
     assert!(
         (1..=2 * 3 * 5).contains(&stats.range_requests)
-            && stats.range_bytes <= shards.min(own * 11 / 10),
+            && stats.range_bytes <= shards.min(17 * own),
         "{} bytes read for {own}: {stats:?}",
         stats.range_bytes
     );
@@ -72,6 +72,12 @@ fn take_reads_the_rows_by_ranges_without_downloading_a_shard() {
     let again = remote.cache_stats().unwrap();
     assert_eq!(again.metadata_requests, stats.metadata_requests);
     assert!(again.range_requests > stats.range_requests);
+    // With no gap merged, the rows' own bytes alone (and their offsets' edges).
+    let options = s3.options().with_cache_dir(dir.path().join("exact"));
+    let exact = ShardedDataset::open_with(&url, &options.with_range_gap(0)).unwrap();
+    assert_eq!(exact.take(&rows).unwrap().data(), taken.data());
+    let stats = exact.cache_stats().unwrap();
+    assert!(stats.range_bytes <= own * 11 / 10, "{own}: {stats:?}");
     let projected = remote.take_columns(&rows[..5], &["label"]).unwrap();
     assert_eq!(
         projected.data(),
@@ -177,45 +183,46 @@ fn a_loader_reading_by_ranges_gives_the_cached_loader_s_batches() {
 fn a_loader_reading_by_ranges_reads_the_rows_of_its_coming_batches_together() {
     use lodtensor::Loader;
     let Some(s3) = S3Server::start() else { return };
-    let open = |dir: &tempfile::TempDir, url: &str, cache: &str| {
+    let open = |dir: &tempfile::TempDir, url: &str, cache: &str, gap: Option<u64>| {
         let options = s3.options().with_cache_dir(dir.path().join(cache));
-        ShardedDataset::open_with(url, &options.with_prefetch_bytes(0)).unwrap()
+        let options = options.with_prefetch_bytes(0);
+        let options = gap.map_or(options.clone(), |g| options.with_range_gap(g));
+        ShardedDataset::open_with(url, &options).unwrap()
     };
     // Runs of 5 rows through a window of 10, batches of 2: 60 batches, each of a run or
     // two. Read batch by batch, each would be a request or more (111); read 16 batches at
-    // a time, gaps filled by the rows of the next 240, each run is read whole once: a
-    // request or two a shard a round (11), each row's bytes once.
+    // a time, gaps filled by the rows of the next 240, each run is read whole once: with
+    // gaps of 1 MiB merged, a request or two a shard (7); with none merged, a request a
+    // run and level (15), each row's bytes once.
     let (dir, local, url, _) = uploaded(&s3, "ahead", write_wide);
-    let (cached, ranged) = (open(&dir, &url, "a"), open(&dir, &url, "b"));
-    let windowed = |data| {
-        Loader::builder(data)
-            .with_batch_size(2)
-            .with_windowed_shuffle(4, 5, 10)
-    };
-    let mut a = windowed(&cached).build().unwrap();
-    let mut b = windowed(&ranged).with_range_reads(true).build().unwrap();
-    let mut batches = 0;
-    while let Some(x) = a.next_batch().unwrap() {
-        let y = b.next_batch().unwrap().expect("as many batches");
-        assert_eq!((x.samples(), x.data()), (y.samples(), y.data()));
-        batches += 1;
+    fn windowed(data: &ShardedDataset) -> lodtensor::LoaderBuilder<'_> {
+        let builder = Loader::builder(data).with_batch_size(2);
+        builder.with_windowed_shuffle(4, 5, 10)
     }
-    assert!(b.next_batch().unwrap().is_none());
-    let stats = ranged.cache_stats().unwrap();
-    assert_eq!((batches, stats.shards_downloaded), (60, 0), "{stats:?}");
     let all: Vec<usize> = (0..120).collect();
-    let own = own_bytes(
-        ShardedDataset::open(&local)
-            .unwrap()
-            .take(&all)
-            .unwrap()
-            .data(),
-    );
-    eprintln!("ranges epoch of {own} bytes: {stats:?}");
-    assert!(
-        stats.range_requests < 20 && stats.range_bytes <= own * 11 / 10,
-        "{own} bytes: {stats:?}"
-    );
+    let local = ShardedDataset::open(&local).unwrap();
+    let own = own_bytes(local.take(&all).unwrap().data());
+    let cached = open(&dir, &url, "a", None);
+    for (gap, requests, bytes) in [(None, 20, 17 * own), (Some(0), 20, own * 11 / 10)] {
+        let ranged = open(&dir, &url, &format!("{gap:?}"), gap);
+        let mut a = windowed(&cached).build().unwrap();
+        let mut b = windowed(&ranged).with_range_reads(true).build().unwrap();
+        let mut batches = 0;
+        while let Some(x) = a.next_batch().unwrap() {
+            let y = b.next_batch().unwrap().expect("as many batches");
+            assert_eq!((x.samples(), x.data()), (y.samples(), y.data()));
+            batches += 1;
+        }
+        assert!(b.next_batch().unwrap().is_none());
+        let stats = ranged.cache_stats().unwrap();
+        eprintln!("ranges epoch of {own} bytes, gap {gap:?}: {stats:?}");
+        assert_eq!((batches, stats.shards_downloaded), (60, 0), "{stats:?}");
+        assert!(
+            stats.range_requests < requests && stats.range_bytes <= bytes,
+            "{own} bytes: {stats:?}"
+        );
+    }
+    let ranged = open(&dir, &url, "b", None);
     // A state saved midway goes on in a new loader reading by ranges: the same batches.
     let mut first = windowed(&ranged).with_range_reads(true).build().unwrap();
     (0..21).for_each(|_| drop(first.next_batch().unwrap()));
@@ -227,7 +234,7 @@ fn a_loader_reading_by_ranges_reads_the_rows_of_its_coming_batches_together() {
     }
     // Compressed shards are downloaded whole, once each, and never asked for by ranges.
     let (dir, _, url, _) = uploaded(&s3, "ahead-zstd", write_compressed);
-    let (cached, ranged) = (open(&dir, &url, "a"), open(&dir, &url, "b"));
+    let (cached, ranged) = (open(&dir, &url, "a", None), open(&dir, &url, "b", None));
     let mut a = windowed(&cached).build().unwrap();
     let mut b = windowed(&ranged).with_range_reads(true).build().unwrap();
     while let Some(x) = a.next_batch().unwrap() {
