@@ -32,7 +32,7 @@ pub const DEFAULT_PREFETCH_BYTES: u64 = 512 << 20;
 /// The largest gap between two byte ranges of a shard read as one request by default:
 /// a request's own cost on an object store (tens of milliseconds before its first byte) is
 /// that of about a MiB of transfer (`object_store`'s `get_ranges` merges under the same).
-pub const DEFAULT_RANGE_GAP: u64 = 1 << 20;
+pub const DEFAULT_RANGE_GAP: u64 = crate::shards::source::RANGE_GAP_BYTES;
 
 impl RemoteOptions {
     /// Sets one of `object_store`'s configuration keys (`aws_endpoint`,

@@ -24,6 +24,12 @@ use crate::shards::index::IndexEntry;
 use crate::shards::manifest::Manifest;
 use crate::shards::reader::{Checksum, open_checked};
 
+/// The largest gap between two byte ranges of a shard read as one request, unless set
+/// otherwise: a request's own cost on an object store (tens of milliseconds before its
+/// first byte) is that of about a MiB of transfer (`object_store`'s `get_ranges` merges
+/// under the same).
+pub(crate) const RANGE_GAP_BYTES: u64 = 1 << 20;
+
 /// What a dataset's cache did since the dataset was opened.
 ///
 /// # Example
@@ -109,7 +115,7 @@ pub(crate) trait ShardSource: Debug + Send + Sync {
     /// The largest gap between two byte ranges of a shard read as one request
     /// ([`RemoteOptions::with_range_gap`](crate::shards::RemoteOptions::with_range_gap)).
     fn range_gap(&self) -> u64 {
-        crate::shards::DEFAULT_RANGE_GAP
+        RANGE_GAP_BYTES
     }
 
     /// The bytes a node's cache keeps of shard `index`'s metadata (its footer and
