@@ -1,12 +1,12 @@
 //! The rows a loader reading by ranges has read for its coming batches: when a batch asks
 //! for a row of a shard not at hand that nothing holds, the rows of that batch and of the
 //! next [`NEAR_BATCHES`] − 1 of the plan are read together (their ranges merged across
-//! batches, as one batch's are), with the rows between two of them when every one of those
-//! is asked for by a batch before [`FAR_BATCHES`] (so that a run of a windowed shuffle,
-//! drawn over many batches, is read whole, once), as long as what is held stays within
-//! [`AHEAD_BYTES`]. Each run read is held until the loader is past the last batch that
-//! asks for one of its rows. A windowed shuffle's batches then cost about a request a run
-//! of rows (or fewer: neighbouring runs merge) instead of a request a document.
+//! batches, as one batch's are), with the rows between two of them that a batch before
+//! [`FAR_BATCHES`] asks for (so that a run of a windowed shuffle, drawn over many batches,
+//! is read whole, once), as long as what is held stays within [`AHEAD_BYTES`]. Each run
+//! read is held until the loader is past the last batch that asks for one of its rows. A
+//! windowed shuffle's batches then cost about a request a run of rows (or fewer:
+//! neighbouring runs merge) instead of a request a document.
 
 use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
@@ -22,7 +22,7 @@ const NEAR_BATCHES: usize = 16;
 /// The batches whose rows fill the gaps between those read together.
 const FAR_BATCHES: usize = 256;
 /// The most bytes held (at the dataset's mean bytes a row) for gaps to be filled.
-const AHEAD_BYTES: u64 = 256 << 20;
+const AHEAD_BYTES: u64 = 64 << 20;
 
 /// A row of a batch: (shard, row of the shard, batch of the plan).
 pub(super) type Asked = (usize, usize, usize);
@@ -137,18 +137,16 @@ impl ReadAhead {
 }
 
 /// `near` (sorted by shard and row, once each) with the rows of `later` (the same) that lie
-/// between two rows of `near` of a shard when every row between those two is in `later`.
+/// between two rows of `near` of a shard: read now, they cost no request of their own.
 fn with_gaps_filled(near: Vec<Asked>, later: &[Asked]) -> Vec<Asked> {
     let mut out = Vec::with_capacity(near.len());
     for pair in near.windows(2) {
         let ((s, a, _), (t, b, _)) = (pair[0], pair[1]);
         out.push(pair[0]);
-        if s == t && b > a + 1 {
+        if s == t {
             let from = later.partition_point(|&(ls, lr, _)| (ls, lr) <= (s, a));
             let to = later.partition_point(|&(ls, lr, _)| (ls, lr) < (s, b));
-            if to - from == b - a - 1 {
-                out.extend_from_slice(&later[from..to]);
-            }
+            out.extend_from_slice(&later[from..to]);
         }
     }
     out.extend(near.last());
@@ -160,26 +158,33 @@ mod tests {
     use super::with_gaps_filled;
 
     #[test]
-    fn a_gap_is_filled_only_when_later_batches_ask_for_all_of_it() {
-        // Shard 0: rows 2 and 6 now; 3, 4, 5 later (filled); rows 6 and 9 with 8 only
-        // later (7 never: not filled). Shard 1: 0 and 2 with 1 later, but in another shard.
+    fn the_later_rows_between_two_rows_of_a_shard_read_now_are_read_with_them() {
+        // Shard 0: rows 2 and 6 now, 3, 4, 5 later (all between); 6 and 9 now, 8 later (7
+        // never); 12 later, past the last row now. Shard 1: 0 and 2 now; 1 later, but of
+        // shard 2.
         let near = vec![(0, 2, 0), (0, 6, 1), (0, 9, 0), (1, 0, 2), (1, 2, 3)];
-        let later = vec![(0, 3, 20), (0, 4, 17), (0, 5, 30), (0, 8, 19), (2, 1, 18)];
+        let later = [
+            (0, 3, 20),
+            (0, 4, 17),
+            (0, 5, 30),
+            (0, 8, 19),
+            (0, 12, 18),
+            (2, 1, 18),
+        ];
         let filled = with_gaps_filled(near, &later);
         let rows: Vec<(usize, usize)> = filled.iter().map(|&(s, r, _)| (s, r)).collect();
-        assert_eq!(
-            rows,
-            [
-                (0, 2),
-                (0, 3),
-                (0, 4),
-                (0, 5),
-                (0, 6),
-                (0, 9),
-                (1, 0),
-                (1, 2)
-            ]
-        );
+        let expected = [
+            (0, 2),
+            (0, 3),
+            (0, 4),
+            (0, 5),
+            (0, 6),
+            (0, 8),
+            (0, 9),
+            (1, 0),
+            (1, 2),
+        ];
+        assert_eq!(rows, expected);
         assert_eq!(filled.iter().map(|&(.., b)| b).max(), Some(30));
         assert!(with_gaps_filled(Vec::new(), &later).is_empty());
     }
