@@ -100,8 +100,7 @@ impl ReadAhead {
             self.hold(runs, &wanted);
         }
         Ok((asked.chunk_by(|a, b| a.0 == b.0))
-            .filter(|rows| rows.iter().all(|&(s, r)| self.holds(s, r)))
-            .map(|rows| (rows[0].0, self.runs_of(rows[0].0)))
+            .filter_map(|rows| Some((rows[0].0, self.runs_holding(rows)?)))
             .collect())
     }
 
@@ -120,19 +119,33 @@ impl ReadAhead {
         }
     }
 
-    /// Whether a run held has row `row` of shard `shard`.
-    fn holds(&self, shard: usize, row: usize) -> bool {
-        self.held.get(&shard).is_some_and(|runs| {
-            let i = runs.partition_point(|(rows, ..)| rows.start <= row);
-            i > 0 && runs[i - 1].0.contains(&row)
-        })
+    /// The place among shard `shard`'s runs held of the one with row `row`.
+    fn run_of(&self, shard: usize, row: usize) -> Option<usize> {
+        let runs = self.held.get(&shard)?;
+        let i = runs
+            .partition_point(|(rows, ..)| rows.start <= row)
+            .checked_sub(1)?;
+        runs[i].0.contains(&row).then_some(i)
     }
 
-    /// Every run held of shard `shard`, in row order.
-    fn runs_of(&self, shard: usize) -> Runs {
-        (self.held.get(&shard).into_iter().flatten())
-            .map(|(rows, data, _)| (rows.clone(), data.clone()))
-            .collect()
+    /// Whether a run held has row `row` of shard `shard`.
+    fn holds(&self, shard: usize, row: usize) -> bool {
+        self.run_of(shard, row).is_some()
+    }
+
+    /// The runs held with the rows `rows` (of one shard, sorted), in row order; `None`
+    /// unless every one is held.
+    fn runs_holding(&self, rows: &[(usize, usize)]) -> Option<Runs> {
+        let mut places = (rows.iter())
+            .map(|&(s, r)| self.run_of(s, r))
+            .collect::<Option<Vec<usize>>>()?;
+        places.dedup();
+        let runs = self.held.get(&rows.first()?.0)?;
+        Some(
+            (places.iter())
+                .map(|&i| (runs[i].0.clone(), runs[i].1.clone()))
+                .collect(),
+        )
     }
 }
 
