@@ -179,24 +179,24 @@ pub(crate) fn plan(
     Some(out.into_plan(tokens_before))
 }
 
-/// What `left` leaves at the places of part `i`: those given last at or before it, and
-/// whether they are given at `i` (after the first). Places given anew differ from those
-/// before only from the first that no part read on (a packed mixture packed again there
-/// may have more or fewer): the unread places before them are left, and all from there.
+/// What `left` leaves at the places of part `i`: those given at `i` (after the first), if
+/// any, and whether there are. Places given anew differ from those before only from the
+/// first that no part read on (a packed mixture packed again there may have more or
+/// fewer): the unread places before them are left, and all from there.
 fn places_of<'a>(
     items: &[(usize, Result<Arc<Places>, Docs<'a>>)],
     i: usize,
     left: Left<'a>,
 ) -> (Left<'a>, bool) {
-    let given = items.iter().rev().find(|(from, _)| *from <= i);
-    let fresh = given.is_some_and(|(from, _)| *from == i && i > 0);
-    let left = match (given.map(|(_, p)| p), left) {
+    // Places given before `i` stand already (a packed mixture's drawn anew, maybe).
+    let given = (items.iter()).find(|(from, _)| *from == i && i > 0);
+    match (given.map(|(_, p)| p), left) {
         (Some(Ok(places)), Left::Places(left, before)) => {
-            Left::Places(anew(left, before.len(), places.len()), places.clone())
+            let left = anew(left, before.len(), places.len());
+            (Left::Places(left, places.clone()), true)
         }
-        (_, left) => left,
-    };
-    (left, fresh)
+        (_, left) => (left, false),
+    }
 }
 
 /// `left`, places no part read of `old` places, among `new` places given anew from the

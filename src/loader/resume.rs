@@ -268,11 +268,9 @@ impl Loader {
         if own.sources != saved.sources || !saved.fits(blend.num_sources()) {
             return vec!["the mixture's sources or its seed"];
         }
-        if !(saved.packs.is_empty() || self.config.packing.is_some())
-            || !(saved.packs.iter()).all(|&(_, p)| self.packing_fits(blend, p))
-        {
+        if !(saved.packs.iter()).all(|&(_, p)| self.packing_fits(blend, p)) {
             return vec![
-                "the packing of a packed mixture (packing on in one and off in the other, or a packing at which a source has no window)",
+                "the packing of a packed mixture (a packing at which a source has no window)",
             ];
         }
         // Changes of weights within the epoch: at its places (packed anew within it, an
@@ -304,14 +302,19 @@ impl Loader {
 
     /// `state`, a packed mixture's stream saved without its packings (by a version that
     /// kept none) packed throughout as its first part, or at its epoch's start this loader,
-    /// packs.
+    /// packs; without them when this loader does not pack (packing turned on or off is
+    /// refused within an epoch).
     fn packs_kept(&self, state: &LoaderState) -> LoaderState {
         let mut state = state.clone();
-        if let (Some(stream), Some(own)) = (state.mixture.as_mut(), self.config.packing)
-            && stream.packs.is_empty()
-        {
-            let packing = state.read.first().and_then(|(c, _)| c.packing);
-            stream.packs.push((0, packing.unwrap_or(own)));
+        if let Some(stream) = state.mixture.as_mut() {
+            match self.config.packing {
+                None => stream.packs.clear(),
+                Some(own) if stream.packs.is_empty() => {
+                    let packing = state.read.first().and_then(|(c, _)| c.packing);
+                    stream.packs.push((0, packing.unwrap_or(own)));
+                }
+                Some(_) => {}
+            }
         }
         state
     }

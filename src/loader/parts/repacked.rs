@@ -13,20 +13,28 @@ use super::mixtures::{mixture, sources, token_places};
 use super::tests::{end_of, read_rest};
 use crate::io::ipc_reader::MappedDataset;
 use crate::loader::{
-    Balance, Loader, LoaderBuilder, LoaderState, Overlong, PackMode, Packing, Piece, Plan, Schedule,
+    Balance, Loader, LoaderBuilder, LoaderState, Mixture, Overlong, PackMode, Packing, Piece, Plan,
+    Schedule,
 };
 
 /// Packing of `seq` tokens in mode `mode`: concatenate and split padding the last window,
-/// best fit of 1 or 4 documents at a time (long documents cut); no token is left out.
+/// best fit of 1 or 4 documents at a time (long documents cut), in which no token is left
+/// out (`mode` below 3); then concatenate and split with the extra token and the tail
+/// left out, and best fit leaving long documents out.
 fn packing(seq: usize, mode: usize) -> Packing {
-    let mode = match mode {
-        0 => PackMode::Split { pad_last: true },
-        m => PackMode::BestFit {
+    let packing = Packing::new(seq);
+    match mode {
+        0 => packing.with_mode(PackMode::Split { pad_last: true }),
+        3 => packing.with_extra_token(true),
+        m => packing.with_mode(PackMode::BestFit {
             lookahead: if m == 1 { 4 } else { 1 },
-            overlong: Overlong::Cut,
-        },
-    };
-    Packing::new(seq).with_mode(mode)
+            overlong: if m == 4 {
+                Overlong::Drop
+            } else {
+                Overlong::Cut
+            },
+        }),
+    }
 }
 
 /// Each source's rows among the loader's: the sources' rows one after the other.
@@ -116,7 +124,7 @@ proptest! {
     fn a_packed_mixture_resumed_at_another_pack_length_reads_each_source_epoch_once(
         sizes in (1usize..5, 5usize..30, 1usize..20),
         lengths in prop::collection::vec(1usize..30, 1..40),
-        (seq, mode) in ((3usize..16, 3usize..16), (0usize..3, 0usize..3)),
+        (seq, mode) in ((3usize..16, 3usize..16), (0usize..5, 0usize..5)),
         (batches, worlds) in ((1usize..4, 1usize..4), (1usize..4, 1usize..4)),
         steps in 0usize..8,
         shuffle in prop::option::of(any::<u64>()),
@@ -131,6 +139,10 @@ proptest! {
             let b = if balance { b.with_balance(Balance::Tokens) } else { b };
             b.elastic_shard(rank, world).build().unwrap()
         };
+        let a = Loader::builder(&mixed).with_packing(packing(seq.0, mode.0)).build();
+        let b = Loader::builder(&mixed).with_packing(packing(seq2, mode2)).build();
+        // A source without a window (best fit leaving its documents out) is refused.
+        prop_assume!(a.is_ok() && b.is_ok());
         let mut a = build((seq.0, mode.0), batches.0, 0, worlds.0, false);
         for _ in 0..steps {
             a.next_batch().unwrap();
@@ -155,14 +167,15 @@ proptest! {
         prop_assert_eq!(&drawn[..before.len()], &pieces(&plan_a, &before)[..]);
         let windows = plan.windows().unwrap();
         for &w in &plan.samples()[before.len()..] {
-            prop_assert!(balance || windows.tokens_of(w) <= packing(seq2, mode2).window_len());
+            prop_assert!(balance || windows.window_len_of(w) == packing(seq2, mode2).window_len());
         }
         read.extend(read_tokens(ranks));
         let mut epoch = token_places(&drawn);
         read.sort_unstable();
         epoch.sort_unstable();
         prop_assert_eq!(read, epoch);
-        if !balance {
+        // Every token of a source's epoch read when none is left out.
+        if !balance && mode.0 < 3 && mode2 < 3 {
             each_source_epoch_once(&drawn, &source_rows(&data), a.sample_lengths())?;
         }
         if same && !balance {
@@ -184,6 +197,7 @@ proptest! {
         world in 1usize..4,
         steps in 0usize..8,
         shuffle in prop::option::of(any::<u64>()),
+        other in 3usize..16,
     ) {
         let data = sources([sizes.0, sizes.1, sizes.2], &lengths);
         let mixed = mixture(&data, &[0.3, 0.5, 0.2]);
@@ -240,20 +254,35 @@ proptest! {
         read.sort_unstable();
         let mut all = plan.samples().to_vec();
         all.sort_unstable();
-        prop_assert_eq!(read, all);
+        prop_assert_eq!(&read, &all);
+        // And under one other pack length, without a schedule: the windows read kept, the
+        // rest packed at it, each source's epochs once each.
+        let before = end_of(&plan, state.position().batch);
+        let mut at_other = Loader::builder(&mixed).with_batch_size(batch).with_packing(packing(other, mode));
+        if let Some(seed) = shuffle {
+            at_other = at_other.with_shuffle(seed);
+        }
+        let mut l = at_other.elastic_shard(0, 1).build().unwrap();
+        l.restore(&state).unwrap();
+        let resumed = l.plan(0);
+        let drawn = pieces(&resumed, resumed.samples());
+        prop_assert_eq!(&drawn[..before], &pieces(&plan, &plan.samples()[..before])[..]);
+        each_source_epoch_once(&drawn, &source_rows(&data), l.sample_lengths())?;
     }
 }
 
-/// Resumed twice within an epoch (P1, then P2, then P3), the changes compose: every token
-/// of the epoch's windows read once, each source's epochs once each, and the next epoch
-/// drawn at P3 going on from where each source stood.
+/// Resumed twice within an epoch (P1, then P2, then P3; with the same weights, or other
+/// weights at each change), the changes compose: every token of the epoch's windows read
+/// once, each source's epochs once each, and the next epoch drawn at P3 going on from
+/// where each source stood.
 #[test]
 fn changes_of_pack_length_within_an_epoch_compose() {
     let lengths: Vec<usize> = (1..30).collect();
     let data = sources([3, 20, 9], &lengths);
-    let mixed = mixture(&data, &[0.2, 0.5, 0.3]);
-    let build = |seq, mode| {
-        Loader::builder(&mixed)
+    let weights = [[0.2, 0.5, 0.3], [0.6, 0.2, 0.2], [0.1, 0.3, 0.6]];
+    let mixes: Vec<Mixture> = weights.iter().map(|w| mixture(&data, w)).collect();
+    let build = |m: usize, seq, mode| {
+        Loader::builder(&mixes[m])
             .with_shuffle(3)
             .with_batch_size(2)
             .with_packing(packing(seq, mode))
@@ -261,38 +290,95 @@ fn changes_of_pack_length_within_an_epoch_compose() {
             .build()
             .unwrap()
     };
-    let mut a = build(8, 0);
-    a.next_batch().unwrap();
-    let mut b = build(5, 1);
-    b.restore(&a.state()).unwrap();
-    b.next_batch().unwrap();
-    b.next_batch().unwrap();
-    let mut c = build(12, 0);
-    c.restore(&LoaderState::from_json(&b.state().to_json()).unwrap())
-        .unwrap();
-    let plan = c.plan(0);
-    let lens: Vec<usize> = (plan.samples().iter())
-        .map(|&w| plan.windows().unwrap().window_len_of(w))
-        .collect();
-    assert_eq!(&lens[..2], [8, 8]);
-    assert_eq!(&lens[2..6], [5, 5, 5, 5]);
-    assert!(lens[6..].iter().all(|&l| l == 12), "{lens:?}");
-    let mut drawn = pieces(&plan, plan.samples());
     let rows = source_rows(&data);
-    each_source_epoch_once(&drawn, &rows, c.sample_lengths()).unwrap();
-    let mut read = read_tokens(vec![c]);
-    let mut epoch = token_places(&drawn[6..]);
-    read.sort_unstable();
-    epoch.sort_unstable();
-    assert_eq!(read, epoch);
-    // Epoch 1 at 12, each source going on.
-    let mut again = build(12, 0);
-    again
-        .restore(&LoaderState::from_json(&b.state().to_json()).unwrap())
-        .unwrap();
-    while again.next_batch().unwrap().is_some() {}
-    let next = again.plan(1);
-    drawn.extend(pieces(&next, next.samples()));
-    each_source_epoch_once(&drawn, &rows, again.sample_lengths()).unwrap();
-    assert!((next.samples().iter()).all(|&w| next.windows().unwrap().window_len_of(w) == 12));
+    for reweigh in [0, 1] {
+        let mut a = build(0, 8, 0);
+        a.next_batch().unwrap();
+        let mut b = build(reweigh, 5, 1);
+        b.restore(&a.state()).unwrap();
+        b.next_batch().unwrap();
+        b.next_batch().unwrap();
+        let state = LoaderState::from_json(&b.state().to_json()).unwrap();
+        let mut c = build(2 * reweigh, 12, 0);
+        c.restore(&state).unwrap();
+        let plan = c.plan(0);
+        let lens: Vec<usize> = (plan.samples().iter())
+            .map(|&w| plan.windows().unwrap().window_len_of(w))
+            .collect();
+        assert_eq!(&lens[..2], [8, 8]);
+        assert_eq!(&lens[2..6], [5, 5, 5, 5]);
+        assert!(lens[6..].iter().all(|&l| l == 12), "{lens:?}");
+        let mut drawn = pieces(&plan, plan.samples());
+        each_source_epoch_once(&drawn, &rows, c.sample_lengths()).unwrap();
+        // Then at P3 by other weights: C's windows kept, B's change replayed.
+        let mut d = build(1 - reweigh, 12, 0);
+        let mut on = build(2 * reweigh, 12, 0);
+        on.restore(&state).unwrap();
+        on.next_batch().unwrap();
+        d.restore(&on.state()).unwrap();
+        let replayed = d.plan(0);
+        let kept = pieces(&replayed, replayed.samples());
+        assert_eq!(kept[..8], drawn[..8]);
+        each_source_epoch_once(&kept, &rows, d.sample_lengths()).unwrap();
+        let mut read = read_tokens(vec![c]);
+        let mut epoch = token_places(&drawn[6..]);
+        read.sort_unstable();
+        epoch.sort_unstable();
+        assert_eq!(read, epoch);
+        // Epoch 1 at 12, each source going on.
+        let mut again = build(2 * reweigh, 12, 0);
+        again.restore(&state).unwrap();
+        while again.next_batch().unwrap().is_some() {}
+        let next = again.plan(1);
+        drawn.extend(pieces(&next, next.samples()));
+        each_source_epoch_once(&drawn, &rows, again.sample_lengths()).unwrap();
+        let windows = next.windows().unwrap();
+        assert!((next.samples().iter()).all(|&w| windows.window_len_of(w) == 12));
+    }
+}
+
+/// A state saved after an epoch that changed its pack length carries where it changed:
+/// a loader of the same options restored from it reads the next epoch's batches as the
+/// loader that saved it; a state saved without its packings (by an earlier version)
+/// resumes as packed throughout by its first part.
+#[test]
+fn a_change_of_pack_length_goes_on_in_the_epochs_after_it() {
+    let lengths: Vec<usize> = (1..30).collect();
+    let data = sources([3, 20, 9], &lengths);
+    let mixed = mixture(&data, &[0.2, 0.5, 0.3]);
+    let build = |seq| {
+        Loader::builder(&mixed)
+            .with_shuffle(5)
+            .with_batch_size(3)
+            .with_packing(packing(seq, 0))
+            .elastic_shard(0, 1)
+            .build()
+            .unwrap()
+    };
+    let mut a = build(8);
+    a.next_batch().unwrap();
+    let mut b = build(16);
+    b.restore(&a.state()).unwrap();
+    while b.next_batch().unwrap().is_some() {}
+    b.next_batch().unwrap();
+    let json = b.state().to_json();
+    let packs = &serde_json::from_str::<serde_json::Value>(&json).unwrap()["mixture"]["packs"];
+    assert_eq!(packs.as_array().map(Vec::len), Some(2), "{json}");
+    let mut c = build(16);
+    c.restore(&LoaderState::from_json(&json).unwrap()).unwrap();
+    let next = |l: &mut Loader| l.next_batch().unwrap().map(|b| b.windows());
+    for _ in 0..4 {
+        assert_eq!(next(&mut c), next(&mut b));
+    }
+    // Without "packs": packed at 8 throughout, as the state's first part was.
+    let mut a = build(8);
+    a.next_batch().unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&a.state().to_json()).unwrap();
+    v["mixture"].as_object_mut().unwrap().remove("packs");
+    let old = LoaderState::from_json(&v.to_string()).unwrap();
+    let mut same = build(8);
+    same.restore(&old).unwrap();
+    for _ in 0..4 {
+        assert_eq!(next(&mut same), next(&mut a));
+    }
 }
