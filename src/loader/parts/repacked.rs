@@ -99,6 +99,29 @@ fn each_source_epoch_once(
     Ok(())
 }
 
+/// Checks that every step of `plan` (`world` batches) has windows of the length
+/// `schedule` gives at the global tokens read before it.
+fn each_step_at_its_length(
+    plan: &Plan,
+    world: usize,
+    schedule: &Schedule<usize>,
+) -> Result<(), TestCaseError> {
+    let windows = plan.windows().unwrap();
+    let (mut tokens, mut step) = (0u64, 0);
+    while step < plan.len() {
+        let len = schedule.at(tokens);
+        for info in &plan.infos()[step..(step + world).min(plan.len())] {
+            prop_assert_eq!(info.max_len, len);
+            for &w in &plan.samples()[info.start..info.end] {
+                prop_assert_eq!(windows.window_len_of(w), len);
+            }
+            tokens += info.tokens as u64;
+        }
+        step += world;
+    }
+    Ok(())
+}
+
 /// Every rank of `loaders` (restored from one state) reads to the epoch's end: the
 /// windows' tokens read.
 fn read_tokens(loaders: Vec<Loader>) -> Vec<(usize, usize)> {
@@ -217,19 +240,7 @@ proptest! {
         for r in &ranks[1..] {
             prop_assert_eq!(&*r.plan(0), &*plan);
         }
-        let windows = plan.windows().unwrap();
-        let (mut tokens, mut step) = (0u64, 0);
-        while step < plan.len() {
-            let len = schedule.at(tokens);
-            for info in &plan.infos()[step..(step + world).min(plan.len())] {
-                prop_assert_eq!(info.max_len, len);
-                for &w in &plan.samples()[info.start..info.end] {
-                    prop_assert_eq!(windows.window_len_of(w), len);
-                }
-                tokens += info.tokens as u64;
-            }
-            step += world;
-        }
+        each_step_at_its_length(&plan, world, &schedule)?;
         let drawn = pieces(&plan, plan.samples());
         each_source_epoch_once(&drawn, &source_rows(&data), ranks[0].sample_lengths())?;
         // The next epoch goes on at the last length, each source where it was.
