@@ -107,7 +107,7 @@ impl Loader {
 
     /// Whether a packed mixture's stream may pack otherwise over the epochs: with a pack
     /// length schedule, or a stream taken over.
-    fn may_repack(&self) -> bool {
+    pub(super) fn may_repack(&self) -> bool {
         self.config.packing.is_some()
             && (self.blend.as_ref())
                 .is_some_and(|b| self.schedules.pack.is_some() || b.taken().is_some())
@@ -126,7 +126,7 @@ impl Loader {
 
     /// The blend of epoch `epoch` (at or past [`Loader::packs_through`]'s) and the global
     /// tokens read before it.
-    fn blend_through(&self, epoch: u64) -> Option<(Arc<Blend>, u64)> {
+    pub(super) fn blend_through(&self, epoch: u64) -> Option<(Arc<Blend>, u64)> {
         let mut blend = self.blend.clone()?;
         let (through, mut tokens) = self.packs_through;
         if !self.may_repack() {

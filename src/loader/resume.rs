@@ -456,6 +456,10 @@ impl Loader {
         match self.tokens {
             Some((e, t)) if e == epoch => return Some(t),
             _ if self.schedules.is_empty() => return None,
+            // Counted with the packings the epochs before took over.
+            _ if self.may_repack() && epoch >= self.packs_through.0 => {
+                return self.blend_through(epoch).map(|(_, t)| t);
+            }
             _ => {}
         }
         let (mut at, mut tokens) = match self.tokens {

@@ -393,3 +393,40 @@ fn a_change_of_pack_length_goes_on_in_the_epochs_after_it() {
         assert_eq!(next(&mut same), next(&mut a));
     }
 }
+
+/// A loader with a pack-length schedule plans a later epoch as one that read every epoch
+/// before it does (the sources' streams packed anew where those epochs switched), going
+/// there by `set_epoch` or asking for its plan.
+#[test]
+fn a_pack_schedule_plans_a_later_epoch_as_reading_up_to_it_does() {
+    let lengths: Vec<usize> = (1..30).collect();
+    let data = sources([3, 20, 9], &lengths);
+    let mixed = mixture(&data, &[0.2, 0.5, 0.3]);
+    let schedule = Schedule::new(vec![(0, 3), (300, 6), (700, 9), (1500, 5)]).unwrap();
+    let build = || {
+        Loader::builder(&mixed)
+            .with_shuffle(2)
+            .with_batch_size(2)
+            .with_packing(packing(3, 0))
+            .with_pack_schedule(schedule.clone())
+            .elastic_shard(0, 2)
+            .build()
+            .unwrap()
+    };
+    let mut read = build();
+    let mut drawn = Vec::new();
+    for epoch in 0..3 {
+        let plan = read.plan(epoch);
+        drawn.extend(pieces(&plan, plan.samples()));
+        while read.next_batch().unwrap().is_some() {}
+    }
+    each_source_epoch_once(&drawn, &source_rows(&data), read.sample_lengths()).unwrap();
+    let asked = build();
+    assert_eq!(asked.plan(3), read.plan(3));
+    let mut set = build();
+    set.set_epoch(3);
+    for _ in 0..5 {
+        let next = |l: &mut Loader| l.next_batch().unwrap().map(|b| b.windows());
+        assert_eq!(next(&mut set), next(&mut read));
+    }
+}
