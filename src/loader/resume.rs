@@ -268,7 +268,8 @@ impl Loader {
         if own.sources != saved.sources || !saved.fits(blend.num_sources()) {
             return vec!["the mixture's sources or its seed"];
         }
-        if !(saved.packs.iter()).all(|&(_, p)| self.packing_fits(blend, p)) {
+        let fits = |p| Some(p) == self.config.packing || self.packing_fits(blend, p);
+        if !(saved.packs.iter()).all(|&(_, p)| fits(p)) {
             return vec![
                 "the packing of a packed mixture (a packing at which a source has no window)",
             ];

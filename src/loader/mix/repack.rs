@@ -76,13 +76,18 @@ impl Blend {
     }
 
     /// The regimes of `packs`, with where each source stands at each (`anchors`) or
-    /// without (enough for the epochs' places).
+    /// without (enough for the epochs' places); none for the options' packing throughout.
     fn regimes(
         &self,
         packs: &[(u128, Packing)],
         input: (&PlanConfig, &[u32]),
         anchors: bool,
     ) -> Packs {
+        if let [(0, packing)] = packs
+            && Some(*packing) == input.0.packing
+        {
+            return Packs::default();
+        }
         let mut regimes: Vec<Regime> = Vec::with_capacity(packs.len());
         for &(start, packing) in packs {
             let regime = self.regime((regimes.last(), anchors), (start, packing), input);
