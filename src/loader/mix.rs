@@ -10,8 +10,9 @@
 //! loader over that source alone would order it (its own seed, derived from the options'
 //! seed, the mixture's seed and `k`), so a small source repeats and a large one is not
 //! exhausted. The mixture's epoch is as many samples as the sources' first epochs hold
-//! together; its batches, ranks (`shard`, `elastic_shard`), `drop_last` and positions are a
-//! loader's. Every source must have the same columns (name, type, levels and offset width).
+//! together (a packed mixture's pack length changed within it moves its end: `repack.rs`);
+//! its batches, ranks (`shard`, `elastic_shard`), `drop_last` and positions are a loader's.
+//! Every source must have the same columns (name, type, levels and offset width).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -193,7 +194,7 @@ pub(crate) struct Blend {
     parts: Vec<(RowIndex, RowIndex)>,
     /// Samples in each source's first epoch, and in the mixture's epoch (their sum).
     firsts: Vec<usize>,
-    /// The packings of the stream taken over, if it has any.
+    /// The packings of its stream from where each took over (none: the options' throughout).
     packs: Packs,
 }
 
