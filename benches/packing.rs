@@ -385,12 +385,18 @@ fn epoch_parts(dir: &Path) {
     println!("| plan | time | ÷ plain |");
     println!("|---|---|---|");
     let base = || Loader::builder(&file).with_shuffle(1).elastic_shard(0, 8);
+    let mixture = Mixture::new(vec![(&file).into(), (&file).into()], vec![0.7, 0.3]);
+    let mixed = || {
+        Loader::builder(&mixture)
+            .with_shuffle(1)
+            .elastic_shard(0, 8)
+    };
     let time = |loader: &Loader| best_of_three(|| black_box(loader.plan(0))).0.as_secs_f64();
     let row = |name: &str, took: f64, plain: f64| {
         println!("| {name} | {took:.2} s | {:.2} |", took / plain);
     };
     type Make<'a> = Box<dyn Fn() -> LoaderBuilder<'a> + 'a>;
-    let cases: [(&str, Make<'_>, Make<'_>); 2] = [
+    let cases: [(&str, Make<'_>, Make<'_>); 3] = [
         (
             "batches of 32, resumed at half the epoch as a budget of 4096 tokens",
             Box::new(|| base().with_batch_size(32)),
@@ -400,6 +406,11 @@ fn epoch_parts(dir: &Path) {
             "packed 2048, resumed at half the epoch packed 4096",
             Box::new(|| base().with_batch_size(8).with_packing(Packing::new(2048))),
             Box::new(|| base().with_batch_size(8).with_packing(Packing::new(4096))),
+        ),
+        (
+            "a mixture of two packed 2048, resumed at half the epoch packed 4096",
+            Box::new(|| mixed().with_batch_size(8).with_packing(Packing::new(2048))),
+            Box::new(|| mixed().with_batch_size(8).with_packing(Packing::new(4096))),
         ),
     ];
     for (name, plain, other) in cases {

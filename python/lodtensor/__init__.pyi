@@ -259,9 +259,10 @@ class Mixture:
     def weights(self) -> list[float] | list[tuple[int, list[float]]]: ...
     def __len__(self) -> int: ...
     def loader(self, **options: Unpack[LoaderOptions]) -> Loader:
-        """Batches of the draws: ``Dataset.loader``'s options, ``batch_size`` and
-        ``token_budget`` schedules included; a ``pack`` schedule is refused (the windows are
-        packed source by source as drawn, at one length)."""
+        """Batches of the draws: ``Dataset.loader``'s options, ``batch_size``,
+        ``token_budget`` and ``pack`` schedules included (from a switch of ``pack``, each
+        source's tokens that no window drawn holds are packed again at the new length; a
+        ``pack`` schedule is refused when the weights are a schedule)."""
 
 @final
 class ShardedDataset:

@@ -185,7 +185,9 @@ def test_mixture_weights_change_over_training_and_pickle(docs_path: Path, one_ba
         lt.mix([a, b], [(0, [0.5, 0.5]), (10, [1.0])]).loader()
 
 
-def test_a_mixture_takes_a_batch_size_schedule_but_no_pack_schedule(docs_path: Path, one_batch_path: Path) -> None:
+def test_a_mixture_with_a_weight_schedule_takes_a_batch_size_schedule_but_no_pack_schedule(
+    docs_path: Path, one_batch_path: Path
+) -> None:
     a, b = lt.open(docs_path), lt.open(one_batch_path)
     mixture = lt.mix([a, b], [(0, [0.8, 0.2]), (2000, [0.2, 0.8])], seed=1)
     points = [(0, 3), (1000, 8)]
@@ -195,6 +197,53 @@ def test_a_mixture_takes_a_batch_size_schedule_but_no_pack_schedule(docs_path: P
     check_mixture_epoch(source_rows(batches), [200, 50])
     with pytest.raises(lt.LodTensorError, match="pack length schedule is not for a mixture"):
         mixture.loader(batch_size=2, pack=[(0, 16), (800, 64)])
+
+
+def source_tokens(paths: list[Path]) -> list[set[tuple[int, int]]]:
+    """Every token of each source, as (row, token)."""
+    loaders = [lt.open(p).loader(batch_size=1) for p in paths]
+    return [{(int(b.samples[0]), t) for b in loader for t in range(b.tokens)} for loader in loaders]
+
+
+def check_each_source_epoch_once(batches: list, tokens: list[set[tuple[int, int]]]) -> None:
+    """Each source's windows, in the order drawn, read its epochs one after the other: no
+    token of one twice, and every token of one before the next starts."""
+    seen: list[set[tuple[int, int]]] = [set() for _ in tokens]
+    for b in batches:
+        for k, window in zip(b.source.tolist(), b.windows):
+            own = [(row, first + t) for row, first, n in window for t in range(n)]
+            assert len(set(own)) == len(own)
+            if seen[k] & set(own):
+                assert seen[k] == tokens[k], (k, len(tokens[k] - seen[k]))
+                seen[k] = set()
+            seen[k] |= set(own)
+
+
+def test_a_packed_mixture_takes_a_pack_schedule_and_goes_on_at_another_pack(
+    docs_path: Path, one_batch_path: Path
+) -> None:
+    a, b = lt.open(docs_path), lt.open(one_batch_path)
+    tokens = source_tokens([docs_path, one_batch_path])
+    padded = dict(pack_pad_last=True, shuffle=True, seed=2)  # no token left out
+    batches = list(lt.mix([a, b], [0.7, 0.3], seed=1).loader(batch_size=4, pack=[(0, 16), (800, 64)], **padded))
+    lengths = [len(b.values("tokens")) // len(b.windows) for b in batches]
+    assert lengths[0] == 16 and lengths[-1] == 64
+    assert lengths == sorted(lengths)  # 16 up to the first step past 800 tokens, then 64
+    check_each_source_epoch_once(batches, tokens)
+    # A state at one pack length goes on at another: the windows read kept, each source's
+    # tokens no window drawn from it holds packed again.
+    common = dict(batch_size=3, elastic=True, **padded)
+    first = lt.mix([a, b], [0.7, 0.3], seed=1).loader(pack=32, **common)
+    it = iter(first)
+    read = [next(it) for _ in range(5)]
+    state = json.loads(json.dumps(first.state_dict()))
+    loader = lt.mix([a, b], [0.7, 0.3], seed=1).loader(pack=128, **common)
+    loader.load_state_dict(state)
+    rest = list(loader)
+    assert {len(b.values("tokens")) // len(b.windows) for b in rest} == {128}
+    check_each_source_epoch_once(read + rest, tokens)
+    with pytest.raises(lt.LodTensorError, match="pack"):
+        lt.mix([a, b], [(0, [0.5, 0.5]), (400, [0.2, 0.8])]).loader(pack=[(0, 16), (800, 64)])
 
 
 def source_rows(batches: list) -> list[tuple[int, int]]:

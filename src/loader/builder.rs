@@ -642,7 +642,10 @@ impl<'a> LoaderBuilder<'a> {
         }
         let storage = (lazy, ranges);
         let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, storage)?;
-        schedules.check(&config, blend.is_some())?;
+        schedules.check(
+            &config,
+            blend.as_ref().is_some_and(|b| b.one_set().is_none()),
+        )?;
         let config = config.with_turns(!schedules.is_empty());
         let (rows, shards) = (inputs.rows.starts(), inputs.shards.starts());
         let mut fingerprint = config.fingerprint(&inputs.lengths, rows, shards);
@@ -654,7 +657,7 @@ impl<'a> LoaderBuilder<'a> {
         }
         let blend = match blend {
             Some(mut blend) => {
-                blend.count_first_epochs(&config, &inputs.lengths)?;
+                blend.count_first_epochs(&config, &schedules, &inputs.lengths)?;
                 let mut options = Hasher::new();
                 options.add(&[fingerprint.options]);
                 options.add(&blend.hash_words());
@@ -675,6 +678,7 @@ impl<'a> LoaderBuilder<'a> {
             schedules,
             resumed: None,
             tokens: Some((0, 0)),
+            packs_through: (0, 0),
         })
     }
 }

@@ -10,8 +10,9 @@
 //! loader over that source alone would order it (its own seed, derived from the options'
 //! seed, the mixture's seed and `k`), so a small source repeats and a large one is not
 //! exhausted. The mixture's epoch is as many samples as the sources' first epochs hold
-//! together; its batches, ranks (`shard`, `elastic_shard`), `drop_last` and positions are a
-//! loader's. Every source must have the same columns (name, type, levels and offset width).
+//! together (a packed mixture's pack length changed within it moves its end: `repack.rs`);
+//! its batches, ranks (`shard`, `elastic_shard`), `drop_last` and positions are a loader's.
+//! Every source must have the same columns (name, type, levels and offset width).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -23,11 +24,13 @@ use super::pack::{PackMode, Packing, Piece, Windows, window_order, windows_of_pi
 use super::parts::Epoch;
 use super::plan::{Costs, Plan};
 use super::position::Hasher;
+use super::schedule::Schedules;
 use crate::error::{ArgumentError, Result};
 use crate::rng::SplitMix64;
 use crate::row_index::RowIndex;
 pub(super) use read::read_mixture;
 use read::weights_error;
+use repack::Packs;
 use rules::{Rules, Switch};
 pub(crate) use stream::{Change, Given, Stream};
 
@@ -191,6 +194,8 @@ pub(crate) struct Blend {
     parts: Vec<(RowIndex, RowIndex)>,
     /// Samples in each source's first epoch, and in the mixture's epoch (their sum).
     firsts: Vec<usize>,
+    /// The packings of its stream from where each took over (none: the options' throughout).
+    packs: Packs,
 }
 
 /// An epoch's draws: its samples of the mixture's stream, the switches over them, and
@@ -204,6 +209,7 @@ struct Draws {
 
 /// The samples of one epoch of one source: its own rows (numbered from its first), or
 /// packed windows.
+#[derive(Debug)]
 enum SourceEpoch {
     Rows(Rows),
     Windows(Windows, Vec<usize>),
@@ -294,6 +300,7 @@ impl Blend {
             rows,
             parts,
             firsts: Vec::new(),
+            packs: Packs::default(),
         }
     }
 
@@ -301,10 +308,11 @@ impl Blend {
     ///
     /// # Errors
     /// [`ArgumentError::LoaderConfig`] for a source without samples (no rows, or too few
-    /// tokens for a window).
+    /// tokens for a window, at the options' pack length or one `schedules` gives).
     pub(super) fn count_first_epochs(
         &mut self,
         config: &PlanConfig,
+        schedules: &Schedules,
         lengths: &[u32],
     ) -> Result<()> {
         self.firsts = (0..self.parts.len())
@@ -317,7 +325,7 @@ impl Blend {
             }
             .into());
         }
-        Ok(())
+        self.windows_at(config, schedules, lengths)
     }
 
     /// The options of source `k` alone: its own shuffle seed.
@@ -365,29 +373,6 @@ impl Blend {
         }
     }
 
-    /// Walks `from..to` of source `k`'s stream epoch by epoch: `take(samples, part)` for the
-    /// part of each epoch's samples in it (`samples`: the epoch's, `part`: indices into them).
-    fn source_walk(
-        &self,
-        config: &PlanConfig,
-        lengths: &[u32],
-        k: usize,
-        (from, to): (u128, u128),
-        mut take: impl FnMut(&SourceEpoch, Range<usize>),
-    ) {
-        let (mut epoch, mut start) = self.epoch_of(config, k, from);
-        while start < to {
-            // A source's epochs count modulo 2^64 (past them, its orders repeat).
-            let samples = self.source_epoch(config, lengths, k, epoch as u64);
-            let end = start + samples.len() as u128;
-            let (a, b) = (from.max(start) - start, to.min(end) - start);
-            if a < b {
-                take(&samples, a as usize..b as usize);
-            }
-            (epoch, start) = (epoch + 1, end);
-        }
-    }
-
     /// The epoch of source `k`'s stream to start from for its sample `j`, and where that
     /// epoch starts: `j`'s own, since every epoch of a source has as many samples, but
     /// with best fit (then the first).
@@ -409,7 +394,7 @@ impl Blend {
     ) -> Vec<S> {
         let mut out = Vec::with_capacity((range.1 - range.0) as usize);
         let first_row = self.rows.part_rows(k).start;
-        self.source_walk(config, lengths, k, range, |samples, part| {
+        self.source_walk((config, lengths), k, range, |samples, part| {
             if let SourceEpoch::Rows(rows) = samples {
                 out.extend(rows.iter(part).map(|row| S::of(row + first_row)));
             }
@@ -428,7 +413,7 @@ impl Blend {
     ) -> Vec<Vec<Piece>> {
         let mut out = Vec::with_capacity((range.1 - range.0) as usize);
         let first_row = self.rows.part_rows(k).start;
-        self.source_walk(config, lengths, k, range, |samples, part| {
+        self.source_walk((config, lengths), k, range, |samples, part| {
             if let SourceEpoch::Windows(w, order) = samples {
                 out.extend(order[part].iter().map(|&window| {
                     (w.pieces(window).into_iter())
@@ -490,8 +475,7 @@ impl Blend {
 
     /// The stream to the end of epoch `epoch`, as a state carries it.
     pub(super) fn stream(&self, config: &PlanConfig, lengths: &[u32], epoch: u64) -> Stream {
-        let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
-        let end = (u128::from(epoch) + 1) * n;
+        let end = self.epoch_places(epoch).end;
         let switches = self.rules.switches(self, (config, lengths), end);
         let mut sources = Hasher::new();
         sources.add(&[self.seed]);
@@ -507,21 +491,15 @@ impl Blend {
             sources: sources.finish(),
             switches: self.rules.given(&switches, end),
             changes: Vec::new(),
+            packs: self.packs_before(epoch, config.packing),
         }
-    }
-
-    /// The first sample of epoch `epoch` in the stream.
-    pub(super) fn epoch_start(&self, epoch: u64) -> u128 {
-        u128::from(epoch) * self.firsts.iter().map(|&c| c as u128).sum::<u128>()
     }
 
     /// The draws of epoch `epoch`: its samples of the stream, the switches over them and
     /// each source's draws before and after them.
     fn draws_of(&self, config: &PlanConfig, lengths: &[u32], epoch: u64) -> Draws {
         // In 128 bits: no epoch's samples wrap.
-        let n: u128 = self.firsts.iter().map(|&c| c as u128).sum();
-        let first = u128::from(epoch) * n;
-        let samples = first..first + n;
+        let samples = self.epoch_places(epoch);
         let switches = self.rules.switches(self, (config, lengths), samples.end);
         let before = self.drawn_before(&switches, samples.start);
         let mut after = before.clone();
@@ -548,12 +526,13 @@ impl Blend {
             })
             .collect();
         let (mut pieces, mut starts) = (Vec::new(), vec![0]);
+        let lens = self.window_lens(&draws.samples, packing);
         let mut drawn = draws.before;
         self.draws(&draws.switches, draws.samples, &mut drawn, |k| {
             pieces.extend(windows[k].next().expect("drawn"));
             starts.push(pieces.len());
         });
-        windows_of_pieces(packing.window_len(), pieces, starts)
+        windows_of_pieces(lens[0].1, pieces, starts).with_lens(lens)
     }
 
     /// The rows of `draws` (not packing), in the order drawn, as rows of the loader in `S`.
@@ -632,6 +611,7 @@ impl Blend {
 }
 
 mod read;
+mod repack;
 mod rules;
 mod stream;
 #[cfg(test)]

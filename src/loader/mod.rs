@@ -105,6 +105,7 @@ mod place;
 mod plan;
 mod position;
 mod prefetch;
+mod remix;
 mod resume;
 mod schedule;
 mod shared;
@@ -137,7 +138,6 @@ pub use state::LoaderState;
 use config::PlanConfig;
 use gather::Gatherer;
 use mix::Blend;
-use parts::Parts;
 use place::Lies;
 use resume::Resumed;
 use schedule::Schedules;
@@ -182,6 +182,9 @@ pub struct Loader {
     resumed: Option<Resumed>,
     /// (epoch, global tokens read before it), when known.
     tokens: Option<(u64, u64)>,
+    /// (epoch, global tokens read before it): a packed mixture's blend holds the packings
+    /// of its stream before that epoch (`remix.rs`).
+    packs_through: (u64, u64),
 }
 
 impl Loader {
@@ -234,43 +237,6 @@ impl Loader {
         self.plan_after(epoch, self.tokens_before(epoch))
     }
 
-    /// Makes the plan of `epoch`, `tokens` global tokens read before it (when known).
-    fn plan_after(&self, epoch: u64, tokens: Option<u64>) -> Plan {
-        let (read, stream) = match &self.resumed {
-            Some(r) if r.epoch == epoch => (&r.read[..], r.mixture.as_ref()),
-            _ => (&[][..], None),
-        };
-        let lengths = &self.inputs.lengths[..];
-        let mut plan = if !read.is_empty() || !self.schedules.is_empty() {
-            let items = self.epoch_items(read.len(), stream, epoch);
-            let options = (&self.config, &self.schedules);
-            let planned = parts::plan(read, options, tokens.unwrap_or(0), (items, lengths), epoch);
-            // A state's parts were replayed when it was restored.
-            planned.unwrap_or_else(|| Plan::empty(epoch))
-        } else {
-            let mut plan = match &self.blend {
-                Some(blend) => blend.plan(&self.config, lengths, epoch),
-                None => {
-                    let PlanInputs { rows, shards, .. } = &self.inputs;
-                    Plan::build(&self.config, lengths, rows, shards, epoch)
-                }
-            };
-            plan.parts = Parts {
-                starts: vec![(0, self.config.of_every_rank())],
-                own: 0,
-                tokens_before: tokens,
-                mixture: None,
-                read_end: 0,
-            };
-            plan
-        };
-        plan.parts.mixture = match stream {
-            Some(stream) => Some(stream.clone()),
-            None => (self.blend.as_ref()).map(|b| b.stream(&self.config, lengths, epoch)),
-        };
-        plan
-    }
-
     /// The number of batches this rank reads in `epoch`: the plan's, or this rank's turns
     /// among them when ranks take turns ([`LoaderBuilder::elastic_shard`]); with
     /// [`LoaderBuilder::with_drop_last`] the same on every rank then (the last step is read
@@ -310,6 +276,7 @@ impl Loader {
         match &self.plan {
             Some(p) if p.epoch() == epoch => p.clone(),
             _ => {
+                self.packs_to(epoch);
                 let p = Arc::new(self.build_plan(epoch));
                 self.plan = Some(p.clone());
                 p
@@ -554,6 +521,7 @@ impl Loader {
                 let read = parts::read_tokens(&plan, &self.config);
                 self.tokens = Some((next, t.saturating_add(read)));
             }
+            self.packs_past(&plan);
             self.store.end_epoch();
             return Ok(None);
         }

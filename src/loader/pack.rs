@@ -671,7 +671,7 @@ impl Windows {
         }
         Windows {
             seq_len: self.seq_len,
-            ..windows_of_pieces(self.window_len, pieces, starts)
+            ..windows_of_pieces(self.longest_of(ids), pieces, starts)
         }
     }
 }

@@ -41,7 +41,9 @@ pub(super) struct Layout {
 impl Layout {
     /// Refills the layout with windows `ids` of `windows`.
     fn fill(&mut self, windows: &Windows, ids: &[usize]) {
-        self.window_len = ids.first().map_or(0, |&w| windows.window_len_of(w));
+        // Windows packed to other lengths (a packed mixture's, around a change of its pack
+        // length) are padded to the longest.
+        self.window_len = windows.longest_of(ids);
         self.pieces.clear();
         self.counts.clear();
         windows.pieces_of(ids, &mut self.pieces, &mut self.counts);

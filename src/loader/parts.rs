@@ -14,8 +14,9 @@ use std::sync::Arc;
 use super::config::PlanConfig;
 use super::mix::Stream;
 use super::order::{Rows, epoch_order};
-use super::pack::{Docs, Windows, window_order};
+use super::pack::{Docs, Packing, Windows, window_order};
 use super::plan::{Costs, Plan};
+use super::remix::Remixer;
 use super::schedule::Schedules;
 use super::store::PlanInputs;
 
@@ -34,6 +35,9 @@ pub(crate) struct Parts {
     /// One past the last place of the epoch's order the batches before this loader's own
     /// hold.
     pub read_end: usize,
+    /// Where a packed mixture's parts packed its stream anew within the epoch: (place of
+    /// the epoch, packing), in order.
+    pub repacks: Vec<(usize, Packing)>,
 }
 
 impl Parts {
@@ -102,7 +106,7 @@ impl Places {
 /// What the epoch has left to plan.
 enum Left<'a> {
     /// Places no part read, in the epoch's order, and what stands at them.
-    Places(Vec<usize>, &'a Places),
+    Places(Vec<usize>, Arc<Places>),
     /// Documents or pieces of them, in the order packing takes them.
     Docs(Docs<'a>),
 }
@@ -111,35 +115,38 @@ enum Left<'a> {
 /// in the epoch's plan), then the rest under `base`'s options with `schedules`' values at
 /// the global tokens read (from `tokens_before` at the epoch's start). The epoch's places
 /// are `items`, each from the part it is given with on (a mixture's weights changed at a
-/// resume draw the places no read batch reached anew; the places before keep their rows).
-/// `None` when a part of `read` does not have the batches it says it ended at.
+/// resume draw the places no read batch reached anew; the places before keep their rows;
+/// a packed mixture's part that packs otherwise than its stream where it starts draws them
+/// anew by `remix`). `None` when a part of `read` does not have the batches it says it
+/// ended at.
 pub(crate) fn plan(
     read: &[(PlanConfig, usize)],
     (base, schedules): (&PlanConfig, &Schedules),
     tokens_before: u64,
-    (items, lengths): (Vec<(usize, Epoch)>, &[u32]),
+    (items, lengths, remix): (Vec<(usize, Epoch)>, &[u32], Option<&Remixer<'_>>),
     epoch: u64,
 ) -> Option<Plan> {
-    let items: Vec<(usize, Result<Places, Docs>)> = (items.into_iter())
+    let items: Vec<(usize, Result<Arc<Places>, Docs>)> = (items.into_iter())
         .map(|(from, items)| {
             let places = match items {
                 Epoch::Docs(order) => Err(Docs::whole(Rows::Wide(order), lengths)),
                 Epoch::Rows(rows) => {
                     let lens = rows.iter().map(|&r| lengths[r]).collect();
-                    Ok(Places::Rows(rows, lens))
+                    Ok(Arc::new(Places::Rows(rows, lens)))
                 }
-                Epoch::Windows(windows) => Ok(Places::Windows(windows)),
+                Epoch::Windows(windows) => Ok(Arc::new(Places::Windows(windows))),
             };
             (from, places)
         })
         .collect();
     let mut left = match &items.first().expect("the epoch's places").1 {
-        Ok(places) => Left::Places((0..places.len()).collect(), places),
+        Ok(places) => Left::Places((0..places.len()).collect(), places.clone()),
         Err(docs) => Left::Docs(docs.clone()),
     };
     let mut out = Joined::new(epoch);
     for (i, (config, end)) in read.iter().enumerate() {
-        left = places_of(&items, i, left);
+        let (given, fresh) = places_of(&items, i, left);
+        left = out.remixed(remix, (i, config), given, fresh);
         let part = plan_left(config, &left, epoch);
         let take = end.checked_sub(out.infos.len())?;
         if take > part.len() {
@@ -147,12 +154,15 @@ pub(crate) fn plan(
         }
         left = out.push(part, take, config, left);
     }
-    left = places_of(&items, read.len(), left);
+    let (given, mut fresh) = places_of(&items, read.len(), left);
+    left = given;
     out.read_end = out.places_end;
     out.own = out.infos.len();
     let mut tokens = tokens_before.saturating_add(out.tokens);
     loop {
         let config = schedules.config_at(base, tokens);
+        left = out.remixed(remix, (read.len(), &config), left, fresh);
+        fresh = false;
         let part = plan_left(&config, &left, epoch);
         let take = match schedules.next_point(tokens) {
             Some(point) => steps_before(&part, config.ranks.turn().1, point - tokens),
@@ -169,17 +179,34 @@ pub(crate) fn plan(
     Some(out.into_plan(tokens_before))
 }
 
-/// What `left` leaves at the places of part `i`: those given last at or before it.
+/// What `left` leaves at the places of part `i`: those given at `i` (after the first), if
+/// any, and whether there are. Places given anew differ from those before only from the
+/// first that no part read on (a packed mixture packed again there may have more or
+/// fewer): the unread places before them are left, and all from there.
 fn places_of<'a>(
-    items: &'a [(usize, Result<Places, Docs<'a>>)],
+    items: &[(usize, Result<Arc<Places>, Docs<'a>>)],
     i: usize,
     left: Left<'a>,
-) -> Left<'a> {
-    let given = items.iter().rev().find(|(from, _)| *from <= i);
+) -> (Left<'a>, bool) {
+    // Places given before `i` stand already (a packed mixture's drawn anew, maybe).
+    let given = (items.iter()).find(|(from, _)| *from == i && i > 0);
     match (given.map(|(_, p)| p), left) {
-        (Some(Ok(places)), Left::Places(left, _)) => Left::Places(left, places),
-        (_, left) => left,
+        (Some(Ok(places)), Left::Places(left, before)) => {
+            let left = anew(left, before.len(), places.len());
+            (Left::Places(left, places.clone()), true)
+        }
+        (_, left) => (left, false),
     }
+}
+
+/// `left`, places no part read of `old` places, among `new` places given anew from the
+/// first that no part read on.
+fn anew(mut left: Vec<usize>, old: usize, new: usize) -> Vec<usize> {
+    if old != new {
+        left.retain(|&p| p < new);
+        left.extend(old..new);
+    }
+    left
 }
 
 /// The batches of `part` in the steps of `world` batches that start before `tokens` more
@@ -198,17 +225,19 @@ fn steps_before(part: &Plan, world: usize, tokens: u64) -> usize {
 }
 
 /// The plan of what is left under `config`. Every part of a packed epoch packs (a state
-/// whose parts do not is refused when it is restored); a packed mixture's parts pack as
-/// its windows were packed (a state whose parts do not is refused too).
+/// whose parts do not is refused when it is restored); a packed mixture's parts plan the
+/// windows its stream drew (each part's, packed at its packing from where it took over).
 fn plan_left(config: &PlanConfig, left: &Left<'_>, epoch: u64) -> Plan {
     match left {
-        Left::Places(left, Places::Rows(_, lens)) => {
-            let costs = Costs::Lengths(config.weight());
-            Plan::of_ranks(config, (&lens[..], &costs), left, epoch)
-        }
-        Left::Places(left, Places::Windows(windows)) => {
-            (windows.plan_of(config, left, epoch)).with_windows(windows.clone())
-        }
+        Left::Places(left, places) => match &**places {
+            Places::Rows(_, lens) => {
+                let costs = Costs::Lengths(config.weight());
+                Plan::of_ranks(config, (&lens[..], &costs), left, epoch)
+            }
+            Places::Windows(windows) => {
+                (windows.plan_of(config, left, epoch)).with_windows(windows.clone())
+            }
+        },
         Left::Docs(docs) => {
             let packing = (config.packing.as_ref())
                 .expect("every part of a packed epoch packs: Loader::restore refuses others");
@@ -228,6 +257,7 @@ struct Joined {
     starts: Vec<(usize, PlanConfig)>,
     own: usize,
     tokens: u64,
+    repacks: Vec<(usize, Packing)>,
     /// One past the last place the batches so far hold, and those before this loader's.
     places_end: usize,
     read_end: usize,
@@ -242,6 +272,7 @@ impl Joined {
             starts: Vec::new(),
             own: 0,
             tokens: 0,
+            repacks: Vec::new(),
             places_end: 0,
             read_end: 0,
         }
@@ -274,7 +305,7 @@ impl Joined {
         let read = &part.samples[..end];
         let docs = match left {
             Left::Places(left, places) => {
-                match places {
+                match &*places {
                     Places::Rows(rows, _) => {
                         self.plan.samples.extend(read.iter().map(|&p| rows[p]))
                     }
@@ -294,6 +325,32 @@ impl Joined {
         let rest = windows.unread(docs.lengths, |w| was_read[w]);
         self.push_windows(windows, read);
         Left::Docs(rest)
+    }
+
+    /// `left`, a packed mixture's places drawn anew from the first no part read when part
+    /// `part`, under `config`, packs otherwise than the stream there (or, its places
+    /// `fresh`ly given, as the parts before packed it anew).
+    fn remixed<'a>(
+        &mut self,
+        remix: Option<&Remixer<'_>>,
+        (part, config): (usize, &PlanConfig),
+        left: Left<'a>,
+        fresh: bool,
+    ) -> Left<'a> {
+        let (Some(remix), Some(packing), Left::Places(unread, before)) =
+            (remix, config.packing, &left)
+        else {
+            return left;
+        };
+        let at = self.places_end;
+        let switch = remix.packing_at(&self.repacks, at) != Some(packing);
+        if switch {
+            self.repacks.push((at, packing));
+        } else if !fresh || self.repacks.is_empty() {
+            return left;
+        }
+        let places = Arc::new(Places::Windows(remix.windows(part, &self.repacks)));
+        Left::Places(anew(unread.clone(), before.len(), places.len()), places)
     }
 
     /// Appends windows `read` of `windows`, numbered on from those before.
@@ -318,6 +375,7 @@ impl Joined {
             tokens_before: Some(tokens_before),
             mixture: None,
             read_end: self.read_end,
+            repacks: self.repacks,
         };
         self.plan
     }
@@ -336,5 +394,7 @@ pub(crate) fn read_tokens(plan: &Plan, config: &PlanConfig) -> u64 {
 
 #[cfg(test)]
 mod mixtures;
+#[cfg(test)]
+mod repacked;
 #[cfg(test)]
 mod tests;

@@ -251,10 +251,10 @@ impl Plan {
     }
 
     /// The plan with the packed epoch's `windows` attached: every window is as long as
-    /// the longest, so that padding ratios count the windows' padding.
+    /// the longest of its batch, so that padding ratios count the windows' padding.
     pub(super) fn with_windows(mut self, windows: Arc<Windows>) -> Plan {
         for info in &mut self.infos {
-            info.max_len = windows.window_len();
+            info.max_len = windows.longest_of(&self.samples[info.start..info.end]);
         }
         self.windows = Some(windows);
         self

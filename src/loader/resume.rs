@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::config::{PlanConfig, Ranks, lengths_hash};
-use super::mix::{Change, Stream};
+use super::mix::{Blend, Change, Stream};
 use super::parts;
 use super::position::LENGTHS_DIFFER;
 use super::state::LoaderState;
@@ -52,8 +52,7 @@ impl Loader {
             Some(plan) if plan.epoch() == position.epoch => state_at(plan, position),
             _ => {
                 let tokens = self.tokens_before(position.epoch);
-                let mixture = (self.blend.as_ref())
-                    .map(|b| b.stream(&self.config, &self.inputs.lengths, position.epoch));
+                let mixture = self.own_stream(position.epoch);
                 LoaderState::new(position, Vec::new(), tokens, mixture)
             }
         }
@@ -74,14 +73,16 @@ impl Loader {
     /// draws, the rest of the stream is drawn by this loader's weights, the rule starting
     /// afresh there and each source's stream going on where it was (`docs/design.md`,
     /// "Mixing"). The loader then draws its later epochs by that stream, and its
-    /// [`Loader::fingerprint`] says so.
+    /// [`Loader::fingerprint`] says so. A packed mixture goes on at another pack length or
+    /// mode too: the windows read before the state are kept, and each source's tokens that
+    /// no window drawn from it holds are packed again at this loader's.
     ///
     /// # Errors
     /// [`ArgumentError::PositionMismatch`] naming what differs when the change cannot keep
     /// every sample once (other data or record batches, another shuffle or seed, packing
-    /// turned on or off, a mixture's other sources or seed, another stream for a mixture
-    /// whose weights change over training, another pack length for a packed mixture, ranks
-    /// sharded by parts on either side); [`ArgumentError::BatchOutOfRange`] when the
+    /// turned on or off, a mixture's other sources or seed, another stream or pack length
+    /// for a mixture whose weights change over training, ranks sharded by parts on either
+    /// side); [`ArgumentError::BatchOutOfRange`] when the
     /// state's batches are not in its plans.
     ///
     /// # Example
@@ -119,6 +120,7 @@ impl Loader {
             self.resumed.clone(),
             self.tokens,
             self.blend.clone(),
+            self.packs_through,
         );
         let restored = self.restore_from(state);
         if restored.is_err() {
@@ -128,6 +130,7 @@ impl Loader {
                 self.resumed,
                 self.tokens,
                 self.blend,
+                self.packs_through,
             ) = before;
         }
         restored
@@ -135,14 +138,18 @@ impl Loader {
 
     /// [`Loader::restore`], leaving the loader changed when it fails.
     fn restore_from(&mut self, state: &LoaderState) -> Result<()> {
+        let state = &self.packs_kept(state);
         let position = state.position();
         if let Some(t) = state.tokens_before {
             self.tokens = Some((position.epoch, t));
         }
         self.resumed = None;
-        // A stream an earlier state gave is left for this loader's own.
-        if let Some(blend) = self.blend.as_ref().filter(|b| b.taken().is_some()) {
-            self.blend = Some(Arc::new(blend.own()));
+        // A stream an earlier state gave (or packings of its own) is left for this
+        // loader's own.
+        if let Some(blend) =
+            (self.blend.as_ref()).filter(|b| b.taken().is_some() || self.packs_through != (0, 0))
+        {
+            (self.blend, self.packs_through) = (Some(Arc::new(blend.own())), (0, 0));
         }
         let differs = self.mixture_differs(state);
         let (own, saved) = (self.fingerprint(), position.fingerprint);
@@ -199,32 +206,37 @@ impl Loader {
     /// Takes `state`'s mixture stream over when it is not this loader's own: its draws
     /// to place `read_end` of the epoch (one past the last any read batch holds), this
     /// loader's weights from there, the rule starting afresh and each source's stream going
-    /// on where it was. The weights in force there going on unchanged, the stream is taken
-    /// over as it is. ([`Loader::mixture_differs`] refuses a schedule's here.)
+    /// on where it was; packed before the epoch as the state's stream was (a part packing
+    /// otherwise packs it anew where it starts: `remix.rs`). The weights in force there
+    /// going on unchanged, the stream is taken over as it is. ([`Loader::mixture_differs`]
+    /// refuses a schedule's here.)
     fn take_over(&mut self, state: &LoaderState, read_end: usize) {
         let (Some(blend), Some(saved)) = (self.blend.clone(), &state.mixture) else {
             return;
         };
         let epoch = state.position().epoch;
         let input = (&self.config, &self.inputs.lengths[..]);
-        let current = saved.of_part(state.read.len(), &blend, input);
+        let parts = state.read.len();
+        let current = saved.of_part(parts, &blend, input);
+        let own = self.own_stream(epoch).expect("a mixture");
         let mut stream = saved.clone();
-        if current != blend.stream(input.0, input.1, epoch).switches {
-            let weights = blend
-                .one_set()
-                .expect("mixture_differs refuses a schedule's");
-            let start = blend.epoch_start(epoch) + read_end as u128;
-            let in_force = current.iter().rev().find(|g| g.start <= start);
-            let last = current.last().map_or(0, |g| g.start);
-            if !(in_force.is_some_and(|g| g.weights == weights) && last <= start) {
-                stream.changes.push(Change {
-                    part: state.read.len(),
-                    start,
-                    weights: weights.to_vec(),
-                });
+        if (&current, &saved.packs) != (&own.switches, &own.packs) {
+            let taken = blend.with_stream((&current, &saved.packs), input);
+            let start = taken.epoch_places(epoch).start + read_end as u128;
+            if let Some(weights) = blend.one_set() {
+                let in_force = current.iter().rev().find(|g| g.start <= start);
+                let last = current.last().map_or(0, |g| g.start);
+                if !(in_force.is_some_and(|g| g.weights == weights) && last <= start) {
+                    stream.changes.push(Change {
+                        part: parts,
+                        start,
+                        weights: weights.to_vec(),
+                    });
+                }
             }
-            let given = stream.of_part(state.read.len(), &blend, input);
-            self.blend = Some(Arc::new(blend.with_given(&given)));
+            let given = stream.of_part(parts, &blend, input);
+            self.blend = Some(Arc::new(blend.with_stream((&given, &stream.packs), input)));
+            self.packs_through = (epoch, state.tokens_before.unwrap_or(0));
         }
         self.resumed = Some(Resumed {
             epoch,
@@ -236,8 +248,8 @@ impl Loader {
     }
 
     /// What keeps a mixture's `state` from going on here, in words: other sources or seed,
-    /// a stream not this loader's own when its weights change over training, a packed
-    /// mixture's packing.
+    /// a stream not this loader's own when its weights change over training (its packing
+    /// too), a packing at which a source has no window.
     fn mixture_differs(&self, state: &LoaderState) -> Vec<&'static str> {
         let (blend, saved) = match (&self.blend, &state.mixture) {
             (None, None) => return Vec::new(),
@@ -250,16 +262,26 @@ impl Loader {
             }
         };
         let input = (&self.config, &self.inputs.lengths[..]);
-        let own = blend.stream(input.0, input.1, state.position().epoch);
-        let parts = state.read.len();
         let epoch = state.position().epoch;
-        let first = blend.epoch_start(epoch);
-        let end = first + blend.epoch_start(1);
-        let outside = |c: &Change| c.part > parts || c.start < first || c.start > end;
-        if own.sources != saved.sources
-            || !saved.fits(blend.num_sources())
-            || saved.changes.iter().any(outside)
-        {
+        let parts = state.read.len();
+        let own = self.own_stream(epoch).expect("a mixture");
+        if own.sources != saved.sources || !saved.fits(blend.num_sources()) {
+            return vec!["the mixture's sources or its seed"];
+        }
+        let fits = |p| Some(p) == self.config.packing || self.packing_fits(blend, p);
+        if !(saved.packs.iter()).all(|&(_, p)| fits(p)) {
+            return vec![
+                "the packing of a packed mixture (a packing at which a source has no window)",
+            ];
+        }
+        // Changes of weights within the epoch: at its places (packed anew within it, an
+        // epoch has at most a place a token, and one more a part).
+        let places =
+            (blend.with_stream((&saved.switches, &saved.packs), input)).epoch_places(epoch);
+        let tokens: u128 = self.inputs.lengths.iter().map(|&n| u128::from(n)).sum();
+        let end = places.start + (places.end - places.start).max(tokens) + parts as u128;
+        let outside = |c: &Change| c.part > parts || c.start < places.start || c.start > end;
+        if saved.changes.iter().any(outside) {
             return vec!["the mixture's sources or its seed"];
         }
         let mut differs = Vec::new();
@@ -267,14 +289,46 @@ impl Loader {
             differs.push("the mixture's weights (a mixture whose weights change over training resumes only its own stream; one set of weights takes another's over)");
         }
         let packing = |c: &PlanConfig| c.packing;
-        if state
-            .read
-            .iter()
-            .any(|(c, _)| packing(c) != packing(&self.config))
+        if blend.one_set().is_none()
+            && (saved.packs != own.packs
+                || state
+                    .read
+                    .iter()
+                    .any(|(c, _)| packing(c) != packing(&self.config)))
         {
-            differs.push("the packing of a packed mixture (its windows are packed source by source as drawn: a packed mixture resumes under other options only at the same pack length and mode)");
+            differs.push("the pack length of a packed mixture whose weights change over training (its weights switch at the tokens drawn at one packing: it resumes only at its own)");
         }
         differs
+    }
+
+    /// `state`, a packed mixture's stream saved without its packings (by a version that
+    /// kept none) packed throughout as its first part, or at its epoch's start this loader,
+    /// packs; without them when this loader does not pack (packing turned on or off is
+    /// refused within an epoch).
+    fn packs_kept(&self, state: &LoaderState) -> LoaderState {
+        let mut state = state.clone();
+        if let Some(stream) = state.mixture.as_mut() {
+            match self.config.packing {
+                None => stream.packs.clear(),
+                Some(own) if stream.packs.is_empty() => {
+                    let packing = state.read.first().and_then(|(c, _)| c.packing);
+                    stream.packs.push((0, packing.unwrap_or(own)));
+                }
+                Some(_) => {}
+            }
+        }
+        state
+    }
+
+    /// Whether `packing` is one this loader's options take and at which every source of
+    /// `blend` has a window.
+    fn packing_fits(&self, blend: &Blend, packing: crate::loader::pack::Packing) -> bool {
+        let config = PlanConfig {
+            packing: Some(packing),
+            ..self.config.clone()
+        };
+        let input = (&self.config, &self.inputs.lengths[..]);
+        config.validate().is_ok() && blend.has_windows(packing, input)
     }
 
     /// Whether `state`'s mixture stream (if any) is this loader's.
@@ -283,10 +337,8 @@ impl Loader {
             return true;
         };
         let input = (&self.config, &self.inputs.lengths[..]);
-        let own = blend
-            .stream(input.0, input.1, state.position().epoch)
-            .switches;
-        saved.of_part(state.read.len(), blend, input) == own
+        let own = self.own_stream(state.position().epoch).expect("a mixture");
+        saved.of_part(state.read.len(), blend, input) == own.switches && saved.packs == own.packs
     }
 
     /// Whether this loader's own plan of `state`'s epoch was read in the parts the state
@@ -366,16 +418,17 @@ impl Loader {
         Ok(true)
     }
 
-    /// The places of `epoch` for its parts: a loader's order, or a mixture's draws, by
-    /// the stream of each of its `read` parts and then by this loader's.
+    /// The places of `epoch` for its parts: a loader's order, or a mixture's draws (by
+    /// `blend`), by the stream of each of its `read` parts and then by this loader's.
     pub(super) fn epoch_items(
         &self,
+        blend: Option<&Arc<Blend>>,
         read: usize,
         stream: Option<&Stream>,
         epoch: u64,
     ) -> Vec<(usize, parts::Epoch)> {
         let lengths = &self.inputs.lengths[..];
-        let Some(blend) = &self.blend else {
+        let Some(blend) = blend else {
             return vec![(
                 0,
                 parts::Epoch::of_dataset(&self.config, &self.inputs, epoch),
@@ -386,11 +439,12 @@ impl Loader {
         };
         let mut out = Vec::new();
         let mut last = None;
+        let input = (&self.config, lengths);
         for part in 0..=read {
-            let given = stream.of_part(part, blend, (&self.config, lengths));
+            let given = stream.of_part(part, blend, input);
             if last.as_ref() != Some(&given) {
-                let items = blend.with_given(&given).epoch(&self.config, lengths, epoch);
-                out.push((part, items));
+                let taken = blend.with_stream((&given, &stream.packs), input);
+                out.push((part, taken.epoch(&self.config, lengths, epoch)));
                 last = Some(given);
             }
         }
@@ -403,6 +457,10 @@ impl Loader {
         match self.tokens {
             Some((e, t)) if e == epoch => return Some(t),
             _ if self.schedules.is_empty() => return None,
+            // Counted with the packings the epochs before took over.
+            _ if self.may_repack() && epoch >= self.packs_through.0 => {
+                return self.blend_through(epoch).map(|(_, t)| t);
+            }
             _ => {}
         }
         let (mut at, mut tokens) = match self.tokens {

@@ -79,7 +79,8 @@ impl LoaderState {
     /// one's as the keys that `"changed"`, a removed one null, so that a schedule's switch
     /// adds a few dozen bytes), `"tokens_before"` (global tokens read before
     /// the epoch; absent when not known) and a mixture's `"mixture"` (its sources' hash,
-    /// its stream's switches to the epoch's end and the changes of weights within it).
+    /// its stream's switches to the epoch's end, the changes of weights within it, and a
+    /// packed mixture's `"packs"`: where each packing took over).
     /// `docs/design.md` lists the keys.
     ///
     /// # Example
@@ -204,6 +205,12 @@ fn stream_json(stream: &Stream) -> Value {
             .collect();
         v["changes"] = Value::Array(changes);
     }
+    if !stream.packs.is_empty() {
+        let packs: Vec<Value> = (stream.packs.iter())
+            .map(|(start, p)| json!({"start": start.to_string(), "pack": pack_json(p)}))
+            .collect();
+        v["packs"] = Value::Array(packs);
+    }
     v
 }
 
@@ -262,10 +269,26 @@ fn stream_of(m: &Value) -> std::result::Result<Stream, String> {
             })
         })
         .collect::<std::result::Result<Vec<_>, String>>()?;
+    let packs = match &m["packs"] {
+        Value::Null => &[][..],
+        Value::Array(p) if p.len() <= MAX_PARTS => &p[..],
+        _ => return Err(format!("\"packs\" is not a list of at most {MAX_PARTS}")),
+    };
+    let packs = (packs.iter().enumerate())
+        .map(|(i, r)| {
+            let bad = |key: &str| format!("\"packs\"[{i}].\"{key}\" is not as written");
+            let start = (r["start"].as_str()).and_then(decimal);
+            Ok((
+                start.ok_or_else(|| bad("start"))?,
+                packing_of(&r["pack"])?.ok_or_else(|| bad("pack"))?,
+            ))
+        })
+        .collect::<std::result::Result<Vec<_>, String>>()?;
     Ok(Stream {
         sources,
         switches: out,
         changes,
+        packs,
     })
 }
 
@@ -328,16 +351,7 @@ fn config_json(c: &PlanConfig) -> Value {
         Ranks::Turns { world, group, .. } => (world, group),
         Ranks::Parts { world, .. } => (world, 0),
     };
-    let pack = c.packing.map(|p| {
-        let mode = match p.mode() {
-            PackMode::Split { pad_last } => json!({"split": true, "pad_last": pad_last}),
-            PackMode::BestFit {
-                lookahead,
-                overlong,
-            } => json!({"split": false, "lookahead": lookahead, "drop_overlong": overlong == Overlong::Drop}),
-        };
-        json!({"seq_len": p.seq_len(), "extra_token": p.extra_token(), "mode": mode})
-    });
+    let pack = c.packing.as_ref().map(pack_json);
     let balance = c
         .balance
         .map(|b| json!({"weight": b.weight(), "lookahead": c.balance_lookahead}));
@@ -351,6 +365,20 @@ fn config_json(c: &PlanConfig) -> Value {
         "pack": pack,
         "balance": balance,
     })
+}
+
+/// A packing as JSON: its length, extra token and mode.
+fn pack_json(p: &Packing) -> Value {
+    let mode = match p.mode() {
+        PackMode::Split { pad_last } => json!({"split": true, "pad_last": pad_last}),
+        PackMode::BestFit {
+            lookahead,
+            overlong,
+        } => {
+            json!({"split": false, "lookahead": lookahead, "drop_overlong": overlong == Overlong::Drop})
+        }
+    };
+    json!({"seq_len": p.seq_len(), "extra_token": p.extra_token(), "mode": mode})
 }
 
 /// A part's options from [`config_json`]; the key that is wrong otherwise.

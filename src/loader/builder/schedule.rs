@@ -51,7 +51,9 @@ impl LoaderBuilder<'_> {
 
     /// A pack length (`seq_len` of [`LoaderBuilder::with_packing`], which gives the other
     /// packing options) that changes over training: sequence-length warm-up. From each
-    /// point on, the tokens no window has read are packed to the new length.
+    /// point on, the tokens no window has read are packed to the new length; a
+    /// [`Mixture`](crate::loader::Mixture)'s, each source's that no window drawn from it
+    /// holds (not for a mixture whose weights change over training).
     ///
     /// # Example
     /// ```

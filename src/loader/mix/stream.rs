@@ -1,23 +1,29 @@
 //! A mixture's stream as a state carries it, and taken over by a loader with other
 //! weights: the samples before the first place no read batch holds keep their draws, the
 //! rest are drawn by the new weights, the rule starting afresh there and each source's
-//! stream going on where it was (as a weight schedule's switch does, at a sample).
+//! stream going on where it was (as a weight schedule's switch does, at a sample). A
+//! packed mixture's stream taken over at another packing packs each source's tokens no
+//! window drawn before that place holds again (`repack.rs`).
 
 use std::sync::Arc;
 
 use super::Blend;
 use super::rules::Rules;
 use crate::loader::config::PlanConfig;
+use crate::loader::pack::Packing;
 use crate::loader::position::Hasher;
 
 /// A mixture's stream as a state carries it: a hash of its sources and seed, where its
-/// weights took over from its first sample to the end of the state's epoch, and the
-/// changes of weights made within the epoch by loaders that resumed it.
+/// weights took over from its first sample to the end of the state's epoch, the changes
+/// of weights made within the epoch by loaders that resumed it, and (packed) where each
+/// packing took over before the epoch, the first at 0 (within the epoch, its parts'
+/// options say).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Stream {
     pub sources: u64,
     pub switches: Vec<Given>,
     pub changes: Vec<Change>,
+    pub packs: Vec<(u128, Packing)>,
 }
 
 /// Where a set of weights took over: its first sample of the stream, each source's draws
@@ -62,9 +68,12 @@ impl Stream {
         let changes = (self.changes.iter()).all(|c| {
             c.weights.len() == sources && (c.weights.iter().sum::<f64>() - 1.0).abs() < 1e-6
         });
+        let packs = self.packs.first().is_none_or(|r| r.0 == 0)
+            && (self.packs.windows(2)).all(|r| r[0].0 < r[1].0);
         self.switches.first().is_some_and(|g| g.start == 0)
             && self.switches.iter().all(fits)
             && changes
+            && packs
     }
 }
 
@@ -85,12 +94,44 @@ impl Blend {
         self.with_rules(Arc::new(Rules::of_given(given)), Some(hash.finish()))
     }
 
+    /// This blend drawing by the switches `given` and packing by `packs` (a stream taken
+    /// over), its fingerprint's hash of the stream the two's.
+    pub(crate) fn with_stream(
+        &self,
+        (given, packs): (&[Given], &[(u128, Packing)]),
+        input: (&PlanConfig, &[u32]),
+    ) -> Blend {
+        let mut blend = self.with_given(given);
+        if !packs.is_empty() {
+            let mut hash = Hasher::new();
+            hash.add(&[blend.taken.unwrap_or(0)]);
+            for &(start, packing) in packs {
+                let mode = match packing.mode() {
+                    crate::loader::pack::PackMode::Split { pad_last } => u64::from(pad_last),
+                    crate::loader::pack::PackMode::BestFit {
+                        lookahead,
+                        overlong,
+                    } => {
+                        2 + 2 * lookahead as u64
+                            + u64::from(overlong == crate::loader::pack::Overlong::Drop)
+                    }
+                };
+                let words = [start as u64, (start >> 64) as u64, packing.seq_len() as u64];
+                hash.add(&words);
+                hash.add(&[u64::from(packing.extra_token()), mode]);
+            }
+            blend = blend.with_packs(packs, input);
+            blend.taken = Some(hash.finish());
+        }
+        blend
+    }
+
     /// This blend by its own weights (none taken over).
     pub(crate) fn own(&self) -> Blend {
         self.with_rules(self.own.clone(), None)
     }
 
-    fn with_rules(&self, rules: Arc<Rules>, taken: Option<u64>) -> Blend {
+    pub(super) fn with_rules(&self, rules: Arc<Rules>, taken: Option<u64>) -> Blend {
         Blend {
             rules,
             own: self.own.clone(),
@@ -99,6 +140,7 @@ impl Blend {
             rows: self.rows.clone(),
             parts: self.parts.clone(),
             firsts: self.firsts.clone(),
+            packs: super::Packs::default(),
         }
     }
 

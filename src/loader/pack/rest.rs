@@ -50,15 +50,34 @@ impl Windows {
         i.checked_sub(1).map_or(self.window_len, |i| self.lens[i].1)
     }
 
+    /// The longest place of windows `ids` ([`Windows::window_len_of`]).
+    pub(crate) fn longest_of(&self, ids: &[usize]) -> usize {
+        (ids.iter().map(|&w| self.window_len_of(w)).max()).unwrap_or(self.window_len)
+    }
+
+    /// These windows, those from each `(first window, length)` of `lens` on of that length
+    /// (the first from window 0): windows packed to other lengths put together.
+    pub(crate) fn with_lens(mut self, lens: Vec<(usize, usize)>) -> Windows {
+        self.window_len = lens.first().map_or(self.window_len, |&(_, l)| l);
+        self.seq_len = self.window_len;
+        self.lens = match lens.len() > 1 {
+            true => lens,
+            false => Vec::new(),
+        };
+        self
+    }
+
     /// Windows `ids` of each of `parts`, one part after the other, as one set of windows
     /// (numbered in that order); the tokens dropped are the last part's.
     pub(crate) fn joined(parts: &[(&Windows, &[usize])]) -> Windows {
         let (mut pieces, mut starts, mut lens) = (Vec::new(), vec![0], Vec::new());
         let mut tokens = 0;
         for (windows, ids) in parts {
-            let first = starts.len() - 1;
-            if lens.last().map(|&(_, l)| l) != Some(windows.window_len) {
-                lens.push((first, windows.window_len));
+            for (i, &w) in ids.iter().enumerate() {
+                let len = windows.window_len_of(w);
+                if lens.last().map(|&(_, l)| l) != Some(len) {
+                    lens.push((starts.len() - 1 + i, len));
+                }
             }
             let mut counts = Vec::with_capacity(ids.len());
             windows.pieces_of(ids, &mut pieces, &mut counts);

@@ -12,7 +12,10 @@ use crate::loader::pack::tests::file;
 use crate::loader::{Loader, LoaderBuilder, LoaderState, Mixture, Packing, Piece, Plan, Schedule};
 
 /// Three sources of `sizes` documents, their lengths taken from `lengths` in turn.
-fn sources(sizes: [usize; 3], lengths: &[usize]) -> Vec<(tempfile::TempDir, MappedDataset)> {
+pub(super) fn sources(
+    sizes: [usize; 3],
+    lengths: &[usize],
+) -> Vec<(tempfile::TempDir, MappedDataset)> {
     let mut at = 0;
     (sizes.iter())
         .map(|&n| {
@@ -24,7 +27,10 @@ fn sources(sizes: [usize; 3], lengths: &[usize]) -> Vec<(tempfile::TempDir, Mapp
 }
 
 /// A mixture of `data` by `weights`, seed 7.
-fn mixture<'a>(data: &'a [(tempfile::TempDir, MappedDataset)], weights: &[f64]) -> Mixture<'a> {
+pub(super) fn mixture<'a>(
+    data: &'a [(tempfile::TempDir, MappedDataset)],
+    weights: &[f64],
+) -> Mixture<'a> {
     let sources = data.iter().map(|(_, d)| d.into()).collect();
     Mixture::new(sources, weights.to_vec()).with_seed(7)
 }
@@ -44,7 +50,7 @@ fn epoch_rows(loader: &Loader) -> Vec<usize> {
 }
 
 /// Every token of `windows` as (loader row, token in its document).
-fn token_places(windows: &[Vec<Piece>]) -> Vec<(usize, usize)> {
+pub(super) fn token_places(windows: &[Vec<Piece>]) -> Vec<(usize, usize)> {
     (windows.iter().flatten())
         .flat_map(|p| (0..p.n_tokens).map(move |k| (p.row, p.first_token + k)))
         .collect()
@@ -312,14 +318,25 @@ fn changes_a_mixture_cannot_resume_under_are_refused_naming_them() {
     let reweighted = mixture(&data, &[0.5, 0.3, 0.2]);
     let mut other = base(&reweighted).build().unwrap();
     other.restore(&state).unwrap();
-    // A packed mixture at another pack length.
+    // A packed mixture goes on at another pack length; one whose weights change over
+    // training only at its own.
     let packed = |m, seq| base(m).with_packing(Packing::new(seq));
     let mut a = packed(&mixed, 3).build().unwrap();
     a.next_batch().unwrap();
     let state = a.state();
-    let mut b = packed(&mixed, 4).build().unwrap();
-    let e = b.restore(&state).unwrap_err().to_string();
-    assert!(e.contains("the packing of a packed mixture"), "{e}");
+    packed(&mixed, 4).build().unwrap().restore(&state).unwrap();
+    let mut s = packed(&scheduled, 3).build().unwrap();
+    s.next_batch().unwrap();
+    let e = (packed(&scheduled, 4)
+        .build()
+        .unwrap()
+        .restore(&s.state())
+        .unwrap_err())
+    .to_string();
+    assert!(
+        e.contains("the pack length of a packed mixture whose weights change"),
+        "{e}"
+    );
     // The same options resume exactly.
     let mut same = packed(&mixed, 3).build().unwrap();
     same.restore(&state).unwrap();
