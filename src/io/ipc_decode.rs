@@ -38,56 +38,18 @@ pub(super) fn decode(
     let schema: SchemaRef = Arc::new(mark_null_tensors(mapping, &footer, schema)?);
     let chosen = Chosen::of(&schema, columns)?;
     let version = footer.version();
-    // SAFETY: check_block verifies, for every batch before it is decoded, everything Arrow's
-    // validation would (buffer bounds, alignment and sizes, child lengths, no nulls, and —
-    // unless the caller of open_trusted vouched for the file — every offset's order and
-    // bounds) for the tensor columns, the only ones this decoder reads (check_column_types
-    // lets only LoD tensor types through as tensors).
-    let tensors = unsafe {
-        FileDecoder::new(schema.clone(), version)
-            .with_projection(chosen.tensors.clone())
-            .with_require_alignment(true)
-            .with_skip_validation(true)
-    };
-    // Compressed batches (spec §6): their buffers are only known once decompressed, so
-    // Arrow validates the tensor columns fully, and nulls are looked for after.
-    let decompressing = FileDecoder::new(schema.clone(), version)
-        .with_projection(chosen.tensors.clone())
-        .with_require_alignment(false);
-    let mut compressed = false;
-    // Side columns: Arrow's decoder with its full validation, after check_block has seen
-    // that every buffer lies in the body, 8-byte aligned. Types whose items need 16 bytes
-    // (string and binary views, 128- and 256-bit decimals) in a file aligned to 8 only
-    // (pyarrow's) are copied into aligned memory by Arrow: the only copy (format-spec §2.2).
-    let mut sides = FileDecoder::new(schema.clone(), version)
-        .with_projection(chosen.sides.clone())
-        .with_require_alignment(false);
+    let mut decoders = Decoders::new(&schema, version, &chosen);
     if chosen.dictionaries {
-        read_dictionaries(mapping, &footer, &mut sides)?;
+        read_dictionaries(mapping, &footer, &mut decoders.sides)?;
     }
     let projected: SchemaRef = Arc::new(schema.project(&chosen.order)?);
+    let mut compressed = false;
     let mut batches: Vec<Dataset> = Vec::new();
     let blocks = footer.recordBatches().map(|b| b.iter().collect::<Vec<_>>());
     for (index, block) in blocks.unwrap_or_default().into_iter().enumerate() {
-        let (data, is_compressed) = check_block(
-            mapping,
-            block,
-            version,
-            &schema,
-            &chosen.checked,
-            index,
-            validate,
-        )?;
+        let read = (schema.as_ref(), version, &chosen, &projected);
+        let (batch, is_compressed) = decoders.read(mapping, block, read, index, validate)?;
         compressed |= is_compressed;
-        let decoder = if is_compressed {
-            &decompressing
-        } else {
-            &tensors
-        };
-        let batch = chosen.read(decoder, &sides, block, &data, &projected, index)?;
-        if is_compressed {
-            check_no_nulls(&batch, index)?;
-        }
         // Every batch has the file's schema: its fields are checked with the first batch.
         let dataset = match batches.first() {
             Some(first) => first.try_from_record_batch_like(&batch, index)?,
@@ -96,6 +58,109 @@ pub(super) fn decode(
         batches.push(dataset);
     }
     Ok((projected, batches, compressed))
+}
+
+/// Record batch `index` of an IPC file of `schema` and `version`, from `block`, its
+/// block's bytes alone (its message of `meta` bytes, then its body): checked and decoded
+/// as [`decode`] checks and decodes each batch of a mapped file (decompressed when
+/// compressed), of the columns `columns` (all when `None`), in that order. A side column
+/// with a dictionary cannot be read from a block alone.
+///
+/// # Errors
+/// [`decode`]'s for a batch; [`FormatError::InvalidFile`] for a dictionary column.
+pub(crate) fn decode_block(
+    block: &Buffer,
+    meta: usize,
+    (schema, version): (&Schema, MetadataVersion),
+    columns: Option<&[&str]>,
+    index: usize,
+) -> Result<RecordBatch> {
+    let chosen = Chosen::of(schema, columns)?;
+    if chosen.dictionaries {
+        return Err(invalid(format!(
+            "batch {index}: a dictionary column is read with the file's dictionaries"
+        )));
+    }
+    let (meta, body) = (i32::try_from(meta), block.len().checked_sub(meta));
+    let (Ok(meta), Some(body)) = (meta, body) else {
+        return Err(invalid(format!(
+            "batch {index}: a message longer than its block"
+        )));
+    };
+    let at = Block::new(0, meta, body as i64);
+    let projected: SchemaRef = Arc::new(schema.project(&chosen.order)?);
+    let decoders = Decoders::new(schema, version, &chosen);
+    let read = (schema, version, &chosen, &projected);
+    Ok(decoders.read(block, &at, read, index, true)?.0)
+}
+
+/// The decoders of a file's record batches: of its tensor columns (uncompressed: checked
+/// here, not by Arrow; compressed: by Arrow), and of its side columns.
+struct Decoders {
+    tensors: FileDecoder,
+    decompressing: FileDecoder,
+    sides: FileDecoder,
+}
+
+impl Decoders {
+    /// The decoders of the columns `chosen` of a file of `schema` and `version`.
+    fn new(schema: &Schema, version: MetadataVersion, chosen: &Chosen) -> Self {
+        let schema = Arc::new(schema.clone());
+        // SAFETY: `Decoders::read` runs `check_block` on every batch before it is decoded,
+        // which verifies everything Arrow's validation would (buffer bounds, alignment and
+        // sizes, child lengths, no nulls, and — unless the caller of open_trusted vouched
+        // for the file — every offset's order and bounds) for the tensor columns, the only
+        // ones this decoder reads (check_column_types lets only LoD tensor types through as
+        // tensors).
+        let tensors = unsafe {
+            FileDecoder::new(schema.clone(), version)
+                .with_projection(chosen.tensors.clone())
+                .with_require_alignment(true)
+                .with_skip_validation(true)
+        };
+        // Compressed batches (spec §6): their buffers are only known once decompressed, so
+        // Arrow validates the tensor columns fully, and nulls are looked for after.
+        let decompressing = FileDecoder::new(schema.clone(), version)
+            .with_projection(chosen.tensors.clone())
+            .with_require_alignment(false);
+        // Side columns: Arrow's decoder with its full validation, after check_block has
+        // seen that every buffer lies in the body, 8-byte aligned. Types whose items need
+        // 16 bytes (string and binary views, 128- and 256-bit decimals) in a file aligned
+        // to 8 only (pyarrow's) are copied into aligned memory by Arrow: the only copy
+        // (format-spec §2.2).
+        let sides = FileDecoder::new(schema, version)
+            .with_projection(chosen.sides.clone())
+            .with_require_alignment(false);
+        Decoders {
+            tensors,
+            decompressing,
+            sides,
+        }
+    }
+
+    /// Record batch `index` at `block` of `mapping`: checked ([`check_block`]), then read
+    /// under `projected`, and whether it was compressed.
+    fn read(
+        &self,
+        mapping: &Buffer,
+        block: &Block,
+        (schema, version, chosen, projected): (&Schema, MetadataVersion, &Chosen, &SchemaRef),
+        index: usize,
+        validate: bool,
+    ) -> Result<(RecordBatch, bool)> {
+        let checked = &chosen.checked;
+        let (data, compressed) =
+            check_block(mapping, block, version, schema, checked, index, validate)?;
+        let decoder = match compressed {
+            true => &self.decompressing,
+            false => &self.tensors,
+        };
+        let batch = chosen.read(decoder, &self.sides, block, &data, projected, index)?;
+        if compressed {
+            check_no_nulls(&batch, index)?;
+        }
+        Ok((batch, compressed))
+    }
 }
 
 /// Checks that no level and no value of a decompressed batch's tensor columns is null

@@ -219,8 +219,34 @@ impl FileFooter {
     /// [`FormatError::InvalidFile`](crate::FormatError::InvalidFile) for a message that does
     /// not parse, is not a record batch or holds a negative row count.
     pub(super) fn walk(&self, index: usize, message: &[u8]) -> Result<Option<(usize, Walk)>> {
-        let at_batch = |e: Error| at_batch(index, e);
         let (offset, meta, body) = self.blocks[index];
+        let (rows, batch) = self.batch_message(index, message)?;
+        if batch.compression().is_some() {
+            return Ok(None);
+        }
+        let walk = Walk {
+            nodes: batch.nodes().map(|n| n.iter().copied().collect()),
+            buffers: batch
+                .buffers()
+                .map(|b| b.iter().map(|b| (b.offset(), b.length())).collect()),
+            variadic: (batch.variadicBufferCounts().into_iter().flatten()).collect(),
+            body: offset + meta..offset + meta + body,
+        };
+        Ok(Some((rows, walk)))
+    }
+
+    /// Record batch `index`'s rows and its message's header, from its message `message`
+    /// (compressed or not).
+    ///
+    /// # Errors
+    /// [`FileFooter::walk`]'s.
+    pub(super) fn batch_message<'m>(
+        &self,
+        index: usize,
+        message: &'m [u8],
+    ) -> Result<(usize, arrow_ipc::RecordBatch<'m>)> {
+        let at_batch = |e: Error| at_batch(index, e);
+        let (_, meta, _) = self.blocks[index];
         if message.len() as u64 != meta {
             return Err(at_batch(invalid("the message was not read whole")));
         }
@@ -239,20 +265,21 @@ impl FileFooter {
         let batch = parsed
             .header_as_record_batch()
             .ok_or_else(|| at_batch(invalid("block is not a record batch")))?;
-        if batch.compression().is_some() {
-            return Ok(None);
-        }
         let rows = usize::try_from(batch.length())
             .map_err(|_| at_batch(invalid(format!("negative row count {}", batch.length()))))?;
-        let walk = Walk {
-            nodes: batch.nodes().map(|n| n.iter().copied().collect()),
-            buffers: batch
-                .buffers()
-                .map(|b| b.iter().map(|b| (b.offset(), b.length())).collect()),
-            variadic: (batch.variadicBufferCounts().into_iter().flatten()).collect(),
-            body: offset + meta..offset + meta + body,
-        };
-        Ok(Some((rows, walk)))
+        Ok((rows, batch))
+    }
+
+    /// The file's metadata version.
+    pub(crate) fn version(&self) -> MetadataVersion {
+        self.version
+    }
+
+    /// Record batch `index`'s block (its message, then its body) in the file, and its
+    /// message's bytes.
+    pub(crate) fn block(&self, index: usize) -> (Range<u64>, u64) {
+        let (offset, meta, body) = self.blocks[index];
+        (offset..offset + meta + body, meta)
     }
 }
 

@@ -56,7 +56,27 @@ struct FieldLayout {
     children: Vec<FieldLayout>,
 }
 
+/// A record batch read whole (a compressed one: its buffers are codec frames): its rows,
+/// its block in the file (message, then body) and its message's bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct WholeBatch {
+    pub(crate) rows: usize,
+    pub(crate) block: Range<u64>,
+    pub(crate) meta: u64,
+}
+
 impl FileFooter {
+    /// Record batch `index` as a whole, from its message `message`.
+    ///
+    /// # Errors
+    /// [`FormatError::InvalidFile`](crate::FormatError::InvalidFile) for a message that does
+    /// not parse, is not a record batch or holds a negative row count.
+    pub(crate) fn whole(&self, index: usize, message: &[u8]) -> Result<WholeBatch> {
+        let (rows, _) = self.batch_message(index, message)?;
+        let (block, meta) = self.block(index);
+        Ok(WholeBatch { rows, block, meta })
+    }
+
     /// Where record batch `index`'s columns lie, from its message `message`; `None` when
     /// the batch is compressed or a column's type cannot be read by rows.
     ///
@@ -100,7 +120,7 @@ impl FileFooter {
 }
 
 /// Whether arrays of `data_type` can be read by rows here.
-fn by_rows(data_type: &DataType) -> bool {
+pub(crate) fn by_rows(data_type: &DataType) -> bool {
     let plain = matches!(
         data_type,
         DataType::Null

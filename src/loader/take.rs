@@ -69,8 +69,8 @@ impl ShardedDataset {
     /// batch. Only the shards holding them are mapped (and checked against the manifest);
     /// see [`MappedDataset::take`] for when the batch is a view and when a copy. Over a
     /// URL, the rows of a shard not in the node's cache are read by range requests instead,
-    /// their bytes alone (`CacheStats::range_bytes`), unless its record batches are
-    /// compressed (docs/remote.md, "Random access").
+    /// their bytes alone (`CacheStats::range_bytes`); a compressed record batch is read
+    /// whole, into memory (docs/remote.md, "Random access").
     ///
     /// # Errors
     /// [`ArgumentError::RowsOutOfBounds`](crate::ArgumentError::RowsOutOfBounds) naming the first row past the last, and the

@@ -4,8 +4,9 @@
 //! column asked for (`io::ipc_rows`), the ranges close together read as one request. With
 //! a complete lengths index, the index says where the rows lie at every level of the LoD
 //! tensor columns (`shards/index/marks.rs`): one round of requests for them all; without
-//! it, one round per level. A shard whose batches are compressed, or whose columns' types
-//! cannot be cut by rows, is left to be mapped.
+//! it, one round per level. A compressed record batch is read whole (one range) and
+//! decoded as a mapped file's; a shard whose columns' types cannot be cut by rows is left
+//! to be mapped.
 //!
 //! ```text
 //! footers ──▶ messages (rows, buffers) ──▶ runs of rows (+ the index's marks) ──▶ rounds of ranges ──▶ one dataset a run
@@ -14,14 +15,17 @@
 use std::ops::Range;
 
 use arrow_array::{RecordBatch, RecordBatchOptions, make_array};
+use arrow_buffer::Buffer;
 use bytes::Bytes;
 use std::sync::Arc;
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::io::ipc_rows::{Run, read_rows};
+use crate::io::ipc_decode::decode_block;
+use crate::io::ipc_rows::{Run, by_rows, read_rows};
 use crate::row_index::RowIndex;
 use crate::shards::ShardFiles;
+use crate::shards::ShardLayout;
 
 /// The most bytes read between ranges merged, as a multiple of the bytes wanted.
 const WASTE: u64 = 16;
@@ -85,10 +89,11 @@ pub(super) fn read_by_ranges(
     let mut fetch = |ranges: &[(usize, Range<u64>)]| coalesced(files, ranges);
     let in_file = |shard: usize, e: Error| e.in_file(files.location(shard));
     let arrays = read_rows(&runs, columns, &mut fetch, &in_file)?;
+    let mut whole = read_whole(files, wanted, &layouts, columns, template)?.into_iter();
     let mut out = Vec::with_capacity(wanted.len());
     for (((shard, _), layout), own) in wanted.iter().zip(&layouts).zip(shard_runs) {
         if layout.batches.is_none() {
-            out.push(None);
+            out.push(whole.next().flatten());
             continue;
         }
         let in_shard = |e: Error| e.in_file(files.location(*shard));
@@ -105,6 +110,79 @@ pub(super) fn read_by_ranges(
             datasets.push((rows, dataset));
         }
         out.push(Some(datasets));
+    }
+    Ok(out)
+}
+
+/// For each `(shard, rows)` of `wanted` whose record batches cannot be read by rows (in
+/// `layouts`' order, one answer for each such shard): the record batches holding those rows
+/// read whole by range (compressed ones decompressed into memory), checked and decoded as
+/// a mapped file's are, each a run of its rows; `None` for a shard with a column of a type
+/// not read here (dictionaries, views, unions, maps, run ends), to be mapped.
+fn read_whole(
+    files: &ShardFiles,
+    wanted: &[(usize, Vec<usize>)],
+    layouts: &[Arc<ShardLayout>],
+    columns: &[usize],
+    template: &Dataset,
+) -> Result<Vec<Option<Runs>>> {
+    let mut blocks: Vec<(usize, usize)> = Vec::new();
+    let mut readable = Vec::new();
+    for ((shard, rows), layout) in wanted.iter().zip(layouts) {
+        if layout.batches.is_some() {
+            continue;
+        }
+        let fields = layout.schema.fields();
+        let can = fields.iter().all(|f| by_rows(f.data_type()));
+        readable.push(can);
+        if can {
+            let index = RowIndex::from_counts(layout.whole.iter().map(|b| b.rows));
+            let mut touched: Vec<usize> = (rows.iter())
+                .filter_map(|&r| index.locate(r).map(|(b, _)| b))
+                .collect();
+            touched.dedup();
+            blocks.extend(touched.into_iter().map(|b| (*shard, b)));
+        }
+    }
+    let layout_of = |shard: usize| {
+        let at = wanted.iter().position(|(s, _)| *s == shard);
+        at.map(|i| &layouts[i])
+            .ok_or_else(|| Error::internal("a shard's layout"))
+    };
+    let ranges = (blocks.iter())
+        .map(|&(shard, b)| Ok((shard, layout_of(shard)?.whole[b].block.clone())))
+        .collect::<Result<Vec<_>>>()?;
+    let mut read = coalesced(files, &ranges)?.into_iter();
+    let mut runs: std::collections::HashMap<usize, Runs> = std::collections::HashMap::new();
+    for &(shard, b) in &blocks {
+        let layout = layout_of(shard)?;
+        let in_shard = |e: Error| e.in_file(files.location(shard));
+        let bytes = read.next().ok_or_else(|| Error::internal("a block read"))?;
+        let names: Vec<&str> = (columns.iter())
+            .map(|&c| layout.schema.field(c).name().as_str())
+            .collect();
+        let batch = &layout.whole[b];
+        let file = (layout.schema.as_ref(), layout.version);
+        let decoded = decode_block(
+            &Buffer::from(bytes),
+            batch.meta as usize,
+            file,
+            Some(&names),
+            b,
+        )
+        .map_err(in_shard)?;
+        let dataset = (template.try_from_record_batch_like(&decoded, b)).map_err(in_shard)?;
+        let first: usize = layout.whole[..b].iter().map(|w| w.rows).sum();
+        let rows = first..first + dataset.num_rows();
+        runs.entry(shard).or_default().push((rows, dataset));
+    }
+    let mut out = Vec::new();
+    let shards = wanted
+        .iter()
+        .zip(layouts)
+        .filter(|(_, l)| l.batches.is_none());
+    for (((shard, _), _), can) in shards.zip(readable) {
+        out.push(can.then(|| runs.remove(shard).unwrap_or_default()));
     }
     Ok(out)
 }

@@ -10,12 +10,13 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
+use arrow_ipc::MetadataVersion;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
 use crate::error::{Error, FileFormat, Result};
 use crate::io::ipc_lengths::{FileFooter, Tail, footer_suffix, read_tail, tail_range};
-use crate::io::ipc_rows::BatchLayout;
+use crate::io::ipc_rows::{BatchLayout, WholeBatch};
 use crate::shards::files::ShardFiles;
 use crate::shards::index::IndexObject;
 use crate::shards::reader::mismatch;
@@ -27,11 +28,14 @@ mod kept;
 const KEPT_SHARDS: usize = 4096;
 
 /// Where a shard's record batches' buffers lie: its schema and each batch's layout, or
-/// `None` when a batch cannot be read by rows (compressed, or a type not cut by rows).
+/// `None` when a batch cannot be read by rows (compressed, or a type not cut by rows);
+/// each batch as a whole; the file's metadata version.
 #[derive(Debug)]
 pub(crate) struct ShardLayout {
     pub schema: SchemaRef,
     pub batches: Option<Vec<BatchLayout>>,
+    pub whole: Vec<WholeBatch>,
+    pub version: MetadataVersion,
 }
 
 /// The layouts read so far, by shard, and the lengths index's objects read so far, by
@@ -141,19 +145,25 @@ impl ShardFiles {
             return Err(in_shard(Error::internal("a message per batch")));
         }
         let mut batches = Some(Vec::with_capacity(footer.num_batches()));
+        let mut whole = Vec::with_capacity(footer.num_batches());
         for (b, message) in messages.iter().enumerate() {
+            whole.push(footer.whole(b, message).map_err(in_shard)?);
             let layout = footer.layout(b, message).map_err(in_shard)?;
             batches = batches.zip(layout).map(|(mut all, l)| {
                 all.push(l);
                 all
             });
         }
-        if let Some(batches) = &batches {
-            let rows = batches.iter().map(|b| b.rows).sum::<usize>();
-            mismatch("rows", self.manifest.shards[shard].rows, rows).map_err(in_shard)?;
-        }
+        let rows = whole.iter().map(|b| b.rows).sum::<usize>();
+        mismatch("rows", self.manifest.shards[shard].rows, rows).map_err(in_shard)?;
         let schema = Arc::new(footer.schema().clone());
-        Ok(ShardLayout { schema, batches })
+        let version = footer.version();
+        Ok(ShardLayout {
+            schema,
+            batches,
+            whole,
+            version,
+        })
     }
 
     /// Shard `shard`'s layout from a kept entry's `footer` (the shard's end from its footer

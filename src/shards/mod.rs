@@ -37,7 +37,7 @@ pub use commit::commit;
 pub(crate) use files::ShardFiles;
 pub(crate) use index::{ColumnLengths, narrow_length};
 pub use index::{INDEX_PREFIX, IndexEntry, index};
-pub(crate) use layouts::read_footers;
+pub(crate) use layouts::{ShardLayout, read_footers};
 pub use location::{Location, is_url};
 pub use manifest::{
     ColumnSpec, ColumnStats, MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION,

@@ -76,21 +76,29 @@ fn file(batches: &[RecordBatch]) -> Vec<u8> {
     bytes
 }
 
+/// The bytes of `r` in `bytes` (none past its end).
+fn slice(bytes: &[u8], r: Range<u64>) -> &[u8] {
+    bytes
+        .get(r.start as usize..r.end as usize)
+        .unwrap_or_default()
+}
+
+/// The footer of the file `bytes`, read by ranges.
+fn footer(bytes: &[u8]) -> Result<FileFooter> {
+    let len = bytes.len() as u64;
+    match read_tail(len, slice(bytes, tail_range(len)))? {
+        Tail::Footer(f) => Ok(f),
+        Tail::Longer(r) => match read_tail(len, slice(bytes, r))? {
+            Tail::Footer(f) => Ok(f),
+            Tail::Longer(_) => Err(invalid("the footer moved")),
+        },
+    }
+}
+
 /// The footer and every batch's layout, read from `bytes` by ranges.
 fn layouts(bytes: &[u8]) -> Result<Vec<BatchLayout>> {
-    let len = bytes.len() as u64;
-    let slice = |r: Range<u64>| {
-        bytes
-            .get(r.start as usize..r.end as usize)
-            .unwrap_or_default()
-    };
-    let footer = match read_tail(len, slice(tail_range(len)))? {
-        Tail::Footer(f) => f,
-        Tail::Longer(r) => match read_tail(len, slice(r))? {
-            Tail::Footer(f) => f,
-            Tail::Longer(_) => return Err(invalid("the footer moved")),
-        },
-    };
+    let footer = footer(bytes)?;
+    let slice = |r: Range<u64>| slice(bytes, r);
     (footer.message_ranges().into_iter().enumerate())
         .map(|(i, r)| {
             footer
@@ -390,5 +398,53 @@ fn marked_runs_read_every_level_in_one_round_and_lying_marks_are_named() {
         assert_eq!(rounds, expected_rounds);
         let expected = batches[0].column(1).slice(4, 5);
         assert_eq!(make_array(arrays[1][1].clone()).as_ref(), expected.as_ref());
+    }
+}
+
+/// A compressed record batch has no layout by rows; read whole from its block's bytes
+/// alone it is the batch written, and every changed byte of its block gives an error or
+/// arrays that pass Arrow's full validation, never a panic.
+#[test]
+fn a_compressed_batch_read_whole_is_the_batch_and_a_changed_byte_an_error_or_valid() {
+    use crate::io::ipc_decode::decode_block;
+    let batches = [plain_batch(9, 3), plain_batch(4, 4)];
+    let options = arrow_ipc::writer::IpcWriteOptions::default()
+        .try_with_compression(Some(arrow_ipc::CompressionType::ZSTD))
+        .unwrap();
+    let mut bytes = Vec::new();
+    let schema = batches[0].schema();
+    let mut w =
+        arrow_ipc::writer::FileWriter::try_new_with_options(&mut bytes, &schema, options).unwrap();
+    batches.iter().for_each(|b| w.write(b).unwrap());
+    w.finish().unwrap();
+    drop(w);
+    let footer = footer(&bytes).unwrap();
+    let file = (footer.schema(), footer.version());
+    let block_of = |i: usize| {
+        let message = slice(&bytes, footer.message_ranges()[i].clone());
+        assert!(footer.layout(i, message).unwrap().is_none());
+        footer.whole(i, message).unwrap()
+    };
+    for (i, expected) in batches.iter().enumerate() {
+        let whole = block_of(i);
+        assert_eq!(whole.rows, expected.num_rows());
+        let block = Buffer::from(slice(&bytes, whole.block.clone()).to_vec());
+        let got = decode_block(&block, whole.meta as usize, file, None, i).unwrap();
+        assert_eq!(got.columns(), expected.columns());
+    }
+    let whole = block_of(0);
+    let block = slice(&bytes, whole.block.clone());
+    for at in 0..block.len() {
+        for flip in [0x01, 0x80, 0xff] {
+            let mut changed = block.to_vec();
+            changed[at] ^= flip;
+            let changed = Buffer::from(changed);
+            if let Ok(batch) = decode_block(&changed, whole.meta as usize, file, None, 0) {
+                batch
+                    .columns()
+                    .iter()
+                    .for_each(|c| c.to_data().validate_full().unwrap());
+            }
+        }
     }
 }

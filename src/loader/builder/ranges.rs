@@ -9,7 +9,7 @@ impl LoaderBuilder<'_> {
     /// scratch disk, or a shuffle over a dataset larger than the cache. The plans, batches
     /// and positions are the lazy loader's ([`LoaderBuilder::with_lazy_shards`]); a shard
     /// already in the cache (or a local one) is mapped; a packed batch takes the documents
-    /// its windows read. A compressed shard is downloaded whole (`docs/remote.md`, "Random
+    /// its windows read. A compressed record batch is read whole into memory (`docs/remote.md`, "Random
     /// access").
     ///
     /// # Example

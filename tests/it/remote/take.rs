@@ -87,7 +87,7 @@ fn take_reads_the_rows_by_ranges_without_downloading_a_shard() {
 }
 
 #[test]
-fn a_cached_shard_is_mapped_and_a_compressed_one_downloaded() {
+fn a_cached_shard_is_mapped_and_a_compressed_batch_read_whole() {
     let Some(s3) = S3Server::start() else { return };
     let (dir, local_dir, url, _) = uploaded(&s3, "cached", write_local);
     let options = s3
@@ -102,7 +102,8 @@ fn a_cached_shard_is_mapped_and_a_compressed_one_downloaded() {
     assert_eq!(taken.data(), local.take(&[30, 49, 26]).unwrap().data());
     let after = remote.cache_stats().unwrap();
     assert_eq!(after.range_requests, before.range_requests);
-    // Compressed record batches cannot be cut by bytes: the shard is downloaded.
+    // Compressed record batches cannot be cut by bytes: the batch holding the rows is read
+    // whole, into memory, and the shard is not downloaded.
     let (dir, local_dir, url, _) = uploaded(&s3, "zstd", write_compressed);
     let options = s3
         .options()
@@ -115,11 +116,13 @@ fn a_cached_shard_is_mapped_and_a_compressed_one_downloaded() {
         local.take(&[3, 1]).unwrap().data()
     );
     let stats = remote.cache_stats().unwrap();
+    let shard = local.manifest().shards[0].bytes;
     assert_eq!(
         (stats.shards_downloaded, stats.range_requests),
-        (1, 0),
+        (0, 1),
         "{stats:?}"
     );
+    assert!(stats.range_bytes < shard, "{shard}: {stats:?}");
 }
 
 #[test]
@@ -232,8 +235,8 @@ fn a_loader_reading_by_ranges_reads_the_rows_of_its_coming_batches_together() {
         let y = resumed.next_batch().unwrap().expect("as many batches");
         assert_eq!((x.samples(), x.data()), (y.samples(), y.data()));
     }
-    // Compressed shards are downloaded whole, once each, and never asked for by ranges.
-    let (dir, _, url, _) = uploaded(&s3, "ahead-zstd", write_compressed);
+    // Compressed shards: each record batch read whole, into memory, none downloaded.
+    let (dir, local, url, _) = uploaded(&s3, "ahead-zstd", write_compressed);
     let (cached, ranged) = (open(&dir, &url, "a", None), open(&dir, &url, "b", None));
     let mut a = windowed(&cached).build().unwrap();
     let mut b = windowed(&ranged).with_range_reads(true).build().unwrap();
@@ -242,11 +245,15 @@ fn a_loader_reading_by_ranges_reads_the_rows_of_its_coming_batches_together() {
         assert_eq!((x.samples(), x.data()), (y.samples(), y.data()));
     }
     let stats = ranged.cache_stats().unwrap();
-    assert_eq!(
-        (stats.shards_downloaded, stats.range_requests),
-        (5, 0),
-        "{stats:?}"
-    );
+    let shards: u64 = (ShardedDataset::open(&local)
+        .unwrap()
+        .manifest()
+        .shards
+        .iter())
+    .map(|s| s.bytes)
+    .sum();
+    assert_eq!(stats.shards_downloaded, 0, "{stats:?}");
+    assert!(stats.range_bytes <= shards, "{shards}: {stats:?}");
 }
 
 #[test]
