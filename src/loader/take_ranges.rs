@@ -152,29 +152,24 @@ fn read_whole(
     let ranges = (blocks.iter())
         .map(|&(shard, b)| Ok((shard, layout_of(shard)?.whole[b].block.clone())))
         .collect::<Result<Vec<_>>>()?;
-    let mut read = coalesced(files, &ranges)?.into_iter();
-    let mut runs: std::collections::HashMap<usize, Runs> = std::collections::HashMap::new();
-    for &(shard, b) in &blocks {
+    let read = coalesced(files, &ranges)?;
+    let decode = |(&(shard, b), bytes): (&(usize, usize), Bytes)| {
         let layout = layout_of(shard)?;
         let in_shard = |e: Error| e.in_file(files.location(shard));
-        let bytes = read.next().ok_or_else(|| Error::internal("a block read"))?;
         let names: Vec<&str> = (columns.iter())
             .map(|&c| layout.schema.field(c).name().as_str())
             .collect();
-        let batch = &layout.whole[b];
-        let file = (layout.schema.as_ref(), layout.version);
-        let decoded = decode_block(
-            &Buffer::from(bytes),
-            batch.meta as usize,
-            file,
-            Some(&names),
-            b,
-        )
-        .map_err(in_shard)?;
+        let (batch, file) = (&layout.whole[b], (layout.schema.as_ref(), layout.version));
+        let block = Buffer::from(bytes);
+        let decoded =
+            decode_block(&block, batch.meta as usize, file, Some(&names), b).map_err(in_shard)?;
         let dataset = (template.try_from_record_batch_like(&decoded, b)).map_err(in_shard)?;
         let first: usize = layout.whole[..b].iter().map(|w| w.rows).sum();
-        let rows = first..first + dataset.num_rows();
-        runs.entry(shard).or_default().push((rows, dataset));
+        Ok((shard, (first..first + dataset.num_rows(), dataset)))
+    };
+    let mut runs: std::collections::HashMap<usize, Runs> = std::collections::HashMap::new();
+    for (shard, run) in on_threads(blocks.iter().zip(read).collect(), decode)? {
+        runs.entry(shard).or_default().push(run);
     }
     let mut out = Vec::new();
     let shards = wanted
@@ -185,6 +180,39 @@ fn read_whole(
         out.push(can.then(|| runs.remove(shard).unwrap_or_default()));
     }
     Ok(out)
+}
+
+/// `f` of each of `items`, in order, on as many threads as the machine has cores (a
+/// compressed batch's decompression and validation is the work: one batch a thread at a
+/// time); the first error in order.
+fn on_threads<T: Send, R: Send>(
+    items: Vec<T>,
+    f: impl Fn(T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = items.len().div_ceil(cores.min(items.len()).max(1)).max(1);
+    if per >= items.len() {
+        return items.into_iter().map(f).collect();
+    }
+    let mut chunks: Vec<Vec<T>> = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        chunks.push(items.by_ref().take(per).collect());
+    }
+    std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = (chunks.into_iter())
+            .map(|chunk| scope.spawn(move || chunk.into_iter().map(f).collect::<Result<Vec<R>>>()))
+            .collect();
+        let mut out = Vec::new();
+        for handle in handles {
+            let done = handle
+                .join()
+                .map_err(|_| Error::internal("a decoding thread panicked"))?;
+            out.extend(done?);
+        }
+        Ok(out)
+    })
 }
 
 /// The runs of consecutive rows of `rows` (sorted, no repeats).
