@@ -2,7 +2,7 @@
 //! reads): it must give a state or an error, never panic; an error is one line of bounded
 //! length; a state that parses writes back to JSON that parses to the same state; and
 //! restoring it into loaders of several kinds (elastic, by parts, packed, balanced, a
-//! schedule, a mixture under two sets of weights) over a small file goes on or refuses,
+//! schedule, a mixture under two sets of weights, packed or not) over a small file goes on or refuses,
 //! never panics, and a loader that goes on reads its epoch to the end.
 #![no_main]
 
@@ -59,13 +59,21 @@ fuzz_target!(|data_bytes: &[u8]| {
             &state,
         );
     }
-    // A mixture of the file with itself, under the weights of the seeds' states and others.
+    // A mixture of the file with itself, under the weights of the seeds' states and others,
+    // not packed and packed at two lengths (a packed mixture's state goes on at another).
     for weights in [[0.7, 0.3], [0.2, 0.8]] {
         let mixture = Mixture::new(vec![file.into(), file.into()], weights.to_vec()).with_seed(1);
         let b = Loader::builder(&mixture)
             .with_batch_size(2)
             .elastic_shard(0, 2);
         goes_on_or_refuses(b.build().expect("a mixture's loader"), &state);
+        for pack in [3, 4] {
+            let b = Loader::builder(&mixture)
+                .with_batch_size(1)
+                .with_packing(Packing::new(pack))
+                .elastic_shard(0, 2);
+            goes_on_or_refuses(b.build().expect("a packed mixture's loader"), &state);
+        }
     }
 });
 
@@ -74,8 +82,9 @@ fuzz_target!(|data_bytes: &[u8]| {
 fn goes_on_or_refuses(mut loader: Loader, state: &LoaderState) {
     match loader.restore(state) {
         Ok(()) => {
-            // An epoch of 15 tokens (30 for a mixture) has at most 30 batches.
-            for _ in 0..31 {
+            // An epoch of 15 tokens (30 for a mixture) has at most 30 batches (a packed
+            // mixture's epoch after a change of length, a few more).
+            for _ in 0..61 {
                 match loader.next_batch() {
                     Ok(Some(_)) => {}
                     Ok(None) => return,
