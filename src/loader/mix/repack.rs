@@ -161,30 +161,24 @@ impl Blend {
             }
         };
         let end = start + ((end - start) * len).div_ceil(prev.len);
-        if !anchors {
-            let sources = Vec::new();
-            return Regime {
-                start,
-                packing,
-                epoch,
-                places: first..end,
-                len,
-                sources,
-            };
-        }
-        let switches = self.rules.switches(self, (options, lengths), start + 1);
-        let drawn = self.drawn_before(&switches, start);
-        let before_config = packing_by(&config, prev.packing);
-        let sources = (0..self.parts.len())
-            .map(|k| {
-                let at = (&prev.sources[k], drawn[k]);
-                let anchor = self.anchor((&before_config, &config), lengths, k, at);
-                Anchor {
-                    per_epoch: per_epoch(k),
-                    ..anchor
-                }
-            })
-            .collect();
+        let sources = match anchors {
+            false => Vec::new(),
+            true => {
+                let switches = self.rules.switches(self, (options, lengths), start + 1);
+                let drawn = self.drawn_before(&switches, start);
+                let before_config = packing_by(&config, prev.packing);
+                (0..self.parts.len())
+                    .map(|k| {
+                        let at = (&prev.sources[k], drawn[k]);
+                        let anchor = self.anchor((&before_config, &config), lengths, k, at);
+                        Anchor {
+                            per_epoch: per_epoch(k),
+                            ..anchor
+                        }
+                    })
+                    .collect()
+            }
+        };
         Regime {
             start,
             packing,
