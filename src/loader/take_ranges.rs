@@ -126,35 +126,34 @@ fn read_whole(
     columns: &[usize],
     template: &Dataset,
 ) -> Result<Vec<Option<Runs>>> {
-    let mut blocks: Vec<(usize, usize)> = Vec::new();
+    // Each block to read: the shard's place in `wanted`, its batch, the batch's first row.
+    let mut blocks: Vec<(usize, usize, usize)> = Vec::new();
     let mut readable = Vec::new();
-    for ((shard, rows), layout) in wanted.iter().zip(layouts) {
+    for (i, ((_, rows), layout)) in wanted.iter().zip(layouts).enumerate() {
         if layout.batches.is_some() {
             continue;
         }
-        let fields = layout.schema.fields();
-        let can = fields.iter().all(|f| by_rows(f.data_type()));
-        readable.push(can);
+        let can = (layout.schema.fields().iter()).all(|f| by_rows(f.data_type()));
+        readable.push((i, can));
         if can {
             let index = RowIndex::from_counts(layout.whole.iter().map(|b| b.rows));
             let mut touched: Vec<usize> = (rows.iter())
                 .filter_map(|&r| index.locate(r).map(|(b, _)| b))
                 .collect();
             touched.dedup();
-            blocks.extend(touched.into_iter().map(|b| (*shard, b)));
+            blocks.extend(
+                touched
+                    .into_iter()
+                    .map(|b| (i, b, index.part_rows(b).start)),
+            );
         }
     }
-    let layout_of = |shard: usize| {
-        let at = wanted.iter().position(|(s, _)| *s == shard);
-        at.map(|i| &layouts[i])
-            .ok_or_else(|| Error::internal("a shard's layout"))
-    };
-    let ranges = (blocks.iter())
-        .map(|&(shard, b)| Ok((shard, layout_of(shard)?.whole[b].block.clone())))
-        .collect::<Result<Vec<_>>>()?;
+    let ranges: Vec<(usize, Range<u64>)> = (blocks.iter())
+        .map(|&(i, b, _)| (wanted[i].0, layouts[i].whole[b].block.clone()))
+        .collect();
     let read = coalesced(files, &ranges)?;
-    let decode = |(&(shard, b), bytes): (&(usize, usize), Bytes)| {
-        let layout = layout_of(shard)?;
+    let decode = |(&(i, b, first), bytes): (&(usize, usize, usize), Bytes)| {
+        let (shard, layout) = (wanted[i].0, &layouts[i]);
         let in_shard = |e: Error| e.in_file(files.location(shard));
         let names: Vec<&str> = (columns.iter())
             .map(|&c| layout.schema.field(c).name().as_str())
@@ -164,22 +163,15 @@ fn read_whole(
         let decoded =
             decode_block(&block, batch.meta as usize, file, Some(&names), b).map_err(in_shard)?;
         let dataset = (template.try_from_record_batch_like(&decoded, b)).map_err(in_shard)?;
-        let first: usize = layout.whole[..b].iter().map(|w| w.rows).sum();
-        Ok((shard, (first..first + dataset.num_rows(), dataset)))
+        Ok((i, (first..first + dataset.num_rows(), dataset)))
     };
-    let mut runs: std::collections::HashMap<usize, Runs> = std::collections::HashMap::new();
-    for (shard, run) in on_threads(blocks.iter().zip(read).collect(), decode)? {
-        runs.entry(shard).or_default().push(run);
+    let mut runs: Vec<Runs> = wanted.iter().map(|_| Vec::new()).collect();
+    for (i, run) in on_threads(blocks.iter().zip(read).collect(), decode)? {
+        runs[i].push(run);
     }
-    let mut out = Vec::new();
-    let shards = wanted
-        .iter()
-        .zip(layouts)
-        .filter(|(_, l)| l.batches.is_none());
-    for (((shard, _), _), can) in shards.zip(readable) {
-        out.push(can.then(|| runs.remove(shard).unwrap_or_default()));
-    }
-    Ok(out)
+    Ok((readable.into_iter())
+        .map(|(i, can)| can.then(|| std::mem::take(&mut runs[i])))
+        .collect())
 }
 
 /// `f` of each of `items`, in order, on as many threads as the machine has cores (a
