@@ -77,11 +77,14 @@ impl ReadAhead {
             .filter(|rows| far(rows[0].0))
             .any(|rows| rows.iter().any(|&(s, r)| !self.holds(s, r)));
         if missing {
+            // Sorted and once each (at its last batch), of far shards (asked once a shard),
+            // not held.
             let unread = |mut rows: Vec<Asked>| {
-                rows.retain(|&(s, r, _)| far(s) && !self.holds(s, r));
                 rows.sort_unstable_by_key(|&(s, r, b)| (s, r, Reverse(b)));
                 rows.dedup_by_key(|&mut (s, r, _)| (s, r));
-                rows
+                let of_far = rows.chunk_by(|a, b| a.0 == b.0).filter(|c| far(c[0].0));
+                let unheld = of_far.flatten().filter(|&&(s, r, _)| !self.holds(s, r));
+                unheld.copied().collect::<Vec<Asked>>()
             };
             let near = unread(coming(index..index + NEAR_BATCHES)?);
             let later = unread(coming(index + NEAR_BATCHES..index + FAR_BATCHES)?);
