@@ -642,10 +642,7 @@ impl<'a> LoaderBuilder<'a> {
         }
         let storage = (lazy, ranges);
         let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, storage)?;
-        schedules.check(
-            &config,
-            blend.as_ref().is_some_and(|b| b.one_set().is_none()),
-        )?;
+        schedules.check(&config)?;
         let config = config.with_turns(!schedules.is_empty());
         let (rows, shards) = (inputs.rows.starts(), inputs.shards.starts());
         let mut fingerprint = config.fingerprint(&inputs.lengths, rows, shards);

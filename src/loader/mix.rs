@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::LoaderSource;
 use super::config::{PlanConfig, Shuffle};
 use super::order::{Rows, Slot, epoch_rows, fits_u32};
-use super::pack::{PackMode, Packing, Piece, Windows, window_order, windows_of_pieces};
+use super::pack::{Packing, Piece, Windows, window_order, windows_of_pieces};
 use super::parts::Epoch;
 use super::plan::{Costs, Plan};
 use super::position::Hasher;
@@ -32,7 +32,7 @@ pub(super) use read::read_mixture;
 use read::weights_error;
 use repack::Packs;
 use rules::{Rules, Switch};
-pub(crate) use stream::{Change, Given, Stream};
+pub(crate) use stream::{Change, Given, Stream, Taken};
 
 /// Sources and their weights, for [`Loader::builder`](super::Loader::builder).
 ///
@@ -370,17 +370,6 @@ impl Blend {
                 let order = window_order(&config, windows.len(), epoch);
                 SourceEpoch::Windows(windows, order)
             }
-        }
-    }
-
-    /// The epoch of source `k`'s stream to start from for its sample `j`, and where that
-    /// epoch starts: `j`'s own, since every epoch of a source has as many samples, but
-    /// with best fit (then the first).
-    fn epoch_of(&self, config: &PlanConfig, k: usize, j: u128) -> (u128, u128) {
-        let constant = (config.packing).is_none_or(|p| matches!(p.mode(), PackMode::Split { .. }));
-        match constant {
-            true => (j / self.firsts[k] as u128, j - j % self.firsts[k] as u128),
-            false => (0, 0),
         }
     }
 

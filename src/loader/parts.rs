@@ -397,4 +397,6 @@ mod mixtures;
 #[cfg(test)]
 mod repacked;
 #[cfg(test)]
+mod rescheduled;
+#[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::config::{PlanConfig, Ranks, lengths_hash};
-use super::mix::{Blend, Change, Stream};
+use super::mix::{Blend, Change, Stream, Taken};
 use super::parts;
 use super::position::LENGTHS_DIFFER;
 use super::state::LoaderState;
@@ -220,19 +220,34 @@ impl Loader {
         let current = saved.of_part(parts, &blend, input);
         let own = self.own_stream(epoch).expect("a mixture");
         let mut stream = saved.clone();
-        if (&current, &saved.packs) != (&own.switches, &own.packs) {
+        if !(current.is(&own.switches) && saved.packs == own.packs) {
             let taken = blend.with_stream((&current, &saved.packs), input);
             let start = taken.epoch_places(epoch).start + read_end as u128;
-            if let Some(weights) = blend.one_set() {
-                let in_force = current.iter().rev().find(|g| g.start <= start);
-                let last = current.last().map_or(0, |g| g.start);
-                if !(in_force.is_some_and(|g| g.weights == weights) && last <= start) {
-                    stream.changes.push(Change {
-                        part: parts,
-                        start,
-                        weights: weights.to_vec(),
-                    });
+            let change = |mut points: Vec<(u64, Vec<f64>)>| {
+                let later = points.split_off(1);
+                let (_, weights) = points.pop().expect("a first set");
+                Change {
+                    part: parts,
+                    start,
+                    weights,
+                    later,
                 }
+            };
+            match blend.one_set() {
+                // One set going on unchanged: the stream as it is.
+                Some(weights) => {
+                    let given = &current.given;
+                    let in_force = given.iter().rev().find(|g| g.start <= start);
+                    let last = given.last().map_or(0, |g| g.start);
+                    if !(in_force.is_some_and(|g| g.weights == weights)
+                        && last <= start
+                        && current.tails.is_empty())
+                    {
+                        stream.changes.push(change(vec![(0, weights.to_vec())]));
+                    }
+                }
+                // A schedule taken up there, by the tokens drawn as packed.
+                None => stream.changes.push(change(blend.own_points())),
             }
             let given = stream.of_part(parts, &blend, input);
             self.blend = Some(Arc::new(blend.with_stream((&given, &stream.packs), input)));
@@ -276,29 +291,15 @@ impl Loader {
         }
         // Changes of weights within the epoch: at its places (packed anew within it, an
         // epoch has at most a place a token, and one more a part).
-        let places =
-            (blend.with_stream((&saved.switches, &saved.packs), input)).epoch_places(epoch);
+        let places = (blend.with_stream((&Taken::of(&saved.switches), &saved.packs), input))
+            .epoch_places(epoch);
         let tokens: u128 = self.inputs.lengths.iter().map(|&n| u128::from(n)).sum();
         let end = places.start + (places.end - places.start).max(tokens) + parts as u128;
         let outside = |c: &Change| c.part > parts || c.start < places.start || c.start > end;
         if saved.changes.iter().any(outside) {
             return vec!["the mixture's sources or its seed"];
         }
-        let mut differs = Vec::new();
-        if blend.one_set().is_none() && saved.of_part(parts, blend, input) != own.switches {
-            differs.push("the mixture's weights (a mixture whose weights change over training resumes only its own stream; one set of weights takes another's over)");
-        }
-        let packing = |c: &PlanConfig| c.packing;
-        if blend.one_set().is_none()
-            && (saved.packs != own.packs
-                || state
-                    .read
-                    .iter()
-                    .any(|(c, _)| packing(c) != packing(&self.config)))
-        {
-            differs.push("the pack length of a packed mixture whose weights change over training (its weights switch at the tokens drawn at one packing: it resumes only at its own)");
-        }
-        differs
+        Vec::new()
     }
 
     /// `state`, a packed mixture's stream saved without its packings (by a version that
@@ -338,7 +339,10 @@ impl Loader {
         };
         let input = (&self.config, &self.inputs.lengths[..]);
         let own = self.own_stream(state.position().epoch).expect("a mixture");
-        saved.of_part(state.read.len(), blend, input) == own.switches && saved.packs == own.packs
+        saved
+            .of_part(state.read.len(), blend, input)
+            .is(&own.switches)
+            && saved.packs == own.packs
     }
 
     /// Whether this loader's own plan of `state`'s epoch was read in the parts the state

@@ -139,10 +139,8 @@ impl Schedules {
     }
 
     /// The schedules against `base`'s options: packing there for a pack length schedule,
-    /// and then no mixture whose weights change over training (`weighed`: they switch at
-    /// the tokens drawn at one packing), and every configuration they give checked as
-    /// options are.
-    pub fn check(&self, base: &PlanConfig, weighed: bool) -> Result<()> {
+    /// and every configuration they give checked as options are.
+    pub fn check(&self, base: &PlanConfig) -> Result<()> {
         let bad = |option: &'static str, reason: &str| {
             Err(ArgumentError::LoaderConfig {
                 option,
@@ -154,13 +152,6 @@ impl Schedules {
             return bad(
                 "pack",
                 "a pack length schedule needs packing options (with_packing)",
-            );
-        }
-        if weighed && self.pack.is_some() {
-            return bad(
-                "pack",
-                "a pack length schedule is not for a mixture whose weights change over \
-                 training: its weights switch at the tokens drawn at one pack length",
             );
         }
         let points = (self.batch.iter().flat_map(|s| s.points.iter().map(|p| p.0)))

@@ -201,7 +201,17 @@ fn stream_json(stream: &Stream) -> Value {
     let mut v = json!({"sources": format!("{:016x}", stream.sources), "switches": switches});
     if !stream.changes.is_empty() {
         let changes: Vec<Value> = (stream.changes.iter())
-            .map(|c| json!({"part": c.part, "start": c.start.to_string(), "weights": c.weights}))
+            .map(|c| {
+                let mut v =
+                    json!({"part": c.part, "start": c.start.to_string(), "weights": c.weights});
+                if !c.later.is_empty() {
+                    let later: Vec<Value> = (c.later.iter())
+                        .map(|(from, w)| json!({"tokens": from.to_string(), "weights": w}))
+                        .collect();
+                    v["later"] = Value::Array(later);
+                }
+                v
+            })
             .collect();
         v["changes"] = Value::Array(changes);
     }
@@ -220,6 +230,21 @@ fn weights_of(w: &Value) -> Option<Vec<f64>> {
         .filter(|w| !w.is_empty() && w.len() <= MAX_WORLD)
         .and_then(|w| w.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>())
         .filter(|w| w.iter().all(|x| x.is_finite() && *x > 0.0))
+}
+
+/// A change's later sets of weights: none (no key), or a list of at most [`MAX_PARTS`]
+/// points, tokens as a decimal string.
+fn later_of(v: &Value) -> Option<Vec<(u64, Vec<f64>)>> {
+    match v {
+        Value::Null => Some(Vec::new()),
+        Value::Array(points) if points.len() <= MAX_PARTS => (points.iter())
+            .map(|p| {
+                let tokens = p["tokens"].as_str()?.parse::<u64>().ok()?;
+                Some((tokens, weights_of(&p["weights"])?))
+            })
+            .collect(),
+        _ => None,
+    }
 }
 
 /// A mixture's stream from [`stream_json`]; the key that is wrong otherwise.
@@ -266,6 +291,7 @@ fn stream_of(m: &Value) -> std::result::Result<Stream, String> {
                     .and_then(decimal)
                     .ok_or_else(|| bad("start"))?,
                 weights: weights_of(&c["weights"]).ok_or_else(|| bad("weights"))?,
+                later: later_of(&c["later"]).ok_or_else(|| bad("later"))?,
             })
         })
         .collect::<std::result::Result<Vec<_>, String>>()?;

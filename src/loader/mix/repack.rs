@@ -50,6 +50,16 @@ struct Anchor {
     per_epoch: Option<usize>,
 }
 
+/// The tokens of a stretch of a source's draws: of one epoch, under one packing.
+#[derive(Default)]
+pub(super) struct Stretch {
+    draws: Range<u128>,
+    tokens: Vec<u32>,
+    /// The regime of the stretch (`None`: the options' packing throughout), the epoch
+    /// after it and that epoch's first draw.
+    next: Option<(Option<usize>, u128, u128)>,
+}
+
 /// `config` packing by `packing`.
 fn packing_by(config: &PlanConfig, packing: Packing) -> PlanConfig {
     PlanConfig {
@@ -88,12 +98,23 @@ impl Blend {
         {
             return Packs::default();
         }
-        let mut regimes: Vec<Regime> = Vec::with_capacity(packs.len());
+        // Each regime found on the blend packing as those before it do: the weights'
+        // switches before its start count the tokens drawn at their packings.
+        let mut blend = self.with_rules(self.rules.clone(), self.taken);
         for &(start, packing) in packs {
-            let regime = self.regime((regimes.last(), anchors), (start, packing), input);
-            regimes.push(regime);
+            let before = blend.packs.regimes.last();
+            let regime = blend.regime((before, anchors), (start, packing), input);
+            blend.packs.regimes.push(regime);
         }
-        Packs { regimes }
+        blend.packs
+    }
+
+    /// The packings of the stream (first place, packing), which its weights' switches
+    /// depend on.
+    pub(super) fn packs_key(&self) -> Vec<(u128, Packing)> {
+        (self.packs.regimes.iter())
+            .map(|r| (r.start, r.packing))
+            .collect()
     }
 
     /// The packing in force at place `at` of epoch `epoch` of the stream packed by `packs`
@@ -283,12 +304,7 @@ impl Blend {
     ) {
         let regimes = &self.packs.regimes;
         if regimes.is_empty() {
-            let anchor = Anchor {
-                drawn: 0,
-                epoch: 0,
-                rest: None,
-                per_epoch: constant(config).then_some(self.firsts[k]),
-            };
+            let anchor = self.first_anchor(config, k);
             let take = |(_, s, part, _): (u128, &SourceEpoch, Range<usize>, bool)| take(s, part);
             return self.regime_walk((config, lengths), k, &anchor, (from, to), take);
         }
@@ -302,6 +318,66 @@ impl Blend {
                 self.regime_walk((&config, lengths), k, &r.sources[k], (a, b), take);
             }
         }
+    }
+
+    /// Where source `k`'s stream starts, packed by `config` throughout.
+    fn first_anchor(&self, config: &PlanConfig, k: usize) -> Anchor {
+        Anchor {
+            drawn: 0,
+            epoch: 0,
+            rest: None,
+            per_epoch: constant(config).then_some(self.firsts[k]),
+        }
+    }
+
+    /// The tokens of draw `j` of source `k`'s stream (its sample's length, or its window's
+    /// tokens at the packing in force there), `stretch` holding those of the stretch
+    /// around it: draws walked in order find each epoch once.
+    pub(super) fn draw_tokens(
+        &self,
+        (config, lengths): (&PlanConfig, &[u32]),
+        k: usize,
+        j: u128,
+        stretch: &mut Stretch,
+    ) -> usize {
+        if !stretch.draws.contains(&j) {
+            let regimes = &self.packs.regimes;
+            let r = regimes
+                .partition_point(|r| r.sources[k].drawn <= j)
+                .checked_sub(1);
+            let (config, anchor, end) = match r {
+                None => (config.clone(), self.first_anchor(config, k), u128::MAX),
+                Some(i) => {
+                    let next = regimes.get(i + 1).map_or(u128::MAX, |n| n.sources[k].drawn);
+                    let config = packing_by(config, regimes[i].packing);
+                    (config, regimes[i].sources[k].clone(), next)
+                }
+            };
+            // From the epoch after the stretch held, when `j` is past it under one packing.
+            let anchor = match stretch.next {
+                Some((at, epoch, drawn)) if at == r && drawn <= j && drawn >= anchor.drawn => {
+                    Anchor {
+                        drawn,
+                        epoch,
+                        rest: None,
+                        ..anchor
+                    }
+                }
+                _ => anchor,
+            };
+            let first_row = self.rows.part_rows(k).start;
+            self.regime_walk((&config, lengths), k, &anchor, (j, j + 1), |at| {
+                let (epoch, samples, part, _) = at;
+                let first = j - part.start as u128;
+                let last = (samples.len() as u128).min(end - first) as usize;
+                stretch.tokens = (part.start..last)
+                    .map(|i| samples.tokens_of(i, lengths, first_row) as u32)
+                    .collect();
+                stretch.draws = j..first + last as u128;
+                stretch.next = Some((r, epoch + 1, first + samples.len() as u128));
+            });
+        }
+        stretch.tokens[(j - stretch.draws.start) as usize] as usize
     }
 
     /// The places of the mixture's epoch `epoch` in its stream.

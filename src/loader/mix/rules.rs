@@ -3,11 +3,14 @@
 //! afresh where it takes over (its counts from there), so every source stays within a
 //! sample of its share of the samples drawn under each set.
 
+use std::ops::Range;
 use std::sync::Mutex;
 
-use super::stream::Given;
-use super::{Blend, SourceEpoch, draw_with, rule_period};
+use super::repack::Stretch;
+use super::stream::{Given, Tail, Taken};
+use super::{Blend, draw_with, rule_period};
 use crate::loader::config::PlanConfig;
+use crate::loader::pack::Packing;
 
 /// One set of weights, from `from` tokens drawn.
 #[derive(Debug)]
@@ -26,87 +29,108 @@ pub(super) struct Switch {
     pub rule: usize,
 }
 
-/// The sets of weights, and where each took over as far as the stream has been walked.
+/// The sets of weights, and where each took over as far as the stream has been walked
+/// under each of the last few packings of the stream walked (a switch counts the tokens
+/// drawn, which a window's packing sets). A stream taken over is its switches given, then
+/// the schedules it went on by from where each was taken up.
 #[derive(Debug)]
 pub(super) struct Rules {
     pub rules: Vec<Rule>,
-    walked: Mutex<Walked>,
+    /// The switches given (a state's), each to its set among `rules`.
+    given: Vec<Switch>,
+    /// Each schedule's first place and its sets among `rules`.
+    tails: Vec<(u128, Range<usize>)>,
+    /// The stream before any walk.
+    unwalked: Walked,
+    walked: Mutex<Vec<(Packs, Walked)>>,
 }
 
-/// The stream walked so far: the switches found, and the next sample's place.
+/// A stream's packings (first place, packing).
+type Packs = Vec<(u128, Packing)>;
+
+/// The walks kept, one a packing of the stream.
+const WALKS_KEPT: usize = 4;
+
+/// The stream walked so far: the switches found, the next sample's place, each source's
+/// draws and the tokens drawn before it, the switches given and schedules taken up so
+/// far, and the next set of the schedule in force.
 #[derive(Clone, Debug)]
 struct Walked {
     switches: Vec<Switch>,
     at: u128,
     drawn: Vec<u128>,
     tokens: u128,
+    given: usize,
+    tails: usize,
+    next: Option<usize>,
 }
 
 impl Rules {
     /// The rules of `points` (tokens, normalized weights), the first at 0, for `sources`.
     pub fn new(points: Vec<(u64, Vec<f64>)>, sources: usize) -> Self {
-        let rules = (points.into_iter())
-            .map(|(from, weights)| Rule {
-                from,
-                period: rule_period(&weights),
-                weights,
-            })
-            .collect();
-        let first = Switch {
-            start: 0,
-            drawn: vec![0; sources],
-            rule: 0,
+        let taken = Taken {
+            given: Vec::new(),
+            tails: vec![Tail { start: 0, points }],
         };
-        let walked = Walked {
-            switches: vec![first],
-            at: 0,
-            drawn: vec![0; sources],
-            tokens: 0,
-        };
-        Rules {
-            rules,
-            walked: Mutex::new(walked),
-        }
+        Rules::of_taken(&taken, sources)
     }
 
-    /// The switches of the samples before `end` (the stream walked that far first).
-    pub fn switches(&self, blend: &Blend, input: (&PlanConfig, &[u32]), end: u128) -> Vec<Switch> {
-        // A poisoned lock held a walk cut short: its state is still a prefix of the stream.
-        let mut walked = self.walked.lock().unwrap_or_else(|e| e.into_inner());
-        if walked.switches.len() < self.rules.len() && walked.at < end {
-            walked.walk(blend, input, end);
-        }
-        walked.switches.clone()
-    }
-
-    /// The rules of a stream given switch by switch (a state's, [`Given`]): each set
-    /// from its switch, the last for good. The first switch is at 0.
-    pub fn of_given(given: &[Given]) -> Self {
-        let rules = (given.iter())
-            .map(|g| Rule {
-                from: 0,
-                period: rule_period(&g.weights),
-                weights: g.weights.clone(),
-            })
-            .collect();
-        let switches: Vec<Switch> = (given.iter().enumerate())
+    /// The rules of a stream taken over: its switches given (a state's, [`Given`]; the
+    /// first at 0), each set from its switch, then each schedule from its first place.
+    pub fn of_taken(taken: &Taken, sources: usize) -> Self {
+        let rule = |from: u64, weights: &Vec<f64>| Rule {
+            from,
+            period: rule_period(weights),
+            weights: weights.clone(),
+        };
+        let mut rules: Vec<Rule> = taken.given.iter().map(|g| rule(0, &g.weights)).collect();
+        let given: Vec<Switch> = (taken.given.iter().enumerate())
             .map(|(rule, g)| Switch {
                 start: g.start,
                 drawn: g.drawn.clone(),
                 rule,
             })
             .collect();
-        let last = switches.last().expect("a stream has a switch at 0");
-        let walked = Walked {
-            at: last.start,
-            drawn: last.drawn.clone(),
-            tokens: 0,
-            switches,
-        };
+        let mut tails = Vec::with_capacity(taken.tails.len());
+        for tail in &taken.tails {
+            let first = rules.len();
+            rules.extend(tail.points.iter().map(|(from, w)| rule(*from, w)));
+            tails.push((tail.start, first..rules.len()));
+        }
+        let unwalked = Walked::unwalked(&given, tails.first(), sources);
         Rules {
             rules,
-            walked: Mutex::new(walked),
+            given,
+            tails,
+            unwalked,
+            walked: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The switches of the samples before `end` (the stream walked that far first, packed
+    /// as `blend` packs it).
+    pub fn switches(&self, blend: &Blend, input: (&PlanConfig, &[u32]), end: u128) -> Vec<Switch> {
+        if self.unwalked.done(self) {
+            return self.unwalked.switches.clone();
+        }
+        let packs = blend.packs_key();
+        // A poisoned lock held a walk cut short: its state is still a prefix of the stream.
+        let mut walks = self.walked.lock().unwrap_or_else(|e| e.into_inner());
+        let i = match walks.iter().position(|(p, _)| *p == packs) {
+            Some(i) => i,
+            None => {
+                if walks.len() == WALKS_KEPT {
+                    walks.remove(0);
+                }
+                walks.push((packs, self.unwalked.clone()));
+                walks.len() - 1
+            }
+        };
+        let walked = &mut walks[i].1;
+        if walked.at < end {
+            walked.walk(blend, input, end);
+        }
+        walked.switches.clone()
     }
 
     /// The switches before `end`, as a state carries them.
@@ -153,61 +177,108 @@ impl Rules {
 }
 
 impl Walked {
-    /// Walks the stream to sample `end` or the last switch, counting each sample's tokens
-    /// (its length, or its window's tokens) from its source's stream.
+    /// The stream before any walk: given throughout (nothing to walk); walked from the
+    /// first switch given; or a schedule's from the start, its first set at 0.
+    fn unwalked(given: &[Switch], tail: Option<&(u128, Range<usize>)>, sources: usize) -> Self {
+        let first = given.first().cloned().unwrap_or_else(|| Switch {
+            start: 0,
+            drawn: vec![0; sources],
+            rule: tail.map_or(0, |t| t.1.start),
+        });
+        let mut walked = Walked {
+            at: 0,
+            drawn: first.drawn.clone(),
+            switches: vec![first],
+            tokens: 0,
+            given: 1,
+            tails: 0,
+            next: None,
+        };
+        match (given.last(), tail) {
+            (Some(last), None) => {
+                (walked.at, walked.drawn) = (last.start, last.drawn.clone());
+                walked.switches = given.to_vec();
+                walked.given = given.len();
+            }
+            (None, tail) => {
+                walked.given = 0;
+                walked.tails = 1;
+                walked.next = tail.map(|t| t.1.start + 1);
+            }
+            (Some(_), Some(_)) => {}
+        }
+        walked
+    }
+
+    /// Whether every switch is found: the switches given and the schedules taken up,
+    /// the last set of the last schedule in force.
+    fn done(&self, rules: &Rules) -> bool {
+        let last_set = |n: usize| {
+            (self.tails.checked_sub(1))
+                .and_then(|t| rules.tails.get(t))
+                .is_none_or(|t| n >= t.1.end)
+        };
+        self.given == rules.given.len()
+            && self.tails == rules.tails.len()
+            && self.next.is_none_or(last_set)
+    }
+
+    /// Walks the stream to sample `end` or its last switch, counting each sample's tokens
+    /// (its length, or its window's tokens at the packing in force) from its source's
+    /// stream: a switch given at its place; a schedule taken up at its first place by its
+    /// set at the tokens drawn there (the set in force going on when it has the same
+    /// weights); the schedule's next set at the first sample at or past its point.
     fn walk(&mut self, blend: &Blend, (config, lengths): (&PlanConfig, &[u32]), end: u128) {
         let rules = &blend.rules;
-        let mut cursors: Vec<Cursor> = (0..self.drawn.len()).map(|_| Cursor::default()).collect();
-        while self.at < end && self.switches.len() < rules.rules.len() {
-            let next = &rules.rules[self.switches.len()];
-            if self.tokens >= u128::from(next.from) {
-                self.switches.push(Switch {
-                    start: self.at,
-                    drawn: self.drawn.clone(),
-                    rule: self.switches.len(),
-                });
+        let mut stretches: Vec<Stretch> =
+            (0..self.drawn.len()).map(|_| Stretch::default()).collect();
+        while self.at < end && !self.done(rules) {
+            if let Some(g) = rules.given.get(self.given).filter(|g| g.start == self.at) {
+                self.drawn.clone_from(&g.drawn);
+                self.switches.push(g.clone());
+                self.given += 1;
                 continue;
+            }
+            if let Some((_, sets)) = rules.tails.get(self.tails).filter(|t| t.0 == self.at) {
+                let r = self.due(rules, sets);
+                let in_force = self.switches.last().map(|w| &rules.rules[w.rule].weights);
+                if in_force != Some(&rules.rules[r].weights) {
+                    self.switch(r);
+                }
+                (self.tails, self.next) = (self.tails + 1, Some(r + 1));
+                continue;
+            }
+            let sets = (self.tails.checked_sub(1)).map_or(0..0, |t| rules.tails[t].1.clone());
+            // The last set due (a sample past several points switches once, to the last).
+            if let Some(n) = self.next.filter(|n| sets.contains(n)) {
+                let due = self.due(rules, &(n - 1..sets.end));
+                if due >= n {
+                    self.switch(due);
+                    self.next = Some(due + 1);
+                    continue;
+                }
             }
             let switch = self.switches.last().expect("the first switch is at 0");
             let k = rules.source_at(switch, self.at, &self.drawn);
-            let tokens = cursors[k].tokens(blend, (config, lengths), k, self.drawn[k]);
+            let tokens = blend.draw_tokens((config, lengths), k, self.drawn[k], &mut stretches[k]);
             self.tokens += tokens as u128;
             self.drawn[k] += 1;
             self.at += 1;
         }
     }
-}
 
-/// One source's stream, an epoch of it at a time.
-#[derive(Default)]
-struct Cursor {
-    /// The epoch held, where it starts in the stream, and its samples.
-    epoch: Option<(u128, u128, SourceEpoch)>,
-}
+    /// The last of `sets` (the first due) whose point the tokens drawn have reached.
+    fn due(&self, rules: &Rules, sets: &Range<usize>) -> usize {
+        let reached = |r: &Rule| u128::from(r.from) <= self.tokens;
+        sets.start + rules.rules[sets.clone()].partition_point(reached).max(1) - 1
+    }
 
-impl Cursor {
-    /// The tokens of sample `j` of source `k`'s stream.
-    fn tokens(
-        &mut self,
-        blend: &Blend,
-        (config, lengths): (&PlanConfig, &[u32]),
-        k: usize,
-        j: u128,
-    ) -> usize {
-        loop {
-            let (epoch, start) = match &self.epoch {
-                Some((_, start, samples))
-                    if (*start..start + samples.len() as u128).contains(&j) =>
-                {
-                    let first_row = blend.rows.part_rows(k).start;
-                    return samples.tokens_of((j - start) as usize, lengths, first_row);
-                }
-                Some((e, start, samples)) if j >= *start => (e + 1, start + samples.len() as u128),
-                _ => blend.epoch_of(config, k, j),
-            };
-            // A source's epochs count modulo 2^64 (past them, its orders repeat).
-            let samples = blend.source_epoch(config, lengths, k, epoch as u64);
-            self.epoch = Some((epoch, start, samples));
-        }
+    /// Set `rule` takes over at the next sample.
+    fn switch(&mut self, rule: usize) {
+        self.switches.push(Switch {
+            start: self.at,
+            drawn: self.drawn.clone(),
+            rule,
+        });
     }
 }

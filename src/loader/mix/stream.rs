@@ -36,23 +36,57 @@ pub(crate) struct Given {
 }
 
 /// Other weights from sample `start` of the stream on, from part `part` of the epoch
-/// (the first planned by the loader that took the stream over).
+/// (the first planned by the loader that took the stream over): one set, or a schedule
+/// (`weights` its first set, `later` the others, at their points in tokens drawn).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Change {
     pub part: usize,
     pub start: u128,
     pub weights: Vec<f64>,
+    pub later: Vec<(u64, Vec<f64>)>,
+}
+
+/// A stream as a part of an epoch was drawn by: its switches given (the first at 0), then
+/// each schedule taken up from its first place on.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Taken {
+    pub given: Vec<Given>,
+    pub tails: Vec<Tail>,
+}
+
+/// A schedule of weights (points in tokens drawn, the first at 0) taken up at sample
+/// `start` of a stream: from there, by its set at the tokens drawn before `start`, then
+/// each later set at the first sample at or past its point.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Tail {
+    pub start: u128,
+    pub points: Vec<(u64, Vec<f64>)>,
+}
+
+impl Taken {
+    /// The stream of `switches` alone.
+    pub fn of(switches: &[Given]) -> Self {
+        Taken {
+            given: switches.to_vec(),
+            tails: Vec::new(),
+        }
+    }
+
+    /// Whether it is the stream of `switches` alone.
+    pub fn is(&self, switches: &[Given]) -> bool {
+        self.tails.is_empty() && self.given == switches
+    }
 }
 
 impl Stream {
     /// The switches part `part` of the epoch was drawn by: the stream's, with the changes
     /// of every part up to it.
-    pub fn of_part(&self, part: usize, blend: &Blend, input: (&PlanConfig, &[u32])) -> Vec<Given> {
-        let mut given = self.switches.clone();
+    pub fn of_part(&self, part: usize, blend: &Blend, input: (&PlanConfig, &[u32])) -> Taken {
+        let mut taken = Taken::of(&self.switches);
         for change in self.changes.iter().filter(|c| c.part <= part) {
-            given = blend.switched(given, change.start, change.weights.clone(), input);
+            taken = blend.switched(taken, change, input);
         }
-        given
+        taken
     }
 
     /// Whether the stream's switches fit `sources` sources: one set of weights and of draws
@@ -65,8 +99,13 @@ impl Stream {
                 && g.drawn.iter().try_fold(0u128, |a, &d| a.checked_add(d)) == Some(g.start)
                 && (g.weights.iter().sum::<f64>() - 1.0).abs() < 1e-6
         };
+        let set = |w: &Vec<f64>| w.len() == sources && (w.iter().sum::<f64>() - 1.0).abs() < 1e-6;
         let changes = (self.changes.iter()).all(|c| {
-            c.weights.len() == sources && (c.weights.iter().sum::<f64>() - 1.0).abs() < 1e-6
+            set(&c.weights)
+                && c.later.iter().all(|(_, w)| set(w))
+                && (c.later.iter().map(|p| p.0))
+                    .try_fold(0, |a, b| (b > a).then_some(b))
+                    .is_some()
         });
         let packs = self.packs.first().is_none_or(|r| r.0 == 0)
             && (self.packs.windows(2)).all(|r| r[0].0 < r[1].0);
@@ -78,30 +117,40 @@ impl Stream {
 }
 
 impl Blend {
-    /// This blend drawing by the switches `given` (a stream taken over), its own weights
-    /// kept for what it compares states with.
-    pub(crate) fn with_given(&self, given: &[Given]) -> Blend {
-        let words: Vec<u64> = (given.iter())
+    /// This blend drawing by the stream `taken`, its own weights kept for what it
+    /// compares states with.
+    pub(crate) fn with_taken(&self, taken: &Taken) -> Blend {
+        let wide = |n: u128| [n as u64, (n >> 64) as u64];
+        let mut words: Vec<u64> = (taken.given.iter())
             .flat_map(|g| {
-                let head = [g.start as u64, (g.start >> 64) as u64];
-                let drawn = g.drawn.iter().flat_map(|&d| [d as u64, (d >> 64) as u64]);
+                let drawn = g.drawn.iter().flat_map(|&d| wide(d));
                 let weights = g.weights.iter().map(|w| w.to_bits());
-                head.into_iter().chain(drawn).chain(weights)
+                wide(g.start).into_iter().chain(drawn).chain(weights)
             })
             .collect();
+        // A schedule taken up (none: the hash of switches given alone, as before).
+        for tail in &taken.tails {
+            words.extend([TAKEN_UP, tail.points.len() as u64]);
+            words.extend(wide(tail.start));
+            for (from, weights) in &tail.points {
+                words.push(*from);
+                words.extend(weights.iter().map(|w| w.to_bits()));
+            }
+        }
         let mut hash = Hasher::new();
         hash.add(&words);
-        self.with_rules(Arc::new(Rules::of_given(given)), Some(hash.finish()))
+        let rules = Rules::of_taken(taken, self.parts.len());
+        self.with_rules(Arc::new(rules), Some(hash.finish()))
     }
 
-    /// This blend drawing by the switches `given` and packing by `packs` (a stream taken
+    /// This blend drawing by the stream `taken` and packing by `packs` (a stream taken
     /// over), its fingerprint's hash of the stream the two's.
     pub(crate) fn with_stream(
         &self,
-        (given, packs): (&[Given], &[(u128, Packing)]),
+        (taken, packs): (&Taken, &[(u128, Packing)]),
         input: (&PlanConfig, &[u32]),
     ) -> Blend {
-        let mut blend = self.with_given(given);
+        let mut blend = self.with_taken(taken);
         if !packs.is_empty() {
             let mut hash = Hasher::new();
             hash.add(&[blend.taken.unwrap_or(0)]);
@@ -149,7 +198,7 @@ impl Blend {
         self.parts.len()
     }
 
-    /// A hash of the stream taken over, if one was ([`Blend::with_given`]).
+    /// A hash of the stream taken over, if one was ([`Blend::with_taken`]).
     pub(crate) fn taken(&self) -> Option<u64> {
         self.taken
     }
@@ -159,29 +208,50 @@ impl Blend {
         (self.own.rules.len() == 1).then(|| &self.own.rules[0].weights[..])
     }
 
-    /// `given` to sample `start`, then `weights` from there: each source's draws before
-    /// it counted by `given`.
+    /// `taken` to sample `change.start`, then `change`'s weights from there: one set
+    /// switched to there, each source's draws before it counted by `taken`; a schedule
+    /// (or any change after one) taken up there, found by walking the stream as packed.
     pub(crate) fn switched(
         &self,
-        mut given: Vec<Given>,
-        start: u128,
-        weights: Vec<f64>,
+        mut taken: Taken,
+        change: &Change,
         input: (&PlanConfig, &[u32]),
-    ) -> Vec<Given> {
-        given.retain(|g| g.start < start);
-        let drawn = match given.is_empty() {
+    ) -> Taken {
+        let start = change.start;
+        taken.given.retain(|g| g.start < start);
+        taken.tails.retain(|t| t.start < start);
+        if !(change.later.is_empty() && taken.tails.is_empty()) {
+            let first = (0, change.weights.clone());
+            let points = std::iter::once(first).chain(change.later.iter().cloned());
+            taken.tails.push(Tail {
+                start,
+                points: points.collect(),
+            });
+            return taken;
+        }
+        let drawn = match taken.given.is_empty() {
             true => vec![0; self.parts.len()],
             false => {
-                let before = self.with_given(&given);
+                let before = self.with_taken(&taken);
                 let switches = before.rules.switches(&before, input, start);
                 before.drawn_before(&switches, start)
             }
         };
-        given.push(Given {
+        taken.given.push(Given {
             start,
             drawn,
-            weights,
+            weights: change.weights.clone(),
         });
-        given
+        taken
+    }
+
+    /// Its own weights' points (tokens drawn, normalized weights).
+    pub(crate) fn own_points(&self) -> Vec<(u64, Vec<f64>)> {
+        (self.own.rules.iter())
+            .map(|r| (r.from, r.weights.clone()))
+            .collect()
     }
 }
+
+/// Hashed before a schedule taken up by a stream.
+const TAKEN_UP: u64 = 0x7461_6b65_6e75_7030;

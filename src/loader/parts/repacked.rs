@@ -21,7 +21,7 @@ use crate::loader::{
 /// best fit of 1 or 4 documents at a time (long documents cut), in which no token is left
 /// out (`mode` below 3); then concatenate and split with the extra token and the tail
 /// left out, and best fit leaving long documents out.
-fn packing(seq: usize, mode: usize) -> Packing {
+pub(super) fn packing(seq: usize, mode: usize) -> Packing {
     let packing = Packing::new(seq);
     match mode {
         0 => packing.with_mode(PackMode::Split { pad_last: true }),
@@ -38,7 +38,7 @@ fn packing(seq: usize, mode: usize) -> Packing {
 }
 
 /// Each source's rows among the loader's: the sources' rows one after the other.
-fn source_rows(data: &[(tempfile::TempDir, MappedDataset)]) -> Vec<Range<usize>> {
+pub(super) fn source_rows(data: &[(tempfile::TempDir, MappedDataset)]) -> Vec<Range<usize>> {
     let mut at = 0;
     (data.iter())
         .map(|(_, d)| {
@@ -50,7 +50,7 @@ fn source_rows(data: &[(tempfile::TempDir, MappedDataset)]) -> Vec<Range<usize>>
 }
 
 /// The pieces of windows `ids` of `plan`.
-fn pieces(plan: &Plan, ids: &[usize]) -> Vec<Vec<Piece>> {
+pub(super) fn pieces(plan: &Plan, ids: &[usize]) -> Vec<Vec<Piece>> {
     let windows = plan.windows().expect("packed");
     ids.iter().map(|&w| windows.pieces(w)).collect()
 }
@@ -124,7 +124,7 @@ fn each_step_at_its_length(
 
 /// Every rank of `loaders` (restored from one state) reads to the epoch's end: the
 /// windows' tokens read.
-fn read_tokens(loaders: Vec<Loader>) -> Vec<(usize, usize)> {
+pub(super) fn read_tokens(loaders: Vec<Loader>) -> Vec<(usize, usize)> {
     let mut read = Vec::new();
     for mut l in loaders {
         let plan = l.plan(0);
