@@ -59,7 +59,7 @@ pub(super) fn pieces(plan: &Plan, ids: &[usize]) -> Vec<Vec<Piece>> {
 /// source and holds no token twice; a source's windows read its epochs one after the
 /// other, and one starts (a window holding a token read already) only once every token
 /// of the source was read since the one before.
-fn each_source_epoch_once(
+pub(super) fn each_source_epoch_once(
     windows: &[Vec<Piece>],
     sources: &[Range<usize>],
     lengths: &[u32],
@@ -101,7 +101,7 @@ fn each_source_epoch_once(
 
 /// Checks that every step of `plan` (`world` batches) has windows of the length
 /// `schedule` gives at the global tokens read before it.
-fn each_step_at_its_length(
+pub(super) fn each_step_at_its_length(
     plan: &Plan,
     world: usize,
     schedule: &Schedule<usize>,

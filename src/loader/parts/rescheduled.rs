@@ -7,7 +7,9 @@
 use proptest::prelude::*;
 
 use super::mixtures::{mixture, sources, token_places};
-use super::repacked::{packing, pieces, read_tokens, source_rows};
+use super::repacked::{
+    each_source_epoch_once, each_step_at_its_length, packing, pieces, read_tokens, source_rows,
+};
 use super::tests::{end_of, read_rest};
 use crate::loader::{Loader, LoaderState, Mixture, Plan, Schedule};
 
@@ -117,5 +119,55 @@ proptest! {
                 prop_assert_eq!(read, all);
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// A packed mixture with a weight schedule and a pack-length schedule: one plan on
+    /// every rank, each step's windows at the length the pack schedule gives at the global
+    /// tokens read before it, each window of the source the weight schedule gives at the
+    /// tokens drawn before it (windows of each length counted as drawn), each source's
+    /// epochs read once each.
+    #[test]
+    fn a_weight_schedule_counts_the_tokens_of_a_pack_schedule_s_windows(
+        sizes in (1usize..5, 5usize..30, 1usize..20),
+        lengths in prop::collection::vec(1usize..30, 1..40),
+        points in (1u64..150, 1u64..150),
+        seqs in prop::collection::vec(3usize..16, 1..4),
+        mode in 0usize..3,
+        (batch, world) in (1usize..4, 1usize..4),
+        shuffle in prop::option::of(any::<u64>()),
+    ) {
+        let data = sources([sizes.0, sizes.1, sizes.2], &lengths);
+        let (t1, t2) = (points.0, points.0 + points.1);
+        let weights = Schedule::new(vec![(0, phase(0)), (t1, phase(1)), (t2, phase(2))]).unwrap();
+        let mixed = mixture(&data, &[1.0; 3]).with_weight_schedule(weights.clone());
+        let pack_points = (seqs.iter().enumerate()).map(|(i, &s)| (50 * i as u64, s)).collect();
+        let packs = Schedule::new(pack_points).unwrap();
+        let build = |rank| {
+            let b = Loader::builder(&mixed)
+                .with_batch_size(batch)
+                .with_packing(packing(seqs[0], mode))
+                .with_pack_schedule(packs.clone());
+            let b = match shuffle { Some(seed) => b.with_shuffle(seed), None => b };
+            b.elastic_shard(rank, world).build()
+        };
+        let ranks: Vec<Loader> = (0..world).map(build).collect::<Result<_, _>>().unwrap();
+        let plan = ranks[0].plan(0);
+        for r in &ranks[1..] {
+            prop_assert_eq!(&*r.plan(0), &*plan);
+        }
+        each_step_at_its_length(&plan, world, &packs)?;
+        let rows = source_rows(&data);
+        let mut tokens = 0;
+        for (i, &(source, n)) in places(&plan, &ranks[0], &rows).iter().enumerate() {
+            let expected = weights.at(tokens).iter().position(|&w| w == 1.0).unwrap();
+            prop_assert_eq!(source, expected, "window {}, {} tokens drawn before it", i, tokens);
+            tokens += n;
+        }
+        let drawn = pieces(&plan, plan.samples());
+        each_source_epoch_once(&drawn, &rows, ranks[0].sample_lengths())?;
     }
 }
