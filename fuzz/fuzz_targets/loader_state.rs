@@ -2,7 +2,7 @@
 //! reads): it must give a state or an error, never panic; an error is one line of bounded
 //! length; a state that parses writes back to JSON that parses to the same state; and
 //! restoring it into loaders of several kinds (elastic, by parts, packed, balanced, a
-//! schedule, a mixture under two sets of weights, packed or not) over a small file goes on or refuses,
+//! schedule, a mixture under two sets of weights or a schedule of them, packed or not) over a small file goes on or refuses,
 //! never panics, and a loader that goes on reads its epoch to the end.
 #![no_main]
 
@@ -59,10 +59,17 @@ fuzz_target!(|data_bytes: &[u8]| {
             &state,
         );
     }
-    // A mixture of the file with itself, under the weights of the seeds' states and others,
-    // not packed and packed at two lengths (a packed mixture's state goes on at another).
-    for weights in [[0.7, 0.3], [0.2, 0.8]] {
-        let mixture = Mixture::new(vec![file.into(), file.into()], weights.to_vec()).with_seed(1);
+    // A mixture of the file with itself, under the weights of the seeds' states, others and
+    // a schedule of them, not packed and packed at two lengths (a packed mixture's state
+    // goes on at another).
+    let schedule = Schedule::new(vec![(0, vec![0.7, 0.3]), (6, vec![0.2, 0.8])]);
+    let mixtures = [[0.7, 0.3], [0.2, 0.8]]
+        .map(|weights| Mixture::new(vec![file.into(), file.into()], weights.to_vec()))
+        .into_iter()
+        .chain([Mixture::new(vec![file.into(), file.into()], Vec::new())
+            .with_weight_schedule(schedule.expect("a schedule"))]);
+    for mixture in mixtures {
+        let mixture = mixture.with_seed(1);
         let b = Loader::builder(&mixture)
             .with_batch_size(2)
             .elastic_shard(0, 2);

@@ -261,8 +261,9 @@ class Mixture:
     def loader(self, **options: Unpack[LoaderOptions]) -> Loader:
         """Batches of the draws: ``Dataset.loader``'s options, ``batch_size``,
         ``token_budget`` and ``pack`` schedules included (from a switch of ``pack``, each
-        source's tokens that no window drawn holds are packed again at the new length; a
-        ``pack`` schedule is refused when the weights are a schedule)."""
+        source's tokens that no window drawn holds are packed again at the new length;
+        weights that are a schedule switch at the tokens drawn, each window counted at its
+        own length)."""
 
 @final
 class ShardedDataset:

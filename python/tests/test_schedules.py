@@ -185,7 +185,7 @@ def test_mixture_weights_change_over_training_and_pickle(docs_path: Path, one_ba
         lt.mix([a, b], [(0, [0.5, 0.5]), (10, [1.0])]).loader()
 
 
-def test_a_mixture_with_a_weight_schedule_takes_a_batch_size_schedule_but_no_pack_schedule(
+def test_a_mixture_with_a_weight_schedule_takes_a_batch_size_and_a_pack_schedule(
     docs_path: Path, one_batch_path: Path
 ) -> None:
     a, b = lt.open(docs_path), lt.open(one_batch_path)
@@ -195,8 +195,25 @@ def test_a_mixture_with_a_weight_schedule_takes_a_batch_size_schedule_but_no_pac
     sizes = scheduled_sizes(batches, points)
     assert sizes[0] == 3 and sizes[-2] == 8
     check_mixture_epoch(source_rows(batches), [200, 50])
-    with pytest.raises(lt.LodTensorError, match="pack length schedule is not for a mixture"):
-        mixture.loader(batch_size=2, pack=[(0, 16), (800, 64)])
+    # Packed with a pack schedule: the weights switch at the tokens drawn, each window
+    # counted at its own length.
+    one_at_a_time = lt.mix([a, b], [(0, [1.0, 1e-4]), (1200, [1e-4, 1.0])], seed=1)
+    packed = list(one_at_a_time.loader(batch_size=2, pack=[(0, 16), (400, 64)], pack_pad_last=True))
+    check_weights_by_tokens_drawn(packed, 0, 1200)
+    assert {len(b.values("tokens")) // len(b.windows) for b in packed} == {16, 64}
+    check_each_source_epoch_once(packed, source_tokens([docs_path, one_batch_path]))
+
+
+def check_weights_by_tokens_drawn(batches: list, drawn: int, point: int) -> None:
+    """Each window (in the order drawn) from source 0 until `point` tokens are drawn (`drawn`
+    before the first), then from source 1; both drawn."""
+    sources = []
+    for batch in batches:
+        for k, window in zip(batch.source.tolist(), batch.windows):
+            assert k == int(drawn >= point), (drawn, k)
+            drawn += sum(n for _, _, n in window)
+            sources.append(k)
+    assert set(sources) == {0, 1}
 
 
 def source_tokens(paths: list[Path]) -> list[set[tuple[int, int]]]:
@@ -242,8 +259,15 @@ def test_a_packed_mixture_takes_a_pack_schedule_and_goes_on_at_another_pack(
     rest = list(loader)
     assert {len(b.values("tokens")) // len(b.windows) for b in rest} == {128}
     check_each_source_epoch_once(read + rest, tokens)
-    with pytest.raises(lt.LodTensorError, match="pack"):
-        lt.mix([a, b], [(0, [0.5, 0.5]), (400, [0.2, 0.8])]).loader(pack=[(0, 16), (800, 64)])
+    # Into a mixture whose weights change over training, at another pack length again: from
+    # where the state's batches end, the schedule's weights at the tokens drawn.
+    scheduled = lt.mix([a, b], [(0, [1.0, 1e-4]), (1500, [1e-4, 1.0])], seed=1)
+    loader = scheduled.loader(pack=64, **common)
+    loader.load_state_dict(state)
+    rest = list(loader)
+    drawn = sum(n for batch in read for window in batch.windows for _, _, n in window)
+    check_weights_by_tokens_drawn(rest, drawn, 1500)
+    check_each_source_epoch_once(read + rest, tokens)
 
 
 def source_rows(batches: list) -> list[tuple[int, int]]:

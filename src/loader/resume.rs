@@ -80,8 +80,7 @@ impl Loader {
     /// # Errors
     /// [`ArgumentError::PositionMismatch`] naming what differs when the change cannot keep
     /// every sample once (other data or record batches, another shuffle or seed, packing
-    /// turned on or off, a mixture's other sources or seed, another stream or pack length
-    /// for a mixture whose weights change over training, ranks sharded by parts on either
+    /// turned on or off, a mixture's other sources or seed, ranks sharded by parts on either
     /// side); [`ArgumentError::BatchOutOfRange`] when the
     /// state's batches are not in its plans.
     ///
@@ -263,8 +262,7 @@ impl Loader {
     }
 
     /// What keeps a mixture's `state` from going on here, in words: other sources or seed,
-    /// a stream not this loader's own when its weights change over training (its packing
-    /// too), a packing at which a source has no window.
+    /// a packing at which a source has no window.
     fn mixture_differs(&self, state: &LoaderState) -> Vec<&'static str> {
         let (blend, saved) = match (&self.blend, &state.mixture) {
             (None, None) => return Vec::new(),

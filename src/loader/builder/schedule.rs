@@ -53,7 +53,8 @@ impl LoaderBuilder<'_> {
     /// packing options) that changes over training: sequence-length warm-up. From each
     /// point on, the tokens no window has read are packed to the new length; a
     /// [`Mixture`](crate::loader::Mixture)'s, each source's that no window drawn from it
-    /// holds (not for a mixture whose weights change over training).
+    /// holds (weights that change over training switch at the tokens drawn, each window
+    /// counted at its own length).
     ///
     /// # Example
     /// ```

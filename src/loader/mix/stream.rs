@@ -1,9 +1,11 @@
 //! A mixture's stream as a state carries it, and taken over by a loader with other
 //! weights: the samples before the first place no read batch holds keep their draws, the
 //! rest are drawn by the new weights, the rule starting afresh there and each source's
-//! stream going on where it was (as a weight schedule's switch does, at a sample). A
-//! packed mixture's stream taken over at another packing packs each source's tokens no
-//! window drawn before that place holds again (`repack.rs`).
+//! stream going on where it was (as a weight schedule's switch does, at a sample); new
+//! weights that are a schedule are taken up there by their set at the tokens drawn, the
+//! later sets found by walking the stream on (`rules.rs`). A packed mixture's stream taken
+//! over at another packing packs each source's tokens no window drawn before that place
+//! holds again (`repack.rs`).
 
 use std::sync::Arc;
 
