@@ -391,12 +391,26 @@ fn epoch_parts(dir: &Path) {
             .with_shuffle(1)
             .elastic_shard(0, 8)
     };
+    // Two switches of weights in the epoch (its tokens: about twice the file's).
+    let tokens: u64 = lengths.iter().map(|&n| n as u64).sum();
+    let weights = [(0, vec![0.7, 0.3]), (tokens / 2, vec![0.3, 0.7])];
+    let weights = weights
+        .into_iter()
+        .chain([(tokens, vec![0.5, 0.5])])
+        .collect();
+    let scheduled = Mixture::new(vec![(&file).into(), (&file).into()], Vec::new())
+        .with_weight_schedule(Schedule::new(weights).expect("schedule"));
+    let scheduled_mix = || {
+        Loader::builder(&scheduled)
+            .with_shuffle(1)
+            .elastic_shard(0, 8)
+    };
     let time = |loader: &Loader| best_of_three(|| black_box(loader.plan(0))).0.as_secs_f64();
     let row = |name: &str, took: f64, plain: f64| {
         println!("| {name} | {took:.2} s | {:.2} |", took / plain);
     };
     type Make<'a> = Box<dyn Fn() -> LoaderBuilder<'a> + 'a>;
-    let cases: [(&str, Make<'_>, Make<'_>); 3] = [
+    let cases: [(&str, Make<'_>, Make<'_>); 4] = [
         (
             "batches of 32, resumed at half the epoch as a budget of 4096 tokens",
             Box::new(|| base().with_batch_size(32)),
@@ -411,6 +425,19 @@ fn epoch_parts(dir: &Path) {
             "a mixture of two packed 2048, resumed at half the epoch packed 4096",
             Box::new(|| mixed().with_batch_size(8).with_packing(Packing::new(2048))),
             Box::new(|| mixed().with_batch_size(8).with_packing(Packing::new(4096))),
+        ),
+        (
+            "the same, its weights a schedule (two switches in the epoch)",
+            Box::new(|| {
+                scheduled_mix()
+                    .with_batch_size(8)
+                    .with_packing(Packing::new(2048))
+            }),
+            Box::new(|| {
+                scheduled_mix()
+                    .with_batch_size(8)
+                    .with_packing(Packing::new(4096))
+            }),
         ),
     ];
     for (name, plain, other) in cases {
