@@ -208,10 +208,12 @@ impl<'a> Filler<'a> {
         }
     }
 
-    /// Fills `step` ([`Filler::fill`]); unless the items ran out in it, then takes the
-    /// cheapest items out of its costliest batch while that brings the step's max / mean
-    /// cost down (a batch holding a long document, with the rest of the budget filled, may
-    /// cost more than the others can with their budget): they stay in the pool.
+    /// Fills `step` ([`Filler::fill`], or as it does [`Filler::fill_by_tokens`] when each
+    /// item's cost is its length and the keys are few enough); unless the items ran out in
+    /// it, then takes the cheapest items out of its costliest batch while that brings the
+    /// step's max / mean cost down (a batch holding a long document, with the rest of the
+    /// budget filled, may cost more than the others can with their budget): they stay in
+    /// the pool.
     fn fill_and_trim(
         &mut self,
         step: &mut [Bin],
