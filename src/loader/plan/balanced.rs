@@ -261,10 +261,10 @@ fn gather(pool: &mut Vec<Item>, places: impl Iterator<Item = usize>, sorted: &mu
 /// as it was, when a length or a place does not fit in 32 bits.
 fn sort_by_length(pool: &mut Vec<Item>, keys: &mut Vec<u64>, sorted: &mut Vec<Item>) -> bool {
     let fits = |x: usize| u32::try_from(x).is_ok();
-    if !fits(pool.len()) || !pool.iter().all(|i| fits(i.len)) {
+    let longest = pool.iter().map(|i| i.len).max().unwrap_or(0);
+    if !fits(pool.len()) || !fits(longest) {
         return false;
     }
-    let longest = pool.iter().map(|i| i.len).max().unwrap_or(0);
     if longest <= 2 * pool.len() + 1024 {
         count_by_length(pool, longest, keys, sorted);
         return true;
