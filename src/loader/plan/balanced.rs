@@ -30,7 +30,7 @@ use budget::longest_within;
 const STEP_SALT: u64 = 0x7374_6570_7321_6261;
 
 /// An item of the order: where it stands in it, its tokens and cost.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Item {
     pos: usize,
     /// Its place in its pool, once sorted.
@@ -176,7 +176,7 @@ impl<S: Slot> Out<'_, S> {
             BatchSize::Tokens(t) => budget::by_budget(
                 pool,
                 world,
-                (t, self.weight),
+                (t, self.weight, self.by_len && self.weight == 0.0),
                 last,
                 (&mut work.steps, &mut work.tail),
                 &mut work.budget,
@@ -261,10 +261,10 @@ fn gather(pool: &mut Vec<Item>, places: impl Iterator<Item = usize>, sorted: &mu
 /// as it was, when a length or a place does not fit in 32 bits.
 fn sort_by_length(pool: &mut Vec<Item>, keys: &mut Vec<u64>, sorted: &mut Vec<Item>) -> bool {
     let fits = |x: usize| u32::try_from(x).is_ok();
-    if !fits(pool.len()) || !pool.iter().all(|i| fits(i.len)) {
+    let longest = pool.iter().map(|i| i.len).max().unwrap_or(0);
+    if !fits(pool.len()) || !fits(longest) {
         return false;
     }
-    let longest = pool.iter().map(|i| i.len).max().unwrap_or(0);
     if longest <= 2 * pool.len() + 1024 {
         count_by_length(pool, longest, keys, sorted);
         return true;
@@ -318,7 +318,7 @@ const EMPTY: Item = Item {
 };
 
 /// A pool's steps, their batches' samples in one buffer.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 struct Steps {
     /// The batches' samples' places in the order, batch after batch.
     places: Vec<usize>,
@@ -328,7 +328,7 @@ struct Steps {
 }
 
 /// A batch of [`Steps`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Batch {
     start: usize,
     end: usize,

@@ -43,6 +43,8 @@ pub(super) struct Scratch {
     fits: Vec<usize>,
     left: Left,
     starts: Vec<usize>,
+    /// The open batches' keys of [`Filler::fill_by_tokens`], empty between steps.
+    keys: Left,
 }
 
 /// `step` made `n` empty batches.
@@ -67,10 +69,11 @@ fn add(steps: &mut Steps, step: &[Bin]) {
 /// any item left. The steps go to `steps`; the step the pool runs out in, and the items
 /// over `t` or long ones short of a step, are returned to carry over, unless it is the
 /// epoch's `last` pool: then they make its last steps in `tail` ([`last_steps`]).
+/// `by_tokens`: each item's cost is its length (`w` is 0, the items samples).
 pub(super) fn by_budget(
     pool: &[Item],
     world: usize,
-    (t, w): (usize, f64),
+    (t, w, by_tokens): (usize, f64, bool),
     last: bool,
     (steps, tail): (&mut Steps, &mut Steps),
     scratch: &mut Scratch,
@@ -90,6 +93,7 @@ pub(super) fn by_budget(
         &pool[long_end..],
         long_end,
         (&mut scratch.left, &mut scratch.starts),
+        by_tokens,
     );
     loop {
         let seeded = seeds.next();
@@ -98,7 +102,8 @@ pub(super) fn by_budget(
         for (bin, item) in scratch.step.iter_mut().zip(seeded.unwrap_or_default()) {
             bin.alone(*item, false);
         }
-        filler.fill_and_trim(&mut scratch.step, &mut scratch.fits, (t, w));
+        let fits = (&mut scratch.fits, &mut scratch.keys);
+        filler.fill_and_trim(&mut scratch.step, fits, (t, w));
         if filler.left.is_empty() && !more_seeds {
             break;
         }
@@ -110,7 +115,7 @@ pub(super) fn by_budget(
     rest.extend_from_slice(&over[whole_over..]);
     rest.extend_from_slice(&long[whole_long..]);
     if last {
-        last_steps(rest, world, (t, w), tail, scratch);
+        last_steps(rest, world, (t, w, by_tokens), tail, scratch);
         return Vec::new();
     }
     rest
@@ -122,7 +127,7 @@ pub(super) fn by_budget(
 fn last_steps(
     mut rest: Vec<Item>,
     world: usize,
-    (t, w): (usize, f64),
+    (t, w, by_tokens): (usize, f64, bool),
     tail: &mut Steps,
     scratch: &mut Scratch,
 ) {
@@ -134,13 +139,15 @@ fn last_steps(
         &rest[over_end..],
         over_end,
         (&mut scratch.left, &mut scratch.starts),
+        by_tokens,
     );
     loop {
         reset(&mut scratch.step, world);
         for (bin, item) in scratch.step.iter_mut().zip(over.next().unwrap_or_default()) {
             bin.alone(*item, true);
         }
-        filler.fill_and_trim(&mut scratch.step, &mut scratch.fits, (t, w));
+        let fits = (&mut scratch.fits, &mut scratch.keys);
+        filler.fill_and_trim(&mut scratch.step, fits, (t, w));
         scratch.step.retain(|b| !b.items.is_empty());
         if scratch.step.is_empty() {
             return;
@@ -159,6 +166,8 @@ struct Filler<'a> {
     /// `starts[n]`: the first of `items` of at most `n` tokens, for `n` below the first's
     /// length (empty when that is long against the items' number: then a binary search).
     starts: &'a mut Vec<usize>,
+    /// Each item's cost is its length: [`Filler::fill_by_tokens`] fills.
+    by_tokens: bool,
 }
 
 impl<'a> Filler<'a> {
@@ -166,6 +175,7 @@ impl<'a> Filler<'a> {
         items: &'a [Item],
         first: usize,
         (left, starts): (&'a mut Left, &'a mut Vec<usize>),
+        by_tokens: bool,
     ) -> Self {
         left.fill(items.len());
         starts.clear();
@@ -184,6 +194,7 @@ impl<'a> Filler<'a> {
             first,
             left,
             starts,
+            by_tokens,
         }
     }
 
@@ -197,12 +208,22 @@ impl<'a> Filler<'a> {
         }
     }
 
-    /// Fills `step` ([`Filler::fill`]); unless the items ran out in it, then takes the
-    /// cheapest items out of its costliest batch while that brings the step's max / mean
-    /// cost down (a batch holding a long document, with the rest of the budget filled, may
-    /// cost more than the others can with their budget): they stay in the pool.
-    fn fill_and_trim(&mut self, step: &mut [Bin], fits: &mut Vec<usize>, (t, w): (usize, f64)) {
-        self.fill(step, fits, t, w);
+    /// Fills `step` ([`Filler::fill`], or as it does [`Filler::fill_by_tokens`] when each
+    /// item's cost is its length and the keys are few enough); unless the items ran out in
+    /// it, then takes the cheapest items out of its costliest batch while that brings the
+    /// step's max / mean cost down (a batch holding a long document, with the rest of the
+    /// budget filled, may cost more than the others can with their budget): they stay in
+    /// the pool.
+    fn fill_and_trim(
+        &mut self,
+        step: &mut [Bin],
+        (fits, keys): (&mut Vec<usize>, &mut Left),
+        (t, w): (usize, f64),
+    ) {
+        match key_bits(step.len(), t) {
+            Some(shift) if self.by_tokens => self.fill_by_tokens(step, keys, shift, t),
+            _ => self.fill(step, fits, t, w),
+        }
         while !self.left.is_empty() {
             let total: f64 = step.iter().map(|b| b.cost).sum();
             let costs = step.iter().map(|b| b.cost).enumerate();
@@ -232,6 +253,38 @@ impl<'a> Filler<'a> {
             bin.cost = bin.items.iter().map(|i| i.cost).sum();
             self.left.insert(item.slot - self.first);
         }
+    }
+
+    /// [`Filler::fill`] when each item's cost is its length (`w` is 0): a batch's cost is
+    /// its tokens and every cap `t`, so what a batch fits is `t` less its cost, and the
+    /// batch of least cost (the first such) fits the longest item any batch fits: the item
+    /// placed. The open batches are kept as keys `cost·2^shift + b` in `keys` (empty again
+    /// at the end), whose least is that batch, with no pass over the batches per item; it
+    /// never decreases while the step is filled (costs only grow).
+    fn fill_by_tokens(&mut self, step: &mut [Bin], keys: &mut Left, shift: u32, t: usize) {
+        let key = |b: usize, bin: &Bin| (bin.tokens << shift) | b;
+        keys.reserve_empty((t + 1) << shift);
+        let open = || step.iter().enumerate().filter(|(_, bin)| !bin.oversize);
+        open().for_each(|(b, bin)| keys.insert(key(b, bin)));
+        let mut least = 0;
+        while !self.left.is_empty()
+            && let Some(k) = keys.next_from(least)
+        {
+            let (room, b) = (t - (k >> shift), k & ((1 << shift) - 1));
+            if room == 0 {
+                break;
+            }
+            let Some(i) = self.left.next_from(self.first_within(room)) else {
+                break;
+            };
+            step[b].push(self.items[i]);
+            self.left.remove(i);
+            keys.remove(k);
+            keys.insert(key(b, &step[b]));
+            least = k;
+        }
+        let open = step.iter().enumerate().filter(|(_, bin)| !bin.oversize);
+        open.for_each(|(b, bin)| keys.remove(key(b, bin)));
     }
 
     /// LPT with room: the largest item left that fits some rank's batch goes to the batch
@@ -281,6 +334,15 @@ impl<'a> Filler<'a> {
             }
         }
     }
+}
+
+/// The bits of a batch's number in the keys of [`Filler::fill_by_tokens`], for `n` batches
+/// and a budget of `t` tokens, when the keys (`(t + 1)·2^bits`) are few enough to keep a bit
+/// each (2²⁴ at most, 2 MiB).
+fn key_bits(n: usize, t: usize) -> Option<u32> {
+    let shift = n.next_power_of_two().trailing_zeros();
+    let keys = t.checked_add(1)?.checked_mul(1 << shift)?;
+    (keys <= 1 << 24).then_some(shift)
 }
 
 /// The batch of least cost (the first such) that fits an item of `len` tokens, and the
@@ -337,8 +399,9 @@ pub(super) fn longest_within(x: f64, w: f64) -> usize {
     n
 }
 
-/// A set of places `0..n` (the items left), in two levels of bits: a word per 64 places,
-/// and a bit per word that has any set, for the next place left from a given one.
+/// A set of places `0..n` (the items left; the open batches' keys), in two levels of
+/// bits: a word per 64 places, and a bit per word that has any set, for the next place in
+/// the set from a given one.
 #[derive(Default)]
 pub(super) struct Left {
     words: Vec<u64>,
@@ -366,6 +429,16 @@ impl Left {
 
     fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// Makes room for places `0..n` in the set, which is empty (and stays so).
+    fn reserve_empty(&mut self, n: usize) {
+        debug_assert!(self.is_empty());
+        let words = n.div_ceil(64);
+        if self.words.len() < words {
+            self.words.resize(words, 0);
+            self.summary.resize(words.div_ceil(64), 0);
+        }
     }
 
     /// Adds `i` (not in the set).

@@ -200,6 +200,38 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// With costs in tokens (`w` 0), the steps filled from the batches kept by cost are
+    /// those of the pass over every batch per item: at any world size (not only powers of
+    /// two), budget, with samples over it, of 0 tokens, and in the epoch's last pool.
+    #[test]
+    fn steps_filled_by_tokens_are_those_of_the_pass_over_the_batches(
+        lengths in proptest::collection::vec(0usize..400, 0..1500),
+        world in 1usize..70,
+        t in 1usize..300,
+        last in any::<bool>(),
+    ) {
+        let mut pool: Vec<Item> = (lengths.iter().enumerate())
+            .map(|(pos, &len)| Item { pos, slot: 0, len, cost: len as f64 })
+            .collect();
+        sort_pool(&mut pool, &mut Vec::new(), &mut Vec::new());
+        // One scratch for all: its keys are left empty from one pool to the next.
+        let mut scratch = budget::Scratch::default();
+        let mut deal = |by_tokens| {
+            let (mut steps, mut tail) = (Steps::default(), Steps::default());
+            let both = (&mut steps, &mut tail);
+            let carry = budget::by_budget(&pool, world, (t, 0.0, by_tokens), last, both, &mut scratch);
+            (steps, tail, carry)
+        };
+        let by_tokens = deal(true);
+        prop_assert!(by_tokens.0.len() + by_tokens.1.len() > 0 || pool.is_empty() || !last);
+        prop_assert_eq!(&by_tokens, &deal(false));
+        prop_assert_eq!(&by_tokens, &deal(true));
+    }
+}
+
 #[test]
 fn drop_last_leaves_out_a_last_step_short_of_ranks() {
     // 10 samples of 1..=10 tokens, batches of 2 on 3 ranks: one step of 6 samples, then 4
