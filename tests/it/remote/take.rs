@@ -257,6 +257,34 @@ fn a_loader_reading_by_ranges_reads_the_rows_of_its_coming_batches_together() {
 }
 
 #[test]
+fn threads_taking_rows_of_a_shard_at_once_read_its_footer_and_messages_once() {
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, _, url, _) = uploaded(&s3, "once", write_wide);
+    let open = |cache: &str| {
+        let options = s3.options().with_cache_dir(dir.path().join(cache));
+        ShardedDataset::open_with(&url, &options).unwrap()
+    };
+    let alone = open("alone");
+    alone.take(&[0]).unwrap();
+    let once = alone.cache_stats().unwrap().metadata_requests;
+    // Four threads (as a loader's rounds read ahead) at once: one reads the shard's
+    // metadata, the others wait for it (an empty node cache each time).
+    let together = open("together");
+    let start = std::sync::Barrier::new(4);
+    std::thread::scope(|scope| {
+        for row in 1..5 {
+            let (start, together) = (&start, &together);
+            scope.spawn(move || {
+                start.wait();
+                together.take(&[row]).unwrap();
+            });
+        }
+    });
+    let stats = together.cache_stats().unwrap();
+    assert_eq!(stats.metadata_requests, once, "{stats:?}");
+}
+
+#[test]
 fn lying_offsets_in_the_bucket_are_a_typed_error_naming_the_shard() {
     use lodtensor::{DataError, ErrorKind, MappedDataset};
     let Some(s3) = S3Server::start() else { return };
