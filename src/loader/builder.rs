@@ -640,13 +640,12 @@ impl<'a> LoaderBuilder<'a> {
             // The first value decides what the store measures (lengths for a budget).
             config.batch = batch.at(0);
         }
-        let storage = (lazy, ranges);
-        let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, storage)?;
-        schedules.check(
-            &config,
-            blend.as_ref().is_some_and(|b| b.one_set().is_none()),
-        )?;
+        let (mut store, inputs, blend) =
+            store::open(source, &mut config, length, quantiles, (lazy, ranges))?;
+        let mixed = blend.as_ref().is_some_and(|b| b.one_set().is_none());
+        schedules.check(&config, mixed)?;
         let config = config.with_turns(!schedules.is_empty());
+        store.take_turns(config.ranks.turn().1);
         let (rows, shards) = (inputs.rows.starts(), inputs.shards.starts());
         let mut fingerprint = config.fingerprint(&inputs.lengths, rows, shards);
         let mut options = Hasher::new();
