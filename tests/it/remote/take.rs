@@ -257,6 +257,37 @@ fn a_loader_reading_by_ranges_reads_the_rows_of_its_coming_batches_together() {
 }
 
 #[test]
+fn a_rank_taking_turns_reads_by_ranges_the_rows_of_its_own_batches_alone() {
+    use lodtensor::Loader;
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, local, url, _) = uploaded(&s3, "turns", write_wide);
+    let local = ShardedDataset::open(&local).unwrap();
+    for rank in 0..2 {
+        let options = s3
+            .options()
+            .with_cache_dir(dir.path().join(format!("{rank}")));
+        let ranged = ShardedDataset::open_with(&url, &options.with_range_gap(0)).unwrap();
+        let builder = Loader::builder(&ranged).with_batch_size(2);
+        let builder = builder
+            .with_windowed_shuffle(4, 5, 10)
+            .elastic_shard(rank, 2);
+        let mut loader = builder.with_range_reads(true).build().unwrap();
+        let mut rows = Vec::new();
+        while let Some(batch) = loader.next_batch().unwrap() {
+            assert_eq!(batch.data(), local.take(batch.samples()).unwrap().data());
+            rows.extend_from_slice(batch.samples());
+        }
+        // Half the epoch's rows, each read once: the other rank's rows are not read.
+        let (own, stats) = (
+            own_bytes(local.take(&rows).unwrap().data()),
+            ranged.cache_stats().unwrap(),
+        );
+        assert_eq!(rows.len(), 60);
+        assert!(stats.range_bytes <= own * 11 / 10, "{own} bytes: {stats:?}");
+    }
+}
+
+#[test]
 fn threads_taking_rows_of_a_shard_at_once_read_its_footer_and_messages_once() {
     let Some(s3) = S3Server::start() else { return };
     let (dir, _, url, _) = uploaded(&s3, "once", write_wide);
