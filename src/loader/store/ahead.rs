@@ -224,8 +224,6 @@ impl ReadAhead {
         let batches = |from: usize, to: usize| (from..to).step_by(step);
         let near_end = from + NEAR_BATCHES * step;
         let near = self.unread(plan.rows(batches(from, near_end))?, plan);
-        let later_end = from + FAR_BATCHES * step;
-        let later = self.unread(plan.rows(batches(near_end, later_end))?, plan);
         let held: usize = (self.held.values().flatten())
             .map(|(rows, ..)| rows.len())
             .sum();
@@ -234,6 +232,8 @@ impl ReadAhead {
         if ahead && used + near.len() > room {
             return Ok(None);
         }
+        let later_end = from + FAR_BATCHES * step;
+        let later = self.unread(plan.rows(batches(near_end, later_end))?, plan);
         let filled = with_gaps_filled(near.clone(), &later);
         Ok(Some(match used + filled.len() <= room {
             true => filled,
