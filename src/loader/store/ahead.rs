@@ -1,14 +1,14 @@
 //! The rows a loader reading by ranges reads for its coming batches, in rounds. A round
-//! reads the rows of [`NEAR_BATCHES`] batches of the plan (this rank's) together (their
-//! ranges merged across batches, as one batch's are), with the rows between two of them
-//! that a batch before [`FAR_BATCHES`] asks for (so that a run of a windowed shuffle, drawn
-//! over many batches, is read whole, once), as long as what is held and being read stays
-//! within [`AHEAD_BYTES`]. The rounds after the current batch's are read on threads of
-//! their own, up to [`ROUNDS`] at once, while the loader makes and hands out its batches:
-//! their requests are in flight together, as the whole-shard cache downloads its coming
-//! shards. A batch asking for a row nothing holds waits for the rounds reading it, or reads
-//! its round itself (the first batch, or one after a seek). Each run read is held until
-//! the loader is past the last batch that asks for one of its rows. A windowed shuffle's
+//! reads the rows of several batches of the plan (this rank's) together (their ranges
+//! merged across batches, as one batch's are), with the rows between two of them that a
+//! batch before [`FAR_BATCHES`] asks for (so that a run of a windowed shuffle, drawn over
+//! many batches, is read whole, once), as long as what is held and being read stays
+//! within [`AHEAD_BYTES`]. A batch asking for a row nothing holds waits for the rounds
+//! reading it, or reads its own round of [`NEAR_BATCHES`] batches (the first batch, or one
+//! after a seek). The rounds after it, of [`AHEAD_BATCHES`] batches, are read on threads of
+//! their own, up to [`ROUNDS`] at once, while the loader makes and hands out its batches,
+//! as the whole-shard cache downloads its coming shards. Each run read is held until the
+//! loader is past the last batch that asks for one of its rows. A windowed shuffle's
 //! batches then cost about a request a run of rows (or fewer: neighbouring runs merge)
 //! instead of a request a document.
 //!
@@ -34,15 +34,18 @@ use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::loader::take_ranges::Runs;
 
-/// The batches of the plan whose rows a round reads: its first and those after.
+/// The batches of the plan whose rows a batch's own round reads: it and those after.
 const NEAR_BATCHES: usize = 16;
+/// The batches of the plan whose rows a round read ahead reads: fewer, larger requests
+/// than a batch's own round, which the first batch waits for.
+const AHEAD_BATCHES: usize = 64;
 /// The batches whose rows fill the gaps between those a round reads.
 const FAR_BATCHES: usize = 256;
 /// The most bytes held and being read (at the dataset's mean bytes a row); past it, rounds
 /// are read ahead no more and gaps are not filled.
 const AHEAD_BYTES: u64 = 64 << 20;
 /// The most rounds read ahead at once.
-const ROUNDS: usize = 4;
+const ROUNDS: usize = 2;
 
 /// A row of a batch: (shard, row of the shard, batch of the plan).
 pub(super) type Asked = (usize, usize, usize);
@@ -187,7 +190,7 @@ impl ReadAhead {
     /// [`ROUNDS`] are being read and what they read fits in [`AHEAD_BYTES`] with what is
     /// held.
     fn read_ahead(&mut self, index: usize, plan: &dyn Coming, read: &Read) -> Result<()> {
-        let (mut from, span) = (self.next.max(index + self.step), NEAR_BATCHES * self.step);
+        let (mut from, span) = (self.next.max(index + self.step), AHEAD_BATCHES * self.step);
         while self.reading.len() < ROUNDS && from < plan.batches() {
             // The round starts at the first batch with a row to read, as a batch's own does.
             let Some(first) = self.first_unread(from, plan)? else {
@@ -215,14 +218,16 @@ impl ReadAhead {
         Ok(())
     }
 
-    /// The rows of the round starting at batch `from`: those of its batches and, while
-    /// they fit, the gaps between them, that are neither held nor being read, sorted, each
-    /// with the last batch asking for it. `None` when `ahead` and the round's own rows do
-    /// not fit in [`AHEAD_BYTES`] with what is held and being read.
+    /// The rows of the round starting at batch `from` (of [`AHEAD_BATCHES`] batches if
+    /// `ahead`, else [`NEAR_BATCHES`]): those of its batches and, while they fit, the gaps
+    /// between them, that are neither held nor being read, sorted, each with the last
+    /// batch asking for it. `None` when `ahead` and the round's own rows do not fit in
+    /// [`AHEAD_BYTES`] with what is held and being read.
     fn round(&self, from: usize, plan: &dyn Coming, ahead: bool) -> Result<Option<Vec<Asked>>> {
         let step = self.step;
         let batches = |from: usize, to: usize| (from..to).step_by(step);
-        let near_end = from + NEAR_BATCHES * step;
+        let count = if ahead { AHEAD_BATCHES } else { NEAR_BATCHES };
+        let near_end = from + count * step;
         let near = self.unread(plan.rows(batches(from, near_end))?, plan);
         let held: usize = (self.held.values().flatten())
             .map(|(rows, ..)| rows.len())
@@ -253,10 +258,10 @@ impl ReadAhead {
         unheld.copied().collect()
     }
 
-    /// The first of the [`NEAR_BATCHES`] batches from batch `from` asking for a row to
+    /// The first of the [`AHEAD_BATCHES`] batches from batch `from` asking for a row to
     /// read (neither held nor being read), if one does.
     fn first_unread(&self, from: usize, plan: &dyn Coming) -> Result<Option<usize>> {
-        let batches = (from..from + NEAR_BATCHES * self.step).step_by(self.step);
+        let batches = (from..from + AHEAD_BATCHES * self.step).step_by(self.step);
         let mut rows = plan.rows(batches)?;
         rows.sort_unstable();
         let of_far = rows

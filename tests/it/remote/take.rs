@@ -193,10 +193,10 @@ fn a_loader_reading_by_ranges_reads_the_rows_of_its_coming_batches_together() {
         ShardedDataset::open_with(url, &options).unwrap()
     };
     // Runs of 5 rows through a window of 10, batches of 2: 60 batches, each of a run or
-    // two. Read batch by batch, each would be a request or more (111); read 16 batches at
-    // a time, gaps filled by the rows of the next 240, each run is read whole once: with
-    // gaps of 1 MiB merged, a request or two a shard (7); with none merged, a request a
-    // run and level (15), each row's bytes once.
+    // two. Read batch by batch, each would be a request or more (111); read in rounds (16
+    // batches, then 44 read ahead), gaps filled by the rows of the later batches, each run
+    // is read whole once: with gaps of 1 MiB merged, a request or two a shard (6); with
+    // none merged, a request a run and level (12), each row's bytes once.
     let (dir, local, url, _) = uploaded(&s3, "ahead", write_wide);
     fn windowed(data: &ShardedDataset) -> lodtensor::LoaderBuilder<'_> {
         let builder = Loader::builder(data).with_batch_size(2);

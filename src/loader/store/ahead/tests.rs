@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use arrow_array::types::Int32Type;
 
-use super::{AHEAD_BYTES, Asked, Coming, NEAR_BATCHES, ROUNDS, Read, ReadAhead, with_gaps_filled};
+use super::{
+    AHEAD_BATCHES, AHEAD_BYTES, Asked, Coming, NEAR_BATCHES, ROUNDS, Read, ReadAhead,
+    with_gaps_filled,
+};
 use crate::dataset::{Column, Dataset};
 use crate::error::Result;
 use crate::tensor::LodTensor;
@@ -90,34 +93,32 @@ fn used(ahead: &ReadAhead) -> usize {
 
 #[test]
 fn the_next_rounds_are_read_on_threads_while_the_current_one_s_batches_are_taken() {
-    let plan = Pairs { batches: 64 };
+    let (near, far) = (NEAR_BATCHES, NEAR_BATCHES + ROUNDS * AHEAD_BATCHES);
+    let plan = Pairs { batches: far + 10 };
     let (read, reads) = counted(Arc::new(AtomicBool::new(true)));
     let mut ahead = ReadAhead::new(1, 1);
     let runs = ahead.runs_for(0, &pair(0), &plan, &read).unwrap();
     assert!(holds_rows(&runs, &pair(0)));
-    // Batch 0 read its round (batches 0–15) itself, and started the 3 rounds after it
-    // (16–31, 32–47, 48–63) before any other batch was taken.
+    // Batch 0 read its round (batches 0–15) itself, and started the rounds after it
+    // (16–79, 80–143) before any other batch was taken.
     let wait = Duration::from_secs(60); // a guard against a hang, not a timing
-    let mut rounds: Vec<Vec<(usize, usize)>> =
-        (0..4).map(|_| reads.recv_timeout(wait).unwrap()).collect();
+    let mut rounds: Vec<Vec<(usize, usize)>> = (0..ROUNDS + 1)
+        .map(|_| reads.recv_timeout(wait).unwrap())
+        .collect();
     rounds.sort();
     let of = |batches: Range<usize>| batches.flat_map(pair).collect::<Vec<_>>();
-    let near = NEAR_BATCHES;
-    assert_eq!(
-        rounds,
-        [
-            of(0..near),
-            of(near..2 * near),
-            of(2 * near..3 * near),
-            of(3 * near..4 * near)
-        ]
-    );
-    for b in 1..64 {
+    let mut expected = vec![of(0..near)];
+    for k in 0..ROUNDS {
+        expected.push(of(near + k * AHEAD_BATCHES..near + (k + 1) * AHEAD_BATCHES));
+    }
+    assert_eq!(rounds, expected);
+    for b in 1..plan.batches {
         let runs = ahead.runs_for(b, &pair(b), &plan, &read).unwrap();
         assert!(holds_rows(&runs, &pair(b)), "batch {b}");
         assert!(ahead.reading.len() <= ROUNDS);
     }
-    assert!(reads.try_recv().is_err(), "every row read once");
+    // The last 10 batches in one more round; every row read once.
+    assert_eq!(reads.try_iter().collect::<Vec<_>>(), [of(far..far + 10)]);
 }
 
 #[test]
@@ -138,7 +139,7 @@ fn a_rank_taking_turns_reads_ahead_the_rows_of_its_own_batches_alone() {
 
 #[test]
 fn rounds_are_read_ahead_only_within_the_bytes_held() {
-    // Room for 40 rows: a round is 32; none read ahead while one is held.
+    // Room for 40 rows: a batch's own round is 32 rows, one read ahead 128: none is.
     let plan = Pairs { batches: 64 };
     let (read, reads) = counted(Arc::new(AtomicBool::new(true)));
     let mut ahead = ReadAhead::new(AHEAD_BYTES / 40, 1);
@@ -157,7 +158,7 @@ fn rounds_are_read_ahead_only_within_the_bytes_held() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_child_forked_while_rounds_are_read_reads_its_rows_itself() {
-    let plan = Pairs { batches: 64 };
+    let plan = Pairs { batches: 200 };
     let open = Arc::new(AtomicBool::new(true));
     let (read, _reads) = counted(Arc::clone(&open));
     // The parent's rounds read ahead wait; a child forked meanwhile has none of their
@@ -165,14 +166,14 @@ fn a_child_forked_while_rounds_are_read_reads_its_rows_itself() {
     open.store(false, Ordering::Release);
     let mut ahead = ReadAhead::new(1, 1);
     ahead.runs_for(0, &pair(0), &plan, &read).unwrap();
-    assert_eq!(ahead.reading.len(), 3);
+    assert_eq!(ahead.reading.len(), ROUNDS);
     let child = crate::loader::tests::in_child(|| {
         let runs = ahead.runs_for(16, &pair(16), &plan, &read);
         runs.is_ok_and(|r| holds_rows(&r, &pair(16)))
     });
     assert!(child, "the forked child's checks failed");
     open.store(true, Ordering::Release);
-    for b in 1..64 {
+    for b in 1..200 {
         let runs = ahead.runs_for(b, &pair(b), &plan, &read).unwrap();
         assert!(holds_rows(&runs, &pair(b)), "batch {b}");
     }
