@@ -352,7 +352,7 @@ def shuffled_epochs(args, server: S3Server, work: Path) -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, first, seconds, samples, _, (requests, received, kinds, cpu) in rows:
         kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items()))
-        print(f"| {name} | {first:.2f} s | {seconds:.1f} s | {samples:,} | {samples / seconds:,.0f} | {requests:,} "
+        print(f"| {name} | {first:.2f} s | {seconds:.2f} s | {samples:,} | {samples / seconds:,.0f} | {requests:,} "
               f"({kinds}) | {received / 2**20:,.1f} | {cpu:.1f} s | {seconds / reference:.2f}× |")
 
 

@@ -183,12 +183,12 @@ def counted(proxy: CountingProxy, f) -> tuple[int, int]:
     return sum(proxy.counts().values()), sum(proxy.body_bytes().values())
 
 
-def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxied, takes, repeat, rng, work, compressed):
+def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxied, takes, repeat, rng, work):
     """Markdown rows of the takes of `takes` random rows: times (best of `repeat`), rows/s,
     requests and bytes (a timed run's from cache_stats; both sides' first take after open
-    through the proxy, and Lance's second; `lance_url` None: lodtensor alone). With
-    `compressed` shards (downloaded whole by a take), each timed take opens the dataset
-    with an empty cache (its manifest and index read in the time)."""
+    through the proxy, and Lance's second; `lance_url` None: lodtensor alone). Compressed
+    shards too are read by ranges (each record batch holding a row read whole, into
+    memory; nothing downloaded): the dataset is opened once either way."""
     ds = lt.open(url, storage_options=direct, cache_dir=work / "cache-many")
     if lance_url is not None:
         import lance
@@ -199,18 +199,11 @@ def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxie
         rows = rng.integers(0, ds.num_rows, n)
         index = pa.array(rows, pa.uint64())
         runs = []
-        for k in range(repeat):
+        for _ in range(repeat):
             got = []
-            if compressed:
-                start = time.perf_counter()
-                cold = lt.open(url, storage_options=direct, cache_dir=work / f"cache-cold-{n}-{k}")
-                got.append(cold.take(rows))
-                stats = cold.cache_stats()
-                runs.append((time.perf_counter() - start, stats["shards_downloaded"], stats["bytes_downloaded"]))
-            else:
-                runs.append(stat_delta(ds, lambda: got.append(ds.take(rows))))
+            runs.append(stat_delta(ds, lambda: got.append(ds.take(rows))))
         ours, requests, nbytes = min(runs)
-        assert compressed or ds.cache_stats()["shards_downloaded"] == 0
+        assert ds.cache_stats()["shards_downloaded"] == 0
         fresh = lt.open(url, storage_options=proxied, cache_dir=work / f"cache-count-{n}")
         ours_cold = counted(proxy, lambda: fresh.take(rows))
         out.append(
@@ -303,7 +296,7 @@ def main() -> None:
         takes = [int(n) for n in args.takes.split(",") if n]
         lines += many_rows(
             url, direct, proxied, proxy, lance_url, lance_options(server.endpoint),
-            lance_options(proxy.endpoint), takes, args.repeat, rng, work, args.compression is not None,
+            lance_options(proxy.endpoint), takes, args.repeat, rng, work,
         )
         print("\nsingle row: ms p50 / p99; requests and bytes: mean per row (cache_stats)")
         print("\n".join(lines))

@@ -640,10 +640,11 @@ impl<'a> LoaderBuilder<'a> {
             // The first value decides what the store measures (lengths for a budget).
             config.batch = batch.at(0);
         }
-        let storage = (lazy, ranges);
-        let (store, inputs, blend) = store::open(source, &mut config, length, quantiles, storage)?;
+        let (mut store, inputs, blend) =
+            store::open(source, &mut config, length, quantiles, (lazy, ranges))?;
         schedules.check(&config)?;
         let config = config.with_turns(!schedules.is_empty());
+        store.take_turns(config.ranks.turn().1);
         let (rows, shards) = (inputs.rows.starts(), inputs.shards.starts());
         let mut fingerprint = config.fingerprint(&inputs.lengths, rows, shards);
         let mut options = Hasher::new();

@@ -56,6 +56,10 @@ pub(super) trait RowStore: Debug + Send {
     /// The epoch is over: what the store holds for it goes.
     fn end_epoch(&mut self) {}
 
+    /// The loader reads every `step`-th batch of its plans (ranks taking turns): a store
+    /// reading ahead reads the rows of those alone.
+    fn take_turns(&mut self, _step: usize) {}
+
     /// Every sample's length, read now, for a store whose plans count each sample as 1
     /// (`None` for the others: their plans have the lengths).
     fn measure_lengths(&self) -> Option<Result<Vec<u32>>> {

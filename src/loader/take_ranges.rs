@@ -13,6 +13,7 @@
 //! ```
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow_array::{RecordBatch, RecordBatchOptions, make_array};
 use arrow_buffer::Buffer;
@@ -35,6 +36,9 @@ const WASTE: u64 = 16;
 const SMALL_GAP: u64 = 4 << 10;
 /// The most bytes one merged request reads.
 const REQUEST_BYTES: u64 = 8 << 20;
+/// The most requests of whole (compressed) record batches read at once, each on a thread
+/// that decodes its batches as soon as they arrive (as many as range requests run at once).
+const READERS: usize = 16;
 
 /// Rows read from a shard by ranges: the runs of its rows (in the shard's rows) and a
 /// dataset of each.
@@ -151,8 +155,8 @@ fn read_whole(
     let ranges: Vec<(usize, Range<u64>)> = (blocks.iter())
         .map(|&(i, b, _)| (wanted[i].0, layouts[i].whole[b].block.clone()))
         .collect();
-    let read = coalesced(files, &ranges)?;
-    let decode = |(&(i, b, first), bytes): (&(usize, usize, usize), Bytes)| {
+    let (requests, within) = merged(files, &ranges);
+    let decode = |&(i, b, first): &(usize, usize, usize), bytes: Bytes| {
         let (shard, layout) = (wanted[i].0, &layouts[i]);
         let in_shard = |e: Error| e.in_file(files.location(shard));
         let names: Vec<&str> = (columns.iter())
@@ -165,8 +169,22 @@ fn read_whole(
         let dataset = (template.try_from_record_batch_like(&decoded, b)).map_err(in_shard)?;
         Ok((i, (first..first + dataset.num_rows(), dataset)))
     };
+    // Each request's blocks decoded as soon as it is read, each request on a thread of
+    // its own (up to READERS): while some decode, the others' requests are in flight.
+    let read_and_decode = |n: &usize| {
+        let got = files.read_row_ranges(std::slice::from_ref(&requests[*n]))?;
+        let got = got.into_iter().next().unwrap_or_default();
+        (blocks.iter().zip(&within))
+            .filter(|(_, (m, _))| m == n)
+            .map(|(block, (_, r))| decode(block, got.slice(r.start as usize..r.end as usize)))
+            .collect::<Result<Vec<_>>>()
+    };
+    let numbers: Vec<usize> = (0..requests.len()).collect();
     let mut runs: Vec<Runs> = wanted.iter().map(|_| Vec::new()).collect();
-    for (i, run) in on_threads(blocks.iter().zip(read).collect(), decode)? {
+    for (i, run) in on_threads(&numbers, READERS, read_and_decode)?
+        .into_iter()
+        .flatten()
+    {
         runs[i].push(run);
     }
     Ok((readable.into_iter())
@@ -174,37 +192,40 @@ fn read_whole(
         .collect())
 }
 
-/// `f` of each of `items`, in order, on as many threads as the machine has cores (a
-/// compressed batch's decompression and validation is the work: one batch a thread at a
-/// time); the first error in order.
-fn on_threads<T: Send, R: Send>(
-    items: Vec<T>,
-    f: impl Fn(T) -> Result<R> + Sync,
+/// `f` of each of `items`, in order, on up to `threads` threads, each taking the next item
+/// when it is free (a compressed batch's read, decompression and validation are the work);
+/// the first error in order.
+fn on_threads<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per = items.len().div_ceil(cores.min(items.len()).max(1)).max(1);
-    if per >= items.len() {
-        return items.into_iter().map(f).collect();
+    let threads = threads.min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
     }
-    let mut chunks: Vec<Vec<T>> = Vec::new();
-    let mut items = items.into_iter().peekable();
-    while items.peek().is_some() {
-        chunks.push(items.by_ref().take(per).collect());
-    }
-    std::thread::scope(|scope| {
-        let f = &f;
-        let handles: Vec<_> = (chunks.into_iter())
-            .map(|chunk| scope.spawn(move || chunk.into_iter().map(f).collect::<Result<Vec<R>>>()))
-            .collect();
-        let mut out = Vec::new();
-        for handle in handles {
-            let done = handle
-                .join()
-                .map_err(|_| Error::internal("a decoding thread panicked"))?;
-            out.extend(done?);
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, f(item)));
         }
-        Ok(out)
+    };
+    let mut out: Vec<(usize, Result<R>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+        let joined = handles.into_iter().map(|h| h.join());
+        joined.collect::<std::result::Result<Vec<_>, _>>()
     })
+    .map_err(|_| Error::internal("a decoding thread panicked"))?
+    .into_iter()
+    .flatten()
+    .collect();
+    out.sort_unstable_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The runs of consecutive rows of `rows` (sorted, no repeats).
@@ -245,6 +266,20 @@ fn split_by_batch(index: &RowIndex, run: Range<usize>) -> Vec<(usize, Range<usiz
 ///
 /// [`RemoteOptions::with_range_gap`]: crate::shards::RemoteOptions::with_range_gap
 fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
+    let (requests, within) = merged(files, ranges);
+    let got = files.read_row_ranges(&requests)?;
+    Ok((within.into_iter())
+        .map(|(n, r)| got[n].slice(r.start as usize..r.end as usize))
+        .collect())
+}
+
+/// The requests [`coalesced`] sends for `ranges`, and where each range lies: its request
+/// and its bytes within it.
+type Merged = (Vec<(usize, Range<u64>)>, Vec<(usize, Range<u64>)>);
+
+/// The requests that read `ranges` (see [`coalesced`]) and each range's request and bytes
+/// within it.
+fn merged(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Merged {
     let most = files.range_gap();
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_by_key(|&i| (ranges[i].0, ranges[i].1.start));
@@ -270,10 +305,34 @@ fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<B
         let (n, r) = (requests.len() - 1, &requests[requests.len() - 1].1);
         within[i] = (n, range.start - r.start..range.end - r.start);
     }
-    let requests: Vec<(usize, Range<u64>)> =
-        requests.into_iter().map(|(s, r, ..)| (s, r)).collect();
-    let got = files.read_row_ranges(&requests)?;
-    Ok((within.into_iter())
-        .map(|(n, r)| got[n].slice(r.start as usize..r.end as usize))
-        .collect())
+    let requests = requests.into_iter().map(|(s, r, ..)| (s, r)).collect();
+    (requests, within)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_threads;
+    use crate::error::Error;
+
+    #[test]
+    fn items_done_on_threads_come_back_in_order_with_the_first_error() {
+        let items: Vec<usize> = (0..50).collect();
+        for threads in [0, 1, 3, 16, 100] {
+            let doubled = on_threads(&items, threads, |&i| Ok(2 * i)).unwrap();
+            assert_eq!(doubled, items.iter().map(|i| 2 * i).collect::<Vec<_>>());
+            let failing = on_threads(&items, threads, |&i| match i % 20 {
+                7 => Err(Error::internal(format!("item {i}"))),
+                _ => Ok(i),
+            });
+            assert!(
+                failing.unwrap_err().to_string().contains("item 7"),
+                "{threads}"
+            );
+        }
+        assert!(
+            on_threads(&[] as &[usize], 4, |&i| Ok(i))
+                .unwrap()
+                .is_empty()
+        );
+    }
 }

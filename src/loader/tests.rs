@@ -307,7 +307,7 @@ impl Regions {
 /// lock some other thread held at the fork) is killed and counts as false: a guard
 /// against a hang, not a timing assert.
 #[cfg(target_os = "linux")]
-fn in_child(check: impl FnOnce() -> bool) -> bool {
+pub(super) fn in_child(check: impl FnOnce() -> bool) -> bool {
     use std::time::{Duration, Instant};
     // SAFETY: the child runs `check` (memory, memfds and mappings; glibc's malloc is
     // usable after fork) and then `_exit`s, never returning into this process's code.

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use arrow_ipc::MetadataVersion;
 use arrow_schema::SchemaRef;
@@ -44,9 +44,59 @@ pub(crate) struct ShardLayout {
 pub(crate) struct Layouts {
     shards: Mutex<HashMap<usize, Arc<ShardLayout>>>,
     index: Mutex<HashMap<usize, Arc<IndexObject>>>,
+    /// The shards whose layouts a thread is reading from the store, with the id of its
+    /// process (in a forked child, its parent's are no one's), so that threads asking for
+    /// a shard at once (a loader's rounds read ahead) read it once.
+    reading: Mutex<HashMap<usize, u32>>,
+    /// Told when a thread is done reading.
+    read: Condvar,
+}
+
+/// Shards whose layouts this thread reads from the store, claimed until dropped.
+struct Claimed<'a> {
+    layouts: &'a Layouts,
+    shards: Vec<usize>,
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        let mut reading = self.layouts.reading();
+        for shard in &self.shards {
+            reading.remove(shard);
+        }
+        self.layouts.read.notify_all();
+    }
 }
 
 impl Layouts {
+    /// The shards being read (a panic elsewhere does not poison what the map means).
+    fn reading(&self) -> MutexGuard<'_, HashMap<usize, u32>> {
+        self.reading.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Of `shards`, those this thread is to read from the store, claimed: each one another
+    /// thread of this process is reading waited for, then left out if `kept` has it.
+    /// Claimed in shard order, so that two threads never wait for each other.
+    fn claim(&self, shards: &[usize], kept: impl Fn(usize) -> bool) -> Claimed<'_> {
+        let (mut sorted, pid) = (shards.to_vec(), std::process::id());
+        sorted.sort_unstable();
+        sorted.dedup();
+        let (mut reading, mut mine) = (self.reading(), Vec::new());
+        for shard in sorted {
+            while reading.get(&shard) == Some(&pid) {
+                reading = self.read.wait(reading).unwrap_or_else(|e| e.into_inner());
+            }
+            if !kept(shard) {
+                reading.insert(shard, pid);
+                mine.push(shard);
+            }
+        }
+        Claimed {
+            layouts: self,
+            shards: mine,
+        }
+    }
+
     /// The index object at `position` in the manifest's `index`: kept, or `read` now and
     /// kept for the dataset's life (the index is a few bytes a row).
     ///
@@ -100,9 +150,11 @@ impl ShardFiles {
                 None => missing.push(shard),
             }
         }
+        let claimed = self.layouts.claim(&missing, |s| kept(s).is_some());
+        let missing = &claimed.shards;
         let columns: Vec<usize> = (0..self.manifest.columns.len()).collect();
         let mut footers = Vec::with_capacity(missing.len());
-        for &shard in &missing {
+        for &shard in missing {
             footers.extend(read_footer_tails(self, shard..shard + 1, &columns)?);
         }
         let messages: Vec<(usize, Range<u64>)> = (missing.iter().zip(&footers))

@@ -1,116 +1,312 @@
-//! The rows a loader reading by ranges has read for its coming batches: when a batch asks
-//! for a row of a shard not at hand that nothing holds, the rows of that batch and of the
-//! next [`NEAR_BATCHES`] − 1 of the plan are read together (their ranges merged across
-//! batches, as one batch's are), with the rows between two of them that a batch before
-//! [`FAR_BATCHES`] asks for (so that a run of a windowed shuffle, drawn over many batches,
-//! is read whole, once), as long as what is held stays within [`AHEAD_BYTES`]. Each run
-//! read is held until the loader is past the last batch that asks for one of its rows. A
-//! windowed shuffle's batches then cost about a request a run of rows (or fewer:
-//! neighbouring runs merge) instead of a request a document.
+//! The rows a loader reading by ranges reads for its coming batches, in rounds. A round
+//! reads the rows of several batches of the plan (this rank's) together (their ranges
+//! merged across batches, as one batch's are), with the rows between two of them that a
+//! batch before [`FAR_BATCHES`] asks for (so that a run of a windowed shuffle, drawn over
+//! many batches, is read whole, once), as long as what is held and being read stays
+//! within [`AHEAD_BYTES`]. A batch asking for a row nothing holds waits for the rounds
+//! reading it, or reads its own round of [`NEAR_BATCHES`] batches (the first batch, or one
+//! after a seek). The rounds after it, of [`AHEAD_BATCHES`] batches, are read on threads of
+//! their own, up to [`ROUNDS`] at once, while the loader makes and hands out its batches,
+//! as the whole-shard cache downloads its coming shards. Each run read is held until the
+//! loader is past the last batch that asks for one of its rows. A windowed shuffle's
+//! batches then cost about a request a run of rows (or fewer: neighbouring runs merge)
+//! instead of a request a document.
+//!
+//! ```text
+//! batch i ──rows held?──no──▶ wait for the rounds read ahead ──still not?──▶ read round i now
+//!    │                                                                          │
+//!    ▼                                                                          ▼
+//! rounds after: up to ROUNDS being read, each on a thread ◀─────────────── runs held
+//! ```
+//!
+//! A process forked while rounds are being read (a DataLoader worker) has their handles
+//! but not their threads: it forgets them (never joins or drops them) and reads what it
+//! needs itself, as `Loader::prefetch`'s callers do.
 
 use std::cmp::Reverse;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::iter::StepBy;
 use std::ops::Range;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use crate::dataset::Dataset;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::loader::take_ranges::Runs;
-use crate::shards::ShardFiles;
 
-/// The batches of the plan whose rows are read together: the current one and those after.
+/// The batches of the plan whose rows a batch's own round reads: it and those after.
 const NEAR_BATCHES: usize = 16;
-/// The batches whose rows fill the gaps between those read together.
+/// The batches of the plan whose rows a round read ahead reads: fewer, larger requests
+/// than a batch's own round, which the first batch waits for.
+const AHEAD_BATCHES: usize = 64;
+/// The batches whose rows fill the gaps between those a round reads.
 const FAR_BATCHES: usize = 256;
-/// The most bytes held (at the dataset's mean bytes a row) for gaps to be filled.
+/// The most bytes held and being read (at the dataset's mean bytes a row); past it, rounds
+/// are read ahead no more and gaps are not filled.
 const AHEAD_BYTES: u64 = 64 << 20;
+/// The most rounds read ahead at once.
+const ROUNDS: usize = 2;
 
 /// A row of a batch: (shard, row of the shard, batch of the plan).
 pub(super) type Asked = (usize, usize, usize);
 
+/// Reads rows `(shard, row)` (sorted, once each) by ranges, on any thread: each shard's
+/// runs, none for a shard to be mapped instead.
+pub(super) type Read = Arc<dyn Fn(&[(usize, usize)]) -> Result<HashMap<usize, Runs>> + Send + Sync>;
+
 /// A run of rows read: its rows in the shard, its data, and the last batch asking for one.
 type Held = (Range<usize>, Dataset, usize);
 
-/// Rows read ahead, by shard.
-#[derive(Debug, Default)]
+/// The loader's side of a read-ahead: its plan and the shards at hand.
+pub(super) trait Coming {
+    /// The number of batches of the plan.
+    fn batches(&self) -> usize;
+
+    /// Every row of the plan's batches `batches` (those past the last left out).
+    ///
+    /// # Errors
+    /// A row of the plan that is not a row of the dataset.
+    fn rows(&self, batches: StepBy<Range<usize>>) -> Result<Vec<Asked>>;
+
+    /// Whether shard `shard` is at hand (mapped, never read by ranges).
+    fn at_hand(&self, shard: usize) -> bool;
+}
+
+/// A round being read on a thread of its own.
+#[derive(Debug)]
+struct Round {
+    /// The rows it reads, sorted by shard and row, each with the last batch asking for it.
+    wanted: Vec<Asked>,
+    thread: JoinHandle<Result<HashMap<usize, Runs>>>,
+    /// The process that started the thread.
+    pid: u32,
+}
+
+/// Rows read ahead, by shard, and the rounds being read.
+#[derive(Debug)]
 pub(super) struct ReadAhead {
     /// The runs held of each shard, in row order.
     held: HashMap<usize, Vec<Held>>,
-    /// Shards a read returned no runs for (compressed, or of a type not cut by rows):
-    /// mapped whole, never read by ranges again.
+    /// Shards a read returned no runs for (of a type not cut by rows): mapped whole, never
+    /// read by ranges again.
     mapped: HashSet<usize>,
     /// The dataset's mean bytes a row, for [`AHEAD_BYTES`].
     row_bytes: u64,
+    /// The rounds being read, in the plan's order.
+    reading: VecDeque<Round>,
+    /// The batch the next round read ahead starts at: the rows of those before it (from the
+    /// last round read by a batch on) are held or being read.
+    next: usize,
+    /// The plan's batches from one of this rank's to its next (1 unless ranks take turns).
+    step: usize,
 }
 
 impl ReadAhead {
-    /// Nothing held yet, over a dataset of `row_bytes` a row on average.
-    pub(super) fn new(row_bytes: u64) -> Self {
+    /// Nothing held yet, over a dataset of `row_bytes` a row on average, for a rank reading
+    /// every `step`-th batch of its plans.
+    pub(super) fn new(row_bytes: u64, step: usize) -> Self {
         ReadAhead {
+            held: HashMap::new(),
+            mapped: HashSet::new(),
             row_bytes: row_bytes.max(1),
-            ..ReadAhead::default()
+            reading: VecDeque::new(),
+            next: 0,
+            step: step.max(1),
         }
     }
 
-    /// The runs to take batch `index`'s rows `located` (shard, row) from: held ones, or read
-    /// now by `read` with the rows of the coming batches (`coming(batches)`: the rows of
-    /// those batches of the plan). A shard has runs in the answer when every row of it
-    /// asked is held; the others are at hand (or must be mapped).
+    /// Reads for a rank reading every `step`-th batch of its plans from now on.
+    pub(super) fn set_step(&mut self, step: usize) {
+        self.step = step.max(1);
+    }
+
+    /// The epoch is over: nothing is held for it any more (rounds being read are left to
+    /// end on their own).
+    pub(super) fn end_epoch(&mut self) {
+        *self = ReadAhead::new(self.row_bytes, self.step);
+    }
+
+    /// The runs to take batch `index`'s rows `located` (shard, row) from: held ones, or
+    /// those of the rounds being read (waited for), or read now by `read` with the rows of
+    /// the coming batches of `plan`. Then starts reading the next rounds. A shard has runs
+    /// in the answer when every row of it asked is held; the others are at hand (or must
+    /// be mapped).
     ///
     /// # Errors
-    /// `coming`'s and `read`'s.
+    /// `plan`'s and `read`'s (a round's read on a thread passed on to the batch waiting
+    /// for it); [`ErrorKind::Internal`](crate::error::ErrorKind::Internal) if a round's
+    /// thread panicked.
     pub(super) fn runs_for(
         &mut self,
         index: usize,
         located: &[(usize, usize)],
-        files: &ShardFiles,
-        coming: impl Fn(Range<usize>) -> Result<Vec<Asked>>,
-        read: impl FnOnce(&[(usize, usize)]) -> Result<HashMap<usize, Runs>>,
+        plan: &dyn Coming,
+        read: &Read,
     ) -> Result<HashMap<usize, Runs>> {
+        self.forget_if_forked();
         for runs in self.held.values_mut() {
             runs.retain(|(.., until)| *until >= index);
         }
         let mut asked = located.to_vec();
         asked.sort_unstable();
         asked.dedup();
-        let far = |shard: usize| !self.mapped.contains(&shard) && !files.at_hand(shard);
-        let missing = (asked.chunk_by(|a, b| a.0 == b.0))
-            .filter(|rows| far(rows[0].0))
-            .any(|rows| rows.iter().any(|&(s, r)| !self.holds(s, r)));
-        if missing {
-            // Sorted and once each (at its last batch), of far shards (asked once a shard),
-            // not held.
-            let unread = |mut rows: Vec<Asked>| {
-                rows.sort_unstable_by_key(|&(s, r, b)| (s, r, Reverse(b)));
-                rows.dedup_by_key(|&mut (s, r, _)| (s, r));
-                let of_far = rows.chunk_by(|a, b| a.0 == b.0).filter(|c| far(c[0].0));
-                let unheld = of_far.flatten().filter(|&&(s, r, _)| !self.holds(s, r));
-                unheld.copied().collect::<Vec<Asked>>()
-            };
-            let near = unread(coming(index..index + NEAR_BATCHES)?);
-            let later = unread(coming(index + NEAR_BATCHES..index + FAR_BATCHES)?);
-            let held: usize = (self.held.values().flatten())
-                .map(|(rows, ..)| rows.len())
-                .sum();
-            let room = (AHEAD_BYTES / self.row_bytes) as usize;
-            let wanted = match held + near.len() + later.len() <= room {
-                true => with_gaps_filled(near, &later),
-                false => near,
-            };
-            let rows: Vec<(usize, usize)> = wanted.iter().map(|&(s, r, _)| (s, r)).collect();
-            let runs = read(&rows)?;
-            let shards = rows.chunk_by(|a, b| a.0 == b.0).map(|rows| rows[0].0);
-            self.mapped.extend(shards.filter(|s| !runs.contains_key(s)));
-            self.hold(runs, &wanted);
+        while self.missing(&asked, plan) {
+            match self.reading.pop_front() {
+                Some(round) => self.collect(round)?,
+                None => {
+                    let wanted = self.round(index, plan, false)?.unwrap_or_default();
+                    self.next = index + NEAR_BATCHES * self.step;
+                    let rows: Vec<(usize, usize)> =
+                        wanted.iter().map(|&(s, r, _)| (s, r)).collect();
+                    let runs = read(&rows)?;
+                    self.hold(runs, &wanted);
+                    break;
+                }
+            }
         }
+        while self.reading.front().is_some_and(|r| r.thread.is_finished()) {
+            let round = self.reading.pop_front().expect("a front");
+            self.collect(round)?;
+        }
+        self.read_ahead(index, plan, read)?;
         Ok((asked.chunk_by(|a, b| a.0 == b.0))
             .filter_map(|rows| Some((rows[0].0, self.runs_holding(rows)?)))
             .collect())
     }
 
+    /// Whether a row of `asked` (sorted) of a shard read by ranges is not held.
+    fn missing(&self, asked: &[(usize, usize)], plan: &dyn Coming) -> bool {
+        (asked.chunk_by(|a, b| a.0 == b.0))
+            .filter(|rows| self.far(rows[0].0, plan))
+            .any(|rows| rows.iter().any(|&(s, r)| !self.holds(s, r)))
+    }
+
+    /// Whether shard `shard`'s rows are read by ranges.
+    fn far(&self, shard: usize, plan: &dyn Coming) -> bool {
+        !self.mapped.contains(&shard) && !plan.at_hand(shard)
+    }
+
+    /// Starts reading the rounds after batch `index` on threads, while fewer than
+    /// [`ROUNDS`] are being read and what they read fits in [`AHEAD_BYTES`] with what is
+    /// held.
+    fn read_ahead(&mut self, index: usize, plan: &dyn Coming, read: &Read) -> Result<()> {
+        let (mut from, span) = (self.next.max(index + self.step), AHEAD_BATCHES * self.step);
+        while self.reading.len() < ROUNDS && from < plan.batches() {
+            // The round starts at the first batch with a row to read, as a batch's own does.
+            let Some(first) = self.first_unread(from, plan)? else {
+                (from, self.next) = (from + span, from + span);
+                continue;
+            };
+            let Some(wanted) = self.round(first, plan, true)? else {
+                break;
+            };
+            (from, self.next) = (first + span, first + span);
+            let rows: Vec<(usize, usize)> = wanted.iter().map(|&(s, r, _)| (s, r)).collect();
+            let read = Arc::clone(read);
+            let thread = std::thread::Builder::new()
+                .name("lodtensor-read-ahead".into())
+                .spawn(move || read(&rows));
+            // Without a thread, the rows are read by the batch asking for them.
+            let Ok(thread) = thread else { break };
+            let pid = std::process::id();
+            self.reading.push_back(Round {
+                wanted,
+                thread,
+                pid,
+            });
+        }
+        Ok(())
+    }
+
+    /// The rows of the round starting at batch `from` (of [`AHEAD_BATCHES`] batches if
+    /// `ahead`, else [`NEAR_BATCHES`]): those of its batches and, while they fit, the gaps
+    /// between them, that are neither held nor being read, sorted, each with the last
+    /// batch asking for it. `None` when `ahead` and the round's own rows do not fit in
+    /// [`AHEAD_BYTES`] with what is held and being read.
+    fn round(&self, from: usize, plan: &dyn Coming, ahead: bool) -> Result<Option<Vec<Asked>>> {
+        let step = self.step;
+        let batches = |from: usize, to: usize| (from..to).step_by(step);
+        let count = if ahead { AHEAD_BATCHES } else { NEAR_BATCHES };
+        let near_end = from + count * step;
+        let near = self.unread(plan.rows(batches(from, near_end))?, plan);
+        let held: usize = (self.held.values().flatten())
+            .map(|(rows, ..)| rows.len())
+            .sum();
+        let reading: usize = self.reading.iter().map(|r| r.wanted.len()).sum();
+        let (used, room) = (held + reading, (AHEAD_BYTES / self.row_bytes) as usize);
+        if ahead && used + near.len() > room {
+            return Ok(None);
+        }
+        let later_end = from + FAR_BATCHES * step;
+        let later = self.unread(plan.rows(batches(near_end, later_end))?, plan);
+        let filled = with_gaps_filled(near.clone(), &later);
+        Ok(Some(match used + filled.len() <= room {
+            true => filled,
+            false => near,
+        }))
+    }
+
+    /// `rows` sorted and once each (at its last batch), of shards read by ranges (asked
+    /// once a shard), neither held nor being read.
+    fn unread(&self, mut rows: Vec<Asked>, plan: &dyn Coming) -> Vec<Asked> {
+        rows.sort_unstable_by_key(|&(s, r, b)| (s, r, Reverse(b)));
+        rows.dedup_by_key(|&mut (s, r, _)| (s, r));
+        let of_far = rows
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|c| self.far(c[0].0, plan));
+        let unheld = of_far.flatten().filter(|&&(s, r, _)| self.unread_row(s, r));
+        unheld.copied().collect()
+    }
+
+    /// The first of the [`AHEAD_BATCHES`] batches from batch `from` asking for a row to
+    /// read (neither held nor being read), if one does.
+    fn first_unread(&self, from: usize, plan: &dyn Coming) -> Result<Option<usize>> {
+        let batches = (from..from + AHEAD_BATCHES * self.step).step_by(self.step);
+        let mut rows = plan.rows(batches)?;
+        rows.sort_unstable();
+        let of_far = rows
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|c| self.far(c[0].0, plan));
+        let unread = of_far.flatten().filter(|&&(s, r, _)| self.unread_row(s, r));
+        Ok(unread.map(|&(.., b)| b).min())
+    }
+
+    /// Whether row `row` of shard `shard` (read by ranges) is neither held nor being read.
+    fn unread_row(&self, shard: usize, row: usize) -> bool {
+        let being_read = |round: &Round| {
+            let at = (round.wanted).partition_point(|&(s, r, _)| (s, r) < (shard, row));
+            (round.wanted.get(at)).is_some_and(|&(s, r, _)| (s, r) == (shard, row))
+        };
+        !self.holds(shard, row) && !self.reading.iter().any(being_read)
+    }
+
+    /// Waits for `round` and holds its runs.
+    fn collect(&mut self, round: Round) -> Result<()> {
+        let read = (round.thread.join())
+            .map_err(|_| Error::internal("a thread reading rows ahead panicked"))?;
+        self.hold(read?, &round.wanted);
+        Ok(())
+    }
+
+    /// In a child forked while rounds were being read: forgets them, neither joined nor
+    /// dropped (their threads are not in this process; a lock one held would never be
+    /// released). Their rows are read again when asked for.
+    fn forget_if_forked(&mut self) {
+        if (self.reading.iter()).any(|r| r.pid != std::process::id()) {
+            std::mem::forget(std::mem::take(&mut self.reading));
+            self.next = 0;
+        }
+    }
+
     /// Holds the runs `read` of the rows `wanted`, each until the last batch asking for one
-    /// of its rows.
-    fn hold(&mut self, read: HashMap<usize, Runs>, wanted: &[Asked]) {
-        for (shard, runs) in read {
+    /// of its rows; a shard of `wanted` without runs is mapped from now on.
+    fn hold(&mut self, mut read: HashMap<usize, Runs>, wanted: &[Asked]) {
+        for rows in wanted.chunk_by(|a, b| a.0 == b.0) {
+            let shard = rows[0].0;
+            let Some(runs) = read.remove(&shard) else {
+                self.mapped.insert(shard);
+                continue;
+            };
             let held = self.held.entry(shard).or_default();
             for (rows, data) in runs {
                 let from = wanted.partition_point(|&(s, r, _)| (s, r) < (shard, rows.start));
@@ -121,7 +317,6 @@ impl ReadAhead {
             held.sort_unstable_by_key(|(rows, ..)| rows.start);
         }
     }
-
     /// The place among shard `shard`'s runs held of the one with row `row`.
     fn run_of(&self, shard: usize, row: usize) -> Option<usize> {
         let runs = self.held.get(&shard)?;
@@ -152,6 +347,14 @@ impl ReadAhead {
     }
 }
 
+impl Drop for ReadAhead {
+    /// Rounds being read are left to end on their own (their results dropped), and in a
+    /// forked child forgotten.
+    fn drop(&mut self) {
+        self.forget_if_forked();
+    }
+}
+
 /// `near` (sorted by shard and row, once each) with the rows of `later` (the same) that lie
 /// between two rows of `near` of a shard: read now, they cost no request of their own.
 fn with_gaps_filled(near: Vec<Asked>, later: &[Asked]) -> Vec<Asked> {
@@ -170,38 +373,4 @@ fn with_gaps_filled(near: Vec<Asked>, later: &[Asked]) -> Vec<Asked> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::with_gaps_filled;
-
-    #[test]
-    fn the_later_rows_between_two_rows_of_a_shard_read_now_are_read_with_them() {
-        // Shard 0: rows 2 and 6 now, 3, 4, 5 later (all between); 6 and 9 now, 8 later (7
-        // never); 12 later, past the last row now. Shard 1: 0 and 2 now; 1 later, but of
-        // shard 2.
-        let near = vec![(0, 2, 0), (0, 6, 1), (0, 9, 0), (1, 0, 2), (1, 2, 3)];
-        let later = [
-            (0, 3, 20),
-            (0, 4, 17),
-            (0, 5, 30),
-            (0, 8, 19),
-            (0, 12, 18),
-            (2, 1, 18),
-        ];
-        let filled = with_gaps_filled(near, &later);
-        let rows: Vec<(usize, usize)> = filled.iter().map(|&(s, r, _)| (s, r)).collect();
-        let expected = [
-            (0, 2),
-            (0, 3),
-            (0, 4),
-            (0, 5),
-            (0, 6),
-            (0, 8),
-            (0, 9),
-            (1, 0),
-            (1, 2),
-        ];
-        assert_eq!(rows, expected);
-        assert_eq!(filled.iter().map(|&(.., b)| b).max(), Some(30));
-        assert!(with_gaps_filled(Vec::new(), &later).is_empty());
-    }
-}
+mod tests;

@@ -7,9 +7,11 @@
 //! ([`ReadAhead`]). A packed batch takes the rows its windows' pieces read and packs them
 //! as the other stores do, over those rows alone.
 
+use std::iter::StepBy;
 use std::ops::Range;
+use std::sync::Arc;
 
-use super::ahead::ReadAhead;
+use super::ahead::{Asked, Coming, Read, ReadAhead};
 use super::lazy::{self, each_row, manifest_columns, plans_without_lengths};
 use super::mapped::Places;
 use super::{Opened, PlanInputs, RowStore, batch_of, measured};
@@ -46,9 +48,9 @@ pub(super) fn open(
         None => lazy::open(data, config, None)?,
     };
     let store = RangedStore {
-        data: data.sharing(),
+        data: Arc::new(data.sharing()),
         measure,
-        ahead: ReadAhead::new(mean_row_bytes(data)),
+        ahead: ReadAhead::new(mean_row_bytes(data), 1),
     };
     Ok((Box::new(store), inputs, blend))
 }
@@ -63,8 +65,9 @@ fn mean_row_bytes(data: &ShardedDataset) -> u64 {
 /// Batches taken from the shards, by ranges where a shard is not at hand.
 #[derive(Debug)]
 struct RangedStore {
-    /// The dataset, its shards mapped by this store alone.
-    data: ShardedDataset,
+    /// The dataset, its shards mapped by this store alone (and read by ranges on the
+    /// threads reading ahead).
+    data: Arc<ShardedDataset>,
     /// The length column and level a batch's tokens are counted in.
     measure: Option<(usize, usize)>,
     /// The rows read for the coming batches.
@@ -106,7 +109,11 @@ impl RowStore for RangedStore {
     }
 
     fn end_epoch(&mut self) {
-        self.ahead = ReadAhead::new(mean_row_bytes(&self.data));
+        self.ahead.end_epoch();
+    }
+
+    fn take_turns(&mut self, step: usize) {
+        self.ahead.set_step(step);
     }
 }
 
@@ -115,20 +122,12 @@ impl RangedStore {
     /// read ahead ([`ReadAhead`]).
     fn take(&mut self, plan: &Plan, index: usize, rows: &[usize]) -> Result<Batch> {
         let (data, ahead) = (&self.data, &mut self.ahead);
-        let coming = |batches: Range<usize>| {
-            let mut located = Vec::new();
-            for batch in batches.start..batches.end.min(plan.len()) {
-                each_row(plan, batch, |row| {
-                    let (shard, row) = data.row_index().try_locate(row)?;
-                    located.push((shard, row, batch));
-                    Ok(())
-                })?;
-            }
-            Ok(located)
+        let read: Read = {
+            let data = Arc::clone(data);
+            Arc::new(move |wanted: &[(usize, usize)]| data.rows_by_ranges(wanted, None))
         };
         data.take_with(rows, None, |located| {
-            let read = |wanted: &[(usize, usize)]| data.rows_by_ranges(wanted, None);
-            ahead.runs_for(index, located, data.files(), coming, read)
+            ahead.runs_for(index, located, &PlanRows { plan, data }, &read)
         })
     }
 
@@ -169,5 +168,33 @@ impl RangedStore {
             false => Lies::Gathered,
         };
         Ok((data, lies, plan.infos()[index]))
+    }
+}
+
+/// A plan's rows in the dataset's shards, for the read-ahead.
+struct PlanRows<'a> {
+    plan: &'a Plan,
+    data: &'a ShardedDataset,
+}
+
+impl Coming for PlanRows<'_> {
+    fn batches(&self) -> usize {
+        self.plan.len()
+    }
+
+    fn rows(&self, batches: StepBy<Range<usize>>) -> Result<Vec<Asked>> {
+        let mut located = Vec::new();
+        for batch in batches.take_while(|&b| b < self.plan.len()) {
+            each_row(self.plan, batch, |row| {
+                let (shard, row) = self.data.row_index().try_locate(row)?;
+                located.push((shard, row, batch));
+                Ok(())
+            })?;
+        }
+        Ok(located)
+    }
+
+    fn at_hand(&self, shard: usize) -> bool {
+        self.data.files().at_hand(shard)
     }
 }

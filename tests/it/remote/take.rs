@@ -193,10 +193,10 @@ fn a_loader_reading_by_ranges_reads_the_rows_of_its_coming_batches_together() {
         ShardedDataset::open_with(url, &options).unwrap()
     };
     // Runs of 5 rows through a window of 10, batches of 2: 60 batches, each of a run or
-    // two. Read batch by batch, each would be a request or more (111); read 16 batches at
-    // a time, gaps filled by the rows of the next 240, each run is read whole once: with
-    // gaps of 1 MiB merged, a request or two a shard (7); with none merged, a request a
-    // run and level (15), each row's bytes once.
+    // two. Read batch by batch, each would be a request or more (111); read in rounds (16
+    // batches, then 44 read ahead), gaps filled by the rows of the later batches, each run
+    // is read whole once: with gaps of 1 MiB merged, a request or two a shard (6); with
+    // none merged, a request a run and level (12), each row's bytes once.
     let (dir, local, url, _) = uploaded(&s3, "ahead", write_wide);
     fn windowed(data: &ShardedDataset) -> lodtensor::LoaderBuilder<'_> {
         let builder = Loader::builder(data).with_batch_size(2);
@@ -254,6 +254,65 @@ fn a_loader_reading_by_ranges_reads_the_rows_of_its_coming_batches_together() {
     .sum();
     assert_eq!(stats.shards_downloaded, 0, "{stats:?}");
     assert!(stats.range_bytes <= shards, "{shards}: {stats:?}");
+}
+
+#[test]
+fn a_rank_taking_turns_reads_by_ranges_the_rows_of_its_own_batches_alone() {
+    use lodtensor::Loader;
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, local, url, _) = uploaded(&s3, "turns", write_wide);
+    let local = ShardedDataset::open(&local).unwrap();
+    for rank in 0..2 {
+        let options = s3
+            .options()
+            .with_cache_dir(dir.path().join(format!("{rank}")));
+        let ranged = ShardedDataset::open_with(&url, &options.with_range_gap(0)).unwrap();
+        let builder = Loader::builder(&ranged).with_batch_size(2);
+        let builder = builder
+            .with_windowed_shuffle(4, 5, 10)
+            .elastic_shard(rank, 2);
+        let mut loader = builder.with_range_reads(true).build().unwrap();
+        let mut rows = Vec::new();
+        while let Some(batch) = loader.next_batch().unwrap() {
+            assert_eq!(batch.data(), local.take(batch.samples()).unwrap().data());
+            rows.extend_from_slice(batch.samples());
+        }
+        // Half the epoch's rows, each read once: the other rank's rows are not read.
+        let (own, stats) = (
+            own_bytes(local.take(&rows).unwrap().data()),
+            ranged.cache_stats().unwrap(),
+        );
+        assert_eq!(rows.len(), 60);
+        assert!(stats.range_bytes <= own * 11 / 10, "{own} bytes: {stats:?}");
+    }
+}
+
+#[test]
+fn threads_taking_rows_of_a_shard_at_once_read_its_footer_and_messages_once() {
+    let Some(s3) = S3Server::start() else { return };
+    let (dir, _, url, _) = uploaded(&s3, "once", write_wide);
+    let open = |cache: &str| {
+        let options = s3.options().with_cache_dir(dir.path().join(cache));
+        ShardedDataset::open_with(&url, &options).unwrap()
+    };
+    let alone = open("alone");
+    alone.take(&[0]).unwrap();
+    let once = alone.cache_stats().unwrap().metadata_requests;
+    // Four threads (as a loader's rounds read ahead) at once: one reads the shard's
+    // metadata, the others wait for it (an empty node cache each time).
+    let together = open("together");
+    let start = std::sync::Barrier::new(4);
+    std::thread::scope(|scope| {
+        for row in 1..5 {
+            let (start, together) = (&start, &together);
+            scope.spawn(move || {
+                start.wait();
+                together.take(&[row]).unwrap();
+            });
+        }
+    });
+    let stats = together.cache_stats().unwrap();
+    assert_eq!(stats.metadata_requests, once, "{stats:?}");
 }
 
 #[test]
