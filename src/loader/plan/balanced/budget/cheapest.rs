@@ -6,7 +6,7 @@ use super::{Bin, Left};
 /// Buckets of cost at most (a key per batch in each: 32 KiB of bits at 64 ranks).
 const MOST_BUCKETS: usize = 1 << 12;
 
-/// Keys of at most this many bits (512 KiB), whatever the world size.
+/// Keys of at most this many bits (512 KiB) at up to 2²² ranks (more: a bucket).
 const MOST_KEYS: usize = 1 << 22;
 
 /// Buckets of cost at least `2^-MOST_SCALE_BITS` wide.
