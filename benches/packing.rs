@@ -8,8 +8,8 @@
 //!    against the token-budget batcher (its batches padded to their longest document), on
 //!    log-normal document lengths;
 //! 3. the time to make an epoch's plan for 10 M documents (concatenate and split, best fit,
-//!    and the unpacked plan, with and without balanced steps on 8 and 64 ranks), and a mixture's
-//!    plan of epoch 10 against its epoch 0;
+//!    and the unpacked plan, with and without balanced steps on 8 and 64 ranks, their costs
+//!    in tokens and with attention), and a mixture's plan of epoch 10 against its epoch 0;
 //! 5. an epoch in parts: the plan of an epoch resumed under other options (the part read
 //!    replayed, the rest planned again) and of a batch-size schedule, against the plain
 //!    plan, 10 M documents;
@@ -242,15 +242,28 @@ fn plan_time(dir: &Path) {
         "unpacked, batches of 32, 8 ranks",
         ranks(Loader::builder(&file)),
     );
+    fn attention(b: LoaderBuilder<'_>) -> LoaderBuilder<'_> {
+        b.with_balance(Balance::Attention {
+            weight: ATTENTION_WEIGHT,
+        })
+    }
     time(
         "unpacked, batches of 32, 8 ranks, balanced",
         balanced(Loader::builder(&file)),
+    );
+    time(
+        "unpacked, batches of 32, 8 ranks, balanced, attention",
+        attention(ranks(Loader::builder(&file))),
     );
     let budget = || Loader::builder(&file).with_token_budget(256);
     time("unpacked, budget of 256 tokens, 8 ranks", ranks(budget()));
     time(
         "unpacked, budget of 256 tokens, 8 ranks, balanced",
         balanced(budget()),
+    );
+    time(
+        "unpacked, budget of 256 tokens, 8 ranks, balanced, attention",
+        attention(ranks(budget())),
     );
     fn wide(b: LoaderBuilder<'_>) -> LoaderBuilder<'_> {
         b.elastic_shard(0, 64)
@@ -259,6 +272,10 @@ fn plan_time(dir: &Path) {
     time(
         "unpacked, budget of 256 tokens, 64 ranks, balanced",
         wide(budget()).with_balance(Balance::Tokens),
+    );
+    time(
+        "unpacked, budget of 256 tokens, 64 ranks, balanced, attention",
+        attention(wide(budget())),
     );
     time(
         "concatenate and split, 2048",

@@ -154,10 +154,19 @@ struct Work {
 }
 
 impl<S: Slot> Out<'_, S> {
+    /// How budget steps are filled: by tokens when costs are lengths (`w` is 0).
+    fn fill(&self) -> budget::Fill {
+        match self.by_len && self.weight == 0.0 {
+            true => budget::Fill::Tokens,
+            false => budget::Fill::Costs,
+        }
+    }
+
     /// Deals `pool` (in the order's order) into steps and appends them, leaving in `pool`
     /// the items carried over to the next pool, in the order's order (none when it is the
     /// epoch's `last`).
     fn pool(&mut self, batch: BatchSize, pool: &mut Vec<Item>, last: bool) {
+        let fill = self.fill();
         let work = &mut self.work;
         if !(self.by_len && sort_by_length(pool, &mut work.short_keys, &mut work.sorted)) {
             sort_pool(pool, &mut work.keys, &mut work.sorted);
@@ -176,7 +185,7 @@ impl<S: Slot> Out<'_, S> {
             BatchSize::Tokens(t) => budget::by_budget(
                 pool,
                 world,
-                (t, self.weight, self.by_len && self.weight == 0.0),
+                (t, self.weight, fill),
                 last,
                 (&mut work.steps, &mut work.tail),
                 &mut work.budget,

@@ -4,6 +4,24 @@
 
 use super::{Item, Steps, sort_pool};
 use crate::loader::config::cost;
+use cheapest::Cheapest;
+
+mod cheapest;
+#[cfg(test)]
+mod pass;
+
+/// How [`Filler::fill_and_trim`] fills a step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Fill {
+    /// Each item's cost is its length (`w` is 0, the items samples): [`Filler::fill_by_tokens`].
+    Tokens,
+    /// [`Filler::fill`].
+    Costs,
+    /// The pass over the step's batches per item that [`Filler::fill`] does as the batches
+    /// kept by cost, the model of the property tests.
+    #[cfg(test)]
+    Pass,
+}
 
 /// One rank's batch of a step being dealt.
 #[derive(Clone, Debug, Default)]
@@ -40,7 +58,7 @@ impl Bin {
 #[derive(Default)]
 pub(super) struct Scratch {
     step: Vec<Bin>,
-    fits: Vec<usize>,
+    cheapest: Cheapest,
     left: Left,
     starts: Vec<usize>,
     /// The open batches' keys of [`Filler::fill_by_tokens`], empty between steps.
@@ -69,11 +87,10 @@ fn add(steps: &mut Steps, step: &[Bin]) {
 /// any item left. The steps go to `steps`; the step the pool runs out in, and the items
 /// over `t` or long ones short of a step, are returned to carry over, unless it is the
 /// epoch's `last` pool: then they make its last steps in `tail` ([`last_steps`]).
-/// `by_tokens`: each item's cost is its length (`w` is 0, the items samples).
 pub(super) fn by_budget(
     pool: &[Item],
     world: usize,
-    (t, w, by_tokens): (usize, f64, bool),
+    (t, w, fill): (usize, f64, Fill),
     last: bool,
     (steps, tail): (&mut Steps, &mut Steps),
     scratch: &mut Scratch,
@@ -93,7 +110,7 @@ pub(super) fn by_budget(
         &pool[long_end..],
         long_end,
         (&mut scratch.left, &mut scratch.starts),
-        by_tokens,
+        fill,
     );
     loop {
         let seeded = seeds.next();
@@ -102,7 +119,7 @@ pub(super) fn by_budget(
         for (bin, item) in scratch.step.iter_mut().zip(seeded.unwrap_or_default()) {
             bin.alone(*item, false);
         }
-        let fits = (&mut scratch.fits, &mut scratch.keys);
+        let fits = (&mut scratch.cheapest, &mut scratch.keys);
         filler.fill_and_trim(&mut scratch.step, fits, (t, w));
         if filler.left.is_empty() && !more_seeds {
             break;
@@ -115,7 +132,7 @@ pub(super) fn by_budget(
     rest.extend_from_slice(&over[whole_over..]);
     rest.extend_from_slice(&long[whole_long..]);
     if last {
-        last_steps(rest, world, (t, w, by_tokens), tail, scratch);
+        last_steps(rest, world, (t, w, fill), tail, scratch);
         return Vec::new();
     }
     rest
@@ -127,7 +144,7 @@ pub(super) fn by_budget(
 fn last_steps(
     mut rest: Vec<Item>,
     world: usize,
-    (t, w, by_tokens): (usize, f64, bool),
+    (t, w, fill): (usize, f64, Fill),
     tail: &mut Steps,
     scratch: &mut Scratch,
 ) {
@@ -139,14 +156,14 @@ fn last_steps(
         &rest[over_end..],
         over_end,
         (&mut scratch.left, &mut scratch.starts),
-        by_tokens,
+        fill,
     );
     loop {
         reset(&mut scratch.step, world);
         for (bin, item) in scratch.step.iter_mut().zip(over.next().unwrap_or_default()) {
             bin.alone(*item, true);
         }
-        let fits = (&mut scratch.fits, &mut scratch.keys);
+        let fits = (&mut scratch.cheapest, &mut scratch.keys);
         filler.fill_and_trim(&mut scratch.step, fits, (t, w));
         scratch.step.retain(|b| !b.items.is_empty());
         if scratch.step.is_empty() {
@@ -166,8 +183,7 @@ struct Filler<'a> {
     /// `starts[n]`: the first of `items` of at most `n` tokens, for `n` below the first's
     /// length (empty when that is long against the items' number: then a binary search).
     starts: &'a mut Vec<usize>,
-    /// Each item's cost is its length: [`Filler::fill_by_tokens`] fills.
-    by_tokens: bool,
+    fill: Fill,
 }
 
 impl<'a> Filler<'a> {
@@ -175,7 +191,7 @@ impl<'a> Filler<'a> {
         items: &'a [Item],
         first: usize,
         (left, starts): (&'a mut Left, &'a mut Vec<usize>),
-        by_tokens: bool,
+        fill: Fill,
     ) -> Self {
         left.fill(items.len());
         starts.clear();
@@ -194,7 +210,7 @@ impl<'a> Filler<'a> {
             first,
             left,
             starts,
-            by_tokens,
+            fill,
         }
     }
 
@@ -209,7 +225,7 @@ impl<'a> Filler<'a> {
     }
 
     /// Fills `step` ([`Filler::fill`], or as it does [`Filler::fill_by_tokens`] when each
-    /// item's cost is its length and the keys are few enough); unless the items ran out in
+    /// item's cost is its length and the keys are few enough: [`Fill`]); unless the items ran out in
     /// it, then takes the cheapest items out of its costliest batch while that brings the
     /// step's max / mean cost down (a batch holding a long document, with the rest of the
     /// budget filled, may cost more than the others can with their budget): they stay in
@@ -217,12 +233,14 @@ impl<'a> Filler<'a> {
     fn fill_and_trim(
         &mut self,
         step: &mut [Bin],
-        (fits, keys): (&mut Vec<usize>, &mut Left),
+        (cheapest, keys): (&mut Cheapest, &mut Left),
         (t, w): (usize, f64),
     ) {
-        match key_bits(step.len(), t) {
-            Some(shift) if self.by_tokens => self.fill_by_tokens(step, keys, shift, t),
-            _ => self.fill(step, fits, t, w),
+        match (self.fill, key_bits(step.len(), t)) {
+            (Fill::Tokens, Some(shift)) => self.fill_by_tokens(step, keys, shift, t),
+            #[cfg(test)]
+            (Fill::Pass, _) => self.fill_by_pass(step, t, w),
+            _ => self.fill(step, cheapest, t, w),
         }
         while !self.left.is_empty() {
             let total: f64 = step.iter().map(|b| b.cost).sum();
@@ -293,46 +311,40 @@ impl<'a> Filler<'a> {
     /// within the step's cap: what the step's first (largest) item (or costliest seed)
     /// costs with the rest of the budget in tokens of no attention cost, `c(L) + t - L`
     /// (`t` when `w` is 0), so that a rank with a long document takes fewer tokens besides.
-    /// What each batch fits is kept (`fits`), and counted again only for the batch an item
-    /// went to (for all of them when the cap is set).
-    fn fill(&mut self, step: &mut [Bin], fits: &mut Vec<usize>, t: usize, w: f64) {
+    /// The batches are kept by cost and what each fits in `cheapest`, counted again only
+    /// for the batch an item went to (for all of them when the cap is set).
+    fn fill(&mut self, step: &mut [Bin], cheapest: &mut Cheapest, t: usize, w: f64) {
         // A seeded step's cap: its costliest seed's.
         let seeds = step.iter().filter(|b| !b.oversize && !b.items.is_empty());
         let mut cap = seeds
             .map(|b| b.cost + (t - b.tokens) as f64)
             .reduce(f64::max);
-        let count_all = |fits: &mut Vec<usize>, step: &[Bin], cap: Option<f64>| {
-            fits.clear();
-            fits.extend(
-                step.iter()
-                    .map(|b| fit_of(b, cap.unwrap_or(f64::INFINITY), t, w)),
-            );
-            fits.iter().copied().max().unwrap_or(0)
-        };
+        cheapest.start(step, cost(t, w));
         // The longest item any batch fits.
-        let mut room = count_all(fits, step, cap);
+        let within = cap.unwrap_or(f64::INFINITY);
+        let mut room = cheapest.count(step, |b| fit_of(b, within, t, w, None));
         while !self.left.is_empty() && room > 0 {
-            let from = self.first_within(room);
-            let Some(i) = self.left.next_from(from) else {
-                return;
+            let Some(i) = self.left.next_from(self.first_within(room)) else {
+                break;
             };
             let item = self.items[i];
-            let Some((b, others)) = least_cost_fitting(step, fits, item.len) else {
-                return; // Not reached: `room` fits it.
-            };
+            let b = cheapest.cheapest_fitting(item.len);
             step[b].push(item);
             self.left.remove(i);
-            match cap {
+            cheapest.moved(b, step[b].cost);
+            room = match cap {
                 Some(cap) => {
-                    fits[b] = fit_of(&step[b], cap, t, w);
-                    room = others.max(fits[b]);
+                    let near = cheapest.fit(b).saturating_sub(item.len);
+                    cheapest.fits(b, fit_of(&step[b], cap, t, w, Some(near)))
                 }
                 None => {
-                    cap = Some(item.cost + (t - item.len) as f64);
-                    room = count_all(fits, step, cap);
+                    let set = item.cost + (t - item.len) as f64;
+                    cap = Some(set);
+                    cheapest.count(step, |b| fit_of(b, set, t, w, None))
                 }
-            }
+            };
         }
+        cheapest.clear();
     }
 }
 
@@ -345,55 +357,43 @@ fn key_bits(n: usize, t: usize) -> Option<u32> {
     (keys <= 1 << 24).then_some(shift)
 }
 
-/// The batch of least cost (the first such) that fits an item of `len` tokens, and the
-/// longest item the other batches fit: one pass over the batches, once per item placed.
-fn least_cost_fitting(step: &[Bin], fits: &[usize], len: usize) -> Option<(usize, usize)> {
-    let mut best: Option<(usize, f64)> = None;
-    // The longest fit (and its batch) and the second longest.
-    let (mut first, mut first_at, mut second) = (0, usize::MAX, 0);
-    for (b, (bin, &fit)) in step.iter().zip(fits).enumerate() {
-        if fit > first {
-            (second, first, first_at) = (first, fit, b);
-        } else {
-            second = second.max(fit);
-        }
-        // Costs are never NaN: `<` orders them as `total_cmp` does, ties to the first.
-        if fit >= len && best.is_none_or(|(_, least)| bin.cost < least) {
-            best = Some((b, bin.cost));
-        }
-    }
-    best.map(|(b, _)| (b, if b == first_at { second } else { first }))
-}
-
-/// The longest item batch `b` fits under the step's cap `cap` (infinite when not set yet).
-fn fit_of(b: &Bin, cap: f64, t: usize, w: f64) -> usize {
+/// The longest item batch `b` fits under the step's cap `cap` (infinite when not set yet),
+/// looked for from `near` ([`longest_within`]).
+fn fit_of(b: &Bin, cap: f64, t: usize, w: f64, near: Option<usize>) -> usize {
     match (b.oversize, b.items.is_empty()) {
         (true, _) => 0,
         // An empty batch takes any item: a rank never gets an empty batch while items are
         // left (with a tiny budget, `w > 0` can put the cap under any item's cost).
         (false, true) => t,
-        (false, false) => (t - b.tokens).min(longest_within(cap - b.cost, w)),
+        (false, false) => longest_within(cap - b.cost, w, t - b.tokens, near),
     }
 }
 
-/// The longest `n` with `n + w·n² ≤ x` (`usize::MAX` for no limit).
-pub(super) fn longest_within(x: f64, w: f64) -> usize {
+/// The longest `n ≤ most` with `n + w·n² ≤ x` (`most` for no limit; 2³² - 1 at most
+/// else), looked for from `near` when given (a batch an item went to: what it fitted less
+/// the item's length, about the answer when `w·n` is small), else from the root of
+/// `n + w·n² = x`, a square root and a division.
+pub(super) fn longest_within(x: f64, w: f64, most: usize, near: Option<usize>) -> usize {
     if x.is_infinite() {
-        return usize::MAX;
+        return most;
     }
     if x < 0.0 {
         return 0;
     }
-    if w == 0.0 {
-        // `n ≤ x`: the whole part of `x` (what the search below finds, without it).
-        return x.max(0.0).min(u32::MAX as f64) as usize;
-    }
-    let guess = ((1.0 + 4.0 * w * x).sqrt() - 1.0) / (2.0 * w);
-    let mut n = guess.max(0.0).min(u32::MAX as f64) as usize;
+    let most = most.min(u32::MAX as usize);
+    let root = || match w == 0.0 {
+        // `n ≤ x`: the whole part of `x`.
+        true => x.min(u32::MAX as f64) as usize,
+        false => {
+            let root = ((1.0 + 4.0 * w * x).sqrt() - 1.0) / (2.0 * w);
+            root.max(0.0).min(u32::MAX as f64) as usize
+        }
+    };
+    let mut n = near.unwrap_or_else(root).min(most);
     while n > 0 && cost(n, w) > x {
         n -= 1;
     }
-    while cost(n + 1, w) <= x && n < u32::MAX as usize {
+    while n < most && cost(n + 1, w) <= x {
         n += 1;
     }
     n
@@ -456,6 +456,24 @@ impl Left {
             self.summary[i / 4096] &= !(1 << (i / 64 % 64));
         }
         self.count -= 1;
+    }
+
+    /// The least place in the set from `i` on and before `end`, looked for in the words
+    /// of `i..end` only.
+    fn next_before(&self, i: usize, end: usize) -> Option<usize> {
+        let mut j = i / 64;
+        let mut mask = u64::MAX << (i % 64);
+        while j * 64 < end {
+            let mut bits = self.words[j] & mask;
+            if end - j * 64 < 64 {
+                bits &= (1 << (end - j * 64)) - 1;
+            }
+            if bits != 0 {
+                return Some(j * 64 + bits.trailing_zeros() as usize);
+            }
+            (j, mask) = (j + 1, u64::MAX);
+        }
+        None
     }
 
     /// The least place in the set from `i` on.

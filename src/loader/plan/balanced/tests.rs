@@ -200,12 +200,44 @@ proptest! {
     }
 }
 
+/// Whether the steps `by_budget` makes of `lengths` at costs `n + w·n²` are the same filled
+/// each way of `fills` (one scratch for all: it is left ready from one pool to the next).
+fn same_steps_each_fill(
+    lengths: &[usize],
+    (world, t, w, last): (usize, usize, f64, bool),
+    fills: &[budget::Fill],
+) -> Result<(), TestCaseError> {
+    let mut pool: Vec<Item> = (lengths.iter().enumerate())
+        .map(|(pos, &len)| Item {
+            pos,
+            slot: 0,
+            len,
+            cost: cost(len, w),
+        })
+        .collect();
+    sort_pool(&mut pool, &mut Vec::new(), &mut Vec::new());
+    let mut scratch = budget::Scratch::default();
+    let mut deal = |fill| {
+        let (mut steps, mut tail) = (Steps::default(), Steps::default());
+        let both = (&mut steps, &mut tail);
+        let carry = budget::by_budget(&pool, world, (t, w, fill), last, both, &mut scratch);
+        (steps, tail, carry)
+    };
+    let first = deal(fills[0]);
+    prop_assert!(first.0.len() + first.1.len() > 0 || pool.is_empty() || !last);
+    for &fill in &fills[1..] {
+        prop_assert_eq!(&first, &deal(fill), "{:?} against {:?}", fill, fills[0]);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// With costs in tokens (`w` 0), the steps filled from the batches kept by cost are
-    /// those of the pass over every batch per item: at any world size (not only powers of
-    /// two), budget, with samples over it, of 0 tokens, and in the epoch's last pool.
+    /// With costs in tokens (`w` 0), the steps filled from the batches kept by cost (in
+    /// tokens, and in buckets of cost) are those of the pass over every batch per item: at
+    /// any world size (not only powers of two), budget, with samples over it, of 0 tokens,
+    /// and in the epoch's last pool.
     #[test]
     fn steps_filled_by_tokens_are_those_of_the_pass_over_the_batches(
         lengths in proptest::collection::vec(0usize..400, 0..1500),
@@ -213,22 +245,28 @@ proptest! {
         t in 1usize..300,
         last in any::<bool>(),
     ) {
-        let mut pool: Vec<Item> = (lengths.iter().enumerate())
-            .map(|(pos, &len)| Item { pos, slot: 0, len, cost: len as f64 })
-            .collect();
-        sort_pool(&mut pool, &mut Vec::new(), &mut Vec::new());
-        // One scratch for all: its keys are left empty from one pool to the next.
-        let mut scratch = budget::Scratch::default();
-        let mut deal = |by_tokens| {
-            let (mut steps, mut tail) = (Steps::default(), Steps::default());
-            let both = (&mut steps, &mut tail);
-            let carry = budget::by_budget(&pool, world, (t, 0.0, by_tokens), last, both, &mut scratch);
-            (steps, tail, carry)
-        };
-        let by_tokens = deal(true);
-        prop_assert!(by_tokens.0.len() + by_tokens.1.len() > 0 || pool.is_empty() || !last);
-        prop_assert_eq!(&by_tokens, &deal(false));
-        prop_assert_eq!(&by_tokens, &deal(true));
+        use budget::Fill::{Costs, Pass, Tokens};
+        same_steps_each_fill(&lengths, (world, t, 0.0, last), &[Tokens, Pass, Costs, Tokens])?;
+    }
+
+    /// With attention costs (`w` > 0: the cheapest batch may lack the tokens another has),
+    /// the steps filled from the batches kept by cost are those of the pass over every
+    /// batch per item: weights from the causal decoder's to one where a sample's attention
+    /// outweighs its tokens many times, budgets small and large against the samples (the
+    /// costs' buckets coarse or fine), any world size, in the epoch's last pool too.
+    #[test]
+    fn steps_filled_by_cost_are_those_of_the_pass_over_the_batches(
+        lengths in proptest::collection::vec(
+            prop_oneof![0usize..8, 0usize..400, 0usize..5000],
+            0..1500,
+        ),
+        world in 1usize..70,
+        t in prop_oneof![1usize..40, 1usize..300, 1000usize..6000],
+        w in prop_oneof![Just(ATTENTION_WEIGHT), 1e-6f64..1e-2, Just(0.5), Just(3.0)],
+        last in any::<bool>(),
+    ) {
+        use budget::Fill::{Costs, Pass};
+        same_steps_each_fill(&lengths, (world, t, w, last), &[Pass, Costs, Pass])?;
     }
 }
 
@@ -266,12 +304,24 @@ fn steps_are_shuffled_with_the_seed_and_kept_in_pool_order_without() {
 fn longest_within_inverts_the_cost() {
     for w in [0.0, 1e-5, 0.25, 3.0] {
         for x in [0.0, 0.5, 1.0, 2.0, 17.5, 1e4, 1e9] {
-            let n = longest_within(x, w);
+            let n = longest_within(x, w, usize::MAX, None);
             assert!(cost(n, w) <= x && cost(n + 1, w) > x, "w {w} x {x}: {n}");
+            // From anywhere, and at most `most`.
+            for near in [0, n / 2, n + 7, 1 << 20] {
+                assert_eq!(
+                    longest_within(x, w, usize::MAX, Some(near)),
+                    n,
+                    "from {near}"
+                );
+            }
+            assert_eq!(longest_within(x, w, 3, Some(n)), n.min(3));
         }
     }
-    assert_eq!(longest_within(f64::INFINITY, 1.0), usize::MAX);
-    assert_eq!(longest_within(-1.0, 1.0), 0);
+    assert_eq!(
+        longest_within(f64::INFINITY, 1.0, usize::MAX, None),
+        usize::MAX
+    );
+    assert_eq!(longest_within(-1.0, 1.0, 10, Some(5)), 0);
 }
 
 mod loaders {
