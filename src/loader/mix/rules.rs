@@ -248,11 +248,15 @@ impl Walked {
                 (self.tails, self.next) = (self.tails + 1, Some(r + 1));
                 continue;
             }
-            let sets = (self.tails.checked_sub(1)).map_or(0..0, |t| rules.tails[t].1.clone());
-            // The last set due (a sample past several points switches once, to the last).
-            if let Some(n) = self.next.filter(|n| sets.contains(n)) {
-                let due = self.due(rules, &(n - 1..sets.end));
-                if due >= n {
+            // The next set's point reached: the last set due (a sample past several points
+            // switches once, to the last).
+            let reached = |n: &usize| {
+                (rules.rules.get(*n)).is_some_and(|r| self.tokens >= u128::from(r.from))
+            };
+            if let Some(n) = self.next.filter(reached) {
+                let sets = &rules.tails[self.tails - 1].1;
+                if sets.contains(&n) {
+                    let due = self.due(rules, &(n..sets.end));
                     self.switch(due);
                     self.next = Some(due + 1);
                     continue;
