@@ -28,7 +28,7 @@ mod validate;
 
 use std::ffi::OsString;
 
-pub use allocator::tune_allocator;
+pub use allocator::{returning_freed_memory, tune_allocator};
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 

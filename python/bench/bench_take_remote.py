@@ -51,12 +51,12 @@ from s3_server import S3Server  # noqa: E402
 VOCABULARY = 50257
 
 
-def token_documents(rows: int, seed: int = 0) -> pa.Table:
-    """`rows` documents of 1–16 sentences of 4–48 int32 token ids (Zipf-distributed)."""
+def token_documents(rows: int, seed: int = 0, dtype: str = "int32") -> pa.Table:
+    """`rows` documents of 1–16 sentences of 4–48 token ids of `dtype` (Zipf-distributed)."""
     rng = np.random.default_rng(seed)
     sentences = rng.integers(1, 17, rows)
     words = rng.integers(4, 49, int(sentences.sum()))
-    ids = ((rng.zipf(1.1, int(words.sum())) - 1) % VOCABULARY).astype(np.int32)
+    ids = ((rng.zipf(1.1, int(words.sum())) - 1) % VOCABULARY).astype(dtype)
     sents = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(words)], pa.int64()), pa.array(ids))
     docs = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(sentences)], pa.int64()), sents)
     return pa.table({"tokens": docs})
@@ -236,6 +236,12 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=200, help="rows of the single-row latencies")
     parser.add_argument("--takes", default="10000,100000", help="sizes of the random takes")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each take (the best kept)")
+    parser.add_argument(
+        "--dtype",
+        choices=["int32", "uint16"],
+        default="int32",
+        help="the ids' type (uint16: as `lt.tokenize` writes ids of a vocabulary under 65,536)",
+    )
     parser.add_argument("--no-lance", action="store_true", help="lodtensor and the bare GETs alone")
     parser.add_argument(
         "--compression",
@@ -251,7 +257,7 @@ def main() -> None:
     server = S3Server()
     proxy = CountingProxy(server.port)
     try:
-        table = token_documents(args.rows)
+        table = token_documents(args.rows, dtype=args.dtype)
         local = work / "local"
         start = time.perf_counter()
         lt.write_shards(local, table, shard_bytes=args.shard_mib << 20, compression=args.compression)

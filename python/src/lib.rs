@@ -9,6 +9,8 @@
 
 /// mimalloc, not the system's malloc: `lt.tokenize` spends much of its time allocating
 /// (the `tokenizers` crate's pre-tokens), 26% less CPU with it (docs/performance.md).
+/// Freed memory is kept a second for reuse (mimalloc's delay) but while a loader plans
+/// (`lodtensor_cli::returning_freed_memory`).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -40,9 +42,6 @@ use pyo3::prelude::*;
 /// The native part of the `lodtensor` package (import `lodtensor`, not this module).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    // The CLI's allocator settings: freed memory given back at once (a plan's order,
-    // a converted row group), not a second later.
-    lodtensor_cli::tune_allocator();
     m.add("LodTensorError", m.py().get_type::<error::LodTensorError>())?;
     for class in error::Class::ALL {
         m.add(class.name(), class.type_object(m.py()))?;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use lodtensor::loader::LoaderState;
 use lodtensor::loader::{LoaderSource, Prefetch};
 use lodtensor::{ArgumentError, Error, UnusableError};
+use lodtensor_cli::returning_freed_memory;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
@@ -141,8 +142,13 @@ impl Inner {
 
     fn next(&mut self) -> lodtensor::Result<Option<lodtensor::Batch>> {
         if self.depth == 0 {
+            let first = self.next.position().batch == 0;
             let loader = self.idle()?;
-            let batch = loader.next_batch()?;
+            // An epoch's first batch makes its plan.
+            let batch = match first {
+                true => returning_freed_memory(|| loader.next_batch())?,
+                false => loader.next_batch()?,
+            };
             self.next = loader.state();
             return Ok(batch);
         }
@@ -151,8 +157,9 @@ impl Inner {
             let State::Idle(mut loader) = std::mem::replace(&mut self.state, State::Broken) else {
                 unreachable!("matched above")
             };
-            // The loader may have read ahead of what Python was handed.
-            loader.restore(&self.next)?;
+            // The loader may have read ahead of what Python was handed (the epoch's plan
+            // made here, not on the prefetch thread).
+            returning_freed_memory(|| loader.restore(&self.next))?;
             let pid = std::process::id();
             self.state = State::Running((*loader).prefetch(self.depth), pid);
         }
@@ -206,13 +213,16 @@ impl Inner {
         let epoch = self.next.position().epoch;
         match (&self.state, self.len) {
             (State::Running(..), Some((e, n))) if e == epoch => Ok(n),
-            _ => Ok(self.idle()?.num_batches(epoch)),
+            _ => {
+                let loader = self.idle()?;
+                Ok(returning_freed_memory(|| loader.num_batches(epoch)))
+            }
         }
     }
 
     fn restore(&mut self, state: LoaderState) -> lodtensor::Result<()> {
         let loader = self.idle()?;
-        loader.restore(&state)?;
+        returning_freed_memory(|| loader.restore(&state))?;
         self.next = loader.state();
         Ok(())
     }

@@ -288,11 +288,11 @@ impl Options {
                 return Err(option_error("cache", &reason));
             }
         };
-        b.with_drop_last(self.drop_last)
+        let b = (b.with_drop_last(self.drop_last))
             .with_lazy_shards(self.lazy_shards)
-            .with_shared_memory(self.shared_memory)
-            .build()
-            .py_err()
+            .with_shared_memory(self.shared_memory);
+        // Building reads every sample's length (the lengths index, or the shards' metadata).
+        lodtensor_cli::returning_freed_memory(|| b.build()).py_err()
     }
 }
 
