@@ -119,6 +119,22 @@ impl FileFooter {
     }
 }
 
+impl BatchLayout {
+    /// The bytes of the columns `columns` (indices in the file's schema; one past the last
+    /// counts nothing) in the batch's body: all their buffers, children's too.
+    pub(crate) fn bytes(&self, columns: &[usize]) -> u64 {
+        fn of(field: &FieldLayout) -> u64 {
+            let own: u64 = field.buffers.iter().map(|b| b.end - b.start).sum();
+            own + field.children.iter().map(of).sum::<u64>()
+        }
+        columns
+            .iter()
+            .filter_map(|&c| self.fields.get(c))
+            .map(of)
+            .sum()
+    }
+}
+
 /// Whether arrays of `data_type` can be read by rows here.
 pub(crate) fn by_rows(data_type: &DataType) -> bool {
     let plain = matches!(

@@ -69,13 +69,14 @@ pub(super) fn read_by_ranges(
         if let Some(batches) = &layout.batches {
             let batch_rows: Vec<usize> = batches.iter().map(|b| b.rows).collect();
             let index = RowIndex::from_counts(batch_rows.iter().copied());
-            let mut local = Vec::new();
-            for run in runs_of(rows) {
-                for (batch, rows) in split_by_batch(&index, run.clone()) {
-                    let start = index.part_rows(batch).start + rows.start;
-                    own.push((start..start + rows.len(), runs.len() + local.len()));
-                    local.push((batch, rows));
-                }
+            let pieces = (runs_of(rows).into_iter())
+                .flat_map(|run| split_by_batch(&index, run))
+                .collect();
+            let row_bytes = |b: usize| batches[b].bytes(columns) / batches[b].rows.max(1) as u64;
+            let local = widened(pieces, row_bytes, files.range_gap());
+            for (batch, rows) in &local {
+                let start = index.part_rows(*batch).start + rows.start;
+                own.push((start..start + rows.len(), runs.len() + own.len()));
             }
             let marks = files.index_marks(*shard, &batch_rows, &local, columns)?;
             let mut marks = marks.map(Vec::into_iter);
@@ -257,6 +258,45 @@ fn split_by_batch(index: &RowIndex, run: Range<usize>) -> Vec<(usize, Range<usiz
     out
 }
 
+/// `pieces` (a shard's runs of rows cut at its record batches: each one's batch and rows
+/// in it, in order) with neighbours in one batch made one piece, the rows between them
+/// read too, where the requests would read the bytes between them anyway ([`joins`], each
+/// row taken as its batch's `row_bytes`): the same bytes as fewer runs to check and
+/// decode (one for a batch of which a take wants a row in ten, not one a row).
+fn widened(
+    pieces: Vec<(usize, Range<usize>)>,
+    row_bytes: impl Fn(usize) -> u64,
+    most: u64,
+) -> Vec<(usize, Range<usize>)> {
+    // Each piece, and the bytes of the rows wanted in it.
+    let mut out: Vec<(usize, Range<usize>, u64)> = Vec::new();
+    for (batch, rows) in pieces {
+        let bytes = row_bytes(batch);
+        let wanted = rows.len() as u64 * bytes;
+        let last = out.last_mut().filter(|(b, r, useful)| {
+            // Rows of one batch, in order: `r` ends before `rows` start.
+            let gap = || (rows.start - r.end) as u64 * bytes;
+            let span = || (rows.end - r.start) as u64 * bytes;
+            *b == batch && joins(gap(), (*useful, wanted), span(), most)
+        });
+        match last {
+            Some((_, r, useful)) => {
+                r.end = rows.end;
+                *useful += wanted;
+            }
+            None => out.push((batch, rows, wanted)),
+        }
+    }
+    out.into_iter().map(|(b, r, _)| (b, r)).collect()
+}
+
+/// Whether a range `gap` bytes past a request holding `useful` bytes wanted joins it
+/// (`wanted` bytes more wanted, the request then `span` bytes; `most` the dataset's
+/// range gap): see [`coalesced`].
+fn joins(gap: u64, (useful, wanted): (u64, u64), span: u64, most: u64) -> bool {
+    gap <= most.min((WASTE * (useful + wanted)).max(SMALL_GAP)) && span <= REQUEST_BYTES
+}
+
 /// The bytes of each `(shard, range)` of `ranges`, in order: ranges of a shard at most the
 /// dataset's range gap apart ([`RemoteOptions::with_range_gap`], 1 MiB unless set) read as
 /// one request of at most [`REQUEST_BYTES`], unless the gap is over [`WASTE`] times the
@@ -289,13 +329,12 @@ fn merged(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Merged {
     for i in order {
         let (shard, range) = &ranges[i];
         let wanted = range.end - range.start;
-        let joins = requests.last_mut().filter(|(s, r, useful)| {
+        let last = requests.last_mut().filter(|(s, r, useful)| {
             let gap = range.start.saturating_sub(r.end);
-            s == shard
-                && gap <= most.min((WASTE * (useful + wanted)).max(SMALL_GAP))
-                && range.end.max(r.end) - r.start <= REQUEST_BYTES
+            let span = range.end.max(r.end) - r.start;
+            s == shard && joins(gap, (*useful, wanted), span, most)
         });
-        match joins {
+        match last {
             Some((_, r, useful)) => {
                 r.end = r.end.max(range.end);
                 *useful += wanted;
@@ -311,8 +350,67 @@ fn merged(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Merged {
 
 #[cfg(test)]
 mod tests {
-    use super::on_threads;
+    use super::{on_threads, runs_of, widened};
     use crate::error::Error;
+    use proptest::prelude::*;
+
+    #[test]
+    fn neighbouring_pieces_of_a_batch_are_one_where_the_bytes_between_are_read_anyway() {
+        // Rows of 100 bytes: 900 bytes between the first three, under 4 KiB (and 16 times
+        // what is wanted); 499,900 before the last, over both.
+        let pieces = vec![
+            (0, 0..1),
+            (0, 10..11),
+            (0, 20..21),
+            (1, 0..1),
+            (1, 5000..5001),
+        ];
+        let pieces = widened(pieces, |_| 100, 1 << 20);
+        assert_eq!(pieces, [(0, 0..21), (1, 0..1), (1, 5000..5001)]);
+        // With a range gap of 800 bytes the first two stay apart too.
+        let apart = widened(vec![(0, 0..1), (0, 10..11)], |_| 100, 800);
+        assert_eq!(apart, [(0, 0..1), (0, 10..11)]);
+    }
+
+    proptest! {
+        #[test]
+        fn widened_pieces_hold_every_row_asked_once_within_its_batch(
+            mut rows in proptest::collection::vec(0usize..3000, 0..200),
+            batch_rows in 1usize..700,
+            row_bytes in 0u64..5000,
+            most in 0u64..(2 << 20),
+        ) {
+            rows.sort_unstable();
+            rows.dedup();
+            // Runs cut at batches of `batch_rows` rows, in each batch's rows.
+            let pieces: Vec<(usize, std::ops::Range<usize>)> = (runs_of(&rows).into_iter())
+                .flat_map(|run| {
+                    let mut cut = Vec::new();
+                    let mut at = run.start;
+                    while at < run.end {
+                        let (b, local) = (at / batch_rows, at % batch_rows);
+                        let end = run.end.min((b + 1) * batch_rows);
+                        cut.push((b, local..local + (end - at)));
+                        at = end;
+                    }
+                    cut
+                })
+                .collect();
+            let out = widened(pieces.clone(), |_| row_bytes, most);
+            prop_assert!(out.len() <= pieces.len());
+            for w in out.windows(2) {
+                prop_assert!((w[0].0, w[0].1.end) <= (w[1].0, w[1].1.start), "{out:?}");
+            }
+            for &r in &rows {
+                let (b, local) = (r / batch_rows, r % batch_rows);
+                let holding = out.iter().filter(|(ob, or)| *ob == b && or.contains(&local));
+                prop_assert_eq!(holding.count(), 1, "row {}", r);
+            }
+            for (b, r) in &out {
+                prop_assert!(r.end <= batch_rows && *b <= 3000 / batch_rows, "{out:?}");
+            }
+        }
+    }
 
     #[test]
     fn items_done_on_threads_come_back_in_order_with_the_first_error() {
