@@ -200,9 +200,14 @@ pub(crate) struct Run<'a> {
     pub(crate) file: usize,
     pub(crate) layout: &'a BatchLayout,
     pub(crate) rows: Range<usize>,
+    /// How many of `rows` are asked for: the others are read because their bytes lie
+    /// between those of rows asked for, and count as bytes not wanted in a request.
+    pub(crate) wanted: usize,
     pub(crate) marks: Vec<Option<Marks>>,
 }
 
+/// Rows asked for of a run, and its rows.
+type Share = (usize, usize);
 /// Whose part is: its record batch, its column and its list level there (for errors).
 type At<'a> = (&'a BatchLayout, usize, usize);
 /// The marks of a part's column and the part's level in them.
@@ -212,6 +217,8 @@ type MarksAt<'a> = (&'a Marks, usize);
 /// `from` (the rows' start, or the byte boundary before it where bits are read).
 struct Part<'a> {
     file: usize,
+    /// Its run's rows asked for and rows read: the share of its bytes wanted.
+    share: Share,
     /// The record batch and column it is of, and its list level there (for errors).
     at: At<'a>,
     field: &'a FieldLayout,
@@ -241,8 +248,8 @@ fn offset_width(data_type: &DataType) -> Option<usize> {
     }
 }
 
-/// Reads the `(file, range)`s asked for, in order.
-pub(crate) type Fetch<'a> = &'a mut dyn FnMut(&[(usize, Range<u64>)]) -> Result<Vec<Bytes>>;
+/// Reads the `(file, range, bytes wanted in it)`s asked for, in order.
+pub(crate) type Fetch<'a> = &'a mut dyn FnMut(&[(usize, Range<u64>, u64)]) -> Result<Vec<Bytes>>;
 
 /// Rows `runs` of the columns `columns`, as one list of arrays per run, in the columns'
 /// order; `fetch` reads the `(file, range)`s of a round, in order; `in_file` says in which
@@ -290,7 +297,7 @@ pub(crate) fn read_rows(
             roots.push(add_part(
                 &mut parts,
                 &mut round,
-                (run.file, at, marks),
+                (run.file, (run.wanted, rows.len()), at, marks),
                 field,
                 rows.clone(),
             ));
@@ -302,9 +309,12 @@ pub(crate) fn read_rows(
             let ranges = ranges_of(&parts[i]).map_err(|e| locate(&parts[i], e, in_file))?;
             wanted.extend(ranges.into_iter().map(|(b, r)| (i, b, r)));
         }
-        let requests: Vec<(usize, Range<u64>)> = wanted
-            .iter()
-            .map(|(i, _, r)| (parts[*i].file, r.clone()))
+        let requests: Vec<(usize, Range<u64>, u64)> = (wanted.iter())
+            .map(|(i, _, r)| {
+                let ((asked, of), len) = (parts[*i].share, r.end - r.start);
+                let useful = u128::from(len) * asked as u128 / of.max(1) as u128;
+                (parts[*i].file, r.clone(), useful as u64)
+            })
             .collect();
         let got = match requests.is_empty() {
             true => Vec::new(),
@@ -335,11 +345,11 @@ fn locate(p: &Part<'_>, e: Error, in_file: &dyn Fn(usize, Error) -> Error) -> Er
 /// Adds the part of entries `rows` of `field` (and of the children whose entries follow
 /// from them without reading: a struct's, a fixed-size list's, a list's when `marks` say
 /// where its rows are) to `parts` and `round`; its index. `(file, at, marks)` say whose
-/// part it is ([`Part::at`], [`Part::marks`]).
+/// part it is ([`Part::share`], [`Part::at`], [`Part::marks`]).
 fn add_part<'a>(
     parts: &mut Vec<Part<'a>>,
     round: &mut Vec<usize>,
-    (file, at, marks): (usize, At<'a>, Option<MarksAt<'a>>),
+    (file, share, at, marks): (usize, Share, At<'a>, Option<MarksAt<'a>>),
     field: &'a FieldLayout,
     rows: Range<usize>,
 ) -> usize {
@@ -354,6 +364,7 @@ fn add_part<'a>(
     let i = parts.len();
     parts.push(Part {
         file,
+        share,
         at,
         field,
         rows: rows.clone(),
@@ -386,7 +397,7 @@ fn add_part<'a>(
                 add_part(
                     parts,
                     round,
-                    (file, below.0, below.1),
+                    (file, share, below.0, below.1),
                     c,
                     child_rows.clone(),
                 )
@@ -506,7 +517,7 @@ fn follow_offsets(parts: &mut Vec<Part<'_>>, next: &mut Vec<usize>, i: usize) ->
     if let Some((marks, level)) = p.marks {
         check_marks(&rebased, width, (first, p.from), marks, level)?;
     }
-    let (file, field, (layout, column, level)) = (p.file, p.field, p.at);
+    let (file, share, field, (layout, column, level)) = (p.file, p.share, p.field, p.at);
     let marked = p.marks.is_some();
     parts[i].got[1] = Some(rebased);
     match &field.data_type {
@@ -522,7 +533,7 @@ fn follow_offsets(parts: &mut Vec<Part<'_>>, next: &mut Vec<usize>, i: usize) ->
                 return Ok(()); // its child was read in the same round
             }
             let at = (layout, column, level + 1);
-            let kid = add_part(parts, next, (file, at, None), child, first..last);
+            let kid = add_part(parts, next, (file, share, at, None), child, first..last);
             parts[i].children = vec![kid];
         }
         _ => {

@@ -73,25 +73,30 @@ pub(super) fn read_by_ranges(
                 .flat_map(|run| split_by_batch(&index, run))
                 .collect();
             let row_bytes = |b: usize| batches[b].bytes(columns) / batches[b].rows.max(1) as u64;
-            let local = widened(pieces, row_bytes, files.range_gap());
+            let (local, wanted): (Vec<_>, Vec<usize>) =
+                widened(pieces, row_bytes, files.range_gap())
+                    .into_iter()
+                    .map(|(batch, rows, wanted)| ((batch, rows), wanted))
+                    .unzip();
             for (batch, rows) in &local {
                 let start = index.part_rows(*batch).start + rows.start;
                 own.push((start..start + rows.len(), runs.len() + own.len()));
             }
             let marks = files.index_marks(*shard, &batch_rows, &local, columns)?;
             let mut marks = marks.map(Vec::into_iter);
-            for (batch, rows) in local {
+            for ((batch, rows), wanted) in local.into_iter().zip(wanted) {
                 runs.push(Run {
                     file: *shard,
                     layout: &batches[batch],
                     rows,
+                    wanted,
                     marks: marks.as_mut().and_then(Iterator::next).unwrap_or_default(),
                 });
             }
         }
         shard_runs.push(own);
     }
-    let mut fetch = |ranges: &[(usize, Range<u64>)]| coalesced(files, ranges);
+    let mut fetch = |ranges: &[(usize, Range<u64>, u64)]| coalesced(files, ranges);
     let in_file = |shard: usize, e: Error| e.in_file(files.location(shard));
     let arrays = read_rows(&runs, columns, &mut fetch, &in_file)?;
     let mut whole = read_whole(files, wanted, &layouts, columns, template)?.into_iter();
@@ -153,8 +158,11 @@ fn read_whole(
             );
         }
     }
-    let ranges: Vec<(usize, Range<u64>)> = (blocks.iter())
-        .map(|&(i, b, _)| (wanted[i].0, layouts[i].whole[b].block.clone()))
+    let ranges: Vec<(usize, Range<u64>, u64)> = (blocks.iter())
+        .map(|&(i, b, _)| {
+            let block = layouts[i].whole[b].block.clone();
+            (wanted[i].0, block.clone(), block.end - block.start)
+        })
         .collect();
     let (requests, within) = merged(files, &ranges);
     let decode = |&(i, b, first): &(usize, usize, usize), bytes: Bytes| {
@@ -262,32 +270,36 @@ fn split_by_batch(index: &RowIndex, run: Range<usize>) -> Vec<(usize, Range<usiz
 /// in it, in order) with neighbours in one batch made one piece, the rows between them
 /// read too, where the requests would read the bytes between them anyway ([`joins`], each
 /// row taken as its batch's `row_bytes`): the same bytes as fewer runs to check and
-/// decode (one for a batch of which a take wants a row in ten, not one a row).
+/// decode (one for a batch of which a take wants a row in ten, not one a row). Each with
+/// the rows asked for in it.
 fn widened(
     pieces: Vec<(usize, Range<usize>)>,
     row_bytes: impl Fn(usize) -> u64,
     most: u64,
-) -> Vec<(usize, Range<usize>)> {
-    // Each piece, and the bytes of the rows wanted in it.
-    let mut out: Vec<(usize, Range<usize>, u64)> = Vec::new();
+) -> Vec<(usize, Range<usize>, usize)> {
+    // Each piece, the rows asked for in it and their bytes.
+    let mut out: Vec<(usize, Range<usize>, usize, u64)> = Vec::new();
     for (batch, rows) in pieces {
         let bytes = row_bytes(batch);
         let wanted = rows.len() as u64 * bytes;
-        let last = out.last_mut().filter(|(b, r, useful)| {
+        let last = out.last_mut().filter(|(b, r, _, useful)| {
             // Rows of one batch, in order: `r` ends before `rows` start.
             let gap = || (rows.start - r.end) as u64 * bytes;
             let span = || (rows.end - r.start) as u64 * bytes;
             *b == batch && joins(gap(), (*useful, wanted), span(), most)
         });
         match last {
-            Some((_, r, useful)) => {
+            Some((_, r, asked, useful)) => {
                 r.end = rows.end;
+                *asked += rows.len();
                 *useful += wanted;
             }
-            None => out.push((batch, rows, wanted)),
+            None => out.push((batch, rows.clone(), rows.len(), wanted)),
         }
     }
-    out.into_iter().map(|(b, r, _)| (b, r)).collect()
+    (out.into_iter())
+        .map(|(b, r, asked, _)| (b, r, asked))
+        .collect()
 }
 
 /// Whether a range `gap` bytes past a request holding `useful` bytes wanted joins it
@@ -297,15 +309,15 @@ fn joins(gap: u64, (useful, wanted): (u64, u64), span: u64, most: u64) -> bool {
     gap <= most.min((WASTE * (useful + wanted)).max(SMALL_GAP)) && span <= REQUEST_BYTES
 }
 
-/// The bytes of each `(shard, range)` of `ranges`, in order: ranges of a shard at most the
-/// dataset's range gap apart ([`RemoteOptions::with_range_gap`], 1 MiB unless set) read as
-/// one request of at most [`REQUEST_BYTES`], unless the gap is over [`WASTE`] times the
-/// bytes wanted in the request and over [`SMALL_GAP`] (so that two buffers' few bytes are
-/// not read with all that lies between them); each range's bytes a slice of its request's
-/// (no copy).
+/// The bytes of each `(shard, range, bytes wanted in it)` of `ranges`, in order: ranges
+/// of a shard at most the dataset's range gap apart ([`RemoteOptions::with_range_gap`],
+/// 1 MiB unless set) read as one request of at most [`REQUEST_BYTES`], unless the gap is
+/// over [`WASTE`] times the bytes wanted in the request and over [`SMALL_GAP`] (so that
+/// two buffers' few bytes are not read with all that lies between them); each range's
+/// bytes a slice of its request's (no copy).
 ///
 /// [`RemoteOptions::with_range_gap`]: crate::shards::RemoteOptions::with_range_gap
-fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Result<Vec<Bytes>> {
+fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>, u64)]) -> Result<Vec<Bytes>> {
     let (requests, within) = merged(files, ranges);
     let got = files.read_row_ranges(&requests)?;
     Ok((within.into_iter())
@@ -319,7 +331,7 @@ type Merged = (Vec<(usize, Range<u64>)>, Vec<(usize, Range<u64>)>);
 
 /// The requests that read `ranges` (see [`coalesced`]) and each range's request and bytes
 /// within it.
-fn merged(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Merged {
+fn merged(files: &ShardFiles, ranges: &[(usize, Range<u64>, u64)]) -> Merged {
     let most = files.range_gap();
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_by_key(|&i| (ranges[i].0, ranges[i].1.start));
@@ -327,8 +339,7 @@ fn merged(files: &ShardFiles, ranges: &[(usize, Range<u64>)]) -> Merged {
     let mut requests: Vec<(usize, Range<u64>, u64)> = Vec::new();
     let mut within = vec![(0, 0..0); ranges.len()];
     for i in order {
-        let (shard, range) = &ranges[i];
-        let wanted = range.end - range.start;
+        let (shard, range, wanted) = (&ranges[i].0, &ranges[i].1, ranges[i].2);
         let last = requests.last_mut().filter(|(s, r, useful)| {
             let gap = range.start.saturating_sub(r.end);
             let span = range.end.max(r.end) - r.start;
@@ -366,10 +377,10 @@ mod tests {
             (1, 5000..5001),
         ];
         let pieces = widened(pieces, |_| 100, 1 << 20);
-        assert_eq!(pieces, [(0, 0..21), (1, 0..1), (1, 5000..5001)]);
+        assert_eq!(pieces, [(0, 0..21, 3), (1, 0..1, 1), (1, 5000..5001, 1)]);
         // With a range gap of 800 bytes the first two stay apart too.
         let apart = widened(vec![(0, 0..1), (0, 10..11)], |_| 100, 800);
-        assert_eq!(apart, [(0, 0..1), (0, 10..11)]);
+        assert_eq!(apart, [(0, 0..1, 1), (0, 10..11, 1)]);
     }
 
     proptest! {
@@ -398,15 +409,17 @@ mod tests {
                 .collect();
             let out = widened(pieces.clone(), |_| row_bytes, most);
             prop_assert!(out.len() <= pieces.len());
+            let asked: usize = out.iter().map(|(.., n)| n).sum();
+            prop_assert_eq!(asked, rows.len());
             for w in out.windows(2) {
                 prop_assert!((w[0].0, w[0].1.end) <= (w[1].0, w[1].1.start), "{out:?}");
             }
             for &r in &rows {
                 let (b, local) = (r / batch_rows, r % batch_rows);
-                let holding = out.iter().filter(|(ob, or)| *ob == b && or.contains(&local));
+                let holding = out.iter().filter(|(ob, or, _)| *ob == b && or.contains(&local));
                 prop_assert_eq!(holding.count(), 1, "row {}", r);
             }
-            for (b, r) in &out {
+            for (b, r, _) in &out {
                 prop_assert!(r.end <= batch_rows && *b <= 3000 / batch_rows, "{out:?}");
             }
         }

@@ -139,15 +139,16 @@ fn read_marked(
                 file: 0,
                 layout: layout(*b)?,
                 rows: r.clone(),
+                wanted: r.len(),
                 marks: marks(*b, r),
             })
         })
         .collect::<Result<Vec<_>>>()?;
     let (mut read, mut rounds) = (0, 0);
-    let mut fetch = |wanted: &[(usize, Range<u64>)]| {
+    let mut fetch = |wanted: &[(usize, Range<u64>, u64)]| {
         rounds += 1;
         (wanted.iter())
-            .map(|(_, r)| {
+            .map(|(_, r, _)| {
                 read += r.end - r.start;
                 let got = bytes.get(r.start as usize..r.end as usize);
                 got.map(Bytes::copy_from_slice)
