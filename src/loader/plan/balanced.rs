@@ -24,7 +24,7 @@ use crate::rng::SplitMix64;
 mod budget;
 
 #[cfg(test)]
-use budget::longest_within;
+use budget::pass::longest_within;
 
 /// Salt of the steps' shuffle, apart from the samples' and the windows'.
 const STEP_SALT: u64 = 0x7374_6570_7321_6261;
