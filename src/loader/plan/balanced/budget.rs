@@ -312,7 +312,8 @@ impl<'a> Filler<'a> {
     /// (`t` when `w` is 0), so that a rank with a long document takes fewer tokens besides.
     /// The batches are kept in the order of their costs in `cheapest`, and the longest item
     /// any fits is not counted: `room` is at least it (what a batch fits only shrinks while
-    /// the step is filled), brought under an item's length when no batch fits the item.
+    /// the step is filled), brought under an item's length when no batch fits the item (to
+    /// the most tokens a batch has left when none has the item's).
     fn fill(&mut self, step: &mut [Bin], cheapest: &mut Cheapest, t: usize, w: f64) {
         // A seeded step's cap: its costliest seed's.
         let seeds = step.iter().filter(|b| !b.oversize && !b.items.is_empty());
@@ -333,11 +334,15 @@ impl<'a> Filler<'a> {
             // An item of 0 tokens goes to the cheapest batch when one fits an item of 1.
             let len = item.len.max(1);
             let fits = (cap.unwrap_or(f64::INFINITY), t, w);
-            let Some(k) = cheapest.cheapest_fitting(step, len, fits) else {
-                room = len - 1;
-                continue;
+            let k = match cheapest.cheapest_fitting(step, len, fits) {
+                Ok(_) if item.len == 0 => 0,
+                Ok(k) => k,
+                Err(fit) => {
+                    room = fit;
+                    continue;
+                }
             };
-            cheapest.push(step, if item.len == 0 { 0 } else { k }, item);
+            cheapest.push(step, k, item);
             self.left.remove(i);
             if cap.is_none() {
                 cap = Some(item.cost + (t - item.len) as f64);

@@ -73,33 +73,39 @@ impl Cheapest {
     }
 
     /// The place in the order of the batch of least cost (the first such) that fits an
-    /// item of `len` tokens (`len ≤ t`) under the step's cap `cap` with costs `n + w·n²`,
-    /// when any does: an empty batch takes any item (a rank never gets an empty batch while
-    /// items are left); another needs `len` tokens left and `c(len) ≤ cap - cost` (the fit
-    /// the model counts, for a length in 32 bits).
+    /// item of `len` tokens (`0 < len ≤ t`) under the step's cap `cap` with costs
+    /// `n + w·n²`, else at least the longest item any batch fits (under `len`): an empty
+    /// batch takes any item (a rank never gets an empty batch while items are left);
+    /// another needs `len` tokens left and `c(len) ≤ cap - cost` (the fit the model counts,
+    /// for a length in 32 bits).
     pub(super) fn cheapest_fitting(
         &self,
         step: &[Bin],
         len: usize,
         (cap, t, w): (f64, usize, f64),
-    ) -> Option<usize> {
+    ) -> Result<usize, usize> {
         let within = cost(len, w);
+        // The most tokens left in a batch, when none has `len`.
+        let mut most = 0;
         for k in 0..self.len {
             let bin = &step[self.at(k)];
             if bin.items.is_empty() {
-                return Some(k);
+                return Ok(k);
             }
             if bin.tokens + len > t {
+                most = most.max(t - bin.tokens);
                 continue;
             }
             if within <= cap - bin.cost && u32::try_from(len).is_ok() {
-                return Some(k);
+                return Ok(k);
             }
             // No batch after it fits the item for its cost, but an empty one as cheap.
             let mut cheap = (k + 1..self.len).take_while(|&j| step[self.at(j)].cost <= 0.0);
-            return cheap.find(|&j| step[self.at(j)].items.is_empty());
+            return cheap
+                .find(|&j| step[self.at(j)].items.is_empty())
+                .ok_or(len - 1);
         }
-        None
+        Err(most)
     }
 
     /// `item` put in the batch at `k` in the order, which goes to its new place: the batch.
