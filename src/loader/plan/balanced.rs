@@ -212,9 +212,10 @@ impl<S: Slot> Out<'_, S> {
             }
         }
         // Carried items come before the next pool's: in the order's order they are its
-        // start.
+        // start. The pool's memory is kept for the next.
         carry.sort_unstable_by_key(|i| i.pos);
-        *pool = carry;
+        pool.clear();
+        pool.extend_from_slice(&carry);
     }
 }
 
