@@ -3,6 +3,7 @@
 //! mean cost ([`by_budget`]; docs/design.md "Balanced global steps").
 
 use super::{Item, Steps, sort_pool};
+use crate::loader::config::cost;
 use cheapest::Cheapest;
 
 mod cheapest;
@@ -326,15 +327,21 @@ impl<'a> Filler<'a> {
         } else {
             t
         };
+        // The item placed last: the next is after it (room only shrinks, and no item is
+        // put back while the step is filled); and an item's length and its cost `c(len)`.
+        let (mut last, mut len_cost) = (0, (0, 0.0));
         while !self.left.is_empty() && room > 0 {
-            let Some(i) = self.left.next_from(self.first_within(room)) else {
+            let Some(i) = self.left.next_from(self.first_within(room).max(last)) else {
                 break;
             };
             let item = self.items[i];
             // An item of 0 tokens goes to the cheapest batch when one fits an item of 1.
             let len = item.len.max(1);
-            let fits = (cap.unwrap_or(f64::INFINITY), t, w);
-            let k = match cheapest.cheapest_fitting(step, len, fits) {
+            if len_cost.0 != len {
+                len_cost = (len, cost(len, w));
+            }
+            let fits = (cap.unwrap_or(f64::INFINITY), t);
+            let k = match cheapest.cheapest_fitting(step, len_cost, fits) {
                 Ok(_) if item.len == 0 => 0,
                 Ok(k) => k,
                 Err(fit) => {
@@ -344,6 +351,7 @@ impl<'a> Filler<'a> {
             };
             cheapest.push(step, k, item);
             self.left.remove(i);
+            last = i;
             if cap.is_none() {
                 cap = Some(item.cost + (t - item.len) as f64);
             }

@@ -2,7 +2,6 @@
 //! the order of their costs, for the cheapest that fits an item.
 
 use super::Bin;
-use crate::loader::config::cost;
 
 /// The step's batches not over the budget by cost, ties by number, in a ring: the batch an
 /// item goes to leaves its place and comes back in from the costliest end. An item goes
@@ -73,18 +72,17 @@ impl Cheapest {
     }
 
     /// The place in the order of the batch of least cost (the first such) that fits an
-    /// item of `len` tokens (`0 < len ≤ t`) under the step's cap `cap` with costs
-    /// `n + w·n²`, else at least the longest item any batch fits (under `len`): an empty
-    /// batch takes any item (a rank never gets an empty batch while items are left);
+    /// item of `len` tokens (`0 < len ≤ t`) and cost `c(len) = len + w·len²` under the
+    /// step's cap `cap`, else at least the longest item any batch fits (under `len`): an
+    /// empty batch takes any item (a rank never gets an empty batch while items are left);
     /// another needs `len` tokens left and `c(len) ≤ cap - cost` (the fit the model counts,
     /// for a length in 32 bits).
     pub(super) fn cheapest_fitting(
         &self,
         step: &[Bin],
-        len: usize,
-        (cap, t, w): (f64, usize, f64),
+        (len, within): (usize, f64),
+        (cap, t): (f64, usize),
     ) -> Result<usize, usize> {
-        let within = cost(len, w);
         // The most tokens left in a batch, when none has `len`.
         let mut most = 0;
         for k in 0..self.len {
