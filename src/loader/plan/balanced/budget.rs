@@ -224,6 +224,13 @@ impl<'a> Filler<'a> {
         }
     }
 
+    /// The first item left of at most `room` tokens, from `last` on: the item placed last
+    /// while a step is filled, when the room only shrinks (and no item is put back), so
+    /// that the items placed before it are not looked through again.
+    fn next_within(&self, room: usize, last: usize) -> Option<usize> {
+        self.left.next_from(self.first_within(room).max(last))
+    }
+
     /// Fills `step` ([`Filler::fill`], or as it does [`Filler::fill_by_tokens`] when each
     /// item's cost is its length and the keys are few enough: [`Fill`]); unless the items ran out in
     /// it, then takes the cheapest items out of its costliest batch while that brings the
@@ -284,7 +291,8 @@ impl<'a> Filler<'a> {
         keys.reserve_empty((t + 1) << shift);
         let open = || step.iter().enumerate().filter(|(_, bin)| !bin.oversize);
         open().for_each(|(b, bin)| keys.insert(key(b, bin)));
-        let mut least = 0;
+        // The least key, and the item placed last (the room only shrinks).
+        let (mut least, mut last) = (0, 0);
         while !self.left.is_empty()
             && let Some(k) = keys.next_from(least)
         {
@@ -292,14 +300,14 @@ impl<'a> Filler<'a> {
             if room == 0 {
                 break;
             }
-            let Some(i) = self.left.next_from(self.first_within(room)) else {
+            let Some(i) = self.next_within(room, last) else {
                 break;
             };
             step[b].push(self.items[i]);
             self.left.remove(i);
             keys.remove(k);
             keys.insert(key(b, &step[b]));
-            least = k;
+            (least, last) = (k, i);
         }
         let open = step.iter().enumerate().filter(|(_, bin)| !bin.oversize);
         open.for_each(|(b, bin)| keys.remove(key(b, bin)));
@@ -327,11 +335,10 @@ impl<'a> Filler<'a> {
         } else {
             t
         };
-        // The item placed last: the next is after it (room only shrinks, and no item is
-        // put back while the step is filled); and an item's length and its cost `c(len)`.
+        // The item placed last, and an item's length and its cost `c(len)`.
         let (mut last, mut len_cost) = (0, (0, 0.0));
         while !self.left.is_empty() && room > 0 {
-            let Some(i) = self.left.next_from(self.first_within(room).max(last)) else {
+            let Some(i) = self.next_within(room, last) else {
                 break;
             };
             let item = self.items[i];
