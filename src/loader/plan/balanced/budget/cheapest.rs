@@ -12,7 +12,7 @@ use super::Bin;
 #[derive(Default)]
 pub(in crate::loader::plan::balanced) struct Cheapest {
     /// The batches' numbers, the first (cheapest) at `head`, in a power of two.
-    ring: Vec<u32>,
+    ring: Vec<usize>,
     head: usize,
     len: usize,
 }
@@ -33,13 +33,12 @@ impl Cheapest {
 
     /// The batch at `k` in the order.
     fn at(&self, k: usize) -> usize {
-        self.ring[(self.head + k) & (self.ring.len() - 1)] as usize
+        self.ring[(self.head + k) & (self.ring.len() - 1)]
     }
 
     fn set(&mut self, k: usize, b: usize) {
         let mask = self.ring.len() - 1;
-        // Batch numbers are below `u32::MAX` (`Bin`s in memory): not truncated.
-        self.ring[(self.head + k) & mask] = b as u32;
+        self.ring[(self.head + k) & mask] = b;
     }
 
     /// Batch `b` (not in the order) put in at its place, looked for from the costliest.
