@@ -348,15 +348,14 @@ impl<'a> Filler<'a> {
                 len_cost = (len, cost(len, w));
             }
             let fits = (cap.unwrap_or(f64::INFINITY), t);
-            let k = match cheapest.cheapest_fitting(step, len_cost, fits) {
-                Ok(_) if item.len == 0 => 0,
-                Ok(k) => k,
+            match cheapest.cheapest_fitting(step, len_cost, fits) {
+                Ok(_) if item.len == 0 => cheapest.push_empty(step, item),
+                Ok(k) => cheapest.push(step, k, item),
                 Err(fit) => {
                     room = fit;
                     continue;
                 }
-            };
-            cheapest.push(step, k, item);
+            }
             self.left.remove(i);
             last = i;
             if cap.is_none() {

@@ -206,13 +206,24 @@ fn same_steps_each_fill(
     lengths: &[usize],
     (world, t, w, last): (usize, usize, f64, bool),
     fills: &[budget::Fill],
-) -> Result<(), TestCaseError> {
-    let mut pool: Vec<Item> = (lengths.iter().enumerate())
-        .map(|(pos, &len)| Item {
+) -> Result<(Steps, Steps), TestCaseError> {
+    let costs: Vec<(usize, f64)> = lengths.iter().map(|&len| (len, cost(len, w))).collect();
+    same_steps_of_costs(&costs, (world, t, w, last), fills)
+}
+
+/// [`same_steps_each_fill`] of items of lengths and costs `items` (the steps and last
+/// steps made).
+fn same_steps_of_costs(
+    items: &[(usize, f64)],
+    (world, t, w, last): (usize, usize, f64, bool),
+    fills: &[budget::Fill],
+) -> Result<(Steps, Steps), TestCaseError> {
+    let mut pool: Vec<Item> = (items.iter().enumerate())
+        .map(|(pos, &(len, cost))| Item {
             pos,
             slot: 0,
             len,
-            cost: cost(len, w),
+            cost,
         })
         .collect();
     sort_pool(&mut pool, &mut Vec::new(), &mut Vec::new());
@@ -228,7 +239,28 @@ fn same_steps_each_fill(
     for &fill in &fills[1..] {
         prop_assert_eq!(&first, &deal(fill), "{:?} against {:?}", fill, fills[0]);
     }
-    Ok(())
+    Ok((first.0, first.1))
+}
+
+/// An item of 0 tokens fits every batch, one over the budget too: it goes to the cheapest
+/// batch of all, here the one over the budget, when costs are not `n + w·n²` of the length
+/// (a packed window's count its padding).
+#[test]
+fn an_item_of_no_tokens_goes_to_the_cheapest_batch_over_the_budget_too() {
+    use budget::Fill::{Costs, Pass};
+    // Over the budget of 6 (a batch alone, costing 4), two of 1 token costing 2.5 each
+    // (in the other rank's batch, within the cap 2.5 + 5), and one of none.
+    let items = [(7, 4.0), (1, 2.5), (1, 2.5), (0, 0.0)];
+    let (steps, tail) =
+        same_steps_of_costs(&items, (2, 6, 0.01, true), &[Pass, Costs]).expect("the same steps");
+    assert_eq!(steps.len(), 0);
+    let batches: Vec<(Vec<usize>, bool)> = (tail.step(0))
+        .map(|k| {
+            let batch = tail.batches[k];
+            (tail.places[batch.start..batch.end].to_vec(), batch.oversize)
+        })
+        .collect();
+    assert_eq!(batches, [(vec![0, 3], true), (vec![1, 2], false)]);
 }
 
 proptest! {

@@ -1,7 +1,7 @@
 //! The open batches of a step being filled by [`Filler::fill`](super::Filler::fill), in
 //! the order of their costs, for the cheapest that fits an item.
 
-use super::Bin;
+use super::{Bin, Item};
 
 /// The step's batches not over the budget by cost, ties by number, in a ring: the batch an
 /// item goes to leaves its place and comes back in from the costliest end. An item goes
@@ -42,13 +42,11 @@ impl Cheapest {
     }
 
     /// Batch `b` (not in the order) put in at its place, looked for from the costliest.
-    /// Costs are never NaN: `<` orders them as `total_cmp` does.
     fn insert(&mut self, step: &[Bin], b: usize) {
-        let cost = step[b].cost;
         let mut k = self.len;
         while k > 0 {
             let a = self.at(k - 1);
-            if step[a].cost < cost || (step[a].cost == cost && a < b) {
+            if before(step, a, b) {
                 break;
             }
             self.set(k, a);
@@ -105,11 +103,28 @@ impl Cheapest {
         Err(most)
     }
 
-    /// `item` put in the batch at `k` in the order, which goes to its new place: the batch.
-    pub(super) fn push(&mut self, step: &mut [Bin], k: usize, item: super::Item) -> usize {
+    /// `item` put in the batch at `k` in the order, which goes to its new place.
+    pub(super) fn push(&mut self, step: &mut [Bin], k: usize, item: Item) {
         let b = self.take(k);
         step[b].push(item);
         self.insert(step, b);
-        b
     }
+
+    /// `item`, of 0 tokens, put in the batch of least cost (the first such) of all, when a
+    /// batch fits an item of 1: it fits every batch, one over the budget too, which is not
+    /// in the order (and may cost less than one within it when costs are not `n + w·n²` of
+    /// the length, as a packed window's, its padding counted).
+    pub(super) fn push_empty(&mut self, step: &mut [Bin], item: Item) {
+        let over = (0..step.len()).filter(|&b| step[b].oversize);
+        match over.reduce(|a, b| if before(step, b, a) { b } else { a }) {
+            Some(b) if before(step, b, self.at(0)) => step[b].push(item),
+            _ => self.push(step, 0, item),
+        }
+    }
+}
+
+/// Whether batch `a` comes before batch `b` in the order of their costs, ties by number.
+/// Costs are never NaN: `<` orders them as `total_cmp` does.
+fn before(step: &[Bin], a: usize, b: usize) -> bool {
+    step[a].cost < step[b].cost || (step[a].cost == step[b].cost && a < b)
 }
