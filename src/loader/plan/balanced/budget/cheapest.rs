@@ -73,7 +73,8 @@ impl Cheapest {
     /// step's cap `cap`, else at least the longest item any batch fits (under `len`): an
     /// empty batch takes any item (a rank never gets an empty batch while items are left);
     /// another needs `len` tokens left and `c(len) ≤ cap - cost` (the fit the model counts,
-    /// for a length in 32 bits).
+    /// for a length in 32 bits). Inlined in the fill, once a sample.
+    #[inline]
     pub(super) fn cheapest_fitting(
         &self,
         step: &[Bin],
@@ -103,7 +104,9 @@ impl Cheapest {
         Err(most)
     }
 
-    /// `item` put in the batch at `k` in the order, which goes to its new place.
+    /// `item` put in the batch at `k` in the order, which goes to its new place. Inlined
+    /// in the fill, once a sample.
+    #[inline]
     pub(super) fn push(&mut self, step: &mut [Bin], k: usize, item: Item) {
         let b = self.take(k);
         step[b].push(item);
