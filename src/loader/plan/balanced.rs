@@ -24,7 +24,7 @@ use crate::rng::SplitMix64;
 mod budget;
 
 #[cfg(test)]
-use budget::longest_within;
+use budget::pass::longest_within;
 
 /// Salt of the steps' shuffle, apart from the samples' and the windows'.
 const STEP_SALT: u64 = 0x7374_6570_7321_6261;
@@ -212,9 +212,10 @@ impl<S: Slot> Out<'_, S> {
             }
         }
         // Carried items come before the next pool's: in the order's order they are its
-        // start.
+        // start. The pool's memory is kept for the next.
         carry.sort_unstable_by_key(|i| i.pos);
-        *pool = carry;
+        pool.clear();
+        pool.extend_from_slice(&carry);
     }
 }
 

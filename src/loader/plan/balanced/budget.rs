@@ -8,7 +8,7 @@ use cheapest::Cheapest;
 
 mod cheapest;
 #[cfg(test)]
-mod pass;
+pub(super) mod pass;
 
 /// How [`Filler::fill_and_trim`] fills a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -224,6 +224,13 @@ impl<'a> Filler<'a> {
         }
     }
 
+    /// The first item left of at most `room` tokens, from `last` on: the item placed last
+    /// while a step is filled, when the room only shrinks (and no item is put back), so
+    /// that the items placed before it are not looked through again.
+    fn next_within(&self, room: usize, last: usize) -> Option<usize> {
+        self.left.next_from(self.first_within(room).max(last))
+    }
+
     /// Fills `step` ([`Filler::fill`], or as it does [`Filler::fill_by_tokens`] when each
     /// item's cost is its length and the keys are few enough: [`Fill`]); unless the items ran out in
     /// it, then takes the cheapest items out of its costliest batch while that brings the
@@ -284,7 +291,8 @@ impl<'a> Filler<'a> {
         keys.reserve_empty((t + 1) << shift);
         let open = || step.iter().enumerate().filter(|(_, bin)| !bin.oversize);
         open().for_each(|(b, bin)| keys.insert(key(b, bin)));
-        let mut least = 0;
+        // The least key, and the item placed last (the room only shrinks).
+        let (mut least, mut last) = (0, 0);
         while !self.left.is_empty()
             && let Some(k) = keys.next_from(least)
         {
@@ -292,14 +300,14 @@ impl<'a> Filler<'a> {
             if room == 0 {
                 break;
             }
-            let Some(i) = self.left.next_from(self.first_within(room)) else {
+            let Some(i) = self.next_within(room, last) else {
                 break;
             };
             step[b].push(self.items[i]);
             self.left.remove(i);
             keys.remove(k);
             keys.insert(key(b, &step[b]));
-            least = k;
+            (least, last) = (k, i);
         }
         let open = step.iter().enumerate().filter(|(_, bin)| !bin.oversize);
         open.for_each(|(b, bin)| keys.remove(key(b, bin)));
@@ -311,40 +319,49 @@ impl<'a> Filler<'a> {
     /// within the step's cap: what the step's first (largest) item (or costliest seed)
     /// costs with the rest of the budget in tokens of no attention cost, `c(L) + t - L`
     /// (`t` when `w` is 0), so that a rank with a long document takes fewer tokens besides.
-    /// The batches are kept by cost and what each fits in `cheapest`, counted again only
-    /// for the batch an item went to (for all of them when the cap is set).
+    /// The batches are kept in the order of their costs in `cheapest`, and the longest item
+    /// any fits is not counted: `room` is at least it (what a batch fits only shrinks while
+    /// the step is filled), brought under an item's length when no batch fits the item (to
+    /// the most tokens a batch has left when none has the item's).
     fn fill(&mut self, step: &mut [Bin], cheapest: &mut Cheapest, t: usize, w: f64) {
         // A seeded step's cap: its costliest seed's.
         let seeds = step.iter().filter(|b| !b.oversize && !b.items.is_empty());
         let mut cap = seeds
             .map(|b| b.cost + (t - b.tokens) as f64)
             .reduce(f64::max);
-        cheapest.start(step, cost(t, w));
-        // The longest item any batch fits.
-        let within = cap.unwrap_or(f64::INFINITY);
-        let mut room = cheapest.count(step, |b| fit_of(b, within, t, w, None));
+        cheapest.start(step);
+        let mut room = if step.iter().all(|b| b.oversize) {
+            0
+        } else {
+            t
+        };
+        // The item placed last, and an item's length and its cost `c(len)`.
+        let (mut last, mut len_cost) = (0, (0, 0.0));
         while !self.left.is_empty() && room > 0 {
-            let Some(i) = self.left.next_from(self.first_within(room)) else {
+            let Some(i) = self.next_within(room, last) else {
                 break;
             };
             let item = self.items[i];
-            let b = cheapest.cheapest_fitting(item.len);
-            step[b].push(item);
+            // An item of 0 tokens goes to the cheapest batch when one fits an item of 1.
+            let len = item.len.max(1);
+            if len_cost.0 != len {
+                len_cost = (len, cost(len, w));
+            }
+            let fits = (cap.unwrap_or(f64::INFINITY), t);
+            match cheapest.cheapest_fitting(step, len_cost, fits) {
+                Ok(_) if item.len == 0 => cheapest.push_empty(step, item),
+                Ok(k) => cheapest.push(step, k, item),
+                Err(fit) => {
+                    room = fit;
+                    continue;
+                }
+            }
             self.left.remove(i);
-            cheapest.moved(b, step[b].cost);
-            room = match cap {
-                Some(cap) => {
-                    let near = cheapest.fit(b).saturating_sub(item.len);
-                    cheapest.fits(b, fit_of(&step[b], cap, t, w, Some(near)))
-                }
-                None => {
-                    let set = item.cost + (t - item.len) as f64;
-                    cap = Some(set);
-                    cheapest.count(step, |b| fit_of(b, set, t, w, None))
-                }
-            };
+            last = i;
+            if cap.is_none() {
+                cap = Some(item.cost + (t - item.len) as f64);
+            }
         }
-        cheapest.clear();
     }
 }
 
@@ -355,48 +372,6 @@ fn key_bits(n: usize, t: usize) -> Option<u32> {
     let shift = n.next_power_of_two().trailing_zeros();
     let keys = t.checked_add(1)?.checked_mul(1 << shift)?;
     (keys <= 1 << 24).then_some(shift)
-}
-
-/// The longest item batch `b` fits under the step's cap `cap` (infinite when not set yet),
-/// looked for from `near` ([`longest_within`]).
-fn fit_of(b: &Bin, cap: f64, t: usize, w: f64, near: Option<usize>) -> usize {
-    match (b.oversize, b.items.is_empty()) {
-        (true, _) => 0,
-        // An empty batch takes any item: a rank never gets an empty batch while items are
-        // left (with a tiny budget, `w > 0` can put the cap under any item's cost).
-        (false, true) => t,
-        (false, false) => longest_within(cap - b.cost, w, t - b.tokens, near),
-    }
-}
-
-/// The longest `n ≤ most` with `n + w·n² ≤ x` (`most` for no limit; 2³² - 1 at most
-/// else), looked for from `near` when given (a batch an item went to: what it fitted less
-/// the item's length, about the answer when `w·n` is small), else from the root of
-/// `n + w·n² = x`, a square root and a division.
-pub(super) fn longest_within(x: f64, w: f64, most: usize, near: Option<usize>) -> usize {
-    if x.is_infinite() {
-        return most;
-    }
-    if x < 0.0 {
-        return 0;
-    }
-    let most = most.min(u32::MAX as usize);
-    let root = || match w == 0.0 {
-        // `n ≤ x`: the whole part of `x`.
-        true => x.min(u32::MAX as f64) as usize,
-        false => {
-            let root = ((1.0 + 4.0 * w * x).sqrt() - 1.0) / (2.0 * w);
-            root.max(0.0).min(u32::MAX as f64) as usize
-        }
-    };
-    let mut n = near.unwrap_or_else(root).min(most);
-    while n > 0 && cost(n, w) > x {
-        n -= 1;
-    }
-    while n < most && cost(n + 1, w) <= x {
-        n += 1;
-    }
-    n
 }
 
 /// A set of places `0..n` (the items left; the open batches' keys), in two levels of
@@ -456,24 +431,6 @@ impl Left {
             self.summary[i / 4096] &= !(1 << (i / 64 % 64));
         }
         self.count -= 1;
-    }
-
-    /// The least place in the set from `i` on and before `end`, looked for in the words
-    /// of `i..end` only.
-    fn next_before(&self, i: usize, end: usize) -> Option<usize> {
-        let mut j = i / 64;
-        let mut mask = u64::MAX << (i % 64);
-        while j * 64 < end {
-            let mut bits = self.words[j] & mask;
-            if end - j * 64 < 64 {
-                bits &= (1 << (end - j * 64)) - 1;
-            }
-            if bits != 0 {
-                return Some(j * 64 + bits.trailing_zeros() as usize);
-            }
-            (j, mask) = (j + 1, u64::MAX);
-        }
-        None
     }
 
     /// The least place in the set from `i` on.

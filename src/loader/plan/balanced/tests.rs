@@ -206,13 +206,24 @@ fn same_steps_each_fill(
     lengths: &[usize],
     (world, t, w, last): (usize, usize, f64, bool),
     fills: &[budget::Fill],
-) -> Result<(), TestCaseError> {
-    let mut pool: Vec<Item> = (lengths.iter().enumerate())
-        .map(|(pos, &len)| Item {
+) -> Result<(Steps, Steps), TestCaseError> {
+    let costs: Vec<(usize, f64)> = lengths.iter().map(|&len| (len, cost(len, w))).collect();
+    same_steps_of_costs(&costs, (world, t, w, last), fills)
+}
+
+/// [`same_steps_each_fill`] of items of lengths and costs `items` (the steps and last
+/// steps made).
+fn same_steps_of_costs(
+    items: &[(usize, f64)],
+    (world, t, w, last): (usize, usize, f64, bool),
+    fills: &[budget::Fill],
+) -> Result<(Steps, Steps), TestCaseError> {
+    let mut pool: Vec<Item> = (items.iter().enumerate())
+        .map(|(pos, &(len, cost))| Item {
             pos,
             slot: 0,
             len,
-            cost: cost(len, w),
+            cost,
         })
         .collect();
     sort_pool(&mut pool, &mut Vec::new(), &mut Vec::new());
@@ -228,14 +239,36 @@ fn same_steps_each_fill(
     for &fill in &fills[1..] {
         prop_assert_eq!(&first, &deal(fill), "{:?} against {:?}", fill, fills[0]);
     }
-    Ok(())
+    Ok((first.0, first.1))
+}
+
+/// An item of 0 tokens fits every batch, one over the budget too: it goes to the cheapest
+/// batch of all, here the one over the budget, when costs are not `n + w·n²` of the length
+/// (a packed window's count its padding).
+#[test]
+fn an_item_of_no_tokens_goes_to_the_cheapest_batch_over_the_budget_too() {
+    use budget::Fill::{Costs, Pass};
+    // Over the budget of 6 (a batch alone, costing 4), two of 1 token costing 2.5 each
+    // (in the other rank's batch, within the cap 2.5 + 5), and one of none.
+    let items = [(7, 4.0), (1, 2.5), (1, 2.5), (0, 0.0)];
+    let (steps, tail) =
+        same_steps_of_costs(&items, (2, 6, 0.01, true), &[Pass, Costs]).expect("the same steps");
+    assert_eq!(steps.len(), 0);
+    let batches: Vec<(Vec<usize>, bool)> = (tail.step(0))
+        .map(|k| {
+            let batch = tail.batches[k];
+            (tail.places[batch.start..batch.end].to_vec(), batch.oversize)
+        })
+        .collect();
+    assert_eq!(batches, [(vec![0, 3], true), (vec![1, 2], false)]);
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// With costs in tokens (`w` 0), the steps filled from the batches kept by cost (in
-    /// tokens, and in buckets of cost) are those of the pass over every batch per item: at
+    /// tokens, and in the order of their costs) are those of the pass over every batch per
+    /// item: at
     /// any world size (not only powers of two), budget, with samples over it, of 0 tokens,
     /// and in the epoch's last pool.
     #[test]
@@ -252,8 +285,9 @@ proptest! {
     /// With attention costs (`w` > 0: the cheapest batch may lack the tokens another has),
     /// the steps filled from the batches kept by cost are those of the pass over every
     /// batch per item: weights from the causal decoder's to one where a sample's attention
-    /// outweighs its tokens many times, budgets small and large against the samples (the
-    /// costs' buckets coarse or fine), any world size, in the epoch's last pool too.
+    /// outweighs its tokens many times (or the cap under an item's cost), budgets small and
+    /// large against the samples, samples of 0 tokens (batches of no cost but not empty),
+    /// any world size, in the epoch's last pool too.
     #[test]
     fn steps_filled_by_cost_are_those_of_the_pass_over_the_batches(
         lengths in proptest::collection::vec(
@@ -304,24 +338,14 @@ fn steps_are_shuffled_with_the_seed_and_kept_in_pool_order_without() {
 fn longest_within_inverts_the_cost() {
     for w in [0.0, 1e-5, 0.25, 3.0] {
         for x in [0.0, 0.5, 1.0, 2.0, 17.5, 1e4, 1e9] {
-            let n = longest_within(x, w, usize::MAX, None);
+            let n = longest_within(x, w, usize::MAX);
             assert!(cost(n, w) <= x && cost(n + 1, w) > x, "w {w} x {x}: {n}");
-            // From anywhere, and at most `most`.
-            for near in [0, n / 2, n + 7, 1 << 20] {
-                assert_eq!(
-                    longest_within(x, w, usize::MAX, Some(near)),
-                    n,
-                    "from {near}"
-                );
-            }
-            assert_eq!(longest_within(x, w, 3, Some(n)), n.min(3));
+            // At most `most`.
+            assert_eq!(longest_within(x, w, 3), n.min(3));
         }
     }
-    assert_eq!(
-        longest_within(f64::INFINITY, 1.0, usize::MAX, None),
-        usize::MAX
-    );
-    assert_eq!(longest_within(-1.0, 1.0, 10, Some(5)), 0);
+    assert_eq!(longest_within(f64::INFINITY, 1.0, usize::MAX), usize::MAX);
+    assert_eq!(longest_within(-1.0, 1.0, 10), 0);
 }
 
 mod loaders {

@@ -1,193 +1,133 @@
-//! The batches of a step being filled by [`Filler::fill`](super::Filler::fill), kept by
-//! cost for the cheapest that fits an item, with what each fits and the longest of those.
+//! The open batches of a step being filled by [`Filler::fill`](super::Filler::fill), in
+//! the order of their costs, for the cheapest that fits an item.
 
-use super::{Bin, Left};
+use super::{Bin, Item};
 
-/// Buckets of cost at most (a key per batch in each: 32 KiB of bits at 64 ranks).
-const MOST_BUCKETS: usize = 1 << 12;
-
-/// Keys of at most this many bits (512 KiB) at up to 2²² ranks (more: a bucket).
-const MOST_KEYS: usize = 1 << 22;
-
-/// Buckets of cost at least `2^-MOST_SCALE_BITS` wide.
-const MOST_SCALE_BITS: i32 = 8;
-
-/// The batches of a step as keys `⌊cost·2^f⌋·2^shift + b` in a two-level bit set (the
-/// costs from the last bucket on in it): the batches in the order of their costs' buckets,
-/// and in a bucket by number. The cheapest batch (the first such) that fits an item is the
-/// one of least cost among those of the first bucket where any fits it; each bucket's least
-/// cost and how many batches have it are kept, so that when the bucket's first batch costs
-/// that and fits the item (batches of equal cost are many: LPT evens them out) it is the
-/// one, with no pass over the bucket. Batches of least cost have the most room for cost; one
-/// may lack the tokens another has: the buckets after it are then looked in. Costs only grow
-/// while a step is filled: the least key never decreases and is looked for from the last.
+/// The step's batches not over the budget by cost, ties by number, in a ring: the batch an
+/// item goes to leaves its place and comes back in from the costliest end. An item goes
+/// to the batch of least cost that fits it; a batch that fits it has the tokens for it and
+/// costs at most the cap less the item's cost, so the first in this order with the tokens
+/// is the one when any is (those after it cost as much or more). Most items go to the
+/// cheapest batch, the first; LPT with items largest first puts it back among the last.
 #[derive(Default)]
 pub(in crate::loader::plan::balanced) struct Cheapest {
-    keys: Left,
-    /// Each batch's key and cost.
-    at: Vec<usize>,
-    costs: Vec<f64>,
-    /// Each bucket's least cost (infinite when it has no batch), and its batches of it.
-    least_cost: Vec<f64>,
-    at_least: Vec<u32>,
-    /// The longest item each batch fits.
-    fits: Vec<usize>,
-    /// The longest of `fits`, and how many batches fit it.
-    room: usize,
-    at_room: usize,
-    shift: u32,
-    scale: f64,
-    /// The last bucket.
-    top: usize,
-    /// Not above the least key.
-    least: usize,
+    /// The batches' numbers, the first (cheapest) at `head`, in a power of two.
+    ring: Vec<usize>,
+    head: usize,
+    len: usize,
 }
 
 impl Cheapest {
-    /// Keys for the batches of `step`, whose costs are mostly at most `most` (the larger
-    /// ones share the last bucket).
-    pub(super) fn start(&mut self, step: &[Bin], most: f64) {
-        self.shift = step.len().next_power_of_two().trailing_zeros();
-        let buckets = (MOST_KEYS >> self.shift).clamp(1, MOST_BUCKETS);
-        // The finest scale that keeps the buckets of costs up to `most` within `buckets`.
-        let mut bits = MOST_SCALE_BITS;
-        while bits > -32 && most * 2f64.powi(bits) >= (buckets - 1) as f64 {
-            bits -= 1;
-        }
-        self.scale = 2f64.powi(bits);
-        self.top = buckets - 1;
-        self.keys.reserve_empty(buckets << self.shift);
-        if self.least_cost.len() < buckets {
-            self.least_cost.resize(buckets, f64::INFINITY);
-            self.at_least.resize(buckets, 0);
-        }
-        self.at.clear();
-        self.costs.clear();
+    /// The batches of `step` not over the budget.
+    pub(super) fn start(&mut self, step: &[Bin]) {
+        let size = step.len().next_power_of_two();
+        self.ring.clear();
+        self.ring.resize(size, 0);
+        (self.head, self.len) = (0, 0);
         for (b, bin) in step.iter().enumerate() {
-            self.at.push(0);
-            self.costs.push(bin.cost);
-            self.insert(b);
-        }
-        self.least = 0;
-    }
-
-    /// Batch `b`'s key at its cost (never NaN; a cost under 0 as 0) set and added.
-    fn insert(&mut self, b: usize) {
-        let cost = self.costs[b];
-        // `as` rounds down and saturates: the buckets are in the costs' order.
-        let bucket = ((cost * self.scale) as usize).min(self.top);
-        self.at[b] = bucket << self.shift | b;
-        self.keys.insert(self.at[b]);
-        let least = &mut self.least_cost[bucket];
-        if cost < *least {
-            (*least, self.at_least[bucket]) = (cost, 1);
-        } else if cost == *least {
-            self.at_least[bucket] += 1;
-        }
-    }
-
-    /// Batch `b`'s key removed, its bucket's least cost counted again when `b` was the
-    /// last batch of it.
-    fn remove(&mut self, b: usize) {
-        let key = self.at[b];
-        self.keys.remove(key);
-        let bucket = key >> self.shift;
-        if self.costs[b] != self.least_cost[bucket] {
-            return;
-        }
-        self.at_least[bucket] -= 1;
-        if self.at_least[bucket] > 0 {
-            return;
-        }
-        let (mask, first) = ((1 << self.shift) - 1, bucket << self.shift);
-        let (mut least, mut count) = (f64::INFINITY, 0);
-        let mut at = self.keys.next_before(first, first + mask + 1);
-        while let Some(k) = at {
-            let cost = self.costs[k & mask];
-            if cost < least {
-                (least, count) = (cost, 1);
-            } else if cost == least {
-                count += 1;
+            if !bin.oversize {
+                self.insert(step, b);
             }
-            at = self.keys.next_before(k + 1, first + mask + 1);
         }
-        (self.least_cost[bucket], self.at_least[bucket]) = (least, count);
     }
 
-    /// Each batch's fit counted again, of `step` (when the step's cap is set): the longest.
-    pub(super) fn count(&mut self, step: &[Bin], fit: impl Fn(&Bin) -> usize) -> usize {
-        self.fits.clear();
-        self.fits.extend(step.iter().map(fit));
-        self.count_room()
+    /// The batch at `k` in the order.
+    fn at(&self, k: usize) -> usize {
+        self.ring[(self.head + k) & (self.ring.len() - 1)]
     }
 
-    fn count_room(&mut self) -> usize {
-        self.room = self.fits.iter().copied().max().unwrap_or(0);
-        self.at_room = self.fits.iter().filter(|&&f| f == self.room).count();
-        self.room
+    fn set(&mut self, k: usize, b: usize) {
+        let mask = self.ring.len() - 1;
+        self.ring[(self.head + k) & mask] = b;
     }
 
-    /// The batch of least cost (the first such) that fits an item of `len` tokens, when
-    /// the longest fit is at least `len` (else the last batch looked at).
-    pub(super) fn cheapest_fitting(&mut self, len: usize) -> usize {
-        let mut next = self.keys.next_from(self.least);
-        self.least = next.unwrap_or(self.least);
-        let mask = (1 << self.shift) - 1;
-        let mut b = 0; // Not kept: every batch has a key.
-        while let Some(first) = next {
-            b = first & mask;
-            let (bucket, end) = (first >> self.shift, (first | mask) + 1);
-            if self.fits[b] >= len && self.costs[b] == self.least_cost[bucket] {
-                return b;
+    /// Batch `b` (not in the order) put in at its place, looked for from the costliest.
+    fn insert(&mut self, step: &[Bin], b: usize) {
+        let mut k = self.len;
+        while k > 0 {
+            let a = self.at(k - 1);
+            if before(step, a, b) {
+                break;
             }
-            // The bucket's batches by number, their costs never NaN, ordered by `<` as by
-            // `total_cmp`, ties to the first.
-            let mut best: Option<usize> = None;
-            let mut at = Some(first);
-            while let Some(k) = at {
-                b = k & mask;
-                if self.fits[b] >= len && best.is_none_or(|a| self.costs[b] < self.costs[a]) {
-                    best = Some(b);
-                }
-                at = self.keys.next_before(k + 1, end);
-            }
-            if let Some(best) = best {
-                return best;
-            }
-            next = self.keys.next_from(end);
+            self.set(k, a);
+            k -= 1;
         }
+        self.set(k, b);
+        self.len += 1;
+    }
+
+    /// The batch at `k` in the order taken out of it.
+    fn take(&mut self, k: usize) -> usize {
+        let b = self.at(k);
+        for j in (0..k).rev() {
+            let a = self.at(j);
+            self.set(j + 1, a);
+        }
+        self.head = (self.head + 1) & (self.ring.len() - 1);
+        self.len -= 1;
         b
     }
 
-    /// Batch `b` now costs `cost` (no less than it did).
-    pub(super) fn moved(&mut self, b: usize, cost: f64) {
-        self.remove(b);
-        self.costs[b] = cost;
-        self.insert(b);
-    }
-
-    /// The longest item batch `b` fits.
-    pub(super) fn fit(&self, b: usize) -> usize {
-        self.fits[b]
-    }
-
-    /// Batch `b` now fits `fit` (at most what it fitted): the longest fit.
-    pub(super) fn fits(&mut self, b: usize, fit: usize) -> usize {
-        let was = std::mem::replace(&mut self.fits[b], fit);
-        if was == self.room && fit != was {
-            self.at_room -= 1;
-            if self.at_room == 0 {
-                return self.count_room();
+    /// The place in the order of the batch of least cost (the first such) that fits an
+    /// item of `len` tokens (`0 < len ≤ t`) and cost `c(len) = len + w·len²` under the
+    /// step's cap `cap`, else at least the longest item any batch fits (under `len`): an
+    /// empty batch takes any item (a rank never gets an empty batch while items are left);
+    /// another needs `len` tokens left and `c(len) ≤ cap - cost` (the fit the model counts,
+    /// for a length in 32 bits). Inlined in the fill, once a sample.
+    #[inline]
+    pub(super) fn cheapest_fitting(
+        &self,
+        step: &[Bin],
+        (len, within): (usize, f64),
+        (cap, t): (f64, usize),
+    ) -> Result<usize, usize> {
+        // The most tokens left in a batch, when none has `len`.
+        let mut most = 0;
+        for k in 0..self.len {
+            let bin = &step[self.at(k)];
+            if bin.items.is_empty() {
+                return Ok(k);
             }
+            if bin.tokens + len > t {
+                most = most.max(t - bin.tokens);
+                continue;
+            }
+            if within <= cap - bin.cost && u32::try_from(len).is_ok() {
+                return Ok(k);
+            }
+            // No batch after it fits the item for its cost, but an empty one as cheap.
+            let mut cheap = (k + 1..self.len).take_while(|&j| step[self.at(j)].cost <= 0.0);
+            return cheap
+                .find(|&j| step[self.at(j)].items.is_empty())
+                .ok_or(len - 1);
         }
-        self.room
+        Err(most)
     }
 
-    /// The keys removed, for the next step.
-    pub(super) fn clear(&mut self) {
-        for b in 0..self.at.len() {
-            self.remove(b);
-        }
-        self.at.clear();
+    /// `item` put in the batch at `k` in the order, which goes to its new place. Inlined
+    /// in the fill, once a sample.
+    #[inline]
+    pub(super) fn push(&mut self, step: &mut [Bin], k: usize, item: Item) {
+        let b = self.take(k);
+        step[b].push(item);
+        self.insert(step, b);
     }
+
+    /// `item`, of 0 tokens, put in the batch of least cost (the first such) of all, when a
+    /// batch fits an item of 1: it fits every batch, one over the budget too, which is not
+    /// in the order (and may cost less than one within it when costs are not `n + w·n²` of
+    /// the length, as a packed window's, its padding counted).
+    pub(super) fn push_empty(&mut self, step: &mut [Bin], item: Item) {
+        let over = (0..step.len()).filter(|&b| step[b].oversize);
+        match over.reduce(|a, b| if before(step, b, a) { b } else { a }) {
+            Some(b) if before(step, b, self.at(0)) => step[b].push(item),
+            _ => self.push(step, 0, item),
+        }
+    }
+}
+
+/// Whether batch `a` comes before batch `b` in the order of their costs, ties by number.
+/// Costs are never NaN: `<` orders them as `total_cmp` does.
+fn before(step: &[Bin], a: usize, b: usize) -> bool {
+    step[a].cost < step[b].cost || (step[a].cost == step[b].cost && a < b)
 }

@@ -1,7 +1,8 @@
 //! The model of [`Filler::fill`]: the pass over every batch of the step per item placed
 //! that it was before the batches were kept by cost (issue 40).
 
-use super::{Bin, Filler, fit_of};
+use super::{Bin, Filler};
+use crate::loader::config::cost;
 
 impl Filler<'_> {
     /// [`Filler::fill`] as it was: a pass over the step's batches for the one an item goes
@@ -18,7 +19,7 @@ impl Filler<'_> {
             fits.clear();
             fits.extend(
                 step.iter()
-                    .map(|b| fit_of(b, cap.unwrap_or(f64::INFINITY), t, w, None)),
+                    .map(|b| fit_of(b, cap.unwrap_or(f64::INFINITY), t, w)),
             );
             fits.iter().copied().max().unwrap_or(0)
         };
@@ -37,7 +38,7 @@ impl Filler<'_> {
             self.left.remove(i);
             match cap {
                 Some(cap) => {
-                    fits[b] = fit_of(&step[b], cap, t, w, None);
+                    fits[b] = fit_of(&step[b], cap, t, w);
                     room = others.max(fits[b]);
                 }
                 None => {
@@ -67,4 +68,43 @@ fn least_cost_fitting(step: &[Bin], fits: &[usize], len: usize) -> Option<(usize
         }
     }
     best.map(|(b, _)| (b, if b == first_at { second } else { first }))
+}
+
+/// The longest item batch `b` fits under the step's cap `cap` (infinite when not set yet).
+fn fit_of(b: &Bin, cap: f64, t: usize, w: f64) -> usize {
+    match (b.oversize, b.items.is_empty()) {
+        (true, _) => 0,
+        // An empty batch takes any item: a rank never gets an empty batch while items are
+        // left (with a tiny budget, `w > 0` can put the cap under any item's cost).
+        (false, true) => t,
+        (false, false) => longest_within(cap - b.cost, w, t - b.tokens),
+    }
+}
+
+/// The longest `n ≤ most` with `n + w·n² ≤ x` (`most` for no limit; 2³² - 1 at most
+/// else), looked for from the root of `n + w·n² = x`, a square root and a division.
+pub(in crate::loader::plan::balanced) fn longest_within(x: f64, w: f64, most: usize) -> usize {
+    if x.is_infinite() {
+        return most;
+    }
+    if x < 0.0 {
+        return 0;
+    }
+    let most = most.min(u32::MAX as usize);
+    let root = match w == 0.0 {
+        // `n ≤ x`: the whole part of `x`.
+        true => x.min(u32::MAX as f64) as usize,
+        false => {
+            let root = ((1.0 + 4.0 * w * x).sqrt() - 1.0) / (2.0 * w);
+            root.max(0.0).min(u32::MAX as f64) as usize
+        }
+    };
+    let mut n = root.min(most);
+    while n > 0 && cost(n, w) > x {
+        n -= 1;
+    }
+    while n < most && cost(n + 1, w) <= x {
+        n += 1;
+    }
+    n
 }
