@@ -121,7 +121,7 @@ impl ShardedDataset {
     /// read by ranges, its runs of rows asked for alone ([`read_by_ranges`]).
     fn take_projected(&self, rows: &[usize], columns: Option<&[&str]>) -> Result<Batch> {
         self.take_with(rows, columns, |located| {
-            self.rows_by_ranges(located, columns)
+            self.rows_by_ranges(located, columns, true)
         })
     }
 
@@ -184,11 +184,14 @@ impl ShardedDataset {
     }
 
     /// The rows `located` (shard, row) of shards that are not at hand, read by ranges:
-    /// each such shard's runs, unless it must be mapped (no entry then).
+    /// each such shard's runs, unless it must be mapped (no entry then); with `join`,
+    /// neighbouring runs read as one where the bytes between are read anyway
+    /// ([`read_by_ranges`]).
     pub(super) fn rows_by_ranges(
         &self,
         located: &[(usize, usize)],
         columns: Option<&[&str]>,
+        join: bool,
     ) -> Result<HashMap<usize, Runs>> {
         let files = self.files();
         // Every (shard, row) once, sorted: each far shard's rows are one run of it.
@@ -224,7 +227,7 @@ impl ShardedDataset {
                 .map(|&i| template.columns()[i].clone())
                 .collect(),
         )?;
-        let read = read_by_ranges(files, &far, &indices, &template)?;
+        let read = read_by_ranges(files, &far, (&indices, &template), join)?;
         Ok((far.iter().zip(read))
             .filter_map(|((s, _), runs)| runs.map(|r| (*s, r)))
             .collect())

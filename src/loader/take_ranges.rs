@@ -47,7 +47,9 @@ pub(super) type Runs = Vec<(Range<usize>, Dataset)>;
 /// For each `(shard, rows)` of `wanted` (rows of the shard, sorted, no repeats), the runs of
 /// those rows read by ranges, of the columns `columns` (indices in the manifest) with
 /// `template`'s kinds; `None` for a shard to map instead (compressed, or a type that cannot
-/// be cut by rows).
+/// be cut by rows). With `join`, neighbouring runs of a record batch are read as one where
+/// the bytes between them are read anyway ([`widened`]: a take); without, each run alone
+/// (the loader's read-ahead fills such gaps with its later batches' rows itself).
 ///
 /// # Errors
 /// The reads' errors (naming the shard's URL); a footer, message or offsets that break the
@@ -57,8 +59,8 @@ pub(super) type Runs = Vec<(Range<usize>, Dataset)>;
 pub(super) fn read_by_ranges(
     files: &ShardFiles,
     wanted: &[(usize, Vec<usize>)],
-    columns: &[usize],
-    template: &Dataset,
+    (columns, template): (&[usize], &Dataset),
+    join: bool,
 ) -> Result<Vec<Option<Runs>>> {
     let shards: Vec<usize> = wanted.iter().map(|(s, _)| *s).collect();
     let layouts = files.layouts(&shards)?;
@@ -69,15 +71,19 @@ pub(super) fn read_by_ranges(
         if let Some(batches) = &layout.batches {
             let batch_rows: Vec<usize> = batches.iter().map(|b| b.rows).collect();
             let index = RowIndex::from_counts(batch_rows.iter().copied());
-            let pieces = (runs_of(rows).into_iter())
+            let pieces: Vec<_> = (runs_of(rows).into_iter())
                 .flat_map(|run| split_by_batch(&index, run))
                 .collect();
             let row_bytes = |b: usize| batches[b].bytes(columns) / batches[b].rows.max(1) as u64;
-            let (local, wanted): (Vec<_>, Vec<usize>) =
-                widened(pieces, row_bytes, files.range_gap())
-                    .into_iter()
-                    .map(|(batch, rows, wanted)| ((batch, rows), wanted))
-                    .unzip();
+            let pieces = match join {
+                true => widened(pieces, row_bytes, files.range_gap()),
+                false => (pieces.into_iter())
+                    .map(|(batch, rows)| (batch, rows.clone(), rows.len()))
+                    .collect(),
+            };
+            let (local, wanted): (Vec<_>, Vec<usize>) = (pieces.into_iter())
+                .map(|(batch, rows, wanted)| ((batch, rows), wanted))
+                .unzip();
             for (batch, rows) in &local {
                 let start = index.part_rows(*batch).start + rows.start;
                 own.push((start..start + rows.len(), runs.len() + own.len()));

@@ -124,7 +124,7 @@ impl RangedStore {
         let (data, ahead) = (&self.data, &mut self.ahead);
         let read: Read = {
             let data = Arc::clone(data);
-            Arc::new(move |wanted: &[(usize, usize)]| data.rows_by_ranges(wanted, None))
+            Arc::new(move |wanted: &[(usize, usize)]| data.rows_by_ranges(wanted, None, false))
         };
         data.take_with(rows, None, |located| {
             ahead.runs_for(index, located, &PlanRows { plan, data }, &read)
