@@ -308,28 +308,16 @@ impl ReadAhead {
                 continue;
             };
             let held = self.held.entry(shard).or_default();
-            let mut new = Vec::new();
             for (rows, data) in runs {
                 let from = wanted.partition_point(|&(s, r, _)| (s, r) < (shard, rows.start));
                 let to = wanted.partition_point(|&(s, r, _)| (s, r) < (shard, rows.end));
                 let until = wanted[from..to].iter().map(|&(.., b)| b).max();
-                // A run may hold rows between those asked that a run held holds too
-                // (`take_ranges::widened`): only its rows no run holds are kept, so that
-                // a row's run is the last one starting at or before it.
-                for part in uncovered(held, rows.clone()) {
-                    let within = part.start - rows.start..part.end - rows.start;
-                    let Ok(data) = data.slice_rows(within) else {
-                        continue; // a part of the run's own rows: cannot fail
-                    };
-                    new.push((part, data, until.unwrap_or(0)));
-                }
+                held.push((rows, data, until.unwrap_or(0)));
             }
-            held.extend(new);
             held.sort_unstable_by_key(|(rows, ..)| rows.start);
         }
     }
-    /// The place among shard `shard`'s runs held (apart, in row order) of the one with
-    /// row `row`.
+    /// The place among shard `shard`'s runs held of the one with row `row`.
     fn run_of(&self, shard: usize, row: usize) -> Option<usize> {
         let runs = self.held.get(&shard)?;
         let i = runs
@@ -382,25 +370,6 @@ fn with_gaps_filled(near: Vec<Asked>, later: &[Asked]) -> Vec<Asked> {
     }
     out.extend(near.last());
     out
-}
-
-/// The parts of `rows` no run of `held` (apart, in row order) holds, in order.
-fn uncovered(held: &[Held], rows: Range<usize>) -> Vec<Range<usize>> {
-    let (mut parts, mut at) = (Vec::new(), rows.start);
-    let first = held.partition_point(|(r, ..)| r.end <= rows.start);
-    for (r, ..) in held[first..]
-        .iter()
-        .take_while(|(r, ..)| r.start < rows.end)
-    {
-        if r.start > at {
-            parts.push(at..r.start);
-        }
-        at = at.max(r.end);
-    }
-    if at < rows.end {
-        parts.push(at..rows.end);
-    }
-    parts
 }
 
 #[cfg(test)]

@@ -210,34 +210,3 @@ fn the_later_rows_between_two_rows_of_a_shard_read_now_are_read_with_them() {
     assert_eq!(filled.iter().map(|&(.., b)| b).max(), Some(30));
     assert!(with_gaps_filled(Vec::new(), &later).is_empty());
 }
-
-/// Rows `rows` of shard 0 as one run, each with its own number as value.
-fn run_of_rows(rows: Range<usize>) -> (Range<usize>, Dataset) {
-    let values: Vec<i32> = rows.clone().map(|r| r as i32).collect();
-    let tensor = LodTensor::from_lengths::<Int32Type>(&[vec![1; rows.len()]], values, vec![]);
-    let data = Dataset::try_new(vec![Column::new("row", tensor.expect("a tensor"))]);
-    (rows, data.expect("a dataset"))
-}
-
-#[test]
-fn a_run_read_with_rows_a_held_run_holds_keeps_only_the_others() {
-    let mut ahead = ReadAhead::new(1, 1);
-    ahead.hold(
-        HashMap::from([(0, vec![run_of_rows(10..50)])]),
-        &[(0, 10, 5), (0, 49, 5)],
-    );
-    // Read later with the rows between 5 and 60, those of the run held among them.
-    let wider = vec![run_of_rows(5..61), run_of_rows(70..72)];
-    ahead.hold(
-        HashMap::from([(0, wider)]),
-        &[(0, 5, 12), (0, 60, 12), (0, 70, 12)],
-    );
-    let held: Vec<(Range<usize>, usize)> = (ahead.held[&0].iter())
-        .map(|(rows, _, until)| (rows.clone(), *until))
-        .collect();
-    assert_eq!(held, [(5..10, 12), (10..50, 5), (50..61, 12), (70..72, 12)]);
-    let rows: Vec<(usize, usize)> = (5..61).chain(70..72).map(|r| (0, r)).collect();
-    let runs = ahead.runs_holding(&rows).expect("every row held");
-    assert!(holds_rows(&HashMap::from([(0, runs)]), &rows));
-    assert!(!ahead.holds(0, 61) && !ahead.holds(0, 4));
-}
