@@ -81,8 +81,8 @@ pub(super) fn read_by_ranges(
                     .map(|(batch, rows)| (batch, rows.clone(), rows.len()))
                     .collect(),
             };
-            let (local, wanted): (Vec<_>, Vec<usize>) = (pieces.into_iter())
-                .map(|(batch, rows, wanted)| ((batch, rows), wanted))
+            let (local, asked): (Vec<_>, Vec<usize>) = (pieces.into_iter())
+                .map(|(batch, rows, asked)| ((batch, rows), asked))
                 .unzip();
             for (batch, rows) in &local {
                 let start = index.part_rows(*batch).start + rows.start;
@@ -90,7 +90,7 @@ pub(super) fn read_by_ranges(
             }
             let marks = files.index_marks(*shard, &batch_rows, &local, columns)?;
             let mut marks = marks.map(Vec::into_iter);
-            for ((batch, rows), wanted) in local.into_iter().zip(wanted) {
+            for ((batch, rows), wanted) in local.into_iter().zip(asked) {
                 runs.push(Run {
                     file: *shard,
                     layout: &batches[batch],
