@@ -12,12 +12,14 @@ ranged GET and against Lance's `take`, on one moto S3 server on 127.0.0.1 (start
   `lance.dataset(url).take(rows)` of the same rows of the same table written with
   `lance.write_dataset` to the same server, in files of as many rows as a shard (moto
   reads a whole object for each ranged GET, so both sides' objects are the same size);
-  best of `--repeat`, both datasets opened once (both warm: metadata read by the first
-  run); the results checked equal.
+  best of `--repeat`, both datasets opened once and warm (an untimed take first reads
+  the metadata); the results checked equal.
 - requests and bytes: lodtensor's from `cache_stats()` (a timed run's), and its first
   take after open (metadata included) counted by a proxy in front of moto
   (python/tests/counting_proxy.py); Lance's by the proxy, its first take after open and
   a second one (what its timed runs cost); untimed.
+- CPU a take, mean over the timed runs: this process's (`getrusage`, user + system: the
+  client and the kernel's receiving) and moto's (its `/proc/PID/stat`, Linux only).
 
 Documents of int32 token ids (Zipf over a 50,257-word vocabulary), documents → sentences
 of 1–16 → tokens of 4–48, one column `tokens` (large_list<large_list<int32>>).
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -44,7 +47,6 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import lodtensor as lt  # noqa: E402
-from bench_take import best  # noqa: E402
 from counting_proxy import CountingProxy  # noqa: E402
 from s3_server import S3Server  # noqa: E402
 
@@ -76,6 +78,28 @@ def timed(f) -> float:
     start = time.perf_counter()
     f()
     return time.perf_counter() - start
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) used so far by this process and by the process `pid`
+    (moto; 0 where `/proc` is missing)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        other = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        other = 0.0
+    return own.ru_utime + own.ru_stime, other
+
+
+def cpu_per_run(pid: int, f, runs: int) -> tuple[list, float, float]:
+    """`f()`'s results over `runs` runs, and the mean CPU milliseconds a run of this
+    process and of `pid`."""
+    before = cpu_seconds(pid)
+    results = [f() for _ in range(runs)]
+    after = cpu_seconds(pid)
+    own, other = ((a - b) * 1e3 / runs for a, b in zip(after, before))
+    return results, own, other
 
 
 def stat_delta(ds, f) -> tuple[float, int, int]:
@@ -183,10 +207,11 @@ def counted(proxy: CountingProxy, f) -> tuple[int, int]:
     return sum(proxy.counts().values()), sum(proxy.body_bytes().values())
 
 
-def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxied, takes, repeat, rng, work):
+def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxied, takes, repeat, rng, work, moto):
     """Markdown rows of the takes of `takes` random rows: times (best of `repeat`), rows/s,
     requests and bytes (a timed run's from cache_stats; both sides' first take after open
-    through the proxy, and Lance's second; `lance_url` None: lodtensor alone). Compressed
+    through the proxy, and Lance's second; `lance_url` None: lodtensor alone), CPU a take
+    of this process and of moto (pid `moto`). Compressed
     shards too are read by ranges (each record batch holding a row read whole, into
     memory; nothing downloaded): the dataset is opened once either way."""
     ds = lt.open(url, storage_options=direct, cache_dir=work / "cache-many")
@@ -198,32 +223,33 @@ def many_rows(url, direct, proxied, proxy, lance_url, lance_direct, lance_proxie
     for n in takes:
         rows = rng.integers(0, ds.num_rows, n)
         index = pa.array(rows, pa.uint64())
-        runs = []
-        for _ in range(repeat):
-            got = []
-            runs.append(stat_delta(ds, lambda: got.append(ds.take(rows))))
+        first = ds.take(rows)  # the shards' metadata read before the timed runs
+        runs, own_cpu, moto_cpu = cpu_per_run(moto, lambda: stat_delta(ds, lambda: ds.take(rows)), repeat)
         ours, requests, nbytes = min(runs)
         assert ds.cache_stats()["shards_downloaded"] == 0
         fresh = lt.open(url, storage_options=proxied, cache_dir=work / f"cache-count-{n}")
         ours_cold = counted(proxy, lambda: fresh.take(rows))
         out.append(
             f"| take {n:,}, lodtensor | {ours * 1e3:,.0f} ms ({n / ours / 1e3:,.1f} k rows/s) | {requests:,} "
-            f"(first take after open, proxy: {ours_cold[0]:,}) | {nbytes:,} (first take, proxy: {ours_cold[1]:,}) |"
+            f"(first take after open, proxy: {ours_cold[0]:,}) | {nbytes:,} (first take, proxy: {ours_cold[1]:,}) "
+            f"| {own_cpu:.0f} / {moto_cpu:.0f} ms |"
         )
         if lance_url is None:
             print(out[-1], flush=True)
             continue
-        ours_table = pa.Table.from_batches([got[0].to_pyarrow()])
-        theirs = best(lambda: lance_ds.take(index), repeat)
+        ours_table = pa.Table.from_batches([first.to_pyarrow()])
         theirs_table = lance_ds.take(index)
+        times, their_cpu, their_moto = cpu_per_run(moto, lambda: timed(lambda: lance_ds.take(index)), repeat)
+        theirs = min(times)
         assert theirs_table.cast(ours_table.schema).equals(ours_table), "lodtensor and Lance disagree"
         lance_fresh = lance.dataset(lance_url, storage_options=lance_proxied)
         theirs_cold = counted(proxy, lambda: lance_fresh.take(index))
         theirs_warm = counted(proxy, lambda: lance_fresh.take(index))
         out += [
             f"| take {n:,}, Lance | {theirs * 1e3:,.0f} ms ({n / theirs / 1e3:,.1f} k rows/s) | proxy: {theirs_warm[0]:,} "
-            f"(first take after open {theirs_cold[0]:,}) | proxy: {theirs_warm[1]:,} (first take {theirs_cold[1]:,}) |",
-            f"| take {n:,}, lodtensor time / Lance time | {ours / theirs:.1f}× | | |",
+            f"(first take after open {theirs_cold[0]:,}) | proxy: {theirs_warm[1]:,} (first take {theirs_cold[1]:,}) "
+            f"| {their_cpu:.0f} / {their_moto:.0f} ms |",
+            f"| take {n:,}, lodtensor time / Lance time | {ours / theirs:.2f}× | | | |",
         ]
         print("\n".join(out[-3:]), flush=True)
     return out
@@ -288,7 +314,7 @@ def main() -> None:
             )
         direct, proxied = server.storage_options(), server.storage_options(proxy.endpoint)
         rng = np.random.default_rng(7)
-        lines = ["| what | time | requests | bytes |", "| --- | --- | --- | --- |"]
+        lines = ["| what | time | requests | bytes | CPU a take: this process / moto |", "| --- | --- | --- | --- | --- |"]
         rows = rng.integers(0, args.rows, args.single)
 
         def lance_open(endpoint: str):
@@ -302,7 +328,7 @@ def main() -> None:
         takes = [int(n) for n in args.takes.split(",") if n]
         lines += many_rows(
             url, direct, proxied, proxy, lance_url, lance_options(server.endpoint),
-            lance_options(proxy.endpoint), takes, args.repeat, rng, work,
+            lance_options(proxy.endpoint), takes, args.repeat, rng, work, server.process.pid,
         )
         print("\nsingle row: ms p50 / p99; requests and bytes: mean per row (cache_stats)")
         print("\n".join(lines))
