@@ -146,6 +146,24 @@ def test_a_loader_reading_by_ranges_gives_the_default_loader_s_batches(remote, s
         ds.loader(cache="disk")
 
 
+def test_a_packed_shuffled_epoch_by_ranges_keeps_a_split_document_for_its_second_window(s3, tmp_path):
+    # 3,000 documents of 100-299 token ids in windows of 256: most documents are split
+    # between two windows, which the shuffle puts in batches far apart (1,182 batches).
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(100, 300, 3000)
+    ids = pa.array(rng.integers(0, 50_000, int(lengths.sum())).astype(np.uint16))
+    docs = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(lengths)], pa.int64()), ids)
+    lt.write_shards(tmp_path / "local", pa.table({"ids": docs}), shard_rows=500)
+    url = s3.upload_dir(tmp_path / "local", "split", "docs")
+    ds = lt.open(url, storage_options=s3.storage_options(), cache_dir=tmp_path / "cache")
+    options = {"batch_size": 2, "pack": 256, "shuffle": True, "seed": 1}
+    ranged = [b.to_pyarrow() for b in ds.loader(cache="ranges", **options)]
+    assert ranged == [b.to_pyarrow() for b in lt.open(tmp_path / "local").loader(**options)]
+    # A document read for its first window is held for its second when that comes within
+    # the rounds read ahead: 99 requests; 503 when it was read again (one a batch or so).
+    assert ds.cache_stats()["range_requests"] < len(ranged) / 4, (ds.cache_stats(), len(ranged))
+
+
 # A child process reading through a proxy of its own (Python threads, in that process) whose
 # every GET waits a while: its first batch taken, the loader is dropped while the prefetch
 # thread still waits for the proxy's answers.

@@ -192,8 +192,10 @@ impl ReadAhead {
     fn read_ahead(&mut self, index: usize, plan: &dyn Coming, read: &Read) -> Result<()> {
         let (mut from, span) = (self.next.max(index + self.step), AHEAD_BATCHES * self.step);
         while self.reading.len() < ROUNDS && from < plan.batches() {
+            let asked = plan.rows((from..from + span).step_by(self.step))?;
+            self.keep_asked(&asked);
             // The round starts at the first batch with a row to read, as a batch's own does.
-            let Some(first) = self.first_unread(from, plan)? else {
+            let Some(first) = self.first_unread(asked, plan) else {
                 (from, self.next) = (from + span, from + span);
                 continue;
             };
@@ -222,13 +224,21 @@ impl ReadAhead {
     /// `ahead`, else [`NEAR_BATCHES`]): those of its batches and, while they fit, the gaps
     /// between them, that are neither held nor being read, sorted, each with the last
     /// batch asking for it. `None` when `ahead` and the round's own rows do not fit in
-    /// [`AHEAD_BYTES`] with what is held and being read.
-    fn round(&self, from: usize, plan: &dyn Coming, ahead: bool) -> Result<Option<Vec<Asked>>> {
+    /// [`AHEAD_BYTES`] with what is held and being read. A row a later batch asks for again
+    /// is kept until then, whether it is read now, held or being read.
+    fn round(&mut self, from: usize, plan: &dyn Coming, ahead: bool) -> Result<Option<Vec<Asked>>> {
         let step = self.step;
         let batches = |from: usize, to: usize| (from..to).step_by(step);
         let count = if ahead { AHEAD_BATCHES } else { NEAR_BATCHES };
-        let near_end = from + count * step;
-        let near = self.unread(plan.rows(batches(from, near_end))?, plan);
+        let (near_end, later_end) = (from + count * step, from + FAR_BATCHES * step);
+        let (near, later) = (
+            plan.rows(batches(from, near_end))?,
+            plan.rows(batches(near_end, later_end))?,
+        );
+        self.keep_asked(&near);
+        self.keep_asked(&later);
+        let (near, later) = (self.unread(near, plan), self.unread(later, plan));
+        let near = until_asked_again(near, &later);
         let held: usize = (self.held.values().flatten())
             .map(|(rows, ..)| rows.len())
             .sum();
@@ -237,8 +247,6 @@ impl ReadAhead {
         if ahead && used + near.len() > room {
             return Ok(None);
         }
-        let later_end = from + FAR_BATCHES * step;
-        let later = self.unread(plan.rows(batches(near_end, later_end))?, plan);
         let filled = with_gaps_filled(near.clone(), &later);
         Ok(Some(match used + filled.len() <= room {
             true => filled,
@@ -258,17 +266,37 @@ impl ReadAhead {
         unheld.copied().collect()
     }
 
-    /// The first of the [`AHEAD_BATCHES`] batches from batch `from` asking for a row to
-    /// read (neither held nor being read), if one does.
-    fn first_unread(&self, from: usize, plan: &dyn Coming) -> Result<Option<usize>> {
-        let batches = (from..from + AHEAD_BATCHES * self.step).step_by(self.step);
-        let mut rows = plan.rows(batches)?;
-        rows.sort_unstable();
-        let of_far = rows
+    /// The first batch of `asked` (rows of some batches) asking for a row to read (neither
+    /// held nor being read), if one does.
+    fn first_unread(&self, mut asked: Vec<Asked>, plan: &dyn Coming) -> Option<usize> {
+        asked.sort_unstable();
+        let of_far = asked
             .chunk_by(|a, b| a.0 == b.0)
             .filter(|c| self.far(c[0].0, plan));
         let unread = of_far.flatten().filter(|&&(s, r, _)| self.unread_row(s, r));
-        Ok(unread.map(|&(.., b)| b).min())
+        unread.map(|&(.., b)| b).min()
+    }
+
+    /// Keeps each row of `asked` that is held or being read until its batch there, at
+    /// least: a row asked by more than one batch (a document split between packed windows,
+    /// a sample drawn twice) is not dropped before the last one takes it.
+    fn keep_asked(&mut self, asked: &[Asked]) {
+        for &(shard, row, batch) in asked {
+            if let Some(i) = self.run_of(shard, row) {
+                let run = self.held.get_mut(&shard).map(|runs| &mut runs[i]);
+                if let Some((.., until)) = run {
+                    *until = (*until).max(batch);
+                }
+                continue;
+            }
+            for round in &mut self.reading {
+                let at = (round.wanted).partition_point(|&(s, r, _)| (s, r) < (shard, row));
+                let same = |w: &&mut Asked| (w.0, w.1) == (shard, row);
+                if let Some((.., until)) = round.wanted.get_mut(at).filter(same) {
+                    *until = (*until).max(batch);
+                }
+            }
+        }
     }
 
     /// Whether row `row` of shard `shard` (read by ranges) is neither held nor being read.
@@ -353,6 +381,20 @@ impl Drop for ReadAhead {
     fn drop(&mut self) {
         self.forget_if_forked();
     }
+}
+
+/// `rows` (sorted by shard and row, once each), each with the last batch asking for it in
+/// `rows` or in `later` (the same).
+fn until_asked_again(mut rows: Vec<Asked>, later: &[Asked]) -> Vec<Asked> {
+    for (shard, row, until) in &mut rows {
+        let at = later.partition_point(|&(s, r, _)| (s, r) < (*shard, *row));
+        if let Some(&(s, r, batch)) = later.get(at)
+            && (s, r) == (*shard, *row)
+        {
+            *until = (*until).max(batch);
+        }
+    }
+    rows
 }
 
 /// `near` (sorted by shard and row, once each) with the rows of `later` (the same) that lie

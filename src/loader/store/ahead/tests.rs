@@ -210,3 +210,62 @@ fn the_later_rows_between_two_rows_of_a_shard_read_now_are_read_with_them() {
     assert_eq!(filled.iter().map(|&(.., b)| b).max(), Some(30));
     assert!(with_gaps_filled(Vec::new(), &later).is_empty());
 }
+
+/// [`Pairs`] whose batch `b` asks again for the first row of batch `b - again` (from batch
+/// `again` on): a row asked by two batches, as a document split between packed windows.
+struct PairsAgain {
+    batches: usize,
+    again: usize,
+}
+
+impl Coming for PairsAgain {
+    fn batches(&self) -> usize {
+        self.batches
+    }
+
+    fn rows(&self, batches: StepBy<Range<usize>>) -> Result<Vec<Asked>> {
+        let mut rows = Vec::new();
+        for b in batches.take_while(|&b| b < self.batches) {
+            rows.extend(pair(b).map(|(s, r)| (s, r, b)));
+            if let Some(before) = b.checked_sub(self.again) {
+                rows.push((0, 2 * before, b));
+            }
+        }
+        Ok(rows)
+    }
+
+    fn at_hand(&self, _shard: usize) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_row_two_batches_ask_for_is_held_until_the_second_and_read_once() {
+    for again in [
+        1,
+        3,
+        NEAR_BATCHES + 1,
+        AHEAD_BATCHES + 5,
+        2 * AHEAD_BATCHES + 7,
+    ] {
+        let plan = PairsAgain {
+            batches: 600,
+            again,
+        };
+        let (read, reads) = counted(Arc::new(AtomicBool::new(true)));
+        let mut ahead = ReadAhead::new(1, 1);
+        for b in 0..plan.batches {
+            let mut asked: Vec<(usize, usize)> = pair(b).to_vec();
+            asked.extend(b.checked_sub(again).map(|before| (0, 2 * before)));
+            let runs = ahead.runs_for(b, &asked, &plan, &read).unwrap();
+            assert!(holds_rows(&runs, &asked), "again {again}, batch {b}");
+        }
+        let mut read_rows: Vec<usize> = reads.try_iter().flatten().map(|(_, r)| r).collect();
+        read_rows.sort_unstable();
+        assert_eq!(
+            read_rows,
+            (0..2 * plan.batches).collect::<Vec<_>>(),
+            "again {again}"
+        );
+    }
+}
