@@ -8,7 +8,9 @@
 //! after a seek). The rounds after it, of [`AHEAD_BATCHES`] batches, are read on threads of
 //! their own, up to [`ROUNDS`] at once, while the loader makes and hands out its batches,
 //! as the whole-shard cache downloads its coming shards. Each run read is held until the
-//! loader is past the last batch that asks for one of its rows. A windowed shuffle's
+//! loader is past the last batch asking for one of its rows that a round has looked at (a
+//! row two batches ask for, as a document split between packed windows, is read once
+//! when they are within [`FAR_BATCHES`] of each other). A windowed shuffle's
 //! batches then cost about a request a run of rows (or fewer: neighbouring runs merge)
 //! instead of a request a document.
 //!
