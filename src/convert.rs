@@ -299,8 +299,8 @@ fn element_items(elements: &dyn Array) -> Result<ArrayRef> {
     }
 }
 
-/// Downcasts a tensor column to its outermost list (tests).
-/// Refuses an array that is not of the column's type: [`ArgumentError::InvalidArgument`].
+/// Refuses an array that is not of the column's type:
+/// [`ArgumentError::InvalidArgument`](crate::error::ArgumentError::InvalidArgument).
 pub(crate) fn check_array(field: &Field, array: &dyn Array) -> Result<()> {
     if field.data_type() != array.data_type() {
         return Err(Error::invalid_argument(
@@ -317,6 +317,7 @@ pub(crate) fn check_array(field: &Field, array: &dyn Array) -> Result<()> {
     Ok(())
 }
 
+/// Downcasts a tensor column to its outermost list (tests).
 #[cfg(test)]
 pub(crate) fn as_list<O: OffsetSizeTrait>(array: &ArrayRef) -> &GenericListArray<O> {
     array.as_any().downcast_ref().expect("a list")
