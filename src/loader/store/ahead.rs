@@ -280,8 +280,8 @@ impl ReadAhead {
     }
 
     /// Keeps each row of `asked` that is held or being read until its batch there, at
-    /// least: a row asked by more than one batch (a document split between packed windows,
-    /// a sample drawn twice) is not dropped before the last one takes it.
+    /// least: a row asked by more than one batch (a document split between packed windows)
+    /// is not dropped before the last one takes it.
     fn keep_asked(&mut self, asked: &[Asked]) {
         for &(shard, row, batch) in asked {
             if let Some(i) = self.run_of(shard, row) {
