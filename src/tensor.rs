@@ -121,7 +121,7 @@ impl LodTensor {
     /// an image per sample, a label (`[N]`).
     ///
     /// # Errors
-    /// [`DataError::ElementShape`](crate::DataError::ElementShape) when `shape` is empty or
+    /// [`DataError::ElementShape`] when `shape` is empty or
     /// its product is not the number of items; as [`Values::from_vec`].
     ///
     /// # Example

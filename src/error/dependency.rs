@@ -92,9 +92,9 @@ impl Error {
     }
 }
 
-/// `?` on an Arrow result: an I/O fault is [`ErrorKind::Io`](crate::ErrorKind::Io), an
+/// `?` on an Arrow result: an I/O fault is [`ErrorKind::Io`], an
 /// error of this crate carried through Arrow ([`ArrowError::ExternalError`]) is itself, and
-/// anything else [`ErrorKind::Internal`](crate::ErrorKind::Internal) located at the `?`:
+/// anything else [`ErrorKind::Internal`] located at the `?`:
 /// the crate maps a failure that means something else (an invalid file, a bad argument)
 /// where it calls Arrow.
 ///
@@ -115,7 +115,7 @@ impl From<ArrowError> for Error {
 }
 
 /// `?` on a Parquet result, sorted as [`ArrowError`]s are: I/O stays I/O, anything else is
-/// [`ErrorKind::Internal`](crate::ErrorKind::Internal) unless the crate says otherwise
+/// [`ErrorKind::Internal`] unless the crate says otherwise
 /// where it calls Parquet.
 #[cfg(feature = "parquet")]
 impl From<parquet::errors::ParquetError> for Error {

@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::FormatError;
 
-/// The file format an invalid file breaks: [`FormatError::InvalidFile`](crate::FormatError::InvalidFile)
+/// The file format an invalid file breaks: [`FormatError::InvalidFile`]
 /// names it, and [`FormatError::file_format`](crate::FormatError::file_format) gives it for
 /// every format fault.
 ///

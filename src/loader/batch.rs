@@ -1,4 +1,4 @@
-//! One batch of a [`Loader`](super::Loader): its columns and where it stands in its epoch.
+//! One batch of a [`Loader`]: its columns and where it stands in its epoch.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -150,7 +150,7 @@ impl Batch {
     /// for a side column).
     ///
     /// # Errors
-    /// [`ArgumentError::NoSuchColumn`](crate::ArgumentError::NoSuchColumn) for a column
+    /// [`ArgumentError::NoSuchColumn`] for a column
     /// the batch has not.
     ///
     /// # Example

@@ -2,7 +2,7 @@
 //! sources at set proportions, each source keeping its own epochs and shuffles.
 //!
 //! The rule, like Megatron-LM's BlendedDataset's, draws the next sample from a source below
-//! its share: Tijdeman's rule ([`draw`]), which keeps every source's count within
+//! its share: Tijdeman's rule ([`draw_with`]), which keeps every source's count within
 //! `1 − 1/(2K − 2)` samples of its share after every sample, `K` sources. (Megatron's, the
 //! source with the largest `weights[k]·max(i, 1) − drawn[k]`, falls more than a sample
 //! behind at some prefixes with four sources or more.) Source `k`'s `j`-th draw
@@ -233,17 +233,17 @@ impl SourceEpoch {
     }
 }
 
-/// The source of sample `i`, given the samples each source gave before it: Tijdeman's
-/// rule for the chairman assignment problem. Of the sources at least `δ = 1/(2K − 2)`
-/// samples below their share of the `i + 1` samples, the one whose next sample falls due
-/// first (the least `(drawn + 1 − δ) / weight`; the first on a tie). Every count then stays
-/// within `1 − δ` of its share after every sample.
+/// [`draw_with`] for sample `i`, the count of source `k` before it `drawn[k]`.
 #[cfg(test)]
 pub(crate) fn draw(weights: &[f64], i: u64, drawn: &[u64]) -> usize {
     draw_with(weights, i as f64, |k| drawn[k] as f64)
 }
 
-/// [`draw`] for sample `i` (as a float), the count of source `k` before it `drawn(k)`.
+/// The source of sample `i` (as a float), given the samples each source gave before it
+/// (source `k` `drawn(k)`): Tijdeman's rule for the chairman assignment problem. Of the
+/// sources at least `δ = 1/(2K − 2)` samples below their share of the `i + 1` samples, the
+/// one whose next sample falls due first (the least `(drawn + 1 − δ) / weight`; the first
+/// on a tie). Every count then stays within `1 − δ` of its share after every sample.
 fn draw_with(weights: &[f64], i: f64, drawn: impl Fn(usize) -> f64) -> usize {
     if weights.len() == 1 {
         return 0;

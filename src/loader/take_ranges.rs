@@ -316,13 +316,11 @@ fn joins(gap: u64, (useful, wanted): (u64, u64), span: u64, most: u64) -> bool {
 }
 
 /// The bytes of each `(shard, range, bytes wanted in it)` of `ranges`, in order: ranges
-/// of a shard at most the dataset's range gap apart ([`RemoteOptions::with_range_gap`],
+/// of a shard at most the dataset's range gap apart (`RemoteOptions::with_range_gap`,
 /// 1 MiB unless set) read as one request of at most [`REQUEST_BYTES`], unless the gap is
 /// over [`WASTE`] times the bytes wanted in the request and over [`SMALL_GAP`] (so that
 /// two buffers' few bytes are not read with all that lies between them); each range's
 /// bytes a slice of its request's (no copy).
-///
-/// [`RemoteOptions::with_range_gap`]: crate::shards::RemoteOptions::with_range_gap
 fn coalesced(files: &ShardFiles, ranges: &[(usize, Range<u64>, u64)]) -> Result<Vec<Bytes>> {
     let (requests, within) = merged(files, ranges);
     let got = files.read_row_ranges(&requests)?;

@@ -49,9 +49,11 @@ fn not_ids(op: &'static str, dtype: DType) -> Error {
 /// end replaced by `pad_value`. A window longer than its sequence is mostly padding.
 ///
 /// # Errors
-/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) / [`UnsupportedError::TooManyLevels`](crate::UnsupportedError::TooManyLevels) unless `x` has one level (as
-/// Paddle); [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when `win_size < 2` (as Paddle), when elements are
-/// not single ids, when the dtype is not an integer or `pad_value` does not fit it.
+/// [`ArgumentError::LevelOutOfBounds`] /
+/// [`UnsupportedError::TooManyLevels`](crate::UnsupportedError::TooManyLevels) unless `x`
+/// has one level (as Paddle); [`ArgumentError::InvalidArgument`] when `win_size < 2` (as
+/// Paddle), when elements are not single ids, when the dtype is not an integer or
+/// `pad_value` does not fit it.
 ///
 /// # Example
 /// Paddle's documented example: x.lod = [[0, 3, 5]], x.data = [1, 2, 3, 4, 5], win_size 2,
@@ -133,8 +135,9 @@ where
 /// A token that no value of the dtype can equal removes nothing.
 ///
 /// # Errors
-/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) for a tensor without levels; [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when
-/// elements are not single ids or the dtype is not an integer.
+/// [`ArgumentError::LevelOutOfBounds`] for a tensor without levels;
+/// [`ArgumentError::InvalidArgument`] when elements are not single ids or the dtype is not
+/// an integer.
 ///
 /// # Example
 /// Paddle's documented example: x.lod = [[0, 3, 6, 10]], x.data = [2, 2, 6, 1, 3, 9, 6, 1,

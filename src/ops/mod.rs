@@ -280,7 +280,8 @@ pub(crate) fn check_dtype<T: ArrowPrimitiveType>(values: &Values) -> Result<()> 
 }
 
 /// `rows · width` items of `dtype`, checked to be an allocatable size (at most `isize::MAX`
-/// bytes); otherwise an [`Error::InvalidArgument`] naming argument `name` of value `found`.
+/// bytes); otherwise an [`ArgumentError::InvalidArgument`] naming argument `name` of value
+/// `found`.
 pub(crate) fn output_items(
     op: &'static str,
     (name, found): (&'static str, usize),

@@ -158,8 +158,8 @@ fn fold_rows<N: Copy>(dst: &mut [N], seq: &[N], f: impl Fn(N, N) -> N) {
 /// in every item.
 ///
 /// # Errors
-/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) when `x` has no level `level`;
-/// [`ArgumentError::DTypeMismatch`](crate::ArgumentError::DTypeMismatch) when `T` is not the values' type.
+/// [`ArgumentError::LevelOutOfBounds`] when `x` has no level `level`;
+/// [`ArgumentError::DTypeMismatch`] when `T` is not the values' type.
 ///
 /// # Example
 /// Paddle's documented example: x.lod = [[0, 2, 5, 7, 7]], x.data = [1, 3, 2, 4, 6, 5, 1],
@@ -302,7 +302,7 @@ pub fn sequence_pool_any(
 /// first row; a NaN is never greater than anything, as in Paddle's `>`.
 ///
 /// # Errors
-/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) when `x` has no level `level`;
+/// [`ArgumentError::LevelOutOfBounds`] when `x` has no level `level`;
 /// [`UnsupportedError::UnsupportedDType`](crate::UnsupportedError::UnsupportedDType) for booleans.
 ///
 /// # Example
@@ -355,7 +355,7 @@ where
 /// 0 for an empty sequence: [`sequence_pool_any`] with [`PoolType::First`].
 ///
 /// # Errors
-/// As [`sequence_pool_any`] ([`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) without levels).
+/// As [`sequence_pool_any`] ([`ArgumentError::LevelOutOfBounds`] without levels).
 ///
 /// # Example
 /// ```

@@ -36,11 +36,15 @@ const OP: &str = "sequence_scatter";
 /// bounds. Here every id must index an item of its element.
 ///
 /// # Errors
-/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) / [`UnsupportedError::TooManyLevels`](crate::UnsupportedError::TooManyLevels) unless `ids` has one level;
-/// [`DataError::SequenceCountMismatch`](crate::DataError::SequenceCountMismatch) when there are more sequences than elements of `x`;
-/// [`DataError::InputMismatch`](crate::DataError::InputMismatch) when `updates`' lengths or dtype differ, or `ids` or `updates`
-/// have elements of more than one item; [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for ids that are not
-/// integers or an id outside its element; [`UnsupportedError::UnsupportedDType`](crate::UnsupportedError::UnsupportedDType) for booleans.
+/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) /
+/// [`UnsupportedError::TooManyLevels`](crate::UnsupportedError::TooManyLevels) unless `ids`
+/// has one level; [`DataError::SequenceCountMismatch`] when there are more sequences than
+/// elements of `x`; [`DataError::InputMismatch`] when `updates`' lengths or dtype differ,
+/// or `ids` or `updates` have elements of more than one item;
+/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for ids that
+/// are not integers or an id outside its element;
+/// [`UnsupportedError::UnsupportedDType`](crate::UnsupportedError::UnsupportedDType) for
+/// booleans.
 ///
 /// # Example
 /// Paddle's documented example, with updates that sum exactly in binary:

@@ -62,8 +62,9 @@ softmax_of!(softmax_f64, f64);
 /// take) is computed in `float32` and rounded.
 ///
 /// # Errors
-/// [`ArgumentError::LevelOutOfBounds`](crate::ArgumentError::LevelOutOfBounds) for a tensor without levels; [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) when
-/// elements have more than one item or the dtype is not a float.
+/// [`ArgumentError::LevelOutOfBounds`] for a tensor without levels;
+/// [`ArgumentError::InvalidArgument`] when elements have more than one item or the dtype is
+/// not a float.
 ///
 /// # Example
 /// ```

@@ -2,8 +2,8 @@
 //! re-indexing.
 //!
 //! Splitting and re-indexing are views ([`split`], [`split_rows`], [`lod_reset`]);
-//! joining, reversing and slicing write new values ([`concat`], [`sequence_concat`],
-//! [`sequence_reverse`], [`sequence_slice`]).
+//! joining, reversing and slicing write new values ([`concat`](fn@concat),
+//! [`sequence_concat`], [`sequence_reverse`], [`sequence_slice`]).
 
 use crate::error::{ArgumentError, DataError};
 use std::ops::Range;

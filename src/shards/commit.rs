@@ -21,7 +21,8 @@ use crate::shards::store::{
 /// names. Writers appending meanwhile are merged too, never lost (`docs/shards.md`).
 ///
 /// Idempotent: a commit killed halfway is rolled forward by the next commit (or writer, or
-/// [`vacuum`](super::vacuum)), and committing again with nothing pending changes nothing.
+/// [`vacuum`](fn@super::vacuum)), and committing again with nothing pending changes
+/// nothing.
 ///
 /// # Example
 /// ```

@@ -500,18 +500,17 @@ pub(crate) fn rebuild(
 
 /// Adds or rebuilds the lengths index of the sharded dataset at `location` (format-spec
 /// §7.2): a local directory, or with the `remote` feature a URL reached with the
-/// environment's credentials, as [`index_with`](crate::shards::index_with)`(location,
-/// &RemoteOptions::default())`. Every shard is mapped and checked against the manifest
-/// (its checksum too) and measured, one index object written, then the manifest committed
-/// with an `index` naming it alone. A dataset written by this crate has an index already; this
-/// makes one for a dataset written without it (by an earlier version, or by pyarrow).
+/// environment's credentials, as `index_with(location, &RemoteOptions::default())`. Every
+/// shard is mapped and checked against the manifest (its checksum too) and measured, one
+/// index object written, then the manifest committed with an `index` naming it alone. A
+/// dataset written by this crate has an index already; this makes one for a dataset
+/// written without it (by an earlier version, or by pyarrow).
 /// Returns the manifest committed.
 ///
 /// # Errors
 /// The manifest's errors; `NotFound` without a dataset; a shard that disagrees with the
-/// manifest, naming it; for a URL, [`index_with`](crate::shards::index_with)'s, and without
-/// the `remote` feature an [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument)
-/// naming it.
+/// manifest, naming it; for a URL, `index_with`'s, and without the `remote` feature an
+/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) naming it.
 ///
 /// # Example
 /// ```

@@ -21,7 +21,7 @@ use crate::shards::writer::{ShardOptions, Target};
 ///
 /// Made from a string by [`Location::parse`] (or `From<&str>`), from a [`Path`] as a local
 /// directory; [`ShardedDataset::open`](super::ShardedDataset::open),
-/// [`commit`](super::commit) and [`ShardWriter`](super::ShardWriter) take either.
+/// [`commit`](fn@super::commit) and [`ShardWriter`](super::ShardWriter) take either.
 ///
 /// # Example
 /// ```

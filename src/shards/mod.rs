@@ -5,8 +5,8 @@
 //! - [`ShardWriter`]: rolls to a new shard at a row or byte budget; shards are staged
 //!   under `_pending/` and committed with the manifest, atomically, last; any number of
 //!   concurrent appenders; independent writers with their own prefixes, merged by
-//!   [`commit`].
-//! - [`vacuum`]: removes what killed writers left.
+//!   [`commit`](fn@commit).
+//! - [`vacuum`](fn@vacuum): removes what killed writers left.
 //! - [`ShardedDataset`]: opens by reading the manifest only; a shard is mapped and checked
 //!   against the manifest when first touched; global rows across shards.
 //! - [`Manifest`]: the manifest, parsed as untrusted input.

@@ -71,11 +71,11 @@ impl ShardedDataset {
     /// [`Path`], or a string that is not a URL) or, with the `remote` feature, a URL
     /// (`s3://bucket/prefix/`, …; [`Location`] tells them apart) reached with the
     /// environment's credentials and the default cache, as
-    /// [`ShardedDataset::open_with`]`(location, &RemoteOptions::default())`.
+    /// `ShardedDataset::open_with(location, &RemoteOptions::default())`.
     ///
     /// # Errors
     /// [`Manifest::load`]'s errors, with the manifest's path; for a URL,
-    /// [`ShardedDataset::open_with`]'s, and without the `remote` feature an
+    /// `ShardedDataset::open_with`'s, and without the `remote` feature an
     /// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) naming it.
     ///
     /// # Example

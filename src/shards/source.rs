@@ -113,7 +113,7 @@ pub(crate) trait ShardSource: Debug + Send + Sync {
     fn index_object(&self, entry: &IndexEntry) -> Result<Bytes>;
 
     /// The largest gap between two byte ranges of a shard read as one request
-    /// ([`RemoteOptions::with_range_gap`](crate::shards::RemoteOptions::with_range_gap)).
+    /// (`RemoteOptions::with_range_gap`).
     fn range_gap(&self) -> u64 {
         RANGE_GAP_BYTES
     }

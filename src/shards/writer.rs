@@ -32,7 +32,7 @@ pub(crate) enum Target {
     /// The dataset's manifest, replaced by its shards (as they are at the commit) plus the
     /// new ones.
     Append,
-    /// A pending manifest of this writer's shards, merged by [`commit`](super::commit).
+    /// A pending manifest of this writer's shards, merged by [`commit`](fn@super::commit).
     Pending,
     /// The dataset's manifest (or a new one), replaced by one that lists the new shards
     /// only.
@@ -189,7 +189,7 @@ impl ShardWriter {
     /// `remote` feature, a URL ([`Location`]). A writer to a URL writes its shards into a
     /// local directory of its own (under `TMPDIR`, [`ShardWriter::dir`]); `finish` creates
     /// each in the store under its final name and the manifest by a conditional PUT
-    /// (`docs/remote.md`), reaching the store as [`ShardOptions::with_remote_options`] says.
+    /// (`docs/remote.md`), reaching the store as `ShardOptions::with_remote_options` says.
     ///
     /// # Errors
     /// [`DatasetError::AlreadyThere`] when `location` already holds a manifest (use
@@ -281,7 +281,7 @@ impl ShardWriter {
     /// `_pending/PREFIX.pending/`, [`ShardWriter::finish`] records them in
     /// `_lodtensor.pending.PREFIX.json` (a URL's: shards created in the store under their
     /// final names, a new pending manifest `_lodtensor.pending.PREFIX.TOKEN.json`), and
-    /// [`commit`](super::commit) merges every pending manifest into the dataset. Each
+    /// [`commit`](fn@super::commit) merges every pending manifest into the dataset. Each
     /// concurrent writer takes its own prefix (a second writer of a prefix waits for the
     /// first to finish).
     ///
@@ -315,7 +315,7 @@ impl ShardWriter {
     /// may differ. [`ShardWriter::finish`] replaces the manifest atomically by one that lists
     /// the new shards only, so readers see the old dataset or the new one; the old shards
     /// stay where they are (a reader that opened the old manifest still reads them) until
-    /// [`vacuum`](super::vacuum) removes them. Rows another writer commits meanwhile are
+    /// [`vacuum`](fn@super::vacuum) removes them. Rows another writer commits meanwhile are
     /// replaced too. A dataset without a manifest is created.
     ///
     /// # Errors

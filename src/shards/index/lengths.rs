@@ -49,7 +49,7 @@ impl ColumnLengths {
 
 impl IndexObject {
     /// Per shard, the rows of its record batches and the lengths of `field` (its position
-    /// in [`length_fields`], level `level` of column `column`), appended to `out`; the
+    /// in [`length_fields`](super::length_fields), level `level` of column `column`), appended to `out`; the
     /// object's rows were checked (`check`), so its samples add up to the shards' rows.
     ///
     /// # Errors

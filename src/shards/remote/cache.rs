@@ -341,10 +341,11 @@ impl ShardCache {
     /// there already (a compressed shard decompressed then).
     ///
     /// # Errors
-    /// The store's errors naming the shard's URL; [`FormatError::ShardMismatch`] naming
-    /// the shard's URL when its bytes are not the manifest's (size or CRC-32C); a
-    /// compressed shard's decoding errors naming its URL; the cache disk's I/O errors (a
-    /// full disk) naming the file.
+    /// The store's errors naming the shard's URL;
+    /// [`FormatError::ShardMismatch`](crate::error::FormatError::ShardMismatch) naming the
+    /// shard's URL when its bytes are not the manifest's (size or CRC-32C); a compressed
+    /// shard's decoding errors naming its URL; the cache disk's I/O errors (a full disk)
+    /// naming the file.
     fn fetch(&self, entry: &ShardEntry) -> Result<(PathBuf, Form)> {
         let name = entry_name(entry);
         let path = self.dir.join(&name);

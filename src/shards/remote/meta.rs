@@ -131,13 +131,13 @@ pub(super) fn index_merged(
 }
 
 /// Adds or rebuilds the lengths index of the sharded dataset at `location`: a directory as
-/// [`index`](crate::shards::index) (`options` unused), or a URL reached as `options` say,
-/// every shard downloaded through the node's cache (checked against the manifest) and
+/// [`index`](fn@crate::shards::index) (`options` unused), or a URL reached as `options`
+/// say, every shard downloaded through the node's cache (checked against the manifest) and
 /// measured, one index object put, then the manifest replaced by a conditional PUT.
 /// Returns the manifest committed.
 ///
 /// # Errors
-/// [`index`](crate::shards::index)'s for a directory; for a URL, the store's errors; a
+/// [`index`](fn@crate::shards::index)'s for a directory; for a URL, the store's errors; a
 /// shard that disagrees with the manifest, naming it; a manifest that changed meanwhile to
 /// list shards the dataset opened did not (`ErrorKind::Io` `Interrupted`: run it again).
 ///

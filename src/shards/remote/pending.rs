@@ -3,7 +3,7 @@
 //! never changed once created)
 //! merged into the dataset's manifest by a conditional PUT ([`commit_with`]), listed
 //! ([`pending_prefixes`]) and dropped with their shards ([`discard_pending`]), as
-//! [`commit`](crate::shards::commit) does for a local directory.
+//! [`commit`](fn@crate::shards::commit) does for a local directory.
 
 use std::collections::{HashMap, HashSet};
 
@@ -23,11 +23,11 @@ use crate::shards::store::{
 };
 
 /// Merges every pending manifest of the dataset at `location` into its manifest: a
-/// directory's as [`commit`](crate::shards::commit) (`options` unused); a URL's (reached as
-/// `options` say) replaced by a
-/// conditional PUT (`If-Match` on the ETag read, `If-None-Match: *` for a new dataset; a
-/// commit that loses the race re-reads and merges again, so concurrent commits and
-/// appenders never lose each other's shards), then removes the pending manifests merged.
+/// directory's as [`commit`](fn@crate::shards::commit) (`options` unused); a URL's
+/// (reached as `options` say) replaced by a conditional PUT (`If-Match` on the ETag read,
+/// `If-None-Match: *` for a new dataset; a commit that loses the race re-reads and merges
+/// again, so concurrent commits and appenders never lose each other's shards), then
+/// removes the pending manifests merged.
 /// Pending shards follow the dataset's in the order of the pending manifests' names; they
 /// are already in the store under their final names, so nothing is copied. Idempotent: a
 /// shard already listed is not listed again, and committing with nothing pending changes
@@ -105,7 +105,7 @@ pub struct CommitReport {
 /// not hold with the size it gives (the LIST the commit makes anyway says), or one the
 /// dataset (or a pending manifest merged before it) lists with other contents, is left in
 /// the store and reported; the others are committed. Of a directory: as
-/// [`commit`](crate::shards::commit), which skips nothing (a pending manifest it cannot
+/// [`commit`](fn@crate::shards::commit), which skips nothing (a pending manifest it cannot
 /// trust is an error), so `skipped` is empty.
 ///
 /// # Errors
@@ -322,7 +322,7 @@ pub fn pending_prefixes(url: &str, options: &RemoteOptions) -> Result<Vec<String
 /// run while a commit that may have read the pending manifest is under way.
 ///
 /// # Errors
-/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for a bad
+/// [`ArgumentError::InvalidArgument`] for a bad
 /// prefix; the store's errors ([`ShardedDataset::open_url`](crate::shards::ShardedDataset::open_url)).
 ///
 /// # Example

@@ -166,7 +166,7 @@ pub fn upload_shards(
 /// then lists them in the dataset's manifest. Returns the pending manifest.
 ///
 /// # Errors
-/// [`ArgumentError::InvalidArgument`](crate::ArgumentError::InvalidArgument) for a bad
+/// [`ArgumentError::InvalidArgument`] for a bad
 /// prefix; [`ArgumentError::SchemaMismatch`] when the columns differ from the pending
 /// manifest's; the store's errors ([`ShardedDataset::open_with`](crate::shards::ShardedDataset::open_with)).
 ///
