@@ -10,6 +10,7 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use arrow_array::types::Int32Type;
+use proptest::prelude::*;
 
 use super::{
     AHEAD_BATCHES, AHEAD_BYTES, Asked, Coming, NEAR_BATCHES, ROUNDS, Read, ReadAhead,
@@ -267,5 +268,59 @@ fn a_row_two_batches_ask_for_is_held_until_the_second_and_read_once() {
             (0..2 * plan.batches).collect::<Vec<_>>(),
             "again {again}"
         );
+    }
+}
+
+/// A plan given batch by batch: batch `b` asks for rows `batches[b]` of shard 0 (a row may
+/// be asked by several batches).
+struct Listed {
+    batches: Vec<Vec<usize>>,
+}
+
+impl Coming for Listed {
+    fn batches(&self) -> usize {
+        self.batches.len()
+    }
+
+    fn rows(&self, batches: StepBy<Range<usize>>) -> Result<Vec<Asked>> {
+        let real = batches.take_while(|&b| b < self.batches.len());
+        Ok(real
+            .flat_map(|b| self.batches[b].iter().map(move |&r| (0, r, b)))
+            .collect())
+    }
+
+    fn at_hand(&self, _shard: usize) -> bool {
+        false
+    }
+}
+
+proptest! {
+    #[test]
+    fn every_batch_gets_its_rows_and_a_plan_within_reach_reads_each_row_once(
+        batches in proptest::collection::vec(proptest::collection::vec(0usize..300, 0..12), 1..200),
+        step in 1usize..3,
+        room in prop_oneof![Just(8usize), Just(64), Just(usize::MAX)],
+    ) {
+        let plan = Listed { batches };
+        let (read, reads) = counted(Arc::new(AtomicBool::new(true)));
+        let row_bytes = match room {
+            usize::MAX => 1,
+            rows => AHEAD_BYTES / rows as u64,
+        };
+        let mut ahead = ReadAhead::new(row_bytes, step);
+        let mut asked_rows = std::collections::BTreeSet::new();
+        for b in (step - 1..plan.batches.len()).step_by(step) {
+            let asked: Vec<(usize, usize)> = plan.batches[b].iter().map(|&r| (0, r)).collect();
+            asked_rows.extend(plan.batches[b].iter().copied());
+            let runs = ahead.runs_for(b, &asked, &plan, &read).unwrap();
+            prop_assert!(asked.is_empty() || holds_rows(&runs, &asked), "batch {}", b);
+        }
+        // Room for every row, and every batch within the rounds' reach of the first: each
+        // row asked is read once, however many batches ask for it.
+        if room == usize::MAX {
+            let mut read_rows: Vec<usize> = reads.try_iter().flatten().map(|(_, r)| r).collect();
+            read_rows.sort_unstable();
+            prop_assert_eq!(read_rows, asked_rows.into_iter().collect::<Vec<_>>());
+        }
     }
 }
