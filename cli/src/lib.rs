@@ -74,8 +74,9 @@ enum Command {
     Slice(slice::Args),
     /// Histogram of the sequence lengths of each level.
     Hist(hist::Args),
-    /// Remove the files of a sharded dataset's directory that no manifest references (left
-    /// by killed writers), older than a grace period; never a live writer's.
+    /// Remove the shards of a sharded dataset (a directory or a URL) that no manifest
+    /// references (left by killed writers), older than a grace period; never a live
+    /// writer's in a directory.
     Vacuum(vacuum::Args),
     /// Add or rebuild the lengths index of a sharded dataset (a directory or a URL): what
     /// loaders whose plans need sample lengths read instead of every shard.

@@ -48,6 +48,30 @@ pub fn url_location(url: &Path) -> Result<Location> {
     Ok(Location::from(url.as_os_str()))
 }
 
+/// Removes the shards of the dataset at the URL `url` that no manifest lists, older than
+/// `grace` (`lodtensor::shards::vacuum_with`, credentials from the environment); their URLs.
+///
+/// # Errors
+/// `vacuum_with`'s.
+#[cfg(feature = "remote")]
+pub fn vacuum(url: &Path, grace: std::time::Duration) -> Result<Vec<String>> {
+    let options = lodtensor::shards::RemoteOptions::default();
+    Ok(lodtensor::shards::vacuum_with(
+        url.as_os_str(),
+        &options,
+        grace,
+    )?)
+}
+
+/// Without the `remote` feature: a usage error saying so.
+#[cfg(not(feature = "remote"))]
+pub fn vacuum(url: &Path, _grace: std::time::Duration) -> Result<Vec<String>> {
+    usage(format!(
+        "{}: this lodtensor was built without the `remote` feature (URLs)",
+        url.display()
+    ))
+}
+
 /// Without the `remote` feature: a usage error saying so.
 #[cfg(not(feature = "remote"))]
 pub fn open(url: &Path, _read: &ReadArgs) -> Result<ShardedDataset> {

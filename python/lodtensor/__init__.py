@@ -350,18 +350,27 @@ def index(path: str | os.PathLike, storage_options: dict[str, str] | None = None
     return _native.index(path, storage_options)
 
 
-def vacuum(path: str | os.PathLike, *, grace: float = 86400.0) -> list[str]:
-    """Removes the files of the sharded dataset in the directory ``path`` that no manifest
-    references and that were last modified more than ``grace`` seconds ago (default one
-    day); returns their paths.
+def vacuum(
+    path: str | os.PathLike, *, grace: float = 86400.0, storage_options: dict[str, str] | None = None
+) -> list[str]:
+    """Removes the shards of the sharded dataset at ``path`` (a directory or a URL,
+    ``storage_options`` as for ``open``) that no manifest references and that were last
+    modified more than ``grace`` seconds ago (default one day); returns their paths (URLs
+    for a URL).
 
-    What it removes is what killed or failed writers left: shards staged under
-    ``_pending/`` by writers that are gone, ``.arrow`` files the manifest does not list,
-    temporary files. It never touches a listed shard, a pending manifest's shards, a live
+    What it removes is what killed or failed writers left. In a directory: shards staged
+    under ``_pending/`` by writers that are gone, ``.arrow`` files the manifest does not
+    list, temporary files; never a listed shard, a pending manifest's shards, a live
     writer's files (each holds a lock on its staging directory) or files that are not a
-    writer's. Runs under the dataset's lock, so never during a commit.
+    writer's; under the dataset's lock, so never during a commit. In object storage: the
+    ``*.arrow`` objects directly under the dataset's prefix that neither the manifest nor
+    a pending manifest lists (shards of killed writers, those an ``overwrite`` left); a
+    store has no lock, so ``grace`` must be longer than any writer takes to record its
+    shards.
 
         >>> lt.vacuum("shards/", grace=3600)     # doctest: +SKIP
         ['shards/_pending/part-Xb3kQ9/part-00000.arrow']
+        >>> lt.vacuum("s3://b/d/")                # doctest: +SKIP
+        ['s3://b/d/part-00004.arrow']
     """
-    return _native.vacuum(os.fspath(path), grace=grace)
+    return _native.vacuum(path, grace=grace, storage_options=storage_options)

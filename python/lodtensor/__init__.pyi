@@ -215,9 +215,11 @@ def index(path: _Path, storage_options: dict[str, str] | None = None) -> Manifes
     """Adds or rebuilds the lengths index of the sharded dataset at ``path`` (a directory
     or a URL) in one pass; returns the manifest."""
 
-def vacuum(path: _Path, *, grace: float = 86400.0) -> list[str]:
-    """Removes the files of ``path`` no manifest references, older than ``grace`` seconds;
-    never a live writer's. Returns their paths."""
+def vacuum(
+    path: _Path, *, grace: float = 86400.0, storage_options: dict[str, str] | None = None
+) -> list[str]:
+    """Removes the shards of ``path`` (a directory or a URL) no manifest references, older
+    than ``grace`` seconds; never a live writer's in a directory. Returns their paths."""
 
 def tokenize(
     inputs: Any,

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use crate::deprecated;
 use crate::error::{IntoPy, invalid, size_option};
 use crate::ffi::{import_stream, write_options};
+use crate::location::{location_of, no_options};
 use crate::remote::remote_options;
 use crate::shards::manifest_dict;
 
@@ -210,25 +211,31 @@ impl ShardWriter {
     }
 }
 
-/// Removes the files of the sharded dataset in `path` that no manifest references (what
-/// killed or failed writers left) and that were last modified more than `grace` seconds
-/// ago; never a live writer's. Returns the removed paths.
+/// Removes the shards of the sharded dataset at `path` (a directory or a URL) that no
+/// manifest references (what killed or failed writers left) and that were last modified
+/// more than `grace` seconds ago; never a live writer's in a directory. Returns the removed
+/// paths (URLs for a URL).
 #[lodtensor_python_guard::guard]
 #[pyfunction]
-#[pyo3(signature = (path, *, grace = 86_400.0))]
-pub fn vacuum(py: Python<'_>, path: PathBuf, grace: f64) -> PyResult<Vec<String>> {
+#[pyo3(signature = (path, *, grace = 86_400.0, storage_options = None))]
+pub fn vacuum(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+    grace: f64,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<Vec<String>> {
     let grace = std::time::Duration::try_from_secs_f64(grace).map_err(|_| {
         invalid(format!(
             "grace must be a number of seconds >= 0, not {grace}"
         ))
     })?;
-    let removed = py
-        .detach(|| lodtensor::shards::vacuum(&path, grace))
-        .py_err()?;
-    Ok(removed
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect())
+    let location = location_of(path)?;
+    if let Location::Path(_) = &location {
+        no_options("vacuum", &storage_options)?;
+    }
+    let options = remote_options(storage_options);
+    py.detach(|| lodtensor::shards::vacuum_with(location, &options, grace))
+        .py_err()
 }
 
 /// The error of a call on a finished writer.

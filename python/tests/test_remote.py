@@ -164,6 +164,23 @@ def test_a_packed_shuffled_epoch_by_ranges_keeps_a_split_document_for_its_second
     assert ds.cache_stats()["range_requests"] < len(ranged) / 4, (ds.cache_stats(), len(ranged))
 
 
+def test_vacuum_of_a_url_removes_what_an_overwrite_left_once_older_than_the_grace(s3, tmp_path):
+    options = s3.storage_options()
+    s3.client().create_bucket(Bucket="swept")
+    url = "s3://swept/docs/"
+    old = lt.write_shards(url, documents(40, seed=1), shard_rows=10, storage_options=options)
+    new = lt.write_shards(url, documents(20, seed=2), shard_rows=10, mode="overwrite", storage_options=options)
+    left = sorted(url + s["file"] for s in old["shards"] if s["file"] not in {n["file"] for n in new["shards"]})
+    assert left
+    assert lt.vacuum(url, storage_options=options) == []  # younger than a day
+    assert sorted(lt.vacuum(url, grace=0, storage_options=options)) == left
+    ds = lt.open(url, storage_options=options, cache_dir=tmp_path)
+    assert ds.num_rows == 20
+    ds.validate()  # every shard of the new manifest downloaded and checked
+    with pytest.raises(lt.ArgumentError, match="storage_options"):
+        lt.vacuum(tmp_path, storage_options=options)
+
+
 # A child process reading through a proxy of its own (Python threads, in that process) whose
 # every GET waits a while: its first batch taken, the loader is dropped while the prefetch
 # thread still waits for the proxy's answers.

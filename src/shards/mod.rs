@@ -50,7 +50,7 @@ pub(crate) use reader::{PendingChecksum, mismatch};
 pub use remote::{
     CommitReport, commit_report, commit_url, commit_url_report, commit_with, discard_pending,
     index_url, index_with, parse_size, pending_prefixes, read_manifest_url, upload_pending,
-    upload_shards,
+    upload_shards, vacuum_with,
 };
 #[cfg(feature = "remote")]
 pub use remote_options::{DEFAULT_PREFETCH_BYTES, DEFAULT_RANGE_GAP, RemoteOptions};

@@ -72,10 +72,7 @@ pub fn vacuum(dir: impl AsRef<Path>, grace: Duration) -> Result<Vec<PathBuf>> {
         removed: Vec::new(),
     };
     if has_manifest {
-        let leftover = |n: &str| {
-            (n.ends_with(".arrow") && !n.starts_with(['.', '_']))
-                || (n.starts_with('.') && n.ends_with(".tmp"))
-        };
+        let leftover = |n: &str| is_shard_name(n) || (n.starts_with('.') && n.ends_with(".tmp"));
         for name in names.iter().filter(|n| leftover(n)) {
             sweep.file(Path::new(name))?;
         }
@@ -96,6 +93,12 @@ pub fn vacuum(dir: impl AsRef<Path>, grace: Duration) -> Result<Vec<PathBuf>> {
     let mut removed = sweep.removed;
     removed.sort();
     Ok(removed)
+}
+
+/// Whether `name` is named as a writer names a shard: `*.arrow`, not hidden (`.`) nor
+/// the dataset's own (`_`).
+pub(crate) fn is_shard_name(name: &str) -> bool {
+    name.ends_with(".arrow") && !name.starts_with(['.', '_'])
 }
 
 /// The paths (relative to `dir`) that a manifest lists: the dataset's, and each pending

@@ -315,7 +315,7 @@ impl ShardWriter {
     /// may differ. [`ShardWriter::finish`] replaces the manifest atomically by one that lists
     /// the new shards only, so readers see the old dataset or the new one; the old shards
     /// stay where they are (a reader that opened the old manifest still reads them) until
-    /// [`vacuum`](fn@super::vacuum) removes them. Rows another writer commits meanwhile are
+    /// [`vacuum`](fn@super::vacuum) (of a URL: `vacuum_with`) removes them. Rows another writer commits meanwhile are
     /// replaced too. A dataset without a manifest is created.
     ///
     /// # Errors

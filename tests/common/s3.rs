@@ -97,13 +97,40 @@ impl S3Server {
         format!("s3://{bucket}/{prefix}/")
     }
 
+    /// Stores `body` as the object `key` of `bucket`, readable without credentials (so that
+    /// [`S3Server::has_object`] sees it).
+    pub fn put_object(&self, bucket: &str, key: &str, body: &[u8]) {
+        let path = format!("/{bucket}/{key}");
+        let status = self.request_with("PUT", &path, "x-amz-acl: public-read\r\n", body);
+        assert_eq!(status.unwrap(), 200, "PUT {key}");
+    }
+
+    /// Whether `bucket` holds the object `key` stored by [`S3Server::put_object`] (moto
+    /// refuses a GET without credentials of another's object).
+    pub fn has_object(&self, bucket: &str, key: &str) -> bool {
+        self.request("GET", &format!("/{bucket}/{key}"), &[])
+            .unwrap()
+            == 200
+    }
+
     /// One HTTP/1.0 request (moto checks no signature); the response's status.
     fn request(&self, method: &str, path: &str, body: &[u8]) -> std::io::Result<u16> {
+        self.request_with(method, path, "", body)
+    }
+
+    /// [`S3Server::request`] with `headers` (each line ending in CRLF).
+    fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &str,
+        body: &[u8],
+    ) -> std::io::Result<u16> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
         write!(
             stream,
-            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\n\r\n",
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\n{headers}Content-Length: {}\r\n\r\n",
             self.port,
             body.len()
         )?;

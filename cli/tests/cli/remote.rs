@@ -1,5 +1,5 @@
 //! A URL wherever a command takes a sharded dataset's directory: `convert` to and from
-//! `s3://`, `info`, `validate`, `show`, `slice`, `tokenize` from and to one, against moto's S3 server on 127.0.0.1
+//! `s3://`, `info`, `validate`, `show`, `slice`, `vacuum`, `tokenize` from and to one, against moto's S3 server on 127.0.0.1
 //! (skipped without Python unless `LODTENSOR_REQUIRE_PYTHON=1`), the endpoint and the
 //! credentials from `AWS_*` variables.
 
@@ -73,6 +73,21 @@ fn every_reading_command_takes_a_url_and_convert_writes_to_one() {
     assert!(bad.fails(2).contains("--cache-limit lots"), "{bad:?}");
     let again = run(&["convert", input, url]);
     assert!(again.fails(3).contains("already there"), "{again:?}");
+    // `vacuum` of the URL: a killed writer's shard goes, once older than the grace period.
+    s3.put_object("cli", "data/part-00099.arrow", b"a killed writer's");
+    let kept = run(&["vacuum", url]);
+    assert!(
+        kept.ok().contains("0 files removed (grace 86400 s)"),
+        "{kept:?}"
+    );
+    let swept = run(&["vacuum", url, "--grace", "0"]);
+    let out = swept.ok();
+    assert!(
+        out.contains("removed s3://cli/data/part-00099.arrow"),
+        "{out}"
+    );
+    assert!(out.contains("1 file removed"), "{out}");
+    assert_eq!(shown(url), shown("local/"));
 }
 
 #[test]

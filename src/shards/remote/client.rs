@@ -8,7 +8,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use object_store::path::Path as StorePath;
@@ -257,14 +257,28 @@ impl Remote {
 
     /// [`Remote::list`] with each object's size.
     pub(crate) fn list_sized(&self, start: &str) -> Result<Vec<(String, u64)>> {
+        let listed = self.list_modified(start)?;
+        Ok(listed
+            .into_iter()
+            .map(|(name, size, _)| (name, size))
+            .collect())
+    }
+
+    /// [`Remote::list`] with each object's size and when it was last modified (the
+    /// epoch for a time before it).
+    pub(crate) fn list_modified(&self, start: &str) -> Result<Vec<(String, u64, SystemTime)>> {
         let prefix = self.prefix.clone();
         let listed =
             self.run(|store| async move { store.list_with_delimiter(Some(&prefix)).await })?;
         let listed = listed.map_err(|e| store_error(e, &self.url))?;
-        let mut names: Vec<(String, u64)> = (listed.objects.iter())
-            .filter_map(|object| Some((object.location.filename()?, object.size)))
+        let modified = |object: &object_store::ObjectMeta| {
+            let seconds = u64::try_from(object.last_modified.timestamp());
+            SystemTime::UNIX_EPOCH + seconds.map_or(Duration::ZERO, Duration::from_secs)
+        };
+        let mut names: Vec<(String, u64, SystemTime)> = (listed.objects.iter())
+            .filter_map(|object| Some((object.location.filename()?, object)))
             .filter(|(name, _)| name.starts_with(start))
-            .map(|(name, size)| (name.to_owned(), size))
+            .map(|(name, object)| (name.to_owned(), object.size, modified(object)))
             .collect();
         names.sort();
         Ok(names)

@@ -15,6 +15,7 @@ mod sidecar;
 mod source;
 mod staged;
 mod upload;
+mod vacuum;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,6 +38,7 @@ pub use pending::{
 pub(crate) use staged::stage;
 #[allow(deprecated)]
 pub use upload::{upload_pending, upload_shards};
+pub use vacuum::vacuum_with;
 
 use crate::error::{DatasetError, Error, FileFormat, Result};
 use crate::shards::location::Location;

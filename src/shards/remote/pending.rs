@@ -406,7 +406,7 @@ pub fn read_manifest_url(url: &str, options: &RemoteOptions) -> Result<Option<Ma
 
 /// The writer's prefix in the name of a pending manifest (`_lodtensor.pending.PREFIX.TOKEN.json`,
 /// or a directory's `_lodtensor.pending.PREFIX.json`: a prefix has no `.`).
-fn prefix_of(name: &str) -> &str {
+pub(super) fn prefix_of(name: &str) -> &str {
     let rest = &name[PENDING_PREFIX.len()..name.len() - ".json".len()];
     rest.split('.').next().unwrap_or(rest)
 }
@@ -417,7 +417,7 @@ fn pending_names(store: &RemoteStore) -> Result<Vec<String>> {
 }
 
 /// The names of pending manifests among `names`, sorted.
-fn pending_names_of(mut names: Vec<String>) -> Vec<String> {
+pub(super) fn pending_names_of(mut names: Vec<String>) -> Vec<String> {
     names.retain(|n| {
         n.starts_with(PENDING_PREFIX)
             && n.ends_with(".json")

@@ -6,6 +6,7 @@ mod cache;
 mod loader;
 mod one_round;
 mod take;
+mod vacuum;
 mod writers;
 
 use std::path::{Path, PathBuf};
