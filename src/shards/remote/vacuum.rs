@@ -20,10 +20,12 @@ use crate::shards::vacuum::{is_shard_name, vacuum};
 /// store's URLs), sorted. A directory's as [`vacuum`](fn@crate::shards::vacuum) (`options`
 /// unused). In object storage (reached as `options` say), what killed writers leave:
 /// shards of a writer killed before it recorded them, of a writer that lost a commit's
-/// race and could not remove them, and the shards a `replace` left behind. Those are the
+/// race and could not remove them, and the shards an overwrite left behind. Those are the
 /// objects directly under the dataset's prefix named as shards (`*.arrow`, not starting
-/// with `.` or `_`) that neither the dataset's manifest nor a pending manifest lists (both
-/// read after the listing: a shard recorded before then stays). A pending manifest that
+/// with `.` or `_`) that neither the dataset's manifest nor a pending manifest lists (all
+/// read after the listing, so a shard recorded before then stays; the pending manifests
+/// first, as a commit writes the dataset's manifest before it removes the pending ones it
+/// merged). A pending manifest that
 /// cannot be parsed keeps every shard of its writer's prefix. Nothing else is touched:
 /// manifests, index objects, other objects.
 ///
@@ -102,8 +104,8 @@ impl Kept {
             listed: HashSet::new(),
             prefixes: Vec::new(),
         };
-        let (dataset, _) = load_manifest_and_tag(remote, MANIFEST_NAME)?;
-        (kept.listed).extend(dataset.into_iter().flat_map(|m| m.shards).map(|s| s.file));
+        // The pending manifests first: a commit writes the dataset's manifest, then removes
+        // the pending ones it merged, so a shard is in one or the other read this way.
         for name in pending_names_of(remote.list(PENDING_PREFIX)?) {
             match load_manifest_and_tag(remote, &name) {
                 Ok((part, _)) => {
@@ -113,6 +115,8 @@ impl Kept {
                 Err(_) => kept.prefixes.push(prefix_of(&name).to_owned()),
             }
         }
+        let (dataset, _) = load_manifest_and_tag(remote, MANIFEST_NAME)?;
+        (kept.listed).extend(dataset.into_iter().flat_map(|m| m.shards).map(|s| s.file));
         Ok(kept)
     }
 
