@@ -84,6 +84,15 @@ struct Round {
     pid: u32,
 }
 
+impl Round {
+    /// The place in `wanted` of row `row` of shard `shard`, if the round reads it.
+    fn place_of(&self, shard: usize, row: usize) -> Option<usize> {
+        let at = (self.wanted).partition_point(|&(s, r, _)| (s, r) < (shard, row));
+        let read = (self.wanted.get(at)).is_some_and(|&(s, r, _)| (s, r) == (shard, row));
+        read.then_some(at)
+    }
+}
+
 /// Rows read ahead, by shard, and the rounds being read.
 #[derive(Debug)]
 pub(super) struct ReadAhead {
@@ -292,10 +301,8 @@ impl ReadAhead {
                 continue;
             }
             for round in &mut self.reading {
-                let at = (round.wanted).partition_point(|&(s, r, _)| (s, r) < (shard, row));
-                let same = |w: &&mut Asked| (w.0, w.1) == (shard, row);
-                if let Some((.., until)) = round.wanted.get_mut(at).filter(same) {
-                    *until = (*until).max(batch);
+                if let Some(i) = round.place_of(shard, row) {
+                    round.wanted[i].2 = round.wanted[i].2.max(batch);
                 }
             }
         }
@@ -303,10 +310,7 @@ impl ReadAhead {
 
     /// Whether row `row` of shard `shard` (read by ranges) is neither held nor being read.
     fn unread_row(&self, shard: usize, row: usize) -> bool {
-        let being_read = |round: &Round| {
-            let at = (round.wanted).partition_point(|&(s, r, _)| (s, r) < (shard, row));
-            (round.wanted.get(at)).is_some_and(|&(s, r, _)| (s, r) == (shard, row))
-        };
+        let being_read = |round: &Round| round.place_of(shard, row).is_some();
         !self.holds(shard, row) && !self.reading.iter().any(being_read)
     }
 
