@@ -24,6 +24,21 @@ unsafe extern "C" {
     fn mi_collect(force: bool);
 }
 
+/// mimalloc's purge delay, in milliseconds.
+fn purge_delay() -> c_long {
+    // SAFETY: `mi_option_get` takes an option of `mi_option_e`, a plain integer;
+    // `PURGE_DELAY` is that option's place.
+    unsafe { mi_option_get(PURGE_DELAY) }
+}
+
+/// Sets mimalloc's purge delay to `ms` milliseconds (0: freed memory given back at once).
+fn set_purge_delay(ms: c_long) {
+    // SAFETY: `mi_option_set` takes an option of `mi_option_e` and a value, plain
+    // integers; any delay in milliseconds is a value `PURGE_DELAY` takes ("use 0 for
+    // immediate purging", `mimalloc.h`).
+    unsafe { mi_option_set(PURGE_DELAY, ms) };
+}
+
 /// Makes mimalloc give freed memory back to the system at once rather than a second later
 /// (unless the environment sets `MIMALLOC_PURGE_DELAY`). `lodtensor convert` of a Parquet
 /// file frees a row group's and a batch's buffers while it allocates the next ones, and a
@@ -34,10 +49,7 @@ unsafe extern "C" {
 /// the machine's spread.
 pub fn tune_allocator() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: `mi_option_set` takes an option of `mi_option_e` and a value, plain
-        // integers; `PURGE_DELAY` is that option's place, and 0 is a value it takes
-        // ("use 0 for immediate purging", `mimalloc.h`).
-        unsafe { mi_option_set(PURGE_DELAY, 0) };
+        set_purge_delay(0);
     }
 }
 
@@ -75,15 +87,10 @@ impl AtOnce {
     fn begin() -> Self {
         let mut at_once = AT_ONCE.lock().unwrap_or_else(PoisonError::into_inner);
         if at_once.0 == 0 {
-            // SAFETY: `mi_option_get` and `mi_option_set` take an option of `mi_option_e`
-            // and a value, plain integers; 0 is a value `PURGE_DELAY` takes ("use 0 for
-            // immediate purging", `mimalloc.h`); `mi_collect` takes a flag and touches
-            // only mimalloc's own state.
-            unsafe {
-                at_once.1 = mi_option_get(PURGE_DELAY);
-                mi_option_set(PURGE_DELAY, 0);
-                mi_collect(true);
-            }
+            at_once.1 = purge_delay();
+            set_purge_delay(0);
+            // SAFETY: `mi_collect` takes a flag and touches only mimalloc's own state.
+            unsafe { mi_collect(true) };
         }
         at_once.0 += 1;
         AtOnce
@@ -95,8 +102,7 @@ impl Drop for AtOnce {
         let mut at_once = AT_ONCE.lock().unwrap_or_else(PoisonError::into_inner);
         at_once.0 -= 1;
         if at_once.0 == 0 {
-            // SAFETY: as in `begin`: the option's place and the value it held.
-            unsafe { mi_option_set(PURGE_DELAY, at_once.1) };
+            set_purge_delay(at_once.1);
         }
     }
 }
@@ -108,32 +114,33 @@ mod tests {
     /// Held by each test that sets the process's purge delay.
     static SERIAL: Mutex<()> = Mutex::new(());
 
+    /// The right to set the process's purge delay, unless the environment sets it (then the
+    /// tests have nothing to check).
+    fn alone() -> Option<std::sync::MutexGuard<'static, ()>> {
+        std::env::var_os("MIMALLOC_PURGE_DELAY")
+            .is_none()
+            .then(|| SERIAL.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     #[test]
     fn the_purge_delay_is_the_option_set_and_becomes_0() {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-            return;
-        }
-        // SAFETY: reads an option of `mi_option_e`, a plain integer.
-        let read = || unsafe { mi_option_get(PURGE_DELAY) };
-        let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-        assert_eq!(read(), 1000, "mimalloc v3's default purge delay, 1000 ms");
+        let Some(_serial) = alone() else { return };
+        assert_eq!(
+            purge_delay(),
+            1000,
+            "mimalloc v3's default purge delay, 1000 ms"
+        );
         tune_allocator();
-        assert_eq!(read(), 0);
-        // SAFETY: as above, mimalloc's default.
-        unsafe { mi_option_set(PURGE_DELAY, 1000) };
+        assert_eq!(purge_delay(), 0);
+        set_purge_delay(1000);
     }
 
     #[test]
     fn the_purge_delay_is_0_while_any_call_returning_freed_memory_runs() {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-            return;
-        }
-        // SAFETY: reads an option of `mi_option_e`, a plain integer.
-        let read = || unsafe { mi_option_get(PURGE_DELAY) };
-        let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(_serial) = alone() else { return };
+        let read = purge_delay;
         let before = read();
-        // SAFETY: sets the option to a value it takes (a delay in milliseconds).
-        unsafe { mi_option_set(PURGE_DELAY, 250) };
+        set_purge_delay(250);
         let (started, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
         std::thread::scope(|scope| {
             let other = scope.spawn(|| {
@@ -157,7 +164,6 @@ mod tests {
             250,
             "the delay before the first call, restored by the last"
         );
-        // SAFETY: as above, the value the option held.
-        unsafe { mi_option_set(PURGE_DELAY, before) };
+        set_purge_delay(before);
     }
 }
